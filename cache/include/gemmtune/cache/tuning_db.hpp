@@ -1,0 +1,152 @@
+#pragma once
+// The SQLite tuning database: devices, problems, every measured candidate, and the best
+// configuration per device, problem and template version. Schema: cache/schema.sql.
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gemmtune/generator/config.hpp"
+#include "gemmtune/types.hpp"
+
+struct sqlite3;
+
+namespace gemmtune {
+
+// Everything that identifies the GPU a result was measured on.
+struct DeviceKey {
+  std::string name;   // "NVIDIA H100 80GB HBM3"
+  int cc = 0;         // 90
+  int sms = 0;        // 132
+  int driver = 0;     // cuDriverGetVersion, e.g. 13000
+  std::string nvrtc;  // "13.0"
+  bool operator==(const DeviceKey&) const = default;
+};
+
+enum class CandidateStatus {
+  ok,                // verified and timed
+  compile_error,     // NVRTC or ptxas rejected it
+  out_of_resources,  // compiled, but the launch needs more than the GPU has
+  wrong_result,      // ran, but failed verification against the reference
+  fault,             // the kernel faulted (illegal address, ...) or killed its worker
+  timeout,           // the kernel did not finish before the watchdog fired
+};
+std::string_view to_string(CandidateStatus status) noexcept;
+CandidateStatus parse_status(std::string_view text);  // throws Error(invalid_argument)
+
+struct CandidateRecord {
+  int64_t id = 0;  // assigned by the database
+  std::string kernel_name;
+  std::string template_version;  // template_version(family) when it was measured
+  KernelConfig config;           // config.family is the family
+  CandidateStatus status = CandidateStatus::ok;
+  int registers = -1;  // -1: unknown
+  int spills = -1;     // spill stores + loads, bytes
+  int smem_bytes = -1;
+  double compile_ms = -1;
+  double median_ms = -1, min_ms = -1, max_ms = -1;  // -1 unless status == ok
+  int runs = 0;
+  double tflops = -1;
+  double max_error = -1;   // normalized error against the reference
+  std::string message;     // why it failed, for failures
+  std::string measured_at; // UTC, ISO 8601; set by record()
+};
+
+struct BestRecord {
+  DeviceKey device;
+  Problem problem;
+  CandidateRecord winner;
+  double baseline_ms = -1;     // cuBLAS on the same problem in the same run; -1 if unknown
+  bool complete = false;       // the whole search space was measured
+  bool current = true;         // winner.template_version is this build's version of its family
+  std::string tuned_at;
+};
+
+// Filters of list/export/delete; unset fields match everything.
+struct DbFilter {
+  std::optional<std::string> device;  // substring of the device name
+  std::optional<DType> dtype;
+  std::optional<std::string> layout;  // "nn", ...
+  std::optional<int64_t> m, n, k;
+  std::optional<int64_t> lda, ldb, ldc;  // to tell apart problems of one shape
+};
+
+struct DbStats {
+  int64_t devices = 0, problems = 0, candidates = 0, best = 0;
+  std::vector<std::pair<std::string, int64_t>> by_status;  // status name -> count
+  std::vector<std::pair<std::string, int64_t>> by_family;  // family -> candidates
+  int64_t best_stale = 0;  // best rows of a template version this build does not have
+  int64_t file_bytes = 0;
+  int schema_version = 0;
+};
+
+struct ImportSummary {
+  int64_t devices = 0, problems = 0, candidates = 0, best = 0;  // rows added or updated
+};
+
+// Records as JSON objects of the export format (docs/DATABASE.md), for tools that print JSON.
+std::string json_of(const DeviceKey& device);
+std::string json_of(const Problem& problem);
+std::string json_of(const CandidateRecord& candidate);
+// {"device", "problem", "winner": candidate, "baseline_ms", "complete", "current", "tuned_at"}
+std::string json_of(const BestRecord& best);
+
+// An object is used from one thread at a time; any number of processes may share the file
+// (WAL journal, a busy timeout, and every write in its own BEGIN IMMEDIATE transaction).
+class TuningDb {
+ public:
+  static constexpr int kSchemaVersion = 2;  // migrations are numbered 1..kSchemaVersion
+  enum class Mode { read_write, read_only };
+
+  // Opens (creating the file and its folder in read_write mode) and migrates to
+  // kSchemaVersion. Throws Error(database) with the path when it cannot, or when the file
+  // is newer than this build or not a gemmtune database.
+  explicit TuningDb(const std::filesystem::path& path, Mode mode = Mode::read_write);
+  ~TuningDb();
+  TuningDb(const TuningDb&) = delete;
+  TuningDb& operator=(const TuningDb&) = delete;
+
+  const std::filesystem::path& path() const { return path_; }
+  int schema_version() const;
+
+  // Inserts or replaces the candidate with the same device, problem, template version and
+  // kernel name. Each call is its own transaction: an interrupted run loses nothing recorded.
+  void record(const DeviceKey& device, const Problem& problem, const CandidateRecord& candidate);
+  // Candidates of one problem measured with the current template version of their family,
+  // or every version when all_versions; ok ones by median time, then failures by name.
+  std::vector<CandidateRecord> candidates(const DeviceKey& device, const Problem& problem,
+                                          bool all_versions = false) const;
+
+  // Marks the named, already recorded candidate as the best for the device and problem.
+  void set_best(const DeviceKey& device, const Problem& problem, const std::string& kernel_name,
+                const std::string& template_version, double baseline_ms, bool complete);
+  // The fastest current best of the problem (stale template versions are never returned).
+  std::optional<BestRecord> best(const DeviceKey& device, const Problem& problem) const;
+  // Current bests of the device for every shape with this dtype and layout (for the
+  // nearest-shape fallback).
+  std::vector<BestRecord> bests_like(const DeviceKey& device, DType dtype, Op op_a, Op op_b) const;
+
+  // Best rows (current and stale, flagged) matching the filter, by device then shape.
+  std::vector<BestRecord> list(const DbFilter& filter) const;
+  // Problems matching the filter that have candidates but maybe no best yet.
+  std::vector<std::pair<DeviceKey, Problem>> problems(const DbFilter& filter) const;
+  DbStats stats() const;
+  // Deletes the matching problems with their candidates and best rows; returns problems deleted.
+  int64_t remove(const DbFilter& filter);
+
+  // JSON: {"format":"gemmtune-db","version":1,"entries":[{device, problem, candidates, best}]}
+  // (docs/DATABASE.md describes every field; "best" is an array, one row per template version).
+  std::string export_json(const DbFilter& filter) const;
+  // Validates the whole document first, then writes it in one transaction: a malformed file
+  // throws Error(invalid_argument) saying where, and leaves the database unchanged.
+  ImportSummary import_json(std::string_view json);
+
+ private:
+  std::filesystem::path path_;
+  sqlite3* db_ = nullptr;
+};
+
+}  // namespace gemmtune

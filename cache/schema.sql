@@ -1,0 +1,83 @@
+-- The gemmtune tuning database: the one source of truth for its schema. It is embedded into the
+-- library at build time (cache/CMakeLists.txt) and applied by cache/src/schema.cpp.
+--
+-- Versioning: PRAGMA user_version is the number of the last migration applied. Opening a file
+-- runs every migration numbered above it, in order, each in its own transaction together with
+-- its version bump. A released migration is never edited: append a new one and raise
+-- TuningDb::kSchemaVersion. Unknown values are NULL (the C++ structs use -1).
+-- docs/DATABASE.md describes the tables for users.
+
+-- migration 1
+-- Devices, problems, every measured candidate, and the best per template version.
+PRAGMA application_id = 1196704834;  -- 'GTDB': tells our files from other SQLite files
+
+CREATE TABLE devices (
+  id     INTEGER PRIMARY KEY,
+  name   TEXT    NOT NULL,                  -- "NVIDIA H100 80GB HBM3"
+  cc     INTEGER NOT NULL CHECK (cc > 0),   -- compute capability, major * 10 + minor
+  sms    INTEGER NOT NULL CHECK (sms > 0),
+  driver INTEGER NOT NULL,                  -- cuDriverGetVersion, e.g. 13000
+  nvrtc  TEXT    NOT NULL,                  -- "13.0"
+  UNIQUE (name, cc, sms, driver, nvrtc)
+);
+
+CREATE TABLE problems (
+  id     INTEGER PRIMARY KEY,
+  dtype  TEXT    NOT NULL CHECK (dtype IN ('f32', 'f16', 'bf16')),
+  layout TEXT    NOT NULL CHECK (layout IN ('nn', 'nt', 'tn', 'tt')),  -- op(A) op(B)
+  m      INTEGER NOT NULL CHECK (m > 0),
+  n      INTEGER NOT NULL CHECK (n > 0),
+  k      INTEGER NOT NULL CHECK (k > 0),
+  lda    INTEGER NOT NULL CHECK (lda > 0),
+  ldb    INTEGER NOT NULL CHECK (ldb > 0),
+  ldc    INTEGER NOT NULL CHECK (ldc > 0),
+  align  INTEGER NOT NULL CHECK (align IN (1, 2, 4, 8, 16)),  -- alignment class, bytes
+  UNIQUE (dtype, layout, m, n, k, lda, ldb, ldc, align)
+);
+
+-- Every candidate measured, failures included: a failure is a result too.
+CREATE TABLE candidates (
+  id               INTEGER PRIMARY KEY,
+  device_id        INTEGER NOT NULL REFERENCES devices (id) ON DELETE CASCADE,
+  problem_id       INTEGER NOT NULL REFERENCES problems (id) ON DELETE CASCADE,
+  template_version TEXT    NOT NULL,  -- hash of the family's template sources
+  kernel_name      TEXT    NOT NULL,
+  config           TEXT    NOT NULL,  -- KernelConfig::to_json(): family, dtype, layout, params
+  status           TEXT    NOT NULL CHECK (status IN ('ok', 'compile_error', 'out_of_resources',
+                                                      'wrong_result', 'fault', 'timeout')),
+  registers        INTEGER,           -- per thread, from the ptxas report
+  spills           INTEGER,           -- spill stores + loads, bytes
+  smem_bytes       INTEGER,
+  compile_ms       REAL,
+  median_ms        REAL,              -- the timings are NULL unless status = 'ok'
+  min_ms           REAL,
+  max_ms           REAL,
+  runs             INTEGER NOT NULL DEFAULT 0,
+  tflops           REAL,
+  max_error        REAL,              -- normalized error against the reference
+  message          TEXT    NOT NULL DEFAULT '',  -- why it failed
+  measured_at      TEXT    NOT NULL,  -- UTC, ISO 8601
+  UNIQUE (device_id, problem_id, template_version, kernel_name)
+);
+
+-- The winner per device, problem and template version: results of another template version
+-- stay visible (stale) but are never used.
+CREATE TABLE best (
+  device_id        INTEGER NOT NULL REFERENCES devices (id) ON DELETE CASCADE,
+  problem_id       INTEGER NOT NULL REFERENCES problems (id) ON DELETE CASCADE,
+  template_version TEXT    NOT NULL,  -- the winner's
+  candidate_id     INTEGER NOT NULL REFERENCES candidates (id) ON DELETE CASCADE,
+  baseline_ms      REAL,              -- cuBLAS on the same problem in the same run
+  complete         INTEGER NOT NULL CHECK (complete IN (0, 1)),  -- whole search space measured
+  tuned_at         TEXT    NOT NULL,  -- UTC, ISO 8601
+  PRIMARY KEY (device_id, problem_id, template_version)
+);
+
+-- migration 2
+-- The family as a column of its own (version 1 kept it only inside the config JSON), so that
+-- which family won and the counts per family need no JSON parsing; filled in from the config.
+ALTER TABLE candidates ADD COLUMN family TEXT NOT NULL DEFAULT '';
+UPDATE candidates SET family = coalesce(json_extract(config, '$.family'), '');
+CREATE INDEX candidates_by_family ON candidates (family, template_version);
+-- Deleting candidates cascades into best: without this index every delete scans best.
+CREATE INDEX best_by_candidate ON best (candidate_id);

@@ -1,0 +1,345 @@
+// The JSON export and import of the tuning database (docs/DATABASE.md describes the format).
+// Import validates the whole document before it writes anything, then writes it in one
+// transaction: a bad file changes nothing.
+#include <algorithm>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "gemmtune/cache/tuning_db.hpp"
+#include "gemmtune/generator/util.hpp"
+#include "rows.hpp"
+#include "sql.hpp"
+
+namespace gemmtune {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr const char* kFormat = "gemmtune-db";
+constexpr int64_t kFormatVersion = 1;
+
+// Unknown values (-1 in the structs) are null in JSON.
+Json number_or_null(double value) {
+  return value < 0 ? Json(nullptr) : Json(value);
+}
+Json integer_or_null(int64_t value) {
+  return value < 0 ? Json(nullptr) : Json(value);
+}
+
+Json device_json(const DeviceKey& d) {
+  return {{"name", d.name}, {"cc", d.cc}, {"sms", d.sms}, {"driver", d.driver}, {"nvrtc", d.nvrtc}};
+}
+
+Json problem_json(const Problem& p) {
+  return {{"dtype", std::string(to_string(p.dtype))},
+          {"layout", p.layout()},
+          {"m", p.m},
+          {"n", p.n},
+          {"k", p.k},
+          {"lda", p.lda},
+          {"ldb", p.ldb},
+          {"ldc", p.ldc},
+          {"align", p.align}};
+}
+
+Json candidate_json(const CandidateRecord& c) {
+  return {{"kernel_name", c.kernel_name},
+          {"template_version", c.template_version},
+          {"config", Json::parse(c.config.to_json())},
+          {"status", std::string(to_string(c.status))},
+          {"registers", integer_or_null(c.registers)},
+          {"spills", integer_or_null(c.spills)},
+          {"smem_bytes", integer_or_null(c.smem_bytes)},
+          {"compile_ms", number_or_null(c.compile_ms)},
+          {"median_ms", number_or_null(c.median_ms)},
+          {"min_ms", number_or_null(c.min_ms)},
+          {"max_ms", number_or_null(c.max_ms)},
+          {"runs", c.runs},
+          {"tflops", number_or_null(c.tflops)},
+          {"max_error", number_or_null(c.max_error)},
+          {"message", c.message},
+          {"measured_at", c.measured_at}};
+}
+
+// The best row inside an export entry: the winner is named, its record is in "candidates".
+Json best_entry_json(const BestRecord& b) {
+  return {{"kernel_name", b.winner.kernel_name},
+          {"template_version", b.winner.template_version},
+          {"baseline_ms", number_or_null(b.baseline_ms)},
+          {"complete", b.complete},
+          {"tuned_at", b.tuned_at}};
+}
+
+// A JSON value and where it is in the document, so that every complaint says where.
+class Field {
+ public:
+  Field(const Json& value, std::string path) : value_(value), path_(std::move(path)) {}
+
+  [[noreturn]] void fail(std::string_view why) const {
+    GT_THROW(Errc::invalid_argument, "{}: {}", path_.empty() ? "document" : path_, why);
+  }
+
+  // A member that must be present and not null.
+  Field operator[](std::string_view key) const {
+    auto member = find(key);
+    if (!member) fail(fmt::format("missing required field '{}'", key));
+    return *member;
+  }
+  // A member that may be absent or null.
+  std::optional<Field> find(std::string_view key) const {
+    expect(value_.is_object(), "an object");
+    auto it = value_.find(std::string(key));
+    if (it == value_.end() || it->is_null()) return std::nullopt;
+    return Field(*it, path_.empty() ? std::string(key) : fmt::format("{}.{}", path_, key));
+  }
+  std::vector<Field> items() const {
+    expect(value_.is_array(), "an array");
+    std::vector<Field> out;
+    for (size_t i = 0; i < value_.size(); ++i)
+      out.emplace_back(value_[i], fmt::format("{}[{}]", path_, i));
+    return out;
+  }
+
+  std::string text() const {
+    expect(value_.is_string(), "a string");
+    return value_.get<std::string>();
+  }
+  std::string nonempty_text() const {
+    std::string out = text();
+    if (out.empty()) fail("must not be empty");
+    return out;
+  }
+  int64_t integer(int64_t at_least) const {
+    expect(value_.is_number_integer(), "an integer");
+    const int64_t out = value_.get<int64_t>();
+    if (out < at_least) fail(fmt::format("must be at least {} (got {})", at_least, out));
+    return out;
+  }
+  double number(double at_least) const {
+    expect(value_.is_number(), "a number");
+    const double out = value_.get<double>();
+    if (out < at_least) fail(fmt::format("must be at least {} (got {})", at_least, out));
+    return out;
+  }
+  bool boolean() const {
+    expect(value_.is_boolean(), "true or false");
+    return value_.get<bool>();
+  }
+  const Json& json() const { return value_; }
+  const std::string& path() const { return path_; }
+
+  // Runs a check of ours that throws Error(invalid_argument) and says where it failed.
+  template <class Check>
+  void checked(Check&& check) const {
+    try {
+      check();
+    } catch (const Error& e) {
+      if (e.code() != Errc::invalid_argument) throw;
+      fail(e.what());
+    }
+  }
+
+ private:
+  void expect(bool ok, std::string_view what) const {
+    if (!ok) fail(fmt::format("expected {}, got {}", what, value_.type_name()));
+  }
+
+  const Json& value_;
+  std::string path_;
+};
+
+// Absent or null: unknown (-1).
+double number_or_unknown(const Field& parent, std::string_view key) {
+  auto field = parent.find(key);
+  return field ? field->number(0) : -1;
+}
+
+// Sizes are stored as int: keep them in range rather than let them wrap.
+int small_integer(const Field& field, int at_least) {
+  const int64_t value = field.integer(at_least);
+  if (value > std::numeric_limits<int>::max()) field.fail(fmt::format("{} is too large", value));
+  return int(value);
+}
+
+int small_count_or_unknown(const Field& parent, std::string_view key) {
+  auto field = parent.find(key);
+  return field ? small_integer(*field, 0) : -1;
+}
+
+struct ImportEntry {
+  DeviceKey device;
+  Problem problem;
+  std::vector<CandidateRecord> candidates;
+  std::vector<rows::BestChoice> best;
+};
+
+DeviceKey parse_device(const Field& f) {
+  DeviceKey d;
+  d.name = f["name"].nonempty_text();
+  d.cc = small_integer(f["cc"], 1);
+  d.sms = small_integer(f["sms"], 1);
+  d.driver = small_integer(f["driver"], 0);
+  d.nvrtc = f["nvrtc"].text();
+  f.checked([&] { rows::check_device(d); });
+  return d;
+}
+
+Problem parse_problem(const Field& f) {
+  const std::string layout = f["layout"].text();
+  if (layout != "nn" && layout != "nt" && layout != "tn" && layout != "tt")
+    f["layout"].fail(fmt::format("unknown layout '{}' (expected nn, nt, tn or tt)", layout));
+  Problem p;
+  f["dtype"].checked([&] { p.dtype = parse_dtype(f["dtype"].text()); });
+  p.op_a = parse_op(layout[0]);
+  p.op_b = parse_op(layout[1]);
+  // M, N and K are checked for sign by validate() below, with its own words.
+  p.m = f["m"].integer(std::numeric_limits<int64_t>::min());
+  p.n = f["n"].integer(std::numeric_limits<int64_t>::min());
+  p.k = f["k"].integer(std::numeric_limits<int64_t>::min());
+  p.lda = f["lda"].integer(1);
+  p.ldb = f["ldb"].integer(1);
+  p.ldc = f["ldc"].integer(1);
+  p.align = small_integer(f["align"], 1);
+  f.checked([&] { validate(p); });
+  return p;
+}
+
+CandidateRecord parse_candidate(const Field& f, const Problem& problem) {
+  CandidateRecord c;
+  c.kernel_name = f["kernel_name"].nonempty_text();
+  c.template_version = f["template_version"].nonempty_text();
+  const Field config = f["config"];
+  config.checked([&] { c.config = KernelConfig::from_json(config.json().dump()); });
+  const Field status = f["status"];
+  status.checked([&] { c.status = parse_status(status.text()); });
+  c.registers = small_count_or_unknown(f, "registers");
+  c.spills = small_count_or_unknown(f, "spills");
+  c.smem_bytes = small_count_or_unknown(f, "smem_bytes");
+  c.compile_ms = number_or_unknown(f, "compile_ms");
+  c.median_ms = number_or_unknown(f, "median_ms");
+  c.min_ms = number_or_unknown(f, "min_ms");
+  c.max_ms = number_or_unknown(f, "max_ms");
+  c.runs = f.find("runs") ? small_integer(f["runs"], 0) : 0;
+  c.tflops = number_or_unknown(f, "tflops");
+  c.max_error = number_or_unknown(f, "max_error");
+  c.message = f.find("message") ? f["message"].text() : "";
+  c.measured_at = f["measured_at"].nonempty_text();
+  f.checked([&] { rows::check_candidate(problem, c); });
+  return c;
+}
+
+rows::BestChoice parse_best(const Field& f, const std::vector<CandidateRecord>& candidates) {
+  rows::BestChoice b;
+  b.kernel_name = f["kernel_name"].nonempty_text();
+  b.template_version = f["template_version"].nonempty_text();
+  b.baseline_ms = number_or_unknown(f, "baseline_ms");
+  b.complete = f.find("complete") ? f["complete"].boolean() : false;
+  b.tuned_at = f["tuned_at"].nonempty_text();
+  auto winner = std::find_if(candidates.begin(), candidates.end(), [&](const CandidateRecord& c) {
+    return c.kernel_name == b.kernel_name && c.template_version == b.template_version;
+  });
+  if (winner == candidates.end())
+    f.fail(fmt::format("the winner {} (template {}) is not among this entry's candidates",
+                       b.kernel_name, b.template_version));
+  if (winner->status != CandidateStatus::ok)
+    f.fail(fmt::format("the winner {} has status {}; only an ok candidate can be the best",
+                       b.kernel_name, to_string(winner->status)));
+  return b;
+}
+
+ImportEntry parse_entry(const Field& f) {
+  ImportEntry e;
+  e.device = parse_device(f["device"]);
+  e.problem = parse_problem(f["problem"]);
+  for (const Field& candidate : f["candidates"].items())
+    e.candidates.push_back(parse_candidate(candidate, e.problem));
+  if (auto best = f.find("best"))
+    for (const Field& row : best->items()) e.best.push_back(parse_best(row, e.candidates));
+  return e;
+}
+
+std::vector<ImportEntry> parse_document(std::string_view text) {
+  Json document;
+  try {
+    document = Json::parse(text);
+  } catch (const Json::parse_error& e) {
+    GT_THROW(Errc::invalid_argument, "not valid JSON: {}", e.what());
+  }
+  const Field root(document, "");
+  if (root["format"].text() != kFormat)
+    root["format"].fail(fmt::format("expected \"{}\", got \"{}\"", kFormat, root["format"].text()));
+  const int64_t version = root["version"].integer(1);
+  if (version > kFormatVersion)
+    root["version"].fail(
+        fmt::format("version {} is newer than this build reads ({})", version, kFormatVersion));
+  std::vector<ImportEntry> entries;
+  for (const Field& entry : root["entries"].items()) entries.push_back(parse_entry(entry));
+  return entries;
+}
+
+void write_entry(sqlite3* db, const ImportEntry& entry, ImportSummary& summary) {
+  const rows::Written device = rows::ensure_device(db, entry.device);
+  const rows::Written problem = rows::ensure_problem(db, entry.problem);
+  summary.devices += device.changed;
+  summary.problems += problem.changed;
+  const rows::ProblemRow at{device.id, problem.id, entry.device, entry.problem};
+  for (const auto& candidate : entry.candidates)
+    summary.candidates +=
+        rows::upsert_candidate(db, at, candidate, rows::Merge::keep_newer).changed;
+  for (const auto& best : entry.best)
+    summary.best += rows::upsert_best(db, at, best, rows::Merge::keep_newer);
+}
+
+}  // namespace
+
+std::string json_of(const DeviceKey& device) {
+  return device_json(device).dump();
+}
+
+std::string json_of(const Problem& problem) {
+  return problem_json(problem).dump();
+}
+
+std::string json_of(const CandidateRecord& candidate) {
+  return candidate_json(candidate).dump();
+}
+
+std::string json_of(const BestRecord& best) {
+  return Json{{"device", device_json(best.device)},
+              {"problem", problem_json(best.problem)},
+              {"winner", candidate_json(best.winner)},
+              {"baseline_ms", number_or_null(best.baseline_ms)},
+              {"complete", best.complete},
+              {"current", best.current},
+              {"tuned_at", best.tuned_at}}
+      .dump();
+}
+
+std::string TuningDb::export_json(const DbFilter& filter) const {
+  Json entries = Json::array();
+  for (const auto& row : rows::select_problems(db_, rows::matching(filter))) {
+    const auto where = rows::pair_is(row.device_id, row.problem_id);
+    Json candidates = Json::array();
+    for (const auto& candidate : rows::select_candidates(db_, where))
+      candidates.push_back(candidate_json(candidate));
+    Json best = Json::array();
+    for (const auto& b : rows::select_bests(db_, where)) best.push_back(best_entry_json(b));
+    entries.push_back({{"device", device_json(row.device)},
+                       {"problem", problem_json(row.problem)},
+                       {"candidates", std::move(candidates)},
+                       {"best", std::move(best)}});
+  }
+  const Json document = {{"format", kFormat}, {"version", kFormatVersion}, {"entries", entries}};
+  return document.dump(2) + "\n";
+}
+
+ImportSummary TuningDb::import_json(std::string_view json) {
+  const std::vector<ImportEntry> entries = parse_document(json);
+  ImportSummary summary;
+  sql::Transaction transaction(db_);
+  for (const auto& entry : entries) write_entry(db_, entry, summary);
+  transaction.commit();
+  return summary;
+}
+
+}  // namespace gemmtune

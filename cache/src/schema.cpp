@@ -1,0 +1,137 @@
+#include "schema.hpp"
+
+#include "gemmtune/cache/tuning_db.hpp"
+#include "gemmtune/generator/util.hpp"
+#include "sql.hpp"
+
+namespace gemmtune {
+namespace {
+
+namespace fs = std::filesystem;
+
+// 'GTDB', as set by migration 1 of schema.sql.
+constexpr int64_t kApplicationId = 1196704834;
+
+int count_migrations() {
+  int count = 0;
+  for (size_t at = 0; (at = schema_sql().find("\n-- migration ", at)) != std::string_view::npos;
+       ++at)
+    ++count;
+  return count;
+}
+
+struct FileState {
+  int64_t application_id = 0;
+  int64_t version = 0;
+  int64_t objects = 0;  // tables, indexes, ...
+};
+
+FileState read_state(sqlite3* db) {
+  sql::Statement s(db,
+                   "SELECT (SELECT application_id FROM pragma_application_id),"
+                   " (SELECT user_version FROM pragma_user_version),"
+                   " (SELECT count(*) FROM sqlite_schema)");
+  s.step();
+  return {s.integer(0), s.integer(1), s.integer(2)};
+}
+
+// The file's schema version, after making sure that it is ours and not newer than this build.
+int checked_version(sqlite3* db, const fs::path& path) {
+  const FileState state = read_state(db);
+  const bool fresh = state.application_id == 0 && state.version == 0 && state.objects == 0;
+  GT_REQUIRE(fresh || state.application_id == kApplicationId, Errc::database,
+             "{} is an SQLite database of another program, not a gemmtune tuning database "
+             "(application_id {}); pass another --db or set GEMMTUNE_DB",
+             path.string(), state.application_id);
+  GT_REQUIRE(state.version <= TuningDb::kSchemaVersion, Errc::database,
+             "{} has schema version {}, newer than this build of gemmtune reads ({}); "
+             "upgrade gemmtune or use another database file",
+             path.string(), state.version, TuningDb::kSchemaVersion);
+  return int(state.version);
+}
+
+sqlite3* open_connection(const fs::path& path, bool read_only) {
+  if (read_only) {
+    GT_REQUIRE(fs::exists(path), Errc::database,
+               "no tuning database at {} yet (nothing has been tuned there)", path.string());
+  } else if (path.has_parent_path()) {
+    std::error_code error;
+    fs::create_directories(path.parent_path(), error);
+    GT_REQUIRE(!error, Errc::database, "cannot create the folder of the database {}: {}",
+               path.string(), error.message());
+  }
+  const int flags = read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+  sqlite3* db = nullptr;
+  const int result = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
+  if (result != SQLITE_OK) {
+    const std::string why = db ? sqlite3_errmsg(db) : sqlite3_errstr(result);
+    sqlite3_close_v2(db);
+    GT_THROW(Errc::database, "cannot open the database {}: {}: {}", path.string(),
+             sql::error_name(result), why);
+  }
+  return db;
+}
+
+void migrate(sqlite3* db, const fs::path& path) {
+  for (int number = 1; number <= TuningDb::kSchemaVersion; ++number) {
+    sql::Transaction transaction(db);
+    // Another process may have migrated since we looked: decide under the write lock.
+    if (checked_version(db, path) >= number) continue;
+    sql::exec(db, migration_sql(number));
+    sql::exec(db, fmt::format("PRAGMA user_version = {}", number));
+    transaction.commit();
+  }
+}
+
+void configure_and_migrate(sqlite3* db, const fs::path& path, bool read_only) {
+  GT_SQL(db, sqlite3_busy_timeout(db, sql::kBusyTimeoutMs));
+  sql::exec(db, "PRAGMA foreign_keys = ON");
+  // Check before writing anything: switching the journal mode would alter a foreign file.
+  const int version = checked_version(db, path);
+  if (read_only) {
+    GT_REQUIRE(version == TuningDb::kSchemaVersion, Errc::database,
+               "{} has schema version {}, older than this build's {}: open it once with write "
+               "access (any gemm-tune run, or gemm-db stats) to upgrade it",
+               path.string(), version, TuningDb::kSchemaVersion);
+    return;
+  }
+  // WAL: readers never wait for the writer, and several tuning processes can share a file.
+  sql::exec_waiting(db, "PRAGMA journal_mode = WAL");
+  // With WAL, NORMAL loses no committed candidate when a process dies, only on power loss.
+  sql::exec(db, "PRAGMA synchronous = NORMAL");
+  if (version < TuningDb::kSchemaVersion) migrate(db, path);
+}
+
+}  // namespace
+
+std::string migration_sql(int number) {
+  const std::string_view text = schema_sql();
+  const std::string marker = fmt::format("\n-- migration {}\n", number);
+  const size_t begin = text.find(marker);
+  GT_REQUIRE(begin != std::string_view::npos, Errc::internal,
+             "schema.sql has no '-- migration {}' section", number);
+  const size_t end = text.find("\n-- migration ", begin + marker.size() - 1);
+  return std::string(text.substr(begin, end == std::string_view::npos ? end : end - begin));
+}
+
+int user_version(sqlite3* db) {
+  sql::Statement s(db, "PRAGMA user_version");
+  s.step();
+  return int(s.integer(0));
+}
+
+sqlite3* open_database(const fs::path& path, bool read_only) {
+  GT_REQUIRE(count_migrations() == TuningDb::kSchemaVersion, Errc::internal,
+             "schema.sql has {} migrations but kSchemaVersion is {}", count_migrations(),
+             TuningDb::kSchemaVersion);
+  sqlite3* db = open_connection(path, read_only);
+  try {
+    configure_and_migrate(db, path, read_only);
+  } catch (...) {
+    sqlite3_close_v2(db);
+    throw;
+  }
+  return db;
+}
+
+}  // namespace gemmtune

@@ -1,0 +1,42 @@
+#pragma once
+// KernelConfig: one point of a family's search space, and ArchInfo: the target it is built for.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "gemmtune/types.hpp"
+
+namespace gemmtune {
+
+// What a kernel is compiled for and what limits it must respect. Filled from the GPU by the
+// runtime, or from a name ("sm_90a") for dry runs without a GPU.
+struct ArchInfo {
+  int cc = 90;               // compute capability as major*10 + minor
+  bool arch_specific = true; // the 'a' targets (sm_90a): wgmma, setmaxnreg
+  int sms = 132;
+  int64_t smem_per_block = 227 * 1024;  // opt-in maximum per block, bytes
+  int64_t smem_per_sm = 228 * 1024;
+  int regs_per_sm = 65536;
+  int max_threads_per_block = 1024;
+
+  std::string name() const;  // "sm_90a", "sm_80"
+  // Typical figures of a named architecture; throws Error(invalid_argument) for unknown names.
+  static ArchInfo from_name(std::string_view name);
+};
+
+struct KernelConfig {
+  std::string family;
+  DType dtype = DType::f32;
+  Op op_a = Op::N;
+  Op op_b = Op::N;
+  std::map<std::string, int64_t> params;
+
+  int64_t at(std::string_view param) const;  // throws Error(internal) when the param is missing
+  std::string params_text() const;            // "BK=8 BM=128 ..." (sorted by name)
+  std::string to_json() const;                // {"family":..,"dtype":..,"layout":..,"params":{..}}
+  static KernelConfig from_json(std::string_view json);  // throws Error(invalid_argument)
+  bool operator==(const KernelConfig&) const = default;
+};
+
+}  // namespace gemmtune

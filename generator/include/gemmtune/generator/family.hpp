@@ -1,0 +1,64 @@
+#pragma once
+// A kernel family: one template file, its search space, how to name, emit and launch a point.
+// Families are pure descriptions; compiling and launching live in runtime/.
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gemmtune/generator/config.hpp"
+#include "gemmtune/generator/search_space.hpp"
+
+namespace gemmtune {
+
+struct LaunchGeometry {
+  std::array<uint32_t, 3> grid{1, 1, 1};
+  std::array<uint32_t, 3> block{1, 1, 1};
+  std::array<uint32_t, 3> cluster{1, 1, 1};
+  uint32_t smem_bytes = 0;  // dynamic shared memory
+  uint32_t tiles_m = 1, tiles_n = 1;  // output tiles, for the kernel's tile scheduler
+};
+
+// The generated translation unit of one configuration.
+struct KernelSource {
+  std::string name;  // also the kernel's entry point
+  std::string code;
+  std::string hash;  // hex digest of name + code
+};
+
+class Family {
+ public:
+  virtual ~Family() = default;
+
+  virtual std::string_view name() const = 0;
+  // Empty when the family can solve the problem on the architecture, otherwise the reason.
+  virtual std::string unsupported_reason(const Problem& problem, const ArchInfo& arch) const = 0;
+  // The default search space for a problem.
+  virtual SearchSpace space(const Problem& problem, const ArchInfo& arch) const = 0;
+  // A configuration that is valid and reasonable for any problem the family supports.
+  virtual KernelConfig default_config(const Problem& problem, const ArchInfo& arch) const = 0;
+  // Kernel names say what they are: gemm_simt_f32_nn_128x128x8_w64x32_t8x8_v4_s2.
+  virtual std::string kernel_name(const KernelConfig& config) const = 0;
+  // The translation unit: a small preamble of constants that instantiates the template.
+  virtual std::string emit(const KernelConfig& config) const = 0;
+  virtual LaunchGeometry geometry(const KernelConfig& config, const Problem& problem,
+                                  const ArchInfo& arch) const = 0;
+  // Template files the generated code includes (their hash is the template version).
+  virtual std::vector<std::string> template_files() const = 0;
+  // A prior for search order when a budget cuts the search short: higher is tried first.
+  virtual double prior(const KernelConfig& config, const Problem& problem,
+                       const ArchInfo& arch) const;
+};
+
+// Name, code and hash of one configuration.
+KernelSource emit_source(const Family& family, const KernelConfig& config);
+// Hex hash of the family's template sources: results from another version are never reused.
+std::string template_version(const Family& family);
+
+const std::vector<const Family*>& all_families();
+const Family& find_family(std::string_view name);  // throws Error(invalid_argument)
+// Families that can solve the problem on the architecture, best first.
+std::vector<const Family*> families_for(const Problem& problem, const ArchInfo& arch);
+
+}  // namespace gemmtune

@@ -1,0 +1,78 @@
+#include "gemmtune/generator/config.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "gemmtune/generator/util.hpp"
+
+namespace gemmtune {
+
+std::string ArchInfo::name() const {
+  return fmt::format("sm_{}{}", cc, arch_specific ? "a" : "");
+}
+
+ArchInfo ArchInfo::from_name(std::string_view name) {
+  ArchInfo a;
+  std::string_view s = name;
+  if (s.starts_with("sm_")) s.remove_prefix(3);
+  a.arch_specific = s.ends_with("a");
+  if (a.arch_specific) s.remove_suffix(1);
+  if (s == "80") {
+    a.cc = 80; a.sms = 108; a.smem_per_block = 163 * 1024; a.smem_per_sm = 164 * 1024;
+  } else if (s == "86") {
+    a.cc = 86; a.sms = 84; a.smem_per_block = 99 * 1024; a.smem_per_sm = 100 * 1024;
+  } else if (s == "89") {
+    a.cc = 89; a.sms = 128; a.smem_per_block = 99 * 1024; a.smem_per_sm = 100 * 1024;
+  } else if (s == "90") {
+    a.cc = 90; a.sms = 132; a.smem_per_block = 227 * 1024; a.smem_per_sm = 228 * 1024;
+  } else {
+    GT_THROW(Errc::invalid_argument, "unknown architecture '{}' (expected sm_80, sm_86, sm_89, sm_90 or sm_90a)",
+             name);
+  }
+  GT_REQUIRE(!a.arch_specific || a.cc == 90, Errc::invalid_argument,
+             "'{}': only sm_90 has an arch-specific ('a') target here", name);
+  return a;
+}
+
+int64_t KernelConfig::at(std::string_view param) const {
+  auto it = params.find(std::string(param));
+  GT_REQUIRE(it != params.end(), Errc::internal, "config of family '{}' has no parameter '{}'",
+             family, param);
+  return it->second;
+}
+
+std::string KernelConfig::params_text() const {
+  std::string out;
+  for (const auto& [name, value] : params) {
+    if (!out.empty()) out += ' ';
+    out += fmt::format("{}={}", name, value);
+  }
+  return out;
+}
+
+std::string KernelConfig::to_json() const {
+  nlohmann::json j;
+  j["family"] = family;
+  j["dtype"] = std::string(to_string(dtype));
+  j["layout"] = std::string{to_char(op_a), to_char(op_b)};
+  j["params"] = params;
+  return j.dump();
+}
+
+KernelConfig KernelConfig::from_json(std::string_view text) {
+  try {
+    auto j = nlohmann::json::parse(text);
+    KernelConfig c;
+    c.family = j.at("family").get<std::string>();
+    c.dtype = parse_dtype(j.at("dtype").get<std::string>());
+    auto layout = j.at("layout").get<std::string>();
+    GT_REQUIRE(layout.size() == 2, Errc::invalid_argument, "layout '{}' is not two letters", layout);
+    c.op_a = parse_op(layout[0]);
+    c.op_b = parse_op(layout[1]);
+    c.params = j.at("params").get<std::map<std::string, int64_t>>();
+    return c;
+  } catch (const nlohmann::json::exception& e) {
+    GT_THROW(Errc::invalid_argument, "bad kernel config JSON: {}", e.what());
+  }
+}
+
+}  // namespace gemmtune

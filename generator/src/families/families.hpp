@@ -1,0 +1,11 @@
+#pragma once
+// The families this build knows. Each lives in its own file beside this one.
+#include "gemmtune/generator/family.hpp"
+
+namespace gemmtune {
+
+const Family& simt_family();
+// For tests of fault isolation only: found by find_family, never in all_families().
+const Family& fault_injection_family();
+
+}  // namespace gemmtune

@@ -1,0 +1,46 @@
+/* gemmtune C API: C = alpha * op(A) * op(B) + beta * C, cuBLAS semantics (column-major).
+ * Every function returns a status; gemmtune_last_error() says what went wrong in this thread. */
+#ifndef GEMMTUNE_H
+#define GEMMTUNE_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum gemmtune_status {
+  GEMMTUNE_SUCCESS = 0,
+  GEMMTUNE_ERROR_INVALID_ARGUMENT = 1,
+  GEMMTUNE_ERROR_UNSUPPORTED = 2,
+  GEMMTUNE_ERROR_NO_DEVICE = 3,
+  GEMMTUNE_ERROR_CUDA = 4,
+  GEMMTUNE_ERROR_COMPILE = 5,
+  GEMMTUNE_ERROR_DATABASE = 6,
+  GEMMTUNE_ERROR_IO = 7,
+  GEMMTUNE_ERROR_TIMEOUT = 8,
+  GEMMTUNE_ERROR_INTERNAL = 9
+} gemmtune_status;
+
+typedef enum gemmtune_op { GEMMTUNE_OP_N = 0, GEMMTUNE_OP_T = 1 } gemmtune_op;
+typedef enum gemmtune_dtype { GEMMTUNE_F32 = 0, GEMMTUNE_F16 = 1, GEMMTUNE_BF16 = 2 } gemmtune_dtype;
+
+/* a, b, c are device pointers of the dtype; stream is a cudaStream_t / CUstream (NULL: default). */
+gemmtune_status gemmtune_gemm(gemmtune_dtype dtype, gemmtune_op op_a, gemmtune_op op_b, int64_t m,
+                              int64_t n, int64_t k, float alpha, const void* a, int64_t lda,
+                              const void* b, int64_t ldb, float beta, void* c, int64_t ldc,
+                              void* stream);
+
+gemmtune_status gemmtune_sgemm(gemmtune_op op_a, gemmtune_op op_b, int64_t m, int64_t n, int64_t k,
+                               float alpha, const float* a, int64_t lda, const float* b,
+                               int64_t ldb, float beta, float* c, int64_t ldc, void* stream);
+
+/* The message of the last failed call in this thread ("" after a success). */
+const char* gemmtune_last_error(void);
+const char* gemmtune_status_string(gemmtune_status status);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GEMMTUNE_H */

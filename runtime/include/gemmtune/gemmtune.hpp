@@ -1,0 +1,98 @@
+#pragma once
+// gemmtune: C = alpha * op(A) * op(B) + beta * C with kernels tuned for your GPU.
+//
+// Semantics are cuBLAS's (cublasGemmEx): column-major storage, op(A) and op(B) in {N, T},
+// leading dimensions, alpha and beta on the host, beta == 0 never reads C. Row-major data:
+// compute C^T = op(B)^T op(A)^T, i.e. swap A and B (and M and N) and pass the row strides.
+//
+// The kernel for a shape is the one `gemm-tune` stored in the tuning database for this GPU;
+// else the tuned kernel of the nearest shape; else a built-in default. It is compiled (or
+// loaded from the kernel cache) on first use and kept in memory.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "gemmtune/error.hpp"
+#include "gemmtune/types.hpp"
+
+struct CUstream_st;
+
+namespace gemmtune {
+
+using Stream = CUstream_st*;  // a cudaStream_t or CUstream; nullptr is the default stream
+
+// Storage types with the layout of __nv_bfloat16 and __half.
+struct bf16 { uint16_t bits; };
+struct f16 { uint16_t bits; };
+
+enum class Source {
+  tuned,     // the tuning database has this exact problem for this GPU
+  nearest,   // the tuned kernel of the nearest shape (same GPU, dtype and layout)
+  fallback,  // nothing tuned applies: the built-in default of the best family
+};
+const char* to_string(Source source) noexcept;
+
+struct Selection {
+  std::string kernel;  // kernel name, as profilers show it
+  std::string family;
+  std::string config;  // JSON
+  Source source = Source::fallback;
+  std::string note;    // for nearest: the shape it was tuned for
+};
+
+struct Options {
+  std::string db_path;    // empty: $GEMMTUNE_DB, else ~/.cache/gemmtune/tuning.db
+  std::string cache_dir;  // empty: $GEMMTUNE_CACHE_DIR, else ~/.cache/gemmtune
+  bool use_database = true;
+};
+
+// A library instance: its own database connection, kernel cache and loaded kernels.
+// Thread-safe. Most programs use the process-wide instance through gemmtune::gemm().
+class Library {
+ public:
+  explicit Library(Options options = {});
+  ~Library();
+  Library(const Library&) = delete;
+  Library& operator=(const Library&) = delete;
+
+  // Throws gemmtune::Error: invalid_argument (M/N/K <= 0, ld < rows, null pointer),
+  // unsupported (dtype or GPU), no_device, cuda, compile.
+  void gemm(DType dtype, Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, float alpha,
+            const void* a, int64_t lda, const void* b, int64_t ldb, float beta, void* c,
+            int64_t ldc, Stream stream = nullptr);
+
+  // The kernel a call with this problem would use, and why.
+  Selection select(const Problem& problem);
+  // Forgets what was looked up, so that a database updated since is read again.
+  void reload();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The process-wide library (default options).
+Library& default_library();
+
+inline void gemm(DType dtype, Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, float alpha,
+                 const void* a, int64_t lda, const void* b, int64_t ldb, float beta, void* c,
+                 int64_t ldc, Stream stream = nullptr) {
+  default_library().gemm(dtype, op_a, op_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, stream);
+}
+inline void gemm(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                 int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                 Stream stream = nullptr) {
+  gemm(DType::f32, op_a, op_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, stream);
+}
+inline void gemm(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, float alpha, const bf16* a,
+                 int64_t lda, const bf16* b, int64_t ldb, float beta, bf16* c, int64_t ldc,
+                 Stream stream = nullptr) {
+  gemm(DType::bf16, op_a, op_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, stream);
+}
+inline void gemm(Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, float alpha, const f16* a,
+                 int64_t lda, const f16* b, int64_t ldb, float beta, f16* c, int64_t ldc,
+                 Stream stream = nullptr) {
+  gemm(DType::f16, op_a, op_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, stream);
+}
+
+}  // namespace gemmtune

@@ -1,0 +1,44 @@
+#pragma once
+// The GPU: what it is (for database keys), what it can do (for pruning and compiling), and the
+// context gemmtune works in.
+#include <cuda.h>
+
+#include <cstdint>
+#include <string>
+
+#include "gemmtune/cache/tuning_db.hpp"
+#include "gemmtune/generator/config.hpp"
+
+namespace gemmtune {
+
+struct DeviceInfo {
+  int ordinal = 0;
+  std::string name;
+  std::string pci_bus_id;
+  ArchInfo arch;
+  DeviceKey key;
+  int64_t l2_bytes = 0;
+  int64_t memory_bytes = 0;
+  int sm_clock_khz = 0;   // the clock the driver reports (boost)
+  int mem_clock_khz = 0;
+  int bus_width_bits = 0;
+
+  // Datasheet-style peaks from SM count and clock: f32 on CUDA cores, f16/bf16 dense on
+  // tensor cores. For "% of peak" columns; measured ceilings are in docs/PERF.md.
+  double peak_tflops(DType dtype) const;
+  double peak_bandwidth_gbs() const;
+};
+
+// "13.0": the NVRTC this process loaded.
+std::string nvrtc_version();
+
+// Everything about one device; needs the driver, not a context.
+DeviceInfo query_device(int ordinal);
+
+// The context to work in: the calling thread's current context, else the primary context of
+// device 0 made current (as the CUDA runtime does), so gemmtune and cudaMalloc'd memory agree.
+CUcontext ensure_context();
+// The ordinal of the device of the current context (after ensure_context()).
+int current_device();
+
+}  // namespace gemmtune

@@ -1,0 +1,86 @@
+#pragma once
+// Loaded kernels and how they are launched.
+#include <cuda.h>
+
+#include <memory>
+#include <string>
+
+#include "gemm_args.h"
+#include "gemmtune/generator/family.hpp"
+#include "gemmtune/runtime/compiler.hpp"
+
+namespace gemmtune {
+
+// A module loaded into the current context, with its one kernel.
+class LoadedKernel {
+ public:
+  // Loads the cubin and allows the kernel `dynamic_smem` bytes of dynamic shared memory.
+  // Throws Error(cuda) when the module cannot be loaded.
+  LoadedKernel(const CompiledKernel& compiled, uint32_t dynamic_smem);
+  // The same for one of several entry points of the module.
+  LoadedKernel(const CompiledKernel& compiled, std::string entry, uint32_t dynamic_smem);
+  ~LoadedKernel();
+  LoadedKernel(const LoadedKernel&) = delete;
+  LoadedKernel& operator=(const LoadedKernel&) = delete;
+
+  CUfunction function() const { return function_; }
+  const std::string& name() const { return name_; }
+  // Blocks (or clusters, for cluster launches) of this geometry that fit on one SM (GPU);
+  // 0 means the launch cannot run: too many registers or too much shared memory.
+  int occupancy(const LaunchGeometry& geometry) const;
+
+ private:
+  CUmodule module_ = nullptr;
+  CUfunction function_ = nullptr;
+  std::string name_;
+};
+
+// The operands of one GEMM call. Addresses are device pointers.
+struct GemmOperands {
+  CUdeviceptr a = 0, b = 0, c = 0;
+  float alpha = 1.0f, beta = 0.0f;
+};
+
+// Fills the plain fields of GemmArgs (addresses, sizes, scalars, tile counts).
+GemmArgs plain_args(const LaunchGeometry& geometry, const Problem& problem, const GemmOperands& ops);
+
+// Enqueues a kernel with any parameters (void* per parameter), 1-D grid and block.
+void launch_raw(CUfunction function, uint32_t grid, uint32_t block, void** params, CUstream stream);
+
+// Enqueues kernel<<<geometry>>>(args) on the stream, with a cluster dimension when asked.
+void launch_kernel(CUfunction function, const LaunchGeometry& geometry, const GemmArgs& args,
+                   CUstream stream);
+
+// How a family's kernels get their arguments: plain pointers (SIMT), tensor maps (TMA), ...
+// A launcher may keep state (cached tensor maps, workspaces); one per loaded kernel.
+class Launcher {
+ public:
+  virtual ~Launcher() = default;
+  virtual void launch(const LoadedKernel& kernel, const KernelConfig& config,
+                      const LaunchGeometry& geometry, const Problem& problem,
+                      const GemmOperands& operands, CUstream stream) = 0;
+};
+std::unique_ptr<Launcher> make_launcher(const Family& family);
+
+// A kernel ready to run one configuration: compiled, loaded, with its launcher.
+struct ReadyKernel {
+  const Family* family = nullptr;
+  KernelConfig config;
+  LaunchGeometry geometry;  // for the problem it was prepared for (grid depends on the shape)
+  CompiledKernel compiled;
+  std::shared_ptr<LoadedKernel> loaded;
+  std::shared_ptr<Launcher> launcher;
+
+  // Runs the kernel on a problem of the same family constraints (the geometry is the problem's).
+  void run(const LaunchGeometry& geometry, const Problem& problem, const GemmOperands& operands,
+           CUstream stream) const;
+  void run(const Problem& problem, const GemmOperands& operands, CUstream stream) const {
+    run(geometry, problem, operands, stream);
+  }
+};
+
+// Emits, compiles (through the disk cache) and loads one configuration for a problem.
+ReadyKernel prepare_kernel(const Compiler& compiler, const KernelConfig& config,
+                           const Problem& problem, const ArchInfo& arch);
+
+}  // namespace gemmtune

@@ -1,0 +1,193 @@
+#include "gemmtune/runtime/compiler.hpp"
+
+#include <nvrtc.h>
+
+#include <charconv>
+#include <chrono>
+#include <fstream>
+#include <regex>
+
+#include "gemmtune/generator/embedded.hpp"
+#include "gemmtune/generator/util.hpp"
+#include "gemmtune/runtime/device.hpp"
+
+namespace gemmtune {
+namespace {
+
+[[noreturn]] void throw_nvrtc(nvrtcResult r, const char* call, const char* file, int line) {
+  throw_error_at(Errc::compile, file, line, fmt::format("{} failed: {}", call, nvrtcGetErrorString(r)));
+}
+
+#define GT_NVRTC(call)                                                      \
+  do {                                                                      \
+    const nvrtcResult gt_r_ = (call);                                       \
+    if (gt_r_ != NVRTC_SUCCESS) throw_nvrtc(gt_r_, #call, __FILE__, __LINE__); \
+  } while (0)
+
+// Owns an nvrtcProgram.
+class Program {
+ public:
+  Program(const KernelSource& source) {
+    const auto& files = embedded_templates();
+    std::vector<const char*> contents, names;
+    for (const auto& f : files) {
+      contents.push_back(f.content.data());
+      names.push_back(f.path);
+    }
+    GT_NVRTC(nvrtcCreateProgram(&program_, source.code.c_str(), (source.name + ".cu").c_str(),
+                                int(files.size()), contents.data(), names.data()));
+  }
+  ~Program() { nvrtcDestroyProgram(&program_); }
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+  nvrtcProgram get() const { return program_; }
+
+  std::string log() const {
+    size_t size = 0;
+    nvrtcGetProgramLogSize(program_, &size);
+    std::string log(size, '\0');
+    if (size > 0) nvrtcGetProgramLog(program_, log.data());
+    while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+    return log;
+  }
+  std::string cubin() const {
+    size_t size = 0;
+    GT_NVRTC(nvrtcGetCUBINSize(program_, &size));
+    std::string bytes(size, '\0');
+    GT_NVRTC(nvrtcGetCUBIN(program_, bytes.data()));
+    return bytes;
+  }
+
+ private:
+  nvrtcProgram program_ = nullptr;
+};
+
+int read_int(const std::string& s) {
+  int v = -1;
+  std::from_chars(s.data(), s.data() + s.size(), v);
+  return v;
+}
+
+void dump(const char* knob, const std::string& name, const char* ext, const std::string& text) {
+  auto dir = env_var(knob);
+  if (!dir) return;
+  std::filesystem::create_directories(*dir);
+  std::ofstream(std::filesystem::path(*dir) / (name + ext), std::ios::binary) << text;
+}
+
+std::string join(const std::vector<std::string>& v) {
+  std::string out;
+  for (const auto& s : v) out += (out.empty() ? "" : " ") + s;
+  return out;
+}
+
+}  // namespace
+
+PtxasReport parse_ptxas_report(std::string_view log_view, std::string_view name) {
+  PtxasReport r;
+  const std::string log(log_view);
+  // The report of one entry runs from "Function properties for NAME" to its "Used ..." line.
+  const std::string props = fmt::format("Function properties for {}", name);
+  size_t pos = log.find(props);
+  if (pos == std::string::npos) return r;
+  const std::string tail = log.substr(pos);
+  std::smatch m;
+  static const std::regex frame(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
+  static const std::regex used(R"(Used (\d+) registers)");
+  static const std::regex smem(R"((\d+) bytes smem)");
+  if (std::regex_search(tail, m, frame)) {
+    r.stack_frame = read_int(m[1]);
+    r.spill_stores = read_int(m[2]);
+    r.spill_loads = read_int(m[3]);
+  }
+  if (std::regex_search(tail, m, used)) {
+    r.registers = read_int(m[1]);
+    r.found = true;
+    // smem appears on the Used line only when the kernel has static shared memory.
+    const size_t line_end = tail.find('\n', size_t(m.position(0)));
+    const std::string line = tail.substr(size_t(m.position(0)), line_end - size_t(m.position(0)));
+    r.smem_static = std::regex_search(line, m, smem) ? read_int(m[1]) : 0;
+  }
+  return r;
+}
+
+Compiler::Compiler(bool use_cache, std::optional<std::filesystem::path> dir) {
+  if (use_cache && !env_var("GEMMTUNE_NO_KERNEL_CACHE"))
+    cache_.emplace(dir ? *dir : cache_dir() / "kernels");
+}
+
+std::vector<std::string> Compiler::options(const ArchInfo& arch) const {
+  std::vector<std::string> opts = {
+      "--gpu-architecture=" + arch.name(), "-std=c++17", "--ptxas-options=-v", "-DNDEBUG"};
+  if (env_var("GEMMTUNE_LINEINFO")) opts.push_back("-lineinfo");
+  return opts;
+}
+
+CompiledKernel Compiler::compile(const KernelSource& source, const ArchInfo& arch) const {
+  const auto opts = options(arch);
+  const std::string key = KernelCache::key(source.hash, join(opts), nvrtc_version());
+  dump("GEMMTUNE_DUMP_SOURCE", source.name, ".cu", source.code);
+  if (cache_) {
+    if (auto hit = cache_->load(key)) {
+      CompiledKernel k;
+      k.name = source.name;
+      k.cubin = std::move(hit->cubin);
+      k.log = std::move(hit->log);
+      k.report = parse_ptxas_report(k.log, k.name);
+      k.compile_ms = hit->compile_ms;
+      k.from_cache = true;
+      return k;
+    }
+  }
+  CompiledKernel k = compile_uncached(source, arch);
+  if (cache_) {
+    CachedKernel entry;
+    entry.cubin = k.cubin;
+    entry.registers = k.report.registers;
+    entry.spills = k.report.found ? k.report.spills() : -1;
+    entry.smem_static = k.report.smem_static;
+    entry.stack_frame = k.report.stack_frame;
+    entry.log = k.log;
+    entry.compile_ms = k.compile_ms;
+    cache_->store(key, entry);
+  }
+  return k;
+}
+
+CompiledKernel Compiler::compile_uncached(const KernelSource& source, const ArchInfo& arch) const {
+  const auto opts = options(arch);
+  std::vector<const char*> argv;
+  for (const auto& o : opts) argv.push_back(o.c_str());
+  const auto start = std::chrono::steady_clock::now();
+  Program program(source);
+  const nvrtcResult result = nvrtcCompileProgram(program.get(), int(argv.size()), argv.data());
+  CompiledKernel k;
+  k.name = source.name;
+  k.log = program.log();
+  if (result != NVRTC_SUCCESS) {
+    GT_THROW(Errc::compile, "NVRTC could not compile {} for {}: {}\noptions: {}\n{}", source.name,
+             arch.name(), nvrtcGetErrorString(result), join(opts), k.log);
+  }
+  k.cubin = program.cubin();
+  k.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  k.report = parse_ptxas_report(k.log, k.name);
+  if (env_var("GEMMTUNE_DUMP_PTX")) {
+    // The cubin target has no PTX to give: compile once more for the virtual architecture.
+    Program ptx_program(source);
+    auto virt = opts;
+    virt[0] = "--gpu-architecture=compute_" + arch.name().substr(3);
+    std::vector<const char*> vargv;
+    for (const auto& o : virt) vargv.push_back(o.c_str());
+    if (nvrtcCompileProgram(ptx_program.get(), int(vargv.size()), vargv.data()) == NVRTC_SUCCESS) {
+      size_t size = 0;
+      nvrtcGetPTXSize(ptx_program.get(), &size);
+      std::string ptx(size, '\0');
+      nvrtcGetPTX(ptx_program.get(), ptx.data());
+      dump("GEMMTUNE_DUMP_PTX", source.name, ".ptx", ptx);
+    }
+  }
+  log().debug("compiled {} in {:.0f} ms ({} registers)", k.name, k.compile_ms, k.report.registers);
+  return k;
+}
+
+}  // namespace gemmtune

@@ -1,0 +1,148 @@
+#include "gemmtune/runtime/kernel.hpp"
+
+#include <cstddef>
+
+#include "gemmtune/generator/util.hpp"
+#include "gemmtune/runtime/driver.hpp"
+
+namespace gemmtune {
+
+// The host must see GemmArgs exactly as NVRTC does (templates/gemm_args.h).
+static_assert(sizeof(GemmTensorMap) == 128 && alignof(GemmTensorMap) == 64);
+static_assert(sizeof(GemmTensorMap) == sizeof(CUtensorMap));
+static_assert(offsetof(GemmArgs, a) == 384 && offsetof(GemmArgs, m) == 432);
+static_assert(sizeof(GemmArgs) == 512);
+
+LoadedKernel::LoadedKernel(const CompiledKernel& compiled, uint32_t dynamic_smem)
+    : LoadedKernel(compiled, compiled.name, dynamic_smem) {}
+
+LoadedKernel::LoadedKernel(const CompiledKernel& compiled, std::string entry, uint32_t dynamic_smem)
+    : name_(std::move(entry)) {
+  GT_CU(cuModuleLoadData(&module_, compiled.cubin.data()));
+  const CUresult r = cu::api().cuModuleGetFunction(&function_, module_, name_.c_str());
+  if (r != CUDA_SUCCESS) {
+    cu::api().cuModuleUnload(module_);
+    cu::throw_cu(r, "cuModuleGetFunction", __FILE__, __LINE__);
+  }
+  if (dynamic_smem > 48 * 1024)
+    GT_CU(cuFuncSetAttribute(function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(dynamic_smem)));
+}
+
+LoadedKernel::~LoadedKernel() {
+  if (module_) cu::api().cuModuleUnload(module_);
+}
+
+int LoadedKernel::occupancy(const LaunchGeometry& g) const {
+  const uint32_t threads = g.block[0] * g.block[1] * g.block[2];
+  const uint32_t cluster = g.cluster[0] * g.cluster[1] * g.cluster[2];
+  if (cluster > 1) {
+    CUlaunchConfig cfg{};
+    cfg.gridDimX = g.cluster[0];
+    cfg.gridDimY = g.cluster[1];
+    cfg.gridDimZ = g.cluster[2];
+    cfg.blockDimX = g.block[0];
+    cfg.blockDimY = g.block[1];
+    cfg.blockDimZ = g.block[2];
+    cfg.sharedMemBytes = g.smem_bytes;
+    CUlaunchAttribute attr{};
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = g.cluster[0];
+    attr.value.clusterDim.y = g.cluster[1];
+    attr.value.clusterDim.z = g.cluster[2];
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    int clusters = 0;
+    if (cu::api().cuOccupancyMaxActiveClusters(&clusters, function_, &cfg) != CUDA_SUCCESS) return 0;
+    return clusters;
+  }
+  int blocks = 0;
+  GT_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, function_, int(threads), g.smem_bytes));
+  return blocks;
+}
+
+GemmArgs plain_args(const LaunchGeometry& g, const Problem& p, const GemmOperands& ops) {
+  GemmArgs args{};
+  args.a = ops.a;
+  args.b = ops.b;
+  args.c = ops.c;
+  args.lda = p.lda;
+  args.ldb = p.ldb;
+  args.ldc = p.ldc;
+  args.m = int(p.m);
+  args.n = int(p.n);
+  args.k = int(p.k);
+  args.alpha = ops.alpha;
+  args.beta = ops.beta;
+  args.tiles_m = int(g.tiles_m);
+  args.tiles_n = int(g.tiles_n);
+  return args;
+}
+
+void launch_raw(CUfunction function, uint32_t grid, uint32_t block, void** params, CUstream stream) {
+  CUlaunchConfig cfg{};
+  cfg.gridDimX = grid;
+  cfg.gridDimY = 1;
+  cfg.gridDimZ = 1;
+  cfg.blockDimX = block;
+  cfg.blockDimY = 1;
+  cfg.blockDimZ = 1;
+  cfg.hStream = stream;
+  GT_CU(cuLaunchKernelEx(&cfg, function, params, nullptr));
+}
+
+void launch_kernel(CUfunction function, const LaunchGeometry& g, const GemmArgs& args, CUstream stream) {
+  CUlaunchConfig cfg{};
+  cfg.gridDimX = g.grid[0];
+  cfg.gridDimY = g.grid[1];
+  cfg.gridDimZ = g.grid[2];
+  cfg.blockDimX = g.block[0];
+  cfg.blockDimY = g.block[1];
+  cfg.blockDimZ = g.block[2];
+  cfg.sharedMemBytes = g.smem_bytes;
+  cfg.hStream = stream;
+  CUlaunchAttribute attr{};
+  if (g.cluster[0] * g.cluster[1] * g.cluster[2] > 1) {
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = g.cluster[0];
+    attr.value.clusterDim.y = g.cluster[1];
+    attr.value.clusterDim.z = g.cluster[2];
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+  }
+  void* params[] = {const_cast<GemmArgs*>(&args)};
+  GT_CU(cuLaunchKernelEx(&cfg, function, params, nullptr));
+}
+
+namespace {
+
+// Kernels that take plain addresses and leading dimensions.
+class PlainLauncher final : public Launcher {
+ public:
+  void launch(const LoadedKernel& kernel, const KernelConfig&, const LaunchGeometry& geometry,
+              const Problem& problem, const GemmOperands& operands, CUstream stream) override {
+    launch_kernel(kernel.function(), geometry, plain_args(geometry, problem, operands), stream);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Launcher> make_launcher(const Family&) { return std::make_unique<PlainLauncher>(); }
+
+void ReadyKernel::run(const LaunchGeometry& g, const Problem& problem, const GemmOperands& operands,
+                      CUstream stream) const {
+  launcher->launch(*loaded, config, g, problem, operands, stream);
+}
+
+ReadyKernel prepare_kernel(const Compiler& compiler, const KernelConfig& config, const Problem& problem,
+                           const ArchInfo& arch) {
+  ReadyKernel k;
+  k.family = &find_family(config.family);
+  k.config = config;
+  k.geometry = k.family->geometry(config, problem, arch);
+  k.compiled = compiler.compile(emit_source(*k.family, config), arch);
+  k.loaded = std::make_shared<LoadedKernel>(k.compiled, k.geometry.smem_bytes);
+  k.launcher = make_launcher(*k.family);
+  return k;
+}
+
+}  // namespace gemmtune

@@ -1,0 +1,247 @@
+// The public API: look the configuration up once per problem (database, nearest tuned shape,
+// built-in default), compile or load it once per context, then launch.
+#include <cmath>
+#include <limits>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+
+#include "gemmtune/cache/tuning_db.hpp"
+#include "gemmtune/gemmtune.hpp"
+#include "gemmtune/generator/util.hpp"
+#include "gemmtune/runtime/device.hpp"
+#include "gemmtune/runtime/kernel.hpp"
+
+namespace gemmtune {
+
+const char* to_string(Source source) noexcept {
+  switch (source) {
+    case Source::tuned: return "tuned";
+    case Source::nearest: return "nearest";
+    case Source::fallback: return "fallback";
+  }
+  return "?";
+}
+
+namespace {
+
+struct ProblemKey {
+  Problem p;
+  bool operator==(const ProblemKey& o) const {
+    const Problem& q = o.p;
+    return p.dtype == q.dtype && p.op_a == q.op_a && p.op_b == q.op_b && p.m == q.m &&
+           p.n == q.n && p.k == q.k && p.lda == q.lda && p.ldb == q.ldb && p.ldc == q.ldc &&
+           p.align == q.align;
+  }
+};
+
+struct ProblemKeyHash {
+  size_t operator()(const ProblemKey& key) const noexcept {
+    const Problem& p = key.p;
+    size_t h = size_t(p.dtype) * 31 + size_t(p.op_a) * 7 + size_t(p.op_b) + size_t(p.align) * 131;
+    for (int64_t v : {p.m, p.n, p.k, p.lda, p.ldb, p.ldc}) h = h * 1000003u ^ size_t(v);
+    return h;
+  }
+};
+
+// What a problem resolved to: a ready kernel and the geometry for that problem.
+struct Choice {
+  std::shared_ptr<const ReadyKernel> kernel;
+  LaunchGeometry geometry;
+  Selection selection;
+};
+
+struct DeviceState {
+  DeviceInfo info;
+  std::unordered_map<ProblemKey, Choice, ProblemKeyHash> choices;
+  std::map<std::string, std::shared_ptr<const ReadyKernel>> kernels;  // by kernel name
+};
+
+// Sum of |log| size ratios; infinite when any dimension differs by more than 2x, where a tile
+// tuned for one shape says little about the other (a 4096^3 winner fills 1024^3 badly).
+double shape_distance(const Problem& a, const Problem& b) {
+  double total = 0;
+  for (auto [x, y] : {std::pair{a.m, b.m}, std::pair{a.n, b.n}, std::pair{a.k, b.k}}) {
+    const double d = std::abs(std::log(double(x) / double(y)));
+    if (d > std::log(2.0) + 1e-9) return std::numeric_limits<double>::infinity();
+    total += d;
+  }
+  return total;
+}
+
+bool fits(const KernelConfig& config, const Problem& problem, const ArchInfo& arch) {
+  const Family& family = find_family(config.family);
+  if (!family.unsupported_reason(problem, arch).empty()) return false;
+  return family.space(problem, arch).first_violation(config, problem, arch) == nullptr;
+}
+
+}  // namespace
+
+struct Library::Impl {
+  Options options;
+  Compiler compiler;
+  std::mutex mutex;
+  std::map<CUcontext, DeviceState> devices;
+  std::unique_ptr<TuningDb> db;
+  bool db_opened = false;
+
+  explicit Impl(Options o)
+      : options(std::move(o)),
+        compiler(true, options.cache_dir.empty()
+                           ? std::optional<std::filesystem::path>{}
+                           : std::optional<std::filesystem::path>{std::filesystem::path(options.cache_dir) / "kernels"}) {}
+
+  // The database, opened once, read-only; none when it does not exist yet or cannot be read.
+  TuningDb* database() {
+    if (db_opened) return db.get();
+    db_opened = true;
+    if (!options.use_database) return nullptr;
+    const std::filesystem::path path =
+        options.db_path.empty() ? default_db_path() : std::filesystem::path(options.db_path);
+    if (!std::filesystem::exists(path)) return nullptr;
+    try {
+      db = std::make_unique<TuningDb>(path, TuningDb::Mode::read_only);
+    } catch (const Error& e) {
+      log().warn("tuning database {} not used: {}", path.string(), e.what());
+    }
+    return db.get();
+  }
+
+  DeviceState& device_state(CUcontext ctx) {
+    auto it = devices.find(ctx);
+    if (it == devices.end()) {
+      it = devices.emplace(ctx, DeviceState{}).first;
+      it->second.info = query_device(current_device());
+    }
+    return it->second;
+  }
+
+  // Database, then nearest tuned shape, then the default of the best family.
+  std::pair<KernelConfig, Selection> pick(const DeviceInfo& dev, const Problem& p) {
+    const auto families = families_for(p, dev.arch);
+    GT_REQUIRE(!families.empty(), Errc::unsupported, "no kernel family supports {} {} on {} ({})",
+               to_string(p.dtype), p.layout(), dev.name, dev.arch.name());
+    Selection sel;
+    if (TuningDb* tdb = database()) {
+      try {
+        if (auto best = tdb->best(dev.key, p); best && fits(best->winner.config, p, dev.arch)) {
+          sel.source = Source::tuned;
+          return {best->winner.config, sel};
+        }
+        const BestRecord* nearest = nullptr;
+        double nearest_distance = std::numeric_limits<double>::max();
+        const auto like = tdb->bests_like(dev.key, p.dtype, p.op_a, p.op_b);
+        for (const auto& b : like) {
+          const double d = shape_distance(p, b.problem);
+          if (std::isfinite(d) && d < nearest_distance && fits(b.winner.config, p, dev.arch)) {
+            nearest = &b;
+            nearest_distance = d;
+          }
+        }
+        if (nearest) {
+          sel.source = Source::nearest;
+          sel.note = "tuned for " + nearest->problem.shape();
+          return {nearest->winner.config, sel};
+        }
+      } catch (const Error& e) {
+        log().warn("tuning database lookup failed, using the default kernel: {}", e.what());
+      }
+    }
+    sel.source = Source::fallback;
+    sel.note = "no tuned kernel for this GPU, dtype and layout";
+    return {families.front()->default_config(p, dev.arch), sel};
+  }
+
+  std::shared_ptr<const ReadyKernel> ready(DeviceState& state, const KernelConfig& config,
+                                           const Problem& p) {
+    const Family& family = find_family(config.family);
+    const std::string name = family.kernel_name(config);
+    auto it = state.kernels.find(name);
+    if (it != state.kernels.end()) return it->second;
+    auto kernel = std::make_shared<const ReadyKernel>(prepare_kernel(compiler, config, p, state.info.arch));
+    state.kernels.emplace(name, kernel);
+    return kernel;
+  }
+
+  Choice resolve(DeviceState& state, const Problem& p) {
+    auto [config, sel] = pick(state.info, p);
+    std::shared_ptr<const ReadyKernel> kernel;
+    try {
+      kernel = ready(state, config, p);
+    } catch (const Error& e) {
+      if (sel.source == Source::fallback) throw;
+      // A stored configuration that no longer builds or loads must not break the call.
+      log().warn("tuned kernel {} unusable ({}); using the default", config.to_json(), e.what());
+      config = find_family(config.family).default_config(p, state.info.arch);
+      sel = Selection{};
+      sel.note = "the tuned kernel could not be loaded";
+      kernel = ready(state, config, p);
+    }
+    Choice c;
+    c.kernel = kernel;
+    c.geometry = kernel->family->geometry(config, p, state.info.arch);
+    c.selection = sel;
+    c.selection.kernel = kernel->family->kernel_name(config);
+    c.selection.family = config.family;
+    c.selection.config = config.to_json();
+    return c;
+  }
+
+  Choice choice_for(const Problem& p) {
+    CUcontext ctx = ensure_context();
+    std::lock_guard lock(mutex);
+    DeviceState& state = device_state(ctx);
+    auto it = state.choices.find(ProblemKey{p});
+    if (it != state.choices.end()) return it->second;
+    Choice c = resolve(state, p);
+    state.choices.emplace(ProblemKey{p}, c);
+    return c;
+  }
+};
+
+Library::Library(Options options) : impl_(std::make_unique<Impl>(std::move(options))) {}
+Library::~Library() = default;
+
+void Library::gemm(DType dtype, Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, float alpha,
+                   const void* a, int64_t lda, const void* b, int64_t ldb, float beta, void* c,
+                   int64_t ldc, Stream stream) {
+  Problem p;
+  p.dtype = dtype;
+  p.op_a = op_a;
+  p.op_b = op_b;
+  p.m = m;
+  p.n = n;
+  p.k = k;
+  p.lda = lda;
+  p.ldb = ldb;
+  p.ldc = ldc;
+  p.align = alignment_class(dtype, a, b, c, lda, ldb, ldc);
+  validate(p);
+  GT_REQUIRE(a != nullptr, Errc::invalid_argument, "A is a null pointer");
+  GT_REQUIRE(b != nullptr, Errc::invalid_argument, "B is a null pointer");
+  GT_REQUIRE(c != nullptr, Errc::invalid_argument, "C is a null pointer");
+  GT_REQUIRE(std::isfinite(alpha) && std::isfinite(beta), Errc::invalid_argument,
+             "alpha and beta must be finite (got {} and {})", alpha, beta);
+  const Choice choice = impl_->choice_for(p);
+  GemmOperands ops{CUdeviceptr(a), CUdeviceptr(b), CUdeviceptr(c), alpha, beta};
+  choice.kernel->run(choice.geometry, p, ops, reinterpret_cast<CUstream>(stream));
+}
+
+Selection Library::select(const Problem& problem) {
+  validate(problem);
+  return impl_->choice_for(problem).selection;
+}
+
+void Library::reload() {
+  std::lock_guard lock(impl_->mutex);
+  for (auto& [ctx, state] : impl_->devices) state.choices.clear();
+  impl_->db.reset();
+  impl_->db_opened = false;
+}
+
+Library& default_library() {
+  static Library library;
+  return library;
+}
+
+}  // namespace gemmtune

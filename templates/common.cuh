@@ -1,0 +1,69 @@
+// Shared device helpers for every family: no includes, so NVRTC compiles fast.
+#pragma once
+#include "gemm_args.h"
+
+#ifndef GEMMTUNE_DEVICE_INLINE
+#define GEMMTUNE_DEVICE_INLINE __device__ __forceinline__
+#endif
+
+namespace gemmtune {
+
+typedef unsigned short u16;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+// Which output tile a block computes: tiles go in groups of `group` along M so that blocks
+// running together share rows of A and columns of B in L2.
+GEMMTUNE_DEVICE_INLINE void grouped_tile(int linear, int tiles_m, int tiles_n, int group,
+                                         int& tile_m, int& tile_n) {
+  const int per_group = group * tiles_n;
+  const int first_m = (linear / per_group) * group;
+  const int rows = min(tiles_m - first_m, group);
+  const int in_group = linear % per_group;
+  tile_m = first_m + in_group % rows;
+  tile_n = in_group / rows;
+}
+
+// 16-bit float conversions through PTX: NVRTC then needs no cuda_fp16.h / cuda_bf16.h.
+GEMMTUNE_DEVICE_INLINE float bf16_to_f32(u16 x) { return __uint_as_float(u32(x) << 16); }
+GEMMTUNE_DEVICE_INLINE float f16_to_f32(u16 x) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x));
+  return f;
+}
+GEMMTUNE_DEVICE_INLINE u16 f32_to_bf16(float f) {
+  u16 x;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(x) : "f"(f));
+  return x;
+}
+GEMMTUNE_DEVICE_INLINE u16 f32_to_f16(float f) {
+  u16 x;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(x) : "f"(f));
+  return x;
+}
+// Two floats to a packed pair (low half = first).
+GEMMTUNE_DEVICE_INLINE u32 pack_bf16x2(float lo, float hi) {
+  u32 x;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(x) : "f"(hi), "f"(lo));
+  return x;
+}
+GEMMTUNE_DEVICE_INLINE u32 pack_f16x2(float lo, float hi) {
+  u32 x;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(x) : "f"(hi), "f"(lo));
+  return x;
+}
+
+// Element access by dtype code (0 = f32, 1 = f16, 2 = bf16), for the generic helper kernels.
+GEMMTUNE_DEVICE_INLINE float load_as_f32(const void* p, long long i, int dtype) {
+  if (dtype == 0) return static_cast<const float*>(p)[i];
+  const u16 x = static_cast<const u16*>(p)[i];
+  return dtype == 1 ? f16_to_f32(x) : bf16_to_f32(x);
+}
+GEMMTUNE_DEVICE_INLINE void store_from_f32(void* p, long long i, int dtype, float v) {
+  if (dtype == 0)
+    static_cast<float*>(p)[i] = v;
+  else
+    static_cast<u16*>(p)[i] = dtype == 1 ? f32_to_f16(v) : f32_to_bf16(v);
+}
+
+}  // namespace gemmtune

@@ -1,0 +1,29 @@
+// The one ABI between the host and every generated kernel: each kernel takes a single
+// `const __grid_constant__ GemmArgs` parameter. Plain data only, so that host C++ and NVRTC
+// agree on the layout (runtime/ checks sizes and offsets with static_assert).
+#pragma once
+
+// A CUtensorMap, opaque here: 128 bytes, 64-byte aligned. Families that use TMA fill them.
+struct alignas(64) GemmTensorMap {
+  unsigned long long opaque[16];
+};
+
+struct GemmArgs {
+  GemmTensorMap map_a;  // first: their alignment would otherwise pad the struct
+  GemmTensorMap map_b;
+  GemmTensorMap map_c;
+  unsigned long long a;  // device addresses of A, B, C (column-major, as cuBLAS)
+  unsigned long long b;
+  unsigned long long c;
+  long long lda;
+  long long ldb;
+  long long ldc;
+  int m;  // op(A) is m x k, op(B) is k x n, C is m x n
+  int n;
+  int k;
+  float alpha;
+  float beta;  // beta == 0: C is never read (it may hold NaN)
+  int tiles_m;  // output tiles along M and N, for tile schedulers
+  int tiles_n;
+  int reserved;
+};

@@ -1,0 +1,100 @@
+// Kernels the tuner and the tests use to make data and to check results. The reference is
+// deliberately naive and independent of every family: one thread per output point, a double
+// accumulator, operands read straight from global memory.
+#pragma once
+#include "check_args.h"
+#include "common.cuh"
+
+namespace gemmtune {
+namespace testing {
+
+// splitmix64: a counter-based generator, so every element is reproducible from (seed, index).
+GEMMTUNE_DEVICE_INLINE u64 mix(u64 x) {
+  x += 0x9e3779b97f4a7c15ull;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+GEMMTUNE_DEVICE_INLINE float normal(u64 seed, u64 index) {
+  const u64 r = mix(seed ^ mix(index));
+  const float u1 = (float((r >> 40) & 0xffffff) + 1.0f) / 16777217.0f;  // (0, 1]
+  const float u2 = float(r & 0xffffff) / 16777216.0f;
+  return sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2);
+}
+
+GEMMTUNE_DEVICE_INLINE double element(unsigned long long p, long long row, long long col, long long ld, int dtype) {
+  return double(load_as_f32(reinterpret_cast<const void*>(p), row + col * ld, dtype));
+}
+
+}  // namespace testing
+}  // namespace gemmtune
+
+// Random normal values (times scale) in count elements of the dtype.
+extern "C" __global__ void gemmtune_fill_normal(unsigned long long p, long long count, int dtype,
+                                                unsigned long long seed, float scale) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count;
+       i += (long long)gridDim.x * blockDim.x)
+    gemmtune::store_from_f32(reinterpret_cast<void*>(p), i, dtype,
+                             scale * gemmtune::testing::normal(seed, (unsigned long long)i));
+}
+
+// ref = alpha * sum_k op(A)[r,k] op(B)[k,c] + beta * C_init[r,c], in double; scale is the size
+// an honest float result's error is measured against: |alpha| * ||(a_k b_k)_k||_2 + |beta c|.
+extern "C" __global__ void gemmtune_reference(const CheckArgs args) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= args.points) return;
+  const int* rows = reinterpret_cast<const int*>(args.rows);
+  const int* cols = reinterpret_cast<const int*>(args.cols);
+  const long long r = rows ? rows[i] : i % args.m;
+  const long long c = cols ? cols[i] : i / args.m;
+  double sum = 0.0, squares = 0.0;
+  for (long long k = 0; k < args.k; ++k) {
+    const double a = args.op_a == 0 ? gemmtune::testing::element(args.a, r, k, args.lda, args.dtype)
+                                    : gemmtune::testing::element(args.a, k, r, args.lda, args.dtype);
+    const double b = args.op_b == 0 ? gemmtune::testing::element(args.b, k, c, args.ldb, args.dtype)
+                                    : gemmtune::testing::element(args.b, c, k, args.ldb, args.dtype);
+    sum += a * b;
+    squares += (a * b) * (a * b);
+  }
+  double ref = double(args.alpha) * sum;
+  double scale = fabs(double(args.alpha)) * sqrt(squares);
+  if (args.beta != 0.0f) {  // beta == 0: C_init may hold NaN and must not matter
+    const double c0 = gemmtune::testing::element(args.c_init, r, c, args.ldc, args.dtype);
+    ref += double(args.beta) * c0;
+    scale += fabs(double(args.beta) * c0);
+  }
+  reinterpret_cast<double*>(args.ref)[i] = ref;
+  reinterpret_cast<double*>(args.scale)[i] = scale;
+}
+
+// Compares out with the reference at every point: error = |out - ref| / (|ref| + scale).
+// Counts points over tolerance or not finite; keeps the largest finite error.
+extern "C" __global__ void gemmtune_check(const CheckArgs args) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= args.points) return;
+  const int* rows = reinterpret_cast<const int*>(args.rows);
+  const int* cols = reinterpret_cast<const int*>(args.cols);
+  const long long r = rows ? rows[i] : i % args.m;
+  const long long c = cols ? cols[i] : i / args.m;
+  const double out = gemmtune::testing::element(args.out, r, c, args.ldc, args.dtype);
+  const double ref = reinterpret_cast<const double*>(args.ref)[i];
+  const double scale = reinterpret_cast<const double*>(args.scale)[i];
+  const double err = fabs(out - ref) / (fabs(ref) + scale + 1e-30);
+  const bool finite = isfinite(out);
+  if (!finite || err > args.tolerance) atomicAdd(reinterpret_cast<unsigned*>(args.bad), 1u);
+  if (finite) atomicMax(reinterpret_cast<unsigned*>(args.max_error), __float_as_uint(float(err)));
+}
+
+// Counts the elements of an m x n column-major matrix that are NaN or infinite.
+extern "C" __global__ void gemmtune_count_nonfinite(unsigned long long p, long long ld, int m, int n,
+                                                    int dtype, unsigned long long count) {
+  const long long total = (long long)m * n;
+  unsigned local = 0;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
+       i += (long long)gridDim.x * blockDim.x) {
+    const float v = gemmtune::load_as_f32(reinterpret_cast<const void*>(p), (i % m) + (i / m) * ld, dtype);
+    if (!isfinite(v)) ++local;
+  }
+  if (local) atomicAdd(reinterpret_cast<unsigned*>(count), local);
+}

@@ -1,0 +1,39 @@
+#pragma once
+// GPU test fixtures: a context, the device, the verification kernels, a stream.
+#include <memory>
+
+#include "gemmtune/runtime/device.hpp"
+#include "gemmtune/tuner/checker.hpp"
+#include "support.hpp"
+
+namespace gemmtune::test {
+
+class GpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    GEMMTUNE_REQUIRE_GPU();
+    ensure_context();
+    device_ = query_device(current_device());
+    checker_ = std::make_unique<Checker>(compiler_, device_.arch);
+    stream_ = std::make_unique<StreamHandle>();
+  }
+
+  // Runs a kernel through the verifier: both beta paths, NaN-poisoned output, every element of
+  // small problems.
+  Verdict check(const ReadyKernel& k, const Problem& p, float alpha, float beta, uint64_t seed = 5) {
+    const Verifier v(*checker_, p, alpha, beta, seed, stream_->get());
+    const Family& family = *k.family;
+    return v.verify(
+        [&](const Problem& q, const GemmOperands& ops, CUstream s) {
+          k.run(family.geometry(k.config, q, device_.arch), q, ops, s);
+        },
+        stream_->get());
+  }
+
+  Compiler compiler_;
+  DeviceInfo device_;
+  std::unique_ptr<Checker> checker_;
+  std::unique_ptr<StreamHandle> stream_;
+};
+
+}  // namespace gemmtune::test

@@ -1,0 +1,65 @@
+#pragma once
+// Helpers shared by the tests: temporary folders, running the tools, skipping without a GPU.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <random>
+#include <string>
+
+#include "gemmtune/runtime/driver.hpp"
+
+namespace gemmtune::test {
+
+// A fresh folder, removed with everything in it at the end of the test.
+class TempDir {
+ public:
+  TempDir() {
+    std::random_device rd;
+    path_ = std::filesystem::temp_directory_path() / ("gemmtune-test-" + std::to_string(rd()) + std::to_string(rd()));
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  const std::filesystem::path& path() const { return path_; }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+struct CommandResult {
+  int exit_code = -1;  // -1: killed by a signal (a crash)
+  int signal = 0;
+  std::string output;  // stdout and stderr together
+};
+
+// Runs a shell command line, capturing stdout and (unless told otherwise) stderr.
+inline CommandResult run_command(const std::string& command, bool with_stderr = true) {
+  CommandResult r;
+  FILE* pipe = popen((command + (with_stderr ? " 2>&1" : " 2>/dev/null")).c_str(), "r");
+  if (!pipe) return r;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
+  const int status = pclose(pipe);
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) r.signal = WTERMSIG(status);
+  return r;
+}
+
+inline std::string tool(const std::string& name) { return std::string(GEMMTUNE_BIN_DIR) + "/" + name; }
+
+}  // namespace gemmtune::test
+
+// GPU tests say plainly why they skipped.
+#define GEMMTUNE_REQUIRE_GPU()                                                              \
+  do {                                                                                      \
+    if (!::gemmtune::cu::available())                                                       \
+      GTEST_SKIP() << "no GPU here (" << ::gemmtune::cu::unavailable_reason()               \
+                   << "): GPU tests run on the GPU machine (tools/gpu-check.sh)";           \
+  } while (0)

@@ -1,0 +1,94 @@
+// runtime/compiler: NVRTC errors, the ptxas report, the compiled-kernel cache.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "gemmtune/generator/util.hpp"
+#include "gemmtune/runtime/compiler.hpp"
+#include "support.hpp"
+
+namespace gemmtune {
+namespace {
+
+KernelSource tiny_kernel(const std::string& body = "p[threadIdx.x] = 1.0f;") {
+  KernelSource s;
+  s.name = "tiny_kernel";
+  s.code = "extern \"C\" __global__ void tiny_kernel(float* p) { " + body + " }\n";
+  s.hash = hash_hex(s.name + s.code);
+  return s;
+}
+
+TEST(Ptxas, ReportIsParsed) {
+  const std::string log =
+      "ptxas info    : 0 bytes gmem\n"
+      "ptxas info    : Compiling entry function 'k' for 'sm_90a'\n"
+      "ptxas info    : Function properties for k\n"
+      "    8 bytes stack frame, 12 bytes spill stores, 16 bytes spill loads\n"
+      "ptxas info    : Used 168 registers, used 1 barriers, 4096 bytes smem\n";
+  const PtxasReport r = parse_ptxas_report(log, "k");
+  EXPECT_TRUE(r.found);
+  EXPECT_EQ(r.registers, 168);
+  EXPECT_EQ(r.stack_frame, 8);
+  EXPECT_EQ(r.spills(), 28);
+  EXPECT_EQ(r.smem_static, 4096);
+  EXPECT_FALSE(parse_ptxas_report(log, "other").found);
+}
+
+TEST(Compiler, ReportsRegistersOfARealCompile) {
+  const CompiledKernel k = Compiler(false).compile(tiny_kernel(), ArchInfo::from_name("sm_90a"));
+  EXPECT_FALSE(k.cubin.empty());
+  EXPECT_TRUE(k.report.found);
+  EXPECT_GT(k.report.registers, 0);
+  EXPECT_EQ(k.report.spills(), 0);
+  EXPECT_FALSE(k.from_cache);
+}
+
+TEST(Compiler, ErrorsCarryTheLogAndOptions) {
+  try {
+    Compiler(false).compile(tiny_kernel("this is not cuda;"), ArchInfo::from_name("sm_80"));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::compile);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("tiny_kernel"), std::string::npos);
+    EXPECT_NE(what.find("--gpu-architecture=sm_80"), std::string::npos) << what;
+    EXPECT_NE(what.find("error"), std::string::npos) << "the NVRTC log is attached: " << what;
+  }
+}
+
+TEST(Compiler, CacheHitsAndRebuildsACorruptEntry) {
+  test::TempDir dir;
+  const Compiler compiler(true, dir.path());
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  const CompiledKernel first = compiler.compile(tiny_kernel(), arch);
+  EXPECT_FALSE(first.from_cache);
+  const CompiledKernel second = compiler.compile(tiny_kernel(), arch);
+  EXPECT_TRUE(second.from_cache);
+  EXPECT_EQ(second.cubin, first.cubin);
+  EXPECT_EQ(second.report.registers, first.report.registers);
+
+  // Corrupt every entry: flip bytes in the middle of the file.
+  int corrupted = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(dir.path())) {
+    if (!e.is_regular_file()) continue;
+    std::fstream f(e.path(), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(std::streamoff(e.file_size() / 2));
+    f.write("\xde\xad\xbe\xef", 4);
+    ++corrupted;
+  }
+  ASSERT_GT(corrupted, 0);
+  const CompiledKernel rebuilt = compiler.compile(tiny_kernel(), arch);
+  EXPECT_FALSE(rebuilt.from_cache) << "a corrupt entry must be rebuilt, never loaded";
+  EXPECT_EQ(rebuilt.cubin, first.cubin);
+  EXPECT_TRUE(compiler.compile(tiny_kernel(), arch).from_cache) << "the rebuilt entry is stored again";
+}
+
+TEST(Compiler, OptionsAndArchitectureArePartOfTheKey) {
+  test::TempDir dir;
+  const Compiler compiler(true, dir.path());
+  compiler.compile(tiny_kernel(), ArchInfo::from_name("sm_90a"));
+  EXPECT_FALSE(compiler.compile(tiny_kernel(), ArchInfo::from_name("sm_80")).from_cache);
+}
+
+}  // namespace
+}  // namespace gemmtune

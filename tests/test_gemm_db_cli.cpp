@@ -1,0 +1,281 @@
+// gemm-db, run as a user runs it: readable output, JSON for scripts, and one clear line with a
+// non-zero exit for every kind of bad input, never a crash.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <sstream>
+
+#include "gemmtune/cache/tuning_db.hpp"
+#include "gemmtune/generator/family.hpp"
+#include "gemmtune/generator/util.hpp"
+#include "support.hpp"
+
+namespace gemmtune {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+using test::TempDir;
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+void write_text_file(const fs::path& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << text;
+}
+
+struct Outcome {
+  int exit_code = -1;
+  int signal = 0;  // the signal that killed gemm-db, if one did
+  std::string out, err;
+};
+
+std::string quoted(const std::string& arg) {
+  std::string out = "'";
+  for (char ch : arg) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return out + "'";
+}
+
+const DeviceKey kH100{"NVIDIA H100 80GB HBM3", 90, 132, 13000, "13.0"};
+
+CandidateRecord candidate(const Problem& p, const std::string& name, CandidateStatus status,
+                          double median_ms) {
+  CandidateRecord c;
+  c.kernel_name = name;
+  c.template_version = template_version(find_family("simt"));
+  c.config = KernelConfig{"simt", p.dtype, p.op_a, p.op_b, {{"BM", 128}, {"BN", 128}}};
+  c.status = status;
+  c.median_ms = median_ms;
+  c.min_ms = median_ms;
+  c.max_ms = median_ms;
+  c.tflops = median_ms > 0 ? p.flops() / (median_ms * 1e9) : -1;
+  c.registers = 96;
+  c.message = status == CandidateStatus::ok ? "" : "ptxas: too much shared data";
+  return c;
+}
+
+class GemmDbCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    TuningDb db(db_path());
+    for (const Problem& p : {f32_2048, f16_1024}) {
+      db.record(kH100, p, candidate(p, "gemm_simt_fast_" + p.shape(), CandidateStatus::ok, 2.0));
+      db.record(kH100, p, candidate(p, "gemm_simt_slow_" + p.shape(), CandidateStatus::ok, 2.5));
+      db.record(kH100, p,
+                candidate(p, "gemm_simt_broken_" + p.shape(), CandidateStatus::compile_error, -1));
+      db.set_best(kH100, p, "gemm_simt_fast_" + p.shape(), template_version(find_family("simt")),
+                  2.5, true);
+    }
+  }
+
+  fs::path db_path() const { return dir_.path() / "tuning.db"; }
+  fs::path file(const std::string& name) const { return dir_.path() / name; }
+
+  // Runs gemm-db on the test database; stdout and stderr kept apart.
+  Outcome gemm_db(const std::vector<std::string>& args, const fs::path& db = {}) const {
+    const fs::path err = dir_.path() / "stderr.txt";
+    // exec: a crash of gemm-db shows as a signal in the status, not as the shell's exit code.
+    std::string command =
+        fmt::format("exec {} --db {} 2>{}", quoted(GEMMTUNE_BIN_DIR "/gemm-db"),
+                    quoted((db.empty() ? db_path() : db).string()), quoted(err.string()));
+    for (const auto& arg : args) command += fmt::format(" {}", quoted(arg));
+    Outcome run;
+    FILE* pipe = ::popen(command.c_str(), "r");
+    if (pipe == nullptr) return run;
+    char buffer[4096];
+    for (size_t got; (got = fread(buffer, 1, sizeof buffer, pipe)) > 0;)
+      run.out.append(buffer, got);
+    const int status = ::pclose(pipe);
+    if (WIFEXITED(status)) run.exit_code = WEXITSTATUS(status);
+    if (WIFSIGNALED(status)) run.signal = WTERMSIG(status);
+    run.err = read_text(err);
+    return run;
+  }
+
+  std::string export_all() const { return gemm_db({"export"}).out; }
+
+  const Problem f32_2048 = make_problem(DType::f32, Op::N, Op::N, 2048, 2048, 2048);
+  const Problem f16_1024 = make_problem(DType::f16, Op::T, Op::N, 1024, 1024, 1024);
+  TempDir dir_;
+};
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST_F(GemmDbCli, ListShowsEveryBestWithItsRatioToCublas) {
+  const Outcome run = gemm_db({"list"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_TRUE(contains(run.out, "NVIDIA H100 80GB HBM3"));
+  EXPECT_TRUE(contains(run.out, "gemm_simt_fast_2048x2048x2048"));
+  EXPECT_TRUE(contains(run.out, "gemm_simt_fast_1024x1024x1024"));
+  EXPECT_TRUE(contains(run.out, "1.25x")) << run.out;  // cuBLAS 2.5 ms / ours 2.0 ms
+  EXPECT_TRUE(contains(run.out, "current"));
+  EXPECT_TRUE(run.err.empty()) << run.err;
+}
+
+TEST_F(GemmDbCli, ListFiltersAndPrintsJson) {
+  const Outcome run = gemm_db({"list", "--dtype", "f16", "--json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const Json rows = Json::parse(run.out);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]["winner"]["kernel_name"], "gemm_simt_fast_1024x1024x1024");
+  EXPECT_EQ(rows[0]["problem"]["layout"], "tn");
+  EXPECT_DOUBLE_EQ(rows[0]["cublas_ratio"].get<double>(), 1.25);
+  EXPECT_EQ(rows[0]["current"], true);
+  EXPECT_EQ(Json::parse(gemm_db({"--json", "list", "--m", "4096"}).out).size(), 0u);
+}
+
+TEST_F(GemmDbCli, ShowRanksCandidatesAndSaysWhyTheWinnerWon) {
+  const Outcome run = gemm_db({"show", "--m", "2048", "--n", "2048", "--k", "2048"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const size_t fast = run.out.find("gemm_simt_fast_2048");
+  const size_t slow = run.out.find("gemm_simt_slow_2048");
+  const size_t broken = run.out.find("gemm_simt_broken_2048");
+  ASSERT_NE(broken, std::string::npos) << run.out;
+  EXPECT_LT(fast, slow);
+  EXPECT_LT(slow, broken);
+  EXPECT_TRUE(contains(run.out, "compile_error"));
+  EXPECT_TRUE(contains(run.out, "ptxas: too much shared data"));
+  EXPECT_TRUE(contains(run.out, "25.0% faster than the runner-up gemm_simt_slow_2048")) << run.out;
+  EXPECT_TRUE(contains(run.out, "1.25x cuBLAS"));
+  EXPECT_FALSE(contains(run.out, "1024x1024x1024"));
+}
+
+TEST_F(GemmDbCli, ShowJsonListsTheCandidatesInOrder) {
+  const Outcome run = gemm_db({"show", "--m", "1024", "--n", "1024", "--k", "1024", "--layout",
+                               "tn", "--dtype", "f16", "--json"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const Json shown = Json::parse(run.out);
+  ASSERT_EQ(shown.size(), 1u);
+  ASSERT_EQ(shown[0]["candidates"].size(), 3u);
+  EXPECT_EQ(shown[0]["candidates"][0]["status"], "ok");
+  EXPECT_EQ(shown[0]["candidates"][2]["status"], "compile_error");
+  EXPECT_EQ(shown[0]["best"]["winner"]["kernel_name"], "gemm_simt_fast_1024x1024x1024");
+}
+
+TEST_F(GemmDbCli, StatsCountsTheRows) {
+  const Outcome text = gemm_db({"stats"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_TRUE(contains(text.out, "schema version"));
+  EXPECT_TRUE(contains(text.out, "6 (ok 4, compile_error 2)")) << text.out;
+  const Json stats = Json::parse(gemm_db({"stats", "--json"}).out);
+  EXPECT_EQ(stats["schema_version"], TuningDb::kSchemaVersion);
+  EXPECT_EQ(stats["devices"], 1);
+  EXPECT_EQ(stats["problems"], 2);
+  EXPECT_EQ(stats["candidates"], 6);
+  EXPECT_EQ(stats["by_status"]["compile_error"], 2);
+  EXPECT_EQ(stats["best"], 2);
+  EXPECT_GT(stats["file_bytes"].get<int64_t>(), 0);
+}
+
+TEST_F(GemmDbCli, ExportThenImportElsewhereMergesEverything) {
+  const fs::path exported = file("export.json");
+  ASSERT_EQ(gemm_db({"export", "--output", exported.string()}).exit_code, 0);
+  const Outcome into_new = gemm_db({"import", exported.string()}, file("other.db"));
+  ASSERT_EQ(into_new.exit_code, 0) << into_new.err;
+  EXPECT_TRUE(contains(into_new.out, "6 candidates and 2 best rows added or updated"))
+      << into_new.out;
+  EXPECT_EQ(gemm_db({"export"}, file("other.db")).out, read_text(exported));
+  const Json summary = Json::parse(gemm_db({"import", exported.string(), "--json"}).out);
+  EXPECT_EQ(summary["candidates"], 0) << "nothing is newer the second time";
+}
+
+TEST_F(GemmDbCli, DeleteRemovesTheMatchingProblems) {
+  const Outcome run = gemm_db({"delete", "--dtype", "f16"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_TRUE(contains(run.out, "deleted 1 tuned problem")) << run.out;
+  const std::string listed = gemm_db({"list"}).out;
+  EXPECT_FALSE(contains(listed, "1024x1024x1024"));
+  EXPECT_TRUE(contains(listed, "2048x2048x2048"));
+  EXPECT_EQ(Json::parse(gemm_db({"delete", "--all", "--json"}).out)["deleted"], 1);
+}
+
+// Bad input: one "gemm-db: error:" line, a non-zero exit, no crash, and no change to the data.
+struct BadInput {
+  std::string name;
+  std::vector<std::string> args;
+  int exit_code;
+  std::string says;
+};
+
+TEST_F(GemmDbCli, BadInputGivesOneClearErrorAndChangesNothing) {
+  write_text_file(file("malformed.json"), "{\"format\": \"gemmtune-db\", \"entries\": [");
+  Json spoiled = Json::parse(export_all());
+  spoiled["entries"][1]["candidates"][0]["status"] = "okk";
+  write_text_file(file("bad_status.json"), spoiled.dump());
+  const std::string before = export_all();
+
+  const std::vector<BadInput> cases = {
+      {"unknown subcommand", {"bogus"}, 2, "bogus"},
+      {"no subcommand", {}, 2, "subcommand is required"},
+      {"negative size", {"list", "--m", "-5"}, 2, "--m: must be a positive integer"},
+      {"unknown dtype", {"list", "--dtype", "f64"}, 2, "unknown dtype 'f64'"},
+      {"unknown layout", {"list", "--layout", "xy"}, 2, "unknown layout 'xy'"},
+      {"missing import file", {"import", file("missing.json").string()}, 2, "missing.json"},
+      {"malformed JSON", {"import", file("malformed.json").string()}, 2, "not valid JSON"},
+      {"unknown status",
+       {"import", file("bad_status.json").string()},
+       2,
+       "entries[1].candidates[0].status: unknown status 'okk'"},
+      {"delete without filter", {"delete"}, 2, "needs a filter"},
+      {"show without shape", {"show", "--m", "5"}, 2, "--n"},
+      {"show of an untuned shape",
+       {"show", "--m", "5", "--n", "5", "--k", "5"},
+       1,
+       "no candidates recorded"},
+  };
+  for (const auto& bad : cases) {
+    const Outcome run = gemm_db(bad.args);
+    EXPECT_EQ(run.signal, 0) << bad.name << ": killed by signal " << run.signal;
+    EXPECT_EQ(run.exit_code, bad.exit_code) << bad.name << ": " << run.err;
+    EXPECT_TRUE(run.err.starts_with("gemm-db: error: ")) << bad.name << ": " << run.err;
+    EXPECT_TRUE(contains(run.err.substr(0, run.err.find('\n')), bad.says))
+        << bad.name << ": " << run.err;
+    // One error line (a hint to run --help may follow it).
+    EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n') -
+                  int(contains(run.err, "--help' for the options")),
+              1)
+        << bad.name << ": " << run.err;
+  }
+  EXPECT_EQ(export_all(), before);
+}
+
+TEST_F(GemmDbCli, ReadingADatabaseThatDoesNotExistSaysSoAndCreatesNothing) {
+  const fs::path missing = file("nothing_here.db");
+  for (const std::string subcommand : {"list", "stats", "export"}) {
+    const Outcome run = gemm_db({subcommand}, missing);
+    EXPECT_EQ(run.exit_code, 1) << subcommand;
+    EXPECT_TRUE(contains(run.err, "no tuning database at " + missing.string() + " yet")) << run.err;
+  }
+  EXPECT_FALSE(fs::exists(missing));
+  // A failed import does not leave an empty database behind either.
+  write_text_file(file("malformed.json"), "not json");
+  EXPECT_EQ(gemm_db({"import", file("malformed.json").string()}, missing).exit_code, 2);
+  EXPECT_FALSE(fs::exists(missing));
+}
+
+TEST_F(GemmDbCli, AFileThatIsNotADatabaseIsAnErrorNotACrash) {
+  write_text_file(file("notes.db"), std::string(5000, 'n'));
+  const Outcome run = gemm_db({"list"}, file("notes.db"));
+  EXPECT_EQ(run.signal, 0);
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_TRUE(contains(run.err, "gemm-db: error: database " + file("notes.db").string()))
+      << run.err;
+  EXPECT_TRUE(contains(run.err, "SQLITE_NOTADB")) << run.err;
+}
+
+}  // namespace
+}  // namespace gemmtune

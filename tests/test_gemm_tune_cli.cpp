@@ -1,0 +1,90 @@
+// gemm-tune and gemm-bench on bad input: a clear one-line message, a non-zero exit, no crash.
+// And --dry-run --json, which needs no GPU.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+#include "support.hpp"
+
+namespace gemmtune {
+namespace {
+
+using test::run_command;
+using test::tool;
+
+void expect_usage_error(const std::string& args, const std::string& message) {
+  const auto r = run_command(tool("gemm-tune") + " " + args);
+  EXPECT_EQ(r.signal, 0) << "crashed: " << args;
+  EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+  EXPECT_NE(r.output.find("gemm-tune: error: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(message), std::string::npos) << "expected '" << message << "' in: " << r.output;
+}
+
+TEST(GemmTuneCli, BadInput) {
+  expect_usage_error("", "give the shape with --m, --n and --k");
+  expect_usage_error("--m -3 --n 4 --k 5", "M, N and K must be at least 1");
+  expect_usage_error("--m 8 --n 8", "M, N and K must be at least 1");
+  expect_usage_error("--m 8 --n 8 --k 8 --dtype f64", "unknown dtype 'f64'");
+  expect_usage_error("--m 8 --n 8 --k 8 --layout xn", "unknown op 'x'");
+  expect_usage_error("--m 8 --n 8 --k 8 --layout nnn", "layout 'nnn'");
+  expect_usage_error("--m 8 --n 8 --k 8 --lda 4", "lda (4) must be at least");
+  expect_usage_error("--m 8 --n 8 --k 8 --budget lots --dry-run", "budget 'lots'");
+  expect_usage_error("--m 8 --n 8 --k 8 --bogus", "--bogus");
+  expect_usage_error("--m abc --n 8 --k 8", "--m");
+  expect_usage_error("--shapes /nonexistent/shapes.txt", "cannot read the shapes file");
+  expect_usage_error("--m 8 --n 8 --k 8 --dry-run --arch sm_99", "unknown architecture 'sm_99'");
+  expect_usage_error("--m 8 --n 8 --k 8 --dtype bf16 --dry-run --families simt", "family 'simt' cannot solve bf16");
+  expect_usage_error("--m 8 --n 8 --k 8 --dry-run --families nope", "unknown kernel family 'nope'");
+}
+
+TEST(GemmTuneCli, MalformedShapesFileNamesTheLine) {
+  test::TempDir dir;
+  std::ofstream(dir / "shapes.txt") << "# comment\n64 64 64\nnot a shape\n";
+  expect_usage_error("--dry-run --shapes " + (dir / "shapes.txt").string(), "shapes.txt:3");
+}
+
+TEST(GemmTuneCli, HelpExitsZero) {
+  const auto r = run_command(tool("gemm-tune") + " --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.output.find("--dry-run"), std::string::npos);
+}
+
+TEST(GemmTuneCli, WithoutGpuTuningSaysSo) {
+  if (cu::available()) GTEST_SKIP() << "this machine has a GPU";
+  const auto r = run_command(tool("gemm-tune") + " --m 64 --n 64 --k 64");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("no GPU"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("--dry-run"), std::string::npos) << "it points to what works: " << r.output;
+}
+
+TEST(GemmTuneCli, DryRunJsonListsCandidates) {
+  test::TempDir dir;
+  const auto r = run_command("GEMMTUNE_CACHE_DIR=" + dir.path().string() + " " + tool("gemm-tune") +
+                             " --m 300 --n 200 --k 100 --dry-run --arch sm_90a --budget 4 --json", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  ASSERT_EQ(j.at("candidates").size(), 4u);
+  for (const auto& c : j.at("candidates")) {
+    EXPECT_EQ(c.at("family"), "simt");
+    EXPECT_EQ(c.at("status"), "compiled");
+    EXPECT_GT(c.at("registers").get<int>(), 0);
+    EXPECT_EQ(c.at("spills").get<int>(), 0);
+    EXPECT_TRUE(c.at("name").get<std::string>().starts_with("gemm_simt_f32_nn_"));
+  }
+  EXPECT_EQ(j.at("compiled"), 4);
+  EXPECT_EQ(j.at("failed"), 0);
+  EXPECT_GT(j.at("pruned").get<int>(), 0);
+}
+
+TEST(GemmBenchCli, BadInput) {
+  for (const std::string args : {"--suite nope", "--m 0 --n 4 --k 4", "--dtype q8", "--bogus"}) {
+    const auto r = run_command(tool("gemm-bench") + " " + args);
+    EXPECT_EQ(r.signal, 0) << args;
+    EXPECT_NE(r.exit_code, 0) << args;
+    EXPECT_NE(r.output.find("gemm-bench: error: "), std::string::npos) << args << ": " << r.output;
+  }
+}
+
+}  // namespace
+}  // namespace gemmtune

@@ -1,0 +1,169 @@
+// generator/: problems, configurations, search spaces, emission.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "gemmtune/generator/family.hpp"
+#include "gemmtune/generator/util.hpp"
+#include "gemmtune/tuner/tuner.hpp"
+
+namespace gemmtune {
+namespace {
+
+Problem square(int64_t n, DType d = DType::f32) { return make_problem(d, Op::N, Op::N, n, n, n); }
+
+template <class F>
+std::string error_of(F&& f, Errc expected) {
+  try {
+    f();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), expected) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no exception";
+  return {};
+}
+
+TEST(Problem, ValidationNamesTheBadField) {
+  Problem p = square(64);
+  p.m = 0;
+  EXPECT_NE(error_of([&] { validate(p); }, Errc::invalid_argument).find("M must be at least 1"), std::string::npos);
+  p = square(64);
+  p.k = -5;
+  EXPECT_NE(error_of([&] { validate(p); }, Errc::invalid_argument).find("K must be at least 1"), std::string::npos);
+  p = make_problem(DType::f32, Op::T, Op::N, 64, 32, 100);
+  p.lda = 99;  // A is stored K x M when transposed: lda >= K
+  EXPECT_NE(error_of([&] { validate(p); }, Errc::invalid_argument).find("lda (99)"), std::string::npos);
+  p = square(64);
+  p.ldc = 63;
+  EXPECT_NE(error_of([&] { validate(p); }, Errc::invalid_argument).find("ldc (63)"), std::string::npos);
+  p = square(64);
+  p.m = int64_t(1) << 32;
+  p.lda = p.ldc = p.m;
+  EXPECT_NE(error_of([&] { validate(p); }, Errc::invalid_argument).find("below 2^31"), std::string::npos);
+}
+
+TEST(Problem, TightLeadingDimensionsFollowTheOps) {
+  const Problem p = make_problem(DType::bf16, Op::T, Op::T, 100, 200, 300);
+  EXPECT_EQ(p.lda, 300);  // A stored K x M
+  EXPECT_EQ(p.ldb, 200);  // B stored N x K
+  EXPECT_EQ(p.ldc, 100);
+  EXPECT_EQ(p.layout(), "tt");
+  EXPECT_NO_THROW(validate(p));
+}
+
+TEST(Problem, AlignmentClass) {
+  EXPECT_EQ(alignment_class(DType::f32, nullptr, nullptr, nullptr, 1024, 1024, 1024), 16);
+  EXPECT_EQ(alignment_class(DType::f32, nullptr, nullptr, nullptr, 1023, 1024, 1024), 4);
+  EXPECT_EQ(alignment_class(DType::bf16, nullptr, nullptr, nullptr, 1026, 1024, 1024), 4);
+  EXPECT_EQ(alignment_class(DType::bf16, nullptr, nullptr, nullptr, 1025, 1024, 1024), 2);
+  EXPECT_EQ(alignment_class(DType::f32, reinterpret_cast<void*>(0x1008), nullptr, nullptr, 64, 64, 64), 8);
+  EXPECT_EQ(make_problem(DType::f32, Op::N, Op::N, 17, 33, 65).align, 4);
+}
+
+TEST(Problem, ParsingRejectsUnknownNames) {
+  EXPECT_EQ(parse_dtype("BF16"), DType::bf16);
+  EXPECT_EQ(parse_dtype("fp32"), DType::f32);
+  error_of([] { parse_dtype("f64"); }, Errc::invalid_argument);
+  error_of([] { parse_op('x'); }, Errc::invalid_argument);
+  error_of([] { ArchInfo::from_name("sm_75x"); }, Errc::invalid_argument);
+  EXPECT_EQ(ArchInfo::from_name("sm_90a").name(), "sm_90a");
+  EXPECT_EQ(ArchInfo::from_name("sm_80").smem_per_block, 163 * 1024);
+}
+
+TEST(KernelConfig, JsonRoundTrip) {
+  const Family& f = find_family("simt");
+  const KernelConfig c = f.default_config(make_problem(DType::f32, Op::T, Op::N, 512, 256, 128), ArchInfo{});
+  const KernelConfig back = KernelConfig::from_json(c.to_json());
+  EXPECT_EQ(back, c);
+  error_of([] { KernelConfig::from_json("{\"family\": 3}"); }, Errc::invalid_argument);
+  error_of([] { KernelConfig::from_json("not json"); }, Errc::invalid_argument);
+}
+
+TEST(SearchSpace, PrunedCandidatesSayWhichConstraint) {
+  const Family& f = find_family("simt");
+  const Problem p = square(4096);
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  const SearchSpace space = f.space(p, arch);
+  KernelConfig c = f.default_config(p, arch);
+  EXPECT_EQ(space.first_violation(c, p, arch), nullptr);
+  c.params["TM"] = 4;  // (WM/TM)*(WN/TN) no longer 32
+  ASSERT_NE(space.first_violation(c, p, arch), nullptr);
+  EXPECT_EQ(space.first_violation(c, p, arch)->name, "warp_shape");
+  c = f.default_config(p, arch);
+  Problem misaligned = p;
+  misaligned.align = 4;
+  EXPECT_EQ(space.first_violation(c, misaligned, arch)->name, "vector_alignment");
+
+  const Pruning pruning = space.prune(p, arch);
+  EXPECT_EQ(int64_t(pruning.valid.size()) + pruning.pruned(), space.size());
+  EXPECT_GT(pruning.valid.size(), 20u);
+  for (const auto& v : pruning.valid) EXPECT_EQ(space.first_violation(v, p, arch), nullptr);
+}
+
+TEST(SearchSpace, EveryValidConfigFitsSharedMemoryOfItsArch) {
+  const Family& f = find_family("simt");
+  for (const char* name : {"sm_80", "sm_86", "sm_90a"}) {
+    const ArchInfo arch = ArchInfo::from_name(name);
+    const Problem p = square(1024);
+    for (const auto& c : f.space(p, arch).prune(p, arch).valid)
+      EXPECT_LE(f.geometry(c, p, arch).smem_bytes, uint32_t(arch.smem_per_block)) << f.kernel_name(c);
+  }
+}
+
+TEST(Emission, IsDeterministicAndNamesAreUnique) {
+  const Family& f = find_family("simt");
+  const ArchInfo arch;
+  for (const char* layout : {"nn", "nt", "tn", "tt"}) {
+    const Problem p = make_problem(DType::f32, parse_op(layout[0]), parse_op(layout[1]), 2048, 2048, 2048);
+    std::set<std::string> names, hashes;
+    const auto valid = f.space(p, arch).prune(p, arch).valid;
+    for (const auto& c : valid) {
+      const KernelSource a = emit_source(f, c), b = emit_source(f, c);
+      EXPECT_EQ(a.code, b.code);
+      EXPECT_EQ(a.hash, b.hash);
+      EXPECT_NE(a.code.find(a.name), std::string::npos) << "the entry point is the kernel's name";
+      names.insert(a.name);
+      hashes.insert(a.hash);
+    }
+    EXPECT_EQ(names.size(), valid.size());
+    EXPECT_EQ(hashes.size(), valid.size());
+  }
+}
+
+TEST(Emission, KernelNamesSayWhatTheyAre) {
+  const Family& f = find_family("simt");
+  KernelConfig c{"simt", DType::f32, Op::T, Op::N,
+                 {{"BM", 128}, {"BN", 64}, {"BK", 8}, {"WM", 64}, {"WN", 32}, {"TM", 8}, {"TN", 8}, {"VEC", 4}, {"STAGES", 2}}};
+  EXPECT_EQ(f.kernel_name(c), "gemm_simt_f32_tn_128x64x8_w64x32_t8x8_v4_s2");
+}
+
+TEST(Families, TemplateVersionIsStableAndFamiliesAreFound) {
+  const Family& f = find_family("simt");
+  EXPECT_EQ(template_version(f), template_version(f));
+  EXPECT_EQ(template_version(f).size(), 16u);
+  error_of([] { find_family("nope"); }, Errc::invalid_argument);
+  // The fault-injection family is reachable by name but never searched.
+  EXPECT_NO_THROW(find_family("fault_injection"));
+  for (const Family* fam : all_families()) EXPECT_NE(fam->name(), "fault_injection");
+  EXPECT_FALSE(families_for(square(64), ArchInfo{}).empty());
+}
+
+TEST(Hash, IsStableAndSensitive) {
+  EXPECT_EQ(hash_hex("abc"), hash_hex("abc"));
+  EXPECT_NE(hash_hex("abc"), hash_hex("abd"));
+  EXPECT_EQ(hash_hex("").size(), 32u);
+}
+
+TEST(Budget, ParsesCandidatesAndTime) {
+  EXPECT_EQ(Budget::parse("40").candidates.value(), 40);
+  EXPECT_EQ(Budget::parse("300s").seconds.value(), 300);
+  EXPECT_EQ(Budget::parse("5m").seconds.value(), 300);
+  EXPECT_EQ(Budget::parse("1h").seconds.value(), 3600);
+  EXPECT_FALSE(Budget::parse("").candidates || Budget::parse("").seconds);
+  for (const char* bad : {"abc", "-3", "0", "10x", "2.5"})
+    error_of([&] { Budget::parse(bad); }, Errc::invalid_argument);
+}
+
+}  // namespace
+}  // namespace gemmtune

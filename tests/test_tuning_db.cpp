@@ -1,0 +1,603 @@
+// TuningDb: what the tuner writes, what the runtime and gemm-db read back, and the file's
+// safety: migrations, foreign or newer files, several processes, import that changes nothing
+// when it fails.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <regex>
+#include <sstream>
+
+#include "gemmtune/cache/tuning_db.hpp"
+#include "gemmtune/generator/family.hpp"
+#include "gemmtune/generator/util.hpp"
+#include "support.hpp"
+
+namespace gemmtune {
+namespace {
+
+namespace fs = std::filesystem;
+using Json = nlohmann::json;
+
+using test::TempDir;
+
+DeviceKey h100() {
+  return {"NVIDIA H100 80GB HBM3", 90, 132, 13000, "13.0"};
+}
+DeviceKey a100() {
+  return {"NVIDIA A100-SXM4-40GB", 80, 108, 12080, "12.8"};
+}
+
+Problem square(int64_t size, DType dtype = DType::f32, Op op_a = Op::N, Op op_b = Op::N) {
+  return make_problem(dtype, op_a, op_b, size, size, size);
+}
+
+std::string simt_version() {
+  return template_version(find_family("simt"));
+}
+
+CandidateRecord candidate(const Problem& p, const std::string& name, int64_t bm) {
+  CandidateRecord c;
+  c.kernel_name = name;
+  c.template_version = simt_version();
+  c.config = KernelConfig{"simt", p.dtype, p.op_a, p.op_b, {{"BM", bm}, {"BN", 128}, {"BK", 8}}};
+  return c;
+}
+
+CandidateRecord ok_candidate(const Problem& p, const std::string& name, double median_ms,
+                             int64_t bm = 128) {
+  CandidateRecord c = candidate(p, name, bm);
+  c.status = CandidateStatus::ok;
+  c.registers = 128;
+  c.spills = 0;
+  c.smem_bytes = 16384;
+  c.compile_ms = 210.5;
+  c.median_ms = median_ms;
+  c.min_ms = median_ms * 0.98;
+  c.max_ms = median_ms * 1.05;
+  c.runs = 20;
+  c.tflops = p.flops() / (median_ms * 1e9);
+  c.max_error = 3.5e-6;
+  return c;
+}
+
+CandidateRecord failed_candidate(const Problem& p, const std::string& name, CandidateStatus status,
+                                 const std::string& message) {
+  CandidateRecord c = candidate(p, name, 256);
+  c.status = status;
+  c.message = message;
+  return c;
+}
+
+class TuningDbTest : public ::testing::Test {
+ protected:
+  fs::path db_path() const { return dir_.path() / "tuning.db"; }
+
+  // One problem with two ok candidates and a failure, the faster ok one marked best.
+  void seed_problem(TuningDb& db, const DeviceKey& device, const Problem& p,
+                    double fastest_ms = 1.0) {
+    db.record(device, p, ok_candidate(p, "fast_" + p.shape(), fastest_ms, 128));
+    db.record(device, p, ok_candidate(p, "slow_" + p.shape(), fastest_ms * 1.5, 64));
+    db.record(device, p,
+              failed_candidate(p, "broken_" + p.shape(), CandidateStatus::compile_error,
+                               "ptxas error: too many resources"));
+    db.set_best(device, p, "fast_" + p.shape(), simt_version(), fastest_ms * 1.2, true);
+  }
+
+  TempDir dir_;
+};
+
+// Raw SQLite access, to build files that TuningDb would never write.
+class RawDb {
+ public:
+  explicit RawDb(const fs::path& path) { sqlite3_open(path.c_str(), &db_); }
+  ~RawDb() { sqlite3_close(db_); }
+  void exec(const std::string& sql) {
+    char* error = nullptr;
+    if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error) != SQLITE_OK) {
+      const std::string message = error ? error : "?";
+      sqlite3_free(error);
+      throw std::runtime_error(message + " in: " + sql);
+    }
+  }
+  std::string text(const std::string& sql) {
+    sqlite3_stmt* s = nullptr;
+    sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, nullptr);
+    std::string out;
+    if (sqlite3_step(s) == SQLITE_ROW)
+      out = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+    sqlite3_finalize(s);
+    return out;
+  }
+
+ private:
+  sqlite3* db_ = nullptr;
+};
+
+std::string file_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+TEST_F(TuningDbTest, RecordsCandidatesAndReadsBackEveryField) {
+  TuningDb db(db_path());
+  const Problem p = square(1024);
+  const CandidateRecord fast = ok_candidate(p, "gemm_simt_fast", 0.5);
+  db.record(h100(), p,
+            failed_candidate(p, "gemm_simt_broken", CandidateStatus::fault,
+                             "CUDA_ERROR_ILLEGAL_ADDRESS"));
+  db.record(h100(), p, ok_candidate(p, "gemm_simt_slow", 0.9));
+  db.record(h100(), p, fast);
+
+  const auto found = db.candidates(h100(), p);
+  ASSERT_EQ(found.size(), 3u);
+  // ok ones by median time, then the failures.
+  EXPECT_EQ(found[0].kernel_name, "gemm_simt_fast");
+  EXPECT_EQ(found[1].kernel_name, "gemm_simt_slow");
+  EXPECT_EQ(found[2].kernel_name, "gemm_simt_broken");
+  const CandidateRecord& back = found[0];
+  EXPECT_GT(back.id, 0);
+  EXPECT_EQ(back.template_version, fast.template_version);
+  EXPECT_EQ(back.config, fast.config);
+  EXPECT_EQ(back.status, CandidateStatus::ok);
+  EXPECT_EQ(back.registers, 128);
+  EXPECT_EQ(back.spills, 0);
+  EXPECT_EQ(back.smem_bytes, 16384);
+  EXPECT_DOUBLE_EQ(back.compile_ms, 210.5);
+  EXPECT_DOUBLE_EQ(back.median_ms, 0.5);
+  EXPECT_DOUBLE_EQ(back.min_ms, fast.min_ms);
+  EXPECT_DOUBLE_EQ(back.max_ms, fast.max_ms);
+  EXPECT_EQ(back.runs, 20);
+  EXPECT_DOUBLE_EQ(back.tflops, fast.tflops);
+  EXPECT_DOUBLE_EQ(back.max_error, 3.5e-6);
+  EXPECT_TRUE(
+      std::regex_match(back.measured_at, std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)")))
+      << back.measured_at;
+  // Unknown values of a failure stay unknown.
+  EXPECT_EQ(found[2].status, CandidateStatus::fault);
+  EXPECT_EQ(found[2].message, "CUDA_ERROR_ILLEGAL_ADDRESS");
+  EXPECT_EQ(found[2].registers, -1);
+  EXPECT_EQ(found[2].median_ms, -1);
+
+  db.set_best(h100(), p, "gemm_simt_fast", fast.template_version, 0.6, true);
+  const auto best = db.best(h100(), p);
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->device, h100());
+  EXPECT_EQ(best->problem.describe(), p.describe());
+  EXPECT_EQ(best->winner.kernel_name, "gemm_simt_fast");
+  EXPECT_EQ(best->winner.config.family, "simt");
+  EXPECT_DOUBLE_EQ(best->baseline_ms, 0.6);
+  EXPECT_TRUE(best->complete);
+  EXPECT_TRUE(best->current);
+  EXPECT_FALSE(best->tuned_at.empty());
+  // Another GPU, or another problem, has no best.
+  EXPECT_FALSE(db.best(a100(), p));
+  EXPECT_FALSE(db.best(h100(), square(2048)));
+}
+
+TEST_F(TuningDbTest, RecordingTheSameCandidateAgainReplacesIt) {
+  TuningDb db(db_path());
+  const Problem p = square(512);
+  db.record(h100(), p, ok_candidate(p, "k", 2.0));
+  db.record(h100(), p, ok_candidate(p, "k", 1.5));
+  const auto found = db.candidates(h100(), p);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_DOUBLE_EQ(found[0].median_ms, 1.5);
+}
+
+TEST_F(TuningDbTest, RecordRejectsInvalidInput) {
+  TuningDb db(db_path());
+  const Problem p = square(512);
+  Problem negative = p;
+  negative.m = -1;
+  CandidateRecord untimed = ok_candidate(p, "untimed", 1.0);
+  untimed.median_ms = -1;
+  DeviceKey nameless = h100();
+  nameless.name.clear();
+  for (const auto& attempt : std::vector<std::function<void()>>{
+           [&] { db.record(h100(), negative, ok_candidate(p, "k", 1.0)); },
+           [&] { db.record(h100(), p, untimed); },
+           [&] { db.record(nameless, p, ok_candidate(p, "k", 1.0)); },
+           [&] { db.record(h100(), square(512, DType::f16), ok_candidate(p, "k", 1.0)); }}) {
+    try {
+      attempt();
+      ADD_FAILURE() << "expected Error(invalid_argument)";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::invalid_argument) << e.what();
+    }
+  }
+  EXPECT_EQ(db.stats().candidates, 0);
+}
+
+TEST_F(TuningDbTest, OnlyAVerifiedRecordedCandidateCanBeTheBest) {
+  TuningDb db(db_path());
+  const Problem p = square(256);
+  db.record(h100(), p,
+            failed_candidate(p, "wrong", CandidateStatus::wrong_result, "max error 0.5"));
+  for (const char* name : {"wrong", "never_recorded"}) {
+    try {
+      db.set_best(h100(), p, name, simt_version(), 1.0, true);
+      ADD_FAILURE() << name << " was accepted as the best";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::invalid_argument);
+      EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_FALSE(db.best(h100(), p));
+}
+
+TEST_F(TuningDbTest, BestIgnoresStaleTemplateVersionsAndUnknownFamilies) {
+  TuningDb db(db_path());
+  const Problem p = square(2048);
+  CandidateRecord stale = ok_candidate(p, "stale_fastest", 0.1);
+  stale.template_version = "0123456789abcdef";
+  CandidateRecord foreign = ok_candidate(p, "foreign_fast", 0.2);
+  foreign.config.family = "family_from_the_future";
+  db.record(h100(), p, stale);
+  db.record(h100(), p, foreign);
+  db.set_best(h100(), p, "stale_fastest", stale.template_version, 1.0, true);
+  db.set_best(h100(), p, "foreign_fast", foreign.template_version, 1.0, true);
+
+  EXPECT_FALSE(db.best(h100(), p)) << "a result of other templates must never be used";
+  EXPECT_TRUE(db.candidates(h100(), p).empty());
+  EXPECT_EQ(db.candidates(h100(), p, /*all_versions=*/true).size(), 2u);
+  const auto listed = db.list({});
+  ASSERT_EQ(listed.size(), 2u);
+  EXPECT_FALSE(listed[0].current);
+  EXPECT_FALSE(listed[1].current);
+  EXPECT_EQ(db.stats().best_stale, 2);
+
+  db.record(h100(), p, ok_candidate(p, "current_slower", 0.9));
+  db.set_best(h100(), p, "current_slower", simt_version(), 1.0, false);
+  const auto best = db.best(h100(), p);
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->winner.kernel_name, "current_slower");
+  EXPECT_TRUE(best->current);
+}
+
+TEST_F(TuningDbTest, BestsLikeReturnsTheCurrentBestOfEveryShapeOfTheLayout) {
+  TuningDb db(db_path());
+  for (int64_t size : {256, 1024, 4096}) seed_problem(db, h100(), square(size));
+  seed_problem(db, h100(), square(1024, DType::f32, Op::T, Op::N));  // other layout
+  seed_problem(db, h100(), square(1024, DType::f16));                // other dtype
+  seed_problem(db, a100(), square(512));                             // other GPU
+  const Problem only_failures = square(8192);
+  db.record(h100(), only_failures,
+            failed_candidate(only_failures, "x", CandidateStatus::timeout, "watchdog"));
+
+  const auto like = db.bests_like(h100(), DType::f32, Op::N, Op::N);
+  ASSERT_EQ(like.size(), 3u);
+  std::vector<int64_t> sizes;
+  for (const auto& b : like) {
+    EXPECT_EQ(b.device, h100());
+    EXPECT_EQ(b.problem.layout(), "nn");
+    EXPECT_EQ(b.winner.kernel_name, "fast_" + b.problem.shape());
+    sizes.push_back(b.problem.m);
+  }
+  EXPECT_EQ(sizes, (std::vector<int64_t>{256, 1024, 4096}));
+}
+
+TEST_F(TuningDbTest, ListProblemsStatsAndRemoveFollowTheFilters) {
+  TuningDb db(db_path());
+  seed_problem(db, h100(), square(1024));
+  seed_problem(db, h100(), square(2048));
+  seed_problem(db, h100(), square(1024, DType::f16, Op::T, Op::N));
+  seed_problem(db, a100(), square(1024));
+  const Problem untuned = square(64);
+  db.record(h100(), untuned, failed_candidate(untuned, "x", CandidateStatus::out_of_resources, ""));
+
+  EXPECT_EQ(db.list({}).size(), 4u);
+  EXPECT_EQ(db.list({.device = "h100"}).size(), 3u);  // any case
+  EXPECT_EQ(db.list({.dtype = DType::f16}).size(), 1u);
+  EXPECT_EQ(db.list({.layout = "TN"}).size(), 1u);
+  EXPECT_EQ(db.list({.m = 1024}).size(), 3u);
+  EXPECT_EQ(db.list({.device = "A100", .m = 1024, .n = 1024, .k = 1024}).size(), 1u);
+  EXPECT_EQ(db.list({.lda = 4096}).size(), 0u);
+  EXPECT_EQ(db.problems({}).size(), 5u);  // the untuned one too
+  EXPECT_EQ(db.problems({.m = 64}).front().second.describe(), untuned.describe());
+
+  DbStats s = db.stats();
+  EXPECT_EQ(s.devices, 2);
+  EXPECT_EQ(s.problems, 4);  // a100 and h100 share f32 nn 1024
+  EXPECT_EQ(s.candidates, 13);
+  EXPECT_EQ(s.best, 4);
+  EXPECT_EQ(s.best_stale, 0);
+  using Counts = std::vector<std::pair<std::string, int64_t>>;
+  EXPECT_EQ(s.by_status, (Counts{{"ok", 8}, {"compile_error", 4}, {"out_of_resources", 1}}));
+  EXPECT_EQ(s.by_family, (Counts{{"simt", 13}}));
+  EXPECT_EQ(s.schema_version, TuningDb::kSchemaVersion);
+  EXPECT_GT(s.file_bytes, 0);
+
+  EXPECT_EQ(db.remove({.device = "a100"}), 1);
+  s = db.stats();
+  EXPECT_EQ(s.devices, 1);   // the A100 had nothing else
+  EXPECT_EQ(s.problems, 4);  // f32 nn 1024 is still tuned on the H100
+  EXPECT_EQ(db.remove({.m = 2048}), 1);
+  EXPECT_EQ(db.stats().problems, 3);
+  EXPECT_EQ(db.list({}).size(), 2u);
+  EXPECT_TRUE(db.best(h100(), square(1024)));
+  EXPECT_EQ(db.remove({}), 3);
+  s = db.stats();
+  EXPECT_EQ(s.devices + s.problems + s.candidates + s.best, 0);
+}
+
+TEST_F(TuningDbTest, MigratesAVersion1FileKeepingItsRows) {
+  // Build the file as release 1 of the schema left it: migration 1 only, with data.
+  std::ifstream schema_file(GEMMTUNE_SOURCE_DIR "/cache/schema.sql");
+  std::stringstream schema;
+  schema << schema_file.rdbuf();
+  const std::string migration_1 = schema.str().substr(0, schema.str().find("\n-- migration 2"));
+  const Problem p = square(1024);
+  const CandidateRecord c = ok_candidate(p, "gemm_simt_v1", 0.75);
+  {
+    RawDb raw(db_path());
+    raw.exec("BEGIN;" + migration_1 + "; PRAGMA user_version = 1; COMMIT;");
+    raw.exec(
+        "INSERT INTO devices VALUES (1, 'NVIDIA H100 80GB HBM3', 90, 132, 13000, '13.0');"
+        "INSERT INTO problems VALUES (7, 'f32', 'nn', 1024, 1024, 1024, 1024, 1024, 1024, 16);");
+    raw.exec(fmt::format(
+        "INSERT INTO candidates (id, device_id, problem_id, template_version, kernel_name, config, "
+        "status, registers, median_ms, runs, measured_at) VALUES (3, 1, 7, '{}', "
+        "'gemm_simt_v1', '{}', 'ok', 96, 0.75, 10, '2025-01-02T03:04:05.000Z');"
+        "INSERT INTO best VALUES (1, 7, '{}', 3, 0.9, 1, '2025-01-02T03:05:00.000Z');",
+        c.template_version, c.config.to_json(), c.template_version));
+    ASSERT_EQ(raw.text("PRAGMA user_version"), "1");
+  }
+
+  TuningDb db(db_path());
+  EXPECT_EQ(db.schema_version(), 2);
+  const auto found = db.candidates(h100(), p);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].kernel_name, "gemm_simt_v1");
+  EXPECT_EQ(found[0].config, c.config);
+  EXPECT_EQ(found[0].registers, 96);
+  EXPECT_EQ(found[0].spills, -1);
+  EXPECT_EQ(found[0].measured_at, "2025-01-02T03:04:05.000Z");
+  const auto best = db.best(h100(), p);
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->winner.kernel_name, "gemm_simt_v1");
+  EXPECT_DOUBLE_EQ(best->baseline_ms, 0.9);
+  // Migration 2 filled the family column in from the config.
+  EXPECT_EQ(db.stats().by_family, (std::vector<std::pair<std::string, int64_t>>{{"simt", 1}}));
+  // And the file takes new rows in the new schema.
+  db.record(h100(), p, ok_candidate(p, "gemm_simt_v2", 0.7));
+  EXPECT_EQ(db.candidates(h100(), p).size(), 2u);
+}
+
+void expect_database_error(const fs::path& path, const std::string& words) {
+  try {
+    TuningDb db(path);
+    ADD_FAILURE() << "opened " << path;
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::database) << e.what();
+    const std::string message = e.what();
+    EXPECT_NE(message.find(path.string()), std::string::npos) << message;
+    EXPECT_NE(message.find(words), std::string::npos) << message;
+  }
+}
+
+TEST_F(TuningDbTest, RefusesAFileOfANewerSchemaVersion) {
+  { TuningDb db(db_path()); }
+  { RawDb(db_path()).exec("PRAGMA user_version = 3"); }
+  expect_database_error(db_path(), "newer");
+  EXPECT_EQ(RawDb(db_path()).text("PRAGMA user_version"), "3");
+}
+
+TEST_F(TuningDbTest, RefusesAFileThatIsNotSqlite) {
+  const std::string garbage =
+      "this is not a database, it is a shopping list\n" + std::string(8192, 'x');
+  std::ofstream(db_path()) << garbage;
+  expect_database_error(db_path(), "SQLITE_NOTADB");
+  EXPECT_EQ(file_bytes(db_path()), garbage) << "the file was changed";
+}
+
+TEST_F(TuningDbTest, RefusesAnotherProgramsSqliteFileWithoutTouchingIt) {
+  { RawDb(db_path()).exec("CREATE TABLE photos (id INTEGER PRIMARY KEY, path TEXT)"); }
+  const std::string before = file_bytes(db_path());
+  expect_database_error(db_path(), "another program");
+  EXPECT_EQ(file_bytes(db_path()), before);
+  EXPECT_FALSE(fs::exists(db_path().string() + "-wal"));
+}
+
+TEST_F(TuningDbTest, ReadOnlyModeNeverCreatesAFile) {
+  try {
+    TuningDb db(db_path(), TuningDb::Mode::read_only);
+    ADD_FAILURE() << "opened a database that does not exist";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::database);
+    EXPECT_NE(std::string(e.what()).find("no tuning database"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(db_path()));
+}
+
+TEST_F(TuningDbTest, ReadOnlyModeReadsButDoesNotWrite) {
+  const Problem p = square(128);
+  {
+    TuningDb db(db_path());
+    seed_problem(db, h100(), p);
+  }
+  TuningDb reader(db_path(), TuningDb::Mode::read_only);
+  EXPECT_TRUE(reader.best(h100(), p));
+  EXPECT_THROW(reader.record(h100(), p, ok_candidate(p, "new", 1.0)), Error);
+}
+
+// Two tuning processes share one database: nobody's results are lost.
+TEST_F(TuningDbTest, TwoProcessesWritingAtOnceLoseNothing) {
+  constexpr int kPerProcess = 200;
+  const Problem p = square(1024);
+  std::vector<pid_t> children;
+  for (const char* prefix : {"a", "b"}) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      // The child opens the file itself (fork before opening anything) and reports by exit code.
+      int code = 0;
+      try {
+        TuningDb db(db_path());
+        for (int i = 0; i < kPerProcess; ++i)
+          db.record(h100(), p, ok_candidate(p, fmt::format("{}_{}", prefix, i), 1.0 + i));
+      } catch (const std::exception& e) {
+        fprintf(stderr, "child %s: %s\n", prefix, e.what());
+        code = 1;
+      }
+      std::_Exit(code);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+  }
+  TuningDb db(db_path());
+  EXPECT_EQ(db.candidates(h100(), p).size(), 2u * kPerProcess);
+  EXPECT_EQ(db.stats().devices, 1);
+  EXPECT_EQ(db.stats().problems, 1);
+}
+
+// A database with a bit of everything: failures, unknowns, a stale best, several devices.
+void seed_varied(TuningDb& db) {
+  const Problem p = square(1024);
+  const Problem t = square(333, DType::bf16, Op::T, Op::T);
+  db.record(h100(), p, ok_candidate(p, "fast", 0.5));
+  db.record(h100(), p, ok_candidate(p, "slow", 0.8));
+  db.record(h100(), p,
+            failed_candidate(p, "broken", CandidateStatus::compile_error, "line 1\nline 2"));
+  CandidateRecord stale = ok_candidate(p, "old", 0.4);
+  stale.template_version = "00000000deadbeef";
+  db.record(h100(), p, stale);
+  db.set_best(h100(), p, "fast", simt_version(), 0.55, true);
+  db.set_best(h100(), p, "old", stale.template_version, -1, false);
+  db.record(a100(), t, ok_candidate(t, "only", 3.25));
+  db.set_best(a100(), t, "only", simt_version(), -1, false);
+}
+
+TEST_F(TuningDbTest, ExportThenImportIntoAFreshDatabaseGivesTheSameExport) {
+  std::string exported;
+  {
+    TuningDb db(db_path());
+    seed_varied(db);
+    exported = db.export_json({});
+  }
+  const Json document = Json::parse(exported);
+  EXPECT_EQ(document["format"], "gemmtune-db");
+  EXPECT_EQ(document["entries"].size(), 2u);
+
+  TuningDb fresh(dir_.path() / "fresh.db");
+  const ImportSummary summary = fresh.import_json(exported);
+  EXPECT_EQ(summary.devices, 2);
+  EXPECT_EQ(summary.problems, 2);
+  EXPECT_EQ(summary.candidates, 5);
+  EXPECT_EQ(summary.best, 3);
+  EXPECT_EQ(fresh.export_json({}), exported);
+  // Importing the same file again changes nothing.
+  const ImportSummary again = fresh.import_json(exported);
+  EXPECT_EQ(again.devices + again.problems + again.candidates + again.best, 0);
+  EXPECT_EQ(fresh.export_json({}), exported);
+  // The filter applies to export too.
+  EXPECT_EQ(Json::parse(fresh.export_json({.device = "A100"}))["entries"].size(), 1u);
+}
+
+TEST_F(TuningDbTest, ImportMergesAndTheNewerMeasurementWins) {
+  TuningDb db(db_path());
+  const Problem p = square(1024);
+  db.record(h100(), p, ok_candidate(p, "k", 1.0));
+  Json document = Json::parse(db.export_json({}));
+  Json& imported = document["entries"][0]["candidates"][0];
+
+  imported["median_ms"] = 5.0;
+  imported["measured_at"] = "2000-01-01T00:00:00.000Z";  // older: must not win
+  EXPECT_EQ(db.import_json(document.dump()).candidates, 0);
+  EXPECT_DOUBLE_EQ(db.candidates(h100(), p)[0].median_ms, 1.0);
+
+  imported["median_ms"] = 0.5;
+  imported["measured_at"] = "2999-01-01T00:00:00.000Z";  // newer: replaces
+  imported["kernel_name"] = "k";
+  Json other = imported;
+  other["kernel_name"] = "from_machine_b";
+  document["entries"][0]["candidates"].push_back(other);
+  const ImportSummary summary = db.import_json(document.dump());
+  EXPECT_EQ(summary.candidates, 2);
+  const auto found = db.candidates(h100(), p);
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_DOUBLE_EQ(found[0].median_ms, 0.5);
+}
+
+struct BadDocument {
+  std::string name;
+  std::function<void(Json&)> spoil;  // applied to entries[2] of a valid document
+  std::string expected;              // part of the error message
+};
+
+TEST_F(TuningDbTest, MalformedImportThrowsSayingWhereAndChangesNothing) {
+  TuningDb db(db_path());
+  seed_varied(db);
+  const std::string before = db.export_json({});
+  Json valid = Json::parse(before);
+  // A valid new entry first: it must not be written when a later one is bad.
+  Json extra = valid["entries"][1];
+  extra["problem"]["m"] = 77;
+  extra["problem"]["lda"] = 77;
+  extra["problem"]["ldc"] = 77;
+  valid["entries"].insert(valid["entries"].begin(), extra);
+  ASSERT_EQ(valid["entries"][2]["device"]["name"], h100().name);
+
+  const std::vector<BadDocument> cases = {
+      {"wrong type", [](Json& e) { e["problem"]["k"] = "big"; },
+       "entries[2].problem.k: expected an integer, got string"},
+      {"unknown status", [](Json& e) { e["candidates"][0]["status"] = "okk"; },
+       "entries[2].candidates[0].status: unknown status 'okk'"},
+      {"negative M", [](Json& e) { e["problem"]["m"] = -5; },
+       "entries[2].problem: M must be at least 1 (got -5)"},
+      {"missing field", [](Json& e) { e["device"].erase("sms"); },
+       "entries[2].device: missing required field 'sms'"},
+      {"negative time", [](Json& e) { e["candidates"][1]["median_ms"] = -2.0; },
+       "entries[2].candidates[1].median_ms: must be at least 0"},
+      {"failed winner",
+       [](Json& e) {
+         e["best"][0]["kernel_name"] = "broken";
+         e["best"][0]["template_version"] = simt_version();
+       },
+       "only an ok candidate can be the best"},
+      {"unknown dtype", [](Json& e) { e["problem"]["dtype"] = "f64"; },
+       "entries[2].problem.dtype: unknown dtype 'f64'"},
+  };
+  for (const auto& bad : cases) {
+    Json document = valid;
+    bad.spoil(document["entries"][2]);
+    try {
+      db.import_json(document.dump());
+      ADD_FAILURE() << bad.name << ": imported";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::invalid_argument) << bad.name;
+      EXPECT_NE(std::string(e.what()).find(bad.expected), std::string::npos)
+          << bad.name << ": " << e.what();
+    }
+    EXPECT_EQ(db.export_json({}), before) << bad.name << " changed the database";
+  }
+  for (const std::string& text : {std::string("{\"format\": \"gemmtune-db\", \"version\": 1,"),
+                                  std::string("[1, 2, 3]"), std::string("{\"format\": \"csv\"}")}) {
+    EXPECT_THROW(db.import_json(text), Error) << text;
+    EXPECT_EQ(db.export_json({}), before);
+  }
+  try {
+    db.import_json("{\"format\": \"gemmtune-db\", \"version\": 1, \"entries\": [}");
+    ADD_FAILURE() << "imported a syntax error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("not valid JSON"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace gemmtune

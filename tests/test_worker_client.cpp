@@ -1,0 +1,83 @@
+// tuner/worker_client: the watchdog and restart logic, with stand-in workers (no GPU needed).
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "gemmtune/error.hpp"
+#include "gemmtune/tuner/thread_pool.hpp"
+#include "gemmtune/tuner/worker.hpp"
+#include "support.hpp"
+
+namespace gemmtune {
+namespace {
+
+std::filesystem::path script(const test::TempDir& dir, const std::string& name, const std::string& body) {
+  const auto path = dir / name;
+  std::ofstream(path) << "#!/bin/sh\n" << body << "\n";
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  return path;
+}
+
+TEST(WorkerClient, OneAnswerPerRequest) {
+  test::TempDir dir;
+  WorkerClient w(script(dir, "echo", "while read line; do echo \"got $line\"; done"));
+  EXPECT_EQ(w.call("one", 10).value(), "got one");
+  EXPECT_EQ(w.call("two", 10).value(), "got two");
+  w.stop();
+  EXPECT_FALSE(w.running());
+}
+
+TEST(WorkerClient, WatchdogKillsAHungWorker) {
+  test::TempDir dir;
+  WorkerClient w(script(dir, "hang", "read line; sleep 100"));
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_FALSE(w.call("work", 1.0).has_value());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_EQ(w.failure().rfind("no answer within", 0), 0u) << w.failure();
+  EXPECT_FALSE(w.running());
+}
+
+TEST(WorkerClient, ADeadWorkerIsReportedWithItsLogAndRestarted) {
+  test::TempDir dir;
+  const auto marker = dir / "started";
+  WorkerClient w(script(dir, "dies",
+                        "echo x >> " + marker.string() + "\n"
+                        "read line; echo \"fatal: device on fire\" >&2; exit 3"));
+  EXPECT_FALSE(w.call("work", 10).has_value());
+  EXPECT_NE(w.failure().find("exit code 3"), std::string::npos) << w.failure();
+  EXPECT_NE(w.failure().find("device on fire"), std::string::npos) << w.failure();
+  EXPECT_FALSE(w.call("again", 10).has_value());  // a new process was started for this call
+  std::ifstream in(marker);
+  int starts = 0;
+  for (std::string l; std::getline(in, l);) ++starts;
+  EXPECT_EQ(starts, 2);
+}
+
+TEST(WorkerClient, ACrashBySignalIsNamed) {
+  test::TempDir dir;
+  WorkerClient w(script(dir, "segv", "read line; kill -SEGV $$"));
+  EXPECT_FALSE(w.call("work", 10).has_value());
+  EXPECT_NE(w.failure().find("signal 11"), std::string::npos) << w.failure();
+}
+
+TEST(WorkerClient, MissingWorkerIsAClearError) {
+  setenv("GEMMTUNE_WORKER", "/nonexistent/gemm-tune-worker", 1);
+  try {
+    find_worker();
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::io);
+    EXPECT_NE(std::string(e.what()).find("GEMMTUNE_WORKER"), std::string::npos);
+  }
+  unsetenv("GEMMTUNE_WORKER");
+}
+
+TEST(ThreadPool, RunsEveryTaskAndReturnsResults) {
+  ThreadPool pool(3);
+  std::vector<std::future<int>> results;
+  for (int i = 0; i < 100; ++i) results.push_back(pool.submit([i] { return i * i; }));
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(results[size_t(i)].get(), i * i);
+}
+
+}  // namespace
+}  // namespace gemmtune

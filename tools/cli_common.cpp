@@ -1,0 +1,137 @@
+#include "cli_common.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "gemmtune/generator/util.hpp"
+
+namespace gemmtune::cli {
+
+int guarded_main(const char* tool, const std::function<int()>& body) {
+  try {
+    return body();
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    // Compile errors carry a whole log: the first line is the message.
+    if (e.code() != Errc::compile && msg.find('\n') != std::string::npos) msg = msg.substr(0, msg.find('\n'));
+    std::cerr << tool << ": error: " << msg << "\n";
+    return e.code() == Errc::invalid_argument ? 2 : 1;
+  } catch (const std::exception& e) {
+    std::cerr << tool << ": error: " << e.what() << "\n";
+    return 1;
+  } catch (...) {
+    std::cerr << tool << ": error: unknown failure\n";
+    return 1;
+  }
+}
+
+int parse(const char* tool, CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+    return -1;
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string msg = e.what();
+    std::replace(msg.begin(), msg.end(), '\n', ' ');
+    std::cerr << tool << ": error: " << msg << "\nRun '" << tool << " --help' for the options.\n";
+    return 2;
+  }
+}
+
+Table::Table(std::vector<std::string> header) : header_(std::move(header)) {}
+
+void Table::add(std::vector<std::string> row) {
+  row.resize(header_.size());
+  rows_.push_back(std::move(row));
+}
+
+namespace {
+bool numeric(const std::string& s) {
+  if (s.empty()) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '%' || c == 'x' || c == 'e' || c == '+';
+  }) && std::isdigit(static_cast<unsigned char>(s.front() == '-' ? s[1 % s.size()] : s.front()));
+}
+}  // namespace
+
+std::string Table::render(const std::string& indent) const {
+  std::vector<size_t> width(header_.size());
+  std::vector<bool> right(header_.size(), true);
+  for (size_t i = 0; i < header_.size(); ++i) width[i] = header_[i].size();
+  for (const auto& row : rows_)
+    for (size_t i = 0; i < row.size(); ++i) {
+      width[i] = std::max(width[i], row[i].size());
+      if (!row[i].empty() && !numeric(row[i])) right[i] = false;
+    }
+  std::ostringstream out;
+  auto line = [&](const std::vector<std::string>& row) {
+    out << indent;
+    for (size_t i = 0; i < row.size(); ++i) {
+      const std::string pad(width[i] - row[i].size(), ' ');
+      out << (i ? "  " : "") << (right[i] ? pad + row[i] : row[i] + (i + 1 < row.size() ? pad : ""));
+    }
+    out << "\n";
+  };
+  line(header_);
+  for (const auto& row : rows_) line(row);
+  return out.str();
+}
+
+ShapeLine parse_shape_line(const std::string& raw) {
+  std::string text = raw;
+  std::replace(text.begin(), text.end(), 'x', ' ');
+  std::replace(text.begin(), text.end(), ',', ' ');
+  std::istringstream in(text);
+  ShapeLine s;
+  if (!(in >> s.m >> s.n >> s.k))
+    GT_THROW(Errc::invalid_argument, "'{}' is not a shape (expected 'M N K' or 'MxNxK', then optional dtype and layout)", raw);
+  in >> s.dtype >> s.layout;
+  return s;
+}
+
+std::vector<ShapeLine> read_shapes_file(const std::string& path) {
+  std::ifstream in(path);
+  GT_REQUIRE(in, Errc::invalid_argument, "cannot read the shapes file '{}'", path);
+  std::vector<ShapeLine> shapes;
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    if (auto hash = line.find('#'); hash != std::string::npos) line.resize(hash);
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    try {
+      shapes.push_back(parse_shape_line(line));
+    } catch (const Error& e) {
+      GT_THROW(Errc::invalid_argument, "{}:{}: {}", path, number, e.what());
+    }
+  }
+  GT_REQUIRE(!shapes.empty(), Errc::invalid_argument, "the shapes file '{}' lists no shapes", path);
+  return shapes;
+}
+
+Problem make_cli_problem(const std::string& dtype, const std::string& layout, int64_t m, int64_t n,
+                         int64_t k, int64_t lda, int64_t ldb, int64_t ldc) {
+  GT_REQUIRE(layout.size() == 2, Errc::invalid_argument, "layout '{}' must be nn, nt, tn or tt", layout);
+  GT_REQUIRE(m >= 1 && n >= 1 && k >= 1, Errc::invalid_argument,
+             "M, N and K must be at least 1 (got {}x{}x{})", m, n, k);
+  Problem p = make_problem(parse_dtype(dtype), parse_op(layout[0]), parse_op(layout[1]), m, n, k);
+  if (lda) p.lda = lda;
+  if (ldb) p.ldb = ldb;
+  if (ldc) p.ldc = ldc;
+  p.align = alignment_class(p.dtype, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
+  validate(p);
+  return p;
+}
+
+std::string format_ms(double ms) {
+  if (ms < 0) return "-";
+  if (ms < 0.1) return fmt::format("{:.4f}", ms);
+  if (ms < 10) return fmt::format("{:.3f}", ms);
+  return fmt::format("{:.2f}", ms);
+}
+
+}  // namespace gemmtune::cli

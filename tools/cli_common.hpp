@@ -1,0 +1,50 @@
+#pragma once
+// What the command-line tools share: the error policy (one line on stderr, non-zero exit,
+// never a core dump), aligned tables, and problem parsing.
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "gemmtune/types.hpp"
+
+namespace gemmtune::cli {
+
+// Runs body; turns exceptions into "<tool>: error: <message>" and exit codes:
+// 2 for bad usage or input, 1 for everything else.
+int guarded_main(const char* tool, const std::function<int()>& body);
+
+// Parses argv into app; returns -1 when parsing succeeded, else the exit code to return
+// (0 for --help, 2 with a one-line message for bad usage).
+int parse(const char* tool, CLI::App& app, int argc, char** argv);
+
+// An aligned text table; numeric-looking columns are right-aligned.
+class Table {
+ public:
+  explicit Table(std::vector<std::string> header);
+  void add(std::vector<std::string> row);
+  std::string render(const std::string& indent = "") const;
+  bool empty() const { return rows_.empty(); }
+
+ private:
+  std::vector<std::string> header_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+// "8192x8192x8192" or "8192 8192 8192", optionally followed by dtype and layout.
+struct ShapeLine {
+  int64_t m = 0, n = 0, k = 0;
+  std::string dtype, layout;  // empty: the command line's
+};
+ShapeLine parse_shape_line(const std::string& line);
+// Lines of a shapes file (comments with '#', blank lines ignored); throws Error(invalid_argument).
+std::vector<ShapeLine> read_shapes_file(const std::string& path);
+
+// A problem from the usual options; ld = 0 means tight. Throws Error(invalid_argument).
+Problem make_cli_problem(const std::string& dtype, const std::string& layout, int64_t m, int64_t n,
+                         int64_t k, int64_t lda, int64_t ldb, int64_t ldc);
+
+std::string format_ms(double ms);
+
+}  // namespace gemmtune::cli

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The GPU check, for the GPU machine: GPU info, the GPU tests, and gemm-bench against cuBLAS on
+# a small suite. Logs go under $OUT (default: ./gpu-check-out).
+#   tools/gpu-check.sh                 uses build/ (built here or carried from another machine)
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${BUILD_DIR:-$root/build}"
+out="${OUT:-$root/gpu-check-out}"
+mkdir -p "$out"
+export GEMMTUNE_CACHE_DIR="${GEMMTUNE_CACHE_DIR:-$out/cache}"
+export GEMMTUNE_DB="${GEMMTUNE_DB:-$GEMMTUNE_CACHE_DIR/tuning.db}"
+status=0
+
+echo "== GPU" | tee "$out/gpu-info.txt"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,temperature.gpu --format=csv \
+  2>&1 | tee -a "$out/gpu-info.txt"
+
+echo "== GPU tests (ctest -L gpu)"
+if ! ctest --test-dir "$build" -L gpu --output-on-failure -j 1 >"$out/ctest-gpu.log" 2>&1; then
+  status=1
+fi
+tail -n 25 "$out/ctest-gpu.log"
+
+echo "== gemm-bench, small suite"
+if ! "$build/bin/gemm-bench" --suite small --csv "$out/bench-small.csv" 2>"$out/bench-small.err" \
+     | tee "$out/bench-small.txt"; then
+  status=1
+  tail -n 5 "$out/bench-small.err"
+fi
+echo "gpu-check: $([ $status -eq 0 ] && echo passed || echo FAILED); logs in $out"
+exit $status

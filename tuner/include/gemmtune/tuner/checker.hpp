@@ -1,0 +1,83 @@
+#pragma once
+// Verification on the GPU: random data, an independent double-precision reference, and the
+// comparison, from templates/testing.cuh. A wrong kernel is never stored as best.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "check_args.h"
+#include "gemmtune/runtime/compiler.hpp"
+#include "gemmtune/runtime/kernel.hpp"
+#include "gemmtune/runtime/memory.hpp"
+
+namespace gemmtune {
+
+struct Verdict {
+  bool ok = true;
+  double max_error = 0;  // largest normalized error seen (finite points)
+  int64_t bad = 0;       // points out of tolerance or not finite
+  int64_t points = 0;    // points checked
+  std::string message;   // what failed, for people
+};
+
+// Tolerance on |out - ref| / (|ref| + scale): above the rounding of an honest kernel with f32
+// accumulation, below what a skipped or repeated K tile produces.
+double tolerance(DType dtype);
+
+// The helper kernels, compiled once for the device.
+class Checker {
+ public:
+  Checker(const Compiler& compiler, const ArchInfo& arch);
+  ~Checker();
+
+  void fill_normal(CUdeviceptr p, int64_t count, DType dtype, uint64_t seed, float scale,
+                   CUstream stream) const;
+  // NaN in every element: an element a kernel forgets to write stays NaN.
+  void poison(CUdeviceptr p, int64_t count, DType dtype, CUstream stream) const;
+  // args: operands, points, ref/scale outputs; fills ref and scale.
+  void reference(const CheckArgs& args, CUstream stream) const;
+  // Compares args.out at the points with ref/scale (args.max_error/bad are scratch, reset here).
+  Verdict compare(CheckArgs args, CUstream stream) const;
+  int64_t count_nonfinite(CUdeviceptr p, int64_t ld, int64_t m, int64_t n, DType dtype,
+                          CUstream stream) const;
+
+ private:
+  CompiledKernel compiled_;
+  std::unique_ptr<LoadedKernel> fill_, reference_, check_, nonfinite_;
+  DeviceBuffer scratch_;  // max_error (float) and counters
+};
+
+// One problem's operands on the GPU, with random normal contents.
+struct ProblemData {
+  Problem problem;
+  DeviceBuffer a, b, c, c_init;
+  ProblemData(const Problem& p, const Checker& checker, uint64_t seed, CUstream stream);
+  // Before each run under test: C = C_init (beta != 0) or NaN everywhere (beta == 0).
+  void reset_c(const Checker& checker, float beta, CUstream stream) const;
+  GemmOperands operands(float alpha, float beta) const {
+    return {a.ptr(), b.ptr(), c.ptr(), alpha, beta};
+  }
+};
+
+// Checks a kernel on the problem being tuned (sampled points, edges included, and every
+// element for NaN) and, when the problem is large, on every element of a smaller problem with
+// odd sizes, ld > rows, and both beta == 0 (C full of NaN) and beta != 0.
+class Verifier {
+ public:
+  Verifier(const Checker& checker, const Problem& problem, float alpha, float beta, uint64_t seed,
+           CUstream stream);
+  ~Verifier();
+  using RunFn = std::function<void(const Problem&, const GemmOperands&, CUstream)>;
+  Verdict verify(const RunFn& run, CUstream stream) const;
+  // The data of the problem itself, for timing.
+  const ProblemData& data() const;
+
+ private:
+  struct Case;
+  const Checker& checker_;
+  std::vector<std::unique_ptr<Case>> cases_;
+};
+
+}  // namespace gemmtune

@@ -1,0 +1,29 @@
+#pragma once
+// cuBLAS as the baseline, loaded at run time when present (never a build dependency).
+#include <cuda.h>
+
+#include <memory>
+#include <string>
+
+#include "gemmtune/runtime/kernel.hpp"
+
+namespace gemmtune {
+
+class Cublas {
+ public:
+  // nullptr when libcublas cannot be loaded or initialised; why_not() says why.
+  static std::unique_ptr<Cublas> load();
+  static std::string why_not();
+  ~Cublas();
+
+  // cublasGemmEx with f32 compute, in the problem's dtype; throws Error(cuda) on failure.
+  void gemm(const Problem& problem, const GemmOperands& operands, CUstream stream) const;
+  std::string version() const;
+
+ private:
+  struct Impl;
+  explicit Cublas(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gemmtune

@@ -1,0 +1,96 @@
+#pragma once
+// The tuner: enumerate -> prune -> compile in parallel -> verify -> time -> record -> pick.
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gemmtune/cache/tuning_db.hpp"
+#include "gemmtune/runtime/device.hpp"
+#include "gemmtune/tuner/timer.hpp"
+
+namespace gemmtune {
+
+// How much a tuning run may spend: seconds ("300s", "5m", "1h") or candidates ("40").
+struct Budget {
+  std::optional<double> seconds;
+  std::optional<int> candidates;
+  static Budget parse(std::string_view text);  // throws Error(invalid_argument)
+  std::string describe() const;
+};
+
+// One line of progress for people (the tools print it on stderr).
+struct Progress {
+  enum class Kind { phase, candidate } kind = Kind::phase;
+  std::string text;              // phase: what is happening
+  int index = 0, total = 0;      // candidate: position in this run
+  const CandidateRecord* candidate = nullptr;
+  double best_ms = -1;           // fastest so far
+};
+
+struct TuneOptions {
+  std::filesystem::path db_path;  // empty: default_db_path()
+  Budget budget;
+  bool force = false;             // re-tune even when the database has the answer
+  float alpha = 1.0f, beta = 0.0f;
+  uint64_t seed = 1;
+  unsigned compile_threads = 0;   // 0: one per hardware thread
+  double candidate_timeout_s = 60;
+  double setup_timeout_s = 600;
+  TimingSettings timing;
+  bool baseline = true;           // time cuBLAS on the same problem in the same run
+  std::vector<std::string> families;  // empty: every family that supports the problem
+  std::vector<KernelConfig> extra;    // measured besides the search space (tests, experiments)
+  bool only_extra = false;
+  std::function<void(const Progress&)> progress;
+};
+
+struct TuneReport {
+  Problem problem;
+  DeviceInfo device;
+  bool from_db = false;  // answered from the database, nothing measured
+  std::vector<CandidateRecord> measured;  // in this run
+  std::optional<CandidateRecord> best;
+  double baseline_ms = -1;
+  std::string baseline_name;  // or why there is no baseline
+  int enumerated = 0, pruned = 0, already_measured = 0, compile_failed = 0, to_measure = 0;
+  std::map<std::string, int> pruned_by;
+  bool complete = false;     // every valid candidate has a record
+  bool interrupted = false;  // stopped by request_stop() or the budget
+  double seconds = 0;
+};
+
+// Tunes one problem on GPU `ordinal` and stores every candidate and the best.
+TuneReport tune(const Problem& problem, const TuneOptions& options, int ordinal = 0);
+
+// Asks a running tune() to stop after the current candidate (safe in a signal handler).
+void request_stop() noexcept;
+bool stop_requested() noexcept;
+
+// Dry run, no GPU needed: enumerate, prune and compile every candidate for an architecture.
+struct DryRunEntry {
+  std::string name, family;
+  std::string status;  // "compiled" or "compile_error"
+  int registers = -1, spills = -1, smem_bytes = -1;
+  double compile_ms = 0;
+  bool from_cache = false;
+  std::string message;
+};
+struct DryRunReport {
+  Problem problem;
+  std::string arch;
+  std::vector<DryRunEntry> candidates;
+  int enumerated = 0, pruned = 0, compiled = 0, failed = 0;
+  std::map<std::string, int> pruned_by;
+  double seconds = 0;
+};
+// max_candidates > 0 compiles only that many, the most promising first.
+DryRunReport dry_run(const Problem& problem, const ArchInfo& arch, unsigned compile_threads = 0,
+                     const std::vector<std::string>& families = {},
+                     const std::function<void(const Progress&)>& progress = {}, int max_candidates = 0);
+
+}  // namespace gemmtune

@@ -1,0 +1,262 @@
+#include "gemmtune/tuner/checker.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+
+#include "gemmtune/generator/util.hpp"
+#include "gemmtune/runtime/driver.hpp"
+
+namespace gemmtune {
+namespace {
+
+constexpr uint32_t kBlock = 256;
+
+uint32_t blocks_for(int64_t count) {
+  return uint32_t(std::clamp<int64_t>((count + kBlock - 1) / kBlock, 1, 65535));
+}
+
+int dtype_code(DType d) { return d == DType::f32 ? 0 : d == DType::f16 ? 1 : 2; }
+
+int64_t stored_elements(int64_t ld, int64_t cols) { return ld * cols; }
+
+KernelSource testing_source() {
+  KernelSource s;
+  s.name = "gemmtune_testing";
+  s.code = "// verification kernels\n#include \"testing.cuh\"\n";
+  s.hash = hash_hex(s.name + '\n' + s.code);
+  return s;
+}
+
+CheckArgs base_args(const ProblemData& d, float alpha, float beta) {
+  const Problem& p = d.problem;
+  CheckArgs a{};
+  a.a = d.a.ptr();
+  a.b = d.b.ptr();
+  a.c_init = d.c_init.ptr();
+  a.out = d.c.ptr();
+  a.lda = p.lda;
+  a.ldb = p.ldb;
+  a.ldc = p.ldc;
+  a.m = int(p.m);
+  a.n = int(p.n);
+  a.k = int(p.k);
+  a.op_a = p.op_a == Op::T;
+  a.op_b = p.op_b == Op::T;
+  a.dtype = dtype_code(p.dtype);
+  a.alpha = alpha;
+  a.beta = beta;
+  a.tolerance = float(tolerance(p.dtype));
+  return a;
+}
+
+}  // namespace
+
+double tolerance(DType dtype) {
+  switch (dtype) {
+    case DType::f32: return 1e-4;
+    case DType::f16: return 4e-3;   // output rounding alone: 2^-11 of |ref|
+    case DType::bf16: return 1e-2;  // output rounding alone: 2^-8 of |ref|
+  }
+  return 1e-2;
+}
+
+Checker::Checker(const Compiler& compiler, const ArchInfo& arch)
+    : compiled_(compiler.compile(testing_source(), arch)), scratch_(64) {
+  fill_ = std::make_unique<LoadedKernel>(compiled_, "gemmtune_fill_normal", 0);
+  reference_ = std::make_unique<LoadedKernel>(compiled_, "gemmtune_reference", 0);
+  check_ = std::make_unique<LoadedKernel>(compiled_, "gemmtune_check", 0);
+  nonfinite_ = std::make_unique<LoadedKernel>(compiled_, "gemmtune_count_nonfinite", 0);
+}
+
+Checker::~Checker() = default;
+
+void Checker::fill_normal(CUdeviceptr p, int64_t count, DType dtype, uint64_t seed, float scale,
+                          CUstream stream) const {
+  unsigned long long ptr = p;
+  long long n = count;
+  int code = dtype_code(dtype);
+  unsigned long long s = seed;
+  void* params[] = {&ptr, &n, &code, &s, &scale};
+  launch_raw(fill_->function(), blocks_for(count), kBlock, params, stream);
+}
+
+void Checker::poison(CUdeviceptr p, int64_t count, DType dtype, CUstream stream) const {
+  if (dtype == DType::f32)
+    GT_CU(cuMemsetD32Async(p, 0x7fc00000u, size_t(count), stream));
+  else
+    GT_CU(cuMemsetD16Async(p, dtype == DType::f16 ? 0x7e00 : 0x7fc0, size_t(count), stream));
+}
+
+void Checker::reference(const CheckArgs& args, CUstream stream) const {
+  CheckArgs a = args;
+  void* params[] = {&a};
+  launch_raw(reference_->function(), uint32_t((a.points + 127) / 128), 128, params, stream);
+}
+
+Verdict Checker::compare(CheckArgs args, CUstream stream) const {
+  args.max_error = scratch_.ptr();
+  args.bad = scratch_.ptr() + 4;
+  GT_CU(cuMemsetD32Async(scratch_.ptr(), 0, 2, stream));
+  void* params[] = {&args};
+  launch_raw(check_->function(), uint32_t((args.points + kBlock - 1) / kBlock), kBlock, params, stream);
+  uint32_t host[2] = {};
+  GT_CU(cuStreamSynchronize(stream));
+  GT_CU(cuMemcpyDtoH(host, scratch_.ptr(), sizeof(host)));
+  Verdict v;
+  float max_error;
+  std::memcpy(&max_error, &host[0], sizeof(float));
+  v.max_error = max_error;
+  v.bad = host[1];
+  v.points = args.points;
+  v.ok = v.bad == 0;
+  return v;
+}
+
+int64_t Checker::count_nonfinite(CUdeviceptr p, int64_t ld, int64_t m, int64_t n, DType dtype,
+                                 CUstream stream) const {
+  const CUdeviceptr counter = scratch_.ptr() + 8;
+  GT_CU(cuMemsetD32Async(counter, 0, 1, stream));
+  unsigned long long ptr = p, cnt = counter;
+  long long ld_ = ld;
+  int m_ = int(m), n_ = int(n), code = dtype_code(dtype);
+  void* params[] = {&ptr, &ld_, &m_, &n_, &code, &cnt};
+  launch_raw(nonfinite_->function(), blocks_for(m * n), kBlock, params, stream);
+  uint32_t host = 0;
+  GT_CU(cuStreamSynchronize(stream));
+  GT_CU(cuMemcpyDtoH(&host, counter, sizeof(host)));
+  return host;
+}
+
+ProblemData::ProblemData(const Problem& p, const Checker& checker, uint64_t seed, CUstream stream)
+    : problem(p) {
+  const size_t esize = size_t(dtype_size(p.dtype));
+  const int64_t na = stored_elements(p.lda, p.cols_a()), nb = stored_elements(p.ldb, p.cols_b()),
+                nc = stored_elements(p.ldc, p.n);
+  a = DeviceBuffer(size_t(na) * esize);
+  b = DeviceBuffer(size_t(nb) * esize);
+  c = DeviceBuffer(size_t(nc) * esize);
+  c_init = DeviceBuffer(size_t(nc) * esize);
+  checker.fill_normal(a.ptr(), na, p.dtype, seed * 3 + 1, 1.0f, stream);
+  checker.fill_normal(b.ptr(), nb, p.dtype, seed * 3 + 2, 1.0f, stream);
+  checker.fill_normal(c_init.ptr(), nc, p.dtype, seed * 3 + 3, 1.0f, stream);
+}
+
+void ProblemData::reset_c(const Checker& checker, float beta, CUstream stream) const {
+  if (beta == 0.0f)
+    checker.poison(c.ptr(), int64_t(c.bytes()) / dtype_size(problem.dtype), problem.dtype, stream);
+  else
+    GT_CU(cuMemcpyDtoDAsync(c.ptr(), c_init.ptr(), c.bytes(), stream));
+}
+
+// One checked run: a problem, its data, alpha/beta and the reference at its points.
+struct Verifier::Case {
+  ProblemData data;
+  float alpha, beta;
+  bool all_points;
+  int points = 0;
+  DeviceBuffer rows, cols, ref, scale;
+
+  Case(const Checker& checker, const Problem& p, float alpha_, float beta_, uint64_t seed, CUstream stream)
+      : data(p, checker, seed, stream), alpha(alpha_), beta(beta_) {
+    const int64_t elements = p.m * p.n;
+    all_points = elements <= (int64_t(1) << 18);
+    std::vector<int> r, c;
+    if (!all_points) sample_points(p, seed, r, c);
+    points = all_points ? int(elements) : int(r.size());
+    if (!all_points) {
+      rows = DeviceBuffer(r.size() * sizeof(int));
+      cols = DeviceBuffer(c.size() * sizeof(int));
+      GT_CU(cuMemcpyHtoD(rows.ptr(), r.data(), rows.bytes()));
+      GT_CU(cuMemcpyHtoD(cols.ptr(), c.data(), cols.bytes()));
+    }
+    ref = DeviceBuffer(size_t(points) * sizeof(double));
+    scale = DeviceBuffer(size_t(points) * sizeof(double));
+    checker.reference(args(), stream);
+  }
+
+  CheckArgs args() const {
+    CheckArgs a = base_args(data, alpha, beta);
+    a.rows = rows.ptr();
+    a.cols = cols.ptr();
+    a.ref = ref.ptr();
+    a.scale = scale.ptr();
+    a.points = points;
+    return a;
+  }
+
+  // Corners, the last rows and columns (tails), and random points.
+  static void sample_points(const Problem& p, uint64_t seed, std::vector<int>& r, std::vector<int>& c) {
+    std::mt19937_64 rng(seed);
+    auto add = [&](int64_t i, int64_t j) {
+      r.push_back(int(std::clamp<int64_t>(i, 0, p.m - 1)));
+      c.push_back(int(std::clamp<int64_t>(j, 0, p.n - 1)));
+    };
+    for (int64_t i : {int64_t(0), p.m - 1})
+      for (int64_t j : {int64_t(0), p.n - 1}) add(i, j);
+    std::uniform_int_distribution<int64_t> any_m(0, p.m - 1), any_n(0, p.n - 1);
+    for (int t = 0; t < 512; ++t) {
+      add(p.m - 1 - t % 8, any_n(rng));  // last rows
+      add(any_m(rng), p.n - 1 - t % 8);  // last columns
+    }
+    while (r.size() < 4096) add(any_m(rng), any_n(rng));
+  }
+};
+
+Verifier::Verifier(const Checker& checker, const Problem& problem, float alpha, float beta,
+                   uint64_t seed, CUstream stream)
+    : checker_(checker) {
+  cases_.push_back(std::make_unique<Case>(checker, problem, alpha, beta, seed, stream));
+  // The other beta path, every element checked: NaN-filled C when beta == 0, read C otherwise.
+  const float other_beta = beta == 0.0f ? 0.75f : 0.0f;
+  Problem probe = problem;
+  if (!cases_.front()->all_points) {
+    // A smaller problem with odd sizes and ld > rows, same ops and alignment class.
+    probe.m = std::min<int64_t>(problem.m, 331);
+    probe.n = std::min<int64_t>(problem.n, 299);
+    probe.k = std::min<int64_t>(problem.k, 523);
+    const int64_t step = std::max(1, problem.align / dtype_size(problem.dtype));
+    auto ld_for = [&](int64_t rows) { return (rows + step - 1) / step * step + step; };
+    probe.lda = ld_for(probe.rows_a());
+    probe.ldb = ld_for(probe.rows_b());
+    probe.ldc = ld_for(probe.m);
+    cases_.push_back(std::make_unique<Case>(checker, probe, alpha, beta, seed + 7, stream));
+  }
+  cases_.push_back(std::make_unique<Case>(checker, probe, alpha, other_beta, seed + 11, stream));
+  GT_CU(cuStreamSynchronize(stream));
+}
+
+Verifier::~Verifier() = default;
+
+const ProblemData& Verifier::data() const { return cases_.front()->data; }
+
+Verdict Verifier::verify(const RunFn& run, CUstream stream) const {
+  Verdict total;
+  for (const auto& cs : cases_) {
+    const Problem& p = cs->data.problem;
+    cs->data.reset_c(checker_, cs->beta, stream);
+    run(p, cs->data.operands(cs->alpha, cs->beta), stream);
+    Verdict v = checker_.compare(cs->args(), stream);
+    total.max_error = std::max(total.max_error, v.max_error);
+    total.points += v.points;
+    total.bad += v.bad;
+    if (!v.ok) {
+      total.ok = false;
+      total.message = fmt::format("{} of {} checked points wrong on {} (beta={}), max error {:.3g}",
+                                  v.bad, v.points, p.describe(), cs->beta, v.max_error);
+      return total;
+    }
+    if (!cs->all_points) {
+      const int64_t nonfinite = checker_.count_nonfinite(cs->data.c.ptr(), p.ldc, p.m, p.n, p.dtype, stream);
+      if (nonfinite > 0) {
+        total.ok = false;
+        total.bad += nonfinite;
+        total.message = fmt::format("{} elements of C are NaN/Inf or unwritten on {}", nonfinite, p.describe());
+        return total;
+      }
+    }
+  }
+  return total;
+}
+
+}  // namespace gemmtune

@@ -1,0 +1,92 @@
+#include "gemmtune/tuner/cublas.hpp"
+
+#include <cublas_v2.h>
+#include <dlfcn.h>
+
+#include "gemmtune/generator/util.hpp"
+
+namespace gemmtune {
+namespace {
+
+std::string& load_error() {
+  static std::string error;
+  return error;
+}
+
+cudaDataType data_type(DType d) {
+  return d == DType::f32 ? CUDA_R_32F : d == DType::f16 ? CUDA_R_16F : CUDA_R_16BF;
+}
+
+cublasOperation_t op(Op o) { return o == Op::N ? CUBLAS_OP_N : CUBLAS_OP_T; }
+
+}  // namespace
+
+struct Cublas::Impl {
+  void* lib = nullptr;
+  decltype(&::cublasCreate_v2) create = nullptr;
+  decltype(&::cublasDestroy_v2) destroy = nullptr;
+  decltype(&::cublasSetStream_v2) set_stream = nullptr;
+  // cublasGemmEx is overloaded in C++ (32- and 64-bit sizes): name the 32-bit signature.
+  cublasStatus_t (*gemm_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                            const void*, const void*, cudaDataType, int, const void*, cudaDataType,
+                            int, const void*, void*, cudaDataType, int, cublasComputeType_t,
+                            cublasGemmAlgo_t) = nullptr;
+  decltype(&::cublasGetVersion_v2) get_version = nullptr;
+  cublasHandle_t handle = nullptr;
+};
+
+std::unique_ptr<Cublas> Cublas::load() {
+  auto impl = std::make_unique<Impl>();
+  for (const char* name : {"libcublas.so.13", "libcublas.so.12", "libcublas.so"}) {
+    impl->lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (impl->lib) break;
+  }
+  if (!impl->lib) {
+    load_error() = "libcublas could not be loaded (no libcublas.so.13/.12 on the library path)";
+    return nullptr;
+  }
+  auto sym = [&](auto& fn, const char* name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(impl->lib, name));
+    return fn != nullptr;
+  };
+  if (!sym(impl->create, "cublasCreate_v2") || !sym(impl->destroy, "cublasDestroy_v2") ||
+      !sym(impl->set_stream, "cublasSetStream_v2") || !sym(impl->gemm_ex, "cublasGemmEx") ||
+      !sym(impl->get_version, "cublasGetVersion_v2")) {
+    load_error() = "libcublas lacks cublasGemmEx or friends";
+    return nullptr;
+  }
+  if (impl->create(&impl->handle) != CUBLAS_STATUS_SUCCESS) {
+    load_error() = "cublasCreate failed";
+    return nullptr;
+  }
+  return std::unique_ptr<Cublas>(new Cublas(std::move(impl)));
+}
+
+std::string Cublas::why_not() { return load_error(); }
+
+Cublas::Cublas(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+Cublas::~Cublas() {
+  if (impl_ && impl_->handle) impl_->destroy(impl_->handle);
+  // The library stays loaded: cuBLAS does not expect to be unloaded while CUDA is alive.
+}
+
+std::string Cublas::version() const {
+  int v = 0;
+  impl_->get_version(impl_->handle, &v);
+  return fmt::format("cuBLAS {}.{}.{}", v / 10000, v / 100 % 100, v % 100);
+}
+
+void Cublas::gemm(const Problem& p, const GemmOperands& o, CUstream stream) const {
+  GT_REQUIRE(impl_->set_stream(impl_->handle, reinterpret_cast<cudaStream_t>(stream)) == CUBLAS_STATUS_SUCCESS,
+             Errc::cuda, "cublasSetStream failed");
+  const cudaDataType t = data_type(p.dtype);
+  const cublasStatus_t s = impl_->gemm_ex(
+      impl_->handle, op(p.op_a), op(p.op_b), int(p.m), int(p.n), int(p.k), &o.alpha,
+      reinterpret_cast<const void*>(o.a), t, int(p.lda), reinterpret_cast<const void*>(o.b), t,
+      int(p.ldb), &o.beta, reinterpret_cast<void*>(o.c), t, int(p.ldc), CUBLAS_COMPUTE_32F,
+      CUBLAS_GEMM_DEFAULT);
+  GT_REQUIRE(s == CUBLAS_STATUS_SUCCESS, Errc::cuda, "cublasGemmEx failed with status {}", int(s));
+}
+
+}  // namespace gemmtune

@@ -1,0 +1,354 @@
+// Orchestration of a tuning run.
+#include "gemmtune/tuner/tuner.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <future>
+#include <set>
+
+#include "gemmtune/generator/family.hpp"
+#include "gemmtune/generator/util.hpp"
+#include "gemmtune/runtime/compiler.hpp"
+#include "gemmtune/tuner/thread_pool.hpp"
+#include "gemmtune/tuner/worker.hpp"
+#include "protocol.hpp"
+
+namespace gemmtune {
+namespace {
+
+std::atomic<bool> g_stop{false};
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+struct Planned {
+  const Family* family;
+  KernelConfig config;
+  std::string name;
+};
+
+// Valid configurations of every family that applies, most promising first, then the extras.
+std::vector<Planned> plan(const Problem& problem, const ArchInfo& arch, const std::vector<std::string>& only,
+                          const std::vector<KernelConfig>& extra, bool only_extra, int& enumerated,
+                          std::map<std::string, int>& pruned_by) {
+  std::vector<Planned> out;
+  for (const auto& name : only) {
+    const Family& family = find_family(name);  // throws for unknown names
+    const std::string why = family.unsupported_reason(problem, arch);
+    GT_REQUIRE(why.empty(), Errc::invalid_argument, "family '{}' cannot solve {} on {}: {}", name,
+               problem.describe(), arch.name(), why);
+  }
+  if (!only_extra) {
+    for (const Family* family : families_for(problem, arch)) {
+      if (!only.empty() && std::find(only.begin(), only.end(), family->name()) == only.end()) continue;
+      const SearchSpace space = family->space(problem, arch);
+      Pruning pruning = space.prune(problem, arch);
+      enumerated += int(space.size());
+      for (const auto& [name, count] : pruning.pruned_by) pruned_by[name] += count;
+      std::vector<std::pair<double, Planned>> scored;
+      for (auto& c : pruning.valid)
+        scored.push_back({family->prior(c, problem, arch), Planned{family, c, family->kernel_name(c)}});
+      std::stable_sort(scored.begin(), scored.end(), [](auto& a, auto& b) { return a.first > b.first; });
+      for (auto& [score, p] : scored) out.push_back(std::move(p));
+    }
+  }
+  for (const auto& c : extra) {
+    const Family& family = find_family(c.family);
+    out.push_back(Planned{&family, c, family.kernel_name(c)});
+    ++enumerated;
+  }
+  return out;
+}
+
+struct CompileOutcome {
+  std::optional<CompiledKernel> kernel;
+  std::string error;
+};
+
+CompileOutcome compile_one(const Compiler& compiler, const Planned& p, const ArchInfo& arch) {
+  CompileOutcome out;
+  try {
+    out.kernel = compiler.compile(emit_source(*p.family, p.config), arch);
+  } catch (const Error& e) {
+    out.error = e.what();
+  }
+  return out;
+}
+
+CandidateRecord failed_record(const Planned& p, CandidateStatus status, const std::string& message) {
+  CandidateRecord r;
+  r.kernel_name = p.name;
+  r.template_version = template_version(*p.family);
+  r.config = p.config;
+  r.status = status;
+  r.message = message;
+  return r;
+}
+
+// The worker process with its problem set up; restarted after a fault or a timeout.
+class Measurer {
+ public:
+  Measurer(const Problem& problem, const TuneOptions& options)
+      : client_(find_worker()), problem_(problem), options_(options) {}
+  ~Measurer() { client_.stop(); }
+
+  CandidateRecord measure(const Planned& p, int id) {
+    ensure_ready();
+    const nlohmann::json request = {{"cmd", "measure"}, {"id", id},
+                                    {"config", nlohmann::json::parse(p.config.to_json())}};
+    auto answer = client_.call(request.dump(), options_.candidate_timeout_s);
+    if (!answer) {
+      ready_ = false;
+      const bool timed_out = client_.failure().starts_with("no answer");
+      return failed_record(p, timed_out ? CandidateStatus::timeout : CandidateStatus::fault, client_.failure());
+    }
+    const auto j = nlohmann::json::parse(*answer);
+    if (j.value("exiting", false)) {  // its context is poisoned: the next candidate gets a new worker
+      client_.stop();
+      ready_ = false;
+    }
+    if (j.at("event") != "result") {
+      return failed_record(p, CandidateStatus::fault, "worker error: " + j.value("message", std::string("?")));
+    }
+    return candidate_from_json(j.at("candidate"));
+  }
+
+  // cuBLAS in the same process, on the same data, timed the same way.
+  std::pair<double, std::string> baseline() {
+    ensure_ready();
+    auto answer = client_.call(R"({"cmd":"baseline"})", options_.candidate_timeout_s);
+    if (!answer) {
+      ready_ = false;
+      return {-1, "cuBLAS baseline failed: " + client_.failure()};
+    }
+    const auto j = nlohmann::json::parse(*answer);
+    if (!j.value("available", false)) return {-1, j.value("message", std::string("cuBLAS unavailable"))};
+    return {j.at("median_ms").get<double>(), j.at("name").get<std::string>()};
+  }
+
+ private:
+  void ensure_ready() {
+    if (ready_ && client_.running()) return;
+    const nlohmann::json setup = {{"cmd", "setup"},           {"problem", to_json(problem_)},
+                                  {"alpha", options_.alpha},  {"beta", options_.beta},
+                                  {"seed", options_.seed},    {"timing", to_json(options_.timing)}};
+    auto answer = client_.call(setup.dump(), options_.setup_timeout_s);
+    GT_REQUIRE(answer, Errc::cuda, "the measuring worker could not start: {}", client_.failure());
+    const auto j = nlohmann::json::parse(*answer);
+    GT_REQUIRE(j.at("event") == "ready", Errc::cuda, "the measuring worker could not set up {}: {}",
+               problem_.describe(), j.value("message", std::string("?")));
+    ready_ = true;
+  }
+
+  WorkerClient client_;
+  Problem problem_;
+  const TuneOptions& options_;
+  bool ready_ = false;
+};
+
+void notify(const TuneOptions& o, Progress p) {
+  if (o.progress) o.progress(p);
+}
+
+void phase(const TuneOptions& o, std::string text) {
+  Progress p;
+  p.text = std::move(text);
+  notify(o, p);
+}
+
+std::optional<CandidateRecord> fastest(const std::vector<CandidateRecord>& records) {
+  std::optional<CandidateRecord> best;
+  for (const auto& r : records)
+    if (r.status == CandidateStatus::ok && (!best || r.median_ms < best->median_ms)) best = r;
+  return best;
+}
+
+}  // namespace
+
+Budget Budget::parse(std::string_view text) {
+  Budget b;
+  if (text.empty()) return b;
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  const std::string_view unit(end, size_t(text.data() + text.size() - end));
+  GT_REQUIRE(ec == std::errc() && value > 0, Errc::invalid_argument,
+             "budget '{}' must be a positive number of candidates (40) or seconds (300s, 5m, 1h)", text);
+  if (unit.empty() || unit == "c") {
+    GT_REQUIRE(value == double(int(value)), Errc::invalid_argument, "budget '{}': a whole number of candidates", text);
+    b.candidates = int(value);
+  } else if (unit == "s") {
+    b.seconds = value;
+  } else if (unit == "m") {
+    b.seconds = value * 60;
+  } else if (unit == "h") {
+    b.seconds = value * 3600;
+  } else {
+    GT_THROW(Errc::invalid_argument, "budget '{}': unknown unit '{}' (use s, m, h, or none for candidates)", text, unit);
+  }
+  return b;
+}
+
+std::string Budget::describe() const {
+  if (seconds) return fmt::format("{:.0f} s", *seconds);
+  if (candidates) return fmt::format("{} candidates", *candidates);
+  return "unlimited";
+}
+
+void request_stop() noexcept { g_stop.store(true); }
+bool stop_requested() noexcept { return g_stop.load(); }
+
+TuneReport tune(const Problem& problem, const TuneOptions& options, int ordinal) {
+  validate(problem);
+  const auto start = Clock::now();
+  TuneReport report;
+  report.problem = problem;
+  report.device = query_device(ordinal);
+  const ArchInfo& arch = report.device.arch;
+  TuningDb db(options.db_path.empty() ? default_db_path() : options.db_path);
+
+  // A complete search answers from the database; an incomplete one resumes below.
+  if (!options.force && options.extra.empty()) {
+    if (auto best = db.best(report.device.key, problem); best && best->complete) {
+      report.from_db = true;
+      report.best = best->winner;
+      report.baseline_ms = best->baseline_ms;
+      report.complete = best->complete;
+      report.seconds = seconds_since(start);
+      return report;
+    }
+  }
+  GT_REQUIRE(!families_for(problem, arch).empty() || !options.extra.empty(), Errc::unsupported,
+             "no kernel family supports {} on {} ({})", problem.describe(), report.device.name, arch.name());
+
+  auto planned = plan(problem, arch, options.families, options.extra, options.only_extra,
+                      report.enumerated, report.pruned_by);
+  for (const auto& [name, count] : report.pruned_by) report.pruned += count;
+  // Resume: what this device already measured for the problem is not measured again.
+  std::set<std::string> done;
+  if (!options.force)
+    for (const auto& c : db.candidates(report.device.key, problem)) done.insert(c.kernel_name);
+  std::erase_if(planned, [&](const Planned& p) {
+    const bool skip = done.count(p.name) > 0;
+    report.already_measured += skip;
+    return skip;
+  });
+  const size_t valid_left = planned.size();
+  if (options.budget.candidates && planned.size() > size_t(*options.budget.candidates))
+    planned.resize(size_t(*options.budget.candidates));
+  report.to_measure = int(planned.size());
+  phase(options, fmt::format("{}: {} configurations, {} pruned, {} measured before, {} to measure",
+                             problem.describe(), report.enumerated, report.pruned, report.already_measured,
+                             report.to_measure));
+
+  // Compile everything in parallel; measure in order as compiles finish.
+  const Compiler compiler;
+  std::vector<std::future<CompileOutcome>> compiled;
+  std::atomic<bool> cancelled{false};
+  {
+    ThreadPool pool(options.compile_threads);
+    for (const auto& p : planned)
+      compiled.push_back(pool.submit([&compiler, &p, &arch, &cancelled] {
+        return cancelled ? CompileOutcome{{}, "cancelled"} : compile_one(compiler, p, arch);
+      }));
+    std::optional<Measurer> measurer;
+    double best_ms = -1;
+    for (size_t i = 0; i < planned.size(); ++i) {
+      const bool over_time = options.budget.seconds && seconds_since(start) > *options.budget.seconds;
+      if (stop_requested() || over_time) {
+        report.interrupted = true;
+        phase(options, stop_requested() ? "stopping on request" : "time budget spent");
+        break;
+      }
+      CompileOutcome outcome = compiled[i].get();
+      CandidateRecord rec;
+      if (!outcome.kernel) {
+        rec = failed_record(planned[i], CandidateStatus::compile_error, outcome.error);
+        ++report.compile_failed;
+      } else {
+        if (!measurer) measurer.emplace(problem, options);
+        rec = measurer->measure(planned[i], int(i));
+      }
+      db.record(report.device.key, problem, rec);
+      if (rec.status == CandidateStatus::ok && (best_ms < 0 || rec.median_ms < best_ms)) best_ms = rec.median_ms;
+      report.measured.push_back(rec);
+      Progress p;
+      p.kind = Progress::Kind::candidate;
+      p.index = int(i) + 1;
+      p.total = int(planned.size());
+      p.candidate = &report.measured.back();
+      p.best_ms = best_ms;
+      notify(options, p);
+    }
+    cancelled = true;  // compiles still queued are not needed any more
+    if (options.baseline && !stop_requested()) {
+      phase(options, "timing cuBLAS on the same problem");
+      if (!measurer) measurer.emplace(problem, options);
+      std::tie(report.baseline_ms, report.baseline_name) = measurer->baseline();
+    }
+  }
+
+  report.complete = !report.interrupted && planned.size() == valid_left;
+  report.best = fastest(db.candidates(report.device.key, problem));
+  if (report.best)
+    db.set_best(report.device.key, problem, report.best->kernel_name, report.best->template_version,
+                report.baseline_ms, report.complete);
+  report.seconds = seconds_since(start);
+  return report;
+}
+
+DryRunReport dry_run(const Problem& problem, const ArchInfo& arch, unsigned compile_threads,
+                     const std::vector<std::string>& families,
+                     const std::function<void(const Progress&)>& progress, int max_candidates) {
+  validate(problem);
+  const auto start = Clock::now();
+  DryRunReport report;
+  report.problem = problem;
+  report.arch = arch.name();
+  auto planned = plan(problem, arch, families, {}, false, report.enumerated, report.pruned_by);
+  for (const auto& [name, count] : report.pruned_by) report.pruned += count;
+  if (max_candidates > 0 && planned.size() > size_t(max_candidates)) planned.resize(size_t(max_candidates));
+  const Compiler compiler;
+  std::vector<std::future<CompileOutcome>> futures;
+  ThreadPool pool(compile_threads);
+  for (const auto& p : planned)
+    futures.push_back(pool.submit([&compiler, &p, &arch] { return compile_one(compiler, p, arch); }));
+  for (size_t i = 0; i < planned.size(); ++i) {
+    CompileOutcome outcome = futures[i].get();
+    DryRunEntry e;
+    e.name = planned[i].name;
+    e.family = std::string(planned[i].family->name());
+    if (outcome.kernel) {
+      const PtxasReport& r = outcome.kernel->report;
+      e.status = "compiled";
+      e.registers = r.registers;
+      e.spills = r.found ? r.spills() : -1;
+      e.smem_bytes = int(planned[i].family->geometry(planned[i].config, problem, arch).smem_bytes) +
+                     std::max(0, r.smem_static);
+      e.compile_ms = outcome.kernel->compile_ms;
+      e.from_cache = outcome.kernel->from_cache;
+      ++report.compiled;
+    } else {
+      e.status = "compile_error";
+      e.message = outcome.error;
+      ++report.failed;
+    }
+    report.candidates.push_back(std::move(e));
+    if (progress) {
+      Progress p;
+      p.kind = Progress::Kind::phase;
+      p.index = int(i) + 1;
+      p.total = int(planned.size());
+      p.text = fmt::format("[{}/{}] {} {}", i + 1, planned.size(), report.candidates.back().name,
+                           report.candidates.back().status);
+      progress(p);
+    }
+  }
+  report.seconds = seconds_since(start);
+  return report;
+}
+
+}  // namespace gemmtune

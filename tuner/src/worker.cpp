@@ -1,0 +1,171 @@
+// The worker process: verifies and times candidates on the GPU, one request at a time.
+#include <chrono>
+#include <iostream>
+#include <memory>
+
+#include "gemmtune/generator/util.hpp"
+#include "gemmtune/runtime/device.hpp"
+#include "gemmtune/runtime/driver.hpp"
+#include "gemmtune/tuner/checker.hpp"
+#include "gemmtune/tuner/cublas.hpp"
+#include "gemmtune/tuner/timer.hpp"
+#include "gemmtune/tuner/worker.hpp"
+#include "nvml.hpp"
+#include "protocol.hpp"
+
+namespace gemmtune {
+namespace {
+
+using nlohmann::json;
+
+// True when the context can no longer be used: the process must exit after answering.
+bool context_poisoned() {
+  const CUresult r = cu::api().cuCtxSynchronize();
+  return cu::is_sticky(r);
+}
+
+class Worker {
+ public:
+  json setup(const json& request) {
+    const auto start = std::chrono::steady_clock::now();
+    ensure_context();
+    device_ = query_device(current_device());
+    problem_ = problem_from_json(request.at("problem"));
+    alpha_ = request.at("alpha");
+    beta_ = request.at("beta");
+    timing_ = timing_from_json(request.at("timing"));
+    checker_ = std::make_unique<Checker>(compiler_, device_.arch);
+    stream_ = std::make_unique<StreamHandle>();
+    timer_ = std::make_unique<Timer>(device_);
+    verifier_ = std::make_unique<Verifier>(*checker_, problem_, alpha_, beta_, request.at("seed"), stream_->get());
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    return {{"event", "ready"}, {"device", device_.name}, {"setup_ms", ms}};
+  }
+
+  json measure(const json& request) {
+    CandidateRecord rec;
+    rec.config = KernelConfig::from_json(request.at("config").dump());
+    const Family& family = find_family(rec.config.family);
+    rec.kernel_name = family.kernel_name(rec.config);
+    rec.template_version = template_version(family);
+    measure_into(rec, family);
+    json answer = {{"event", "result"}, {"id", request.at("id")}, {"candidate", to_json(rec)}};
+    return answer;
+  }
+
+  json baseline() {
+    auto cublas = Cublas::load();
+    if (!cublas) return {{"event", "baseline"}, {"available", false}, {"message", Cublas::why_not()}};
+    const ProblemData& data = verifier_->data();
+    data.reset_c(*checker_, beta_, stream_->get());
+    const GemmOperands ops = data.operands(alpha_, beta_);
+    const Timing t = timer_->time([&](CUstream s) { cublas->gemm(problem_, ops, s); }, stream_->get(), timing_);
+    return {{"event", "baseline"}, {"available", true}, {"name", cublas->version()},
+            {"median_ms", t.median_ms}, {"min_ms", t.min_ms}, {"max_ms", t.max_ms}, {"runs", t.runs}};
+  }
+
+ private:
+  void measure_into(CandidateRecord& rec, const Family& family) {
+    std::unique_ptr<ReadyKernel> kernel;
+    try {
+      kernel = std::make_unique<ReadyKernel>(prepare_kernel(compiler_, rec.config, problem_, device_.arch));
+    } catch (const Error& e) {
+      rec.status = e.code() == Errc::compile ? CandidateStatus::compile_error : CandidateStatus::out_of_resources;
+      rec.message = e.what();
+      return;
+    }
+    const PtxasReport& report = kernel->compiled.report;
+    rec.registers = report.registers;
+    rec.spills = report.found ? report.spills() : -1;
+    rec.smem_bytes = int(kernel->geometry.smem_bytes) + std::max(0, report.smem_static);
+    rec.compile_ms = kernel->compiled.compile_ms;
+    if (kernel->loaded->occupancy(kernel->geometry) == 0) {
+      rec.status = CandidateStatus::out_of_resources;
+      rec.message = fmt::format("no block fits an SM ({} registers, {} bytes shared memory)",
+                                rec.registers, rec.smem_bytes);
+      return;
+    }
+    try {
+      const Verdict v = verifier_->verify(
+          [&](const Problem& p, const GemmOperands& ops, CUstream s) {
+            kernel->run(family.geometry(rec.config, p, device_.arch), p, ops, s);
+          },
+          stream_->get());
+      rec.max_error = v.max_error;
+      if (!v.ok) {
+        rec.status = CandidateStatus::wrong_result;
+        rec.message = v.message;
+        return;
+      }
+      time_into(rec, *kernel);
+    } catch (const Error& e) {
+      if (e.code() != Errc::cuda) throw;
+      poisoned_ = context_poisoned();
+      rec.status = poisoned_ ? CandidateStatus::fault : CandidateStatus::out_of_resources;
+      rec.message = e.what();
+    }
+  }
+
+  void time_into(CandidateRecord& rec, const ReadyKernel& kernel) {
+    const ProblemData& data = verifier_->data();
+    data.reset_c(*checker_, beta_, stream_->get());
+    const GemmOperands ops = data.operands(alpha_, beta_);
+    const Timing t = timer_->time([&](CUstream s) { kernel.run(problem_, ops, s); }, stream_->get(), timing_);
+    rec.status = CandidateStatus::ok;
+    rec.median_ms = t.median_ms;
+    rec.min_ms = t.min_ms;
+    rec.max_ms = t.max_ms;
+    rec.runs = t.runs;
+    rec.tflops = problem_.flops() / (t.median_ms * 1e-3) / 1e12;
+    if (auto clocks = sample_clocks(device_.pci_bus_id))
+      rec.message = fmt::format("SM clock {} MHz, {} C after timing", clocks->sm_mhz, clocks->temperature_c);
+  }
+
+ public:
+  bool poisoned() const { return poisoned_; }
+
+ private:
+  Compiler compiler_;
+  DeviceInfo device_;
+  Problem problem_;
+  float alpha_ = 1, beta_ = 0;
+  TimingSettings timing_;
+  std::unique_ptr<Checker> checker_;
+  std::unique_ptr<StreamHandle> stream_;
+  std::unique_ptr<Timer> timer_;
+  std::unique_ptr<Verifier> verifier_;
+  bool poisoned_ = false;
+};
+
+}  // namespace
+
+int run_worker(std::istream& in, std::ostream& out) {
+  Worker worker;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    json answer;
+    try {
+      const json request = json::parse(line);
+      const std::string cmd = request.at("cmd");
+      if (cmd == "quit") return 0;
+      if (cmd == "setup")
+        answer = worker.setup(request);
+      else if (cmd == "measure")
+        answer = worker.measure(request);
+      else if (cmd == "baseline")
+        answer = worker.baseline();
+      else
+        answer = {{"event", "error"}, {"message", "unknown command '" + cmd + "'"}};
+    } catch (const std::exception& e) {
+      answer = {{"event", "error"}, {"message", e.what()}};
+    }
+    // The CUDA context is unusable after a sticky error: say so, then exit.
+    if (worker.poisoned()) answer["exiting"] = true;
+    out << answer.dump() << std::endl;
+    if (worker.poisoned()) return 3;
+  }
+  return 0;
+}
+
+}  // namespace gemmtune
