@@ -25,5 +25,7 @@ struct GemmArgs {
   float beta;  // beta == 0: C is never read (it may hold NaN)
   int tiles_m;  // output tiles along M and N, for tile schedulers
   int tiles_n;
-  int reserved;
+  int flags;    // GEMM_ARGS_MAP_C: map_c describes C (TMA stores allowed)
 };
+
+#define GEMM_ARGS_MAP_C 1

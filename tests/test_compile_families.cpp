@@ -37,6 +37,18 @@ TEST_F(CompileFamilies, SimtSm80NT) { expect_all_compile(DType::f32, "nt", "sm_8
 TEST_F(CompileFamilies, SimtSm80TN) { expect_all_compile(DType::f32, "tn", "sm_80", "simt"); }
 TEST_F(CompileFamilies, SimtSm80TT) { expect_all_compile(DType::f32, "tt", "sm_80", "simt"); }
 
+TEST_F(CompileFamilies, WgmmaBf16NN) { expect_all_compile(DType::bf16, "nn", "sm_90a", "wgmma_sm90"); }
+TEST_F(CompileFamilies, WgmmaBf16NT) { expect_all_compile(DType::bf16, "nt", "sm_90a", "wgmma_sm90"); }
+TEST_F(CompileFamilies, WgmmaBf16TN) { expect_all_compile(DType::bf16, "tn", "sm_90a", "wgmma_sm90"); }
+TEST_F(CompileFamilies, WgmmaBf16TT) { expect_all_compile(DType::bf16, "tt", "sm_90a", "wgmma_sm90"); }
+TEST_F(CompileFamilies, WgmmaF16NN) { expect_all_compile(DType::f16, "nn", "sm_90a", "wgmma_sm90"); }
+
+TEST_F(CompileFamilies, HelperKernelsCompile) {
+  const Compiler compiler(false);
+  const KernelSource pack{"gemmtune_pack16", "#include \"pack.cuh\"\n", "pack"};
+  EXPECT_FALSE(compiler.compile(pack, ArchInfo::from_name("sm_90a")).cubin.empty());
+}
+
 TEST_F(CompileFamilies, VerificationKernelsCompile) {
   const Compiler compiler(false);
   KernelSource s{"gemmtune_testing", "#include \"testing.cuh\"\n", "testing"};

@@ -77,6 +77,28 @@ TEST(GemmTuneCli, DryRunJsonListsCandidates) {
   EXPECT_GT(j.at("pruned").get<int>(), 0);
 }
 
+TEST(GemmTuneCli, DryRunListsTheWgmmaFamilyForBf16) {
+  test::TempDir dir;
+  const auto r = run_command("GEMMTUNE_CACHE_DIR=" + dir.path().string() + " " + tool("gemm-tune") +
+                             " --m 4096 --n 4096 --k 4096 --dtype bf16 --dry-run --arch sm_90a --budget 3 --json", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  ASSERT_EQ(j.at("candidates").size(), 3u);
+  for (const auto& c : j.at("candidates")) {
+    EXPECT_EQ(c.at("family"), "wgmma_sm90");
+    EXPECT_EQ(c.at("status"), "compiled");
+    EXPECT_EQ(c.at("spills").get<int>(), 0);
+    EXPECT_TRUE(c.at("name").get<std::string>().starts_with("gemm_wgmma_bf16_nn_"));
+  }
+}
+
+TEST(GemmTuneCli, Bf16NeedsHopperForTheWgmmaFamily) {
+  const auto r = run_command(tool("gemm-tune") + " --m 64 --n 64 --k 64 --dtype bf16 --dry-run --arch sm_80");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("no kernel family supports bf16 nn on sm_80"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("needs sm_90a"), std::string::npos) << r.output;
+}
+
 TEST(GemmBenchCli, BadInput) {
   for (const std::string args : {"--suite nope", "--m 0 --n 4 --k 4", "--dtype q8", "--bogus"}) {
     const auto r = run_command(tool("gemm-bench") + " " + args);

@@ -21,6 +21,15 @@ if ! ctest --test-dir "$build" -L gpu --output-on-failure -j 1 >"$out/ctest-gpu.
 fi
 tail -n 25 "$out/ctest-gpu.log"
 
+echo "== compute-sanitizer (memcheck, racecheck) on a small shape of each wgmma schedule"
+for tool in memcheck racecheck; do
+  if ! compute-sanitizer --tool "$tool" --error-exitcode 1 "$build/bin/gpu_wgmma_correctness" \
+       --gtest_filter='*WgmmaSanitizer*' >"$out/sanitizer-$tool.log" 2>&1; then
+    status=1
+  fi
+  grep -E "ERROR SUMMARY|PASSED|FAILED|SKIPPED" "$out/sanitizer-$tool.log" | tail -n 3
+done
+
 echo "== gemm-bench, small suite"
 if ! "$build/bin/gemm-bench" --suite small --csv "$out/bench-small.csv" 2>"$out/bench-small.err" \
      | tee "$out/bench-small.txt"; then

@@ -36,7 +36,7 @@ std::string template_version(const Family& family) {
 
 const std::vector<const Family*>& all_families() {
   // Best first: when several families solve a problem, the tuner searches all of them.
-  static const std::vector<const Family*> families = {&simt_family()};
+  static const std::vector<const Family*> families = {&wgmma_sm90_family(), &simt_family()};
   return families;
 }
 

@@ -4,6 +4,7 @@
 
 #include "gemmtune/generator/util.hpp"
 #include "gemmtune/runtime/driver.hpp"
+#include "tma_launcher.hpp"
 
 namespace gemmtune {
 
@@ -58,6 +59,12 @@ int LoadedKernel::occupancy(const LaunchGeometry& g) const {
   int blocks = 0;
   GT_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, function_, int(threads), g.smem_bytes));
   return blocks;
+}
+
+uint32_t LoadedKernel::resident_ctas(const LaunchGeometry& g, int sms) const {
+  const uint32_t cluster = g.cluster[0] * g.cluster[1] * g.cluster[2];
+  const int n = occupancy(g);  // clusters on the GPU, or blocks per SM
+  return cluster > 1 ? uint32_t(n) * cluster : uint32_t(n) * uint32_t(sms);
 }
 
 GemmArgs plain_args(const LaunchGeometry& g, const Problem& p, const GemmOperands& ops) {
@@ -126,10 +133,19 @@ class PlainLauncher final : public Launcher {
 
 }  // namespace
 
-std::unique_ptr<Launcher> make_launcher(const Family&) { return std::make_unique<PlainLauncher>(); }
+std::unique_ptr<Launcher> make_launcher(const Family& family, const Compiler& compiler, const ArchInfo& arch) {
+  if (family.uses_tma()) return std::make_unique<TmaLauncher>(compiler, arch);
+  return std::make_unique<PlainLauncher>();
+}
 
 void ReadyKernel::run(const LaunchGeometry& g, const Problem& problem, const GemmOperands& operands,
                       CUstream stream) const {
+  if (g.persistent && resident_ctas > 0 && g.grid[0] > resident_ctas) {
+    LaunchGeometry capped = g;
+    capped.grid[0] = resident_ctas;
+    launcher->launch(*loaded, config, capped, problem, operands, stream);
+    return;
+  }
   launcher->launch(*loaded, config, g, problem, operands, stream);
 }
 
@@ -141,7 +157,8 @@ ReadyKernel prepare_kernel(const Compiler& compiler, const KernelConfig& config,
   k.geometry = k.family->geometry(config, problem, arch);
   k.compiled = compiler.compile(emit_source(*k.family, config), arch);
   k.loaded = std::make_shared<LoadedKernel>(k.compiled, k.geometry.smem_bytes);
-  k.launcher = make_launcher(*k.family);
+  k.launcher = make_launcher(*k.family, compiler, arch);
+  if (k.geometry.persistent) k.resident_ctas = k.loaded->resident_ctas(k.geometry, arch.sms);
   return k;
 }
 

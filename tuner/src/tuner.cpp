@@ -167,6 +167,16 @@ std::optional<CandidateRecord> fastest(const std::vector<CandidateRecord>& recor
   return best;
 }
 
+// Throws Error(unsupported) saying why no family can solve the problem on the architecture.
+void require_family(const Problem& problem, const ArchInfo& arch) {
+  if (!families_for(problem, arch).empty()) return;
+  std::string why;
+  for (const Family* f : all_families())
+    why += fmt::format("{}{}: {}", why.empty() ? "" : "; ", f->name(), f->unsupported_reason(problem, arch));
+  GT_THROW(Errc::unsupported, "no kernel family supports {} {} on {} ({})", to_string(problem.dtype), problem.layout(),
+           arch.name(), why);
+}
+
 }  // namespace
 
 Budget Budget::parse(std::string_view text) {
@@ -221,8 +231,7 @@ TuneReport tune(const Problem& problem, const TuneOptions& options, int ordinal)
       return report;
     }
   }
-  GT_REQUIRE(!families_for(problem, arch).empty() || !options.extra.empty(), Errc::unsupported,
-             "no kernel family supports {} on {} ({})", problem.describe(), report.device.name, arch.name());
+  if (options.extra.empty()) require_family(problem, arch);
 
   auto planned = plan(problem, arch, options.families, options.extra, options.only_extra,
                       report.enumerated, report.pruned_by);
@@ -304,6 +313,7 @@ DryRunReport dry_run(const Problem& problem, const ArchInfo& arch, unsigned comp
                      const std::vector<std::string>& families,
                      const std::function<void(const Progress&)>& progress, int max_candidates) {
   validate(problem);
+  require_family(problem, arch);
   const auto start = Clock::now();
   DryRunReport report;
   report.problem = problem;

@@ -26,7 +26,7 @@ class FaultInjectionFamily final : public Family {
   std::string emit(const KernelConfig& c) const override {
     const std::string body = c.at("MODE") == 1
                                  ? "  *reinterpret_cast<volatile int*>(8ull + args.c * 0) = 1;  // illegal address\n"
-                                 : "  volatile int spin = 1;\n  while (spin) {}  // never finishes\n";
+                                 : "  while (clock64() >= 0) __nanosleep(1000);  // never finishes: the clock is 64-bit\n";
     return fmt::format(
         "#include \"gemm_args.h\"\n"
         "extern \"C\" __global__ void {}(const __grid_constant__ GemmArgs args) {{\n{}}}\n",

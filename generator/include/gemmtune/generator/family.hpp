@@ -18,6 +18,9 @@ struct LaunchGeometry {
   std::array<uint32_t, 3> cluster{1, 1, 1};
   uint32_t smem_bytes = 0;  // dynamic shared memory
   uint32_t tiles_m = 1, tiles_n = 1;  // output tiles, for the kernel's tile scheduler
+  // Persistent kernels loop over tiles: the runtime caps the grid at the CTAs that can be
+  // resident at once (clusters may not fit on every SM), so that no CTA waits for a second wave.
+  bool persistent = false;
 };
 
 // The generated translation unit of one configuration.
@@ -46,6 +49,8 @@ class Family {
                                   const ArchInfo& arch) const = 0;
   // Template files the generated code includes (their hash is the template version).
   virtual std::vector<std::string> template_files() const = 0;
+  // Kernels that read A and B through TMA tensor maps (made on the host at launch).
+  virtual bool uses_tma() const { return false; }
   // A prior for search order when a budget cuts the search short: higher is tried first.
   virtual double prior(const KernelConfig& config, const Problem& problem,
                        const ArchInfo& arch) const;

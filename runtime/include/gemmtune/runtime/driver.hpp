@@ -19,7 +19,8 @@ namespace gemmtune::cu {
   X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize)                  \
   X(cuEventElapsedTime) X(cuGetErrorName) X(cuGetErrorString) X(cuTensorMapEncodeTiled)      \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuOccupancyMaxActiveClusters)             \
-  X(cuMemGetInfo) X(cuPointerGetAttribute) X(cuDeviceGetPCIBusId)
+  X(cuMemGetInfo) X(cuPointerGetAttribute) X(cuDeviceGetPCIBusId) X(cuMemAllocAsync)      \
+  X(cuMemFreeAsync)
 
 struct Api {
 #define GEMMTUNE_DRIVER_MEMBER(fn) decltype(&::fn) fn = nullptr;

@@ -28,6 +28,8 @@ class LoadedKernel {
   // Blocks (or clusters, for cluster launches) of this geometry that fit on one SM (GPU);
   // 0 means the launch cannot run: too many registers or too much shared memory.
   int occupancy(const LaunchGeometry& geometry) const;
+  // CTAs of this geometry that can run at once on a GPU with `sms` SMs.
+  uint32_t resident_ctas(const LaunchGeometry& geometry, int sms) const;
 
  private:
   CUmodule module_ = nullptr;
@@ -60,7 +62,8 @@ class Launcher {
                       const LaunchGeometry& geometry, const Problem& problem,
                       const GemmOperands& operands, CUstream stream) = 0;
 };
-std::unique_ptr<Launcher> make_launcher(const Family& family);
+// The launcher a family's kernels need; it may compile helper kernels with `compiler` for `arch`.
+std::unique_ptr<Launcher> make_launcher(const Family& family, const Compiler& compiler, const ArchInfo& arch);
 
 // A kernel ready to run one configuration: compiled, loaded, with its launcher.
 struct ReadyKernel {
@@ -70,6 +73,7 @@ struct ReadyKernel {
   CompiledKernel compiled;
   std::shared_ptr<LoadedKernel> loaded;
   std::shared_ptr<Launcher> launcher;
+  uint32_t resident_ctas = 0;  // for persistent geometries: the grid is capped at this
 
   // Runs the kernel on a problem of the same family constraints (the geometry is the problem's).
   void run(const LaunchGeometry& geometry, const Problem& problem, const GemmOperands& operands,

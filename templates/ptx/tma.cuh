@@ -1,0 +1,54 @@
+// TMA: bulk tensor copies from global to shared memory, described by a CUtensorMap made on the
+// host, completing on an mbarrier. Out-of-bounds elements are filled with zeros.
+#pragma once
+#include "ptx/mbarrier.cuh"
+
+namespace gemmtune {
+namespace ptx {
+
+GEMMTUNE_DEVICE_INLINE void tma_prefetch_descriptor(const void* map) {
+  asm volatile("prefetch.tensormap [%0];" ::"l"(reinterpret_cast<u64>(map)) : "memory");
+}
+
+// Copies the box at coordinates (c0 inner, c1 outer) into dst.
+GEMMTUNE_DEVICE_INLINE void tma_load_2d(void* dst, const void* map, u64* bar, int c0, int c1) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      " [%0], [%1, {%3, %4}], [%2];" ::"r"(smem_u32(dst)),
+      "l"(reinterpret_cast<u64>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1)
+      : "memory");
+}
+
+// The same copy, delivered to dst and bar at the same offsets in every CTA of `cta_mask`.
+GEMMTUNE_DEVICE_INLINE void tma_load_2d_multicast(void* dst, const void* map, u64* bar, int c0, int c1,
+                                                  u16 cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(smem_u32(dst)),
+      "l"(reinterpret_cast<u64>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "h"(cta_mask)
+      : "memory");
+}
+
+// Copies the box at (c0, c1) from shared memory to global memory (out-of-bounds parts are not
+// written); completes as part of this thread's bulk group.
+GEMMTUNE_DEVICE_INLINE void tma_store_2d(const void* map, const void* src, int c0, int c1) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%2, %3}], [%1];" ::"l"(
+                   reinterpret_cast<u64>(map)),
+               "r"(smem_u32(src)), "r"(c0), "r"(c1)
+               : "memory");
+}
+GEMMTUNE_DEVICE_INLINE void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+// The committed stores have finished reading shared memory (it may be overwritten).
+GEMMTUNE_DEVICE_INLINE void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+// The committed stores are complete.
+GEMMTUNE_DEVICE_INLINE void bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+// Shared-memory writes of this thread become visible to TMA (the async proxy).
+GEMMTUNE_DEVICE_INLINE void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+
+// Synchronises `threads` threads on named barrier `id` (0 is __syncthreads').
+GEMMTUNE_DEVICE_INLINE void named_barrier(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
+}  // namespace ptx
+}  // namespace gemmtune
