@@ -37,7 +37,7 @@ GEMMTUNE_DEVICE_INLINE void fence_registers(float (&d)[N]) {
 
 // Cfg provides: BM, BN (problem tile: BM along M = wgmma N, BN along N = kernel M), STAGES,
 // WG (consumer warpgroups), WS (bool), CLUSTER_M, CLUSTER_N (1 or 2, at most one of them 2),
-// RASTER (0: sweep tiles along M first, 1: along N first), EPILOGUE (0: stores from registers,
+// RASTER (0: sweep tiles along M first, 1: along N first), GROUP (tiles per raster group), EPILOGUE (0: stores from registers,
 // 1: through shared memory and TMA stores when beta == 0 and C is 16-byte aligned), A_T, B_T
 // (bools), DTYPE (1 f16, 2 bf16).
 template <class Cfg>
@@ -65,8 +65,8 @@ struct Kernel {
   static constexpr int C_CHUNK_BYTES = 64 * MW * 128;
   static constexpr int C_BYTES = TMA_STORE ? TM * TN * 2 : 0;
   static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + C_BYTES + 1024 + 2 * STAGES * 8;
-  static constexpr int PRODUCER_REGS = WG == 3 ? 24 : 40;
-  static constexpr int CONSUMER_REGS = WG == 3 ? 160 : 232;
+  static constexpr int PRODUCER_REGS = 24;
+  static constexpr int CONSUMER_REGS = WG == 3 ? 160 : 240;
   using Mma = ptx::Wgmma<TN, P_KMAJOR ? 0 : 1, Q_KMAJOR ? 0 : 1, Cfg::DTYPE>;
 
   static_assert(TM % (64 * WG) == 0 && (MW == 1 || MW == 2), "kernel M is 64 rows per warpgroup, once or twice");
@@ -99,15 +99,15 @@ struct Kernel {
   };
 
   // Tiles in clusters: a "super tile" is CLUSTER tiles that share an operand; CTA `rank` takes
-  // its own tile of it. Super tiles are swept in groups of 8 along the raster dimension.
+  // its own tile of it. Super tiles are swept in groups of GROUP along the raster dimension.
   GEMMTUNE_DEVICE_INLINE static Tile tile_of(int super_tile, int rank, int tiles_km, int tiles_kn) {
     const int super_km = SHARE_Q ? (tiles_km + 1) / 2 : tiles_km;
     const int super_kn = SHARE_P ? (tiles_kn + 1) / 2 : tiles_kn;
     int skm, skn;
     if (Cfg::RASTER == 0)
-      grouped_tile(super_tile, super_kn, super_km, 8, skn, skm);  // problem M (kernel N) first
+      grouped_tile(super_tile, super_kn, super_km, Cfg::GROUP, skn, skm);  // problem M (kernel N) first
     else
-      grouped_tile(super_tile, super_km, super_kn, 8, skm, skn);
+      grouped_tile(super_tile, super_km, super_kn, Cfg::GROUP, skm, skn);
     const int km = SHARE_Q ? 2 * skm + rank : skm;
     const int kn = SHARE_P ? 2 * skn + rank : skn;
     return Tile{km * TM, kn * TN};
@@ -198,13 +198,11 @@ struct Kernel {
   // Consumer warpgroup `consumer` is done with `stage`: tell this CTA's producer and, when the
   // stage is filled by multicast, the other CTA's too.
   GEMMTUNE_DEVICE_INLINE static void release(const Smem& s, int stage) {
-    if (threadIdx.x % 128 == 0) {
-      if constexpr (CLUSTER > 1) {
-        ptx::mbarrier_arrive_cluster(&s.empty[stage], 0);
-        ptx::mbarrier_arrive_cluster(&s.empty[stage], 1);
-      } else {
-        ptx::mbarrier_arrive(&s.empty[stage]);
-      }
+    const int lane = threadIdx.x % 128;
+    if constexpr (CLUSTER > 1) {
+      if (lane < CLUSTER) ptx::mbarrier_arrive_cluster(&s.empty[stage], u32(lane));  // one CTA per lane
+    } else {
+      if (lane == 0) ptx::mbarrier_arrive(&s.empty[stage]);
     }
     __syncwarp();  // wgmma is .aligned: the warp must be converged again
   }
@@ -445,7 +443,7 @@ struct Kernel {
 struct GemmtuneWgmmaDefault {
   static constexpr int BM = 256, BN = 128, STAGES = 3, WG = 2;
   static constexpr bool WS = true;
-  static constexpr int CLUSTER_M = 1, CLUSTER_N = 2, RASTER = 0, EPILOGUE = 1;
+  static constexpr int CLUSTER_M = 1, CLUSTER_N = 2, RASTER = 0, GROUP = 8, EPILOGUE = 1;
   static constexpr bool A_T = false, B_T = false;
   static constexpr int DTYPE = 2;
 };

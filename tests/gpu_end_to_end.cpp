@@ -19,6 +19,7 @@ class EndToEnd : public test::GpuTest {
     options_.timing.min_total_ms = 5;
     options_.timing.warmup_ms = 5;
     options_.candidate_timeout_s = 60;
+    options_.settle_ms = 0;
   }
 
   // Runs the library on the problem and checks the result like any candidate.
@@ -60,6 +61,9 @@ TEST_F(EndToEnd, TunedKernelIsStoredAndUsedByTheLibrary) {
   const TuningDb db(options_.db_path);
   const auto best = db.best(device_.key, p);
   ASSERT_TRUE(best.has_value());
+  // The winner and cuBLAS were timed again, interleaved, in the final round.
+  EXPECT_NE(best->winner.message.find("final round"), std::string::npos) << best->winner.message;
+  EXPECT_GT(best->baseline_ms, 0);
   EXPECT_EQ(best->winner.kernel_name, second.best->kernel_name);
   EXPECT_EQ(db.candidates(device_.key, p).size(), 8u);
 

@@ -20,6 +20,7 @@ TEST_F(FaultIsolation, FaultAndHangAreRecordedAndSurvived) {
   o.candidate_timeout_s = 15;
   o.timing.min_runs = 5;
   o.timing.min_total_ms = 5;
+  o.settle_ms = 0;
   const Family& faults = find_family("fault_injection");
   const Family& simt = find_family("simt");
   KernelConfig fault = faults.default_config(p, device_.arch), hang = fault;

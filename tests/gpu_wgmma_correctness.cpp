@@ -25,7 +25,8 @@ const Point kPoints[] = {
 KernelConfig config_of(const Point& pt, const Problem& p) {
   return KernelConfig{"wgmma_sm90", p.dtype, p.op_a, p.op_b,
                       {{"BM", pt.bm}, {"BN", pt.bn}, {"STAGES", pt.stages}, {"WG", pt.wg}, {"WS", pt.ws},
-                       {"CLUSTER", pt.cluster}, {"RASTER", p.m >= p.n ? 0 : 1}, {"EPILOGUE", pt.epilogue}}};
+                       {"CLUSTER", pt.cluster}, {"RASTER", p.m >= p.n ? 0 : 1},
+                       {"GROUP", pt.cluster == 21 ? 3 : 8}, {"EPILOGUE", pt.epilogue}}};
 }
 
 class WgmmaCorrectness : public test::GpuTest, public ::testing::WithParamInterface<std::tuple<std::string, std::string>> {

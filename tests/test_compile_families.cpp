@@ -45,13 +45,13 @@ TEST_F(CompileFamilies, WgmmaF16NN) { expect_all_compile(DType::f16, "nn", "sm_9
 
 TEST_F(CompileFamilies, HelperKernelsCompile) {
   const Compiler compiler(false);
-  const KernelSource pack{"gemmtune_pack16", "#include \"pack.cuh\"\n", "pack"};
+  const KernelSource pack = make_source("gemmtune_pack16", "#include \"pack.cuh\"\n");
   EXPECT_FALSE(compiler.compile(pack, ArchInfo::from_name("sm_90a")).cubin.empty());
 }
 
 TEST_F(CompileFamilies, VerificationKernelsCompile) {
   const Compiler compiler(false);
-  KernelSource s{"gemmtune_testing", "#include \"testing.cuh\"\n", "testing"};
+  const KernelSource s = make_source("gemmtune_testing", "#include \"testing.cuh\"\n");
   for (const char* arch : {"sm_80", "sm_90a"}) {
     const CompiledKernel k = compiler.compile(s, ArchInfo::from_name(arch));
     EXPECT_FALSE(k.cubin.empty());

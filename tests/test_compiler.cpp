@@ -3,6 +3,7 @@
 
 #include <fstream>
 
+#include "gemmtune/generator/family.hpp"
 #include "gemmtune/generator/util.hpp"
 #include "gemmtune/runtime/compiler.hpp"
 #include "support.hpp"
@@ -11,11 +12,7 @@ namespace gemmtune {
 namespace {
 
 KernelSource tiny_kernel(const std::string& body = "p[threadIdx.x] = 1.0f;") {
-  KernelSource s;
-  s.name = "tiny_kernel";
-  s.code = "extern \"C\" __global__ void tiny_kernel(float* p) { " + body + " }\n";
-  s.hash = hash_hex(s.name + s.code);
-  return s;
+  return make_source("tiny_kernel", "extern \"C\" __global__ void tiny_kernel(float* p) { " + body + " }\n");
 }
 
 TEST(Ptxas, ReportIsParsed) {

@@ -84,14 +84,40 @@ std::string Table::render(const std::string& indent) const {
 }
 
 ShapeLine parse_shape_line(const std::string& raw) {
-  std::string text = raw;
-  std::replace(text.begin(), text.end(), 'x', ' ');
-  std::replace(text.begin(), text.end(), ',', ' ');
-  std::istringstream in(text);
+  std::istringstream words(raw);
+  std::vector<std::string> tokens;
+  for (std::string w; words >> w;) tokens.push_back(w);
   ShapeLine s;
-  if (!(in >> s.m >> s.n >> s.k))
-    GT_THROW(Errc::invalid_argument, "'{}' is not a shape (expected 'M N K' or 'MxNxK', then optional dtype and layout)", raw);
-  in >> s.dtype >> s.layout;
+  size_t next = 0;
+  // The shape: "MxNxK" as one word, or three words.
+  std::string dims = tokens.empty() ? "" : tokens[0];
+  if (dims.find('x') == std::string::npos && tokens.size() >= 3) dims = tokens[0] + "x" + tokens[1] + "x" + tokens[2];
+  std::replace(dims.begin(), dims.end(), 'x', ' ');
+  std::istringstream shape(dims);
+  std::string rest;
+  if (!(shape >> s.m >> s.n >> s.k) || (shape >> rest))
+    GT_THROW(Errc::invalid_argument,
+             "'{}' is not a shape (expected 'M N K' or 'MxNxK', then optional dtype, layout, lda=, ldb=, ldc=)", raw);
+  next = tokens[0].find('x') == std::string::npos ? 3 : 1;
+  for (; next < tokens.size(); ++next) {
+    const std::string& t = tokens[next];
+    const auto eq = t.find('=');
+    if (eq == std::string::npos) {
+      (s.dtype.empty() ? s.dtype : s.layout) = t;
+      continue;
+    }
+    const std::string key = t.substr(0, eq);
+    int64_t value = 0;
+    try {
+      value = std::stoll(t.substr(eq + 1));
+    } catch (const std::exception&) {
+      GT_THROW(Errc::invalid_argument, "'{}': '{}' is not a number", raw, t.substr(eq + 1));
+    }
+    if (key == "lda") s.lda = value;
+    else if (key == "ldb") s.ldb = value;
+    else if (key == "ldc") s.ldc = value;
+    else GT_THROW(Errc::invalid_argument, "'{}': unknown field '{}' (lda, ldb, ldc)", raw, key);
+  }
   return s;
 }
 

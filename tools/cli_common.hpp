@@ -32,10 +32,12 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
-// "8192x8192x8192" or "8192 8192 8192", optionally followed by dtype and layout.
+// "8192x8192x8192" or "8192 8192 8192", optionally followed by dtype and layout, and by
+// lda=, ldb=, ldc= for leading dimensions other than the tight ones.
 struct ShapeLine {
   int64_t m = 0, n = 0, k = 0;
   std::string dtype, layout;  // empty: the command line's
+  int64_t lda = 0, ldb = 0, ldc = 0;  // 0: tight
 };
 ShapeLine parse_shape_line(const std::string& line);
 // Lines of a shapes file (comments with '#', blank lines ignored); throws Error(invalid_argument).

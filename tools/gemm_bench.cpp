@@ -46,7 +46,7 @@ std::vector<gt::Problem> problems_of(const Args& a) {
   std::vector<gt::Problem> out;
   for (const auto& l : lines)
     out.push_back(gt::cli::make_cli_problem(l.dtype.empty() ? a.dtype : l.dtype, l.layout.empty() ? a.layout : l.layout,
-                                            l.m, l.n, l.k, 0, 0, 0));
+                                            l.m, l.n, l.k, l.lda, l.ldb, l.ldc));
   return out;
 }
 

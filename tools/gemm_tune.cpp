@@ -70,7 +70,7 @@ std::vector<gt::Problem> problems_of(const Args& a) {
                "give either --shapes or --m/--n/--k, not both");
     for (const auto& s : gt::cli::read_shapes_file(a.shapes))
       out.push_back(gt::cli::make_cli_problem(s.dtype.empty() ? a.dtype : s.dtype,
-                                              s.layout.empty() ? a.layout : s.layout, s.m, s.n, s.k, 0, 0, 0));
+                                              s.layout.empty() ? a.layout : s.layout, s.m, s.n, s.k, s.lda, s.ldb, s.ldc));
     return out;
   }
   GT_REQUIRE(a.m != 0 || a.n != 0 || a.k != 0, gt::Errc::invalid_argument,

@@ -10,12 +10,14 @@ namespace gemmtune {
 
 double Family::prior(const KernelConfig&, const Problem&, const ArchInfo&) const { return 0.0; }
 
-KernelSource emit_source(const Family& family, const KernelConfig& config) {
-  KernelSource src;
-  src.name = family.kernel_name(config);
-  src.code = family.emit(config);
+KernelSource make_source(std::string name, std::string code) {
+  KernelSource src{std::move(name), std::move(code), {}};
   src.hash = hash_hex(src.name + '\n' + src.code);
   return src;
+}
+
+KernelSource emit_source(const Family& family, const KernelConfig& config) {
+  return make_source(family.kernel_name(config), family.emit(config));
 }
 
 std::string_view embedded_template(std::string_view path) {

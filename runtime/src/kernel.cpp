@@ -1,5 +1,6 @@
 #include "gemmtune/runtime/kernel.hpp"
 
+#include <algorithm>
 #include <cstddef>
 
 #include "gemmtune/generator/util.hpp"
@@ -138,12 +139,23 @@ std::unique_ptr<Launcher> make_launcher(const Family& family, const Compiler& co
   return std::make_unique<PlainLauncher>();
 }
 
+LaunchGeometry persistent_grid(const LaunchGeometry& g, uint32_t resident) {
+  LaunchGeometry out = g;
+  const uint32_t cluster = g.cluster[0] * g.cluster[1] * g.cluster[2];
+  uint32_t slots = g.grid[0] / cluster;  // work units that run at once
+  if (resident > 0) slots = std::min(slots, std::max(1u, resident / cluster));
+  if (g.work_units > 0 && slots > 0) {
+    const uint32_t rounds = (g.work_units + slots - 1) / slots;
+    slots = (g.work_units + rounds - 1) / rounds;
+  }
+  out.grid[0] = std::max(1u, slots) * cluster;
+  return out;
+}
+
 void ReadyKernel::run(const LaunchGeometry& g, const Problem& problem, const GemmOperands& operands,
                       CUstream stream) const {
-  if (g.persistent && resident_ctas > 0 && g.grid[0] > resident_ctas) {
-    LaunchGeometry capped = g;
-    capped.grid[0] = resident_ctas;
-    launcher->launch(*loaded, config, capped, problem, operands, stream);
+  if (g.persistent) {
+    launcher->launch(*loaded, config, persistent_grid(g, resident_ctas), problem, operands, stream);
     return;
   }
   launcher->launch(*loaded, config, g, problem, operands, stream);

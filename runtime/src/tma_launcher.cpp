@@ -27,11 +27,7 @@ std::pair<uint32_t, uint32_t> box_of(bool k_major, int64_t rows, bool shared) {
 }
 
 KernelSource pack_source() {
-  KernelSource s;
-  s.name = "gemmtune_pack16";
-  s.code = "// operand packing for TMA\n#include \"pack.cuh\"\n";
-  s.hash = hash_hex(s.name + '\n' + s.code);
-  return s;
+  return make_source("gemmtune_pack16", "// operand packing for TMA\n#include \"pack.cuh\"\n");
 }
 
 }  // namespace

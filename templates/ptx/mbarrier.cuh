@@ -27,11 +27,12 @@ GEMMTUNE_DEVICE_INLINE void mbarrier_arrive(u64* bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem_u32(bar)) : "memory");
 }
 
-// Arrives on the barrier at the same offset in CTA `cta` of this cluster.
+// Arrives on the barrier at the same offset in CTA `cta` of this cluster. CTA-scope release: it
+// only says "done reading" (wgmma reads are complete by then), so no cluster-wide fence is paid.
 GEMMTUNE_DEVICE_INLINE void mbarrier_arrive_cluster(u64* bar, u32 cta) {
   u32 remote;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_u32(bar)), "r"(cta));
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
 }
 
 GEMMTUNE_DEVICE_INLINE bool mbarrier_try_wait(u64* bar, u32 parity) {

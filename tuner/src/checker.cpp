@@ -21,11 +21,7 @@ int dtype_code(DType d) { return d == DType::f32 ? 0 : d == DType::f16 ? 1 : 2; 
 int64_t stored_elements(int64_t ld, int64_t cols) { return ld * cols; }
 
 KernelSource testing_source() {
-  KernelSource s;
-  s.name = "gemmtune_testing";
-  s.code = "// verification kernels\n#include \"testing.cuh\"\n";
-  s.hash = hash_hex(s.name + '\n' + s.code);
-  return s;
+  return make_source("gemmtune_testing", "// verification kernels\n#include \"testing.cuh\"\n");
 }
 
 CheckArgs base_args(const ProblemData& d, float alpha, float beta) {

@@ -117,6 +117,20 @@ class Measurer {
     return candidate_from_json(j.at("candidate"));
   }
 
+  // Timing only, for a candidate that was verified before; nullopt when the worker failed.
+  std::optional<Timing> retime(const KernelConfig& config) {
+    ensure_ready();
+    const nlohmann::json request = {{"cmd", "retime"}, {"config", nlohmann::json::parse(config.to_json())}};
+    auto answer = client_.call(request.dump(), options_.candidate_timeout_s);
+    if (!answer) {
+      ready_ = false;
+      return std::nullopt;
+    }
+    const auto j = nlohmann::json::parse(*answer);
+    if (j.at("event") != "timing") return std::nullopt;
+    return Timing{j.at("median_ms"), j.at("min_ms"), j.at("max_ms"), j.at("runs")};
+  }
+
   // cuBLAS in the same process, on the same data, timed the same way.
   std::pair<double, std::string> baseline() {
     ensure_ready();
@@ -135,7 +149,8 @@ class Measurer {
     if (ready_ && client_.running()) return;
     const nlohmann::json setup = {{"cmd", "setup"},           {"problem", to_json(problem_)},
                                   {"alpha", options_.alpha},  {"beta", options_.beta},
-                                  {"seed", options_.seed},    {"timing", to_json(options_.timing)}};
+                                  {"seed", options_.seed},    {"timing", to_json(options_.timing)},
+                                  {"settle_ms", options_.settle_ms}};
     auto answer = client_.call(setup.dump(), options_.setup_timeout_s);
     GT_REQUIRE(answer, Errc::cuda, "the measuring worker could not start: {}", client_.failure());
     const auto j = nlohmann::json::parse(*answer);
@@ -158,6 +173,43 @@ void phase(const TuneOptions& o, std::string text) {
   Progress p;
   p.text = std::move(text);
   notify(o, p);
+}
+
+// Times the fastest candidates and cuBLAS again, interleaved, `rounds` times; each keeps its
+// best round. Updates the records (and the database) with those timings.
+void final_round(Measurer& measurer, TuningDb& db, const TuneReport& report, const TuneOptions& o,
+                 double& baseline_ms, std::string& baseline_name) {
+  std::vector<CandidateRecord> top;
+  for (auto& c : db.candidates(report.device.key, report.problem))
+    if (c.status == CandidateStatus::ok && int(top.size()) < o.final_candidates) top.push_back(std::move(c));
+  if (top.empty() || o.final_rounds <= 0) return;
+  phase(o, fmt::format("final round: the {} fastest{} timed again, {} rounds", top.size(),
+                       o.baseline ? " and cuBLAS" : "", o.final_rounds));
+  std::vector<std::optional<Timing>> best(top.size());
+  double best_baseline = -1;
+  for (int round = 0; round < o.final_rounds && !stop_requested(); ++round) {
+    for (size_t i = 0; i < top.size(); ++i) {
+      const auto t = measurer.retime(top[i].config);
+      if (t && (!best[i] || t->median_ms < best[i]->median_ms)) best[i] = t;
+    }
+    if (o.baseline) {
+      const auto [ms, name] = measurer.baseline();
+      baseline_name = name;
+      if (ms > 0 && (best_baseline < 0 || ms < best_baseline)) best_baseline = ms;
+    }
+  }
+  if (best_baseline > 0) baseline_ms = best_baseline;
+  for (size_t i = 0; i < top.size(); ++i) {
+    if (!best[i]) continue;
+    CandidateRecord& c = top[i];
+    c.median_ms = best[i]->median_ms;
+    c.min_ms = best[i]->min_ms;
+    c.max_ms = best[i]->max_ms;
+    c.runs = best[i]->runs;
+    c.tflops = report.problem.flops() / (c.median_ms * 1e-3) / 1e12;
+    c.message = "timed again in the final round" + (c.message.empty() ? "" : "; " + c.message);
+    db.record(report.device.key, report.problem, c);
+  }
 }
 
 std::optional<CandidateRecord> fastest(const std::vector<CandidateRecord>& records) {
@@ -293,10 +345,13 @@ TuneReport tune(const Problem& problem, const TuneOptions& options, int ordinal)
       notify(options, p);
     }
     cancelled = true;  // compiles still queued are not needed any more
-    if (options.baseline && !stop_requested()) {
-      phase(options, "timing cuBLAS on the same problem");
+    if (!stop_requested() && (options.baseline || options.final_rounds > 0)) {
       if (!measurer) measurer.emplace(problem, options);
-      std::tie(report.baseline_ms, report.baseline_name) = measurer->baseline();
+      final_round(*measurer, db, report, options, report.baseline_ms, report.baseline_name);
+      if (options.baseline && report.baseline_ms < 0) {  // nothing to compare in a final round
+        phase(options, "timing cuBLAS on the same problem");
+        std::tie(report.baseline_ms, report.baseline_name) = measurer->baseline();
+      }
     }
   }
 

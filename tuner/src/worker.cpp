@@ -38,8 +38,18 @@ class Worker {
     stream_ = std::make_unique<StreamHandle>();
     timer_ = std::make_unique<Timer>(device_);
     verifier_ = std::make_unique<Verifier>(*checker_, problem_, alpha_, beta_, request.at("seed"), stream_->get());
+    settle(request.value("settle_ms", 0.0));
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return {{"event", "ready"}, {"device", device_.name}, {"setup_ms", ms}};
+  }
+
+  // Times an already verified candidate again (final round), in the conditions of this moment.
+  json retime(const json& request) {
+    const KernelConfig config = KernelConfig::from_json(request.at("config").dump());
+    const ReadyKernel kernel = prepare_kernel(compiler_, config, problem_, device_.arch);
+    const Timing t = time_kernel(kernel);
+    return {{"event", "timing"}, {"median_ms", t.median_ms}, {"min_ms", t.min_ms}, {"max_ms", t.max_ms},
+            {"runs", t.runs}};
   }
 
   json measure(const json& request) {
@@ -54,13 +64,13 @@ class Worker {
   }
 
   json baseline() {
-    auto cublas = Cublas::load();
-    if (!cublas) return {{"event", "baseline"}, {"available", false}, {"message", Cublas::why_not()}};
+    if (!cublas_) cublas_ = Cublas::load();
+    if (!cublas_) return {{"event", "baseline"}, {"available", false}, {"message", Cublas::why_not()}};
     const ProblemData& data = verifier_->data();
     data.reset_c(*checker_, beta_, stream_->get());
     const GemmOperands ops = data.operands(alpha_, beta_);
-    const Timing t = timer_->time([&](CUstream s) { cublas->gemm(problem_, ops, s); }, stream_->get(), timing_);
-    return {{"event", "baseline"}, {"available", true}, {"name", cublas->version()},
+    const Timing t = timer_->time([&](CUstream s) { cublas_->gemm(problem_, ops, s); }, stream_->get(), timing_);
+    return {{"event", "baseline"}, {"available", true}, {"name", cublas_->version()},
             {"median_ms", t.median_ms}, {"min_ms", t.min_ms}, {"max_ms", t.max_ms}, {"runs", t.runs}};
   }
 
@@ -106,19 +116,45 @@ class Worker {
     }
   }
 
-  void time_into(CandidateRecord& rec, const ReadyKernel& kernel) {
+  Timing time_kernel(const ReadyKernel& kernel) {
     const ProblemData& data = verifier_->data();
     data.reset_c(*checker_, beta_, stream_->get());
     const GemmOperands ops = data.operands(alpha_, beta_);
-    const Timing t = timer_->time([&](CUstream s) { kernel.run(problem_, ops, s); }, stream_->get(), timing_);
+    return timer_->time([&](CUstream s) { kernel.run(problem_, ops, s); }, stream_->get(), timing_);
+  }
+
+  // Keeps the GPU busy for a while before the first measurement, so that the first candidates
+  // are not timed on a cooler (faster-clocked) GPU than the last ones.
+  void settle(double ms) {
+    if (ms <= 0) return;
+    if (!cublas_) cublas_ = Cublas::load();
+    const ProblemData& data = verifier_->data();
+    const GemmOperands ops = data.operands(alpha_, beta_);
+    const auto start = std::chrono::steady_clock::now();
+    while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() < ms) {
+      for (int i = 0; i < 10; ++i) {
+        if (cublas_)
+          cublas_->gemm(problem_, ops, stream_->get());
+        else
+          GT_CU(cuMemsetD32Async(data.c.ptr(), 0, data.c.bytes() / 4, stream_->get()));
+      }
+      stream_->synchronize();
+    }
+  }
+
+  void time_into(CandidateRecord& rec, const ReadyKernel& kernel) {
+    const Timing t = time_kernel(kernel);
     rec.status = CandidateStatus::ok;
     rec.median_ms = t.median_ms;
     rec.min_ms = t.min_ms;
     rec.max_ms = t.max_ms;
     rec.runs = t.runs;
     rec.tflops = problem_.flops() / (t.median_ms * 1e-3) / 1e12;
+    if (kernel.geometry.persistent)
+      rec.message = fmt::format("persistent grid of {} CTAs", persistent_grid(kernel.geometry, kernel.resident_ctas).grid[0]);
     if (auto clocks = sample_clocks(device_.pci_bus_id))
-      rec.message = fmt::format("SM clock {} MHz, {} C after timing", clocks->sm_mhz, clocks->temperature_c);
+      rec.message += fmt::format("{}SM clock {} MHz, {} C after timing", rec.message.empty() ? "" : "; ",
+                                 clocks->sm_mhz, clocks->temperature_c);
   }
 
  public:
@@ -134,6 +170,7 @@ class Worker {
   std::unique_ptr<StreamHandle> stream_;
   std::unique_ptr<Timer> timer_;
   std::unique_ptr<Verifier> verifier_;
+  std::unique_ptr<Cublas> cublas_;
   bool poisoned_ = false;
 };
 
@@ -155,6 +192,8 @@ int run_worker(std::istream& in, std::ostream& out) {
         answer = worker.measure(request);
       else if (cmd == "baseline")
         answer = worker.baseline();
+      else if (cmd == "retime")
+        answer = worker.retime(request);
       else
         answer = {{"event", "error"}, {"message", "unknown command '" + cmd + "'"}};
     } catch (const std::exception& e) {

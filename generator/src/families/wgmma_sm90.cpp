@@ -46,6 +46,7 @@ class WgmmaSm90Family final : public Family {
         {"WS", {0, 1}},       // 1: warp-specialized persistent, 0: multistage
         {"CLUSTER", {11, 21, 12}},  // CTAs along M x along N
         {"RASTER", {0, 1}},   // 0: sweep tiles along M first, 1: along N first
+        {"GROUP", {8}},       // tiles per raster group (a kernel parameter; one value searched)
         {"EPILOGUE", {0, 1}},  // 0: stores from registers, 1: through shared memory + TMA store
     };
     s.constraints = {
@@ -72,6 +73,10 @@ class WgmmaSm90Family final : public Family {
            if (cluster_n(c) == 2) return ceil_div(p.n, c.at("BN")) >= 2;
            return true;
          }},
+        {"group_size", "raster groups of 1 to 64 tiles",
+         [](const KernelConfig& c, const Problem&, const ArchInfo&) {
+           return c.at("GROUP") >= 1 && c.at("GROUP") <= 64;
+         }},
         {"tma_store_needs_ws", "the TMA-store epilogue pays off when it overlaps the next tile",
          [](const KernelConfig& c, const Problem&, const ArchInfo&) {
            return c.at("EPILOGUE") == 0 || c.at("WS") == 1;
@@ -91,14 +96,15 @@ class WgmmaSm90Family final : public Family {
     KernelConfig c{"wgmma_sm90", p.dtype, p.op_a, p.op_b, {}};
     const bool large = p.m >= 512 && p.n >= 256;
     c.params = {{"BM", large ? 256 : 128}, {"BN", 128}, {"STAGES", large ? 3 : 4}, {"WG", 2}, {"WS", 1},
-                {"CLUSTER", large ? 12 : 11}, {"RASTER", p.m >= p.n ? 0 : 1}, {"EPILOGUE", 1}};
+                {"CLUSTER", large ? 12 : 11}, {"RASTER", p.m >= p.n ? 0 : 1}, {"GROUP", 8}, {"EPILOGUE", 1}};
     return c;
   }
 
   std::string kernel_name(const KernelConfig& c) const override {
-    return fmt::format("gemm_wgmma_{}_{}{}_{}x{}x{}_s{}_wg{}_c{}x{}_{}_r{}{}", to_string(c.dtype), to_char(c.op_a),
+    return fmt::format("gemm_wgmma_{}_{}{}_{}x{}x{}_s{}_wg{}_c{}x{}_{}_r{}{}{}", to_string(c.dtype), to_char(c.op_a),
                        to_char(c.op_b), c.at("BM"), c.at("BN"), kBK, c.at("STAGES"), c.at("WG"), cluster_m(c),
                        cluster_n(c), c.at("WS") ? "ws" : "ms", c.at("RASTER") ? "n" : "m",
+                       c.at("GROUP") == 8 ? "" : fmt::format("_g{}", c.at("GROUP")),
                        c.at("EPILOGUE") ? "_tmastore" : "");
   }
 
@@ -111,7 +117,8 @@ class WgmmaSm90Family final : public Family {
         "struct Config {{\n"
         "  static constexpr int BM = {BM}, BN = {BN}, STAGES = {STAGES}, WG = {WG};\n"
         "  static constexpr bool WS = {WS};\n"
-        "  static constexpr int CLUSTER_M = {CM}, CLUSTER_N = {CN}, RASTER = {RASTER}, EPILOGUE = {EPI};\n"
+        "  static constexpr int CLUSTER_M = {CM}, CLUSTER_N = {CN}, RASTER = {RASTER}, GROUP = {GROUP};\n"
+        "  static constexpr int EPILOGUE = {EPI};\n"
         "  static constexpr bool A_T = {A_T}, B_T = {B_T};\n"
         "  static constexpr int DTYPE = {DTYPE};\n"
         "}};\n"
@@ -124,7 +131,8 @@ class WgmmaSm90Family final : public Family {
         "}}\n",
         fmt::arg("name", kernel_name(c)), fmt::arg("BM", c.at("BM")), fmt::arg("BN", c.at("BN")),
         fmt::arg("STAGES", c.at("STAGES")), fmt::arg("WG", c.at("WG")), fmt::arg("WS", c.at("WS") != 0),
-        fmt::arg("CM", cluster_m(c)), fmt::arg("CN", cluster_n(c)), fmt::arg("RASTER", c.at("RASTER")), fmt::arg("EPI", c.at("EPILOGUE")),
+        fmt::arg("CM", cluster_m(c)), fmt::arg("CN", cluster_n(c)), fmt::arg("RASTER", c.at("RASTER")), fmt::arg("GROUP", c.at("GROUP")),
+        fmt::arg("EPI", c.at("EPILOGUE")),
         fmt::arg("A_T", c.op_a == Op::T), fmt::arg("B_T", c.op_b == Op::T),
         fmt::arg("DTYPE", c.dtype == DType::bf16 ? 2 : 1));
   }
@@ -142,6 +150,7 @@ class WgmmaSm90Family final : public Family {
       const int64_t super = ceil_div(g.tiles_m, cluster_m(c)) * ceil_div(g.tiles_n, cluster_n(c));
       g.grid = {uint32_t(std::min<int64_t>(super, arch.sms / cluster) * cluster), 1, 1};
       g.persistent = true;
+      g.work_units = uint32_t(super);
     } else {
       g.grid = {g.tiles_m * g.tiles_n, 1, 1};
     }

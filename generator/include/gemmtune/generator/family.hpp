@@ -18,9 +18,11 @@ struct LaunchGeometry {
   std::array<uint32_t, 3> cluster{1, 1, 1};
   uint32_t smem_bytes = 0;  // dynamic shared memory
   uint32_t tiles_m = 1, tiles_n = 1;  // output tiles, for the kernel's tile scheduler
-  // Persistent kernels loop over tiles: the runtime caps the grid at the CTAs that can be
-  // resident at once (clusters may not fit on every SM), so that no CTA waits for a second wave.
+  // Persistent kernels loop over `work_units` (tiles, or cluster-sized groups of tiles). The
+  // runtime sizes their grid: no more CTAs than can be resident at once (clusters may not fit on
+  // every SM), and no more than the fewest that finish in the same number of rounds.
   bool persistent = false;
+  uint32_t work_units = 0;
 };
 
 // The generated translation unit of one configuration.
@@ -56,6 +58,8 @@ class Family {
                        const ArchInfo& arch) const;
 };
 
+// A translation unit with its hash (of name and code).
+KernelSource make_source(std::string name, std::string code);
 // Name, code and hash of one configuration.
 KernelSource emit_source(const Family& family, const KernelConfig& config);
 // Hex hash of the family's template sources: results from another version are never reused.

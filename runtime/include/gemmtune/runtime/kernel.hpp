@@ -46,6 +46,10 @@ struct GemmOperands {
 // Fills the plain fields of GemmArgs (addresses, sizes, scalars, tile counts).
 GemmArgs plain_args(const LaunchGeometry& geometry, const Problem& problem, const GemmOperands& ops);
 
+// The grid of a persistent launch: at most `resident` CTAs (0: no limit), and of those the fewest
+// that take the same number of rounds over the work units (whole clusters throughout).
+LaunchGeometry persistent_grid(const LaunchGeometry& geometry, uint32_t resident);
+
 // Enqueues a kernel with any parameters (void* per parameter), 1-D grid and block.
 void launch_raw(CUfunction function, uint32_t grid, uint32_t block, void** params, CUstream stream);
 

@@ -43,6 +43,11 @@ struct TuneOptions {
   double setup_timeout_s = 600;
   TimingSettings timing;
   bool baseline = true;           // time cuBLAS on the same problem in the same run
+  double settle_ms = 1000;        // GPU load before the first measurement (clocks, temperature)
+  // Final round: the fastest candidates and cuBLAS are timed again, interleaved, so that the
+  // winner and its ratio to cuBLAS come from the same thermal conditions.
+  int final_candidates = 5;
+  int final_rounds = 2;
   std::vector<std::string> families;  // empty: every family that supports the problem
   std::vector<KernelConfig> extra;    // measured besides the search space (tests, experiments)
   bool only_extra = false;

@@ -1,0 +1,51 @@
+// runtime: the grid of persistent launches, and launch geometry of the families (no GPU needed).
+#include <gtest/gtest.h>
+
+#include "gemmtune/generator/family.hpp"
+#include "gemmtune/runtime/kernel.hpp"
+
+namespace gemmtune {
+namespace {
+
+LaunchGeometry persistent(uint32_t grid, uint32_t cluster, uint32_t work) {
+  LaunchGeometry g;
+  g.grid = {grid, 1, 1};
+  g.cluster = {cluster, 1, 1};
+  g.persistent = true;
+  g.work_units = work;
+  return g;
+}
+
+TEST(PersistentGrid, FewestCtasForTheSameNumberOfRounds) {
+  // 2048 tiles on 132 SMs take 16 rounds; 128 CTAs take 16 rounds too.
+  EXPECT_EQ(persistent_grid(persistent(132, 1, 2048), 132).grid[0], 128u);
+  EXPECT_EQ(persistent_grid(persistent(132, 1, 512), 132).grid[0], 128u);
+  EXPECT_EQ(persistent_grid(persistent(100, 1, 100), 132).grid[0], 100u);
+  EXPECT_EQ(persistent_grid(persistent(132, 1, 133), 132).grid[0], 67u);
+}
+
+TEST(PersistentGrid, ClustersStayWholeAndResidentCapHolds) {
+  // 1024 cluster-sized units, 66 clusters wanted, only 60 resident: 18 rounds of 57 clusters.
+  const LaunchGeometry g = persistent_grid(persistent(132, 2, 1024), 120);
+  EXPECT_EQ(g.grid[0], 114u);
+  EXPECT_EQ(g.grid[0] % 2, 0u);
+  EXPECT_EQ(persistent_grid(persistent(132, 2, 1), 120).grid[0], 2u);
+  // Unknown residency (0) leaves only the balancing.
+  EXPECT_EQ(persistent_grid(persistent(132, 1, 264), 0).grid[0], 132u);
+}
+
+TEST(WgmmaGeometry, PersistentGridsCoverTheWork) {
+  const Family& f = find_family("wgmma_sm90");
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  const Problem p = make_problem(DType::bf16, Op::N, Op::N, 8192, 8192, 8192);
+  KernelConfig c = f.default_config(p, arch);
+  const LaunchGeometry g = f.geometry(c, p, arch);
+  EXPECT_TRUE(g.persistent);
+  EXPECT_EQ(g.grid[0] % g.cluster[0], 0u);
+  EXPECT_LE(g.grid[0], uint32_t(arch.sms));
+  EXPECT_EQ(g.work_units * g.cluster[0], g.tiles_m * g.tiles_n);
+  EXPECT_LE(g.smem_bytes, uint32_t(arch.smem_per_block));
+}
+
+}  // namespace
+}  // namespace gemmtune
