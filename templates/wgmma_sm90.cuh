@@ -225,7 +225,6 @@ struct Kernel {
     u16* C = reinterpret_cast<u16*>(args.c);
     const float alpha = args.alpha, beta = args.beta;
     const bool read_c = beta != 0.0f;  // beta == 0 must not read C: it may be uninitialised
-    const bool pairs = (args.c % 4 == 0) && (args.ldc % 2 == 0);  // 4-byte stores of two m
     const int lane = threadIdx.x % 128;
     const int row = 16 * (lane / 32) + (lane % 32) / 4;
     const int col = 2 * (lane % 4);
@@ -236,6 +235,9 @@ struct Kernel {
         const int n = t.km0 + (consumer * MW + mb) * 64 + row + 8 * h;
         if (n >= args.n) continue;
         u16* column = C + (long long)n * args.ldc;
+        // 4-byte stores of two m where this column starts 4-byte aligned (m is even): with an
+        // odd ldc, every other column.
+        const bool pairs = (reinterpret_cast<u64>(column) & 3) == 0;
 #pragma unroll
         for (int j = 0; j < TN / 8; ++j) {
           const int m = t.kn0 + 8 * j + col;

@@ -78,12 +78,20 @@ class WgmmaSanitizer : public WgmmaCorrectness {};
 
 TEST_P(WgmmaSanitizer, SmallShapePerSchedule) {
   const auto [dtype_name, layout] = GetParam();
-  const Problem p = make_problem(parse_dtype(dtype_name), parse_op(layout[0]), parse_op(layout[1]), 300, 260, 130);
+  Problem p = make_problem(parse_dtype(dtype_name), parse_op(layout[0]), parse_op(layout[1]), 300, 260, 130);
   for (const Point& pt : {kPoints[0], kPoints[1], kPoints[4]}) {
     const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
     const Verdict v = check(k, p, 1.0f, 0.0f);  // beta == 0: the TMA-store epilogue where configured
     EXPECT_TRUE(v.ok) << k.compiled.name << ": " << v.message;
   }
+  // Odd leading dimensions: the operands are packed (vector loads near the buffers' ends).
+  p.lda += 1;
+  p.ldb += 1;
+  p.ldc += 1;
+  p.align = 2;
+  const ReadyKernel k = prepare_kernel(compiler_, config_of(kPoints[0], p), p, device_.arch);
+  const Verdict v = check(k, p, 1.0f, 0.5f);
+  EXPECT_TRUE(v.ok) << k.compiled.name << " on " << p.describe() << ": " << v.message;
 }
 
 INSTANTIATE_TEST_SUITE_P(Bf16, WgmmaSanitizer, ::testing::Combine(::testing::Values("bf16"), ::testing::Values("nn", "tn")));

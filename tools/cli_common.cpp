@@ -88,7 +88,6 @@ ShapeLine parse_shape_line(const std::string& raw) {
   std::vector<std::string> tokens;
   for (std::string w; words >> w;) tokens.push_back(w);
   ShapeLine s;
-  size_t next = 0;
   // The shape: "MxNxK" as one word, or three words.
   std::string dims = tokens.empty() ? "" : tokens[0];
   if (dims.find('x') == std::string::npos && tokens.size() >= 3) dims = tokens[0] + "x" + tokens[1] + "x" + tokens[2];
@@ -98,8 +97,7 @@ ShapeLine parse_shape_line(const std::string& raw) {
   if (!(shape >> s.m >> s.n >> s.k) || (shape >> rest))
     GT_THROW(Errc::invalid_argument,
              "'{}' is not a shape (expected 'M N K' or 'MxNxK', then optional dtype, layout, lda=, ldb=, ldc=)", raw);
-  next = tokens[0].find('x') == std::string::npos ? 3 : 1;
-  for (; next < tokens.size(); ++next) {
+  for (size_t next = tokens[0].find('x') == std::string::npos ? 3 : 1; next < tokens.size(); ++next) {
     const std::string& t = tokens[next];
     const auto eq = t.find('=');
     if (eq == std::string::npos) {

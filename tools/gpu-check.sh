@@ -7,7 +7,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${BUILD_DIR:-$root/build}"
 out="${OUT:-$root/gpu-check-out}"
 mkdir -p "$out"
-export GEMMTUNE_CACHE_DIR="${GEMMTUNE_CACHE_DIR:-$out/cache}"
+export GEMMTUNE_CACHE_DIR="${GEMMTUNE_CACHE_DIR:-$(mktemp -d /tmp/gemmtune-gpu-check-XXXXXX)}"
 export GEMMTUNE_DB="${GEMMTUNE_DB:-$GEMMTUNE_CACHE_DIR/tuning.db}"
 status=0
 
@@ -27,7 +27,7 @@ for tool in memcheck racecheck; do
        --gtest_filter='*WgmmaSanitizer*' >"$out/sanitizer-$tool.log" 2>&1; then
     status=1
   fi
-  grep -E "ERROR SUMMARY|PASSED|FAILED|SKIPPED" "$out/sanitizer-$tool.log" | tail -n 3
+  grep -E "ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED|SKIPPED" "$out/sanitizer-$tool.log" | tail -n 3
 done
 
 echo "== gemm-bench, small suite"

@@ -263,99 +263,111 @@ std::string Budget::describe() const {
 void request_stop() noexcept { g_stop.store(true); }
 bool stop_requested() noexcept { return g_stop.load(); }
 
+namespace {
+
+// The valid configurations still to measure: without those this device measured before
+// (resume), cut to the candidate budget. Sets the counts of the report; returns the planned
+// list and how many were left before the budget.
+std::pair<std::vector<Planned>, size_t> plan_run(TuningDb& db, TuneReport& report, const TuneOptions& o) {
+  auto planned = plan(report.problem, report.device.arch, o.families, o.extra, o.only_extra, report.enumerated,
+                      report.pruned_by);
+  for (const auto& [name, count] : report.pruned_by) report.pruned += count;
+  std::set<std::string> done;
+  if (!o.force)
+    for (const auto& c : db.candidates(report.device.key, report.problem)) done.insert(c.kernel_name);
+  std::erase_if(planned, [&](const Planned& p) {
+    const bool skip = done.count(p.name) > 0;
+    report.already_measured += skip;
+    return skip;
+  });
+  const size_t left = planned.size();
+  if (o.budget.candidates && planned.size() > size_t(*o.budget.candidates)) planned.resize(size_t(*o.budget.candidates));
+  report.to_measure = int(planned.size());
+  return {std::move(planned), left};
+}
+
+// Compiles everything on a thread pool and measures in order as compiles finish, recording each
+// result as it arrives; then the final round against cuBLAS.
+void measure_all(const std::vector<Planned>& planned, TuningDb& db, TuneReport& report, const TuneOptions& o,
+                 Clock::time_point start) {
+  const ArchInfo& arch = report.device.arch;
+  const Compiler compiler;
+  std::atomic<bool> cancelled{false};
+  ThreadPool pool(o.compile_threads);
+  std::vector<std::future<CompileOutcome>> compiled;
+  for (const auto& p : planned)
+    compiled.push_back(pool.submit([&compiler, &p, &arch, &cancelled] {
+      return cancelled ? CompileOutcome{{}, "cancelled"} : compile_one(compiler, p, arch);
+    }));
+  std::optional<Measurer> measurer;
+  double best_ms = -1;
+  for (size_t i = 0; i < planned.size(); ++i) {
+    const bool over_time = o.budget.seconds && seconds_since(start) > *o.budget.seconds;
+    if (stop_requested() || over_time) {
+      report.interrupted = true;
+      phase(o, stop_requested() ? "stopping on request" : "time budget spent");
+      break;
+    }
+    CompileOutcome outcome = compiled[i].get();
+    CandidateRecord rec;
+    if (!outcome.kernel) {
+      rec = failed_record(planned[i], CandidateStatus::compile_error, outcome.error);
+      ++report.compile_failed;
+    } else {
+      if (!measurer) measurer.emplace(report.problem, o);
+      rec = measurer->measure(planned[i], int(i));
+    }
+    db.record(report.device.key, report.problem, rec);
+    if (rec.status == CandidateStatus::ok && (best_ms < 0 || rec.median_ms < best_ms)) best_ms = rec.median_ms;
+    report.measured.push_back(rec);
+    Progress p;
+    p.kind = Progress::Kind::candidate;
+    p.index = int(i) + 1;
+    p.total = int(planned.size());
+    p.candidate = &report.measured.back();
+    p.best_ms = best_ms;
+    notify(o, p);
+  }
+  cancelled = true;  // compiles still queued are not needed any more
+  if (stop_requested() || (!o.baseline && o.final_rounds <= 0)) return;
+  if (!measurer) measurer.emplace(report.problem, o);
+  final_round(*measurer, db, report, o, report.baseline_ms, report.baseline_name);
+  if (o.baseline && report.baseline_ms < 0) {  // nothing to compare in a final round
+    phase(o, "timing cuBLAS on the same problem");
+    std::tie(report.baseline_ms, report.baseline_name) = measurer->baseline();
+  }
+}
+
+}  // namespace
+
 TuneReport tune(const Problem& problem, const TuneOptions& options, int ordinal) {
   validate(problem);
   const auto start = Clock::now();
   TuneReport report;
   report.problem = problem;
   report.device = query_device(ordinal);
-  const ArchInfo& arch = report.device.arch;
   TuningDb db(options.db_path.empty() ? default_db_path() : options.db_path);
 
-  // A complete search answers from the database; an incomplete one resumes below.
+  // A complete search answers from the database; an incomplete one resumes.
   if (!options.force && options.extra.empty()) {
     if (auto best = db.best(report.device.key, problem); best && best->complete) {
       report.from_db = true;
       report.best = best->winner;
       report.baseline_ms = best->baseline_ms;
-      report.complete = best->complete;
+      report.complete = true;
       report.seconds = seconds_since(start);
       return report;
     }
   }
-  if (options.extra.empty()) require_family(problem, arch);
+  if (options.extra.empty()) require_family(problem, report.device.arch);
 
-  auto planned = plan(problem, arch, options.families, options.extra, options.only_extra,
-                      report.enumerated, report.pruned_by);
-  for (const auto& [name, count] : report.pruned_by) report.pruned += count;
-  // Resume: what this device already measured for the problem is not measured again.
-  std::set<std::string> done;
-  if (!options.force)
-    for (const auto& c : db.candidates(report.device.key, problem)) done.insert(c.kernel_name);
-  std::erase_if(planned, [&](const Planned& p) {
-    const bool skip = done.count(p.name) > 0;
-    report.already_measured += skip;
-    return skip;
-  });
-  const size_t valid_left = planned.size();
-  if (options.budget.candidates && planned.size() > size_t(*options.budget.candidates))
-    planned.resize(size_t(*options.budget.candidates));
-  report.to_measure = int(planned.size());
+  const auto [planned, left] = plan_run(db, report, options);
   phase(options, fmt::format("{}: {} configurations, {} pruned, {} measured before, {} to measure",
                              problem.describe(), report.enumerated, report.pruned, report.already_measured,
                              report.to_measure));
+  measure_all(planned, db, report, options, start);
 
-  // Compile everything in parallel; measure in order as compiles finish.
-  const Compiler compiler;
-  std::vector<std::future<CompileOutcome>> compiled;
-  std::atomic<bool> cancelled{false};
-  {
-    ThreadPool pool(options.compile_threads);
-    for (const auto& p : planned)
-      compiled.push_back(pool.submit([&compiler, &p, &arch, &cancelled] {
-        return cancelled ? CompileOutcome{{}, "cancelled"} : compile_one(compiler, p, arch);
-      }));
-    std::optional<Measurer> measurer;
-    double best_ms = -1;
-    for (size_t i = 0; i < planned.size(); ++i) {
-      const bool over_time = options.budget.seconds && seconds_since(start) > *options.budget.seconds;
-      if (stop_requested() || over_time) {
-        report.interrupted = true;
-        phase(options, stop_requested() ? "stopping on request" : "time budget spent");
-        break;
-      }
-      CompileOutcome outcome = compiled[i].get();
-      CandidateRecord rec;
-      if (!outcome.kernel) {
-        rec = failed_record(planned[i], CandidateStatus::compile_error, outcome.error);
-        ++report.compile_failed;
-      } else {
-        if (!measurer) measurer.emplace(problem, options);
-        rec = measurer->measure(planned[i], int(i));
-      }
-      db.record(report.device.key, problem, rec);
-      if (rec.status == CandidateStatus::ok && (best_ms < 0 || rec.median_ms < best_ms)) best_ms = rec.median_ms;
-      report.measured.push_back(rec);
-      Progress p;
-      p.kind = Progress::Kind::candidate;
-      p.index = int(i) + 1;
-      p.total = int(planned.size());
-      p.candidate = &report.measured.back();
-      p.best_ms = best_ms;
-      notify(options, p);
-    }
-    cancelled = true;  // compiles still queued are not needed any more
-    if (!stop_requested() && (options.baseline || options.final_rounds > 0)) {
-      if (!measurer) measurer.emplace(problem, options);
-      final_round(*measurer, db, report, options, report.baseline_ms, report.baseline_name);
-      if (options.baseline && report.baseline_ms < 0) {  // nothing to compare in a final round
-        phase(options, "timing cuBLAS on the same problem");
-        std::tie(report.baseline_ms, report.baseline_name) = measurer->baseline();
-      }
-    }
-  }
-
-  report.complete = !report.interrupted && planned.size() == valid_left;
+  report.complete = !report.interrupted && planned.size() == left;
   report.best = fastest(db.candidates(report.device.key, problem));
   if (report.best)
     db.set_best(report.device.key, problem, report.best->kernel_name, report.best->template_version,
