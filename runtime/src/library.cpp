@@ -53,7 +53,8 @@ struct Choice {
 
 struct DeviceState {
   DeviceInfo info;
-  std::unordered_map<ProblemKey, Choice, ProblemKeyHash> choices;
+  // Shared so that a call holds its choice without copying it (and reload() can clear the map).
+  std::unordered_map<ProblemKey, std::shared_ptr<const Choice>, ProblemKeyHash> choices;
   std::map<std::string, std::shared_ptr<const ReadyKernel>> kernels;  // by kernel name
 };
 
@@ -187,13 +188,13 @@ struct Library::Impl {
     return c;
   }
 
-  Choice choice_for(const Problem& p) {
+  std::shared_ptr<const Choice> choice_for(const Problem& p) {
     CUcontext ctx = ensure_context();
     std::lock_guard lock(mutex);
     DeviceState& state = device_state(ctx);
     auto it = state.choices.find(ProblemKey{p});
     if (it != state.choices.end()) return it->second;
-    Choice c = resolve(state, p);
+    auto c = std::make_shared<const Choice>(resolve(state, p));
     state.choices.emplace(ProblemKey{p}, c);
     return c;
   }
@@ -222,14 +223,14 @@ void Library::gemm(DType dtype, Op op_a, Op op_b, int64_t m, int64_t n, int64_t 
   GT_REQUIRE(c != nullptr, Errc::invalid_argument, "C is a null pointer");
   GT_REQUIRE(std::isfinite(alpha) && std::isfinite(beta), Errc::invalid_argument,
              "alpha and beta must be finite (got {} and {})", alpha, beta);
-  const Choice choice = impl_->choice_for(p);
+  const auto choice = impl_->choice_for(p);
   GemmOperands ops{CUdeviceptr(a), CUdeviceptr(b), CUdeviceptr(c), alpha, beta};
-  choice.kernel->run(choice.geometry, p, ops, reinterpret_cast<CUstream>(stream));
+  choice->kernel->run(choice->geometry, p, ops, reinterpret_cast<CUstream>(stream));
 }
 
 Selection Library::select(const Problem& problem) {
   validate(problem);
-  return impl_->choice_for(problem).selection;
+  return impl_->choice_for(problem)->selection;
 }
 
 void Library::reload() {
