@@ -58,38 +58,36 @@ TEST(GemmTuneCli, WithoutGpuTuningSaysSo) {
   EXPECT_NE(r.output.find("--dry-run"), std::string::npos) << "it points to what works: " << r.output;
 }
 
-TEST(GemmTuneCli, DryRunJsonListsCandidates) {
+// Runs `gemm-tune <args> --dry-run --arch sm_90a --json` with an empty kernel cache and checks that
+// every listed candidate of `family` compiled without spills under a name with `prefix`.
+nlohmann::json expect_dry_run(const std::string& args, size_t candidates, const std::string& family,
+                              const std::string& prefix) {
   test::TempDir dir;
-  const auto r = run_command("GEMMTUNE_CACHE_DIR=" + dir.path().string() + " " + tool("gemm-tune") +
-                             " --m 300 --n 200 --k 100 --dry-run --arch sm_90a --budget 4 --json", false);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto r = run_command("GEMMTUNE_CACHE_DIR=" + dir.path().string() + " " + tool("gemm-tune") + " " + args +
+                                 " --dry-run --arch sm_90a --json",
+                             false);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
   const auto j = nlohmann::json::parse(r.output);
-  ASSERT_EQ(j.at("candidates").size(), 4u);
+  EXPECT_EQ(j.at("candidates").size(), candidates);
   for (const auto& c : j.at("candidates")) {
-    EXPECT_EQ(c.at("family"), "simt");
+    EXPECT_EQ(c.at("family"), family);
     EXPECT_EQ(c.at("status"), "compiled");
     EXPECT_GT(c.at("registers").get<int>(), 0);
     EXPECT_EQ(c.at("spills").get<int>(), 0);
-    EXPECT_TRUE(c.at("name").get<std::string>().starts_with("gemm_simt_f32_nn_"));
+    EXPECT_TRUE(c.at("name").get<std::string>().starts_with(prefix)) << c.at("name");
   }
+  return j;
+}
+
+TEST(GemmTuneCli, DryRunJsonListsCandidates) {
+  const auto j = expect_dry_run("--m 300 --n 200 --k 100 --budget 4", 4, "simt", "gemm_simt_f32_nn_");
   EXPECT_EQ(j.at("compiled"), 4);
   EXPECT_EQ(j.at("failed"), 0);
   EXPECT_GT(j.at("pruned").get<int>(), 0);
 }
 
 TEST(GemmTuneCli, DryRunListsTheWgmmaFamilyForBf16) {
-  test::TempDir dir;
-  const auto r = run_command("GEMMTUNE_CACHE_DIR=" + dir.path().string() + " " + tool("gemm-tune") +
-                             " --m 4096 --n 4096 --k 4096 --dtype bf16 --dry-run --arch sm_90a --budget 3 --json", false);
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  const auto j = nlohmann::json::parse(r.output);
-  ASSERT_EQ(j.at("candidates").size(), 3u);
-  for (const auto& c : j.at("candidates")) {
-    EXPECT_EQ(c.at("family"), "wgmma_sm90");
-    EXPECT_EQ(c.at("status"), "compiled");
-    EXPECT_EQ(c.at("spills").get<int>(), 0);
-    EXPECT_TRUE(c.at("name").get<std::string>().starts_with("gemm_wgmma_bf16_nn_"));
-  }
+  expect_dry_run("--m 4096 --n 4096 --k 4096 --dtype bf16 --budget 3", 3, "wgmma_sm90", "gemm_wgmma_bf16_nn_");
 }
 
 TEST(GemmTuneCli, Bf16NeedsHopperForTheWgmmaFamily) {

@@ -30,10 +30,6 @@ double DeviceInfo::peak_tflops(DType dtype) const {
   return per_clock * arch.sms * sm_clock_khz * 1e3 / 1e12;
 }
 
-double DeviceInfo::peak_bandwidth_gbs() const {
-  return 2.0 * mem_clock_khz * 1e3 * bus_width_bits / 8.0 / 1e9;
-}
-
 std::string nvrtc_version() {
   int major = 0, minor = 0;
   nvrtcVersion(&major, &minor);
@@ -59,8 +55,6 @@ DeviceInfo query_device(int ordinal) {
   d.arch.max_threads_per_block = attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
   d.l2_bytes = attribute(dev, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
   d.sm_clock_khz = attribute(dev, CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
-  d.mem_clock_khz = attribute(dev, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
-  d.bus_width_bits = attribute(dev, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
   size_t total = 0;
   GT_CU(cuDeviceTotalMem(&total, dev));
   d.memory_bytes = int64_t(total);

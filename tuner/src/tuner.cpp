@@ -362,9 +362,9 @@ TuneReport tune(const Problem& problem, const TuneOptions& options, int ordinal)
   if (options.extra.empty()) require_family(problem, report.device.arch);
 
   const auto [planned, left] = plan_run(db, report, options);
-  phase(options, fmt::format("{}: {} configurations, {} pruned, {} measured before, {} to measure",
+  phase(options, fmt::format("{}: {} configurations, {} pruned, {} measured before, {} to measure (budget: {})",
                              problem.describe(), report.enumerated, report.pruned, report.already_measured,
-                             report.to_measure));
+                             report.to_measure, options.budget.describe()));
   measure_all(planned, db, report, options, start);
 
   report.complete = !report.interrupted && planned.size() == left;

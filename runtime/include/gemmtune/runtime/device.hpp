@@ -20,13 +20,10 @@ struct DeviceInfo {
   int64_t l2_bytes = 0;
   int64_t memory_bytes = 0;
   int sm_clock_khz = 0;   // the clock the driver reports (boost)
-  int mem_clock_khz = 0;
-  int bus_width_bits = 0;
 
   // Datasheet-style peaks from SM count and clock: f32 on CUDA cores, f16/bf16 dense on
   // tensor cores. For "% of peak" columns; measured ceilings are in docs/PERF.md.
   double peak_tflops(DType dtype) const;
-  double peak_bandwidth_gbs() const;
 };
 
 // "13.0": the NVRTC this process loaded.
