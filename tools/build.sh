@@ -10,6 +10,9 @@ build="${BUILD_DIR:-$root/build}"
 cuda_home="${CUDA_HOME:-/usr/local/cuda}"
 export PATH="$cuda_home/bin:$PATH"
 if [ ! -f "$build/CMakeCache.txt" ]; then
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUDAToolkit_ROOT="$cuda_home"
+  launcher=()
+  # ccache, when installed, makes rebuilds in several checkouts cheap; it is optional.
+  if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUDAToolkit_ROOT="$cuda_home" "${launcher[@]}"
 fi
 cmake --build "$build" -j "$(nproc)"
