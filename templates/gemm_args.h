@@ -26,6 +26,9 @@ struct GemmArgs {
   int tiles_m;  // output tiles along M and N, for tile schedulers
   int tiles_n;
   int flags;    // GEMM_ARGS_MAP_C: map_c describes C (TMA stores allowed)
+  // Scratch of the size the family's launch plan asks for (LaunchGeometry::workspace_bytes), or
+  // 0. Zero-filled when allocated; a kernel that keeps counters there leaves them zero again.
+  unsigned long long workspace;
 };
 
 #define GEMM_ARGS_MAP_C 1

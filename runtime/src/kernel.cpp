@@ -12,7 +12,7 @@ namespace gemmtune {
 // The host must see GemmArgs exactly as NVRTC does (templates/gemm_args.h).
 static_assert(sizeof(GemmTensorMap) == 128 && alignof(GemmTensorMap) == 64);
 static_assert(sizeof(GemmTensorMap) == sizeof(CUtensorMap));
-static_assert(offsetof(GemmArgs, a) == 384 && offsetof(GemmArgs, m) == 432);
+static_assert(offsetof(GemmArgs, a) == 384 && offsetof(GemmArgs, m) == 432 && offsetof(GemmArgs, workspace) == 464);
 static_assert(sizeof(GemmArgs) == 512);
 
 LoadedKernel::LoadedKernel(const CompiledKernel& compiled, uint32_t dynamic_smem)

@@ -23,6 +23,10 @@ struct LaunchGeometry {
   // every SM), and no more than the fewest that finish in the same number of rounds.
   bool persistent = false;
   uint32_t work_units = 0;
+  // Scratch the kernel needs (split-K partial sums, tile counters): the runtime passes a
+  // zero-filled buffer of at least this many bytes as GemmArgs::workspace, allocated once per
+  // device and stream, and the kernel leaves its counters zero again.
+  uint64_t workspace_bytes = 0;
 };
 
 // The generated translation unit of one configuration.
