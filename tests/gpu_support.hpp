@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "gemmtune/runtime/device.hpp"
+#include "gemmtune/runtime/workspace.hpp"
 #include "gemmtune/tuner/checker.hpp"
 #include "support.hpp"
 
@@ -24,8 +25,10 @@ class GpuTest : public ::testing::Test {
     const Verifier v(*checker_, p, alpha, beta, seed, stream_->get());
     const Family& family = *k.family;
     return v.verify(
-        [&](const Problem& q, const GemmOperands& ops, CUstream s) {
-          k.run(family.geometry(k.config, q, device_.arch), q, ops, s);
+        [&](const Problem& q, GemmOperands ops, CUstream s) {
+          const LaunchGeometry g = family.geometry(k.config, q, device_.arch);
+          ops.workspace = workspaces_.get(s, g.workspace_bytes);
+          k.run(g, q, ops, s);
         },
         stream_->get());
   }
@@ -34,6 +37,7 @@ class GpuTest : public ::testing::Test {
   DeviceInfo device_;
   std::unique_ptr<Checker> checker_;
   std::unique_ptr<StreamHandle> stream_;
+  Workspaces workspaces_;
 };
 
 }  // namespace gemmtune::test

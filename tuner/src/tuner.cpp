@@ -378,7 +378,7 @@ TuneReport tune(const Problem& problem, const TuneOptions& options, int ordinal)
 
 DryRunReport dry_run(const Problem& problem, const ArchInfo& arch, unsigned compile_threads,
                      const std::vector<std::string>& families,
-                     const std::function<void(const Progress&)>& progress, int max_candidates) {
+                     const std::function<void(const Progress&)>& progress, int max_candidates, bool compile) {
   validate(problem);
   require_family(problem, arch);
   const auto start = Clock::now();
@@ -392,12 +392,18 @@ DryRunReport dry_run(const Problem& problem, const ArchInfo& arch, unsigned comp
   std::vector<std::future<CompileOutcome>> futures;
   ThreadPool pool(compile_threads);
   for (const auto& p : planned)
-    futures.push_back(pool.submit([&compiler, &p, &arch] { return compile_one(compiler, p, arch); }));
+    if (compile) futures.push_back(pool.submit([&compiler, &p, &arch] { return compile_one(compiler, p, arch); }));
   for (size_t i = 0; i < planned.size(); ++i) {
-    CompileOutcome outcome = futures[i].get();
     DryRunEntry e;
     e.name = planned[i].name;
     e.family = std::string(planned[i].family->name());
+    e.config = planned[i].config;
+    if (!compile) {
+      e.status = "listed";
+      report.candidates.push_back(std::move(e));
+      continue;
+    }
+    CompileOutcome outcome = futures[i].get();
     if (outcome.kernel) {
       const PtxasReport& r = outcome.kernel->report;
       e.status = "compiled";
