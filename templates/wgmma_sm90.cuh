@@ -21,6 +21,8 @@
 //           cluster) is a worker of the tile schedule (schedule.h): data-parallel tiles,
 //           split-K parts or stream-K runs of k-blocks. A tile's epilogue overlaps the next
 //           tile's loads. Clusters of two CTAs share one operand tile through TMA multicast.
+//           PINGPONG (with two consumer warpgroups): each consumer computes whole tiles, every
+//           other one of the CTA's, so that one's epilogue overlaps the other's main loop.
 //   WS = 0: multistage, one tile per CTA. Every warpgroup computes; one thread keeps STAGES-1
 //           loads in flight.
 // A tile computed in several parts (split-K, stream-K) is reduced deterministically through the
@@ -50,7 +52,8 @@ GEMMTUNE_DEVICE_INLINE void fence_registers(float (&d)[N]) {
 // (consumer warpgroups), WS (bool), CLUSTER_M, CLUSTER_N (1 or 2, at most one of them 2),
 // RASTER (0: sweep tiles along M first, 1: along N first), GROUP (tiles per raster group),
 // EPILOGUE (0: stores from registers, 1: through shared memory and TMA stores when beta == 0 and
-// C is 16-byte aligned), SCHEDULE (schedule::Mode), SPLITS (split-K parts), A_T, B_T (bools),
+// C is 16-byte aligned), SCHEDULE (schedule::Mode), SPLITS (split-K parts), PINGPONG (bool),
+// A_T, B_T (bools),
 // DTYPE (1 f16, 2 bf16).
 template <class Cfg>
 struct Kernel {
@@ -60,7 +63,9 @@ struct Kernel {
   static constexpr int BK = 64;                        // 64 16-bit values: one 128-byte swizzle row
   static constexpr int STAGES = Cfg::STAGES;
   static constexpr int WG = Cfg::WG;
-  static constexpr int MW = TM / (64 * WG);  // 64-row wgmma blocks per consumer warpgroup
+  static constexpr bool PINGPONG = Cfg::PINGPONG;
+  static constexpr int ROW_WG = PINGPONG ? 1 : WG;  // consumer warpgroups that share a tile's rows
+  static constexpr int MW = TM / (64 * ROW_WG);     // 64-row wgmma blocks per consumer warpgroup
   static constexpr int ACC = MW * TN / 2;    // accumulators per consumer thread
   static constexpr bool WS = Cfg::WS;
   static constexpr int THREADS = 128 * (WG + (WS ? 1 : 0));
@@ -81,7 +86,7 @@ struct Kernel {
   // The C tile staged for TMA stores: per consumer warpgroup, TN/64 chunks of (64*MW rows of
   // 128 bytes), 128-byte swizzled like the loads.
   static constexpr int C_CHUNK_BYTES = 64 * MW * 128;
-  static constexpr int C_BYTES = TMA_STORE ? TM * TN * 2 : 0;
+  static constexpr int C_BYTES = TMA_STORE ? WG * 64 * MW * TN * 2 : 0;
   // Stages, staged C, alignment slack, full and empty barriers, then the fixup flags (a word per
   // consumer) and the schedule (kept in shared memory: registers are for the accumulators).
   static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + C_BYTES + 1024 + 2 * STAGES * 8 + 16 + sizeof(schedule::Work);
@@ -89,7 +94,8 @@ struct Kernel {
   static constexpr int CONSUMER_REGS = WG == 3 ? 160 : 240;
   using Mma = ptx::Wgmma<TN, P_KMAJOR ? 0 : 1, Q_KMAJOR ? 0 : 1, Cfg::DTYPE>;
 
-  static_assert(TM % (64 * WG) == 0 && (MW == 1 || MW == 2), "kernel rows are 64 per warpgroup, once or twice");
+  static_assert(TM % (64 * ROW_WG) == 0 && (MW == 1 || MW == 2), "kernel rows are 64 per warpgroup, once or twice");
+  static_assert(!PINGPONG || (WS && WG == 2), "ping-pong takes turns between two consumer warpgroups");
   static_assert(TN % 8 == 0 && TN >= 8 && TN <= 256, "wgmma N is a multiple of 8 up to 256");
   static_assert(Q_KMAJOR || TN % 64 == 0, "an MN-major Q comes in 64-column chunks");
   static_assert(!TMA_STORE || (!SWAP && TN % 64 == 0), "TMA stores write 64 m-values per row");
@@ -212,6 +218,9 @@ struct Kernel {
     load_operand<Q_KMAJOR, TN, SHARE_Q, false>(s.q + stage * Q_BYTES, q_map, bar, t.col0, kb * BK, rank, policy);
   }
 
+  // Which 64*MW rows of a tile consumer warpgroup `consumer` computes (ping-pong: all of them).
+  GEMMTUNE_DEVICE_INLINE static int rows_of(int consumer) { return PINGPONG ? 0 : consumer; }
+
   // ---- math ---------------------------------------------------------------------------------
 
   // Descriptors of 16-K slice kk: K-major slices are 32 bytes apart inside a 128-byte row;
@@ -238,7 +247,7 @@ struct Kernel {
     for (int kk = 0; kk < BK / 16; ++kk)
 #pragma unroll
       for (int mb = 0; mb < MW; ++mb)
-        Mma::mma(acc[mb], p_descriptor(s, stage, consumer * MW + mb, kk), q_descriptor(s, stage, kk),
+        Mma::mma(acc[mb], p_descriptor(s, stage, rows_of(consumer) * MW + mb, kk), q_descriptor(s, stage, kk),
                  (first && kk == 0) ? 0 : 1);
     ptx::wgmma_commit();
 #pragma unroll
@@ -270,13 +279,13 @@ struct Kernel {
   // The workspace: a counter per (tile in parts, CTA of the cluster, consumer), then the
   // partial sums, one (CTA tile) per slot and CTA of the cluster.
   GEMMTUNE_DEVICE_INLINE static int* counter_of(const GemmArgs& args, int tile, int rank, int consumer) {
-    return reinterpret_cast<int*>(args.workspace) + (tile * CLUSTER + rank) * WG + consumer;
+    return reinterpret_cast<int*>(args.workspace) + (tile * CLUSTER + rank) * ROW_WG + rows_of(consumer);
   }
   GEMMTUNE_DEVICE_INLINE static float4* partial_of(const GemmArgs& args, const schedule::Work& w, int slot,
                                                   int rank, int consumer) {
-    const long long counters_bytes = ((long long)schedule::counters(w) * CLUSTER * WG * 4 + 255) / 256 * 256;
+    const long long counters_bytes = ((long long)schedule::counters(w) * CLUSTER * ROW_WG * 4 + 255) / 256 * 256;
     float4* base = reinterpret_cast<float4*>(args.workspace + counters_bytes);
-    return base + ((long long)(slot * CLUSTER + rank) * WG + consumer) * (128 * ACC / 4);
+    return base + ((long long)(slot * CLUSTER + rank) * ROW_WG + rows_of(consumer)) * (128 * ACC / 4);
   }
 
   // acc (+)= the partial sums at `from` (this thread's float4s, 128 apart).
@@ -355,7 +364,7 @@ struct Kernel {
     for (int mb = 0; mb < MW; ++mb) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int r = t.row0 + (consumer * MW + mb) * 64 + row + 8 * h;
+        const int r = t.row0 + (rows_of(consumer) * MW + mb) * 64 + row + 8 * h;
         if (r >= rows_end) continue;
         if constexpr (SWAP) {
           // Kernel rows are m, columns n: a thread's pair sits in two columns of C.
@@ -423,7 +432,7 @@ struct Kernel {
     ptx::fence_async_shared();
     ptx::named_barrier(1 + consumer, 128);
     if (issuer) {
-      const int n0 = t.row0 + consumer * 64 * MW;
+      const int n0 = t.row0 + rows_of(consumer) * 64 * MW;
 #pragma unroll
       for (int chunk = 0; chunk < TN / 64; ++chunk)
         ptx::tma_store_2d(&args.map_c, staging + chunk * C_CHUNK_BYTES, t.col0 + chunk * 64, n0);
@@ -501,6 +510,11 @@ struct Kernel {
     Ring ring;
     const int count = schedule::segments(work_in(s), worker);
     for (int i = 0; i < count; ++i) {
+      if (PINGPONG && i % 2 != consumer) {  // the other warpgroup's turn: skip its stages
+        const schedule::Segment seg = schedule::segment(work_in(s), worker, i);
+        for (int kb = seg.k_begin; kb < seg.k_end; ++kb) ring.advance();
+        continue;
+      }
       // One stage's wgmma stay in flight while the next stage's are issued; a stage is
       // released once the group after it was issued and it has completed.
       int previous = -1;
@@ -530,7 +544,7 @@ struct Kernel {
     const int rank = CLUSTER > 1 ? int(ptx::cluster_ctarank()) : 0;
     const Grid g = grid_of(args);
     const int worker = blockIdx.x / CLUSTER;
-    init_shared(s, WG * CLUSTER, work_of(g, gridDim.x / CLUSTER));
+    init_shared(s, ROW_WG * CLUSTER, work_of(g, gridDim.x / CLUSTER));
     const int warpgroup = threadIdx.x / 128;
     if (warpgroup == 0) {
       if (WG > 1) ptx::setmaxnreg_dec<PRODUCER_REGS>();
@@ -601,7 +615,7 @@ struct GemmtuneWgmmaDefault {
   static constexpr bool SWAP = false, WS = true;
   static constexpr int CLUSTER_M = 1, CLUSTER_N = 2, RASTER = 0, GROUP = 8, EPILOGUE = 1;
   static constexpr int SCHEDULE = 0, SPLITS = 1;
-  static constexpr bool A_T = false, B_T = false;
+  static constexpr bool PINGPONG = false, A_T = false, B_T = false;
   static constexpr int DTYPE = 2;
 };
 extern "C" __global__ void __launch_bounds__(gemmtune::wgmma_sm90::Kernel<GemmtuneWgmmaDefault>::THREADS, 1)

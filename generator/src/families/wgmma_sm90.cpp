@@ -24,7 +24,10 @@ bool swapped(const KernelConfig& c) { return c.at("SWAP") != 0; }
 // Kernel rows (64-row wgmma blocks) and columns (wgmma N) of a tile; see the template's header.
 int64_t tile_rows(const KernelConfig& c) { return swapped(c) ? c.at("BM") : c.at("BN"); }
 int64_t tile_cols(const KernelConfig& c) { return swapped(c) ? c.at("BN") : c.at("BM"); }
-int64_t blocks_per_warpgroup(const KernelConfig& c) { return tile_rows(c) / (64 * c.at("WG")); }
+bool pingpong(const KernelConfig& c) { return c.at("PINGPONG") != 0; }
+// Consumer warpgroups that share a tile's rows: all of them, or one with ping-pong.
+int64_t row_warpgroups(const KernelConfig& c) { return pingpong(c) ? 1 : c.at("WG"); }
+int64_t blocks_per_warpgroup(const KernelConfig& c) { return tile_rows(c) / (64 * row_warpgroups(c)); }
 int64_t accumulators(const KernelConfig& c) { return blocks_per_warpgroup(c) * tile_cols(c) / 2; }
 // P (the 64-row side) is op(A) when swapped, else op(B)^T; Q the other. K-major: stored along K.
 bool a_kmajor(const KernelConfig& c) { return c.op_a == Op::T; }
@@ -37,7 +40,7 @@ bool shares_b(const KernelConfig& c) { return cluster_m(c) == 2; }
 // Mirrors wgmma_sm90::Kernel::SMEM_BYTES: stages, the staged C tile, alignment, barriers, the
 // fixup flags and the schedule.
 int64_t smem_bytes_of(const KernelConfig& c) {
-  const int64_t staged_c = c.at("EPILOGUE") ? tile_rows(c) * tile_cols(c) * 2 : 0;
+  const int64_t staged_c = c.at("EPILOGUE") ? c.at("WG") * 64 * blocks_per_warpgroup(c) * tile_cols(c) * 2 : 0;
   return c.at("STAGES") * (tile_rows(c) + tile_cols(c)) * kBK * 2 + staged_c + 1024 + 16 * c.at("STAGES") + 16 +
          kWorkBytes;
 }
@@ -84,7 +87,7 @@ uint64_t workspace_bytes_of(const KernelConfig& c, const Units& u) {
     slots = 2 * u.workers;
   }
   if (slots == 0) return 0;
-  const int64_t consumers = cluster_size(c) * c.at("WG");
+  const int64_t consumers = cluster_size(c) * row_warpgroups(c);
   const int64_t counter_bytes = round_up(counters * consumers * 4, 256);
   return uint64_t(counter_bytes + slots * cluster_size(c) * tile_rows(c) * tile_cols(c) * 4);
 }
@@ -129,6 +132,7 @@ class WgmmaSm90Family final : public Family {
         {"EPILOGUE", {0, 1}},  // 0: stores from registers, 1: through shared memory + TMA store
         {"SCHEDULE", {schedule::DATA_PARALLEL, schedule::SPLIT_K, schedule::STREAM_K}},
         {"SPLITS", few_tiles ? std::vector<int64_t>{1, 2, 3, 4, 6, 8} : std::vector<int64_t>{1}},
+        {"PINGPONG", {0, 1}},  // two consumer warpgroups take turns on whole tiles
     };
     s.constraints = constraints();
     return s;
@@ -142,7 +146,7 @@ class WgmmaSm90Family final : public Family {
     KernelConfig c{"wgmma_sm90", p.dtype, p.op_a, p.op_b, {}};
     c.params = {{"BM", 256}, {"BN", 128}, {"SWAP", 0}, {"STAGES", 3}, {"WG", 2}, {"WS", 1},
                 {"CLUSTER", 12}, {"RASTER", p.m >= p.n ? 0 : 1}, {"GROUP", 8}, {"EPILOGUE", 1},
-                {"SCHEDULE", schedule::DATA_PARALLEL}, {"SPLITS", 1}};
+                {"SCHEDULE", schedule::DATA_PARALLEL}, {"SPLITS", 1}, {"PINGPONG", 0}};
     if (skinny_n(p) || skinny_m(p)) {
       const bool swap = skinny_n(p) && (!skinny_m(p) || p.n <= p.m);
       const int64_t rows = std::min<int64_t>(128, round_up(swap ? p.m : p.n, 64));
@@ -176,7 +180,7 @@ class WgmmaSm90Family final : public Family {
     if (c.at("SCHEDULE") == schedule::STREAM_K) schedule = "_streamk";
     return fmt::format("gemm_wgmma_{}_{}{}_{}x{}x{}_s{}_wg{}_c{}x{}_{}_r{}{}{}{}{}", to_string(c.dtype),
                        to_char(c.op_a), to_char(c.op_b), c.at("BM"), c.at("BN"), kBK, c.at("STAGES"),
-                       c.at("WG"), cluster_m(c), cluster_n(c), c.at("WS") ? "ws" : "ms",
+                       c.at("WG"), cluster_m(c), cluster_n(c), c.at("WS") ? (pingpong(c) ? "pingpong" : "ws") : "ms",
                        c.at("RASTER") ? "n" : "m", c.at("GROUP") == 8 ? "" : fmt::format("_g{}", c.at("GROUP")),
                        swapped(c) ? "_swap" : "", schedule, c.at("EPILOGUE") ? "_tmastore" : "");
   }
@@ -192,7 +196,7 @@ class WgmmaSm90Family final : public Family {
         "  static constexpr bool SWAP = {SWAP}, WS = {WS};\n"
         "  static constexpr int CLUSTER_M = {CM}, CLUSTER_N = {CN}, RASTER = {RASTER}, GROUP = {GROUP};\n"
         "  static constexpr int EPILOGUE = {EPI}, SCHEDULE = {SCHEDULE}, SPLITS = {SPLITS};\n"
-        "  static constexpr bool A_T = {A_T}, B_T = {B_T};\n"
+        "  static constexpr bool PINGPONG = {PP}, A_T = {A_T}, B_T = {B_T};\n"
         "  static constexpr int DTYPE = {DTYPE};\n"
         "}};\n"
         "using K = gemmtune::wgmma_sm90::Kernel<Config>;\n"
@@ -208,7 +212,7 @@ class WgmmaSm90Family final : public Family {
         fmt::arg("WS", c.at("WS") != 0), fmt::arg("CM", cluster_m(c)), fmt::arg("CN", cluster_n(c)),
         fmt::arg("RASTER", c.at("RASTER")), fmt::arg("GROUP", c.at("GROUP")), fmt::arg("EPI", c.at("EPILOGUE")),
         fmt::arg("SCHEDULE", c.at("SCHEDULE")), fmt::arg("SPLITS", c.at("SPLITS")),
-        fmt::arg("A_T", c.op_a == Op::T), fmt::arg("B_T", c.op_b == Op::T),
+        fmt::arg("PP", pingpong(c)), fmt::arg("A_T", c.op_a == Op::T), fmt::arg("B_T", c.op_b == Op::T),
         fmt::arg("DTYPE", c.dtype == DType::bf16 ? 2 : 1), fmt::arg("SMEM", smem_bytes_of(c)));
   }
 
@@ -293,7 +297,15 @@ class WgmmaSm90Family final : public Family {
         rule("warpgroup_rows", "a tile's kernel rows are 64 per consumer warpgroup, once or twice",
              [](const KernelConfig& c, const Problem&, const ArchInfo&) {
                const int64_t mw = blocks_per_warpgroup(c);
-               return tile_rows(c) % (64 * c.at("WG")) == 0 && (mw == 1 || mw == 2);
+               return tile_rows(c) % (64 * row_warpgroups(c)) == 0 && (mw == 1 || mw == 2);
+             }),
+        rule("pingpong_takes_two", "ping-pong: two consumer warpgroups of the persistent schedule take turns",
+             [](const KernelConfig& c, const Problem&, const ArchInfo&) {
+               return !pingpong(c) || (c.at("WS") == 1 && c.at("WG") == 2);
+             }),
+        rule("pingpong_needs_turns", "ping-pong where every CTA has two tiles or more to take turns on",
+             [](const KernelConfig& c, const Problem& p, const ArchInfo& a) {
+               return !pingpong(c) || ceil_div(p.m, c.at("BM")) * ceil_div(p.n, c.at("BN")) >= 2 * a.sms;
              }),
         rule("wgmma_n", "wgmma's N (the tile's kernel columns) is a multiple of 8 from 8 to 256",
              [](const KernelConfig& c, const Problem&, const ArchInfo&) {
