@@ -276,16 +276,14 @@ struct Kernel {
 
   // ---- split-K and stream-K: reducing a tile computed in parts ---------------------------------
 
-  // The workspace: a counter per (tile in parts, CTA of the cluster, consumer), then the
-  // partial sums, one (CTA tile) per slot and CTA of the cluster.
+  // A counter per (tile in parts, CTA of the cluster, consumer warpgroup's rows), and partial
+  // sums per (slot, CTA of the cluster, rows), each a consumer thread's float4s 128 apart.
   GEMMTUNE_DEVICE_INLINE static int* counter_of(const GemmArgs& args, int tile, int rank, int consumer) {
-    return reinterpret_cast<int*>(args.workspace) + (tile * CLUSTER + rank) * ROW_WG + rows_of(consumer);
+    return reinterpret_cast<int*>(args.counters) + (tile * CLUSTER + rank) * ROW_WG + rows_of(consumer);
   }
-  GEMMTUNE_DEVICE_INLINE static float4* partial_of(const GemmArgs& args, const schedule::Work& w, int slot,
-                                                  int rank, int consumer) {
-    const long long counters_bytes = ((long long)schedule::counters(w) * CLUSTER * ROW_WG * 4 + 255) / 256 * 256;
-    float4* base = reinterpret_cast<float4*>(args.workspace + counters_bytes);
-    return base + ((long long)(slot * CLUSTER + rank) * ROW_WG + rows_of(consumer)) * (128 * ACC / 4);
+  GEMMTUNE_DEVICE_INLINE static float4* partial_of(const GemmArgs& args, int slot, int rank, int consumer) {
+    return reinterpret_cast<float4*>(args.workspace) +
+           ((long long)(slot * CLUSTER + rank) * ROW_WG + rows_of(consumer)) * (128 * ACC / 4);
   }
 
   // acc (+)= the partial sums at `from` (this thread's float4s, 128 apart).
@@ -308,7 +306,7 @@ struct Kernel {
                                                   const schedule::Segment& seg, int rank, int consumer,
                                                   float (&acc)[MW][TN / 2]) {
     const int lane = threadIdx.x % 128;
-    float4* mine = partial_of(args, w, seg.slot, rank, consumer) + lane;
+    float4* mine = partial_of(args, seg.slot, rank, consumer) + lane;
 #pragma unroll
     for (int i = 0; i < ACC / 4; ++i) {
       const float* a = &acc[(4 * i) / (TN / 2)][(4 * i) % (TN / 2)];
@@ -326,7 +324,7 @@ struct Kernel {
     if (!s.fixup[consumer]) return false;
     __threadfence();
     for (int part = 0; part < seg.parts; ++part) {
-      const float4* from = partial_of(args, w, schedule::slot_of(w, seg.tile, part), rank, consumer) + lane;
+      const float4* from = partial_of(args, schedule::slot_of(w, seg.tile, part), rank, consumer) + lane;
       if (part == 0)
         add_partial<false>(from, acc);
       else

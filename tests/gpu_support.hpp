@@ -23,11 +23,15 @@ class GpuTest : public ::testing::Test {
   // small problems.
   Verdict check(const ReadyKernel& k, const Problem& p, float alpha, float beta, uint64_t seed = 5) {
     const Verifier v(*checker_, p, alpha, beta, seed, stream_->get());
+    return check(k, v);
+  }
+  // The same with a verifier made once for several kernels (its reference is computed once).
+  Verdict check(const ReadyKernel& k, const Verifier& v) {
     const Family& family = *k.family;
     return v.verify(
         [&](const Problem& q, GemmOperands ops, CUstream s) {
           const LaunchGeometry g = family.geometry(k.config, q, device_.arch);
-          ops.workspace = workspaces_.get(s, g.workspace_bytes);
+          workspaces_.provide(s, g, ops);
           k.run(g, q, ops, s);
         },
         stream_->get());

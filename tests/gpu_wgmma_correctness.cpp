@@ -75,12 +75,12 @@ TEST_P(WgmmaCorrectness, OddShapesBetaAndLeadingDimensions) {
       p.ldb += extra_ld;
       p.ldc += extra_ld;
       p.align = alignment_class(p.dtype, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
-      for (const Point& pt : kPoints) {
-        const KernelConfig config = config_of(pt, p);
-        const ReadyKernel k = prepare_kernel(compiler_, config, p, device_.arch);
-        ASSERT_GT(k.loaded->occupancy(k.geometry), 0) << k.compiled.name;
-        for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, std::pair{0.5f, -1.5f}}) {
-          const Verdict v = check(k, p, alpha, beta);
+      for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, std::pair{0.5f, -1.5f}}) {
+        const Verifier verifier(*checker_, p, alpha, beta, 5, stream_->get());
+        for (const Point& pt : kPoints) {
+          const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
+          ASSERT_GT(k.loaded->occupancy(k.geometry), 0) << k.compiled.name;
+          const Verdict v = check(k, verifier);
           EXPECT_TRUE(v.ok) << k.compiled.name << " (" << pt.what << ") on " << p.describe() << " alpha=" << alpha
                             << " beta=" << beta << ": " << v.message;
           ++checked;
@@ -130,7 +130,7 @@ TEST_P(WgmmaCorrectness, SplitKAndStreamKAreBitwiseDeterministic) {
     for (int run = 0; run < 5; ++run) {
       data.reset_c(*checker_, 0.5f, stream_->get());
       GemmOperands ops = data.operands(1.0f, 0.5f);
-      ops.workspace = workspaces_.get(stream_->get(), k.geometry.workspace_bytes);
+      workspaces_.provide(stream_->get(), k.geometry, ops);
       k.run(p, ops, stream_->get());
       stream_->synchronize();
       GT_CU(cuMemcpyDtoH(again.data(), data.c.ptr(), again.size() * 2));

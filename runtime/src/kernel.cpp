@@ -12,7 +12,8 @@ namespace gemmtune {
 // The host must see GemmArgs exactly as NVRTC does (templates/gemm_args.h).
 static_assert(sizeof(GemmTensorMap) == 128 && alignof(GemmTensorMap) == 64);
 static_assert(sizeof(GemmTensorMap) == sizeof(CUtensorMap));
-static_assert(offsetof(GemmArgs, a) == 384 && offsetof(GemmArgs, m) == 432 && offsetof(GemmArgs, workspace) == 464);
+static_assert(offsetof(GemmArgs, a) == 384 && offsetof(GemmArgs, m) == 432 && offsetof(GemmArgs, workspace) == 464 &&
+              offsetof(GemmArgs, counters) == 472);
 static_assert(sizeof(GemmArgs) == 512);
 
 LoadedKernel::LoadedKernel(const CompiledKernel& compiled, uint32_t dynamic_smem)
@@ -84,6 +85,7 @@ GemmArgs plain_args(const LaunchGeometry& g, const Problem& p, const GemmOperand
   args.tiles_m = int(g.tiles_m);
   args.tiles_n = int(g.tiles_n);
   args.workspace = ops.workspace;
+  args.counters = ops.counters;
   return args;
 }
 

@@ -82,8 +82,10 @@ CUdeviceptr Launcher::pack(CUdeviceptr src, int64_t rows, int64_t cols, int64_t 
 
 void Launcher::launch(const LoadedKernel& kernel, const LaunchGeometry& geometry, const Problem& problem,
                       const GemmOperands& operands, CUstream stream) {
-  GT_REQUIRE(geometry.workspace_bytes == 0 || operands.workspace != 0, Errc::internal,
-             "{} needs a workspace of {} bytes and got none", kernel.name(), geometry.workspace_bytes);
+  GT_REQUIRE((geometry.workspace_bytes == 0 || operands.workspace != 0) &&
+                 (geometry.counter_bytes == 0 || operands.counters != 0),
+             Errc::internal, "{} needs a workspace of {} bytes and {} bytes of counters, and got none",
+             kernel.name(), geometry.workspace_bytes, geometry.counter_bytes);
   GemmOperands ops = operands;
   Problem p = problem;
   CUdeviceptr workspace[2] = {0, 0};

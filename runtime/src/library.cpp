@@ -226,7 +226,7 @@ void Library::gemm(DType dtype, Op op_a, Op op_b, int64_t m, int64_t n, int64_t 
   const auto [choice, workspaces] = impl_->choice_for(p);
   const auto cu_stream = reinterpret_cast<CUstream>(stream);
   GemmOperands ops{CUdeviceptr(a), CUdeviceptr(b), CUdeviceptr(c), alpha, beta};
-  ops.workspace = workspaces->get(cu_stream, choice->geometry.workspace_bytes);
+  workspaces->provide(cu_stream, choice->geometry, ops);
   choice->kernel->run(choice->geometry, p, ops, cu_stream);
 }
 

@@ -121,7 +121,7 @@ class Worker {
   // Runs the kernel with the workspace its launch asks for.
   void with_workspace(const LaunchGeometry& g, const Problem& p, GemmOperands ops, CUstream s,
                       const ReadyKernel& kernel) {
-    ops.workspace = workspaces_.get(s, g.workspace_bytes);
+    workspaces_.provide(s, g, ops);
     kernel.run(g, p, ops, s);
   }
 

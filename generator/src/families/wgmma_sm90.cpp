@@ -76,7 +76,10 @@ TensorMapNeed box_of(bool k_major, int64_t rows, bool shared) {
 }
 
 // Split-K partial sums and counters (templates/wgmma_sm90.cuh, partial_of and counter_of).
-uint64_t workspace_bytes_of(const KernelConfig& c, const Units& u) {
+struct Workspace {
+  uint64_t scratch = 0, counters = 0;
+};
+Workspace workspace_of(const KernelConfig& c, const Units& u) {
   const int64_t mode = c.at("SCHEDULE");
   int64_t counters = 0, slots = 0;
   if (mode == schedule::SPLIT_K && c.at("SPLITS") > 1) {
@@ -86,10 +89,9 @@ uint64_t workspace_bytes_of(const KernelConfig& c, const Units& u) {
     counters = std::min(u.super_tiles, 2 * u.workers);  // a bound for any grid of at most `workers`
     slots = 2 * u.workers;
   }
-  if (slots == 0) return 0;
+  if (slots == 0) return {};
   const int64_t consumers = cluster_size(c) * row_warpgroups(c);
-  const int64_t counter_bytes = round_up(counters * consumers * 4, 256);
-  return uint64_t(counter_bytes + slots * cluster_size(c) * tile_rows(c) * tile_cols(c) * 4);
+  return {uint64_t(slots * cluster_size(c) * tile_rows(c) * tile_cols(c) * 4), uint64_t(counters * consumers * 4)};
 }
 
 // Tile sizes worth trying along a dimension of size d: the usual ones, the non-powers of two
@@ -236,7 +238,9 @@ class WgmmaSm90Family final : public Family {
     } else {
       g.grid = {uint32_t(u.tiles_m * u.tiles_n), 1, 1};
     }
-    g.workspace_bytes = workspace_bytes_of(c, u);
+    const Workspace w = workspace_of(c, u);
+    g.workspace_bytes = w.scratch;
+    g.counter_bytes = w.counters;
     // Tensor maps: P's rows are the kernel rows (TM), Q's the kernel columns (TN).
     const bool swap = swapped(c);
     g.map(Operand::a) = box_of(a_kmajor(c), swap ? tile_rows(c) : tile_cols(c), shares_a(c));

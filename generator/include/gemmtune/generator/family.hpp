@@ -35,10 +35,11 @@ struct LaunchGeometry {
   // resident CTAs when work_units is 0: stream-K spreads the work over every one).
   bool persistent = false;
   uint32_t work_units = 0;
-  // Scratch the kernel needs (split-K partial sums, tile counters): the runtime passes a
-  // zero-filled buffer of at least this many bytes as GemmArgs::workspace, allocated once per
-  // device and stream, and the kernel leaves its counters zero again.
+  // Scratch the kernel needs (split-K partial sums), passed as GemmArgs::workspace; and counters
+  // (tiles reduced in parts), passed as GemmArgs::counters, zero at launch and left zero by every
+  // kernel. The runtime allocates both once per device and stream.
   uint64_t workspace_bytes = 0;
+  uint64_t counter_bytes = 0;
   // Tensor maps by Operand, passed as GemmArgs::map_a/b/c. A and B read through TMA need
   // 16-byte aligned addresses and leading dimensions: the runtime packs an operand that is not
   // into an aligned copy first. C's map (TMA stores) is made only when beta == 0 and C is

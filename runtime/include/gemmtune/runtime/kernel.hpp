@@ -41,9 +41,10 @@ class LoadedKernel {
 struct GemmOperands {
   CUdeviceptr a = 0, b = 0, c = 0;
   float alpha = 1.0f, beta = 0.0f;
-  // Zero-filled scratch of at least LaunchGeometry::workspace_bytes, when the launch asks for it
-  // (Workspaces::get gives one per stream).
+  // Scratch of at least LaunchGeometry::workspace_bytes and zero counters of counter_bytes, when
+  // the launch asks for them (Workspaces::provide keeps a pair per stream).
   CUdeviceptr workspace = 0;
+  CUdeviceptr counters = 0;
 };
 
 // Fills the plain fields of GemmArgs (addresses, sizes, scalars, tile counts).
