@@ -5,8 +5,9 @@
 //
 // Modes:
 //   DATA_PARALLEL  worker w takes whole tiles w, w + W, w + 2W, ...
-//   SPLIT_K        every tile is cut into S k-ranges ("parts"); unit u = tile * S + part goes to
-//                  worker u % W. Partial sums of a tile are reduced by its last part to finish.
+//   SPLIT_K        every tile is cut into S k-ranges ("parts"); unit u = part * tiles + tile goes
+//                  to worker u % W: workers running together share k-ranges (and operand rows in
+//                  L2). Partial sums of a tile are reduced by its last part to finish.
 //   STREAM_K       hybrid: when the tiles do not fill whole waves of W workers, the first
 //                  sk_tiles tiles (one or two waves' worth) are cut into W equal runs of k-blocks,
 //                  one per worker, across tile boundaries; the remaining whole waves are
@@ -140,8 +141,8 @@ GEMMTUNE_HOST_DEVICE Segment segment(const Work& w, int worker, int i) {
   s.k_end = w.k_blocks;
   if (w.mode == SPLIT_K) {
     const int unit = worker + i * w.workers;
-    s.tile = unit / w.splits;
-    s.part = unit % w.splits;
+    s.tile = unit % w.tiles;
+    s.part = unit / w.tiles;
     s.parts = w.splits;
     s.k_begin = s.part * w.k_blocks / w.splits;
     s.k_end = (s.part + 1) * w.k_blocks / w.splits;

@@ -53,6 +53,10 @@ std::vector<Planned> plan(const Problem& problem, const ArchInfo& arch, const st
       for (auto& c : pruning.valid)
         scored.push_back({family->prior(c, problem, arch), Planned{family, c, family->kernel_name(c)}});
       std::stable_sort(scored.begin(), scored.end(), [](auto& a, auto& b) { return a.first > b.first; });
+      // The family's default is its known good point for the shape class: measured first, so that
+      // a budget never leaves the tuned kernel slower than the untuned call.
+      const std::string default_name = family->kernel_name(family->default_config(problem, arch));
+      std::stable_partition(scored.begin(), scored.end(), [&](auto& s) { return s.second.name == default_name; });
       for (auto& [score, p] : scored) out.push_back(std::move(p));
     }
   }

@@ -172,8 +172,11 @@ class WgmmaSm90Family final : public Family {
       c.params["CLUSTER"] = 11;
       c.params["STAGES"] = 4;
     }
-    if (c.at("WS") && wave_efficiency(units_of(c, p, arch)) < 0.9) c.params["SCHEDULE"] = schedule::STREAM_K;
-    return repaired(c, p, arch);
+    // Clusters and TMA stores only pay with several waves of tiles (their constraints say so).
+    const int64_t tiles = ceil_div(p.m, c.at("BM")) * ceil_div(p.n, c.at("BN"));
+    if (tiles < 2 * arch.sms) c.params["CLUSTER"] = 11;
+    if (tiles <= arch.sms) c.params["EPILOGUE"] = 0;
+    return repaired(with_schedule(c, p, arch), p, arch);
   }
 
   std::string kernel_name(const KernelConfig& c) const override {
@@ -272,6 +275,26 @@ class WgmmaSm90Family final : public Family {
   }
 
  private:
+  // The schedule of a default, where whole waves waste more than a tenth of the rounds: split-K
+  // into about one wave of parts when the tiles leave SMs idle (stream-K's staggered k-ranges
+  // would share little in L2 there), else stream-K.
+  static KernelConfig with_schedule(KernelConfig c, const Problem& p, const ArchInfo& arch) {
+    const Units u = units_of(c, p, arch);
+    if (!c.at("WS") || wave_efficiency(u) >= 0.9) return c;
+    if (u.super_tiles < u.workers) {
+      int64_t best = 1;
+      for (int64_t s : {2, 3, 4, 6, 8}) {
+        const int64_t parts = u.super_tiles * s;
+        if (s <= u.k_blocks / 4 && parts <= u.workers) best = s;
+      }
+      c.params["SCHEDULE"] = best > 1 ? schedule::SPLIT_K : schedule::STREAM_K;
+      c.params["SPLITS"] = best;
+    } else {
+      c.params["SCHEDULE"] = schedule::STREAM_K;
+    }
+    return c;
+  }
+
   // The default made valid for the problem: simpler schedule, no cluster, register stores,
   // fewer stages, in that order; else the most promising valid point of the space.
   KernelConfig repaired(KernelConfig c, const Problem& p, const ArchInfo& arch) const {
