@@ -53,7 +53,8 @@ GEMMTUNE_DEVICE_INLINE void fence_registers(float (&d)[N]) {
 // RASTER (0: sweep tiles along M first, 1: along N first), GROUP (tiles per raster group),
 // EPILOGUE (0: stores from registers, 1: through shared memory and TMA stores when beta == 0 and
 // C is 16-byte aligned), SCHEDULE (schedule::Mode), SPLITS (split-K parts), PINGPONG (bool),
-// A_T, B_T (bools),
+// OCCUPANCY (CTAs per SM: 2 lets small-tile kernels overlap one CTA's fixed costs with the
+// other's loads), A_T, B_T (bools),
 // DTYPE (1 f16, 2 bf16).
 template <class Cfg>
 struct Kernel {
@@ -90,6 +91,10 @@ struct Kernel {
   // Stages, staged C, alignment slack, full and empty barriers, then the fixup flags (a word per
   // consumer) and the schedule (kept in shared memory: registers are for the accumulators).
   static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + C_BYTES + 1024 + 2 * STAGES * 8 + 16 + sizeof(schedule::Work);
+  static constexpr int CTAS_PER_SM = Cfg::OCCUPANCY;
+  // Registers move from the producer to the consumers when one CTA holds the SM; with two, each
+  // keeps the even share its launch bounds give it.
+  static constexpr bool REALLOCATE = WG > 1 && CTAS_PER_SM == 1;
   static constexpr int PRODUCER_REGS = 24;
   static constexpr int CONSUMER_REGS = WG == 3 ? 160 : 240;
   using Mma = ptx::Wgmma<TN, P_KMAJOR ? 0 : 1, Q_KMAJOR ? 0 : 1, Cfg::DTYPE>;
@@ -545,10 +550,10 @@ struct Kernel {
     init_shared(s, ROW_WG * CLUSTER, work_of(g, gridDim.x / CLUSTER));
     const int warpgroup = threadIdx.x / 128;
     if (warpgroup == 0) {
-      if (WG > 1) ptx::setmaxnreg_dec<PRODUCER_REGS>();
+      if (REALLOCATE) ptx::setmaxnreg_dec<PRODUCER_REGS>();
       if (threadIdx.x == 0) produce(args, s, worker, rank);
     } else {
-      if (WG > 1) ptx::setmaxnreg_inc<CONSUMER_REGS>();
+      if (REALLOCATE) ptx::setmaxnreg_inc<CONSUMER_REGS>();
       consume(args, s, worker, rank, warpgroup - 1);
     }
     // No CTA may leave while the other can still multicast into it or arrive on its barriers.
@@ -612,11 +617,12 @@ struct GemmtuneWgmmaDefault {
   static constexpr int BM = 256, BN = 128, STAGES = 3, WG = 2;
   static constexpr bool SWAP = false, WS = true;
   static constexpr int CLUSTER_M = 1, CLUSTER_N = 2, RASTER = 0, GROUP = 8, EPILOGUE = 1;
-  static constexpr int SCHEDULE = 0, SPLITS = 1;
+  static constexpr int SCHEDULE = 0, SPLITS = 1, OCCUPANCY = 1;
   static constexpr bool PINGPONG = false, A_T = false, B_T = false;
   static constexpr int DTYPE = 2;
 };
-extern "C" __global__ void __launch_bounds__(gemmtune::wgmma_sm90::Kernel<GemmtuneWgmmaDefault>::THREADS, 1)
+extern "C" __global__ void __launch_bounds__(gemmtune::wgmma_sm90::Kernel<GemmtuneWgmmaDefault>::THREADS,
+                                             gemmtune::wgmma_sm90::Kernel<GemmtuneWgmmaDefault>::CTAS_PER_SM)
     gemm_wgmma_default(const __grid_constant__ GemmArgs args) {
   extern __shared__ __align__(1024) unsigned char gemmtune_smem[];
   gemmtune::wgmma_sm90::Kernel<GemmtuneWgmmaDefault>::run(args, gemmtune_smem);

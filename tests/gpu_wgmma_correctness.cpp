@@ -18,7 +18,7 @@ namespace {
 struct Point {
   const char* what;
   int64_t bm, bn, stages, wg, ws, cluster, epilogue;
-  int64_t swap = 0, schedule = 0, splits = 1, pingpong = 0;
+  int64_t swap = 0, schedule = 0, splits = 1, pingpong = 0, occupancy = 1;
 };
 
 const Point kPoints[] = {
@@ -36,6 +36,7 @@ const Point kPoints[] = {
     {"swapped, cluster along N", 128, 64, 4, 2, 1, 12, 0, 1, 0},
     {"ping-pong, TMA stores", 128, 128, 4, 2, 1, 11, 1, 0, 0, 1, 1},
     {"ping-pong, stream-K, cluster along M", 256, 64, 3, 2, 1, 21, 0, 0, 2, 1, 1},
+    {"swapped, two CTAs per SM, split-K in 2", 128, 24, 4, 2, 1, 11, 0, 1, 1, 2, 0, 2},
 };
 
 // wgmma N must come in 64-column chunks when its operand is stored along M or N (the family's
@@ -49,7 +50,8 @@ KernelConfig config_of(const Point& pt, const Problem& p) {
                       {{"BM", bm}, {"BN", bn}, {"SWAP", pt.swap}, {"STAGES", pt.stages}, {"WG", pt.wg},
                        {"WS", pt.ws}, {"CLUSTER", pt.cluster}, {"RASTER", p.m >= p.n ? 0 : 1},
                        {"GROUP", pt.cluster == 21 ? 3 : 8}, {"EPILOGUE", pt.epilogue},
-                       {"SCHEDULE", pt.schedule}, {"SPLITS", pt.splits}, {"PINGPONG", pt.pingpong}}};
+                       {"SCHEDULE", pt.schedule}, {"SPLITS", pt.splits}, {"PINGPONG", pt.pingpong},
+                       {"OCCUPANCY", pt.occupancy}}};
 }
 
 class WgmmaCorrectness : public test::GpuTest, public ::testing::WithParamInterface<std::tuple<std::string, std::string>> {
@@ -103,7 +105,7 @@ TEST_P(WgmmaSanitizer, SmallShapePerSchedule) {
   const auto [dtype_name, layout] = GetParam();
   Problem p = make_problem(parse_dtype(dtype_name), parse_op(layout[0]), parse_op(layout[1]), 300, 260, 130);
   for (const Point& pt : {kPoints[0], kPoints[1], kPoints[4], kPoints[6], kPoints[7], kPoints[8], kPoints[10],
-                          kPoints[12], kPoints[13]}) {
+                          kPoints[12], kPoints[13], kPoints[14]}) {
     const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
     const Verdict v = check(k, p, 1.0f, 0.0f);  // beta == 0: the TMA-store epilogue where configured
     EXPECT_TRUE(v.ok) << k.compiled.name << ": " << v.message;
@@ -124,7 +126,7 @@ TEST_P(WgmmaCorrectness, SplitKAndStreamKAreBitwiseDeterministic) {
   const auto [dtype_name, layout] = GetParam();
   const Problem p = make_problem(parse_dtype(dtype_name), parse_op(layout[0]), parse_op(layout[1]), 1000, 72, 8000);
   const ProblemData data(p, *checker_, 11, stream_->get());
-  for (const Point& pt : {kPoints[6], kPoints[7], kPoints[8], kPoints[9], kPoints[13]}) {
+  for (const Point& pt : {kPoints[6], kPoints[7], kPoints[8], kPoints[9], kPoints[13], kPoints[14]}) {
     const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
     std::vector<uint16_t> first, again(size_t(p.ldc * p.n));
     for (int run = 0; run < 5; ++run) {

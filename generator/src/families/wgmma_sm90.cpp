@@ -57,7 +57,7 @@ Units units_of(const KernelConfig& c, const Problem& p, const ArchInfo& arch) {
   u.tiles_n = ceil_div(p.n, c.at("BN"));
   u.super_tiles = ceil_div(u.tiles_m, cluster_m(c)) * ceil_div(u.tiles_n, cluster_n(c));
   u.k_blocks = ceil_div(p.k, kBK);
-  u.workers = std::max<int64_t>(1, arch.sms / cluster_size(c));
+  u.workers = std::max<int64_t>(1, arch.sms / cluster_size(c)) * c.at("OCCUPANCY");
   return u;
 }
 
@@ -135,6 +135,7 @@ class WgmmaSm90Family final : public Family {
         {"SCHEDULE", {schedule::DATA_PARALLEL, schedule::SPLIT_K, schedule::STREAM_K}},
         {"SPLITS", few_tiles ? std::vector<int64_t>{1, 2, 3, 4, 6, 8} : std::vector<int64_t>{1}},
         {"PINGPONG", {0, 1}},  // two consumer warpgroups take turns on whole tiles
+        {"OCCUPANCY", skinny || few_tiles ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{1}},  // CTAs per SM
     };
     s.constraints = constraints();
     return s;
@@ -148,7 +149,7 @@ class WgmmaSm90Family final : public Family {
     KernelConfig c{"wgmma_sm90", p.dtype, p.op_a, p.op_b, {}};
     c.params = {{"BM", 256}, {"BN", 128}, {"SWAP", 0}, {"STAGES", 3}, {"WG", 2}, {"WS", 1},
                 {"CLUSTER", 12}, {"RASTER", p.m >= p.n ? 0 : 1}, {"GROUP", 8}, {"EPILOGUE", 1},
-                {"SCHEDULE", schedule::DATA_PARALLEL}, {"SPLITS", 1}, {"PINGPONG", 0}};
+                {"SCHEDULE", schedule::DATA_PARALLEL}, {"SPLITS", 1}, {"PINGPONG", 0}, {"OCCUPANCY", 1}};
     if (skinny_n(p) || skinny_m(p)) {
       const bool swap = skinny_n(p) && (!skinny_m(p) || p.n <= p.m);
       const int64_t rows = std::min<int64_t>(128, round_up(swap ? p.m : p.n, 64));
@@ -160,13 +161,11 @@ class WgmmaSm90Family final : public Family {
       c.params["EPILOGUE"] = 0;
       c.params["STAGES"] = 8;
     } else if (p.flops() < 1e9) {
+      // Few tiles, each bound by how fast one SM streams its operands: split K over the SMs.
       c.params["BM"] = 128;
       c.params["BN"] = 64;
       c.params["STAGES"] = 4;
       c.params["WG"] = 1;
-      c.params["WS"] = 0;
-      c.params["CLUSTER"] = 11;
-      c.params["EPILOGUE"] = 0;
     } else if (p.m < 512 || p.n < 256) {
       c.params["BM"] = 128;
       c.params["CLUSTER"] = 11;
@@ -183,11 +182,12 @@ class WgmmaSm90Family final : public Family {
     std::string schedule;
     if (c.at("SCHEDULE") == schedule::SPLIT_K) schedule = fmt::format("_splitk{}", c.at("SPLITS"));
     if (c.at("SCHEDULE") == schedule::STREAM_K) schedule = "_streamk";
-    return fmt::format("gemm_wgmma_{}_{}{}_{}x{}x{}_s{}_wg{}_c{}x{}_{}_r{}{}{}{}{}", to_string(c.dtype),
+    return fmt::format("gemm_wgmma_{}_{}{}_{}x{}x{}_s{}_wg{}_c{}x{}_{}_r{}{}{}{}{}{}", to_string(c.dtype),
                        to_char(c.op_a), to_char(c.op_b), c.at("BM"), c.at("BN"), kBK, c.at("STAGES"),
                        c.at("WG"), cluster_m(c), cluster_n(c), c.at("WS") ? (pingpong(c) ? "pingpong" : "ws") : "ms",
                        c.at("RASTER") ? "n" : "m", c.at("GROUP") == 8 ? "" : fmt::format("_g{}", c.at("GROUP")),
-                       swapped(c) ? "_swap" : "", schedule, c.at("EPILOGUE") ? "_tmastore" : "");
+                       swapped(c) ? "_swap" : "", schedule, c.at("EPILOGUE") ? "_tmastore" : "",
+                       c.at("OCCUPANCY") > 1 ? fmt::format("_o{}", c.at("OCCUPANCY")) : "");
   }
 
   std::string emit(const KernelConfig& c) const override {
@@ -200,14 +200,14 @@ class WgmmaSm90Family final : public Family {
         "  static constexpr int BM = {BM}, BN = {BN}, STAGES = {STAGES}, WG = {WG};\n"
         "  static constexpr bool SWAP = {SWAP}, WS = {WS};\n"
         "  static constexpr int CLUSTER_M = {CM}, CLUSTER_N = {CN}, RASTER = {RASTER}, GROUP = {GROUP};\n"
-        "  static constexpr int EPILOGUE = {EPI}, SCHEDULE = {SCHEDULE}, SPLITS = {SPLITS};\n"
+        "  static constexpr int EPILOGUE = {EPI}, SCHEDULE = {SCHEDULE}, SPLITS = {SPLITS}, OCCUPANCY = {OCC};\n"
         "  static constexpr bool PINGPONG = {PP}, A_T = {A_T}, B_T = {B_T};\n"
         "  static constexpr int DTYPE = {DTYPE};\n"
         "}};\n"
         "using K = gemmtune::wgmma_sm90::Kernel<Config>;\n"
         "static_assert(K::SMEM_BYTES == {SMEM}, \"the family's shared-memory size is the kernel's\");\n"
         "}}  // namespace\n"
-        "extern \"C\" __global__ void __launch_bounds__(K::THREADS, 1)\n"
+        "extern \"C\" __global__ void __launch_bounds__(K::THREADS, K::CTAS_PER_SM)\n"
         "{name}(const __grid_constant__ GemmArgs args) {{\n"
         "  extern __shared__ __align__(1024) unsigned char gemmtune_smem[];\n"
         "  K::run(args, gemmtune_smem);\n"
@@ -217,7 +217,7 @@ class WgmmaSm90Family final : public Family {
         fmt::arg("WS", c.at("WS") != 0), fmt::arg("CM", cluster_m(c)), fmt::arg("CN", cluster_n(c)),
         fmt::arg("RASTER", c.at("RASTER")), fmt::arg("GROUP", c.at("GROUP")), fmt::arg("EPI", c.at("EPILOGUE")),
         fmt::arg("SCHEDULE", c.at("SCHEDULE")), fmt::arg("SPLITS", c.at("SPLITS")),
-        fmt::arg("PP", pingpong(c)), fmt::arg("A_T", c.op_a == Op::T), fmt::arg("B_T", c.op_b == Op::T),
+        fmt::arg("PP", pingpong(c)), fmt::arg("OCC", c.at("OCCUPANCY")), fmt::arg("A_T", c.op_a == Op::T), fmt::arg("B_T", c.op_b == Op::T),
         fmt::arg("DTYPE", c.dtype == DType::bf16 ? 2 : 1), fmt::arg("SMEM", smem_bytes_of(c)));
   }
 
@@ -285,7 +285,7 @@ class WgmmaSm90Family final : public Family {
       int64_t best = 1;
       for (int64_t s : {2, 3, 4, 6, 8}) {
         const int64_t parts = u.super_tiles * s;
-        if (s <= u.k_blocks / 4 && parts <= u.workers) best = s;
+        if (s <= u.k_blocks / 2 && parts <= u.workers) best = s;
       }
       c.params["SCHEDULE"] = best > 1 ? schedule::SPLIT_K : schedule::STREAM_K;
       c.params["SPLITS"] = best;
@@ -388,6 +388,12 @@ class WgmmaSm90Family final : public Family {
         rule("smem_fits", "the stages fit the shared memory of a block",
              [](const KernelConfig& c, const Problem&, const ArchInfo& a) {
                return smem_bytes_of(c) <= a.smem_per_block;
+             }),
+        rule("two_ctas_fit", "two CTAs per SM: persistent, small accumulators, both in shared memory",
+             [](const KernelConfig& c, const Problem&, const ArchInfo& a) {
+               if (c.at("OCCUPANCY") == 1) return true;
+               return c.at("OCCUPANCY") == 2 && c.at("WS") == 1 && accumulators(c) <= 32 &&
+                      2 * (smem_bytes_of(c) + 1024) <= a.smem_per_sm;
              }),
         rule("clusters_need_ws", "clusters (TMA multicast) only with the warp-specialized schedule",
              [](const KernelConfig& c, const Problem&, const ArchInfo&) {
