@@ -102,6 +102,11 @@ std::vector<int64_t> tile_values(int64_t d) {
   return v;
 }
 
+// Eight waves of 128 x 128 tiles or more: where the raster group decides L2 reuse.
+bool many_waves(const Problem& p, const ArchInfo& arch) {
+  return ceil_div(p.m, 128) * ceil_div(p.n, 128) >= 8 * arch.sms;
+}
+
 // The skinny side of a problem goes on wgmma's N (steps of 8), not on 64-row blocks.
 bool skinny_n(const Problem& p) { return p.n <= 64; }
 bool skinny_m(const Problem& p) { return p.m <= 64; }
@@ -130,7 +135,9 @@ class WgmmaSm90Family final : public Family {
         {"WS", {0, 1}},       // 1: warp-specialized persistent, 0: multistage
         {"CLUSTER", {11, 21, 12}},  // CTAs along M x along N
         {"RASTER", {p.m >= p.n ? 0 : 1}},  // sweep tiles along the longer side first (derived)
-        {"GROUP", {8}},       // tiles per raster group (a kernel parameter; one value searched)
+        // Tiles per raster group: how many tile rows run together and share operand rows in L2.
+        // It matters where many waves of tiles run one after the other.
+        {"GROUP", many_waves(p, arch) ? std::vector<int64_t>{4, 8, 16} : std::vector<int64_t>{8}},
         {"EPILOGUE", {0, 1}},  // 0: stores from registers, 1: through shared memory + TMA store
         {"SCHEDULE", {schedule::DATA_PARALLEL, schedule::SPLIT_K, schedule::STREAM_K}},
         {"SPLITS", few_tiles ? std::vector<int64_t>{1, 2, 3, 4, 6, 8} : std::vector<int64_t>{1}},
