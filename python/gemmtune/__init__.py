@@ -28,5 +28,6 @@ except ImportError:
 # True when torch.ops.gemmtune.mm and .linear are registered (PyTorch >= 2.4 is importable).
 torch_operators = False
 if _torch_module is not None:
-    from . import _torch
+    from . import _api, _torch
+    _api.torch_api = _torch
     torch_operators = _torch.OPERATORS

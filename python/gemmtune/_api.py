@@ -8,7 +8,12 @@ from typing import NamedTuple
 from . import _library
 from ._library import DTYPES, OPS, Error, check, library
 from ._operands import View, is_torch_tensor, view_of
-from ._plan import Plan, Problem, check_shapes, plan_matmul, shape_text  # noqa: F401
+from ._plan import Plan, check_shapes, plan_matmul, shape_text
+
+
+# gemmtune._torch where torch is importable (set by gemmtune/__init__.py): a module attribute,
+# not an import inside the calls, so that torch.compile traces them.
+torch_api = None
 
 
 class Selection(NamedTuple):
@@ -19,6 +24,7 @@ class Selection(NamedTuple):
     family: str
     config: dict
     note: str  # for 'nearest': the shape it was tuned for
+    device: dict  # the key results are looked up by: name, cc, sms, driver, nvrtc
 
     @property
     def tuned(self):
@@ -70,10 +76,10 @@ class _Operands(NamedTuple):
     device: int
 
 
-def _operands(a, b, out, stream=None, need_gpu=True):
-    va, vb = view_of(a, "a", stream), view_of(b, "b", stream)
-    vc = view_of(out, "out", stream) if out is not None else None
-    views, names = (va, vb, vc), ("a", "b", "out")
+def _operands(a, b, out, stream=None, need_gpu=True, names=("a", "b", "out")):
+    va, vb = view_of(a, names[0], stream), view_of(b, names[1], stream)
+    vc = view_of(out, names[2], stream) if out is not None else None
+    views = (va, vb, vc)
     if vc is None:
         views, names = views[:2], names[:2]
     _same_dtype(views, names)
@@ -116,17 +122,16 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, stream=None):
     device, else the stream the array interface names, else the default stream.
     Raises gemmtune.Error."""
     if is_torch_tensor(a) or is_torch_tensor(b) or is_torch_tensor(out):
-        from . import _torch
-        return _torch.matmul(a, b, out, alpha, beta, stream)
+        return torch_api.matmul(a, b, out, alpha, beta, stream)
     return run_matmul(a, b, out, alpha, beta, stream, _ArrayBackend)
 
 
-def run_matmul(a, b, out, alpha, beta, stream, backend, like=None):
+def run_matmul(a, b, out, alpha, beta, stream, backend, like=None, names=("a", "b", "out")):
     """matmul for any operands (objects or Views); backend makes results like `like` (default:
-    a) and names the default stream."""
+    a) and names the default stream; names are the operands' names in error messages."""
     _check_scalars(alpha, beta, out)
     stream = _stream_handle(stream)
-    ops = _operands(a, b, out, stream)
+    ops = _operands(a, b, out, stream, names=names)
     m, n, k = ops.a.shape[0], ops.b.shape[1], ops.a.shape[1]
     if out is None:
         out = backend.allocate(a if like is None else like, ops.a, m, n)
@@ -224,7 +229,7 @@ def run_linear(x, w, bias, stream, backend):
     if bias is not None:
         # The bias enters as C with beta = 1: one pass over the output, added in f32.
         out, beta = backend.bias_rows(bias, math.prod(shape[:-1]), shape[-1]), 1.0
-    y = run_matmul(x_rows, wt, out, 1.0, beta, stream, backend, like=x)
+    y = run_matmul(x_rows, wt, out, 1.0, beta, stream, backend, like=x, names=("x", "w", "bias"))
     return y.reshape(shape)
 
 
@@ -233,8 +238,7 @@ def linear(x, w, bias=None, *, stream=None):
     (out,); the result is (..., out). The GEMM is 'tn' with M = out, N = the number of rows of
     x, K = in. Raises gemmtune.Error."""
     if is_torch_tensor(x) or is_torch_tensor(w):
-        from . import _torch
-        return _torch.linear(x, w, bias, stream)
+        return torch_api.linear(x, w, bias, stream)
     return run_linear(x, w, bias, stream, _ArrayBackend)
 
 
@@ -272,7 +276,7 @@ def select(a, b, out=None):
         ctypes.byref(text)))
     fields = json.loads(text.value.decode())
     return Selection(fields["source"], fields["kernel"], fields["family"], fields["config"],
-                     fields["note"])
+                     fields["note"], fields["device"])
 
 
 def select_linear(x, w):
@@ -282,8 +286,7 @@ def select_linear(x, w):
 
 def _backend_of(*operands):
     if any(is_torch_tensor(x) for x in operands):
-        from . import _torch
-        return _torch.TorchBackend
+        return torch_api.TorchBackend
     return _ArrayBackend
 
 
@@ -295,13 +298,13 @@ def record(problem, path=None):
     path = path if path is not None else os.environ.get("GEMMTUNE_RECORD")
     if not path:
         raise Error("record: no file given and GEMMTUNE_RECORD is not set")
-    p = problem
-    if p.dtype not in DTYPES or len(p.layout) != 2 or any(o not in OPS for o in p.layout):
-        raise Error(f"record: {p} is not a gemmtune problem")
+    dtype, layout = problem.dtype, problem.layout
+    if dtype not in DTYPES or len(layout) != 2 or any(op not in OPS for op in layout):
+        raise Error(f"record: {problem} is not a gemmtune problem")
     appended = ctypes.c_int(0)
     check(library().gemmtune_record_problem(
-        os.fsencode(path), DTYPES[p.dtype], OPS[p.layout[0]], OPS[p.layout[1]], p.m, p.n, p.k,
-        p.lda, p.ldb, p.ldc, ctypes.byref(appended)))
+        os.fsencode(path), DTYPES[dtype], OPS[layout[0]], OPS[layout[1]], problem.m, problem.n,
+        problem.k, problem.lda, problem.ldb, problem.ldc, ctypes.byref(appended)))
     return bool(appended.value)
 
 

@@ -4,7 +4,6 @@ From PyTorch tensors, from any object with __cuda_array_interface__ (CuPy, Numba
 from DLPack producers (__dlpack__ / __dlpack_device__).
 """
 import ctypes
-import sys
 from typing import NamedTuple, Optional, Tuple
 
 from ._library import Error
@@ -26,14 +25,12 @@ class View(NamedTuple):
     keepalive: object = None  # what must live until the call returns (a DLPack capsule)
 
 
-def torch_module():
-    """torch, when the program has imported it (gemmtune never imports it for a CuPy user)."""
-    return sys.modules.get("torch")
+# torch.Tensor where torch is importable (gemmtune/_torch.py sets it), else None.
+TORCH_TENSOR = None
 
 
 def is_torch_tensor(x):
-    torch = torch_module()
-    return torch is not None and isinstance(x, torch.Tensor)
+    return TORCH_TENSOR is not None and isinstance(x, TORCH_TENSOR)
 
 
 def view_of(x, name, stream=None):

@@ -5,9 +5,12 @@ from typing import Optional
 
 import torch
 
+from . import _operands
 from ._api import run_linear, run_matmul
 from ._library import Error
 from ._operands import SUPPORTED
+
+_operands.TORCH_TENSOR = torch.Tensor
 
 _DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 
@@ -48,30 +51,33 @@ class TorchBackend:
         return out.copy_(bias)
 
 
+_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or (
+    lambda: False)
+
+
 def _through_operator(*tensors):
     """Under torch.compile, or when autograd must see the call, go through the registered
-    operator; plain eager calls skip the dispatcher."""
+    operator; plain eager calls skip the dispatcher. (Plain loops: torch.compile traces this.)"""
     if not OPERATORS:
         return False
-    if torch.compiler.is_compiling():
+    if _is_compiling():
         return True
-    return torch.is_grad_enabled() and any(
-        isinstance(t, torch.Tensor) and t.requires_grad for t in tensors)
-
-
-def _all_tensors(*tensors):
-    return all(t is None or isinstance(t, torch.Tensor) for t in tensors)
+    needs_grad = False
+    for t in tensors:
+        if t is not None and not isinstance(t, torch.Tensor):
+            return False
+        needs_grad = needs_grad or (t is not None and t.requires_grad)
+    return needs_grad and torch.is_grad_enabled()
 
 
 def matmul(a, b, out, alpha, beta, stream):
-    if (out is None and alpha == 1 and beta == 0 and stream is None and _all_tensors(a, b)
-            and _through_operator(a, b)):
+    if out is None and alpha == 1 and beta == 0 and stream is None and _through_operator(a, b):
         return torch.ops.gemmtune.mm(a, b)
     return run_matmul(a, b, out, alpha, beta, stream, TorchBackend)
 
 
 def linear(x, w, bias, stream):
-    if stream is None and _all_tensors(x, w, bias) and _through_operator(x, w, bias):
+    if stream is None and _through_operator(x, w, bias):
         return torch.ops.gemmtune.linear(x, w, bias)
     return run_linear(x, w, bias, stream, TorchBackend)
 

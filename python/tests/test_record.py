@@ -1,10 +1,8 @@
 """GEMMTUNE_RECORD's file: gemm-tune's shapes format, each problem once, also when several
 processes record into it at once (no GPU needed: gemmtune.record is the library's recorder)."""
 import os
-import random
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -60,17 +58,21 @@ def test_invalid_problems_and_unwritable_files_are_errors(tmp_path):
 
 
 WRITER = """
-import sys, time, random
+import os, sys, time, random
 import gemmtune
-path, seed, start = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+path, seed, writers = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 shared = [gemmtune.Problem("bf16", "tn", 128 * (i + 1), 8, 4096, 4096, 4096, 128 * (i + 1))
           for i in range(200)]
 own = [gemmtune.Problem("f16", "nn", 100 + seed, 10 + i, 30, 100 + seed, 30, 100 + seed)
        for i in range(10)]
 problems = shared + own
 random.Random(seed).shuffle(problems)
-while time.time() < start:  # start together, so the writers contend for the file
-    pass
+# Start together, so that the writers contend for the file: each says it is ready, then waits
+# for the others.
+open(f"{path}.ready{seed}", "w").close()
+deadline = time.time() + 60
+while sum(os.path.exists(f"{path}.ready{i}") for i in range(writers)) < writers:
+    assert time.time() < deadline, "the other writers never started"
 print(sum(gemmtune.record(p, path) for p in problems))
 """
 
@@ -78,8 +80,7 @@ print(sum(gemmtune.record(p, path) for p in problems))
 def test_concurrent_writers_list_each_problem_once(tmp_path):
     path = tmp_path / "shapes.txt"
     env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
-    start = time.time() + 1.5  # after every writer has loaded the library
-    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(seed), str(start)],
+    writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(seed), "6"],
                                 env=env, stdout=subprocess.PIPE, text=True)
                for seed in range(6)]
     appended = [int(w.communicate(timeout=120)[0]) for w in writers]

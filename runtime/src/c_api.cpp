@@ -72,12 +72,18 @@ gemmtune::Problem checked_problem(gemmtune_dtype dtype, gemmtune_op op_a, gemmtu
   return p;
 }
 
+// The selection and the device key the tuning database is searched with (after the lookup, so
+// the context is current).
 std::string selection_json(const gemmtune::Selection& s) {
-  return nlohmann::ordered_json{{"source", gemmtune::to_string(s.source)},
-                                {"kernel", s.kernel},
-                                {"family", s.family},
-                                {"config", nlohmann::ordered_json::parse(s.config)},
-                                {"note", s.note}}
+  const gemmtune::DeviceKey key = gemmtune::query_device(gemmtune::current_device()).key;
+  return nlohmann::ordered_json{
+      {"source", gemmtune::to_string(s.source)},
+      {"kernel", s.kernel},
+      {"family", s.family},
+      {"config", nlohmann::ordered_json::parse(s.config)},
+      {"note", s.note},
+      {"device", {{"name", key.name}, {"cc", key.cc}, {"sms", key.sms}, {"driver", key.driver},
+                  {"nvrtc", key.nvrtc}}}}
       .dump();
 }
 
