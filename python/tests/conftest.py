@@ -9,6 +9,8 @@ import pytest
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "python"))
 
+from gemmtune._operands import _DLDataType, _DLDevice, _DLTensor  # noqa: E402  (DLPack's C structs)
+
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU and PyTorch (the GPU machine)")
@@ -32,19 +34,9 @@ class FakeCudaArray:
             self.__dlpack_device__ = lambda: dlpack_device
 
 
-class _DLDevice(ctypes.Structure):
-    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
-
-
-class _DLDataType(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
-
-
 class _DLManagedTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32),
-                ("dtype", _DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
-                ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64),
-                ("manager_ctx", ctypes.c_void_p), ("deleter", ctypes.c_void_p)]
+    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", ctypes.c_void_p)]
 
 
 _capsule_new = ctypes.pythonapi.PyCapsule_New
@@ -61,11 +53,11 @@ class FakeDLPack:
         n = len(shape)
         self._shape = (ctypes.c_int64 * n)(*shape)
         self._strides = (ctypes.c_int64 * n)(*strides) if strides else None
-        self._tensor = _DLManagedTensor(
+        self._tensor = _DLManagedTensor(_DLTensor(
             ptr, _DLDevice(*device), n, _DLDataType(code, bits, 1),
             ctypes.cast(self._shape, ctypes.POINTER(ctypes.c_int64)),
             ctypes.cast(self._strides, ctypes.POINTER(ctypes.c_int64)) if strides else None,
-            byte_offset, None, None)
+            byte_offset), None, None)
         self._device = device
         self.streams_asked = []
 
