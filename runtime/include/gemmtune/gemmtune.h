@@ -47,9 +47,9 @@ gemmtune_status gemmtune_gemm_on_device(int device, gemmtune_dtype dtype, gemmtu
 /* Which kernel a gemmtune_gemm_on_device call with these arguments would use, and why, as one
  * JSON object: {"source": "tuned" | "nearest" | "fallback", "kernel", "family", "config",
  * "note", "device": the key the tuning database was searched with: {"name", "cc", "sms",
- * "driver", "nvrtc"}}. The pointers only count for their alignment and may be NULL (then the leading
- * dimensions alone decide it). Looks the kernel up and compiles or loads it, as the call would.
- * *selection_json stays valid until the next gemmtune_select in this thread. */
+ * "driver", "nvrtc"}}. The pointers only count for their alignment and may be NULL (then the
+ * leading dimensions alone decide it). Looks the kernel up and compiles or loads it, as the
+ * call would. *selection_json stays valid until the next gemmtune_select in this thread. */
 gemmtune_status gemmtune_select(int device, gemmtune_dtype dtype, gemmtune_op op_a,
                                 gemmtune_op op_b, int64_t m, int64_t n, int64_t k, const void* a,
                                 int64_t lda, const void* b, int64_t ldb, const void* c,
