@@ -413,9 +413,7 @@ Subcommands add_subcommands(CLI::App& app, Options& opts) {
   add_filter_options(*sub.remover, opts.filter);
   sub.remover->add_flag("--all", opts.all, "Delete everything");
 
-  sub.report = app.add_subcommand(
-      "report", "One self-contained HTML page: per GPU, TFLOP/s and ratio to cuBLAS per problem, "
-                "every candidate, stale and failed rows");
+  sub.report = app.add_subcommand("report", "One self-contained HTML page with plots, per GPU");
   add_filter_options(*sub.report, opts.filter);
   sub.report->add_option("--html", opts.html, "The page to write")->required();
   return sub;
