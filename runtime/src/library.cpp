@@ -197,6 +197,8 @@ struct Library::Impl {
     c.selection.kernel = kernel->family->kernel_name(config);
     c.selection.family = config.family;
     c.selection.config = config.to_json();
+    // Once per problem and context: choice_for() keeps what this returns.
+    if (record_file && c.selection.source != Source::tuned) record_untuned(*record_file, p);
     return c;
   }
 
@@ -208,7 +210,6 @@ struct Library::Impl {
     if (it != state.choices.end()) return it->second;
     auto c = std::make_shared<const Choice>(resolve(state, p));
     state.choices.emplace(ProblemKey{p}, c);
-    if (record_file && c->selection.source != Source::tuned) record_untuned(*record_file, p);
     return c;
   }
 };
