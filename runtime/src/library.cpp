@@ -11,6 +11,7 @@
 #include "gemmtune/generator/util.hpp"
 #include "gemmtune/runtime/device.hpp"
 #include "gemmtune/runtime/kernel.hpp"
+#include "gemmtune/runtime/shape_recorder.hpp"
 #include "gemmtune/runtime/workspace.hpp"
 
 namespace gemmtune {
@@ -78,6 +79,15 @@ bool fits(const KernelConfig& config, const Problem& problem, const ArchInfo& ar
   return family.space(problem, arch).first_violation(config, problem, arch) == nullptr;
 }
 
+// GEMMTUNE_RECORD must never fail a call: a warning says why the file was not written.
+void record_untuned(const std::string& file, const Problem& p) {
+  try {
+    record_shape(file, p);
+  } catch (const Error& e) {
+    log().warn("{}", e.what());
+  }
+}
+
 }  // namespace
 
 struct Library::Impl {
@@ -87,6 +97,8 @@ struct Library::Impl {
   std::map<CUcontext, DeviceState> devices;
   std::unique_ptr<TuningDb> db;
   bool db_opened = false;
+  // GEMMTUNE_RECORD: the shapes file listing the problems served without a tuned kernel.
+  const std::optional<std::string> record_file = env_var("GEMMTUNE_RECORD");
 
   explicit Impl(Options o)
       : options(std::move(o)),
@@ -184,6 +196,8 @@ struct Library::Impl {
     c.selection.kernel = kernel->family->kernel_name(config);
     c.selection.family = config.family;
     c.selection.config = config.to_json();
+    // Once per problem and context: choice_for() keeps what this returns.
+    if (record_file && c.selection.source != Source::tuned) record_untuned(*record_file, p);
     return c;
   }
 
