@@ -30,6 +30,7 @@ struct CompiledKernel {
   PtxasReport report;
   std::string log;
   double compile_ms = 0;  // of the NVRTC call that produced it
+  double compile_cpu_ms = 0;  // CPU time of that call (0 when loaded from the cache)
   bool from_cache = false;
 };
 
