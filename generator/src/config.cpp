@@ -16,12 +16,16 @@ ArchInfo ArchInfo::from_name(std::string_view name) {
   if (s.starts_with("sm_")) s.remove_prefix(3);
   a.arch_specific = s.ends_with("a");
   if (a.arch_specific) s.remove_suffix(1);
+  // Ceilings of a typical part: A100 SXM, RTX 3090, RTX 4090, H100 SXM.
   if (s == "80") {
     a.cc = 80; a.sms = 108; a.smem_per_block = 163 * 1024; a.smem_per_sm = 164 * 1024;
+    a.clock_ghz = 1.41; a.dram_gb_per_s = 2039; a.l2_bytes = 40 << 20;
   } else if (s == "86") {
     a.cc = 86; a.sms = 84; a.smem_per_block = 99 * 1024; a.smem_per_sm = 100 * 1024;
+    a.clock_ghz = 1.70; a.dram_gb_per_s = 936; a.l2_bytes = 6 << 20;
   } else if (s == "89") {
     a.cc = 89; a.sms = 128; a.smem_per_block = 99 * 1024; a.smem_per_sm = 100 * 1024;
+    a.clock_ghz = 2.52; a.dram_gb_per_s = 1008; a.l2_bytes = 72 << 20;
   } else if (s == "90") {
     a.cc = 90; a.sms = 132; a.smem_per_block = 227 * 1024; a.smem_per_sm = 228 * 1024;
   } else {
@@ -31,6 +35,14 @@ ArchInfo ArchInfo::from_name(std::string_view name) {
   GT_REQUIRE(!a.arch_specific || a.cc == 90, Errc::invalid_argument,
              "'{}': only sm_90 has an arch-specific ('a') target here", name);
   return a;
+}
+
+double ArchInfo::flops_per_clock_per_sm(DType dtype) const {
+  const bool tensor = dtype != DType::f32;
+  if (cc >= 90) return tensor ? 4096 : 256;
+  if (cc == 80) return tensor ? 2048 : 128;
+  if (cc >= 86) return tensor ? 1024 : 256;
+  return tensor ? 1024 : 128;
 }
 
 int64_t KernelConfig::at(std::string_view param) const {

@@ -8,7 +8,20 @@
 
 namespace gemmtune {
 
-double Family::prior(const KernelConfig&, const Problem&, const ArchInfo&) const { return 0.0; }
+TileWork Family::tile_work(const KernelConfig& config, const Problem& problem, const ArchInfo& arch) const {
+  const LaunchGeometry g = geometry(config, problem, arch);
+  TileWork w;
+  w.tile_m = (problem.m + g.tiles_m - 1) / g.tiles_m;
+  w.tile_n = (problem.n + g.tiles_n - 1) / g.tiles_n;
+  const int64_t threads = int64_t(g.block[0]) * g.block[1] * g.block[2];
+  w.ctas_per_sm = g.persistent ? 1 : ctas_per_sm(arch, threads, g.smem_bytes, 0);
+  w.tile_overhead_us = 1.0 + epilogue_us(arch, w.tile_m, w.tile_n, problem.dtype);
+  return w;
+}
+
+double Family::predicted_ms(const KernelConfig& config, const Problem& problem, const ArchInfo& arch) const {
+  return roofline(problem, arch, tile_work(config, problem, arch)).total_ms;
+}
 
 KernelSource make_source(std::string name, std::string code) {
   KernelSource src{std::move(name), std::move(code), {}};

@@ -264,21 +264,36 @@ class WgmmaSm90Family final : public Family {
             "ptx/cluster.cuh", "wgmma_sm90.cuh", "pack.cuh"};
   }
 
-  double prior(const KernelConfig& c, const Problem& p, const ArchInfo& a) const override {
-    // Larger tiles, warp specialization, 2 consumer warpgroups and 4 stages first, as long as the
-    // tiles fill the GPU.
-    const double bm = double(c.at("BM")), bn = double(c.at("BN"));
-    const double tiles = std::ceil(double(p.m) / bm) * std::ceil(double(p.n) / bn);
-    const double waste = double(p.m * p.n) / (std::ceil(double(p.m) / bm) * bm * std::ceil(double(p.n) / bn) * bn);
-    // Split-K and stream-K fill the GPU with fewer tiles.
-    double fill = std::min(1.0, tiles / a.sms);
-    if (c.at("SCHEDULE") != schedule::DATA_PARALLEL) fill = std::min(1.0, fill * 1.8 + 0.3);
-    double score = fill * waste * (bm * bn / (bm + bn)) / 85.0;
-    if (c.at("WS")) score *= 1.2;
-    if (c.at("WG") == 2) score *= 1.1;
-    if (c.at("STAGES") == 4) score *= 1.05;
-    if (cluster_m(c) == 2) score *= 1.03;
-    return score;
+  // Calibrated on the ladder of docs/PERF.md and PERF-ANCHORS.md: the best kernel (wgmma N 256,
+  // two consumer warpgroups, warp-specialized, TMA-store epilogue) reaches about 70% of the
+  // nominal peak. Smaller wgmma N read more shared memory per FLOP ((64 + N) / 64N); one consumer
+  // warpgroup cannot keep the tensor cores busy, three are slower than two; the multistage
+  // schedule lost 10-20% to warp specialization. A cluster that multicasts an operand halves
+  // what its CTAs fetch of it; split-K writes and reads partial sums; stream-K spreads the work
+  // evenly over the SMs at the cost of fixing up the tiles it splits.
+  TileWork tile_work(const KernelConfig& c, const Problem& p, const ArchInfo& a) const override {
+    const bool ws = c.at("WS") != 0;
+    const Units u = units_of(c, p, a);
+    TileWork w;
+    w.tile_m = c.at("BM");
+    w.tile_n = c.at("BN");
+    if (c.at("SCHEDULE") == schedule::SPLIT_K) w.k_splits = std::min(c.at("SPLITS"), u.k_blocks);
+    w.balanced = c.at("SCHEDULE") == schedule::STREAM_K;
+    const int64_t threads = 128 * (c.at("WG") + c.at("WS"));
+    w.ctas_per_sm = ws ? 1 : ctas_per_sm(a, threads, smem_bytes_of(c), accumulators(c) + 40);
+    const double n = double(tile_cols(c));
+    const double by_wg[] = {0, 0.90, 1.0, 0.95};
+    w.efficiency = 0.70 * std::sqrt(1.25 * n / (64 + n)) * by_wg[c.at("WG")] * (ws ? 1.0 : 0.85) *
+                   (cluster_size(c) == 1 ? 1.0 : 0.995);
+    if (shares_b(c)) w.l2_traffic = (w.tile_m + 0.5 * w.tile_n) / double(w.tile_m + w.tile_n);
+    if (shares_a(c)) w.l2_traffic = (0.5 * w.tile_m + w.tile_n) / double(w.tile_m + w.tile_n);
+    w.workspace_bytes = 2.0 * double(workspace_bytes_of(c, u));  // written, then read back
+    // Persistent CTAs fill their pipeline once and overlap part of each epilogue with the next
+    // tile's loads (most of it when the TMA engine stores); multistage CTAs pay both per tile.
+    const double epilogue = epilogue_us(a, w.tile_m, w.tile_n, p.dtype);
+    w.tile_overhead_us = ws ? epilogue * (c.at("EPILOGUE") ? 0.3 : 0.7) : 1.0 + epilogue;
+    if (w.k_splits > 1 || w.balanced) w.tile_overhead_us += 2 * epilogue;  // partial sums out and back in
+    return w;
   }
 
  private:
@@ -317,8 +332,8 @@ class WgmmaSm90Family final : public Family {
     const Pruning valid = s.prune(p, arch);
     GT_REQUIRE(!valid.valid.empty(), Errc::internal, "the wgmma family has no valid configuration for {}",
                p.describe());
-    return *std::max_element(valid.valid.begin(), valid.valid.end(), [&](const KernelConfig& a, const KernelConfig& b) {
-      return prior(a, p, arch) < prior(b, p, arch);
+    return *std::min_element(valid.valid.begin(), valid.valid.end(), [&](const KernelConfig& a, const KernelConfig& b) {
+      return predicted_ms(a, p, arch) < predicted_ms(b, p, arch);
     });
   }
 

@@ -19,8 +19,14 @@ struct ArchInfo {
   int64_t smem_per_sm = 228 * 1024;
   int regs_per_sm = 65536;
   int max_threads_per_block = 1024;
+  // Ceilings of the cost model (cost_model.hpp): the clock under load, DRAM bandwidth, L2 size.
+  double clock_ghz = 1.755;
+  double dram_gb_per_s = 3350;
+  int64_t l2_bytes = 50 << 20;
 
   std::string name() const;  // "sm_90a", "sm_80"
+  // Dense FLOPs per clock and SM: f32 on CUDA cores, f16/bf16 (f32 accumulation) on tensor cores.
+  double flops_per_clock_per_sm(DType dtype) const;
   // Typical figures of a named architecture; throws Error(invalid_argument) for unknown names.
   static ArchInfo from_name(std::string_view name);
 };

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "gemmtune/generator/config.hpp"
+#include "gemmtune/generator/cost_model.hpp"
 #include "gemmtune/generator/search_space.hpp"
 
 namespace gemmtune {
@@ -76,9 +77,14 @@ class Family {
                                   const ArchInfo& arch) const = 0;
   // Template files the generated code includes (their hash is the template version).
   virtual std::vector<std::string> template_files() const = 0;
-  // A prior for search order when a budget cuts the search short: higher is tried first.
-  virtual double prior(const KernelConfig& config, const Problem& problem,
-                       const ArchInfo& arch) const;
+  // The cost model (cost_model.hpp). tile_work describes what one CTA computes; the default
+  // reads the launch geometry, and a family refines it with its calibration (efficiency of the
+  // main loop, overheads). predicted_ms is the predicted time of the kernel: the tuner measures
+  // candidates in this order and stops when the model says that the rest cannot win.
+  virtual TileWork tile_work(const KernelConfig& config, const Problem& problem,
+                             const ArchInfo& arch) const;
+  virtual double predicted_ms(const KernelConfig& config, const Problem& problem,
+                              const ArchInfo& arch) const;
 };
 
 // A translation unit with its hash (of name and code).

@@ -1,0 +1,67 @@
+#include "gemmtune/generator/cost_model.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace gemmtune {
+namespace {
+
+constexpr double kLaunchMs = 0.004;        // launch and first-wave ramp, the same for every kernel
+constexpr double kL2OverDram = 3.0;        // L2 bandwidth over DRAM bandwidth (Ampere, Hopper)
+constexpr double kSmBytesPerClock = 64.0;  // what one SM can pull from L2 per clock
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+int max_threads_per_sm(const ArchInfo& arch) { return arch.cc == 86 || arch.cc == 89 ? 1536 : 2048; }
+
+}  // namespace
+
+int ctas_per_sm(const ArchInfo& arch, int64_t threads, int64_t smem_bytes, int64_t registers_per_thread) {
+  int64_t fit = 32;
+  if (threads > 0) fit = std::min<int64_t>(fit, max_threads_per_sm(arch) / threads);
+  // Each block also holds 1 KB of shared memory reserved by the system.
+  if (smem_bytes > 0) fit = std::min<int64_t>(fit, arch.smem_per_sm / (smem_bytes + 1024));
+  if (registers_per_thread > 0 && threads > 0) {
+    const int64_t per_thread = ceil_div(registers_per_thread, 8) * 8;  // allocated in units of 8
+    fit = std::min<int64_t>(fit, arch.regs_per_sm / (per_thread * threads));
+  }
+  return int(std::max<int64_t>(fit, 1));
+}
+
+Cost roofline(const Problem& p, const ArchInfo& arch, const TileWork& w) {
+  Cost cost;
+  const int64_t splits = std::max<int64_t>(w.k_splits, 1);
+  const int64_t k_slice = ceil_div(p.k, splits);
+  cost.tiles = ceil_div(p.m, w.tile_m) * ceil_div(p.n, w.tile_n) * splits;
+  cost.tiles_per_sm = ceil_div(cost.tiles, arch.sms);
+  // Tiles on the busiest SM: whole tiles, or an even share of them when the work is balanced.
+  const double busiest = w.balanced ? std::max(double(cost.tiles) / arch.sms, 1.0 / arch.sms) : double(cost.tiles_per_sm);
+
+  // An SM that holds fewer CTAs than the configuration was made for hides latency less well.
+  const double resident = double(std::min<int64_t>(cost.tiles_per_sm, w.ctas_per_sm));
+  const double efficiency = w.efficiency * std::sqrt(resident / std::max(w.ctas_per_sm, 1));
+  const double sm_flops_per_ms = arch.flops_per_clock_per_sm(p.dtype) * arch.clock_ghz * 1e6;
+  const double tile_flops = 2.0 * double(w.tile_m) * double(w.tile_n) * double(k_slice);
+  cost.compute_ms = busiest * tile_flops / (sm_flops_per_ms * efficiency);
+
+  const double element = dtype_size(p.dtype);
+  const double dram_bytes_per_ms = arch.dram_gb_per_s * 1e6;
+  const double unique_bytes = double(p.m * p.k + p.k * p.n + p.m * p.n) * element + w.workspace_bytes;
+  const double tile_bytes = double(w.tile_m + w.tile_n) * double(k_slice) * element * w.l2_traffic;
+  const double dram_ms = unique_bytes / dram_bytes_per_ms;
+  const double l2_ms = double(cost.tiles) * tile_bytes / (kL2OverDram * dram_bytes_per_ms);
+  const double sm_ms = busiest * tile_bytes / (kSmBytesPerClock * arch.clock_ghz * 1e6);
+  cost.memory_ms = std::max({dram_ms, l2_ms, sm_ms});
+
+  cost.overhead_ms = std::ceil(busiest) * w.tile_overhead_us * 1e-3 + kLaunchMs;
+  cost.total_ms = std::max(cost.compute_ms, cost.memory_ms) + cost.overhead_ms;
+  return cost;
+}
+
+double epilogue_us(const ArchInfo& arch, int64_t tile_m, int64_t tile_n, DType dtype) {
+  // Every SM stores at once at the end of a wave: each gets its share of DRAM bandwidth.
+  const double bytes = double(tile_m * tile_n * dtype_size(dtype));
+  return bytes / (arch.dram_gb_per_s * 1e3 / arch.sms);
+}
+
+}  // namespace gemmtune
