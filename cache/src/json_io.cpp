@@ -3,6 +3,7 @@
 // transaction: a bad file changes nothing.
 #include <algorithm>
 #include <limits>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "gemmtune/cache/tuning_db.hpp"
@@ -290,6 +291,25 @@ void write_entry(sqlite3* db, const ImportEntry& entry, ImportSummary& summary) 
     summary.best += rows::upsert_best(db, at, best, rows::Merge::keep_newer);
 }
 
+// Like write_entry, but the bests are chosen again over every candidate now in the database.
+void merge_entry(sqlite3* db, const ImportEntry& entry, ImportSummary& summary) {
+  const rows::Written device = rows::ensure_device(db, entry.device);
+  const rows::Written problem = rows::ensure_problem(db, entry.problem);
+  summary.devices += device.changed;
+  summary.problems += problem.changed;
+  const rows::ProblemRow at{device.id, problem.id, entry.device, entry.problem};
+  for (const auto& candidate : entry.candidates)
+    summary.candidates +=
+        rows::upsert_candidate(db, at, candidate, rows::Merge::keep_newer).changed;
+  std::set<std::string> versions;
+  for (const auto& candidate : entry.candidates) versions.insert(candidate.template_version);
+  for (const auto& version : versions) {
+    const auto incoming = std::find_if(entry.best.begin(), entry.best.end(),
+                                       [&](const rows::BestChoice& b) { return b.template_version == version; });
+    summary.best += rows::rechoose_best(db, at, version, incoming == entry.best.end() ? nullptr : &*incoming);
+  }
+}
+
 }  // namespace
 
 std::string json_of(const DeviceKey& device) {
@@ -331,6 +351,16 @@ std::string TuningDb::export_json(const DbFilter& filter) const {
   }
   const Json document = {{"format", kFormat}, {"version", kFormatVersion}, {"entries", entries}};
   return document.dump(2) + "\n";
+}
+
+ImportSummary TuningDb::merge(const TuningDb& other) {
+  // Through the export format: the other file's rows are checked like any import.
+  const std::vector<ImportEntry> entries = parse_document(other.export_json({}));
+  ImportSummary summary;
+  sql::Transaction transaction(db_);
+  for (const auto& entry : entries) merge_entry(db_, entry, summary);
+  transaction.commit();
+  return summary;
 }
 
 ImportSummary TuningDb::import_json(std::string_view json) {

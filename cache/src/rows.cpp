@@ -1,8 +1,10 @@
 #include "rows.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <chrono>
 #include <ctime>
+#include <optional>
 
 #include "gemmtune/generator/family.hpp"
 #include "gemmtune/generator/util.hpp"
@@ -223,8 +225,10 @@ std::vector<ProblemRow> select_problems(sqlite3* db, const sql::Conditions& wher
 }
 
 std::vector<CandidateRecord> select_candidates(sqlite3* db, const sql::Conditions& where) {
+  // The order of ranks_before().
   sql::Statement s(db, fmt::format("SELECT {} FROM {} WHERE {} ORDER BY c.status <> 'ok', "
-                                   "c.median_ms, c.kernel_name, c.template_version",
+                                   "CASE WHEN c.status = 'ok' THEN c.median_ms END, "
+                                   "CASE WHEN c.status = 'ok' THEN c.min_ms END, c.kernel_name, c.template_version",
                                    kCandidateColumns, kCandidatesJoined, where.sql()));
   s.bind_all(where.values());
   std::vector<CandidateRecord> out;
@@ -241,7 +245,7 @@ std::vector<BestRecord> select_bests(sqlite3* db, const sql::Conditions& where) 
       fmt::format("SELECT {}, {}, {}, b.baseline_ms, b.complete, b.tuned_at FROM best b "
                   "JOIN candidates c ON c.id = b.candidate_id "
                   "JOIN devices d ON d.id = b.device_id JOIN problems p ON p.id = b.problem_id "
-                  "WHERE {} ORDER BY {}, c.median_ms, b.template_version",
+                  "WHERE {} ORDER BY {}, c.median_ms, c.min_ms, c.kernel_name, b.template_version",
                   kDeviceColumns, kProblemColumns, kCandidateColumns, where.sql(), kProblemOrder));
   s.bind_all(where.values());
   std::vector<BestRecord> out;
@@ -346,6 +350,49 @@ bool upsert_best(sqlite3* db, const ProblemRow& at, const BestChoice& best, Merg
   s.bind(8, int64_t(merge == Merge::replace));
   s.run();
   return s.changes() > 0;
+}
+
+namespace {
+
+// The best row of the pair and template version, as a BestChoice naming its winner.
+std::optional<BestChoice> stored_best(sqlite3* db, const ProblemRow& at, const std::string& version) {
+  sql::Statement s(db,
+                   "SELECT c.kernel_name, b.baseline_ms, b.complete, b.tuned_at FROM best b "
+                   "JOIN candidates c ON c.id = b.candidate_id "
+                   "WHERE b.device_id = ? AND b.problem_id = ? AND b.template_version = ?");
+  s.bind_all({at.device_id, at.problem_id, version});
+  if (!s.step()) return std::nullopt;
+  return BestChoice{s.text(0), version, s.real_or_unknown(1), s.integer(2) != 0, s.text(3)};
+}
+
+}  // namespace
+
+bool rechoose_best(sqlite3* db, const ProblemRow& at, const std::string& template_version,
+                   const BestChoice* incoming_row) {
+  const auto stored = stored_best(db, at, template_version);
+  if (!incoming_row && !stored) return false;  // never tuned to the end here: no best to choose
+  const BestChoice& incoming = incoming_row ? *incoming_row : *stored;
+  const auto ok = select_candidates(db, sql::Conditions()
+                                            .add(pair_is(at.device_id, at.problem_id))
+                                            .add("c.template_version = ? AND c.status = 'ok'",
+                                                 {template_version}));
+  if (ok.empty()) return false;  // a later failed measurement of the winner stands
+  BestChoice chosen = incoming;
+  chosen.kernel_name = ok.front().kernel_name;  // select_candidates ranks as ranks_before()
+  if (stored) {
+    chosen.complete = stored->complete || incoming.complete;
+    chosen.tuned_at = std::max(stored->tuned_at, incoming.tuned_at);
+    const bool stored_named_it = stored->kernel_name == chosen.kernel_name;
+    const bool incoming_named_it = incoming.kernel_name == chosen.kernel_name;
+    if (stored_named_it && !incoming_named_it) chosen.baseline_ms = stored->baseline_ms;
+    if (stored_named_it == incoming_named_it && stored->tuned_at > incoming.tuned_at)
+      chosen.baseline_ms = stored->baseline_ms;
+    if (stored->kernel_name == chosen.kernel_name && stored->complete == chosen.complete &&
+        stored->baseline_ms == chosen.baseline_ms && stored->tuned_at == chosen.tuned_at)
+      return false;
+  }
+  upsert_best(db, at, chosen, Merge::replace);
+  return true;
 }
 
 }  // namespace gemmtune::rows

@@ -73,4 +73,12 @@ Written upsert_candidate(sqlite3* db, const ProblemRow& at, const CandidateRecor
 // Returns whether the row was inserted or updated.
 bool upsert_best(sqlite3* db, const ProblemRow& at, const BestChoice& best, Merge merge);
 
+// Chooses the best of the pair and template version again, by ranks_before() over its ok
+// candidates, when the database or `incoming` (may be null) has a best row for it. Keeps what the
+// rows say about the search: complete when either search was, the cuBLAS time of the row that
+// named this winner (else of the later row), the later tuned_at. Returns whether the row was
+// inserted or changed.
+bool rechoose_best(sqlite3* db, const ProblemRow& at, const std::string& template_version,
+                   const BestChoice* incoming);
+
 }  // namespace gemmtune::rows

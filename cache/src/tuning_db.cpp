@@ -60,6 +60,15 @@ CandidateStatus parse_status(std::string_view text) {
            text);
 }
 
+bool ranks_before(const CandidateRecord& a, const CandidateRecord& b) {
+  const bool a_ok = a.status == CandidateStatus::ok, b_ok = b.status == CandidateStatus::ok;
+  if (a_ok != b_ok) return a_ok;
+  if (a_ok && a.median_ms != b.median_ms) return a.median_ms < b.median_ms;
+  if (a_ok && a.min_ms != b.min_ms) return a.min_ms < b.min_ms;
+  if (a.kernel_name != b.kernel_name) return a.kernel_name < b.kernel_name;
+  return a.template_version < b.template_version;
+}
+
 TuningDb::TuningDb(const std::filesystem::path& path, Mode mode)
     : path_(path), db_(open_database(path, mode == Mode::read_only)) {}
 

@@ -25,7 +25,8 @@ Problem problem_from_json(const nlohmann::json& j) {
 
 nlohmann::json to_json(const TimingSettings& t) {
   return {{"min_runs", t.min_runs}, {"max_runs", t.max_runs}, {"min_total_ms", t.min_total_ms},
-          {"warmup_ms", t.warmup_ms}, {"flush_l2", t.flush_l2}};
+          {"warmup_ms", t.warmup_ms}, {"flush_l2", t.flush_l2}, {"abort_above_ms", t.abort_above_ms},
+          {"abort_after_runs", t.abort_after_runs}, {"enough_above_ms", t.enough_above_ms}};
 }
 
 TimingSettings timing_from_json(const nlohmann::json& j) {
@@ -35,6 +36,9 @@ TimingSettings timing_from_json(const nlohmann::json& j) {
   t.min_total_ms = j.at("min_total_ms");
   t.warmup_ms = j.at("warmup_ms");
   t.flush_l2 = j.at("flush_l2");
+  t.abort_above_ms = j.value("abort_above_ms", 0.0);
+  t.abort_after_runs = j.value("abort_after_runs", t.abort_after_runs);
+  t.enough_above_ms = j.value("enough_above_ms", 0.0);
   return t;
 }
 

@@ -1,7 +1,7 @@
 #pragma once
 // The messages between the tuner and its worker process: one JSON object per line.
-//   tuner -> worker: {"cmd":"setup", problem, alpha, beta, seed, timing}   worker: {"event":"ready"}
-//                    {"cmd":"measure", "id", "config"}                      worker: {"event":"result", candidate}
+//   tuner -> worker: {"cmd":"setup", device, problem, alpha, beta, seed, timing}   worker: {"event":"ready"}
+//                    {"cmd":"measure", "id", "config", [early stops]}       worker: {"event":"result", candidate}
 //                    {"cmd":"baseline"}                                     worker: {"event":"baseline", ...}
 //                    {"cmd":"quit"}
 // A worker that hits a sticky CUDA error answers, then exits: its context is poisoned.

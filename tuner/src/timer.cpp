@@ -7,6 +7,23 @@
 #include "gemmtune/runtime/driver.hpp"
 
 namespace gemmtune {
+namespace {
+
+double median_of(std::vector<double> times) {
+  std::sort(times.begin(), times.end());
+  const size_t mid = times.size() / 2;
+  return times.size() % 2 ? times[mid] : 0.5 * (times[mid - 1] + times[mid]);
+}
+
+// A candidate that cannot win stops being timed: every run so far slower than abort_above_ms,
+// or, after min_runs, a median above enough_above_ms.
+bool clearly_slower(const std::vector<double>& times, double fastest_ms, const TimingSettings& s) {
+  const int runs = int(times.size());
+  if (s.abort_above_ms > 0 && runs >= std::max(s.abort_after_runs, 1) && fastest_ms > s.abort_above_ms) return true;
+  return s.enough_above_ms > 0 && runs >= std::max(s.min_runs, 1) && median_of(times) > s.enough_above_ms;
+}
+
+}  // namespace
 
 Timer::Timer(const DeviceInfo& device) : flush_(size_t(std::max<int64_t>(device.l2_bytes, 1 << 20)) * 2) {}
 
@@ -21,25 +38,30 @@ Timing Timer::time(const std::function<void(CUstream)>& launch, CUstream stream,
     if (i >= 2 && ms >= s.warmup_ms) break;
   }
   std::vector<double> times;
-  double total = 0;
+  double total = 0, fastest = 0;
+  bool stopped_early = false;
   EventHandle begin, end;
   while (int(times.size()) < s.max_runs && (int(times.size()) < s.min_runs || total < s.min_total_ms)) {
+    if (clearly_slower(times, fastest, s)) {
+      stopped_early = true;
+      break;
+    }
     if (s.flush_l2) GT_CU(cuMemsetD32Async(flush_.ptr(), uint32_t(times.size()), flush_.bytes() / 4, stream));
     begin.record(stream);
     launch(stream);
     end.record(stream);
     GT_CU(cuEventSynchronize(end.get()));
     const double ms = end.since(begin);
+    fastest = times.empty() ? ms : std::min(fastest, ms);
     times.push_back(ms);
     total += ms;
   }
-  std::sort(times.begin(), times.end());
   Timing t;
+  t.stopped_early = stopped_early;
   t.runs = int(times.size());
-  t.min_ms = times.front();
-  t.max_ms = times.back();
-  const size_t mid = times.size() / 2;
-  t.median_ms = times.size() % 2 ? times[mid] : 0.5 * (times[mid - 1] + times[mid]);
+  t.min_ms = *std::min_element(times.begin(), times.end());
+  t.max_ms = *std::max_element(times.begin(), times.end());
+  t.median_ms = median_of(times);
   return t;
 }
 

@@ -10,6 +10,7 @@
 #include "gemmtune/generator/family.hpp"
 #include "gemmtune/generator/util.hpp"
 #include "gemmtune/runtime/compiler.hpp"
+#include "gemmtune/tuner/search.hpp"
 #include "gemmtune/tuner/thread_pool.hpp"
 #include "gemmtune/tuner/worker.hpp"
 #include "protocol.hpp"
@@ -29,9 +30,12 @@ struct Planned {
   const Family* family;
   KernelConfig config;
   std::string name;
+  double predicted_ms = 0;  // the cost model's
+  bool always = false;      // an extra or a family's default: measured whatever the model says
 };
 
-// Valid configurations of every family that applies, most promising first, then the extras.
+// Valid configurations of every family that applies, by predicted time (ties by name, so that
+// every run plans the same order); the extras first, then the families' defaults.
 std::vector<Planned> plan(const Problem& problem, const ArchInfo& arch, const std::vector<std::string>& only,
                           const std::vector<KernelConfig>& extra, bool only_extra, int& enumerated,
                           std::map<std::string, int>& pruned_by) {
@@ -42,29 +46,35 @@ std::vector<Planned> plan(const Problem& problem, const ArchInfo& arch, const st
     GT_REQUIRE(why.empty(), Errc::invalid_argument, "family '{}' cannot solve {} on {}: {}", name,
                problem.describe(), arch.name(), why);
   }
-  if (!only_extra) {
-    for (const Family* family : families_for(problem, arch)) {
-      if (!only.empty() && std::find(only.begin(), only.end(), family->name()) == only.end()) continue;
-      const SearchSpace space = family->space(problem, arch);
-      Pruning pruning = space.prune(problem, arch);
-      enumerated += int(space.size());
-      for (const auto& [name, count] : pruning.pruned_by) pruned_by[name] += count;
-      std::vector<std::pair<double, Planned>> scored;
-      for (auto& c : pruning.valid)
-        scored.push_back({family->prior(c, problem, arch), Planned{family, c, family->kernel_name(c)}});
-      std::stable_sort(scored.begin(), scored.end(), [](auto& a, auto& b) { return a.first > b.first; });
-      // The family's default is its known good point for the shape class: measured first, so that
-      // a budget never leaves the tuned kernel slower than the untuned call.
-      const std::string default_name = family->kernel_name(family->default_config(problem, arch));
-      std::stable_partition(scored.begin(), scored.end(), [&](auto& s) { return s.second.name == default_name; });
-      for (auto& [score, p] : scored) out.push_back(std::move(p));
-    }
-  }
   for (const auto& c : extra) {
     const Family& family = find_family(c.family);
-    out.push_back(Planned{&family, c, family.kernel_name(c)});
+    out.push_back(Planned{&family, c, family.kernel_name(c), family.predicted_ms(c, problem, arch), true});
     ++enumerated;
   }
+  if (only_extra) return out;
+  std::vector<Planned> ranked;
+  for (const Family* family : families_for(problem, arch)) {
+    if (!only.empty() && std::find(only.begin(), only.end(), family->name()) == only.end()) continue;
+    const SearchSpace space = family->space(problem, arch);
+    Pruning pruning = space.prune(problem, arch);
+    enumerated += int(space.size());
+    for (const auto& [name, count] : pruning.pruned_by) pruned_by[name] += count;
+    for (auto& c : pruning.valid)
+      ranked.push_back(Planned{family, c, family->kernel_name(c), family->predicted_ms(c, problem, arch)});
+  }
+  std::sort(ranked.begin(), ranked.end(), [](const Planned& a, const Planned& b) {
+    return a.predicted_ms != b.predicted_ms ? a.predicted_ms < b.predicted_ms : a.name < b.name;
+  });
+  // A family's default is its known good point for the shape class: measured first, so that a
+  // budget never leaves the tuned kernel slower than the untuned call.
+  std::set<std::string> defaults;
+  for (const Family* family : families_for(problem, arch))
+    defaults.insert(family->kernel_name(family->default_config(problem, arch)));
+  std::stable_partition(ranked.begin(), ranked.end(), [&](Planned& p) {
+    p.always = defaults.count(p.name) > 0;
+    return p.always;
+  });
+  out.insert(out.end(), std::make_move_iterator(ranked.begin()), std::make_move_iterator(ranked.end()));
   return out;
 }
 
@@ -83,6 +93,41 @@ CompileOutcome compile_one(const Compiler& compiler, const Planned& p, const Arc
   return out;
 }
 
+// Compiles ahead of the measurements, at most `ahead` candidates beyond the one being measured,
+// so that a search the cost model ends early compiles little it does not measure, and several
+// tuning runs (one per GPU) share one pool fairly.
+class CompileQueue {
+ public:
+  CompileQueue(const std::vector<Planned>& planned, const ArchInfo& arch, ThreadPool& pool)
+      : planned_(planned), arch_(arch), pool_(pool), ahead_(std::max<size_t>(4, 2 * pool.size())) {}
+  ~CompileQueue() {
+    cancelled_ = true;  // queued compiles return at once; running ones finish
+    for (auto& f : futures_)
+      if (f.valid()) f.wait();
+  }
+  CompileQueue(const CompileQueue&) = delete;
+  CompileQueue& operator=(const CompileQueue&) = delete;
+
+  CompileOutcome take(size_t i) {
+    while (futures_.size() < std::min(planned_.size(), i + 1 + ahead_)) {
+      const Planned& p = planned_[futures_.size()];
+      futures_.push_back(pool_.submit([this, &p] {
+        return cancelled_ ? CompileOutcome{{}, "cancelled"} : compile_one(compiler_, p, arch_);
+      }));
+    }
+    return futures_[i].get();
+  }
+
+ private:
+  const std::vector<Planned>& planned_;
+  const ArchInfo& arch_;
+  ThreadPool& pool_;
+  const size_t ahead_;
+  const Compiler compiler_;
+  std::atomic<bool> cancelled_{false};
+  std::vector<std::future<CompileOutcome>> futures_;
+};
+
 CandidateRecord failed_record(const Planned& p, CandidateStatus status, const std::string& message) {
   CandidateRecord r;
   r.kernel_name = p.name;
@@ -96,14 +141,16 @@ CandidateRecord failed_record(const Planned& p, CandidateStatus status, const st
 // The worker process with its problem set up; restarted after a fault or a timeout.
 class Measurer {
  public:
-  Measurer(const Problem& problem, const TuneOptions& options)
-      : client_(find_worker()), problem_(problem), options_(options) {}
+  Measurer(const Problem& problem, const TuneOptions& options, int ordinal)
+      : client_(find_worker()), problem_(problem), options_(options), ordinal_(ordinal) {}
   ~Measurer() { client_.stop(); }
 
-  CandidateRecord measure(const Planned& p, int id) {
+  // The search's early stops of the timing (TimingSettings): 0 for none.
+  CandidateRecord measure(const Planned& p, int id, const RankedSearch& search) {
     ensure_ready();
-    const nlohmann::json request = {{"cmd", "measure"}, {"id", id},
-                                    {"config", nlohmann::json::parse(p.config.to_json())}};
+    nlohmann::json request = {{"cmd", "measure"}, {"id", id}, {"config", nlohmann::json::parse(p.config.to_json())}};
+    if (search.abort_above_ms() > 0) request["abort_above_ms"] = search.abort_above_ms();
+    if (search.enough_above_ms() > 0) request["enough_above_ms"] = search.enough_above_ms();
     auto answer = client_.call(request.dump(), options_.candidate_timeout_s);
     if (!answer) {
       ready_ = false;
@@ -151,7 +198,7 @@ class Measurer {
  private:
   void ensure_ready() {
     if (ready_ && client_.running()) return;
-    const nlohmann::json setup = {{"cmd", "setup"},           {"problem", to_json(problem_)},
+    const nlohmann::json setup = {{"cmd", "setup"},           {"device", ordinal_}, {"problem", to_json(problem_)},
                                   {"alpha", options_.alpha},  {"beta", options_.beta},
                                   {"seed", options_.seed},    {"timing", to_json(options_.timing)},
                                   {"settle_ms", options_.settle_ms}};
@@ -166,6 +213,7 @@ class Measurer {
   WorkerClient client_;
   Problem problem_;
   const TuneOptions& options_;
+  int ordinal_;
   bool ready_ = false;
 };
 
@@ -179,13 +227,24 @@ void phase(const TuneOptions& o, std::string text) {
   notify(o, p);
 }
 
-// Times the fastest candidates and cuBLAS again, interleaved, `rounds` times; each keeps its
-// best round. Updates the records (and the database) with those timings.
+// The candidates of the final round: the fastest, and those close enough to it that another
+// round could change the order (every one of the fastest in an exhaustive search).
+std::vector<CandidateRecord> finalists(std::vector<CandidateRecord> candidates, const TuneOptions& o) {
+  std::vector<CandidateRecord> top;
+  for (auto& c : candidates) {
+    if (c.status != CandidateStatus::ok || int(top.size()) >= o.final_candidates) continue;
+    if (!o.search.exhaustive && !top.empty() && c.median_ms > top.front().median_ms * (1 + o.search.final_margin))
+      break;
+    top.push_back(std::move(c));
+  }
+  return top;
+}
+
+// Times the finalists and cuBLAS again, interleaved, `rounds` times; each keeps its best round.
+// Updates the records (and the database) with those timings.
 void final_round(Measurer& measurer, TuningDb& db, const TuneReport& report, const TuneOptions& o,
                  double& baseline_ms, std::string& baseline_name) {
-  std::vector<CandidateRecord> top;
-  for (auto& c : db.candidates(report.device.key, report.problem))
-    if (c.status == CandidateStatus::ok && int(top.size()) < o.final_candidates) top.push_back(std::move(c));
+  std::vector<CandidateRecord> top = finalists(db.candidates(report.device.key, report.problem), o);
   if (top.empty() || o.final_rounds <= 0) return;
   phase(o, fmt::format("final round: the {} fastest{} timed again, {} rounds", top.size(),
                        o.baseline ? " and cuBLAS" : "", o.final_rounds));
@@ -219,7 +278,7 @@ void final_round(Measurer& measurer, TuningDb& db, const TuneReport& report, con
 std::optional<CandidateRecord> fastest(const std::vector<CandidateRecord>& records) {
   std::optional<CandidateRecord> best;
   for (const auto& r : records)
-    if (r.status == CandidateStatus::ok && (!best || r.median_ms < best->median_ms)) best = r;
+    if (r.status == CandidateStatus::ok && (!best || ranks_before(r, *best))) best = r;
   return best;
 }
 
@@ -270,19 +329,22 @@ bool stop_requested() noexcept { return g_stop.load(); }
 namespace {
 
 // The valid configurations still to measure: without those this device measured before
-// (resume), cut to the candidate budget. Sets the counts of the report; returns the planned
-// list and how many were left before the budget.
-std::pair<std::vector<Planned>, size_t> plan_run(TuningDb& db, TuneReport& report, const TuneOptions& o) {
+// (resume; their results seed the search), cut to the candidate budget. Sets the counts of the
+// report; returns the planned list and how many were left before the budget.
+std::pair<std::vector<Planned>, size_t> plan_run(TuningDb& db, TuneReport& report, const TuneOptions& o,
+                                                 RankedSearch& search) {
   auto planned = plan(report.problem, report.device.arch, o.families, o.extra, o.only_extra, report.enumerated,
                       report.pruned_by);
   for (const auto& [name, count] : report.pruned_by) report.pruned += count;
-  std::set<std::string> done;
+  std::map<std::string, CandidateRecord> done;
   if (!o.force)
-    for (const auto& c : db.candidates(report.device.key, report.problem)) done.insert(c.kernel_name);
+    for (auto& c : db.candidates(report.device.key, report.problem)) done.emplace(c.kernel_name, std::move(c));
   std::erase_if(planned, [&](const Planned& p) {
-    const bool skip = done.count(p.name) > 0;
-    report.already_measured += skip;
-    return skip;
+    const auto it = done.find(p.name);
+    if (it == done.end()) return false;
+    search.add(p.predicted_ms, it->second);
+    ++report.already_measured;
+    return true;
   });
   const size_t left = planned.size();
   if (o.budget.candidates && planned.size() > size_t(*o.budget.candidates)) planned.resize(size_t(*o.budget.candidates));
@@ -290,56 +352,85 @@ std::pair<std::vector<Planned>, size_t> plan_run(TuningDb& db, TuneReport& repor
   return {std::move(planned), left};
 }
 
-// Compiles everything on a thread pool and measures in order as compiles finish, recording each
-// result as it arrives; then the final round against cuBLAS.
-void measure_all(const std::vector<Planned>& planned, TuningDb& db, TuneReport& report, const TuneOptions& o,
-                 Clock::time_point start) {
-  const ArchInfo& arch = report.device.arch;
-  const Compiler compiler;
-  std::atomic<bool> cancelled{false};
-  ThreadPool pool(o.compile_threads);
-  std::vector<std::future<CompileOutcome>> compiled;
-  for (const auto& p : planned)
-    compiled.push_back(pool.submit([&compiler, &p, &arch, &cancelled] {
-      return cancelled ? CompileOutcome{{}, "cancelled"} : compile_one(compiler, p, arch);
-    }));
+// Whether the run must stop before the next candidate: a request, or the time budget.
+bool out_of_time(TuneReport& report, const TuneOptions& o, Clock::time_point start) {
+  const bool over_time = o.budget.seconds && seconds_since(start) > *o.budget.seconds;
+  if (!stop_requested() && !over_time) return false;
+  report.interrupted = true;
+  phase(o, stop_requested() ? "stopping on request" : "time budget spent");
+  return true;
+}
+
+void notify_candidate(const TuneOptions& o, const TuneReport& report, size_t index, size_t total, double best_ms) {
+  Progress p;
+  p.kind = Progress::Kind::candidate;
+  p.index = int(index) + 1;
+  p.total = int(total);
+  p.candidate = &report.measured.back();
+  p.best_ms = best_ms;
+  notify(o, p);
+}
+
+// Measures in the planned order while the compile queue works ahead, recording each result as
+// it arrives, until the cost model rules out the rest; then the final round against cuBLAS.
+void measure_all(const std::vector<Planned>& planned, RankedSearch& search, TuningDb& db, TuneReport& report,
+                 const TuneOptions& o, Clock::time_point start) {
+  std::optional<ThreadPool> own_pool;
+  ThreadPool& pool = o.compile_pool ? *o.compile_pool : own_pool.emplace(o.compile_threads);
   std::optional<Measurer> measurer;
-  double best_ms = -1;
-  for (size_t i = 0; i < planned.size(); ++i) {
-    const bool over_time = o.budget.seconds && seconds_since(start) > *o.budget.seconds;
-    if (stop_requested() || over_time) {
-      report.interrupted = true;
-      phase(o, stop_requested() ? "stopping on request" : "time budget spent");
-      break;
+  {
+    CompileQueue compiles(planned, report.device.arch, pool);
+    for (size_t i = 0; i < planned.size(); ++i) {
+      if (out_of_time(report, o, start)) break;
+      if (!planned[i].always && search.rest_cannot_win(planned[i].predicted_ms)) {
+        report.stopped_by_model = true;
+        report.ruled_out = int(planned.size() - i);
+        phase(o, fmt::format("cost model: the {} candidates left cannot beat {} ms by its prediction; stopping after "
+                             "{} timed (--exhaustive measures them all)",
+                             report.ruled_out, search.best_ms(), search.timed()));
+        break;
+      }
+      CompileOutcome outcome = compiles.take(i);
+      CandidateRecord rec;
+      if (!outcome.kernel) {
+        rec = failed_record(planned[i], CandidateStatus::compile_error, outcome.error);
+        ++report.compile_failed;
+      } else {
+        if (!measurer) measurer.emplace(report.problem, o, report.device.ordinal);
+        rec = measurer->measure(planned[i], int(i), search);
+      }
+      db.record(report.device.key, report.problem, rec);
+      search.add(planned[i].predicted_ms, rec);
+      report.measured.push_back(rec);
+      notify_candidate(o, report, i, planned.size(), search.best_ms());
     }
-    CompileOutcome outcome = compiled[i].get();
-    CandidateRecord rec;
-    if (!outcome.kernel) {
-      rec = failed_record(planned[i], CandidateStatus::compile_error, outcome.error);
-      ++report.compile_failed;
-    } else {
-      if (!measurer) measurer.emplace(report.problem, o);
-      rec = measurer->measure(planned[i], int(i));
-    }
-    db.record(report.device.key, report.problem, rec);
-    if (rec.status == CandidateStatus::ok && (best_ms < 0 || rec.median_ms < best_ms)) best_ms = rec.median_ms;
-    report.measured.push_back(rec);
-    Progress p;
-    p.kind = Progress::Kind::candidate;
-    p.index = int(i) + 1;
-    p.total = int(planned.size());
-    p.candidate = &report.measured.back();
-    p.best_ms = best_ms;
-    notify(o, p);
-  }
-  cancelled = true;  // compiles still queued are not needed any more
+  }  // compiles still queued are not needed any more
   if (stop_requested() || (!o.baseline && o.final_rounds <= 0)) return;
-  if (!measurer) measurer.emplace(report.problem, o);
+  if (!measurer) measurer.emplace(report.problem, o, report.device.ordinal);
   final_round(*measurer, db, report, o, report.baseline_ms, report.baseline_name);
   if (o.baseline && report.baseline_ms < 0) {  // nothing to compare in a final round
     phase(o, "timing cuBLAS on the same problem");
     std::tie(report.baseline_ms, report.baseline_name) = measurer->baseline();
   }
+}
+
+// The stored answer, when the database has one that this run may return without measuring.
+std::optional<BestRecord> stored_answer(const TuningDb& db, const TuneReport& report, const TuneOptions& o,
+                                        bool nothing_left) {
+  if (o.force || !o.extra.empty()) return std::nullopt;
+  auto best = db.best(report.device.key, report.problem);
+  // A ranked search that ended is an answer; an exhaustive one wants every candidate measured.
+  if (best && (o.search.exhaustive ? nothing_left : best->complete)) return best;
+  return std::nullopt;
+}
+
+TuneReport& answer_from(TuneReport& report, const BestRecord& best, Clock::time_point start) {
+  report.from_db = true;
+  report.best = best.winner;
+  report.baseline_ms = best.baseline_ms;
+  report.complete = true;
+  report.seconds = seconds_since(start);
+  return report;
 }
 
 }  // namespace
@@ -352,26 +443,23 @@ TuneReport tune(const Problem& problem, const TuneOptions& options, int ordinal)
   report.device = query_device(ordinal);
   TuningDb db(options.db_path.empty() ? default_db_path() : options.db_path);
 
-  // A complete search answers from the database; an incomplete one resumes.
-  if (!options.force && options.extra.empty()) {
-    if (auto best = db.best(report.device.key, problem); best && best->complete) {
-      report.from_db = true;
-      report.best = best->winner;
-      report.baseline_ms = best->baseline_ms;
-      report.complete = true;
-      report.seconds = seconds_since(start);
-      return report;
-    }
-  }
+  // A search that ran to its end answers from the database; an interrupted one resumes.
+  if (auto best = stored_answer(db, report, options, false)) return answer_from(report, *best, start);
   if (options.extra.empty()) require_family(problem, report.device.arch);
 
-  const auto [planned, left] = plan_run(db, report, options);
-  phase(options, fmt::format("{}: {} configurations, {} pruned, {} measured before, {} to measure (budget: {})",
+  RankedSearch search(options.search);
+  const auto [planned, left] = plan_run(db, report, options, search);
+  if (planned.empty())
+    if (auto best = stored_answer(db, report, options, true)) return answer_from(report, *best, start);
+  phase(options, fmt::format("{}: {} configurations, {} pruned, {} measured before, {} to measure in the cost model's "
+                             "order (budget: {}{})",
                              problem.describe(), report.enumerated, report.pruned, report.already_measured,
-                             report.to_measure, options.budget.describe()));
-  measure_all(planned, db, report, options, start);
+                             report.to_measure, options.budget.describe(),
+                             options.search.exhaustive ? ", exhaustive" : ""));
+  measure_all(planned, search, db, report, options, start);
 
-  report.complete = !report.interrupted && planned.size() == left;
+  // Complete: every candidate has a record, or the cost model ruled out the rest.
+  report.complete = !report.interrupted && (planned.size() == left || report.stopped_by_model);
   report.best = fastest(db.candidates(report.device.key, problem));
   if (report.best)
     db.set_best(report.device.key, problem, report.best->kernel_name, report.best->template_version,
@@ -402,6 +490,7 @@ DryRunReport dry_run(const Problem& problem, const ArchInfo& arch, unsigned comp
     e.name = planned[i].name;
     e.family = std::string(planned[i].family->name());
     e.config = planned[i].config;
+    e.predicted_ms = planned[i].predicted_ms;
     if (!compile) {
       e.status = "listed";
       report.candidates.push_back(std::move(e));
@@ -416,6 +505,7 @@ DryRunReport dry_run(const Problem& problem, const ArchInfo& arch, unsigned comp
       e.smem_bytes = int(planned[i].family->geometry(planned[i].config, problem, arch).smem_bytes) +
                      std::max(0, r.smem_static);
       e.compile_ms = outcome.kernel->compile_ms;
+      e.compile_cpu_ms = outcome.kernel->compile_cpu_ms;
       e.from_cache = outcome.kernel->from_cache;
       ++report.compiled;
     } else {

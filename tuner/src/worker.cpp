@@ -29,7 +29,8 @@ class Worker {
  public:
   json setup(const json& request) {
     const auto start = std::chrono::steady_clock::now();
-    ensure_context();
+    // The tuner names its GPU; a worker started by an older tuner uses the first one.
+    make_current(request.value("device", 0));
     device_ = query_device(current_device());
     problem_ = problem_from_json(request.at("problem"));
     alpha_ = request.at("alpha");
@@ -48,7 +49,7 @@ class Worker {
   json retime(const json& request) {
     const KernelConfig config = KernelConfig::from_json(request.at("config").dump());
     const ReadyKernel kernel = prepare_kernel(compiler_, config, problem_, device_.arch);
-    const Timing t = time_kernel(kernel);
+    const Timing t = time_kernel(kernel, timing_);
     return {{"event", "timing"}, {"median_ms", t.median_ms}, {"min_ms", t.min_ms}, {"max_ms", t.max_ms},
             {"runs", t.runs}};
   }
@@ -59,7 +60,10 @@ class Worker {
     const Family& family = find_family(rec.config.family);
     rec.kernel_name = family.kernel_name(rec.config);
     rec.template_version = template_version(family);
-    measure_into(rec, family);
+    TimingSettings timing = timing_;
+    timing.abort_above_ms = request.value("abort_above_ms", 0.0);
+    timing.enough_above_ms = request.value("enough_above_ms", 0.0);
+    measure_into(rec, family, timing);
     json answer = {{"event", "result"}, {"id", request.at("id")}, {"candidate", to_json(rec)}};
     return answer;
   }
@@ -76,7 +80,7 @@ class Worker {
   }
 
  private:
-  void measure_into(CandidateRecord& rec, const Family& family) {
+  void measure_into(CandidateRecord& rec, const Family& family, const TimingSettings& timing) {
     std::unique_ptr<ReadyKernel> kernel;
     try {
       kernel = std::make_unique<ReadyKernel>(prepare_kernel(compiler_, rec.config, problem_, device_.arch));
@@ -109,7 +113,7 @@ class Worker {
         rec.message = v.message;
         return;
       }
-      time_into(rec, *kernel);
+      time_into(rec, *kernel, timing);
     } catch (const Error& e) {
       if (e.code() != Errc::cuda) throw;
       poisoned_ = context_poisoned();
@@ -125,12 +129,12 @@ class Worker {
     kernel.run(g, p, ops, s);
   }
 
-  Timing time_kernel(const ReadyKernel& kernel) {
+  Timing time_kernel(const ReadyKernel& kernel, const TimingSettings& timing) {
     const ProblemData& data = verifier_->data();
     data.reset_c(*checker_, beta_, stream_->get());
     const GemmOperands ops = data.operands(alpha_, beta_);
     return timer_->time([&](CUstream s) { with_workspace(kernel.geometry, problem_, ops, s, kernel); }, stream_->get(),
-                        timing_);
+                        timing);
   }
 
   // Keeps the GPU busy for a while before the first measurement, so that the first candidates
@@ -152,16 +156,19 @@ class Worker {
     }
   }
 
-  void time_into(CandidateRecord& rec, const ReadyKernel& kernel) {
-    const Timing t = time_kernel(kernel);
+  void time_into(CandidateRecord& rec, const ReadyKernel& kernel, const TimingSettings& timing) {
+    const Timing t = time_kernel(kernel, timing);
     rec.status = CandidateStatus::ok;
     rec.median_ms = t.median_ms;
     rec.min_ms = t.min_ms;
     rec.max_ms = t.max_ms;
     rec.runs = t.runs;
     rec.tflops = problem_.flops() / (t.median_ms * 1e-3) / 1e12;
+    if (t.stopped_early)
+      rec.message = fmt::format("timing stopped after {} runs: slower than the best so far, it cannot win", t.runs);
     if (kernel.geometry.persistent)
-      rec.message = fmt::format("persistent grid of {} CTAs", persistent_grid(kernel.geometry, kernel.resident_ctas).grid[0]);
+      rec.message += fmt::format("{}persistent grid of {} CTAs", rec.message.empty() ? "" : "; ",
+                                 persistent_grid(kernel.geometry, kernel.resident_ctas).grid[0]);
     if (auto clocks = sample_clocks(device_.pci_bus_id))
       rec.message += fmt::format("{}SM clock {} MHz, {} C after timing", rec.message.empty() ? "" : "; ",
                                  clocks->sm_mhz, clocks->temperature_c);

@@ -55,6 +55,11 @@ struct CandidateRecord {
   std::string measured_at; // UTC, ISO 8601; set by record()
 };
 
+// How the candidates of one problem rank, so that every process that reads or merges the same
+// results picks the same winner: ok before failed, then by median time, minimum time, kernel name
+// and template version (failures by name and version).
+bool ranks_before(const CandidateRecord& a, const CandidateRecord& b);
+
 struct BestRecord {
   DeviceKey device;
   Problem problem;
@@ -143,6 +148,12 @@ class TuningDb {
   // Validates the whole document first, then writes it in one transaction: a malformed file
   // throws Error(invalid_argument) saying where, and leaves the database unchanged.
   ImportSummary import_json(std::string_view json);
+  // Merges another database into this one, in one transaction: every candidate is added (the
+  // same kernel measured in both keeps the later measurement), and the best of every problem
+  // either had a best for is chosen again among all the candidates now here, by ranks_before()
+  // -- so merging shard databases gives the choices of one run, in any order. The search counts
+  // as complete when either was. Returns the rows added or updated.
+  ImportSummary merge(const TuningDb& other);
 
  private:
   std::filesystem::path path_;

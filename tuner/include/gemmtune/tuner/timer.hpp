@@ -16,11 +16,18 @@ struct TimingSettings {
   double min_total_ms = 200;  // keep running short kernels until this much kernel time
   double warmup_ms = 50;      // launches before timing, so clocks settle
   bool flush_l2 = true;
+  // Early stops for a candidate that cannot win (0: never stop early): after abort_after_runs
+  // timed runs, when even the fastest of them took more than abort_above_ms; after min_runs,
+  // when their median is above enough_above_ms (it is known well enough to rank below the best).
+  double abort_above_ms = 0;
+  int abort_after_runs = 5;
+  double enough_above_ms = 0;
 };
 
 struct Timing {
   double median_ms = 0, min_ms = 0, max_ms = 0;
   int runs = 0;
+  bool stopped_early = false;  // abort_above_ms cut the timing short
 };
 
 class Timer {

@@ -1,0 +1,249 @@
+// The ranked search (cost model order, when to stop, early stops of the timing), the cost model
+// itself, and the sharding of shape lists over processes.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "gemmtune/generator/cost_model.hpp"
+#include "gemmtune/generator/family.hpp"
+#include "gemmtune/generator/util.hpp"
+#include "gemmtune/tuner/search.hpp"
+#include "gemmtune/tuner/shard.hpp"
+#include "gemmtune/tuner/tuner.hpp"
+
+namespace gemmtune {
+namespace {
+
+CandidateRecord timed(double median_ms) {
+  CandidateRecord c;
+  c.status = CandidateStatus::ok;
+  c.median_ms = median_ms;
+  c.min_ms = median_ms;
+  return c;
+}
+
+CandidateRecord failed() {
+  CandidateRecord c;
+  c.status = CandidateStatus::wrong_result;
+  return c;
+}
+
+// ---- RankedSearch -----------------------------------------------------------------------------
+
+TEST(RankedSearch, NeverStopsBeforeTheMinimumNumberOfTimedCandidates) {
+  SearchSettings s;
+  s.min_candidates = 4;
+  RankedSearch search(s);
+  for (int i = 0; i < 3; ++i) search.add(1.0, timed(1.0));
+  search.add(1.0, failed());  // failures do not count
+  EXPECT_EQ(search.timed(), 3);
+  EXPECT_FALSE(search.rest_cannot_win(100.0));
+  search.add(1.0, timed(1.0));
+  EXPECT_TRUE(search.rest_cannot_win(100.0));
+}
+
+TEST(RankedSearch, StopsWhenThePredictionScaledByTheBestRatioCannotBeatTheBest) {
+  SearchSettings s;
+  s.min_candidates = 2;
+  s.stop_margin = 0.10;
+  RankedSearch search(s);
+  search.add(1.0, timed(1.5));  // measured 1.5x its prediction
+  search.add(1.2, timed(1.2));  // exactly as predicted: the most optimistic ratio seen is 1.0
+  EXPECT_DOUBLE_EQ(search.best_ms(), 1.2);
+  // A candidate predicted at p could run in p * 1.0 at best: it can win while p <= 1.2 * 1.1.
+  EXPECT_FALSE(search.rest_cannot_win(1.3));
+  EXPECT_TRUE(search.rest_cannot_win(1.33));
+  // A candidate that beat its prediction makes the search keep going longer.
+  search.add(2.0, timed(1.3));  // ratio 0.65
+  EXPECT_FALSE(search.rest_cannot_win(2.0));
+  EXPECT_TRUE(search.rest_cannot_win(2.1));
+}
+
+TEST(RankedSearch, ExhaustiveNeverStopsAndTimesEveryCandidateFully) {
+  SearchSettings s;
+  s.exhaustive = true;
+  s.min_candidates = 1;
+  RankedSearch search(s);
+  search.add(1.0, timed(1.0));
+  EXPECT_FALSE(search.rest_cannot_win(1e9));
+  EXPECT_EQ(search.abort_above_ms(), 0);
+  EXPECT_EQ(search.enough_above_ms(), 0);
+}
+
+TEST(RankedSearch, EarlyStopsOfTheTimingFollowTheBestSoFar) {
+  SearchSettings s;
+  RankedSearch search(s);
+  EXPECT_EQ(search.abort_above_ms(), 0) << "nothing timed yet: the first candidate is timed fully";
+  search.add(1.0, timed(2.0));
+  search.add(1.0, timed(1.6));
+  EXPECT_DOUBLE_EQ(search.abort_above_ms(), 1.6 * (1 + s.abort_margin));
+  EXPECT_DOUBLE_EQ(search.enough_above_ms(), 1.6 * (1 + s.final_margin));
+}
+
+// Replays recorded measurements through the search, as tune() feeds it: how many are measured.
+size_t measured_before_stop(const std::vector<std::pair<double, double>>& predicted_and_measured,
+                            const SearchSettings& s) {
+  RankedSearch search(s);
+  for (size_t i = 0; i < predicted_and_measured.size(); ++i) {
+    if (search.rest_cannot_win(predicted_and_measured[i].first)) return i;
+    search.add(predicted_and_measured[i].first, timed(predicted_and_measured[i].second));
+  }
+  return predicted_and_measured.size();
+}
+
+TEST(RankedSearch, AReplayStopsAfterTheWinnerWhenTheModelRanksWell) {
+  // Predictions in increasing order; the real times follow them with 5% noise, the winner third.
+  std::vector<std::pair<double, double>> run;
+  for (int i = 0; i < 40; ++i) {
+    const double predicted = 1.0 + 0.02 * i;
+    run.push_back({predicted, predicted * 1.3 * (i == 2 ? 0.95 : 1.0 + 0.05 * ((i * 7) % 3 - 1))});
+  }
+  SearchSettings s;
+  const size_t measured = measured_before_stop(run, s);
+  EXPECT_GE(measured, size_t(s.min_candidates));
+  EXPECT_GT(measured, 2u) << "the winner is measured";
+  EXPECT_LT(measured, run.size()) << "the search stops before the end";
+  s.exhaustive = true;
+  EXPECT_EQ(measured_before_stop(run, s), run.size());
+}
+
+// ---- the cost model -----------------------------------------------------------------------------
+
+TEST(CostModel, AWaveThatSpillsByOneTileCostsAWholeTile) {
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  TileWork w;
+  w.tile_m = 128;
+  w.tile_n = 128;
+  const Problem full = make_problem(DType::bf16, Op::N, Op::N, 128 * 132, 128, 8192);
+  const Problem spill = make_problem(DType::bf16, Op::N, Op::N, 128 * 133, 128, 8192);
+  const Cost a = roofline(full, arch, w), b = roofline(spill, arch, w);
+  EXPECT_EQ(a.tiles_per_sm, 1);
+  EXPECT_EQ(b.tiles_per_sm, 2);
+  EXPECT_NEAR(b.compute_ms / a.compute_ms, 2.0, 1e-9);
+}
+
+TEST(CostModel, AGemvIsBoundByReadingTheMatrix) {
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  const Problem gemv = make_problem(DType::bf16, Op::T, Op::N, 16384, 1, 16384);
+  TileWork w;
+  w.tile_m = 64;
+  w.tile_n = 8;
+  const Cost c = roofline(gemv, arch, w);
+  const double matrix_ms = 16384.0 * 16384 * 2 / (arch.dram_gb_per_s * 1e6);
+  EXPECT_GT(c.memory_ms, c.compute_ms);
+  EXPECT_GE(c.memory_ms, matrix_ms);
+  EXPECT_LT(c.total_ms, 1.5 * matrix_ms);
+}
+
+TEST(CostModel, OccupancyIsLimitedByThreadsSharedMemoryAndRegisters) {
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  EXPECT_EQ(ctas_per_sm(arch, 256, 0, 0), 8);                 // 2048 threads
+  EXPECT_EQ(ctas_per_sm(arch, 128, 100 * 1024, 0), 2);         // 228 KB of shared memory
+  EXPECT_EQ(ctas_per_sm(arch, 256, 0, 250), 1);                // 256 x 256 registers
+  EXPECT_EQ(ctas_per_sm(arch, 1024, 200 * 1024, 255), 1);      // never below one
+}
+
+// The winners measured on the H200 (docs/PERF.md) are among the first candidates the model
+// ranks, so that a ranked search reaches them before it may stop.
+TEST(CostModel, MeasuredWinnersAreAmongTheFirstCandidates) {
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  const std::vector<std::pair<Problem, std::string>> winners = {
+      {make_problem(DType::f32, Op::N, Op::N, 8192, 8192, 8192), "gemm_simt_f32_nn_256x128x16_w64x64_t16x8_v4_s2"},
+      {make_problem(DType::f32, Op::N, Op::N, 4096, 4096, 4096), "gemm_simt_f32_nn_128x256x8_w64x64_t16x8_v4_s2"},
+      {make_problem(DType::f32, Op::N, Op::N, 1024, 1024, 1024), "gemm_simt_f32_nn_128x64x16_w64x32_t8x8_v4_s2"},
+      {make_problem(DType::bf16, Op::N, Op::N, 8192, 8192, 8192),
+       "gemm_wgmma_bf16_nn_256x128x64_s3_wg2_c1x1_ws_rm_tmastore"},
+  };
+  for (const auto& [problem, name] : winners) {
+    const DryRunReport plan = dry_run(problem, arch, 1, {}, {}, 0, false);
+    size_t rank = 0;
+    while (rank < plan.candidates.size() && plan.candidates[rank].name != name) ++rank;
+    ASSERT_LT(rank, plan.candidates.size()) << name << " is not a valid candidate";
+    EXPECT_LT(rank, size_t(SearchSettings{}.min_candidates)) << name << " ranks " << rank + 1;
+  }
+}
+
+TEST(CostModel, EveryValidCandidateOfTheSuiteGetsAFinitePositiveTimeInAFixedOrder) {
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  for (const Problem& p : {make_problem(DType::bf16, Op::T, Op::N, 4096, 1, 4096),
+                           make_problem(DType::bf16, Op::T, Op::N, 28672, 64, 8192),
+                           make_problem(DType::bf16, Op::N, Op::N, 2500, 3500, 4500),
+                           make_problem(DType::f32, Op::T, Op::T, 500, 300, 700)}) {
+    const DryRunReport a = dry_run(p, arch, 1, {}, {}, 0, false), b = dry_run(p, arch, 1, {}, {}, 0, false);
+    ASSERT_FALSE(a.candidates.empty());
+    ASSERT_EQ(a.candidates.size(), b.candidates.size());
+    for (size_t i = 0; i < a.candidates.size(); ++i) {
+      EXPECT_EQ(a.candidates[i].name, b.candidates[i].name) << "the order is the same in every run";
+      EXPECT_TRUE(std::isfinite(a.candidates[i].predicted_ms) && a.candidates[i].predicted_ms > 0);
+      if (i > 0) {
+        EXPECT_LE(a.candidates[i - 1].predicted_ms, a.candidates[i].predicted_ms);
+      }
+      EXPECT_EQ(a.candidates[i].status, "planned");
+    }
+  }
+}
+
+// ---- shards -------------------------------------------------------------------------------------
+
+TEST(Shard, ShardsCoverAListExactlyOnceForAnyCount) {
+  for (size_t size = 0; size <= 23; ++size)
+    for (int count = 1; count <= 9; ++count) {
+      std::multiset<size_t> seen;
+      for (int index = 0; index < count; ++index) {
+        const Shard shard{index, count, "test"};
+        for (size_t item : shard.items(size)) {
+          EXPECT_TRUE(shard.contains(item));
+          seen.insert(item);
+        }
+      }
+      ASSERT_EQ(seen.size(), size) << size << " items in " << count << " shards";
+      for (size_t item = 0; item < size; ++item) EXPECT_EQ(seen.count(item), 1u);
+    }
+}
+
+TEST(Shard, ParsesIndexOverCount) {
+  const Shard s = Shard::parse("2/5");
+  EXPECT_EQ(s.index, 2);
+  EXPECT_EQ(s.count, 5);
+  EXPECT_TRUE(s.sharded());
+  EXPECT_FALSE(Shard::parse("0/1").sharded());
+  for (const char* bad : {"5/5", "-1/3", "1", "a/b", "1/0", "1/2/3", "1/ 2"}) EXPECT_THROW(Shard::parse(bad), Error) << bad;
+}
+
+Shard::Getenv environment(std::map<std::string, std::string> vars) {
+  return [vars](const char* name) -> std::optional<std::string> {
+    auto it = vars.find(name);
+    return it == vars.end() ? std::nullopt : std::optional<std::string>(it->second);
+  };
+}
+
+TEST(Shard, ReadsTheRankAndSizeThatLaunchersSet) {
+  const Shard slurm = Shard::from_environment(environment({{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}, {"SLURM_STEP_ID", "0"}}));
+  EXPECT_EQ(slurm.index, 3);
+  EXPECT_EQ(slurm.count, 4);
+  EXPECT_EQ(slurm.source, "SLURM_PROCID/SLURM_NTASKS");
+  const Shard mpi = Shard::from_environment(environment({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}}));
+  EXPECT_EQ(mpi.index, 1);
+  EXPECT_EQ(mpi.count, 2);
+  const Shard pmi = Shard::from_environment(environment({{"PMI_RANK", "0"}, {"PMI_SIZE", "8"}}));
+  EXPECT_EQ(pmi.count, 8);
+  const Shard torch = Shard::from_environment(environment({{"RANK", "5"}, {"WORLD_SIZE", "6"}}));
+  EXPECT_EQ(torch.index, 5);
+  EXPECT_FALSE(Shard::from_environment(environment({})).sharded());
+  // A batch script has the job's SLURM_PROCID and SLURM_NTASKS too; only a step (srun) shards.
+  EXPECT_FALSE(Shard::from_environment(environment({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}})).sharded());
+  EXPECT_THROW(Shard::from_environment(environment({{"RANK", "6"}, {"WORLD_SIZE", "6"}})), Error);
+}
+
+TEST(Shard, PatternsNameOneDatabasePerShard) {
+  const Shard s{3, 8, "test"};
+  EXPECT_EQ(expand_shard_pattern("db-%t.db", s), "db-3.db");
+  EXPECT_EQ(expand_shard_pattern("/tmp/100%%/%t/%t.db", s), "/tmp/100%/3/3.db");
+  EXPECT_EQ(expand_shard_pattern("plain.db", s), "plain.db");
+  EXPECT_EQ(expand_shard_pattern("odd%x%", s), "odd%x%");
+}
+
+}  // namespace
+}  // namespace gemmtune
