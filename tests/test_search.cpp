@@ -180,7 +180,7 @@ TEST(CostModel, EveryValidCandidateOfTheSuiteGetsAFinitePositiveTimeInAFixedOrde
       if (i > 0) {
         EXPECT_LE(a.candidates[i - 1].predicted_ms, a.candidates[i].predicted_ms);
       }
-      EXPECT_EQ(a.candidates[i].status, "planned");
+      EXPECT_EQ(a.candidates[i].status, "listed");
     }
   }
 }

@@ -69,6 +69,7 @@ struct Options {
   std::string output;         // export
   std::string input;          // import
   std::string html;           // report
+  std::vector<std::string> merge;  // merge: OUT IN...
 };
 
 // "--m -5: must be a positive integer" (CLI11's own range check prints a 300-digit bound).
@@ -300,6 +301,56 @@ int import_file(const Options& opts) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// merge
+
+// Every input is opened (and so checked) before anything is written.
+std::vector<std::unique_ptr<TuningDb>> open_inputs(const fs::path& output, const std::vector<std::string>& inputs) {
+  std::vector<std::unique_ptr<TuningDb>> out;
+  for (const auto& input : inputs) {
+    std::error_code ec;
+    GT_REQUIRE(!fs::equivalent(input, output, ec), Errc::invalid_argument,
+               "cannot merge {} into itself: the output is also an input", input);
+    try {
+      out.push_back(open_existing(input));
+    } catch (const Error& e) {
+      throw Error(e.code(), fmt::format("cannot merge {}: {}", input, e.what()));
+    }
+  }
+  return out;
+}
+
+int merge_databases(const Options& opts) {
+  GT_REQUIRE(opts.merge.size() >= 2, Errc::invalid_argument, "merge needs the output and at least one input: OUT IN...");
+  const fs::path output = opts.merge[0];
+  const std::vector<std::string> inputs(opts.merge.begin() + 1, opts.merge.end());
+  const auto sources = open_inputs(output, inputs);
+  TuningDb target(output);
+  Json per_input = Json::array();
+  ImportSummary total;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const ImportSummary s = target.merge(*sources[i]);
+    total.devices += s.devices;
+    total.problems += s.problems;
+    total.candidates += s.candidates;
+    total.best += s.best;
+    per_input.push_back({{"input", inputs[i]}, {"devices", s.devices}, {"problems", s.problems},
+                         {"candidates", s.candidates}, {"best", s.best}});
+    if (!opts.json)
+      std::cout << fmt::format("merged {}: {} devices, {} problems, {} candidates, {} best rows added or updated\n",
+                               inputs[i], s.devices, s.problems, s.candidates, s.best);
+  }
+  const DbStats stats = target.stats();
+  if (opts.json) {
+    print_json({{"output", output.string()}, {"inputs", per_input}, {"candidates", stats.candidates},
+                {"best", stats.best}});
+    return 0;
+  }
+  std::cout << fmt::format("{} now holds {} problems, {} candidates, {} best rows\n", output.string(),
+                           stats.problems, stats.candidates, stats.best);
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
 // stats, delete
 
 Json counts_json(const std::vector<std::pair<std::string, int64_t>>& counts) {
@@ -383,7 +434,7 @@ int write_report(const Options& opts) {
 // main
 
 struct Subcommands {
-  CLI::App *list, *show, *exporter, *importer, *stats, *remover, *report;
+  CLI::App *list, *show, *exporter, *importer, *merger, *stats, *remover, *report;
 };
 
 Subcommands add_subcommands(CLI::App& app, Options& opts) {
@@ -407,6 +458,10 @@ Subcommands add_subcommands(CLI::App& app, Options& opts) {
       ->required()
       ->check(CLI::ExistingFile);
 
+  sub.merger = app.add_subcommand(
+      "merge", "Merge databases into OUT (created if needed): every candidate, the best chosen again");
+  sub.merger->add_option("databases", opts.merge, "OUT IN... (tuning databases)")->required()->expected(2, -1);
+
   sub.stats = app.add_subcommand("stats", "Counts, file size and schema version");
 
   sub.remover = app.add_subcommand("delete", "Delete matching problems with their results");
@@ -424,11 +479,12 @@ int run(const Subcommands& sub, const Options& opts) {
   if (sub.show->parsed()) return show_problem(opts);
   if (sub.exporter->parsed()) return export_db(opts);
   if (sub.importer->parsed()) return import_file(opts);
+  if (sub.merger->parsed()) return merge_databases(opts);
   if (sub.stats->parsed()) return show_stats(opts);
   if (sub.remover->parsed()) return delete_problems(opts);
   if (sub.report->parsed()) return write_report(opts);
   GT_THROW(Errc::invalid_argument,
-           "a subcommand is required: list, show, export, import, stats, delete or report (see "
+           "a subcommand is required: list, show, export, import, merge, stats, delete or report (see "
            "gemm-db --help)");
 }
 

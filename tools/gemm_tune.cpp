@@ -1,5 +1,8 @@
 // gemm-tune: tune GEMM shapes on this GPU, see the winner beside cuBLAS, store it.
+#include <charconv>
+#include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -7,6 +10,7 @@
 #include "gemmtune/cache/tuning_db.hpp"
 #include "gemmtune/generator/util.hpp"
 #include "gemmtune/runtime/driver.hpp"
+#include "gemmtune/tuner/shard.hpp"
 #include "gemmtune/tuner/tuner.hpp"
 
 namespace gt = gemmtune;
@@ -18,10 +22,11 @@ struct Args {
   int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
   std::string dtype = "f32", layout = "nn";
   float alpha = 1.0f, beta = 0.0f;
-  std::string db, budget, shapes, arch, families;
+  std::string db, budget, shapes, arch, families, devices, shard;
   int top = 5;
-  bool json = false, force = false, dry_run = false, list_only = false, no_baseline = false;
+  bool json = false, force = false, dry_run = false, list_only = false, no_baseline = false, exhaustive = false;
   double timeout = 60;
+  double margin = gt::SearchSettings{}.stop_margin;
   unsigned threads = 0;
   int device = 0;
   uint64_t seed = 1;
@@ -39,18 +44,31 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option("--alpha", a.alpha, "alpha")->capture_default_str();
   app.add_option("--beta", a.beta, "beta (0: C is never read)")->capture_default_str();
   app.add_option("--shapes", a.shapes, "File of shapes, one per line: 'M N K [dtype] [layout]'");
-  app.add_option("--db", a.db, "Tuning database (default: $GEMMTUNE_DB or ~/.cache/gemmtune/tuning.db)");
+  app.add_option("--db", a.db,
+                 "Tuning database (default: $GEMMTUNE_DB or ~/.cache/gemmtune/tuning.db); %t: the shard index");
   app.add_option("--budget", a.budget, "Stop after this many candidates (40) or this long (300s, 5m)");
   app.add_option("--top", a.top, "How many of the best candidates to show")->capture_default_str()->check(CLI::Range(0, 10000));
   app.add_option("--families", a.families, "Only these kernel families (comma-separated)");
   app.add_option("--timeout", a.timeout, "Seconds a candidate may take before it counts as hung")->capture_default_str()->check(CLI::Range(0.1, 86400.0));
   app.add_option("--threads", a.threads, "Compile threads (default: one per core)");
   app.add_option("--device", a.device, "GPU ordinal")->capture_default_str()->check(CLI::Range(0, 63));
+  app.add_option("--devices", a.devices, "Spread the shapes over these GPUs: 'all' or ordinals, e.g. 0,1");
+  app.add_option("--shard", a.shard,
+                 "Tune the I-th of N parts of the shapes (I/N; default: from SLURM_PROCID/SLURM_NTASKS, "
+                 "OMPI_COMM_WORLD_RANK/_SIZE, PMI_RANK/_SIZE or RANK/WORLD_SIZE); %t in --db is I");
   app.add_option("--seed", a.seed, "Seed of the random test data")->capture_default_str();
   app.add_option("--arch", a.arch, "Architecture for --dry-run: sm_80, sm_86, sm_89, sm_90, sm_90a (default: the GPU's, else sm_90a)");
   app.add_flag("--dry-run", a.dry_run, "No GPU: enumerate, prune and compile the candidates, report ptxas figures");
-  app.add_flag("--list", a.list_only, "With --dry-run: list the candidates (and their parameters) without compiling");
+  app.add_flag("--list", a.list_only,
+               "With --dry-run: list the candidates (and their parameters) in the cost model's order with "
+               "predicted times, without compiling");
   app.add_flag("--force", a.force, "Tune again even if the database has the shape");
+  app.add_option("--margin", a.margin,
+                 "Ranked search: stop when the cost model puts the rest this much above the best (0.10: 10%)")
+      ->capture_default_str()->check(CLI::Range(0.0, 10.0));
+  app.add_flag("--exhaustive", a.exhaustive,
+               "Measure every valid candidate and time each fully (default: in the cost model's order, "
+               "until the rest cannot win)");
   app.add_flag("--no-baseline", a.no_baseline, "Do not time cuBLAS");
   app.add_flag("--json", a.json, "Print JSON on stdout instead of tables");
 }
@@ -81,15 +99,16 @@ std::vector<gt::Problem> problems_of(const Args& a) {
 }
 
 void print_progress(const gt::Progress& p) {
+  const std::string gpu = p.device >= 0 ? fmt::format("gpu{} ", p.device) : "";
   if (p.kind == gt::Progress::Kind::phase) {
-    std::cerr << "gemm-tune: " << p.text << "\n";
+    std::cerr << "gemm-tune: " << gpu << p.text << "\n";
     return;
   }
   const gt::CandidateRecord& c = *p.candidate;
   const std::string timing = c.status == gt::CandidateStatus::ok
                                  ? fmt::format("{:>9} ms {:7.1f} TFLOP/s", gt::cli::format_ms(c.median_ms), c.tflops)
                                  : std::string(30, ' ');
-  std::cerr << fmt::format("[{:>4}/{}] {:<16} {} {}{}\n", p.index, p.total, gt::to_string(c.status), timing,
+  std::cerr << fmt::format("{}[{:>4}/{}] {:<16} {} {}{}\n", gpu, p.index, p.total, gt::to_string(c.status), timing,
                            c.kernel_name, c.median_ms > 0 && c.median_ms == p.best_ms ? "  *best" : "");
 }
 
@@ -101,28 +120,48 @@ json dry_run_json(const gt::DryRunReport& r) {
     cands.push_back({{"name", c.name}, {"family", c.family}, {"config", c.config.params}, {"status", c.status},
                      {"registers", c.registers},
                      {"spills", c.spills}, {"smem_bytes", c.smem_bytes}, {"compile_ms", c.compile_ms},
+                     {"compile_cpu_ms", c.compile_cpu_ms}, {"predicted_ms", c.predicted_ms},
                      {"cached", c.from_cache}, {"message", c.message}});
   return {{"problem", r.problem.describe()}, {"arch", r.arch}, {"enumerated", r.enumerated},
           {"pruned", r.pruned}, {"pruned_by", r.pruned_by}, {"compiled", r.compiled},
           {"failed", r.failed}, {"seconds", r.seconds}, {"candidates", cands}};
 }
 
+void print_plan(const gt::DryRunReport& r) {
+  gt::cli::Table t({"rank", "kernel", "family", "predicted ms", "TFLOP/s"});
+  int rank = 0;
+  for (const auto& c : r.candidates)
+    t.add({std::to_string(++rank), c.name, c.family, gt::cli::format_ms(c.predicted_ms),
+           fmt::format("{:.1f}", r.problem.flops() / (c.predicted_ms * 1e-3) / 1e12)});
+  std::cout << "plan: " << r.problem.describe() << " for " << r.arch << ", in the cost model's order\n"
+            << t.render("  ")
+            << fmt::format("{} configurations: {} pruned, {} valid\n", r.enumerated, r.pruned, r.candidates.size());
+}
+
 void print_dry_run(const gt::DryRunReport& r) {
-  gt::cli::Table t({"kernel", "family", "status", "regs", "spills", "smem", "compile ms"});
-  std::vector<double> times;
+  gt::cli::Table t({"kernel", "family", "status", "regs", "spills", "smem", "predicted ms", "compile ms", "CPU ms"});
+  std::vector<double> times, cpu_times;
   int spilling = 0;
   for (const auto& c : r.candidates) {
     t.add({c.name, c.family, c.status, std::to_string(c.registers), std::to_string(c.spills),
-           std::to_string(c.smem_bytes), fmt::format("{:.0f}{}", c.compile_ms, c.from_cache ? " (cached)" : "")});
-    if (c.status == "compiled" && !c.from_cache) times.push_back(c.compile_ms);
+           std::to_string(c.smem_bytes), gt::cli::format_ms(c.predicted_ms),
+           fmt::format("{:.0f}{}", c.compile_ms, c.from_cache ? " (cached)" : ""), fmt::format("{:.0f}", c.compile_cpu_ms)});
+    if (c.status == "compiled" && !c.from_cache) {
+      times.push_back(c.compile_ms);
+      cpu_times.push_back(c.compile_cpu_ms);
+    }
     spilling += c.spills > 0;
   }
-  std::cout << "dry run: " << r.problem.describe() << " for " << r.arch << "\n" << t.render("  ");
-  std::sort(times.begin(), times.end());
+  std::cout << "dry run: " << r.problem.describe() << " for " << r.arch << ", in the cost model's order\n"
+            << t.render("  ");
+  const auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[v.size() / 2];
+  };
   std::cout << fmt::format(
-      "{} configurations: {} pruned, {} compiled, {} failed, {} with spills; {} compiled now, median {:.0f} ms; {:.1f} s\n",
-      r.enumerated, r.pruned, r.compiled, r.failed, spilling, times.size(),
-      times.empty() ? 0.0 : times[times.size() / 2], r.seconds);
+      "{} configurations: {} pruned, {} compiled, {} failed, {} with spills; {} compiled now, median {:.0f} ms "
+      "({:.0f} ms CPU); {:.1f} s\n",
+      r.enumerated, r.pruned, r.compiled, r.failed, spilling, times.size(), median(times), median(cpu_times), r.seconds);
   for (const auto& [name, count] : r.pruned_by) std::cout << fmt::format("  pruned by {}: {}\n", name, count);
 }
 
@@ -135,11 +174,13 @@ int run_dry(const Args& a, const std::vector<gt::Problem>& problems) {
   json all = json::array();
   int failed = 0;
   for (const auto& p : problems) {
-    const auto report = gt::dry_run(p, info, a.threads, split(a.families), print_progress, budget.candidates.value_or(0),
-                                    !a.list_only);
+    const auto report = gt::dry_run(p, info, a.threads, split(a.families), a.list_only ? nullptr : print_progress,
+                                    budget.candidates.value_or(0), !a.list_only);
     failed += report.failed;
     if (a.json)
       all.push_back(dry_run_json(report));
+    else if (a.list_only)
+      print_plan(report);
     else
       print_dry_run(report);
   }
@@ -160,11 +201,13 @@ json candidate_json(const gt::CandidateRecord& c) {
 }
 
 json tune_json(const gt::TuneReport& r, const std::vector<gt::CandidateRecord>& top) {
-  json j = {{"problem", r.problem.describe()}, {"device", r.device.name}, {"arch", r.device.arch.name()},
-            {"from_db", r.from_db}, {"complete", r.complete}, {"interrupted", r.interrupted},
-            {"seconds", r.seconds}, {"enumerated", r.enumerated}, {"pruned", r.pruned},
-            {"already_measured", r.already_measured}, {"measured", r.measured.size()},
+  json j = {{"problem", r.problem.describe()}, {"device", r.device.name}, {"gpu", r.device.ordinal},
+            {"arch", r.device.arch.name()}, {"from_db", r.from_db}, {"complete", r.complete},
+            {"interrupted", r.interrupted}, {"seconds", r.seconds}, {"enumerated", r.enumerated},
+            {"pruned", r.pruned}, {"already_measured", r.already_measured}, {"measured", r.measured.size()},
+            {"stopped_by_model", r.stopped_by_model}, {"ruled_out", r.ruled_out},
             {"baseline_ms", r.baseline_ms}, {"baseline", r.baseline_name}};
+  if (!r.error.empty()) j["error"] = r.error;
   if (r.best) {
     j["best"] = candidate_json(*r.best);
     j["peak_fraction"] = r.best->tflops / r.device.peak_tflops(r.problem.dtype);
@@ -177,8 +220,12 @@ json tune_json(const gt::TuneReport& r, const std::vector<gt::CandidateRecord>& 
 
 void print_tune(const gt::TuneReport& r, const std::vector<gt::CandidateRecord>& top) {
   const double peak = r.device.peak_tflops(r.problem.dtype);
-  std::cout << fmt::format("{} on {} ({}, {} SMs)\n", r.problem.describe(), r.device.name, r.device.arch.name(),
-                           r.device.arch.sms);
+  std::cout << fmt::format("{} on GPU {}, {} ({}, {} SMs)\n", r.problem.describe(), r.device.ordinal, r.device.name,
+                           r.device.arch.name(), r.device.arch.sms);
+  if (!r.error.empty()) {
+    std::cout << "not tuned: " << r.error << "\n";
+    return;
+  }
   gt::cli::Table t({"rank", "kernel", "ms", "TFLOP/s", "% peak", "vs cuBLAS"});
   int rank = 0;
   for (const auto& c : top)
@@ -209,9 +256,10 @@ void print_tune(const gt::TuneReport& r, const std::vector<gt::CandidateRecord>&
   } else {
     int failures = 0;
     for (const auto& c : r.measured) failures += c.status != gt::CandidateStatus::ok;
-    std::cout << fmt::format("measured {} candidates ({} failed, {} measured before, {} pruned) in {:.1f} s{}\n",
-                             r.measured.size(), failures, r.already_measured, r.pruned, r.seconds,
-                             r.interrupted ? "; interrupted: run again to measure the rest" : "");
+    std::cout << fmt::format("measured {} candidates ({} failed, {} measured before, {} pruned{}) in {:.1f} s{}\n",
+                             r.measured.size(), failures, r.already_measured, r.pruned,
+                             r.stopped_by_model ? fmt::format(", {} ruled out by the cost model", r.ruled_out) : "",
+                             r.seconds, r.interrupted ? "; interrupted: run again to measure the rest" : "");
   }
 }
 
@@ -227,14 +275,32 @@ extern "C" void on_interrupt(int) {
   std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the program at once
 }
 
-int run_tune(const Args& a, const std::vector<gt::Problem>& problems) {
-  GT_REQUIRE(gt::cu::available(), gt::Errc::no_device, "no GPU: {} (--dry-run compiles without one)",
-             gt::cu::unavailable_reason());
-  const gt::DeviceInfo device = gt::query_device(a.device);
-  GT_REQUIRE(a.arch.empty() || gt::ArchInfo::from_name(a.arch).name() == device.arch.name(), gt::Errc::invalid_argument,
-             "--arch {} does not match the GPU ({}): --arch is for --dry-run", a.arch, device.arch.name());
+// "all" or "0,1": the GPUs to tune on; without --devices the one of --device.
+std::vector<int> device_ordinals(const Args& a) {
+  if (a.devices.empty()) return {a.device};
+  const int count = gt::device_count();
+  std::vector<int> out;
+  if (a.devices == "all") {
+    for (int i = 0; i < count; ++i) out.push_back(i);
+    return out;
+  }
+  for (const auto& item : split(a.devices)) {
+    int ordinal = -1;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), ordinal);
+    GT_REQUIRE(ec == std::errc() && end == item.data() + item.size() && ordinal >= 0, gt::Errc::invalid_argument,
+               "--devices '{}': expected 'all' or GPU ordinals such as 0,1", a.devices);
+    GT_REQUIRE(ordinal < count, gt::Errc::invalid_argument, "--devices: there is no GPU {} (this machine has {})",
+               ordinal, count);
+    GT_REQUIRE(std::find(out.begin(), out.end(), ordinal) == out.end(), gt::Errc::invalid_argument,
+               "--devices: GPU {} is listed twice", ordinal);
+    out.push_back(ordinal);
+  }
+  return out;
+}
+
+gt::TuneOptions tune_options(const Args& a, const std::filesystem::path& db) {
   gt::TuneOptions options;
-  options.db_path = a.db.empty() ? gt::default_db_path() : std::filesystem::path(a.db);
+  options.db_path = db;
   options.budget = gt::Budget::parse(a.budget);
   options.force = a.force;
   options.alpha = a.alpha;
@@ -244,30 +310,98 @@ int run_tune(const Args& a, const std::vector<gt::Problem>& problems) {
   options.candidate_timeout_s = a.timeout;
   options.baseline = !a.no_baseline;
   options.families = split(a.families);
+  options.search.exhaustive = a.exhaustive;
+  options.search.stop_margin = a.margin;
   options.progress = print_progress;
+  return options;
+}
+
+// The summary's line of one report.
+std::vector<std::string> summary_row(const gt::TuneReport& r) {
+  std::vector<std::string> row = {r.problem.describe(), std::to_string(r.device.ordinal)};
+  if (!r.best) {
+    row.push_back(!r.error.empty() ? "error: " + r.error.substr(0, r.error.find('\n'))
+                                   : r.interrupted ? "interrupted" : "no candidate passed");
+    return row;
+  }
+  const auto& b = *r.best;
+  const std::string source = r.from_db ? "database" : fmt::format("{} measured, {:.1f} s", r.measured.size(), r.seconds);
+  row.insert(row.end(), {b.kernel_name, gt::cli::format_ms(b.median_ms), fmt::format("{:.1f}", b.tflops),
+                         gt::cli::format_ms(r.baseline_ms), ratio_text(r.baseline_ms, b.median_ms), source});
+  return row;
+}
+
+int run_tune(const Args& a, const std::vector<gt::Problem>& problems, const std::filesystem::path& db) {
+  GT_REQUIRE(gt::cu::available(), gt::Errc::no_device, "no GPU: {} (--dry-run compiles without one)",
+             gt::cu::unavailable_reason());
+  const std::vector<int> ordinals = device_ordinals(a);
+  for (int ordinal : ordinals) {
+    const gt::DeviceInfo device = gt::query_device(ordinal);
+    GT_REQUIRE(a.arch.empty() || gt::ArchInfo::from_name(a.arch).name() == device.arch.name(),
+               gt::Errc::invalid_argument, "--arch {} does not match GPU {} ({}): --arch is for --dry-run", a.arch,
+               ordinal, device.arch.name());
+  }
+  gt::TuneOptions options = tune_options(a, db);
+  // Lines of several GPUs interleave: say which GPU each is about.
+  if (ordinals.size() == 1)
+    options.progress = [](gt::Progress p) {
+      p.device = -1;
+      print_progress(p);
+    };
   std::signal(SIGINT, on_interrupt);
 
   json all = json::array();
-  gt::cli::Table summary({"problem", "winner", "ms", "TFLOP/s", "cuBLAS ms", "vs cuBLAS", "source"});
-  for (const auto& p : problems) {
-    if (gt::stop_requested()) break;
-    const gt::TuneReport report = gt::tune(p, options, a.device);
-    const gt::TuningDb db(options.db_path);
-    const auto top = top_candidates(db, report, a.top);
-    if (a.json) {
+  const auto on_report = [&](const gt::TuneReport& report) {
+    if (report.problem.m == 0) return;
+    std::vector<gt::CandidateRecord> top;
+    if (report.error.empty()) top = top_candidates(gt::TuningDb(options.db_path), report, a.top);
+    if (a.json)
       all.push_back(tune_json(report, top));
-    } else {
+    else
       print_tune(report, top);
-      if (report.best)
-        summary.add({p.describe(), report.best->kernel_name, gt::cli::format_ms(report.best->median_ms),
-                     fmt::format("{:.1f}", report.best->tflops), gt::cli::format_ms(report.baseline_ms),
-                     ratio_text(report.baseline_ms, report.best->median_ms), report.from_db ? "database" : "tuned"});
-    }
+  };
+  const auto start = std::chrono::steady_clock::now();
+  const auto reports = gt::tune_on_devices(problems, options, ordinals, on_report);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // One problem on one GPU fails as it always did: the error is the program's.
+  if (reports.size() == 1 && reports[0].failure) std::rethrow_exception(reports[0].failure);
+
+  int failed = 0;
+  gt::cli::Table summary({"problem", "GPU", "winner", "ms", "TFLOP/s", "cuBLAS ms", "vs cuBLAS", "source"});
+  for (const auto& r : reports) {
+    failed += !r.error.empty();
+    summary.add(summary_row(r));
   }
-  if (a.json) std::cout << (all.size() == 1 ? all[0] : json{{"problems", all}}).dump(2) << "\n";
-  if (!a.json && problems.size() > 1) std::cout << "\nsummary\n" << summary.render("  ");
-  if (!a.json) std::cout << "database: " << options.db_path.string() << "\n";
-  return gt::stop_requested() ? 130 : 0;
+  if (a.json) {
+    std::cout << (all.size() == 1 ? all[0] : json{{"problems", all}, {"seconds", seconds}, {"gpus", ordinals}}).dump(2)
+              << "\n";
+  } else {
+    if (reports.size() > 1)
+      std::cout << fmt::format("\nsummary: {} problems on {} GPU{} in {:.1f} s\n", problems.size(), ordinals.size(),
+                               ordinals.size() > 1 ? "s" : "", seconds)
+                << summary.render("  ");
+    std::cout << "database: " << options.db_path.string() << "\n";
+  }
+  if (gt::stop_requested()) return 130;
+  return failed ? 1 : 0;
+}
+
+// The shard of the shape list this process tunes: --shard, else the launcher's rank and size.
+gt::Shard shard_of(const Args& a) {
+  if (!a.shard.empty()) return gt::Shard::parse(a.shard);
+  return gt::Shard::from_environment([](const char* name) -> std::optional<std::string> {
+    const char* value = std::getenv(name);
+    return value && *value ? std::optional<std::string>(value) : std::nullopt;
+  });
+}
+
+std::vector<gt::Problem> this_shard(const std::vector<gt::Problem>& problems, const gt::Shard& shard) {
+  if (!shard.sharded()) return problems;
+  std::vector<gt::Problem> out;
+  for (size_t i : shard.items(problems.size())) out.push_back(problems[i]);
+  std::cerr << fmt::format("gemm-tune: shard {}/{} (from {}): {} of {} shapes\n", shard.index, shard.count,
+                           shard.source, out.size(), problems.size());
+  return out;
 }
 
 }  // namespace
@@ -278,7 +412,16 @@ int main(int argc, char** argv) {
   add_options(app, args);
   if (int rc = gt::cli::parse("gemm-tune", app, argc, argv); rc >= 0) return rc;
   return gt::cli::guarded_main("gemm-tune", [&] {
-    const auto problems = problems_of(args);
-    return args.dry_run ? run_dry(args, problems) : run_tune(args, problems);
+    GT_REQUIRE(args.devices.empty() || args.device == 0, gt::Errc::invalid_argument,
+               "give either --device or --devices, not both");
+    const gt::Shard shard = shard_of(args);
+    const auto problems = this_shard(problems_of(args), shard);
+    if (problems.empty()) {
+      std::cerr << "gemm-tune: nothing to do: this shard has no shapes\n";
+      return 0;
+    }
+    if (args.dry_run) return run_dry(args, problems);
+    const std::string db = args.db.empty() ? gt::default_db_path().string() : args.db;
+    return run_tune(args, problems, gt::expand_shard_pattern(db, shard));
   });
 }

@@ -17,26 +17,22 @@ int attribute(CUdevice dev, CUdevice_attribute attr) {
   return value;
 }
 
-// FLOPs per clock per SM: (f32 on CUDA cores, dense f16/bf16 on tensor cores).
-std::pair<double, double> flops_per_clock(int cc) {
-  if (cc >= 90) return {256.0, 4096.0};
-  if (cc == 80) return {128.0, 2048.0};
-  if (cc >= 86) return {256.0, 1024.0};
-  return {128.0, 1024.0};
-}
-
 }  // namespace
 
 double DeviceInfo::peak_tflops(DType dtype) const {
-  const auto [f32, tensor] = flops_per_clock(arch.cc);
-  const double per_clock = dtype == DType::f32 ? f32 : tensor;
-  return per_clock * arch.sms * sm_clock_khz * 1e3 / 1e12;
+  return arch.flops_per_clock_per_sm(dtype) * arch.sms * sm_clock_khz * 1e3 / 1e12;
 }
 
 std::string nvrtc_version() {
   int major = 0, minor = 0;
   nvrtcVersion(&major, &minor);
   return fmt::format("{}.{}", major, minor);
+}
+
+int device_count() {
+  int count = 0;
+  GT_CU(cuDeviceGetCount(&count));
+  return count;
 }
 
 DeviceInfo query_device(int ordinal) {
@@ -58,6 +54,12 @@ DeviceInfo query_device(int ordinal) {
   d.arch.max_threads_per_block = attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
   d.l2_bytes = attribute(dev, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
   d.sm_clock_khz = attribute(dev, CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
+  // The cost model's ceilings: DRAM moves two words per memory clock (DDR) over the bus.
+  d.arch.clock_ghz = d.sm_clock_khz * 1e-6;
+  const double memory_khz = attribute(dev, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
+  const double bus_bits = attribute(dev, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
+  if (memory_khz > 0 && bus_bits > 0) d.arch.dram_gb_per_s = memory_khz * 1e3 * 2 * bus_bits / 8 / 1e9;
+  if (d.l2_bytes > 0) d.arch.l2_bytes = d.l2_bytes;
   size_t total = 0;
   GT_CU(cuDeviceTotalMem(&total, dev));
   d.memory_bytes = int64_t(total);
@@ -74,12 +76,18 @@ CUcontext ensure_context() {
   CUcontext ctx = nullptr;
   GT_CU(cuCtxGetCurrent(&ctx));
   if (ctx != nullptr) return ctx;
-  int count = 0;
-  GT_CU(cuDeviceGetCount(&count));
+  return make_current(0);
+}
+
+CUcontext make_current(int ordinal) {
+  const int count = device_count();
   GT_REQUIRE(count > 0, Errc::no_device, "no GPU: the CUDA driver found no device");
+  GT_REQUIRE(ordinal >= 0 && ordinal < count, Errc::invalid_argument, "there is no GPU {} (this machine has {})",
+             ordinal, count);
   CUdevice dev;
-  GT_CU(cuDeviceGet(&dev, 0));
+  GT_CU(cuDeviceGet(&dev, ordinal));
   // Retained for the life of the process, as the CUDA runtime does.
+  CUcontext ctx = nullptr;
   GT_CU(cuDevicePrimaryCtxRetain(&ctx, dev));
   GT_CU(cuCtxSetCurrent(ctx));
   return ctx;

@@ -29,12 +29,18 @@ struct DeviceInfo {
 // "13.0": the NVRTC this process loaded.
 std::string nvrtc_version();
 
+// How many GPUs the driver sees.
+int device_count();
+
 // Everything about one device; needs the driver, not a context.
 DeviceInfo query_device(int ordinal);
 
 // The context to work in: the calling thread's current context, else the primary context of
 // device 0 made current (as the CUDA runtime does), so gemmtune and cudaMalloc'd memory agree.
 CUcontext ensure_context();
+// Makes the primary context of GPU `ordinal` current on this thread (the tuner's worker
+// measures on the GPU it is told to).
+CUcontext make_current(int ordinal);
 // The ordinal of the device of the current context (after ensure_context()).
 int current_device();
 
