@@ -127,13 +127,13 @@ json dry_run_json(const gt::DryRunReport& r) {
           {"failed", r.failed}, {"seconds", r.seconds}, {"candidates", cands}};
 }
 
-void print_plan(const gt::DryRunReport& r) {
+void print_list(const gt::DryRunReport& r) {
   gt::cli::Table t({"rank", "kernel", "family", "predicted ms", "TFLOP/s"});
   int rank = 0;
   for (const auto& c : r.candidates)
     t.add({std::to_string(++rank), c.name, c.family, gt::cli::format_ms(c.predicted_ms),
            fmt::format("{:.1f}", r.problem.flops() / (c.predicted_ms * 1e-3) / 1e12)});
-  std::cout << "plan: " << r.problem.describe() << " for " << r.arch << ", in the cost model's order\n"
+  std::cout << "candidates of " << r.problem.describe() << " for " << r.arch << ", in the cost model's order\n"
             << t.render("  ")
             << fmt::format("{} configurations: {} pruned, {} valid\n", r.enumerated, r.pruned, r.candidates.size());
 }
@@ -180,7 +180,7 @@ int run_dry(const Args& a, const std::vector<gt::Problem>& problems) {
     if (a.json)
       all.push_back(dry_run_json(report));
     else if (a.list_only)
-      print_plan(report);
+      print_list(report);
     else
       print_dry_run(report);
   }

@@ -9,6 +9,7 @@ namespace {
 constexpr double kLaunchMs = 0.004;        // launch and first-wave ramp, the same for every kernel
 constexpr double kL2OverDram = 3.0;        // L2 bandwidth over DRAM bandwidth (Ampere, Hopper)
 constexpr double kSmBytesPerClock = 64.0;  // what one SM can pull from L2 per clock
+constexpr double kLatencyUs = 0.8;         // from issuing a load to its data, DRAM
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -50,7 +51,9 @@ Cost roofline(const Problem& p, const ArchInfo& arch, const TileWork& w) {
   const double tile_bytes = double(w.tile_m + w.tile_n) * double(k_slice) * element * w.l2_traffic;
   const double dram_ms = unique_bytes / dram_bytes_per_ms;
   const double l2_ms = double(cost.tiles) * tile_bytes / (kL2OverDram * dram_bytes_per_ms);
-  const double sm_ms = busiest * tile_bytes / (kSmBytesPerClock * arch.clock_ghz * 1e6);
+  double sm_bytes_per_ms = kSmBytesPerClock * arch.clock_ghz * 1e6;
+  if (w.bytes_in_flight > 0) sm_bytes_per_ms = std::min(sm_bytes_per_ms, resident * w.bytes_in_flight / kLatencyUs * 1e3);
+  const double sm_ms = busiest * tile_bytes / sm_bytes_per_ms;
   cost.memory_ms = std::max({dram_ms, l2_ms, sm_ms});
 
   cost.overhead_ms = std::ceil(busiest) * w.tile_overhead_us * 1e-3 + kLaunchMs;

@@ -159,6 +159,8 @@ class SimtFamily final : public Family {
     w.ctas_per_sm = ctas_per_sm(a, threads_of(c), smem_bytes_of(c), register_estimate(c));
     w.efficiency = (0.773 - 1.81 / ffma_per_load) * (c.at("STAGES") == 2 ? 1.0 : 0.95) *
                    (c.at("WM") * c.at("WN") >= 64 * 64 ? 1.0 : 0.95);
+    // One k-tile of A and B is fetched into registers while the other is multiplied.
+    w.bytes_in_flight = double((c.at("BM") + c.at("BN")) * c.at("BK") * 4);
     // The first tile's loads, then C written from registers.
     w.tile_overhead_us = 1.0 + epilogue_us(a, w.tile_m, w.tile_n, p.dtype);
     return w;

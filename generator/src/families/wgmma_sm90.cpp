@@ -288,6 +288,7 @@ class WgmmaSm90Family final : public Family {
     if (shares_b(c)) w.l2_traffic = (w.tile_m + 0.5 * w.tile_n) / double(w.tile_m + w.tile_n);
     if (shares_a(c)) w.l2_traffic = (0.5 * w.tile_m + w.tile_n) / double(w.tile_m + w.tile_n);
     w.workspace_bytes = 2.0 * double(workspace_bytes_of(c, u));  // written, then read back
+    w.bytes_in_flight = double(c.at("STAGES") * (tile_rows(c) + tile_cols(c)) * kBK * 2);
     // Persistent CTAs fill their pipeline once and overlap part of each epilogue with the next
     // tile's loads (most of it when the TMA engine stores); multistage CTAs pay both per tile.
     const double epilogue = epilogue_us(a, w.tile_m, w.tile_n, p.dtype);

@@ -13,6 +13,7 @@
 //   memory   = max(unique bytes / DRAM bandwidth,            -- A, B and C read or written once
 //                  operand bytes of all tiles / L2 bandwidth, -- every tile reads its panels
 //                  operand bytes of the busiest SM / SM bandwidth)  -- few CTAs cannot fill DRAM
+//              the SM bandwidth being its port, or what its CTAs keep in flight over the latency
 //   total    = max(compute, memory) + (tiles on the busiest SM) x (unhidden per-tile time) + launch
 #include <cstdint>
 
@@ -35,6 +36,9 @@ struct TileWork {
   // one operand shares it: 0.75 for square tiles).
   double l2_traffic = 1.0;
   double workspace_bytes = 0;  // extra DRAM traffic, e.g. split-K partial sums
+  // Bytes of operands one CTA keeps in flight (its pipeline's stages): by Little's law an SM
+  // reads at most (resident CTAs x bytes in flight) / latency. 0: no limit but the SM's port.
+  double bytes_in_flight = 0;
 };
 
 struct Cost {
