@@ -18,13 +18,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bin="${BUILD_DIR:-$root/build}/bin"
 out="${OUT:-$root/gpu-multi-gpu-out}"
 mkdir -p "$out"
-shapes="${1:-}"
-if [ -z "$shapes" ]; then
-  for candidate in "$root/shared/bench/llm-shapes.txt" "$root/../shared/bench/llm-shapes.txt"; do
-    [ -f "$candidate" ] && shapes="$candidate" && break
-  done
-fi
-[ -f "$shapes" ] || { echo "no shapes file (pass one: tools/gpu-multi-gpu.sh SHAPES)"; exit 2; }
+source "$root/tools/gpu-common.sh"
+shapes="$(find_shapes "$root" "${1:-}")" || exit 2
 scratch="$(mktemp -d /tmp/gemmtune-multi-XXXXXX)"
 unset GEMMTUNE_DB SLURM_PROCID SLURM_NTASKS SLURM_STEP_ID OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE RANK WORLD_SIZE
 

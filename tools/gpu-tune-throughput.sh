@@ -17,13 +17,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bin="${BUILD_DIR:-$root/build}/bin"
 out="${OUT:-$root/gpu-tune-throughput-out}"
 mkdir -p "$out"
-shapes="${1:-}"
-if [ -z "$shapes" ]; then
-  for candidate in "$root/shared/bench/llm-shapes.txt" "$root/../shared/bench/llm-shapes.txt"; do
-    [ -f "$candidate" ] && shapes="$candidate" && break
-  done
-fi
-[ -f "$shapes" ] || { echo "no shapes file (pass one: tools/gpu-tune-throughput.sh SHAPES)"; exit 2; }
+source "$root/tools/gpu-common.sh"
+shapes="$(find_shapes "$root" "${1:-}")" || exit 2
 lines="${2:-all}"
 scratch="$(mktemp -d /tmp/gemmtune-throughput-XXXXXX)"
 unset GEMMTUNE_DB

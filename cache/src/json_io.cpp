@@ -278,7 +278,8 @@ std::vector<ImportEntry> parse_document(std::string_view text) {
   return entries;
 }
 
-void write_entry(sqlite3* db, const ImportEntry& entry, ImportSummary& summary) {
+// The entry's device, problem and candidates (the later measurement of a candidate wins).
+rows::ProblemRow write_candidates(sqlite3* db, const ImportEntry& entry, ImportSummary& summary) {
   const rows::Written device = rows::ensure_device(db, entry.device);
   const rows::Written problem = rows::ensure_problem(db, entry.problem);
   summary.devices += device.changed;
@@ -287,20 +288,18 @@ void write_entry(sqlite3* db, const ImportEntry& entry, ImportSummary& summary) 
   for (const auto& candidate : entry.candidates)
     summary.candidates +=
         rows::upsert_candidate(db, at, candidate, rows::Merge::keep_newer).changed;
+  return at;
+}
+
+void write_entry(sqlite3* db, const ImportEntry& entry, ImportSummary& summary) {
+  const rows::ProblemRow at = write_candidates(db, entry, summary);
   for (const auto& best : entry.best)
     summary.best += rows::upsert_best(db, at, best, rows::Merge::keep_newer);
 }
 
 // Like write_entry, but the bests are chosen again over every candidate now in the database.
 void merge_entry(sqlite3* db, const ImportEntry& entry, ImportSummary& summary) {
-  const rows::Written device = rows::ensure_device(db, entry.device);
-  const rows::Written problem = rows::ensure_problem(db, entry.problem);
-  summary.devices += device.changed;
-  summary.problems += problem.changed;
-  const rows::ProblemRow at{device.id, problem.id, entry.device, entry.problem};
-  for (const auto& candidate : entry.candidates)
-    summary.candidates +=
-        rows::upsert_candidate(db, at, candidate, rows::Merge::keep_newer).changed;
+  const rows::ProblemRow at = write_candidates(db, entry, summary);
   std::set<std::string> versions;
   for (const auto& candidate : entry.candidates) versions.insert(candidate.template_version);
   for (const auto& version : versions) {
