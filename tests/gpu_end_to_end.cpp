@@ -8,20 +8,8 @@
 namespace gemmtune {
 namespace {
 
-class EndToEnd : public test::GpuTest {
+class EndToEnd : public test::TuneTest {
  protected:
-  void SetUp() override {
-    test::GpuTest::SetUp();
-    if (IsSkipped()) return;
-    setenv("GEMMTUNE_CACHE_DIR", (dir_ / "cache").c_str(), 1);
-    options_.db_path = dir_ / "tuning.db";
-    options_.timing.min_runs = 5;
-    options_.timing.min_total_ms = 5;
-    options_.timing.warmup_ms = 5;
-    options_.candidate_timeout_s = 60;
-    options_.settle_ms = 0;
-  }
-
   // Runs the library on the problem and checks the result like any candidate.
   Verdict library_result(Library& lib, const Problem& p) {
     const Verifier v(*checker_, p, 1.25f, 0.5f, 9, stream_->get());
@@ -34,8 +22,6 @@ class EndToEnd : public test::GpuTest {
         stream_->get());
   }
 
-  test::TempDir dir_;
-  TuneOptions options_;
 };
 
 TEST_F(EndToEnd, TunedKernelIsStoredAndUsedByTheLibrary) {

@@ -5,6 +5,7 @@
 #include "gemmtune/runtime/device.hpp"
 #include "gemmtune/runtime/workspace.hpp"
 #include "gemmtune/tuner/checker.hpp"
+#include "gemmtune/tuner/tuner.hpp"
 #include "support.hpp"
 
 namespace gemmtune::test {
@@ -42,6 +43,25 @@ class GpuTest : public ::testing::Test {
   std::unique_ptr<Checker> checker_;
   std::unique_ptr<StreamHandle> stream_;
   Workspaces workspaces_;
+};
+
+// Tuning in a scratch database and kernel cache, with short timings: for tests of the tuner.
+class TuneTest : public GpuTest {
+ protected:
+  void SetUp() override {
+    GpuTest::SetUp();
+    if (IsSkipped()) return;
+    setenv("GEMMTUNE_CACHE_DIR", (dir_ / "cache").c_str(), 1);
+    options_.db_path = dir_ / "tuning.db";
+    options_.timing.min_runs = 5;
+    options_.timing.min_total_ms = 5;
+    options_.timing.warmup_ms = 5;
+    options_.candidate_timeout_s = 60;
+    options_.settle_ms = 0;
+  }
+
+  TempDir dir_;
+  TuneOptions options_;
 };
 
 }  // namespace gemmtune::test

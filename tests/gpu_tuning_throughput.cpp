@@ -9,21 +9,12 @@
 namespace gemmtune {
 namespace {
 
-class TuningThroughput : public test::GpuTest {
+class TuningThroughput : public test::TuneTest {
  protected:
   void SetUp() override {
-    test::GpuTest::SetUp();
-    if (IsSkipped()) return;
-    setenv("GEMMTUNE_CACHE_DIR", (dir_ / "cache").c_str(), 1);
-    options_.db_path = dir_ / "tuning.db";
-    options_.timing.min_runs = 5;
-    options_.timing.min_total_ms = 5;
-    options_.timing.warmup_ms = 5;
-    options_.settle_ms = 0;
+    test::TuneTest::SetUp();
     options_.baseline = false;
   }
-  test::TempDir dir_;
-  TuneOptions options_;
 };
 
 TEST_F(TuningThroughput, RankedSearchStopsEarlyWithAVerifiedWinner) {

@@ -15,28 +15,14 @@
 #   LINES_MPI (default 1-4): the shapes of step 3.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bin="${BUILD_DIR:-$root/build}/bin"
-out="${OUT:-$root/gpu-multi-gpu-out}"
-mkdir -p "$out"
 source "$root/tools/gpu-common.sh"
-shapes="$(find_shapes "$root" "${1:-}")" || exit 2
+gpu_setup gpu-multi-gpu-out "${1:-}" || exit 2
 scratch="$(mktemp -d /tmp/gemmtune-multi-XXXXXX)"
 unset GEMMTUNE_DB SLURM_PROCID SLURM_NTASKS SLURM_STEP_ID OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE RANK WORLD_SIZE
 
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tee "$out/gpus.txt"
 git -C "$root" rev-parse --short HEAD 2>/dev/null | tee "$out/commit.txt"
 
-# pick FILE LINES > OUTFILE: the chosen lines of a shapes file, comments dropped.
-pick() {
-  grep -v '^\s*#' "$1" | grep -v '^\s*$' | python3 -c "
-import sys
-rows, spec = sys.stdin.read().splitlines(), sys.argv[1]
-want = set(range(1, len(rows) + 1)) if spec == 'all' else set()
-if spec != 'all':
-    for part in spec.split(','):
-        a, _, b = part.partition('-'); want.update(range(int(a), int(b or a) + 1))
-print('\n'.join(r for i, r in enumerate(rows, 1) if i in want))" "$2"
-}
 pick "$shapes" "${2:-all}" >"$scratch/suite.txt"
 pick "$shapes" "${LINES_MPI:-1-4}" >"$scratch/suite-mpi.txt"
 echo "$(wc -l <"$scratch/suite.txt") shapes"

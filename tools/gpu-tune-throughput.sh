@@ -14,11 +14,8 @@
 #   COLD=0 skips the cold 8192^3 runs; BUILD_DIR (default build/) holds the tools.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-bin="${BUILD_DIR:-$root/build}/bin"
-out="${OUT:-$root/gpu-tune-throughput-out}"
-mkdir -p "$out"
 source "$root/tools/gpu-common.sh"
-shapes="$(find_shapes "$root" "${1:-}")" || exit 2
+gpu_setup gpu-tune-throughput-out "${1:-}" || exit 2
 lines="${2:-all}"
 scratch="$(mktemp -d /tmp/gemmtune-throughput-XXXXXX)"
 unset GEMMTUNE_DB
@@ -53,22 +50,7 @@ if [ "${COLD:-1}" != 0 ]; then
   done
 fi
 
-# The suite's shapes (comments and blank lines dropped), then the chosen lines.
-grep -v '^\s*#' "$shapes" | grep -v '^\s*$' >"$scratch/suite.txt"
-python3 - "$scratch/suite.txt" "$lines" >"$scratch/chosen.txt" <<'EOF'
-import sys
-rows = open(sys.argv[1]).read().splitlines()
-want = set()
-if sys.argv[2] == "all":
-    want = set(range(1, len(rows) + 1))
-else:
-    for part in sys.argv[2].split(","):
-        a, _, b = part.partition("-")
-        want.update(range(int(a), int(b or a) + 1))
-for i, row in enumerate(rows, 1):
-    if i in want:
-        print(i, row)
-EOF
+pick "$shapes" "$lines" numbered >"$scratch/chosen.txt"
 
 cache="$scratch/suite-cache"  # one kernel cache for the suite: compile time is not measured here
 while read -r index m n k dtype layout; do
