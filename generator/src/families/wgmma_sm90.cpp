@@ -268,7 +268,8 @@ class WgmmaSm90Family final : public Family {
   // two consumer warpgroups, warp-specialized, TMA-store epilogue) reaches about 70% of the
   // nominal peak. Smaller wgmma N read more shared memory per FLOP ((64 + N) / 64N); one consumer
   // warpgroup cannot keep the tensor cores busy, three are slower than two; the multistage
-  // schedule lost 10-20% to warp specialization. A cluster that multicasts an operand halves
+  // schedule lost 10-20% to warp specialization; ping-pong hides half of what remains of the
+  // epilogue; OCCUPANCY CTAs share an SM. A cluster that multicasts an operand halves
   // what its CTAs fetch of it; split-K writes and reads partial sums; stream-K spreads the work
   // evenly over the SMs at the cost of fixing up the tiles it splits.
   TileWork tile_work(const KernelConfig& c, const Problem& p, const ArchInfo& a) const override {
@@ -280,19 +281,20 @@ class WgmmaSm90Family final : public Family {
     if (c.at("SCHEDULE") == schedule::SPLIT_K) w.k_splits = std::min(c.at("SPLITS"), u.k_blocks);
     w.balanced = c.at("SCHEDULE") == schedule::STREAM_K;
     const int64_t threads = 128 * (c.at("WG") + c.at("WS"));
-    w.ctas_per_sm = ws ? 1 : ctas_per_sm(a, threads, smem_bytes_of(c), accumulators(c) + 40);
+    w.ctas_per_sm = ws ? int(c.at("OCCUPANCY")) : ctas_per_sm(a, threads, smem_bytes_of(c), accumulators(c) + 40);
     const double n = double(tile_cols(c));
     const double by_wg[] = {0, 0.90, 1.0, 0.95};
     w.efficiency = 0.70 * std::sqrt(1.25 * n / (64 + n)) * by_wg[c.at("WG")] * (ws ? 1.0 : 0.85) *
                    (cluster_size(c) == 1 ? 1.0 : 0.995);
     if (shares_b(c)) w.l2_traffic = (w.tile_m + 0.5 * w.tile_n) / double(w.tile_m + w.tile_n);
     if (shares_a(c)) w.l2_traffic = (0.5 * w.tile_m + w.tile_n) / double(w.tile_m + w.tile_n);
-    w.workspace_bytes = 2.0 * double(workspace_bytes_of(c, u));  // written, then read back
+    w.workspace_bytes = 2.0 * double(workspace_of(c, u).scratch);  // written, then read back
     w.bytes_in_flight = double(c.at("STAGES") * (tile_rows(c) + tile_cols(c)) * kBK * 2);
     // Persistent CTAs fill their pipeline once and overlap part of each epilogue with the next
     // tile's loads (most of it when the TMA engine stores); multistage CTAs pay both per tile.
     const double epilogue = epilogue_us(a, w.tile_m, w.tile_n, p.dtype);
     w.tile_overhead_us = ws ? epilogue * (c.at("EPILOGUE") ? 0.3 : 0.7) : 1.0 + epilogue;
+    if (pingpong(c)) w.tile_overhead_us *= 0.5;  // one warpgroup's epilogue under the other's main loop
     if (w.k_splits > 1 || w.balanced) w.tile_overhead_us += 2 * epilogue;  // partial sums out and back in
     return w;
   }

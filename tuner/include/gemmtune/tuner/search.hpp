@@ -8,7 +8,10 @@
 // predicted_i. A candidate predicted at p could at best run in p * min_i r_i (as well as the
 // measured candidate that beat its prediction most). When that is more than `stop_margin` above
 // the best measured time, neither it nor anything predicted slower can win, and the search ends
-// -- after at least `min_candidates` verified and timed candidates.
+// -- after at least `min_candidates` verified and timed candidates. Where the model cannot tell
+// candidates apart (parameters it has no opinion on: raster groups, stages of a compute-bound
+// kernel), it also ends after `patience` timed candidates in a row that did not beat the best by
+// more than `improvement`.
 #include <limits>
 
 #include "gemmtune/cache/tuning_db.hpp"
@@ -19,6 +22,8 @@ struct SearchSettings {
   bool exhaustive = false;     // measure every valid candidate and time each one fully
   int min_candidates = 8;      // timed ones, before the cost model may end the search
   double stop_margin = 0.10;   // see above
+  int patience = 12;
+  double improvement = 0.01;
   // Timing stops after `abort_after_runs` runs when even the fastest of them is more than
   // `abort_margin` slower than the best median so far, and after the minimum number of runs when
   // their median is more than `final_margin` slower (it will not be among the finalists).
@@ -49,6 +54,7 @@ class RankedSearch {
   double best_ms_ = -1;
   double best_ratio_ = std::numeric_limits<double>::infinity();  // min measured / predicted
   int timed_ = 0;
+  int since_improvement_ = 0;  // timed candidates since the best last improved by `improvement`
 };
 
 }  // namespace gemmtune
