@@ -6,6 +6,7 @@ namespace gemmtune {
 
 const Family& simt_family();
 const Family& wgmma_sm90_family();
+const Family& mma_sm80_family();
 // For tests of fault isolation only: found by find_family, never in all_families().
 const Family& fault_injection_family();
 
