@@ -255,7 +255,7 @@ struct Kernel {
   // one being multiplied; fragments of the next k-step are read while the current one is
   // multiplied, and the barrier that hands over a stage sits before the last k-step's mma.
   GEMMTUNE_DEVICE_INLINE static void accumulate(Mainloop& ml, int k_begin, int k_end, Acc& acc) {
-#pragma unroll
+#pragma unroll 1  // one copy of the fill code: it runs once per block
     for (int s = 0; s < STAGES - 1; ++s) ml.fill(k_begin + s, k_end, s);
     ptx::cp_async_wait<STAGES - 2>();
     __syncthreads();
