@@ -22,6 +22,7 @@
 #include "ptx/cp_async.cuh"
 #include "ptx/ldmatrix.cuh"
 #include "ptx/mma.cuh"
+#include "store16.cuh"
 
 namespace gemmtune {
 namespace mma_sm80 {
@@ -285,18 +286,10 @@ struct Kernel {
 
   // ---- epilogue -----------------------------------------------------------------------------
 
-  GEMMTUNE_DEVICE_INLINE static float to_f32(u16 x) { return Cfg::DTYPE == 2 ? bf16_to_f32(x) : f16_to_f32(x); }
-  GEMMTUNE_DEVICE_INLINE static u16 from_f32(float x) { return Cfg::DTYPE == 2 ? f32_to_bf16(x) : f32_to_f16(x); }
-  GEMMTUNE_DEVICE_INLINE static u32 pack(float lo, float hi) {
-    return Cfg::DTYPE == 2 ? pack_bf16x2(lo, hi) : pack_f16x2(lo, hi);
-  }
-
   // acc[i][j] holds, for lane t, columns n = 16i + t/4 (+8 in elements 2, 3) and rows
   // m = 8j + 2(t%4), +1 of the warp's tile.
   GEMMTUNE_DEVICE_INLINE static void store(const GemmArgs& args, int m0, int n0, const Acc& acc) {
     u16* C = reinterpret_cast<u16*>(args.c);
-    const float alpha = args.alpha, beta = args.beta;
-    const bool read_c = beta != 0.0f;  // beta == 0 must not read C: it may be uninitialised
     const int lane = int(threadIdx.x % 32);
 #pragma unroll
     for (int i = 0; i < FN; ++i) {
@@ -305,25 +298,11 @@ struct Kernel {
         const int n = n0 + 16 * i + 8 * h + lane / 4;
         if (n >= args.n) continue;
         u16* column = C + (long long)n * args.ldc;
-        // 4-byte stores of two m where the column starts 4-byte aligned (m is even).
         const bool pairs = (reinterpret_cast<u64>(column) & 3) == 0;
 #pragma unroll
-        for (int j = 0; j < 2 * FM; ++j) {
-          const int m = m0 + 8 * j + 2 * (lane % 4);
-          float v0 = alpha * acc[i][j][2 * h], v1 = alpha * acc[i][j][2 * h + 1];
-          if (pairs && m + 1 < args.m) {
-            u32* p = reinterpret_cast<u32*>(column + m);
-            if (read_c) {
-              const u32 old = *p;
-              v0 = fmaf(beta, to_f32(u16(old & 0xffff)), v0);
-              v1 = fmaf(beta, to_f32(u16(old >> 16)), v1);
-            }
-            *p = pack(v0, v1);
-          } else {
-            if (m < args.m) column[m] = from_f32(read_c ? fmaf(beta, to_f32(column[m]), v0) : v0);
-            if (m + 1 < args.m) column[m + 1] = from_f32(read_c ? fmaf(beta, to_f32(column[m + 1]), v1) : v1);
-          }
-        }
+        for (int j = 0; j < 2 * FM; ++j)
+          store_pair<Cfg::DTYPE>(column, m0 + 8 * j + 2 * (lane % 4), args.m, pairs, args.alpha * acc[i][j][2 * h],
+                                 args.alpha * acc[i][j][2 * h + 1], args.beta);
       }
     }
   }

@@ -35,8 +35,6 @@ bool copies_divide_evenly(int64_t mn, int64_t bk, bool k_major, int64_t threads)
 // widest its alignment allows (1: plain loads).
 int64_t widest_vector(const Problem& p) { return std::clamp<int64_t>(p.align / 2, 1, 8); }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 class MmaSm80Family final : public Family {
  public:
   std::string_view name() const override { return "mma_sm80"; }
@@ -154,7 +152,8 @@ class MmaSm80Family final : public Family {
   }
 
   std::vector<std::string> template_files() const override {
-    return {"gemm_args.h", "common.cuh", "ptx/cp_async.cuh", "ptx/ldmatrix.cuh", "ptx/mma.cuh", "mma_sm80.cuh"};
+    return {"gemm_args.h",      "common.cuh",  "ptx/cp_async.cuh", "ptx/ldmatrix.cuh",
+            "ptx/mma.cuh", "store16.cuh", "mma_sm80.cuh"};
   }
 
   // A cost estimate for search order: how well the tiles fit the problem and fill the GPU

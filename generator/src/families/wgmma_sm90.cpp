@@ -23,8 +23,6 @@ int64_t smem_bytes_of(const KernelConfig& c) {
   return c.at("STAGES") * (c.at("BM") + c.at("BN")) * kBK * 2 + staged_c + 1024 + 16 * c.at("STAGES");
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 class WgmmaSm90Family final : public Family {
  public:
   std::string_view name() const override { return "wgmma_sm90"; }
