@@ -24,6 +24,7 @@
 #include "ptx/mbarrier.cuh"
 #include "ptx/tma.cuh"
 #include "ptx/wgmma.cuh"
+#include "store16.cuh"
 
 namespace gemmtune {
 namespace wgmma_sm90 {
@@ -209,22 +210,11 @@ struct Kernel {
 
   // ---- epilogue -----------------------------------------------------------------------------
 
-  GEMMTUNE_DEVICE_INLINE static float to_f32(u16 x) {
-    return Cfg::DTYPE == 2 ? bf16_to_f32(x) : f16_to_f32(x);
-  }
-  GEMMTUNE_DEVICE_INLINE static u16 from_f32(float x) {
-    return Cfg::DTYPE == 2 ? f32_to_bf16(x) : f32_to_f16(x);
-  }
-  GEMMTUNE_DEVICE_INLINE static u32 pack(float lo, float hi) {
-    return Cfg::DTYPE == 2 ? pack_bf16x2(lo, hi) : pack_f16x2(lo, hi);
-  }
-
   // Thread t of a warpgroup holds rows 16*(t/32) + (t%32)/4 (+8) and column pairs 8j + 2(t%4)
   // of each 64-row block: kernel rows are problem columns n, kernel column pairs are m, m+1.
   GEMMTUNE_DEVICE_INLINE static void store(const GemmArgs& args, Tile t, int consumer, const float (&acc)[MW][TN / 2]) {
     u16* C = reinterpret_cast<u16*>(args.c);
-    const float alpha = args.alpha, beta = args.beta;
-    const bool read_c = beta != 0.0f;  // beta == 0 must not read C: it may be uninitialised
+    const float alpha = args.alpha;
     const int lane = threadIdx.x % 128;
     const int row = 16 * (lane / 32) + (lane % 32) / 4;
     const int col = 2 * (lane % 4);
@@ -235,26 +225,11 @@ struct Kernel {
         const int n = t.km0 + (consumer * MW + mb) * 64 + row + 8 * h;
         if (n >= args.n) continue;
         u16* column = C + (long long)n * args.ldc;
-        // 4-byte stores of two m where this column starts 4-byte aligned (m is even): with an
-        // odd ldc, every other column.
         const bool pairs = (reinterpret_cast<u64>(column) & 3) == 0;
 #pragma unroll
-        for (int j = 0; j < TN / 8; ++j) {
-          const int m = t.kn0 + 8 * j + col;
-          float v0 = alpha * acc[mb][4 * j + 2 * h], v1 = alpha * acc[mb][4 * j + 2 * h + 1];
-          if (pairs && m + 1 < args.m) {
-            u32* p = reinterpret_cast<u32*>(column + m);
-            if (read_c) {
-              const u32 old = *p;
-              v0 = fmaf(beta, to_f32(u16(old & 0xffff)), v0);
-              v1 = fmaf(beta, to_f32(u16(old >> 16)), v1);
-            }
-            *p = pack(v0, v1);
-          } else {
-            if (m < args.m) column[m] = from_f32(read_c ? fmaf(beta, to_f32(column[m]), v0) : v0);
-            if (m + 1 < args.m) column[m + 1] = from_f32(read_c ? fmaf(beta, to_f32(column[m + 1]), v1) : v1);
-          }
-        }
+        for (int j = 0; j < TN / 8; ++j)
+          store_pair<Cfg::DTYPE>(column, t.kn0 + 8 * j + col, args.m, pairs, alpha * acc[mb][4 * j + 2 * h],
+                                 alpha * acc[mb][4 * j + 2 * h + 1], args.beta);
       }
     }
   }
@@ -268,7 +243,7 @@ struct Kernel {
 #pragma unroll
     for (int mb = 0; mb < MW; ++mb)
 #pragma unroll
-      for (int i = 0; i < TN / 4; ++i) packed[mb][i] = pack(args.alpha * acc[mb][2 * i], args.alpha * acc[mb][2 * i + 1]);
+      for (int i = 0; i < TN / 4; ++i) packed[mb][i] = Half16<Cfg::DTYPE>::pack(args.alpha * acc[mb][2 * i], args.alpha * acc[mb][2 * i + 1]);
     const int lane = threadIdx.x % 128;
     const bool issuer = lane == 0;
     unsigned char* staging = s.c + consumer * (TN / 64) * C_CHUNK_BYTES;

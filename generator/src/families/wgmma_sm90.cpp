@@ -159,7 +159,7 @@ class WgmmaSm90Family final : public Family {
 
   std::vector<std::string> template_files() const override {
     return {"gemm_args.h", "common.cuh", "ptx/mbarrier.cuh", "ptx/tma.cuh", "ptx/wgmma.cuh",
-            "ptx/cluster.cuh", "wgmma_sm90.cuh", "pack.cuh"};
+            "ptx/cluster.cuh", "store16.cuh", "wgmma_sm90.cuh", "pack.cuh"};
   }
 
   double prior(const KernelConfig& c, const Problem& p, const ArchInfo& a) const override {
