@@ -4,7 +4,6 @@
 // alignment class (16-byte cp.async, 8- and 4-byte cp.async, plain loads). Runs on any GPU from
 // sm_80 on, Hopper included (compiled for the device's own architecture). And the library,
 // restricted to this family, serves calls end to end.
-#include "gemmtune/gemmtune.hpp"
 #include "gemmtune/runtime/driver.hpp"
 #include "gpu_support.hpp"
 
@@ -172,14 +171,7 @@ TEST_F(Mma80Test, LibraryRestrictedToTheFamilyServesCalls) {
     const Selection sel = lib.select(p);
     EXPECT_EQ(sel.family, "mma_sm80") << p.describe();
     EXPECT_TRUE(sel.kernel.starts_with("gemm_mma80_")) << sel.kernel;
-    const Verifier v(*checker_, p, 1.0f, 0.0f, 3, stream_->get());
-    const Verdict verdict = v.verify(
-        [&](const Problem& q, const GemmOperands& o, CUstream s) {
-          lib.gemm(q.dtype, q.op_a, q.op_b, q.m, q.n, q.k, o.alpha, reinterpret_cast<const void*>(o.a), q.lda,
-                   reinterpret_cast<const void*>(o.b), q.ldb, o.beta, reinterpret_cast<void*>(o.c), q.ldc,
-                   reinterpret_cast<Stream>(s));
-        },
-        stream_->get());
+    const Verdict verdict = check_library(lib, p, 0.5f, 0.0f);
     EXPECT_TRUE(verdict.ok) << sel.kernel << " on " << p.describe() << ": " << verdict.message;
   }
   // f32 has no tensor-core family: restricted to mma_sm80, the library says so.
