@@ -17,8 +17,8 @@ int64_t threads_of(const KernelConfig& c) { return 32 * warps_of(c); }
 int64_t smem_bytes_of(const KernelConfig& c) { return c.at("STAGES") * (c.at("BM") + c.at("BN")) * c.at("BK") * 2; }
 
 // Registers a thread needs: f32 accumulators, two sets of fragments (one read while the other is
-// multiplied), and about 56 for addresses, copies and the loop (ptxas on sm_80: 242-250 in all
-// for 64x64 warp tiles).
+// multiplied), and about 56 for addresses, copies and the loop (ptxas, sm_80 to sm_90, every
+// candidate: 238-254 for 64x64 warp tiles, docs/PERF.md).
 int64_t register_estimate(const KernelConfig& c) {
   const int64_t wm = c.at("WM"), wn = c.at("WN");
   return wm * wn / 32 + (wm + wn) / 2 + 56;
