@@ -69,28 +69,32 @@ struct Operand {
   static constexpr int PHASES = ROW_STEP % 8 == 0 ? 1 : 8 / ROW_STEP;
   static_assert(PHASES <= 2, "at least 4 rows apart");
   struct Copier {
-    const u16* next;          // this thread's first chunk of the next k-tile to copy
-    u32 dst[PHASES];          // shared offsets of its first PHASES chunks
-    int strided, contiguous;  // of its first chunk at k = 0, in the operand as stored
+    const u16* next;  // this thread's first chunk of the next k-tile to copy
+    u32 dst[PHASES];  // shared offsets of its first PHASES chunks
 
-    GEMMTUNE_DEVICE_INLINE Copier(u64 operand, long long ld, int mn0, int k0, int tid) {
-      const int row = tid / CHUNKS, chunk = tid % CHUNKS;
-#pragma unroll
-      for (int p = 0; p < PHASES; ++p) dst[p] = Tile::offset(row + p * ROW_STEP, chunk);
-      strided = (K_MAJOR ? mn0 : 0) + row;
-      contiguous = (K_MAJOR ? 0 : mn0) + chunk * 8;
-      next = reinterpret_cast<const u16*>(operand) + (long long)(strided + (K_MAJOR ? 0 : k0)) * ld + contiguous +
-             (K_MAJOR ? k0 : 0);
+    // Where this thread's first chunk of the tile at (mn0, k0) lies in the operand as stored.
+    GEMMTUNE_DEVICE_INLINE static int strided_of(int mn0, int k0) {
+      return (K_MAJOR ? mn0 : k0) + int(threadIdx.x) / CHUNKS;
+    }
+    GEMMTUNE_DEVICE_INLINE static int contiguous_of(int mn0, int k0) {
+      return (K_MAJOR ? k0 : mn0) + int(threadIdx.x) % CHUNKS * 8;
     }
 
-    // Copies the k-tile at k0 (the one after the last copied) into the tile at shared address
-    // `tile`. GUARD: the tile crosses an edge of the operand (mn_size x k_size); values past it
-    // become zeros.
+    GEMMTUNE_DEVICE_INLINE Copier(u64 operand, long long ld, int mn0, int k0) {
+      const int row = int(threadIdx.x) / CHUNKS, chunk = int(threadIdx.x) % CHUNKS;
+#pragma unroll
+      for (int p = 0; p < PHASES; ++p) dst[p] = Tile::offset(row + p * ROW_STEP, chunk);
+      next = reinterpret_cast<const u16*>(operand) + (long long)strided_of(mn0, k0) * ld + contiguous_of(mn0, k0);
+    }
+
+    // Copies the k-tile of the block tile at (mn0, k0) (the one after the last copied) into the
+    // tile at shared address `tile`. GUARD: the tile crosses an edge of the operand
+    // (mn_size x k_size); values past it become zeros.
     template <bool GUARD>
-    GEMMTUNE_DEVICE_INLINE void copy(u32 tile, int k0, u64 operand, long long ld, int mn_size, int k_size) {
+    GEMMTUNE_DEVICE_INLINE void copy(u32 tile, int mn0, int k0, u64 operand, long long ld, int mn_size, int k_size) {
       const int strided_end = K_MAJOR ? mn_size : k_size;
-      const int s0 = strided + (K_MAJOR ? 0 : k0);
-      const int valid_contiguous = (K_MAJOR ? k_size : mn_size) - (contiguous + (K_MAJOR ? k0 : 0));
+      const int s0 = strided_of(mn0, k0);
+      const int valid_contiguous = (K_MAJOR ? k_size : mn_size) - contiguous_of(mn0, k0);
       const u16* origin = reinterpret_cast<const u16*>(operand);  // read nowhere: a valid address for empty copies
       const long long row_step = ROW_STEP * ld;
       const u16* src = next;
@@ -138,13 +142,15 @@ struct Operand {
   // A_SIDE (the mma's 16-row operand) takes block q = lane/8 as MN half q%2, K half q/2; the
   // other side (two 8-column operands) as MN half q/2, K half q%2. Block rows are multiples of
   // 8, so every row a lane addresses has the swizzle of lane % 8. Along the rows a block's offset
-  // is a constant; along the chunks it goes through the XOR, so the lane keeps one offset per
-  // chunk position: per k-step (K-major) or per MN block (MN-major).
+  // is a constant; along the chunks (k-steps of K-major tiles, MN blocks of MN-major ones) it is
+  // 2 chunks per step, which never carry into the warp's own chunk offset, so that the swizzled
+  // offset of step x is that of step 0 XOR 32x: one register per operand.
   static constexpr int KSTEPS = BK / 16;
   static constexpr int BLOCKS = WARP_MN / 16;
+  static_assert(K_MAJOR || (WARP_MN / 8) % (2 * BLOCKS) == 0, "MN blocks stay below the warp's chunk offset");
   template <bool A_SIDE>
   struct FragmentReader {
-    u32 lane[K_MAJOR ? KSTEPS : BLOCKS];
+    u32 lane;  // this lane's offset in block (0, 0) of its warp's tile
 
     GEMMTUNE_DEVICE_INLINE FragmentReader(int lane_id, int warp_mn) {
       const int q = lane_id / 8;
@@ -152,15 +158,12 @@ struct Operand {
       const int k_half = A_SIDE ? q / 2 : q % 2;
       const int row = K_MAJOR ? warp_mn + 8 * mn_half + lane_id % 8 : 8 * k_half + lane_id % 8;
       const int chunk = K_MAJOR ? k_half : warp_mn / 8 + mn_half;
-      const int swizzle = Tile::swizzle(lane_id % 8);
-#pragma unroll
-      for (int x = 0; x < (K_MAJOR ? KSTEPS : BLOCKS); ++x)
-        lane[x] = u32(row * Tile::ROW_BYTES + (((chunk + 2 * x) ^ swizzle) << 4));
+      lane = Tile::offset(row, chunk);  // the swizzle of row is that of lane_id % 8
     }
 
     GEMMTUNE_DEVICE_INLINE void read(u32 (&r)[4], u32 tile, int i, int kk) const {
-      const u32 address = K_MAJOR ? tile + lane[kk] + u32(16 * i * Tile::ROW_BYTES)
-                                  : tile + lane[i] + u32(16 * kk * Tile::ROW_BYTES);
+      const int along_rows = K_MAJOR ? i : kk, along_chunks = K_MAJOR ? kk : i;
+      const u32 address = tile + (lane ^ u32(32 * along_chunks)) + u32(16 * along_rows * Tile::ROW_BYTES);
       ptx::ldmatrix_x4<!K_MAJOR>(r, address);
     }
   };
@@ -201,18 +204,19 @@ struct Kernel {
     typename OpB::Copier copy_b;
     typename OpA::template FragmentReader<false> read_a;
     typename OpB::template FragmentReader<true> read_b;
-    u32 smem;       // shared address of stage 0
-    bool interior;  // the block tile lies inside M and N: only the last k-tile needs guards
+    u32 smem;    // shared address of stage 0
+    int m0, n0;  // the block tile
 
     // k_begin: the first k-tile this block accumulates.
-    GEMMTUNE_DEVICE_INLINE Mainloop(const GemmArgs& args_, u32 smem_, int m0, int n0, int k_begin)
+    GEMMTUNE_DEVICE_INLINE Mainloop(const GemmArgs& args_, u32 smem_, int m0_, int n0_, int k_begin)
         : args(args_),
-          copy_a(args_.a, args_.lda, m0, k_begin * BK, int(threadIdx.x)),
-          copy_b(args_.b, args_.ldb, n0, k_begin * BK, int(threadIdx.x)),
+          copy_a(args_.a, args_.lda, m0_, k_begin * BK),
+          copy_b(args_.b, args_.ldb, n0_, k_begin * BK),
           read_a(int(threadIdx.x % 32), warp_m()),
           read_b(int(threadIdx.x % 32), warp_n()),
           smem(smem_),
-          interior(m0 + BM <= args_.m && n0 + BN <= args_.n) {}
+          m0(m0_),
+          n0(n0_) {}
 
     // Starts the copies of k-tile kt (if it exists; k-tiles come in order) into `stage`; always
     // commits a group, so that the number of groups in flight says which stages have landed.
@@ -220,12 +224,13 @@ struct Kernel {
       if (kt < k_end) {
         const int k0 = kt * BK;
         const u32 tile = smem + u32(stage * STAGE_BYTES);
-        if (interior && k0 + BK <= args.k) {
-          copy_a.template copy<false>(tile, k0, args.a, args.lda, args.m, args.k);
-          copy_b.template copy<false>(tile + OpA::BYTES, k0, args.b, args.ldb, args.n, args.k);
+        // Inside M, N and K: no guards (only edge blocks and the last k-tile need them).
+        if (m0 + BM <= args.m && n0 + BN <= args.n && k0 + BK <= args.k) {
+          copy_a.template copy<false>(tile, m0, k0, args.a, args.lda, args.m, args.k);
+          copy_b.template copy<false>(tile + OpA::BYTES, n0, k0, args.b, args.ldb, args.n, args.k);
         } else {
-          copy_a.template copy<true>(tile, k0, args.a, args.lda, args.m, args.k);
-          copy_b.template copy<true>(tile + OpA::BYTES, k0, args.b, args.ldb, args.n, args.k);
+          copy_a.template copy<true>(tile, m0, k0, args.a, args.lda, args.m, args.k);
+          copy_b.template copy<true>(tile + OpA::BYTES, n0, k0, args.b, args.ldb, args.n, args.k);
         }
       }
       ptx::cp_async_commit();
@@ -261,7 +266,7 @@ struct Kernel {
     ptx::cp_async_wait<STAGES - 2>();
     __syncthreads();
     Fragments frag[2];
-    int read_stage = 0, write_stage = STAGES - 1;
+    int read_stage = 0;  // the stage of tile kt; tile kt + STAGES - 1 goes to the one before it
     ml.read(frag[0], read_stage, 0);
     for (int kt = k_begin; kt < k_end; ++kt) {
 #pragma unroll
@@ -273,11 +278,10 @@ struct Kernel {
           ptx::cp_async_wait<STAGES - 2>();
           __syncthreads();
         }
+        // Copies first, then the next fragments: their addresses and the fragments are not live
+        // at once (64x64 warp tiles: 225 registers instead of 242, and no spills on sm_90).
+        if (kk == 0) ml.fill(kt + STAGES - 1, k_end, read_stage == 0 ? STAGES - 1 : read_stage - 1);
         ml.read(frag[(kk + 1) % 2], read_stage, (kk + 1) % KK);
-        if (kk == 0) {
-          ml.fill(kt + STAGES - 1, k_end, write_stage);
-          write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
-        }
         multiply(acc, frag[kk % 2]);
       }
     }
