@@ -341,7 +341,7 @@ struct GemmtuneMma80Default {
   static constexpr bool A_T = true, B_T = false;
   static constexpr int DTYPE = 2;
 };
-extern "C" __global__ void __launch_bounds__(gemmtune::mma_sm80::Kernel<GemmtuneMma80Default>::THREADS)
+extern "C" __global__ void __launch_bounds__(gemmtune::mma_sm80::Kernel<GemmtuneMma80Default>::THREADS, 1)
     gemm_mma80_default(const __grid_constant__ GemmArgs args) {
   extern __shared__ __align__(128) unsigned char gemmtune_smem[];
   gemmtune::mma_sm80::Kernel<GemmtuneMma80Default>::run(args, gemmtune_smem);
