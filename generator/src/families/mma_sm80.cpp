@@ -77,6 +77,11 @@ class MmaSm80Family final : public Family {
          [](const KernelConfig& c, const Problem& p, const ArchInfo&) { return c.at("VEC") * 2 <= p.align; }},
         {"widest_vector", "use the widest copy the alignment allows (narrower is never faster)",
          [](const KernelConfig& c, const Problem& p, const ArchInfo&) { return c.at("VEC") == widest_vector(p); }},
+        {"plain_loads_fit", "without cp.async (VEC 1) a stage passes through registers: at most 8 chunks a thread",
+         [](const KernelConfig& c, const Problem&, const ArchInfo&) {
+           const int64_t chunks = (c.at("BM") + c.at("BN")) * c.at("BK") / 8 / threads_of(c);
+           return c.at("VEC") > 1 || chunks <= 8;  // sm_80: 10 or more spill at 64x64 warp tiles
+         }},
         {"smem_fits", "the stages fit the shared memory of a block",
          [](const KernelConfig& c, const Problem&, const ArchInfo& a) { return smem_bytes_of(c) <= a.smem_per_block; }},
         {"registers_fit", "estimated registers per thread fit 255 and the block fits an SM",
@@ -97,8 +102,8 @@ class MmaSm80Family final : public Family {
   // tiles. Otherwise 64x64 tiles, so that the blocks fill the GPU.
   KernelConfig default_config(const Problem& p, const ArchInfo& arch) const override {
     KernelConfig c{"mma_sm80", p.dtype, p.op_a, p.op_b, {}};
-    if (p.n <= 32)
-      c.params = {{"BM", 128}, {"BN", 32}, {"BK", 64}, {"WM", 32}, {"WN", 32}, {"STAGES", 3}};
+    if (p.n <= 32)  // with plain loads (2-byte aligned) BK 32 keeps the copies in registers small
+      c.params = {{"BM", 128}, {"BN", 32}, {"BK", widest_vector(p) > 1 ? 64 : 32}, {"WM", 32}, {"WN", 32}, {"STAGES", 3}};
     else if (ceil_div(p.m, 128) * ceil_div(p.n, 128) >= arch.sms)
       c.params = {{"BM", 128}, {"BN", 128}, {"BK", 32}, {"WM", 64}, {"WN", 64}, {"STAGES", 4}};
     else
