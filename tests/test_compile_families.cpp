@@ -83,6 +83,50 @@ TEST_F(CompileFamilies, WgmmaBf16TN) { expect_wgmma_sample_compiles(DType::bf16,
 TEST_F(CompileFamilies, WgmmaBf16TT) { expect_wgmma_sample_compiles(DType::bf16, "tt"); }
 TEST_F(CompileFamilies, WgmmaF16TN) { expect_wgmma_sample_compiles(DType::f16, "tn"); }
 
+// mma_sm80: every candidate of the default space was compiled once for each architecture
+// (docs/PERF.md says how); here a sample per architecture keeps the suite fast: the defaults of
+// each problem class, narrow copies for unaligned problems, and spread-out points of the space.
+std::vector<KernelConfig> mma80_sample(const ArchInfo& arch, int offset) {
+  const Family& f = find_family("mma_sm80");
+  std::vector<KernelConfig> out;
+  const char* layouts[] = {"nn", "nt", "tn", "tt"};
+  const Problem large = make_problem(DType::bf16, Op::T, Op::N, 8192, 8192, 8192);
+  out.push_back(f.default_config(large, arch));
+  out.push_back(f.default_config(make_problem(DType::f16, Op::N, Op::T, 4096, 16, 4096), arch));
+  Problem odd = make_problem(DType::bf16, Op::N, Op::N, 301, 203, 107);  // lda 301: 2-byte aligned
+  out.push_back(f.default_config(odd, arch));
+  odd.align = 4;
+  out.push_back(f.default_config(odd, arch));
+  const std::string layout = layouts[offset % 4];
+  const Problem p = make_problem(DType::bf16, parse_op(layout[0]), parse_op(layout[1]), 4096, 4096, 4096);
+  const auto valid = f.space(p, arch).prune(p, arch).valid;
+  for (size_t i = size_t(offset) * 7 % 41; i < valid.size(); i += 41) out.push_back(valid[i]);
+  return out;
+}
+
+TEST_F(CompileFamilies, Mma80SampleCompilesWithoutSpillsOnEveryArch) {
+  const Compiler compiler(false);
+  const Family& f = find_family("mma_sm80");
+  int offset = 0;
+  for (const char* name : {"sm_80", "sm_86", "sm_89", "sm_90"}) {
+    const ArchInfo arch = ArchInfo::from_name(name);
+    for (const KernelConfig& c : mma80_sample(arch, offset++)) {
+      const CompiledKernel k = compiler.compile(emit_source(f, c), arch);
+      EXPECT_GT(k.report.registers, 0) << k.name << " on " << name << ": no ptxas report";
+      EXPECT_EQ(k.report.spills(), 0) << k.name << " spills on " << name << " (" << k.report.registers << " registers)";
+      EXPECT_EQ(k.report.stack_frame, 0) << k.name << " uses local memory on " << name;
+    }
+  }
+}
+
+TEST_F(CompileFamilies, MmaCeilingBenchmarkCompiles) {
+  const Compiler compiler(false);
+  const CompiledKernel k =
+      compiler.compile(make_source("gemmtune_mma_ceiling", "#include \"mma_ceiling.cuh\"\n"), ArchInfo::from_name("sm_80"));
+  EXPECT_FALSE(k.cubin.empty());
+  EXPECT_EQ(parse_ptxas_report(k.log, "gemmtune_mma_ceiling_bf16").spills(), 0);
+}
+
 TEST_F(CompileFamilies, HelperKernelsCompile) {
   const Compiler compiler(false);
   const KernelSource pack = make_source("gemmtune_pack16", "#include \"pack.cuh\"\n");

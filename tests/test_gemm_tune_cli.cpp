@@ -58,13 +58,13 @@ TEST(GemmTuneCli, WithoutGpuTuningSaysSo) {
   EXPECT_NE(r.output.find("--dry-run"), std::string::npos) << "it points to what works: " << r.output;
 }
 
-// Runs `gemm-tune <args> --dry-run --arch sm_90a --json` with an empty kernel cache and checks that
+// Runs `gemm-tune <args> --dry-run --arch <arch> --json` with an empty kernel cache and checks that
 // every listed candidate of `family` compiled without spills under a name with `prefix`.
 nlohmann::json expect_dry_run(const std::string& args, size_t candidates, const std::string& family,
-                              const std::string& prefix) {
+                              const std::string& prefix, const std::string& arch = "sm_90a") {
   test::TempDir dir;
   const auto r = run_command("GEMMTUNE_CACHE_DIR=" + dir.path().string() + " " + tool("gemm-tune") + " " + args +
-                                 " --dry-run --arch sm_90a --json",
+                                 " --dry-run --arch " + arch + " --json",
                              false);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   const auto j = nlohmann::json::parse(r.output);
@@ -90,10 +90,17 @@ TEST(GemmTuneCli, DryRunListsTheWgmmaFamilyForBf16) {
   expect_dry_run("--m 4096 --n 4096 --k 4096 --dtype bf16 --budget 3", 3, "wgmma_sm90", "gemm_wgmma_bf16_nn_");
 }
 
-TEST(GemmTuneCli, Bf16NeedsHopperForTheWgmmaFamily) {
-  const auto r = run_command(tool("gemm-tune") + " --m 64 --n 64 --k 64 --dtype bf16 --dry-run --arch sm_80");
-  EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find("no kernel family supports bf16 nn on sm_80"), std::string::npos) << r.output;
+TEST(GemmTuneCli, DryRunListsTheMmaFamilyForBf16OnAmpere) {
+  const auto j = expect_dry_run("--m 4096 --n 4096 --k 4096 --dtype bf16 --layout tn --budget 3", 3, "mma_sm80",
+                                "gemm_mma80_bf16_tn_", "sm_80");
+  EXPECT_EQ(j.at("arch"), "sm_80");
+  EXPECT_GT(j.at("pruned_by").at("widest_vector").get<int>(), 0);
+}
+
+TEST(GemmTuneCli, WgmmaNeedsHopper) {
+  expect_usage_error("--m 64 --n 64 --k 64 --dtype bf16 --dry-run --arch sm_80 --families wgmma_sm90",
+                     "family 'wgmma_sm90' cannot solve bf16 nn 64x64x64");
+  const auto r = run_command(tool("gemm-tune") + " --m 64 --n 64 --k 64 --dtype bf16 --dry-run --arch sm_80 --families wgmma_sm90");
   EXPECT_NE(r.output.find("needs sm_90a"), std::string::npos) << r.output;
 }
 

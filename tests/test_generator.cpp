@@ -149,6 +149,133 @@ TEST(Families, TemplateVersionIsStableAndFamiliesAreFound) {
   EXPECT_FALSE(families_for(square(64), ArchInfo{}).empty());
 }
 
+// ---- mma_sm80 ------------------------------------------------------------------------------
+
+TEST(Mma80, ServesHalfPrecisionFromSm80AfterWgmmaOnHopper) {
+  const Problem bf16 = make_problem(DType::bf16, Op::T, Op::N, 512, 512, 512);
+  auto names = [](const std::vector<const Family*>& fs) {
+    std::vector<std::string> out;
+    for (const Family* f : fs) out.emplace_back(f->name());
+    return out;
+  };
+  for (const char* arch : {"sm_80", "sm_86", "sm_89", "sm_90"})
+    EXPECT_EQ(names(families_for(bf16, ArchInfo::from_name(arch))), std::vector<std::string>{"mma_sm80"}) << arch;
+  EXPECT_EQ(names(families_for(bf16, ArchInfo::from_name("sm_90a"))), (std::vector<std::string>{"wgmma_sm90", "mma_sm80"}));
+  EXPECT_EQ(names(families_for(square(512), ArchInfo::from_name("sm_80"))), std::vector<std::string>{"simt"});
+  ArchInfo turing = ArchInfo::from_name("sm_80");
+  turing.cc = 75;
+  EXPECT_NE(find_family("mma_sm80").unsupported_reason(bf16, turing).find("sm_80 or newer"), std::string::npos);
+}
+
+TEST(Mma80, DefaultIsValidForEveryProblemClassAndArch) {
+  const Family& f = find_family("mma_sm80");
+  const int64_t shapes[][3] = {{1, 1, 1}, {4096, 16, 4096}, {300, 200, 100}, {8192, 8192, 8192}, {77, 5000, 33}};
+  for (const char* arch_name : {"sm_80", "sm_86", "sm_89", "sm_90a"}) {
+    const ArchInfo arch = ArchInfo::from_name(arch_name);
+    for (const auto& s : shapes)
+      for (const char* layout : {"nn", "nt", "tn", "tt"})
+        for (int64_t extra_ld : {0, 1, 2, 4}) {  // alignment classes 16 (or less for odd sizes), 2, 4, 8
+          Problem p = make_problem(DType::f16, parse_op(layout[0]), parse_op(layout[1]), s[0], s[1], s[2]);
+          p.lda = (p.lda + 7) / 8 * 8 + extra_ld;
+          p.ldb = (p.ldb + 7) / 8 * 8 + extra_ld;
+          p.ldc = (p.ldc + 7) / 8 * 8 + extra_ld;
+          p.align = alignment_class(p.dtype, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
+          const KernelConfig c = f.default_config(p, arch);
+          const Constraint* broken = f.space(p, arch).first_violation(c, p, arch);
+          EXPECT_EQ(broken, nullptr) << f.kernel_name(c) << " on " << p.describe() << " for " << arch_name << ": "
+                                     << (broken ? broken->name : "");
+          EXPECT_EQ(c.at("VEC"), std::min(8, p.align / 2)) << p.describe();
+        }
+  }
+}
+
+TEST(Mma80, SpaceSaysWhyAPointIsPruned) {
+  const Family& f = find_family("mma_sm80");
+  const Problem p = make_problem(DType::bf16, Op::N, Op::N, 4096, 4096, 4096);
+  const ArchInfo arch = ArchInfo::from_name("sm_80");
+  const SearchSpace space = f.space(p, arch);
+  KernelConfig c = f.default_config(p, arch);
+  ASSERT_EQ(space.first_violation(c, p, arch), nullptr);
+  c.params["WM"] = 32;  // 4 x 2 warps of 32x64: still fine
+  EXPECT_EQ(space.first_violation(c, p, arch), nullptr);
+  c.params["WM"] = 64;
+  c.params["BM"] = 64;  // 1 x 2 warps
+  EXPECT_EQ(space.first_violation(c, p, arch)->name, "warp_count");
+  c = f.default_config(p, arch);
+  c.params["STAGES"] = 5;
+  c.params["BK"] = 64;  // 160 KB of stages: sm_80 has 163, sm_86 99
+  EXPECT_EQ(space.first_violation(c, p, arch), nullptr);
+  EXPECT_EQ(space.first_violation(c, p, ArchInfo::from_name("sm_86"))->name, "smem_fits");
+  c = f.default_config(p, arch);
+  Problem odd = p;
+  odd.align = 2;
+  EXPECT_EQ(space.first_violation(c, odd, arch)->name, "vector_alignment");
+  c.params["VEC"] = 1;
+  EXPECT_EQ(space.first_violation(c, odd, arch), nullptr);
+  EXPECT_EQ(space.first_violation(c, p, arch)->name, "widest_vector");
+
+  const Pruning pruning = space.prune(p, arch);
+  EXPECT_EQ(int64_t(pruning.valid.size()) + pruning.pruned(), space.size());
+  EXPECT_GT(pruning.valid.size(), 50u);
+  for (const auto& v : pruning.valid) {
+    EXPECT_LE(f.geometry(v, p, arch).smem_bytes, uint32_t(arch.smem_per_block)) << f.kernel_name(v);
+    const uint32_t threads = f.geometry(v, p, arch).block[0];
+    EXPECT_TRUE(threads == 128 || threads == 256) << f.kernel_name(v);
+  }
+}
+
+TEST(Mma80, NamesAndGeometry) {
+  const Family& f = find_family("mma_sm80");
+  const Problem p = make_problem(DType::bf16, Op::T, Op::N, 1000, 300, 77);
+  const KernelConfig c{"mma_sm80", DType::bf16, Op::T, Op::N,
+                       {{"BM", 128}, {"BN", 128}, {"BK", 32}, {"WM", 64}, {"WN", 64}, {"STAGES", 4}, {"GROUP", 8}, {"VEC", 8}}};
+  EXPECT_EQ(f.kernel_name(c), "gemm_mma80_bf16_tn_128x128x32_w64x64_s4_g8_v8");
+  const LaunchGeometry g = f.geometry(c, p, ArchInfo::from_name("sm_80"));
+  EXPECT_EQ(g.tiles_m, 8u);
+  EXPECT_EQ(g.tiles_n, 3u);
+  EXPECT_EQ(g.grid[0], 24u);
+  EXPECT_EQ(g.block[0], 128u);
+  EXPECT_EQ(g.smem_bytes, 4u * 256 * 32 * 2);
+  EXPECT_FALSE(g.persistent);
+  EXPECT_FALSE(g.map(Operand::a).needed || g.map(Operand::b).needed);  // plain pointers, no TMA
+  EXPECT_EQ(g.workspace_bytes + g.counter_bytes, 0u);
+  const std::string code = f.emit(c);
+  EXPECT_NE(code.find("#include \"mma_sm80.cuh\""), std::string::npos);
+  EXPECT_NE(code.find("A_T = true, B_T = false"), std::string::npos);
+  EXPECT_NE(code.find("DTYPE = 2"), std::string::npos);
+}
+
+TEST(Mma80, EmissionIsUniqueAcrossTheSpace) {
+  const Family& f = find_family("mma_sm80");
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  for (const char* layout : {"nn", "tt"}) {
+    const Problem p = make_problem(DType::f16, parse_op(layout[0]), parse_op(layout[1]), 2048, 2048, 2048);
+    std::set<std::string> names, hashes;
+    const auto valid = f.space(p, arch).prune(p, arch).valid;
+    for (const auto& c : valid) {
+      const KernelSource src = emit_source(f, c);
+      names.insert(src.name);
+      hashes.insert(src.hash);
+    }
+    EXPECT_EQ(names.size(), valid.size());
+    EXPECT_EQ(hashes.size(), valid.size());
+  }
+}
+
+TEST(Mma80, CostModelPrefersTilesThatFitTheProblem) {
+  const Family& f = find_family("mma_sm80");
+  const ArchInfo arch = ArchInfo::from_name("sm_80");
+  auto config = [](int64_t bm, int64_t bn, int64_t wm, int64_t wn) {
+    return KernelConfig{"mma_sm80", DType::bf16, Op::T, Op::N,
+                        {{"BM", bm}, {"BN", bn}, {"BK", 32}, {"WM", wm}, {"WN", wn}, {"STAGES", 4}, {"GROUP", 8}, {"VEC", 8}}};
+  };
+  const Problem large = make_problem(DType::bf16, Op::T, Op::N, 8192, 8192, 8192);
+  EXPECT_LT(f.predicted_ms(config(128, 128, 64, 64), large, arch), f.predicted_ms(config(64, 64, 32, 32), large, arch));
+  const Problem decode = make_problem(DType::bf16, Op::T, Op::N, 8192, 16, 8192);
+  EXPECT_LT(f.predicted_ms(config(128, 32, 32, 32), decode, arch),
+            f.predicted_ms(config(128, 256, 64, 64), decode, arch));
+}
+
 TEST(Hash, IsStableAndSensitive) {
   EXPECT_EQ(hash_hex("abc"), hash_hex("abc"));
   EXPECT_NE(hash_hex("abc"), hash_hex("abd"));

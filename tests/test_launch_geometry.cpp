@@ -1,6 +1,10 @@
-// runtime: the grid of persistent launches, and launch geometry of the families (no GPU needed).
+// runtime: the grid of persistent launches, launch geometry of the families, library options (no GPU
+// needed).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
+#include "gemmtune/gemmtune.hpp"
 #include "gemmtune/generator/family.hpp"
 #include "gemmtune/runtime/kernel.hpp"
 
@@ -76,6 +80,22 @@ TEST(WgmmaGeometry, DefaultsAreValidForEveryShapeClass) {
       EXPECT_EQ(broken, nullptr) << f.kernel_name(c) << " on " << p.describe() << " breaks "
                                  << (broken ? broken->name : "");
     }
+}
+
+TEST(LibraryOptions, FamilyRestrictionNamesKnownFamilies) {
+  setenv("GEMMTUNE_NO_KERNEL_CACHE", "1", 1);  // nothing to write: no kernel is compiled here
+  Options o;
+  o.use_database = false;
+  o.families = "mma_sm80,simt";
+  EXPECT_NO_THROW(Library{o});
+  o.families = "mma_sm80,nope";
+  try {
+    Library lib(o);
+    FAIL() << "no error for an unknown family";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("unknown kernel family 'nope'"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

@@ -24,7 +24,7 @@ namespace {
 struct Args {
   std::string suite = "default", shapes, dtype = "f32", layout = "nn", csv, db;
   int64_t m = 0, n = 0, k = 0;
-  bool json = false, overhead = false;
+  bool json = false, overhead = false, mma_ceiling = false;
   int device = 0;
   int repeat = 1;
 };
@@ -158,6 +158,40 @@ void measure_overhead(gt::Library& lib, const gt::Checker& checker, CUstream str
                              library_us, bare_us, library_us - bare_us);
 }
 
+// The issue rate of mma.sync.m16n8k16 from registers (templates/mma_ceiling.cuh): the ceiling
+// of the mma_sm80 family on this GPU, whatever feeds it.
+void measure_mma_ceiling(const gt::DeviceInfo& dev, const gt::Timer& timer, CUstream stream, bool as_json) {
+  const gt::Compiler compiler(false);
+  const gt::CompiledKernel compiled =
+      compiler.compile(gt::make_source("gemmtune_mma_ceiling", "#include \"mma_ceiling.cuh\"\n"), dev.arch);
+  // 4 blocks of 8 warps per SM, each warp 8 chains of `iterations` mma: milliseconds per launch.
+  const uint32_t blocks = uint32_t(4 * dev.arch.sms), threads = 256;
+  int iterations = 20000;
+  const gt::DeviceBuffer sink(size_t(blocks) * threads * sizeof(float));
+  CUdeviceptr out = sink.ptr();
+  const double flops = double(blocks) * (threads / 32) * iterations * 8 * (2.0 * 16 * 8 * 16);
+  gt::TimingSettings settings;
+  settings.flush_l2 = false;
+  json j = {{"device", dev.name}, {"arch", dev.arch.name()}, {"instruction", "mma.sync.aligned.m16n8k16 f32 accumulate"}};
+  std::string text;
+  for (const char* dtype : {"bf16", "f16"}) {
+    const gt::LoadedKernel kernel(compiled, std::string("gemmtune_mma_ceiling_") + dtype, 0);
+    void* params[] = {&iterations, &out};
+    const gt::Timing t = timer.time([&](CUstream s) { gt::launch_raw(kernel.function(), blocks, threads, params, s); },
+                                    stream, settings);
+    const double tflops = flops / (t.median_ms * 1e-3) / 1e12;
+    j[std::string(dtype) + "_tflops"] = tflops;
+    j[std::string(dtype) + "_median_ms"] = t.median_ms;
+    text += fmt::format("  {:<5} {:8.1f} TFLOP/s  ({:.3f} ms per launch, median of {} runs)\n", dtype, tflops, t.median_ms,
+                        t.runs);
+  }
+  if (as_json)
+    std::cout << j.dump(2) << "\n";
+  else
+    std::cout << fmt::format("mma.sync.m16n8k16 from registers (f32 accumulation) on {} ({}, {} SMs):\n{}", dev.name,
+                             dev.arch.name(), dev.arch.sms, text);
+}
+
 std::string ratio(const Row& r) {
   if (!r.cublas_ok) return "-";
   if (r.ratios.size() < 2) return fmt::format("{:.2f}x", r.ratio());
@@ -210,6 +244,10 @@ int run(const Args& a) {
   if (!cublas) std::cerr << "gemm-bench: no cuBLAS baseline: " << gt::Cublas::why_not() << "\n";
   if (a.overhead) {
     measure_overhead(lib, checker, stream.get(), a.json);
+    return 0;
+  }
+  if (a.mma_ceiling) {
+    measure_mma_ceiling(dev, timer, stream.get(), a.json);
     return 0;
   }
   std::vector<Row> rows;
@@ -265,6 +303,7 @@ int main(int argc, char** argv) {
   app.add_option("--repeat", a.repeat, "Time ours and cuBLAS this many times, interleaved; report the median ratio")
       ->check(CLI::Range(1, 100));
   app.add_flag("--overhead", a.overhead, "Measure the library's per-call overhead over a bare launch");
+  app.add_flag("--mma-ceiling", a.mma_ceiling, "Measure the mma.sync.m16n8k16 rate from registers (the mma_sm80 ceiling)");
   app.add_flag("--json", a.json, "JSON on stdout");
   if (int rc = gt::cli::parse("gemm-bench", app, argc, argv); rc >= 0) return rc;
   return gt::cli::guarded_main("gemm-bench", [&] { return run(a); });

@@ -21,13 +21,18 @@ if ! ctest --test-dir "$build" -L gpu --output-on-failure -j 1 >"$out/ctest-gpu.
 fi
 tail -n 25 "$out/ctest-gpu.log"
 
-echo "== compute-sanitizer (memcheck, racecheck) on a small shape of each wgmma schedule"
+echo "== compute-sanitizer (memcheck, racecheck) on small shapes of the wgmma and mma_sm80 kernels"
 for tool in memcheck racecheck; do
-  if ! compute-sanitizer --tool "$tool" --error-exitcode 1 "$build/bin/gpu_wgmma_correctness" \
-       --gtest_filter='*WgmmaSanitizer*' >"$out/sanitizer-$tool.log" 2>&1; then
-    status=1
-  fi
-  grep -E "ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED|SKIPPED" "$out/sanitizer-$tool.log" | tail -n 3
+  for test in "gpu_wgmma_correctness *WgmmaSanitizer*" "gpu_mma_sm80_correctness *Mma80Sanitizer*"; do
+    read -r binary filter <<<"$test"
+    log="$out/sanitizer-$tool-${binary#gpu_}.log"
+    if ! compute-sanitizer --tool "$tool" --error-exitcode 1 "$build/bin/$binary" --gtest_filter="$filter" \
+         >"$log" 2>&1; then
+      status=1
+    fi
+    echo "$binary ($tool):"
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED|SKIPPED" "$log" | tail -n 3
+  done
 done
 
 echo "== gemm-bench, small suite"

@@ -50,8 +50,9 @@ std::string template_version(const Family& family) {
 }
 
 const std::vector<const Family*>& all_families() {
-  // Best first: when several families solve a problem, the tuner searches all of them.
-  static const std::vector<const Family*> families = {&wgmma_sm90_family(), &simt_family()};
+  // Best first: when several families solve a problem, the tuner searches all of them. On sm_90
+  // wgmma_sm90 serves bf16/f16 before mma_sm80; on sm_80-89 mma_sm80 serves them.
+  static const std::vector<const Family*> families = {&wgmma_sm90_family(), &mma_sm80_family(), &simt_family()};
   return families;
 }
 

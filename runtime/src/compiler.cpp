@@ -84,6 +84,22 @@ void dump(const char* knob, const std::string& name, const char* ext, const std:
   std::ofstream(std::filesystem::path(*dir) / (name + ext), std::ios::binary) << text;
 }
 
+// Hash of every embedded template (path and text): a cached cubin was compiled from the
+// templates of its build, and the generated source only names them.
+const std::string& templates_hash() {
+  static const std::string hash = [] {
+    std::string all;
+    for (const auto& f : embedded_templates()) {  // NUL keeps path and text apart: neither has one
+      all += f.path;
+      all += '\0';
+      all += f.content;
+      all += '\0';
+    }
+    return hash_hex(all);
+  }();
+  return hash;
+}
+
 std::string join(const std::vector<std::string>& v) {
   std::string out;
   for (const auto& s : v) out += (out.empty() ? "" : " ") + s;
@@ -137,7 +153,7 @@ std::vector<std::string> Compiler::options(const ArchInfo& arch) const {
 
 CompiledKernel Compiler::compile(const KernelSource& source, const ArchInfo& arch) const {
   const auto opts = options(arch);
-  const std::string key = KernelCache::key(source.hash, join(opts), nvrtc_version());
+  const std::string key = KernelCache::key(source.hash + templates_hash(), join(opts), nvrtc_version());
   dump("GEMMTUNE_DUMP_SOURCE", source.name, ".cu", source.code);
   if (cache_) {
     if (auto hit = cache_->load(key)) {

@@ -1,5 +1,6 @@
 // The public API: look the configuration up once per problem (database, nearest tuned shape,
 // built-in default), compile or load it once per context, then launch.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -88,10 +89,29 @@ void record_untuned(const std::string& file, const Problem& p) {
   }
 }
 
+// The families a library may use (Options::families, else GEMMTUNE_FAMILIES); empty: all.
+// Unknown names throw Error(invalid_argument).
+std::vector<std::string> family_filter(const Options& options) {
+  std::string list = options.families;
+  if (list.empty()) list = env_var("GEMMTUNE_FAMILIES").value_or("");
+  std::vector<std::string> names;
+  for (size_t start = 0; start <= list.size();) {
+    const size_t comma = std::min(list.find(',', start), list.size());
+    if (comma > start) names.push_back(std::string(find_family(list.substr(start, comma - start)).name()));
+    start = comma + 1;
+  }
+  return names;
+}
+
+bool allowed(const std::vector<std::string>& only, std::string_view family) {
+  return only.empty() || std::find(only.begin(), only.end(), family) != only.end();
+}
+
 }  // namespace
 
 struct Library::Impl {
   Options options;
+  std::vector<std::string> only_families;  // empty: every family
   Compiler compiler;
   std::mutex mutex;
   std::map<CUcontext, DeviceState> devices;
@@ -102,6 +122,7 @@ struct Library::Impl {
 
   explicit Impl(Options o)
       : options(std::move(o)),
+        only_families(family_filter(options)),
         compiler(true, options.cache_dir.empty()
                            ? std::optional<std::filesystem::path>{}
                            : std::optional<std::filesystem::path>{std::filesystem::path(options.cache_dir) / "kernels"}) {}
@@ -130,13 +151,16 @@ struct Library::Impl {
 
   // Database, then nearest tuned shape, then the default of the best family.
   std::pair<KernelConfig, Selection> pick(const DeviceInfo& dev, const Problem& p) {
-    const auto families = families_for(p, dev.arch);
-    GT_REQUIRE(!families.empty(), Errc::unsupported, "no kernel family supports {} {} on {} ({})",
-               to_string(p.dtype), p.layout(), dev.name, dev.arch.name());
+    auto families = families_for(p, dev.arch);
+    std::erase_if(families, [&](const Family* f) { return !allowed(only_families, f->name()); });
+    GT_REQUIRE(!families.empty(), Errc::unsupported, "no kernel family{} supports {} {} on {} ({})",
+               only_families.empty() ? "" : " of GEMMTUNE_FAMILIES / Options::families", to_string(p.dtype),
+               p.layout(), dev.name, dev.arch.name());
+    auto usable = [&](const KernelConfig& c) { return allowed(only_families, c.family) && fits(c, p, dev.arch); };
     Selection sel;
     if (TuningDb* tdb = database()) {
       try {
-        if (auto best = tdb->best(dev.key, p); best && fits(best->winner.config, p, dev.arch)) {
+        if (auto best = tdb->best(dev.key, p); best && usable(best->winner.config)) {
           sel.source = Source::tuned;
           return {best->winner.config, sel};
         }
@@ -145,7 +169,7 @@ struct Library::Impl {
         const auto like = tdb->bests_like(dev.key, p.dtype, p.op_a, p.op_b);
         for (const auto& b : like) {
           const double d = shape_distance(p, b.problem);
-          if (std::isfinite(d) && d < nearest_distance && fits(b.winner.config, p, dev.arch)) {
+          if (std::isfinite(d) && d < nearest_distance && usable(b.winner.config)) {
             nearest = &b;
             nearest_distance = d;
           }

@@ -44,6 +44,9 @@ struct Options {
   std::string db_path;    // empty: $GEMMTUNE_DB, else ~/.cache/gemmtune/tuning.db
   std::string cache_dir;  // empty: $GEMMTUNE_CACHE_DIR, else ~/.cache/gemmtune
   bool use_database = true;
+  // Only these kernel families serve calls, comma-separated ("mma_sm80"); empty:
+  // $GEMMTUNE_FAMILIES, else all. Tests a family on a GPU where another would be chosen.
+  std::string families;
 };
 
 // A library instance: its own database connection, kernel cache and loaded kernels.

@@ -1,0 +1,193 @@
+// The Ampere tensor-core family (templates/mma_sm80.cuh): bf16/f16 with f32 accumulation through
+// cp.async, ldmatrix and mma.sync, for sm_80 and later (on sm_90 beside wgmma_sm90).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "families.hpp"
+
+namespace gemmtune {
+namespace {
+
+int64_t warps_of(const KernelConfig& c) { return (c.at("BM") / c.at("WM")) * (c.at("BN") / c.at("WN")); }
+int64_t threads_of(const KernelConfig& c) { return 32 * warps_of(c); }
+
+// Mirrors mma_sm80::Kernel::SMEM_BYTES: STAGES tiles of A and B, 16-bit values, no padding.
+int64_t smem_bytes_of(const KernelConfig& c) { return c.at("STAGES") * (c.at("BM") + c.at("BN")) * c.at("BK") * 2; }
+
+// Registers a thread needs: f32 accumulators, two sets of fragments (one read while the other is
+// multiplied), and up to 56 for addresses, copies and the loop (ptxas, sm_80 to sm_90, every
+// candidate: 225-255 for 64x64 warp tiles, docs/PERF.md).
+int64_t register_estimate(const KernelConfig& c) {
+  const int64_t wm = c.at("WM"), wn = c.at("WN");
+  return wm * wn / 32 + (wm + wn) / 2 + 56;
+}
+
+// 16-byte chunks of one operand's stage in the order they are copied: every thread copies whole
+// chunks and as many as the others (Operand::ROW_STEP, PER_THREAD).
+bool copies_divide_evenly(int64_t mn, int64_t bk, bool k_major, int64_t threads) {
+  const int64_t rows = k_major ? mn : bk, chunks = (k_major ? bk : mn) / 8;
+  return threads % chunks == 0 && rows % (threads / chunks) == 0;
+}
+
+// Values per global copy: 8 (16-byte cp.async) when the problem is 16-byte aligned, else the
+// widest its alignment allows (1: plain loads).
+int64_t widest_vector(const Problem& p) { return std::clamp<int64_t>(p.align / 2, 1, 8); }
+
+class MmaSm80Family final : public Family {
+ public:
+  std::string_view name() const override { return "mma_sm80"; }
+
+  std::string unsupported_reason(const Problem& problem, const ArchInfo& arch) const override {
+    if (problem.dtype == DType::f32) return "the mma_sm80 family computes f16 and bf16";
+    if (arch.cc < 80) return "the mma_sm80 family needs sm_80 or newer (cp.async, bf16 mma.sync)";
+    return {};
+  }
+
+  SearchSpace space(const Problem&, const ArchInfo&) const override {
+    SearchSpace s;
+    s.family = "mma_sm80";
+    s.params = {
+        {"BM", {64, 128, 256}},     // block tile along M
+        {"BN", {32, 64, 128, 256}},  // along N (32: few columns, as in decoding)
+        {"BK", {32, 64}},
+        {"WM", {32, 64}},           // warp tile
+        {"WN", {32, 64}},
+        {"STAGES", {2, 3, 4, 5}},   // depth of the cp.async ring
+        {"GROUP", {8}},             // tiles per raster group along M (a kernel parameter; one value searched)
+        {"VEC", {8, 4, 2, 1}},      // values per global copy, from the alignment
+    };
+    s.constraints = {
+        {"warps_tile_block", "warp tiles divide the block tile: BM % WM == 0, BN % WN == 0",
+         [](const KernelConfig& c, const Problem&, const ArchInfo&) {
+           return c.at("BM") % c.at("WM") == 0 && c.at("BN") % c.at("WN") == 0;
+         }},
+        {"warp_count", "4 or 8 warps per block",
+         [](const KernelConfig& c, const Problem&, const ArchInfo&) {
+           return warps_of(c) == 4 || warps_of(c) == 8;
+         }},
+        {"copies_divide_evenly", "every thread copies whole 16-byte chunks of each stage, as many as the others",
+         [](const KernelConfig& c, const Problem&, const ArchInfo&) {
+           const int64_t t = threads_of(c);
+           return copies_divide_evenly(c.at("BM"), c.at("BK"), c.op_a == Op::T, t) &&
+                  copies_divide_evenly(c.at("BN"), c.at("BK"), c.op_b == Op::N, t);
+         }},
+        {"vector_alignment", "VEC values per copy need the problem aligned to 2*VEC bytes",
+         [](const KernelConfig& c, const Problem& p, const ArchInfo&) { return c.at("VEC") * 2 <= p.align; }},
+        {"widest_vector", "use the widest copy the alignment allows (narrower is never faster)",
+         [](const KernelConfig& c, const Problem& p, const ArchInfo&) { return c.at("VEC") == widest_vector(p); }},
+        {"plain_loads_fit", "without cp.async (VEC 1) a stage passes through registers: at most 8 chunks a thread",
+         [](const KernelConfig& c, const Problem&, const ArchInfo&) {
+           const int64_t chunks = (c.at("BM") + c.at("BN")) * c.at("BK") / 8 / threads_of(c);
+           return c.at("VEC") > 1 || chunks <= 8;  // sm_80: 10 or more spill at 64x64 warp tiles
+         }},
+        {"smem_fits", "the stages fit the shared memory of a block",
+         [](const KernelConfig& c, const Problem&, const ArchInfo& a) { return smem_bytes_of(c) <= a.smem_per_block; }},
+        {"registers_fit", "estimated registers per thread fit 255 and the block fits an SM",
+         [](const KernelConfig& c, const Problem&, const ArchInfo& a) {
+           const int64_t regs = register_estimate(c);
+           return regs <= 255 && regs * threads_of(c) <= a.regs_per_sm;
+         }},
+        {"group_size", "raster groups of 1 to 64 tiles",
+         [](const KernelConfig& c, const Problem&, const ArchInfo&) {
+           return c.at("GROUP") >= 1 && c.at("GROUP") <= 64;
+         }},
+    };
+    return s;
+  }
+
+  // Large problems: 128x128x32 tiles of four 64x64 warps, 4 stages (64 KB: two blocks per SM on
+  // sm_80 and sm_90, one on sm_86/89), the classic Ampere point. A few columns (decoding): 128x32
+  // tiles. Otherwise 64x64 tiles, so that the blocks fill the GPU.
+  KernelConfig default_config(const Problem& p, const ArchInfo& arch) const override {
+    KernelConfig c{"mma_sm80", p.dtype, p.op_a, p.op_b, {}};
+    if (p.n <= 32)  // with plain loads (2-byte aligned) BK 32 keeps the copies in registers small
+      c.params = {{"BM", 128}, {"BN", 32}, {"BK", widest_vector(p) > 1 ? 64 : 32}, {"WM", 32}, {"WN", 32}, {"STAGES", 3}};
+    else if (ceil_div(p.m, 128) * ceil_div(p.n, 128) >= arch.sms)
+      c.params = {{"BM", 128}, {"BN", 128}, {"BK", 32}, {"WM", 64}, {"WN", 64}, {"STAGES", 4}};
+    else
+      c.params = {{"BM", 64}, {"BN", 64}, {"BK", 32}, {"WM", 32}, {"WN", 32}, {"STAGES", 3}};
+    c.params["GROUP"] = 8;
+    c.params["VEC"] = widest_vector(p);
+    return c;
+  }
+
+  std::string kernel_name(const KernelConfig& c) const override {
+    return fmt::format("gemm_mma80_{}_{}{}_{}x{}x{}_w{}x{}_s{}_g{}_v{}", to_string(c.dtype), to_char(c.op_a),
+                       to_char(c.op_b), c.at("BM"), c.at("BN"), c.at("BK"), c.at("WM"), c.at("WN"), c.at("STAGES"),
+                       c.at("GROUP"), c.at("VEC"));
+  }
+
+  // __launch_bounds__(THREADS, 1): without the 1, ptxas for sm_90 spills a register or two to
+  // reach an occupancy of its own choosing (e.g. 96 registers and 8 bytes of spills).
+  std::string emit(const KernelConfig& c) const override {
+    return fmt::format(
+        "// {name}: generated by gemmtune from mma_sm80.cuh\n"
+        "#define GEMMTUNE_GENERATED 1\n"
+        "#include \"mma_sm80.cuh\"\n"
+        "namespace {{\n"
+        "struct Config {{\n"
+        "  static constexpr int BM = {BM}, BN = {BN}, BK = {BK}, WM = {WM}, WN = {WN};\n"
+        "  static constexpr int STAGES = {STAGES}, GROUP = {GROUP}, VEC = {VEC};\n"
+        "  static constexpr bool A_T = {A_T}, B_T = {B_T};\n"
+        "  static constexpr int DTYPE = {DTYPE};\n"
+        "}};\n"
+        "using K = gemmtune::mma_sm80::Kernel<Config>;\n"
+        "}}  // namespace\n"
+        "extern \"C\" __global__ void __launch_bounds__(K::THREADS, 1)\n"
+        "{name}(const __grid_constant__ GemmArgs args) {{\n"
+        "  extern __shared__ __align__(128) unsigned char gemmtune_smem[];\n"
+        "  K::run(args, gemmtune_smem);\n"
+        "}}\n",
+        fmt::arg("name", kernel_name(c)), fmt::arg("BM", c.at("BM")), fmt::arg("BN", c.at("BN")),
+        fmt::arg("BK", c.at("BK")), fmt::arg("WM", c.at("WM")), fmt::arg("WN", c.at("WN")),
+        fmt::arg("STAGES", c.at("STAGES")), fmt::arg("GROUP", c.at("GROUP")), fmt::arg("VEC", c.at("VEC")),
+        fmt::arg("A_T", c.op_a == Op::T), fmt::arg("B_T", c.op_b == Op::T),
+        fmt::arg("DTYPE", c.dtype == DType::bf16 ? 2 : 1));
+  }
+
+  // One block per output tile, plain pointers: the runtime's plain launcher serves it.
+  LaunchGeometry geometry(const KernelConfig& c, const Problem& p, const ArchInfo&) const override {
+    LaunchGeometry g;
+    g.tiles_m = uint32_t(ceil_div(p.m, c.at("BM")));
+    g.tiles_n = uint32_t(ceil_div(p.n, c.at("BN")));
+    g.grid = {g.tiles_m * g.tiles_n, 1, 1};
+    g.block = {uint32_t(threads_of(c)), 1, 1};
+    g.smem_bytes = uint32_t(smem_bytes_of(c));
+    return g;
+  }
+
+  std::vector<std::string> template_files() const override {
+    return {"gemm_args.h",      "common.cuh",  "ptx/cp_async.cuh", "ptx/ldmatrix.cuh",
+            "ptx/mma.cuh", "store16.cuh", "mma_sm80.cuh"};
+  }
+
+  // The cost model (generator/cost_model.hpp): mma.sync reaches about 80% of the tensor rate on
+  // sm_80-89 with 64x64 warp tiles (public Ampere kernels, PERF-ANCHORS.md), and half the
+  // rate of wgmma on Hopper, where ArchInfo's peak is wgmma's; smaller warp tiles load more
+  // fragments per FLOP; a pipeline shallower than ~96 K hides memory latency less well.
+  TileWork tile_work(const KernelConfig& c, const Problem& p, const ArchInfo& a) const override {
+    const double wm = double(c.at("WM")), wn = double(c.at("WN"));
+    const double warp_intensity = wm * wn / (wm + wn) / 32.0;  // 1 for 64x64
+    const double k_in_flight = double((c.at("STAGES") - 1) * c.at("BK"));
+    const double pipeline = k_in_flight >= 96 ? 1.0 : k_in_flight >= 64 ? 0.93 : 0.85;
+    TileWork w;
+    w.tile_m = c.at("BM");
+    w.tile_n = c.at("BN");
+    w.ctas_per_sm = ctas_per_sm(a, threads_of(c), smem_bytes_of(c), register_estimate(c));
+    w.efficiency = (a.cc >= 90 ? 0.40 : 0.80) * std::sqrt(warp_intensity) * pipeline;
+    w.bytes_in_flight = double(smem_bytes_of(c));
+    w.tile_overhead_us = 1.0 + epilogue_us(a, w.tile_m, w.tile_n, p.dtype);
+    return w;
+  }
+};
+
+}  // namespace
+
+const Family& mma_sm80_family() {
+  static const MmaSm80Family family;
+  return family;
+}
+
+}  // namespace gemmtune

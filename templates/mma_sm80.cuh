@@ -1,0 +1,349 @@
+// Ampere-style tensor-core GEMM for bf16 and f16 (f32 accumulation), sm_80 and later:
+//
+//   global --cp.async (16 B, zero-filling at the edges)--> STAGES-deep ring of shared tiles
+//          --ldmatrix.x4 (.trans for operands stored MN-contiguous)--> register fragments
+//          --mma.sync.m16n8k16--> f32 accumulators --> C (alpha, beta) in the input type.
+//
+// Block tile BM x BN x BK, warp tiles WM x WN. Shared tiles keep the operand's storage order
+// (16-byte chunks cannot be transposed on the way), with chunks XOR-swizzled by row so that
+// both the cp.async writes and the ldmatrix reads of eight 16-byte rows hit eight different
+// 16-byte bank groups.
+//
+// The kernel computes C^T = op(B)^T op(A)^T, as the Hopper family does: the mma's 16-row side is
+// problem N and its 8-column side problem M, so each thread's accumulator pairs are neighbours
+// along M, which is contiguous in column-major C (4-byte stores of two values).
+//
+// Correct for any M, N, K >= 1, all four op(A)/op(B), any ld: VEC (values per global copy) is
+// 8 when the problem is 16-byte aligned, 4 or 2 (smaller cp.async), or 1 (plain loads) when it
+// is not. beta == 0 never reads C. The main loop runs over a range of k-tiles, so that a split
+// of K across CTAs needs no change inside it.
+#pragma once
+#include "common.cuh"
+#include "ptx/cp_async.cuh"
+#include "ptx/ldmatrix.cuh"
+#include "ptx/mma.cuh"
+#include "store16.cuh"
+
+namespace gemmtune {
+namespace mma_sm80 {
+
+// A shared tile of ROWS rows of CHUNKS 16-byte chunks. Chunk c of row r sits at c ^ swizzle(r):
+// the eight rows an ldmatrix reads at one chunk, and the eight chunks eight threads write, fall
+// into eight different 16-byte columns of a 128-byte line (the 32 banks). Rows shorter than
+// 128 bytes share a line, so the XOR goes by line and stays inside the row.
+template <int ROWS, int CHUNKS>
+struct SwizzledTile {
+  static constexpr int ROW_BYTES = CHUNKS * 16;
+  static constexpr int BYTES = ROWS * ROW_BYTES;
+  static constexpr int ROWS_PER_LINE = CHUNKS >= 8 ? 1 : 8 / CHUNKS;
+  static constexpr int XOR_MASK = (CHUNKS >= 8 ? 8 : CHUNKS) - 1;
+  static_assert(CHUNKS >= 2 && (CHUNKS & (CHUNKS - 1)) == 0, "rows of 2^n chunks, at least 32 bytes");
+
+  GEMMTUNE_DEVICE_INLINE static int swizzle(int row) { return (row / ROWS_PER_LINE) & XOR_MASK; }
+  GEMMTUNE_DEVICE_INLINE static u32 offset(int row, int chunk) {
+    return u32(row * ROW_BYTES + ((chunk ^ swizzle(row)) << 4));
+  }
+};
+
+// One operand as the kernel sees it: its MN side (M for A, N for B) and K. K_MAJOR: stored with
+// K contiguous, so shared rows run along MN with K in chunks; otherwise rows run along K with MN
+// in chunks, and fragments are read with ldmatrix.trans.
+template <int MN, int BK, bool K_MAJOR, int THREADS, int VEC, int WARP_MN>
+struct Operand {
+  static constexpr int ROWS = K_MAJOR ? MN : BK;
+  static constexpr int CHUNKS = (K_MAJOR ? BK : MN) / 8;
+  using Tile = SwizzledTile<ROWS, CHUNKS>;
+  static constexpr int BYTES = Tile::BYTES;
+  // Each thread copies the same chunk column of PER_THREAD rows, ROW_STEP apart.
+  static constexpr int ROW_STEP = THREADS / CHUNKS;
+  static constexpr int PER_THREAD = ROWS / ROW_STEP;
+  static_assert(THREADS % CHUNKS == 0 && ROWS % ROW_STEP == 0, "every thread copies whole chunks, as many as the others");
+  static_assert(VEC == 8 || VEC == 4 || VEC == 2 || VEC == 1, "8, 4, 2 or 1 values per global copy");
+
+  // ---- global -> shared -------------------------------------------------------------------
+
+  // What one thread copies of every stage: the same chunk column of PER_THREAD rows, ROW_STEP
+  // apart. The swizzle repeats every 8 rows, so at most two shared offsets serve them all.
+  // Sizes, leading dimension and the operand's address come from the kernel parameters
+  // (constant memory) when needed, so that they take no registers in the main loop.
+  static constexpr int PHASES = ROW_STEP % 8 == 0 ? 1 : 8 / ROW_STEP;
+  static_assert(PHASES <= 2, "at least 4 rows apart");
+  struct Copier {
+    const u16* next;  // this thread's first chunk of the next k-tile to copy
+    u32 dst[PHASES];  // shared offsets of its first PHASES chunks
+
+    // Where this thread's first chunk of the tile at (mn0, k0) lies in the operand as stored.
+    GEMMTUNE_DEVICE_INLINE static int strided_of(int mn0, int k0) {
+      return (K_MAJOR ? mn0 : k0) + int(threadIdx.x) / CHUNKS;
+    }
+    GEMMTUNE_DEVICE_INLINE static int contiguous_of(int mn0, int k0) {
+      return (K_MAJOR ? k0 : mn0) + int(threadIdx.x) % CHUNKS * 8;
+    }
+
+    GEMMTUNE_DEVICE_INLINE Copier(u64 operand, long long ld, int mn0, int k0) {
+      const int row = int(threadIdx.x) / CHUNKS, chunk = int(threadIdx.x) % CHUNKS;
+#pragma unroll
+      for (int p = 0; p < PHASES; ++p) dst[p] = Tile::offset(row + p * ROW_STEP, chunk);
+      next = reinterpret_cast<const u16*>(operand) + (long long)strided_of(mn0, k0) * ld + contiguous_of(mn0, k0);
+    }
+
+    // Copies the k-tile of the block tile at (mn0, k0) (the one after the last copied) into the
+    // tile at shared address `tile`. GUARD: the tile crosses an edge of the operand
+    // (mn_size x k_size); values past it become zeros.
+    template <bool GUARD>
+    GEMMTUNE_DEVICE_INLINE void copy(u32 tile, int mn0, int k0, u64 operand, long long ld, int mn_size, int k_size) {
+      const int strided_end = K_MAJOR ? mn_size : k_size;
+      const int s0 = strided_of(mn0, k0);
+      const int valid_contiguous = (K_MAJOR ? k_size : mn_size) - contiguous_of(mn0, k0);
+      const u16* origin = reinterpret_cast<const u16*>(operand);  // read nowhere: a valid address for empty copies
+      const long long row_step = ROW_STEP * ld;
+      const u16* src = next;
+#pragma unroll
+      for (int i = 0; i < PER_THREAD; ++i) {
+        const u32 offset = dst[i % PHASES] + u32((i - i % PHASES) * ROW_STEP * Tile::ROW_BYTES);
+        const int valid = !GUARD ? 8 : (s0 + i * ROW_STEP < strided_end ? valid_contiguous : 0);
+        copy_chunk<GUARD>(tile + offset, src, valid, origin);
+        src += row_step;
+      }
+      next += K_MAJOR ? (long long)BK : BK * ld;
+    }
+
+    // Eight values (fewer when `valid` < 8: the rest are zeros) from src to the shared chunk dst.
+    template <bool GUARD>
+    GEMMTUNE_DEVICE_INLINE static void copy_chunk(u32 dst, const u16* src, int valid, const u16* origin) {
+      if constexpr (VEC == 8) {
+        if (!GUARD) return ptx::cp_async_16(dst, src);
+        const int bytes = 2 * max(0, min(8, valid));
+        ptx::cp_async_16(dst, bytes > 0 ? src : origin, u32(bytes));  // nothing is read when bytes == 0
+      } else if constexpr (VEC > 1) {
+#pragma unroll
+        for (int p = 0; p < 8; p += VEC) {
+          const int bytes = 2 * max(0, min(VEC, valid - p));
+          ptx::cp_async_small<2 * VEC>(dst + 2 * p, bytes > 0 ? src + p : origin, u32(bytes));
+        }
+      } else {
+        // Not even 4-byte aligned: plain 2-byte loads, packed, stored synchronously.
+        u32 word[4];
+#pragma unroll
+        for (int w = 0; w < 4; ++w) {
+          const u32 lo = (!GUARD || 2 * w < valid) ? u32(src[2 * w]) : 0u;
+          const u32 hi = (!GUARD || 2 * w + 1 < valid) ? u32(src[2 * w + 1]) : 0u;
+          word[w] = lo | (hi << 16);
+        }
+        ptx::st_shared_16(dst, word[0], word[1], word[2], word[3]);
+      }
+    }
+  };
+
+  // ---- shared -> registers ----------------------------------------------------------------
+
+  // Where this lane points ldmatrix.x4 for the WARP_MN x 16 (K) blocks of its warp, block i
+  // along MN (16 values) at k-step kk. The four 8x8 blocks in the order an mma wants them:
+  // A_SIDE (the mma's 16-row operand) takes block q = lane/8 as MN half q%2, K half q/2; the
+  // other side (two 8-column operands) as MN half q/2, K half q%2. Block rows are multiples of
+  // 8, so every row a lane addresses has the swizzle of lane % 8. Along the rows a block's offset
+  // is a constant; along the chunks (k-steps of K-major tiles, MN blocks of MN-major ones) it is
+  // 2 chunks per step, which never carry into the warp's own chunk offset, so that the swizzled
+  // offset of step x is that of step 0 XOR 32x: one register per operand.
+  static constexpr int KSTEPS = BK / 16;
+  static constexpr int BLOCKS = WARP_MN / 16;
+  static_assert(K_MAJOR || (WARP_MN / 8) % (2 * BLOCKS) == 0, "MN blocks stay below the warp's chunk offset");
+  template <bool A_SIDE>
+  struct FragmentReader {
+    u32 lane;  // this lane's offset in block (0, 0) of its warp's tile
+
+    GEMMTUNE_DEVICE_INLINE FragmentReader(int lane_id, int warp_mn) {
+      const int q = lane_id / 8;
+      const int mn_half = A_SIDE ? q % 2 : q / 2;
+      const int k_half = A_SIDE ? q / 2 : q % 2;
+      const int row = K_MAJOR ? warp_mn + 8 * mn_half + lane_id % 8 : 8 * k_half + lane_id % 8;
+      const int chunk = K_MAJOR ? k_half : warp_mn / 8 + mn_half;
+      lane = Tile::offset(row, chunk);  // the swizzle of row is that of lane_id % 8
+    }
+
+    GEMMTUNE_DEVICE_INLINE void read(u32 (&r)[4], u32 tile, int i, int kk) const {
+      const int along_rows = K_MAJOR ? i : kk, along_chunks = K_MAJOR ? kk : i;
+      const u32 address = tile + (lane ^ u32(32 * along_chunks)) + u32(16 * along_rows * Tile::ROW_BYTES);
+      ptx::ldmatrix_x4<!K_MAJOR>(r, address);
+    }
+  };
+};
+
+// Cfg provides: BM, BN, BK (block tile), WM, WN (warp tile), STAGES (2-5), GROUP (tiles per
+// raster group along M), VEC (8, 4, 2, 1), A_T, B_T (bools), DTYPE (1 f16, 2 bf16).
+template <class Cfg>
+struct Kernel {
+  static constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, WM = Cfg::WM, WN = Cfg::WN;
+  static constexpr int STAGES = Cfg::STAGES;
+  static constexpr int WARPS_M = BM / WM, WARPS_N = BN / WN;
+  static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
+  static constexpr int KK = BK / 16;  // mma k-steps per stage
+  static constexpr int FN = WN / 16;  // 16-row mma fragments along N per warp (from B)
+  static constexpr int FM = WM / 16;  // ldmatrix.x4 along M per warp (from A): two 8-column fragments each
+  // A is K-major when transposed; B when not.
+  using OpA = Operand<BM, BK, Cfg::A_T, THREADS, Cfg::VEC, WM>;
+  using OpB = Operand<BN, BK, !Cfg::B_T, THREADS, Cfg::VEC, WN>;
+  static constexpr int STAGE_BYTES = OpA::BYTES + OpB::BYTES;
+  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES;
+
+  static_assert(BM % WM == 0 && BN % WN == 0, "warp tiles divide the block tile");
+  static_assert(WM % 16 == 0 && WN % 16 == 0 && BK % 32 == 0, "warp tiles of 16s, BK of 32s");
+  static_assert(KK % 2 == 0, "fragments alternate between two register sets per k-step");
+  static_assert(STAGES >= 2 && STAGES <= 5, "2 to 5 stages");
+
+  using Acc = float[FN][2 * FM][4];
+  struct Fragments {
+    u32 n[FN][4];  // the mma's 16-row operand: op(B)^T
+    u32 m[FM][4];  // its 8-column operands, two per ldmatrix: op(A)^T
+  };
+
+  // Everything a thread needs to fill stages and read fragments, computed once.
+  struct Mainloop {
+    const GemmArgs& args;
+    typename OpA::Copier copy_a;
+    typename OpB::Copier copy_b;
+    typename OpA::template FragmentReader<false> read_a;
+    typename OpB::template FragmentReader<true> read_b;
+    u32 smem;    // shared address of stage 0
+    int m0, n0;  // the block tile
+
+    // k_begin: the first k-tile this block accumulates.
+    GEMMTUNE_DEVICE_INLINE Mainloop(const GemmArgs& args_, u32 smem_, int m0_, int n0_, int k_begin)
+        : args(args_),
+          copy_a(args_.a, args_.lda, m0_, k_begin * BK),
+          copy_b(args_.b, args_.ldb, n0_, k_begin * BK),
+          read_a(int(threadIdx.x % 32), warp_m()),
+          read_b(int(threadIdx.x % 32), warp_n()),
+          smem(smem_),
+          m0(m0_),
+          n0(n0_) {}
+
+    // Starts the copies of k-tile kt (if it exists; k-tiles come in order) into `stage`; always
+    // commits a group, so that the number of groups in flight says which stages have landed.
+    GEMMTUNE_DEVICE_INLINE void fill(int kt, int k_end, int stage) {
+      if (kt < k_end) {
+        const int k0 = kt * BK;
+        const u32 tile = smem + u32(stage * STAGE_BYTES);
+        // Inside M, N and K: no guards (only edge blocks and the last k-tile need them).
+        if (m0 + BM <= args.m && n0 + BN <= args.n && k0 + BK <= args.k) {
+          copy_a.template copy<false>(tile, m0, k0, args.a, args.lda, args.m, args.k);
+          copy_b.template copy<false>(tile + OpA::BYTES, n0, k0, args.b, args.ldb, args.n, args.k);
+        } else {
+          copy_a.template copy<true>(tile, m0, k0, args.a, args.lda, args.m, args.k);
+          copy_b.template copy<true>(tile + OpA::BYTES, n0, k0, args.b, args.ldb, args.n, args.k);
+        }
+      }
+      ptx::cp_async_commit();
+    }
+
+    GEMMTUNE_DEVICE_INLINE void read(Fragments& f, int stage, int kk) const {
+      const u32 tile = smem + u32(stage * STAGE_BYTES);
+#pragma unroll
+      for (int i = 0; i < FN; ++i) read_b.read(f.n[i], tile + OpA::BYTES, i, kk);
+#pragma unroll
+      for (int j = 0; j < FM; ++j) read_a.read(f.m[j], tile, j, kk);
+    }
+  };
+
+  // First row (M) and column (N) of this warp's tile in the block tile.
+  GEMMTUNE_DEVICE_INLINE static int warp_m() { return int(threadIdx.x / 32) % WARPS_M * WM; }
+  GEMMTUNE_DEVICE_INLINE static int warp_n() { return int(threadIdx.x / 32) / WARPS_M * WN; }
+
+  GEMMTUNE_DEVICE_INLINE static void multiply(Acc& acc, const Fragments& f) {
+#pragma unroll
+    for (int i = 0; i < FN; ++i)
+#pragma unroll
+      for (int j = 0; j < 2 * FM; ++j)
+        ptx::mma_16816<Cfg::DTYPE>(acc[i][j], f.n[i], f.m[j / 2][2 * (j % 2)], f.m[j / 2][2 * (j % 2) + 1]);
+  }
+
+  // Accumulates k-tiles [k_begin, k_end) into acc. STAGES-1 tiles are in flight ahead of the
+  // one being multiplied; fragments of the next k-step are read while the current one is
+  // multiplied, and the barrier that hands over a stage sits before the last k-step's mma.
+  GEMMTUNE_DEVICE_INLINE static void accumulate(Mainloop& ml, int k_begin, int k_end, Acc& acc) {
+#pragma unroll 1  // one copy of the fill code: it runs once per block
+    for (int s = 0; s < STAGES - 1; ++s) ml.fill(k_begin + s, k_end, s);
+    ptx::cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    Fragments frag[2];
+    int read_stage = 0;  // the stage of tile kt; tile kt + STAGES - 1 goes to the one before it
+    ml.read(frag[0], read_stage, 0);
+    for (int kt = k_begin; kt < k_end; ++kt) {
+#pragma unroll
+      for (int kk = 0; kk < KK; ++kk) {
+        if (kk == KK - 1) {
+          // Tile kt+1 has landed (for this thread; the barrier makes it so for all), and every
+          // warp has read its last fragments of tile kt-1, whose stage is refilled below.
+          read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
+          ptx::cp_async_wait<STAGES - 2>();
+          __syncthreads();
+        }
+        // Copies first, then the next fragments: their addresses and the fragments are not live
+        // at once (64x64 warp tiles: 225 registers instead of 242, and no spills on sm_90).
+        if (kk == 0) ml.fill(kt + STAGES - 1, k_end, read_stage == 0 ? STAGES - 1 : read_stage - 1);
+        ml.read(frag[(kk + 1) % 2], read_stage, (kk + 1) % KK);
+        multiply(acc, frag[kk % 2]);
+      }
+    }
+    ptx::cp_async_wait<0>();  // only empty groups are left; none may outlive the block
+  }
+
+  // ---- epilogue -----------------------------------------------------------------------------
+
+  // acc[i][j] holds, for lane t, columns n = 16i + t/4 (+8 in elements 2, 3) and rows
+  // m = 8j + 2(t%4), +1 of the warp's tile.
+  GEMMTUNE_DEVICE_INLINE static void store(const GemmArgs& args, int m0, int n0, const Acc& acc) {
+    u16* C = reinterpret_cast<u16*>(args.c);
+    const int lane = int(threadIdx.x % 32);
+#pragma unroll
+    for (int i = 0; i < FN; ++i) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int n = n0 + 16 * i + 8 * h + lane / 4;
+        if (n >= args.n) continue;
+        u16* column = C + (long long)n * args.ldc;
+        const bool pairs = (reinterpret_cast<u64>(column) & 3) == 0;
+#pragma unroll
+        for (int j = 0; j < 2 * FM; ++j)
+          store_pair<Cfg::DTYPE>(column, m0 + 8 * j + 2 * (lane % 4), args.m, pairs, args.alpha * acc[i][j][2 * h],
+                                 args.alpha * acc[i][j][2 * h + 1], args.beta);
+      }
+    }
+  }
+
+  GEMMTUNE_DEVICE_INLINE static void run(const GemmArgs& args, unsigned char* smem) {
+    int tile_m, tile_n;
+    grouped_tile(int(blockIdx.x), args.tiles_m, args.tiles_n, Cfg::GROUP, tile_m, tile_n);
+    const int m0 = tile_m * BM, n0 = tile_n * BN;
+    const int k_tiles = (args.k + BK - 1) / BK;
+    Mainloop ml(args, u32(__cvta_generic_to_shared(smem)), m0, n0, 0);
+    Acc acc;
+#pragma unroll
+    for (int i = 0; i < FN; ++i)
+#pragma unroll
+      for (int j = 0; j < 2 * FM; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+    accumulate(ml, 0, k_tiles, acc);
+    store(args, m0 + warp_m(), n0 + warp_n(), acc);
+  }
+};
+
+}  // namespace mma_sm80
+}  // namespace gemmtune
+
+#ifndef GEMMTUNE_GENERATED
+// Defaults (the large-problem default of the family), so that nvcc can build and disassemble
+// the template offline:
+//   nvcc -x cu -gencode=arch=compute_80,code=sm_80 -cubin -I templates templates/mma_sm80.cuh
+struct GemmtuneMma80Default {
+  static constexpr int BM = 128, BN = 128, BK = 32, WM = 64, WN = 64, STAGES = 4, GROUP = 8, VEC = 8;
+  static constexpr bool A_T = true, B_T = false;
+  static constexpr int DTYPE = 2;
+};
+extern "C" __global__ void __launch_bounds__(gemmtune::mma_sm80::Kernel<GemmtuneMma80Default>::THREADS, 1)
+    gemm_mma80_default(const __grid_constant__ GemmArgs args) {
+  extern __shared__ __align__(128) unsigned char gemmtune_smem[];
+  gemmtune::mma_sm80::Kernel<GemmtuneMma80Default>::run(args, gemmtune_smem);
+}
+#endif
