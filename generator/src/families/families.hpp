@@ -6,7 +6,5 @@ namespace gemmtune {
 
 const Family& simt_family();
 const Family& wgmma_sm90_family();
-// For tests of fault isolation only: found by find_family, never in all_families().
-const Family& fault_injection_family();
 
 }  // namespace gemmtune

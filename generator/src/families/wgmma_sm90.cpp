@@ -123,6 +123,7 @@ class WgmmaSm90Family final : public Family {
         "  static constexpr int DTYPE = {DTYPE};\n"
         "}};\n"
         "using K = gemmtune::wgmma_sm90::Kernel<Config>;\n"
+        "{smem_check}"
         "}}  // namespace\n"
         "extern \"C\" __global__ void __launch_bounds__(K::THREADS, 1)\n"
         "{name}(const __grid_constant__ GemmArgs args) {{\n"
@@ -134,7 +135,8 @@ class WgmmaSm90Family final : public Family {
         fmt::arg("CM", cluster_m(c)), fmt::arg("CN", cluster_n(c)), fmt::arg("RASTER", c.at("RASTER")), fmt::arg("GROUP", c.at("GROUP")),
         fmt::arg("EPI", c.at("EPILOGUE")),
         fmt::arg("A_T", c.op_a == Op::T), fmt::arg("B_T", c.op_b == Op::T),
-        fmt::arg("DTYPE", c.dtype == DType::bf16 ? 2 : 1));
+        fmt::arg("DTYPE", c.dtype == DType::bf16 ? 2 : 1),
+        fmt::arg("smem_check", smem_static_assert("K::SMEM_BYTES", smem_bytes_of(c))));
   }
 
   LaunchGeometry geometry(const KernelConfig& c, const Problem& p, const ArchInfo& arch) const override {
@@ -150,19 +152,18 @@ class WgmmaSm90Family final : public Family {
       const int64_t super = ceil_div(g.tiles_m, cluster_m(c)) * ceil_div(g.tiles_n, cluster_n(c));
       g.grid = {uint32_t(std::min<int64_t>(super, arch.sms / cluster) * cluster), 1, 1};
       g.persistent = true;
-      g.work_units = uint32_t(super);
+      g.work_units = grid_extent(super);  // the kernel counts them in int
     } else {
-      g.grid = {g.tiles_m * g.tiles_n, 1, 1};
+      g.grid = {grid_extent(int64_t(g.tiles_m) * g.tiles_n), 1, 1};
     }
     return g;
   }
 
   bool uses_tma() const override { return true; }
 
-  std::vector<std::string> template_files() const override {
-    return {"gemm_args.h", "common.cuh", "ptx/mbarrier.cuh", "ptx/tma.cuh", "ptx/wgmma.cuh",
-            "ptx/cluster.cuh", "wgmma_sm90.cuh", "pack.cuh"};
-  }
+  // The kernel's template and the operand packing its launcher runs (their includes are found
+  // by scanning).
+  std::vector<std::string> template_files() const override { return {"wgmma_sm90.cuh", "pack.cuh"}; }
 
   double prior(const KernelConfig& c, const Problem& p, const ArchInfo& a) const override {
     // Larger tiles, warp specialization, 2 consumer warpgroups and 4 stages first, as long as the
