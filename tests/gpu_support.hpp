@@ -2,6 +2,7 @@
 // GPU test fixtures: a context, the device, the verification kernels, a stream.
 #include <memory>
 
+#include "gemmtune/gemmtune.hpp"
 #include "gemmtune/runtime/device.hpp"
 #include "gemmtune/tuner/checker.hpp"
 #include "support.hpp"
@@ -26,6 +27,19 @@ class GpuTest : public ::testing::Test {
     return v.verify(
         [&](const Problem& q, const GemmOperands& ops, CUstream s) {
           k.run(family.geometry(k.config, q, device_.arch), q, ops, s);
+        },
+        stream_->get());
+  }
+
+  // Runs the library on the problem (and on the verifier's smaller problems) and checks the
+  // results like any candidate's.
+  Verdict check_library(Library& lib, const Problem& p, float alpha, float beta, uint64_t seed = 9) {
+    const Verifier v(*checker_, p, alpha, beta, seed, stream_->get());
+    return v.verify(
+        [&](const Problem& q, const GemmOperands& o, CUstream s) {
+          lib.gemm(q.dtype, q.op_a, q.op_b, q.m, q.n, q.k, o.alpha, reinterpret_cast<const void*>(o.a), q.lda,
+                   reinterpret_cast<const void*>(o.b), q.ldb, o.beta, reinterpret_cast<void*>(o.c), q.ldc,
+                   reinterpret_cast<Stream>(s));
         },
         stream_->get());
   }

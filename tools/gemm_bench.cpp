@@ -77,7 +77,7 @@ Row bench_one(const gt::Problem& p, gt::Library& lib, const gt::Checker& checker
   const gt::GemmOperands ops = verifier.data().operands(1.0f, 0.0f);
   const gt::TimingSettings settings;
   row.ours = timer.time([&](CUstream s) { run(p, ops, s); }, stream, settings);
-  if (cublas) {
+  if (cublas && cublas->supports(p)) {
     row.cublas = timer.time([&](CUstream s) { cublas->gemm(p, ops, s); }, stream, settings);
     row.cublas_ok = true;
   }
