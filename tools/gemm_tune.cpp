@@ -224,14 +224,22 @@ extern "C" void on_interrupt(int) {
   std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the program at once
 }
 
+// A --db that is not a gemmtune database, or a damaged one, is refused before anything is tuned
+// (and without a GPU), and left exactly as it is: TuningDb checks a file before it writes to it.
+void check_database(const std::filesystem::path& path) {
+  if (std::filesystem::exists(path)) gt::TuningDb checked(path);
+}
+
 int run_tune(const Args& a, const std::vector<gt::Problem>& problems) {
+  const std::filesystem::path db_path = a.db.empty() ? gt::default_db_path() : std::filesystem::path(a.db);
+  check_database(db_path);
   GT_REQUIRE(gt::cu::available(), gt::Errc::no_device, "no GPU: {} (--dry-run compiles without one)",
              gt::cu::unavailable_reason());
   const gt::DeviceInfo device = gt::query_device(a.device);
   GT_REQUIRE(a.arch.empty() || gt::ArchInfo::from_name(a.arch).name() == device.arch.name(), gt::Errc::invalid_argument,
              "--arch {} does not match the GPU ({}): --arch is for --dry-run", a.arch, device.arch.name());
   gt::TuneOptions options;
-  options.db_path = a.db.empty() ? gt::default_db_path() : std::filesystem::path(a.db);
+  options.db_path = db_path;
   options.budget = gt::Budget::parse(a.budget);
   options.force = a.force;
   options.alpha = a.alpha;
