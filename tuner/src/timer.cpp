@@ -8,6 +8,18 @@
 
 namespace gemmtune {
 
+Timing summarize(std::vector<double> times) {
+  Timing t;
+  if (times.empty()) return t;
+  std::sort(times.begin(), times.end());
+  t.runs = int(times.size());
+  t.min_ms = times.front();
+  t.max_ms = times.back();
+  const size_t mid = times.size() / 2;
+  t.median_ms = times.size() % 2 ? times[mid] : 0.5 * (times[mid - 1] + times[mid]);
+  return t;
+}
+
 Timer::Timer(const DeviceInfo& device) : flush_(size_t(std::max<int64_t>(device.l2_bytes, 1 << 20)) * 2) {}
 
 Timing Timer::time(const std::function<void(CUstream)>& launch, CUstream stream,
@@ -23,7 +35,12 @@ Timing Timer::time(const std::function<void(CUstream)>& launch, CUstream stream,
   std::vector<double> times;
   double total = 0;
   EventHandle begin, end;
-  while (int(times.size()) < s.max_runs && (int(times.size()) < s.min_runs || total < s.min_total_ms)) {
+  // At least one run, whatever the settings say (max_runs 0, or no minimum at all): a median needs one.
+  auto more = [&] {
+    const int runs = int(times.size());
+    return runs == 0 || (runs < s.max_runs && (runs < s.min_runs || total < s.min_total_ms));
+  };
+  while (more()) {
     if (s.flush_l2) GT_CU(cuMemsetD32Async(flush_.ptr(), uint32_t(times.size()), flush_.bytes() / 4, stream));
     begin.record(stream);
     launch(stream);
@@ -33,14 +50,7 @@ Timing Timer::time(const std::function<void(CUstream)>& launch, CUstream stream,
     times.push_back(ms);
     total += ms;
   }
-  std::sort(times.begin(), times.end());
-  Timing t;
-  t.runs = int(times.size());
-  t.min_ms = times.front();
-  t.max_ms = times.back();
-  const size_t mid = times.size() / 2;
-  t.median_ms = times.size() % 2 ? times[mid] : 0.5 * (times[mid - 1] + times[mid]);
-  return t;
+  return summarize(std::move(times));
 }
 
 }  // namespace gemmtune

@@ -69,11 +69,13 @@ struct CompileOutcome {
   std::string error;
 };
 
+// Whatever goes wrong with one candidate (NVRTC, a dump folder that cannot be written, memory)
+// becomes its record, never the end of the run.
 CompileOutcome compile_one(const Compiler& compiler, const Planned& p, const ArchInfo& arch) {
   CompileOutcome out;
   try {
     out.kernel = compiler.compile(emit_source(*p.family, p.config), arch);
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {
     out.error = e.what();
   }
   return out;
@@ -95,6 +97,9 @@ class Measurer {
   Measurer(const Problem& problem, const TuneOptions& options)
       : client_(find_worker()), problem_(problem), options_(options) {}
   ~Measurer() { client_.stop(); }
+
+  // Starts the worker and sets the problem up; throws Error(cuda) when it cannot.
+  void start() { ensure_ready(); }
 
   CandidateRecord measure(const Planned& p, int id) {
     ensure_ready();
@@ -286,6 +291,12 @@ std::pair<std::vector<Planned>, size_t> plan_run(TuningDb& db, TuneReport& repor
   return {std::move(planned), left};
 }
 
+// Sets a flag when it goes out of scope, however that happens.
+struct SetOnExit {
+  std::atomic<bool>& flag;
+  ~SetOnExit() { flag = true; }
+};
+
 // Compiles everything on a thread pool and measures in order as compiles finish, recording each
 // result as it arrives; then the final round against cuBLAS.
 void measure_all(const std::vector<Planned>& planned, TuningDb& db, TuneReport& report, const TuneOptions& o,
@@ -294,12 +305,17 @@ void measure_all(const std::vector<Planned>& planned, TuningDb& db, TuneReport& 
   const Compiler compiler;
   std::atomic<bool> cancelled{false};
   ThreadPool pool(o.compile_threads);
+  // However this function ends, compiles still queued are not needed: the pool's destructor must
+  // not wait for them (a failure would otherwise surface only after every compile).
+  const SetOnExit cancel_queued{cancelled};
   std::vector<std::future<CompileOutcome>> compiled;
   for (const auto& p : planned)
     compiled.push_back(pool.submit([&compiler, &p, &arch, &cancelled] {
       return cancelled ? CompileOutcome{{}, "cancelled"} : compile_one(compiler, p, arch);
     }));
-  std::optional<Measurer> measurer;
+  // The worker starts while the first candidates compile; one that cannot start fails the run now.
+  Measurer measurer(report.problem, o);
+  measurer.start();
   double best_ms = -1;
   for (size_t i = 0; i < planned.size(); ++i) {
     const bool over_time = o.budget.seconds && seconds_since(start) > *o.budget.seconds;
@@ -314,8 +330,7 @@ void measure_all(const std::vector<Planned>& planned, TuningDb& db, TuneReport& 
       rec = failed_record(planned[i], CandidateStatus::compile_error, outcome.error);
       ++report.compile_failed;
     } else {
-      if (!measurer) measurer.emplace(report.problem, o);
-      rec = measurer->measure(planned[i], int(i));
+      rec = measurer.measure(planned[i], int(i));
     }
     db.record(report.device.key, report.problem, rec);
     if (rec.status == CandidateStatus::ok && (best_ms < 0 || rec.median_ms < best_ms)) best_ms = rec.median_ms;
@@ -330,11 +345,10 @@ void measure_all(const std::vector<Planned>& planned, TuningDb& db, TuneReport& 
   }
   cancelled = true;  // compiles still queued are not needed any more
   if (stop_requested() || (!o.baseline && o.final_rounds <= 0)) return;
-  if (!measurer) measurer.emplace(report.problem, o);
-  final_round(*measurer, db, report, o, report.baseline_ms, report.baseline_name);
+  final_round(measurer, db, report, o, report.baseline_ms, report.baseline_name);
   if (o.baseline && report.baseline_ms < 0) {  // nothing to compare in a final round
     phase(o, "timing cuBLAS on the same problem");
-    std::tie(report.baseline_ms, report.baseline_name) = measurer->baseline();
+    std::tie(report.baseline_ms, report.baseline_name) = measurer.baseline();
   }
 }
 

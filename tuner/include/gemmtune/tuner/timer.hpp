@@ -4,12 +4,14 @@
 #include <cuda.h>
 
 #include <functional>
+#include <vector>
 
 #include "gemmtune/runtime/device.hpp"
 #include "gemmtune/runtime/memory.hpp"
 
 namespace gemmtune {
 
+// A median needs a run: the timer always makes at least one, whatever max_runs says.
 struct TimingSettings {
   int min_runs = 20;
   int max_runs = 2000;
@@ -22,6 +24,9 @@ struct Timing {
   double median_ms = 0, min_ms = 0, max_ms = 0;
   int runs = 0;
 };
+
+// Median, min and max of run times (ms), in any order; all zero with runs = 0 when there are none.
+Timing summarize(std::vector<double> times_ms);
 
 class Timer {
  public:
