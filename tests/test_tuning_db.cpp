@@ -584,9 +584,27 @@ TEST_F(TuningDbTest, ImportMergesAndTheNewerMeasurementWins) {
 
 struct BadDocument {
   std::string name;
-  std::function<void(Json&)> spoil;  // applied to entries[2] of a valid document
+  std::function<void(Json&)> spoil;  // applied to one entry of a valid document
   std::string expected;              // part of the error message
 };
+
+// Each spoiled document (entries[entry] spoiled) is refused with Error(invalid_argument) saying
+// where, and the database stays as it was.
+void expect_each_refused(TuningDb& db, const Json& valid, size_t entry, const std::vector<BadDocument>& cases) {
+  const std::string before = db.export_json({});
+  for (const auto& bad : cases) {
+    Json document = valid;
+    bad.spoil(document["entries"][entry]);
+    try {
+      db.import_json(document.dump());
+      ADD_FAILURE() << bad.name << ": imported";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::invalid_argument) << bad.name;
+      EXPECT_NE(std::string(e.what()).find(bad.expected), std::string::npos) << bad.name << ": " << e.what();
+    }
+    EXPECT_EQ(db.export_json({}), before) << bad.name << " changed the database";
+  }
+}
 
 TEST_F(TuningDbTest, MalformedImportThrowsSayingWhereAndChangesNothing) {
   TuningDb db(db_path());
@@ -621,19 +639,7 @@ TEST_F(TuningDbTest, MalformedImportThrowsSayingWhereAndChangesNothing) {
       {"unknown dtype", [](Json& e) { e["problem"]["dtype"] = "f64"; },
        "entries[2].problem.dtype: unknown dtype 'f64'"},
   };
-  for (const auto& bad : cases) {
-    Json document = valid;
-    bad.spoil(document["entries"][2]);
-    try {
-      db.import_json(document.dump());
-      ADD_FAILURE() << bad.name << ": imported";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), Errc::invalid_argument) << bad.name;
-      EXPECT_NE(std::string(e.what()).find(bad.expected), std::string::npos)
-          << bad.name << ": " << e.what();
-    }
-    EXPECT_EQ(db.export_json({}), before) << bad.name << " changed the database";
-  }
+  expect_each_refused(db, valid, 2, cases);
   for (const std::string& text : {std::string("{\"format\": \"gemmtune-db\", \"version\": 1,"),
                                   std::string("[1, 2, 3]"), std::string("{\"format\": \"csv\"}")}) {
     EXPECT_THROW(db.import_json(text), Error) << text;
@@ -680,18 +686,7 @@ TEST_F(TuningDbTest, ImportAcceptsOnlyConfigsThisBuildCanRun) {
        },
        "entries[1].candidates[1].config: the wgmma family computes f16 and bf16"},
   };
-  for (const auto& bad : cases) {
-    Json document = valid;
-    bad.spoil(document["entries"][1]);
-    try {
-      db.import_json(document.dump());
-      ADD_FAILURE() << bad.name << ": imported";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), Errc::invalid_argument) << bad.name;
-      EXPECT_NE(std::string(e.what()).find(bad.expected), std::string::npos) << bad.name << ": " << e.what();
-    }
-    EXPECT_EQ(db.export_json({}), before) << bad.name << " changed the database";
-  }
+  expect_each_refused(db, valid, 1, cases);
 
   // A stale row (another template version) is history, never run: its parameters may be of an
   // older space, as long as its family is one of this build's.
