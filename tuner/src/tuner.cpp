@@ -182,11 +182,20 @@ void phase(const TuneOptions& o, std::string text) {
 
 // Times the fastest candidates and cuBLAS again, interleaved, `rounds` times; each keeps its
 // best round. Updates the records (and the database) with those timings.
+// The verified candidates of the problem on this device, fastest first, that this build can run:
+// whatever else a database holds (an imported or edited row) is never retimed or crowned.
+std::vector<CandidateRecord> runnable_ok(const TuningDb& db, const TuneReport& report) {
+  std::vector<CandidateRecord> out;
+  for (auto& c : db.candidates(report.device.key, report.problem))
+    if (c.status == CandidateStatus::ok && why_unusable(c.config, report.problem, report.device.arch).empty())
+      out.push_back(std::move(c));
+  return out;
+}
+
 void final_round(Measurer& measurer, TuningDb& db, const TuneReport& report, const TuneOptions& o,
                  double& baseline_ms, std::string& baseline_name) {
-  std::vector<CandidateRecord> top;
-  for (auto& c : db.candidates(report.device.key, report.problem))
-    if (c.status == CandidateStatus::ok && int(top.size()) < o.final_candidates) top.push_back(std::move(c));
+  std::vector<CandidateRecord> top = runnable_ok(db, report);
+  if (int(top.size()) > o.final_candidates) top.resize(size_t(std::max(0, o.final_candidates)));
   if (top.empty() || o.final_rounds <= 0) return;
   phase(o, fmt::format("final round: the {} fastest{} timed again, {} rounds", top.size(),
                        o.baseline ? " and cuBLAS" : "", o.final_rounds));
@@ -215,13 +224,6 @@ void final_round(Measurer& measurer, TuningDb& db, const TuneReport& report, con
     c.message = "timed again in the final round" + (c.message.empty() ? "" : "; " + c.message);
     db.record(report.device.key, report.problem, c);
   }
-}
-
-std::optional<CandidateRecord> fastest(const std::vector<CandidateRecord>& records) {
-  std::optional<CandidateRecord> best;
-  for (const auto& r : records)
-    if (r.status == CandidateStatus::ok && (!best || r.median_ms < best->median_ms)) best = r;
-  return best;
 }
 
 // Throws Error(unsupported) saying why no family can solve the problem on the architecture.
@@ -382,7 +384,7 @@ TuneReport tune(const Problem& problem, const TuneOptions& options, int ordinal)
   measure_all(planned, db, report, options, start);
 
   report.complete = !report.interrupted && planned.size() == left;
-  report.best = fastest(db.candidates(report.device.key, problem));
+  if (auto ranked = runnable_ok(db, report); !ranked.empty()) report.best = std::move(ranked.front());
   if (report.best)
     db.set_best(report.device.key, problem, report.best->kernel_name, report.best->template_version,
                 report.baseline_ms, report.complete);
