@@ -27,6 +27,12 @@ struct GemmArgs {
   int tiles_m;  // output tiles along M and N, for tile schedulers
   int tiles_n;
   int flags;    // GEMM_ARGS_MAP_C: map_c describes C (TMA stores allowed)
+  // Scratch of the size the family's launch plan asks for (LaunchGeometry::workspace_bytes), or
+  // 0: split-K partial sums, say. Its contents are undefined at launch.
+  unsigned long long workspace;
+  // Counters (LaunchGeometry::counter_bytes), or 0: zero at launch, and every kernel leaves the
+  // ones it used zero again, so that the next launch of any kernel finds them zero.
+  unsigned long long counters;
 };
 
 #define GEMM_ARGS_MAP_C 1

@@ -1,21 +1,33 @@
 // Hopper GEMM for bf16 and f16 (f32 accumulation): TMA loads with 128-byte swizzle into a ring
 // of shared-memory stages, wgmma from shared-memory descriptors, mbarrier pipelines.
 //
-// The kernel computes C^T = op(B)^T op(A)^T, so that the accumulator pairs a thread holds are
-// neighbours along M, which is contiguous in column-major C:
-//   kernel M (64-row wgmma blocks, one per consumer warpgroup and MW) runs along problem N,
-//   kernel N (the wgmma N, up to 256) runs along problem M.
-//   P = op(B)^T is the wgmma A operand (TM x K), Q = op(A)^T the wgmma B operand (K x TN).
+// wgmma computes D(64-row blocks x N) += P(rows x K) * Q(K x N). The kernel puts one problem
+// dimension on the 64-row blocks ("kernel rows", TM per tile) and the other on wgmma's N
+// ("kernel columns", TN per tile, any multiple of 8 up to 256):
+//   SWAP = 0: kernel rows are problem n, kernel columns problem m: it computes
+//             C^T = op(B)^T op(A)^T, P = op(B)^T, Q = op(A)^T. A thread's accumulator pairs are
+//             neighbours along m, contiguous in column-major C (4-byte stores, TMA stores).
+//   SWAP = 1: kernel rows are problem m, columns problem n: C = op(A) op(B), P = op(A),
+//             Q = op(B). For skinny problems (decode: n = a few tokens) wgmma's N covers n in
+//             steps of 8 instead of padding it to 64 rows.
 // Each operand sits in shared memory K-major (rows of 64 K values, 128 bytes) or MN-major (rows
 // of 64 M/N values, one per K), whichever its storage order gives; wgmma's transpose bits take
-// either, so all four op(A)/op(B) run without copies.
+// either, so all four op(A)/op(B) run without copies. An MN-major Q comes in 64-column chunks,
+// so its TN is a multiple of 64.
 //
 // Schedules:
 //   WS = 1: warp-specialized and persistent. Warpgroup 0 produces (one thread issues TMA),
-//           warpgroups 1..WG consume; setmaxnreg moves registers to the consumers. CTAs loop
-//           over output tiles, so a tile's epilogue overlaps the next tile's loads. Clusters of
-//           two CTAs share one operand tile through TMA multicast.
-//   WS = 0: multistage. Every warpgroup computes; one thread keeps STAGES-1 loads in flight.
+//           warpgroups 1..WG consume; setmaxnreg moves registers to the consumers. Every CTA (or
+//           cluster) is a worker of the tile schedule (schedule.h): data-parallel tiles,
+//           split-K parts or stream-K runs of k-blocks. A tile's epilogue overlaps the next
+//           tile's loads. Clusters of two CTAs share one operand tile through TMA multicast.
+//           PINGPONG (with two consumer warpgroups): each consumer computes whole tiles, every
+//           other one of the CTA's, so that one's epilogue overlaps the other's main loop.
+//   WS = 0: multistage, one tile per CTA. Every warpgroup computes; one thread keeps STAGES-1
+//           loads in flight.
+// A tile computed in several parts (split-K, stream-K) is reduced deterministically through the
+// workspace: each part stores its fp32 partial sums and counts itself on the tile's counter;
+// the last part adds all partials in part order, runs the epilogue and zeroes the counter.
 //
 // Tails in M, N and K are zero-filled by TMA; stores are predicated. beta == 0 never reads C.
 #pragma once
@@ -24,6 +36,7 @@
 #include "ptx/mbarrier.cuh"
 #include "ptx/tma.cuh"
 #include "ptx/wgmma.cuh"
+#include "schedule.h"
 
 namespace gemmtune {
 namespace wgmma_sm90 {
@@ -35,43 +48,66 @@ GEMMTUNE_DEVICE_INLINE void fence_registers(float (&d)[N]) {
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-// Cfg provides: BM, BN (problem tile: BM along M = wgmma N, BN along N = kernel M), STAGES,
-// WG (consumer warpgroups), WS (bool), CLUSTER_M, CLUSTER_N (1 or 2, at most one of them 2),
-// RASTER (0: sweep tiles along M first, 1: along N first), GROUP (tiles per raster group), EPILOGUE (0: stores from registers,
-// 1: through shared memory and TMA stores when beta == 0 and C is 16-byte aligned), A_T, B_T
-// (bools), DTYPE (1 f16, 2 bf16).
+// Cfg provides: BM, BN (problem tile along M and N), SWAP (bool, see above), STAGES, WG
+// (consumer warpgroups), WS (bool), CLUSTER_M, CLUSTER_N (1 or 2, at most one of them 2),
+// RASTER (0: sweep tiles along M first, 1: along N first), GROUP (tiles per raster group),
+// EPILOGUE (0: stores from registers, 1: through shared memory and TMA stores when beta == 0 and
+// C is 16-byte aligned), SCHEDULE (schedule::Mode), SPLITS (split-K parts), PINGPONG (bool),
+// OCCUPANCY (CTAs per SM: 2 lets small-tile kernels overlap one CTA's fixed costs with the
+// other's loads), A_T, B_T (bools),
+// DTYPE (1 f16, 2 bf16).
 template <class Cfg>
 struct Kernel {
-  static constexpr int TN = Cfg::BM;  // kernel N: wgmma N, along problem M
-  static constexpr int TM = Cfg::BN;  // kernel M: along problem N
-  static constexpr int BK = 64;       // 64 16-bit values: one 128-byte swizzle row
+  static constexpr bool SWAP = Cfg::SWAP;
+  static constexpr int TM = SWAP ? Cfg::BM : Cfg::BN;  // kernel rows per tile
+  static constexpr int TN = SWAP ? Cfg::BN : Cfg::BM;  // kernel columns: wgmma N
+  static constexpr int BK = 64;                        // 64 16-bit values: one 128-byte swizzle row
   static constexpr int STAGES = Cfg::STAGES;
   static constexpr int WG = Cfg::WG;
-  static constexpr int MW = TM / (64 * WG);  // 64-row wgmma blocks per consumer warpgroup
+  static constexpr bool PINGPONG = Cfg::PINGPONG;
+  static constexpr int ROW_WG = PINGPONG ? 1 : WG;  // consumer warpgroups that share a tile's rows
+  static constexpr int MW = TM / (64 * ROW_WG);     // 64-row wgmma blocks per consumer warpgroup
+  static constexpr int ACC = MW * TN / 2;    // accumulators per consumer thread
   static constexpr bool WS = Cfg::WS;
   static constexpr int THREADS = 128 * (WG + (WS ? 1 : 0));
-  static constexpr bool P_KMAJOR = !Cfg::B_T;  // P = op(B)^T is K-major when B is not transposed
-  static constexpr bool Q_KMAJOR = Cfg::A_T;   // Q = op(A)^T is K-major when A is transposed
+  // P is op(A) (SWAP) or op(B)^T; it is K-major when its storage runs along K.
+  static constexpr bool P_KMAJOR = SWAP ? Cfg::A_T : !Cfg::B_T;
+  static constexpr bool Q_KMAJOR = SWAP ? !Cfg::B_T : Cfg::A_T;
   static constexpr int P_BYTES = TM * BK * 2;
   static constexpr int Q_BYTES = TN * BK * 2;
   static constexpr int STAGE_BYTES = P_BYTES + Q_BYTES;
-  // Two CTAs along problem M share P (the same problem-N rows); along problem N they share Q.
-  static constexpr bool SHARE_P = Cfg::CLUSTER_M == 2;
-  static constexpr bool SHARE_Q = Cfg::CLUSTER_N == 2;
+  // Two CTAs along problem M share the operand that does not depend on m (B's), along N A's.
+  static constexpr bool SHARE_B = Cfg::CLUSTER_M == 2;
+  static constexpr bool SHARE_A = Cfg::CLUSTER_N == 2;
+  static constexpr bool SHARE_P = SWAP ? SHARE_A : SHARE_B;
+  static constexpr bool SHARE_Q = SWAP ? SHARE_B : SHARE_A;
   static constexpr int CLUSTER = Cfg::CLUSTER_M * Cfg::CLUSTER_N;
   static constexpr bool TMA_STORE = Cfg::EPILOGUE == 1;
+  static constexpr int SCHEDULE = Cfg::SCHEDULE;
   // The C tile staged for TMA stores: per consumer warpgroup, TN/64 chunks of (64*MW rows of
   // 128 bytes), 128-byte swizzled like the loads.
   static constexpr int C_CHUNK_BYTES = 64 * MW * 128;
-  static constexpr int C_BYTES = TMA_STORE ? TM * TN * 2 : 0;
-  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + C_BYTES + 1024 + 2 * STAGES * 8;
+  static constexpr int C_BYTES = TMA_STORE ? WG * 64 * MW * TN * 2 : 0;
+  // Stages, staged C, alignment slack, full and empty barriers, then the fixup flags (a word per
+  // consumer) and the schedule (kept in shared memory: registers are for the accumulators).
+  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + C_BYTES + 1024 + 2 * STAGES * 8 + 16 + sizeof(schedule::Work);
+  static constexpr int CTAS_PER_SM = Cfg::OCCUPANCY;
+  // Registers move from the producer to the consumers when one CTA holds the SM; with two, each
+  // keeps the even share its launch bounds give it.
+  static constexpr bool REALLOCATE = WG > 1 && CTAS_PER_SM == 1;
   static constexpr int PRODUCER_REGS = 24;
   static constexpr int CONSUMER_REGS = WG == 3 ? 160 : 240;
   using Mma = ptx::Wgmma<TN, P_KMAJOR ? 0 : 1, Q_KMAJOR ? 0 : 1, Cfg::DTYPE>;
 
-  static_assert(TM % (64 * WG) == 0 && (MW == 1 || MW == 2), "kernel M is 64 rows per warpgroup, once or twice");
-  static_assert(TN % 64 == 0 && TN <= 256, "wgmma N is 64..256 here");
+  static_assert(TM % (64 * ROW_WG) == 0 && (MW == 1 || MW == 2), "kernel rows are 64 per warpgroup, once or twice");
+  static_assert(!PINGPONG || (WS && WG == 2), "ping-pong takes turns between two consumer warpgroups");
+  static_assert(TN % 8 == 0 && TN >= 8 && TN <= 256, "wgmma N is a multiple of 8 up to 256");
+  static_assert(Q_KMAJOR || TN % 64 == 0, "an MN-major Q comes in 64-column chunks");
+  static_assert(!TMA_STORE || (!SWAP && TN % 64 == 0), "TMA stores write 64 m-values per row");
   static_assert(CLUSTER <= 2 && (CLUSTER == 1 || WS), "clusters of two, warp-specialized only");
+  static_assert(SCHEDULE == schedule::DATA_PARALLEL || WS, "split-K and stream-K need the persistent schedule");
+  static_assert(ACC % 4 == 0, "partial sums move as float4");
+  static_assert(WG <= 4, "a fixup flag per consumer in four words");
 
   struct Smem {
     unsigned char* p;  // STAGES tiles of P, then STAGES tiles of Q, then C, 1024-byte aligned
@@ -79,6 +115,8 @@ struct Kernel {
     unsigned char* c;
     u64* full;         // a stage's bytes have landed
     u64* empty;        // every consumer (of every CTA of the cluster) is done with a stage
+    int* fixup;        // per consumer: "this part is the tile's last" for its warpgroup
+    schedule::Work* work;
   };
 
   GEMMTUNE_DEVICE_INLINE static Smem carve(unsigned char* raw) {
@@ -89,47 +127,73 @@ struct Kernel {
     s.c = base + STAGES * STAGE_BYTES;
     s.full = reinterpret_cast<u64*>(base + STAGES * STAGE_BYTES + C_BYTES);
     s.empty = s.full + STAGES;
+    s.fixup = reinterpret_cast<int*>(s.empty + STAGES);
+    s.work = reinterpret_cast<schedule::Work*>(s.fixup + 4);
     return s;
   }
 
-  // ---- tile schedule ------------------------------------------------------------------------
+  // ---- tiles and work -------------------------------------------------------------------------
 
   struct Tile {
-    int km0, kn0;  // first kernel row (problem n) and column (problem m)
+    int row0, col0;  // first kernel row and column
   };
 
-  // Tiles in clusters: a "super tile" is CLUSTER tiles that share an operand; CTA `rank` takes
-  // its own tile of it. Super tiles are swept in groups of GROUP along the raster dimension.
-  GEMMTUNE_DEVICE_INLINE static Tile tile_of(int super_tile, int rank, int tiles_km, int tiles_kn) {
-    const int super_km = SHARE_Q ? (tiles_km + 1) / 2 : tiles_km;
-    const int super_kn = SHARE_P ? (tiles_kn + 1) / 2 : tiles_kn;
-    int skm, skn;
-    if (Cfg::RASTER == 0)
-      grouped_tile(super_tile, super_kn, super_km, Cfg::GROUP, skn, skm);  // problem M (kernel N) first
-    else
-      grouped_tile(super_tile, super_km, super_kn, Cfg::GROUP, skm, skn);
-    const int km = SHARE_Q ? 2 * skm + rank : skm;
-    const int kn = SHARE_P ? 2 * skn + rank : skn;
-    return Tile{km * TM, kn * TN};
+  struct Grid {
+    int tiles_m, tiles_n;  // tiles along problem M and N
+    int super_m, super_n;  // cluster-sized groups of tiles ("super tiles") along M and N
+    int k_blocks;
+  };
+
+  GEMMTUNE_DEVICE_INLINE static Grid grid_of(const GemmArgs& args) {
+    Grid g;
+    g.tiles_m = (args.m + Cfg::BM - 1) / Cfg::BM;
+    g.tiles_n = (args.n + Cfg::BN - 1) / Cfg::BN;
+    g.super_m = (g.tiles_m + Cfg::CLUSTER_M - 1) / Cfg::CLUSTER_M;
+    g.super_n = (g.tiles_n + Cfg::CLUSTER_N - 1) / Cfg::CLUSTER_N;
+    g.k_blocks = (args.k + BK - 1) / BK;
+    return g;
   }
 
-  GEMMTUNE_DEVICE_INLINE static int super_tiles(int tiles_km, int tiles_kn) {
-    return (SHARE_Q ? (tiles_km + 1) / 2 : tiles_km) * (SHARE_P ? (tiles_kn + 1) / 2 : tiles_kn);
+  // Super tile `st`, swept in groups of GROUP along the raster dimension; CTA `rank` of the
+  // cluster takes its own tile of it.
+  GEMMTUNE_DEVICE_INLINE static Tile tile_of(int st, int rank, const Grid& g) {
+    int sm, sn;
+    if (Cfg::RASTER == 0)
+      grouped_tile(st, g.super_m, g.super_n, Cfg::GROUP, sm, sn);
+    else
+      grouped_tile(st, g.super_n, g.super_m, Cfg::GROUP, sn, sm);
+    const int m0 = (Cfg::CLUSTER_M == 2 ? 2 * sm + rank : sm) * Cfg::BM;
+    const int n0 = (Cfg::CLUSTER_N == 2 ? 2 * sn + rank : sn) * Cfg::BN;
+    return SWAP ? Tile{m0, n0} : Tile{n0, m0};
+  }
+
+  // The workers of the schedule are clusters (or CTAs).
+  GEMMTUNE_DEVICE_INLINE static schedule::Work work_of(const Grid& g, int workers) {
+    return schedule::make_work(SCHEDULE, g.super_m * g.super_n, g.k_blocks, workers, Cfg::SPLITS);
+  }
+
+  // The schedule read from shared memory, its mode a constant so that unused modes fold away.
+  GEMMTUNE_DEVICE_INLINE static schedule::Work work_in(const Smem& s) {
+    schedule::Work w = *s.work;
+    w.mode = SCHEDULE;
+    return w;
   }
 
   // ---- loads --------------------------------------------------------------------------------
 
-  // One operand's stage: ROWS rows of the kernel's M (P) or N (Q). K-major: one box of
-  // (64 K, ROWS rows). MN-major: ROWS/64 boxes of (64 rows, 64 K), 8 KB apart. When shared by the
-  // cluster, each CTA loads half (half the rows, or half the K of each box) for both.
-  template <bool KMAJOR, int ROWS, bool SHARED>
+  // One operand's stage: ROWS rows (kernel rows for P, columns for Q). K-major: one box of
+  // (64 K, ROWS rows). MN-major: ROWS/64 boxes of (64 rows, 64 K), 8 KB apart. When shared by
+  // the cluster, each CTA loads half (half the rows, or half the K of each box) for both.
+  template <bool KMAJOR, int ROWS, bool SHARED, bool STREAMED>
   GEMMTUNE_DEVICE_INLINE static void load_operand(unsigned char* dst, const GemmTensorMap* map, u64* bar,
-                                                  int mn0, int k0, int rank) {
+                                                  int mn0, int k0, int rank, u64 policy) {
     if constexpr (KMAJOR) {
       constexpr int rows = SHARED ? ROWS / 2 : ROWS;
       const int r0 = SHARED ? rank * rows : 0;
       if (SHARED)
         ptx::tma_load_2d_multicast(dst + r0 * 128, map, bar, k0, mn0 + r0, 0x3);
+      else if (STREAMED)
+        ptx::tma_load_2d_hint(dst, map, bar, k0, mn0, policy);
       else
         ptx::tma_load_2d(dst, map, bar, k0, mn0);
     } else {
@@ -139,20 +203,28 @@ struct Kernel {
       for (int c = 0; c < ROWS / 64; ++c) {
         if (SHARED)
           ptx::tma_load_2d_multicast(dst + c * 8192 + kr0 * 128, map, bar, mn0 + c * 64, k0 + kr0, 0x3);
+        else if (STREAMED)
+          ptx::tma_load_2d_hint(dst + c * 8192, map, bar, mn0 + c * 64, k0, policy);
         else
           ptx::tma_load_2d(dst + c * 8192, map, bar, mn0 + c * 64, k0);
       }
     }
   }
 
+  // With SWAP (skinny problems), P is op(A): read once, so it is loaded with an L2 evict-first
+  // hint and does not push the small, reused operand out of L2.
   GEMMTUNE_DEVICE_INLINE static void load_stage(const GemmArgs& args, const Smem& s, int stage, Tile t, int kb,
-                                                int rank) {
+                                                int rank, u64 policy) {
     u64* bar = &s.full[stage];
     ptx::mbarrier_arrive_expect_tx(bar, STAGE_BYTES);
-    // P = op(B)^T rows are problem n: map_b; Q = op(A)^T columns are problem m: map_a.
-    load_operand<P_KMAJOR, TM, SHARE_P>(s.p + stage * P_BYTES, &args.map_b, bar, t.km0, kb * BK, rank);
-    load_operand<Q_KMAJOR, TN, SHARE_Q>(s.q + stage * Q_BYTES, &args.map_a, bar, t.kn0, kb * BK, rank);
+    const GemmTensorMap* p_map = SWAP ? &args.map_a : &args.map_b;
+    const GemmTensorMap* q_map = SWAP ? &args.map_b : &args.map_a;
+    load_operand<P_KMAJOR, TM, SHARE_P, SWAP>(s.p + stage * P_BYTES, p_map, bar, t.row0, kb * BK, rank, policy);
+    load_operand<Q_KMAJOR, TN, SHARE_Q, false>(s.q + stage * Q_BYTES, q_map, bar, t.col0, kb * BK, rank, policy);
   }
+
+  // Which 64*MW rows of a tile consumer warpgroup `consumer` computes (ping-pong: all of them).
+  GEMMTUNE_DEVICE_INLINE static int rows_of(int consumer) { return PINGPONG ? 0 : consumer; }
 
   // ---- math ---------------------------------------------------------------------------------
 
@@ -180,7 +252,7 @@ struct Kernel {
     for (int kk = 0; kk < BK / 16; ++kk)
 #pragma unroll
       for (int mb = 0; mb < MW; ++mb)
-        Mma::mma(acc[mb], p_descriptor(s, stage, consumer * MW + mb, kk), q_descriptor(s, stage, kk),
+        Mma::mma(acc[mb], p_descriptor(s, stage, rows_of(consumer) * MW + mb, kk), q_descriptor(s, stage, kk),
                  (first && kk == 0) ? 0 : 1);
     ptx::wgmma_commit();
 #pragma unroll
@@ -207,6 +279,65 @@ struct Kernel {
     __syncwarp();  // wgmma is .aligned: the warp must be converged again
   }
 
+  // ---- split-K and stream-K: reducing a tile computed in parts ---------------------------------
+
+  // A counter per (tile in parts, CTA of the cluster, consumer warpgroup's rows), and partial
+  // sums per (slot, CTA of the cluster, rows), each a consumer thread's float4s 128 apart.
+  GEMMTUNE_DEVICE_INLINE static int* counter_of(const GemmArgs& args, int tile, int rank, int consumer) {
+    return reinterpret_cast<int*>(args.counters) + (tile * CLUSTER + rank) * ROW_WG + rows_of(consumer);
+  }
+  GEMMTUNE_DEVICE_INLINE static float4* partial_of(const GemmArgs& args, int slot, int rank, int consumer) {
+    return reinterpret_cast<float4*>(args.workspace) +
+           ((long long)(slot * CLUSTER + rank) * ROW_WG + rows_of(consumer)) * (128 * ACC / 4);
+  }
+
+  // acc (+)= the partial sums at `from` (this thread's float4s, 128 apart).
+  template <bool ADD>
+  GEMMTUNE_DEVICE_INLINE static void add_partial(const float4* from, float (&acc)[MW][TN / 2]) {
+#pragma unroll
+    for (int i = 0; i < ACC / 4; ++i) {
+      const float4 v = __ldcg(from + i * 128);
+      float* a = &acc[(4 * i) / (TN / 2)][(4 * i) % (TN / 2)];
+      a[0] = ADD ? a[0] + v.x : v.x;
+      a[1] = ADD ? a[1] + v.y : v.y;
+      a[2] = ADD ? a[2] + v.z : v.z;
+      a[3] = ADD ? a[3] + v.w : v.w;
+    }
+  }
+
+  // This consumer's part of the tile is done: store it, count it; the last part to arrive adds
+  // every part's partial sums in part order into acc and returns true (it runs the epilogue).
+  GEMMTUNE_DEVICE_INLINE static bool reduce_parts(const GemmArgs& args, const Smem& s, const schedule::Work& w,
+                                                  const schedule::Segment& seg, int rank, int consumer,
+                                                  float (&acc)[MW][TN / 2]) {
+    const int lane = threadIdx.x % 128;
+    float4* mine = partial_of(args, seg.slot, rank, consumer) + lane;
+#pragma unroll
+    for (int i = 0; i < ACC / 4; ++i) {
+      const float* a = &acc[(4 * i) / (TN / 2)][(4 * i) % (TN / 2)];
+      __stcg(mine + i * 128, make_float4(a[0], a[1], a[2], a[3]));
+    }
+    __threadfence();  // the partial sums are visible before the count says so
+    ptx::named_barrier(1 + WG + consumer, 128);
+    if (lane == 0) {
+      int* counter = counter_of(args, seg.tile, rank, consumer);
+      const bool last = atomicAdd(counter, 1) == seg.parts - 1;
+      if (last) *counter = 0;  // every part has counted: ready for the next launch
+      s.fixup[consumer] = last;
+    }
+    ptx::named_barrier(1 + WG + consumer, 128);
+    if (!s.fixup[consumer]) return false;
+    __threadfence();
+    for (int part = 0; part < seg.parts; ++part) {
+      const float4* from = partial_of(args, schedule::slot_of(w, seg.tile, part), rank, consumer) + lane;
+      if (part == 0)
+        add_partial<false>(from, acc);
+      else
+        add_partial<true>(from, acc);
+    }
+    return true;
+  }
+
   // ---- epilogue -----------------------------------------------------------------------------
 
   GEMMTUNE_DEVICE_INLINE static float to_f32(u16 x) {
@@ -218,9 +349,12 @@ struct Kernel {
   GEMMTUNE_DEVICE_INLINE static u32 pack(float lo, float hi) {
     return Cfg::DTYPE == 2 ? pack_bf16x2(lo, hi) : pack_f16x2(lo, hi);
   }
+  GEMMTUNE_DEVICE_INLINE static void store_one(u16* p, float v, float beta, bool read_c) {
+    *p = from_f32(read_c ? fmaf(beta, to_f32(*p), v) : v);
+  }
 
-  // Thread t of a warpgroup holds rows 16*(t/32) + (t%32)/4 (+8) and column pairs 8j + 2(t%4)
-  // of each 64-row block: kernel rows are problem columns n, kernel column pairs are m, m+1.
+  // Thread t of a warpgroup holds kernel rows 16*(t/32) + (t%32)/4 (+8) and column pairs
+  // 8j + 2(t%4) of each 64-row block.
   GEMMTUNE_DEVICE_INLINE static void store(const GemmArgs& args, Tile t, int consumer, const float (&acc)[MW][TN / 2]) {
     u16* C = reinterpret_cast<u16*>(args.c);
     const float alpha = args.alpha, beta = args.beta;
@@ -228,31 +362,43 @@ struct Kernel {
     const int lane = threadIdx.x % 128;
     const int row = 16 * (lane / 32) + (lane % 32) / 4;
     const int col = 2 * (lane % 4);
+    const int rows_end = SWAP ? args.m : args.n, cols_end = SWAP ? args.n : args.m;
 #pragma unroll
     for (int mb = 0; mb < MW; ++mb) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int n = t.km0 + (consumer * MW + mb) * 64 + row + 8 * h;
-        if (n >= args.n) continue;
-        u16* column = C + (long long)n * args.ldc;
-        // 4-byte stores of two m where this column starts 4-byte aligned (m is even): with an
-        // odd ldc, every other column.
-        const bool pairs = (reinterpret_cast<u64>(column) & 3) == 0;
+        const int r = t.row0 + (rows_of(consumer) * MW + mb) * 64 + row + 8 * h;
+        if (r >= rows_end) continue;
+        if constexpr (SWAP) {
+          // Kernel rows are m, columns n: a thread's pair sits in two columns of C.
 #pragma unroll
-        for (int j = 0; j < TN / 8; ++j) {
-          const int m = t.kn0 + 8 * j + col;
-          float v0 = alpha * acc[mb][4 * j + 2 * h], v1 = alpha * acc[mb][4 * j + 2 * h + 1];
-          if (pairs && m + 1 < args.m) {
-            u32* p = reinterpret_cast<u32*>(column + m);
-            if (read_c) {
-              const u32 old = *p;
-              v0 = fmaf(beta, to_f32(u16(old & 0xffff)), v0);
-              v1 = fmaf(beta, to_f32(u16(old >> 16)), v1);
+          for (int j = 0; j < TN / 8; ++j) {
+            const int n = t.col0 + 8 * j + col;
+            const float v0 = alpha * acc[mb][4 * j + 2 * h], v1 = alpha * acc[mb][4 * j + 2 * h + 1];
+            if (n < cols_end) store_one(C + r + (long long)n * args.ldc, v0, beta, read_c);
+            if (n + 1 < cols_end) store_one(C + r + (long long)(n + 1) * args.ldc, v1, beta, read_c);
+          }
+        } else {
+          u16* column = C + (long long)r * args.ldc;
+          // 4-byte stores of two m where this column starts 4-byte aligned (m is even): with an
+          // odd ldc, every other column.
+          const bool pairs = (reinterpret_cast<u64>(column) & 3) == 0;
+#pragma unroll
+          for (int j = 0; j < TN / 8; ++j) {
+            const int m = t.col0 + 8 * j + col;
+            float v0 = alpha * acc[mb][4 * j + 2 * h], v1 = alpha * acc[mb][4 * j + 2 * h + 1];
+            if (pairs && m + 1 < cols_end) {
+              u32* p = reinterpret_cast<u32*>(column + m);
+              if (read_c) {
+                const u32 old = *p;
+                v0 = fmaf(beta, to_f32(u16(old & 0xffff)), v0);
+                v1 = fmaf(beta, to_f32(u16(old >> 16)), v1);
+              }
+              *p = pack(v0, v1);
+            } else {
+              if (m < cols_end) store_one(column + m, v0, beta, read_c);
+              if (m + 1 < cols_end) store_one(column + m + 1, v1, beta, read_c);
             }
-            *p = pack(v0, v1);
-          } else {
-            if (m < args.m) column[m] = from_f32(read_c ? fmaf(beta, to_f32(column[m]), v0) : v0);
-            if (m + 1 < args.m) column[m + 1] = from_f32(read_c ? fmaf(beta, to_f32(column[m + 1]), v1) : v1);
           }
         }
       }
@@ -289,10 +435,10 @@ struct Kernel {
     ptx::fence_async_shared();
     ptx::named_barrier(1 + consumer, 128);
     if (issuer) {
-      const int n0 = t.km0 + consumer * 64 * MW;
+      const int n0 = t.row0 + rows_of(consumer) * 64 * MW;
 #pragma unroll
       for (int chunk = 0; chunk < TN / 64; ++chunk)
-        ptx::tma_store_2d(&args.map_c, staging + chunk * C_CHUNK_BYTES, t.kn0 + chunk * 64, n0);
+        ptx::tma_store_2d(&args.map_c, staging + chunk * C_CHUNK_BYTES, t.col0 + chunk * 64, n0);
       ptx::bulk_commit();
     }
   }
@@ -316,8 +462,10 @@ struct Kernel {
 
   // ---- schedules ----------------------------------------------------------------------------
 
-  GEMMTUNE_DEVICE_INLINE static void init_barriers(const Smem& s, int consumers_per_stage) {
+  // Barriers and the schedule, made by thread 0 and visible to the CTA (cluster) afterwards.
+  GEMMTUNE_DEVICE_INLINE static void init_shared(const Smem& s, int consumers_per_stage, const schedule::Work& work) {
     if (threadIdx.x == 0) {
+      *s.work = work;
       for (int i = 0; i < STAGES; ++i) {
         ptx::mbarrier_init(&s.full[i], 1);
         ptx::mbarrier_init(&s.empty[i], consumers_per_stage);
@@ -330,61 +478,83 @@ struct Kernel {
       __syncthreads();
   }
 
-  GEMMTUNE_DEVICE_INLINE static void run_warp_specialized(const GemmArgs& args, const Smem& s) {
-    const int rank = CLUSTER > 1 ? int(ptx::cluster_ctarank()) : 0;
-    const int k_blocks = (args.k + BK - 1) / BK;
-    const int tiles_km = (args.n + TM - 1) / TM, tiles_kn = (args.m + TN - 1) / TN;
-    const int total = super_tiles(tiles_km, tiles_kn);
-    const int cluster_id = blockIdx.x / CLUSTER, clusters = gridDim.x / CLUSTER;
-    init_barriers(s, WG * CLUSTER);
-    const int warpgroup = threadIdx.x / 128;
-    if (warpgroup == 0) {
-      if (WG > 1) ptx::setmaxnreg_dec<PRODUCER_REGS>();
-      if (threadIdx.x == 0) {
-        ptx::tma_prefetch_descriptor(&args.map_a);
-        ptx::tma_prefetch_descriptor(&args.map_b);
-        int stage = 0;
-        u32 phase = 0;
-        for (int st = cluster_id; st < total; st += clusters) {
-          const Tile t = tile_of(st, rank, tiles_km, tiles_kn);
-          for (int kb = 0; kb < k_blocks; ++kb) {
-            ptx::mbarrier_wait(&s.empty[stage], phase ^ 1);
-            load_stage(args, s, stage, t, kb, rank);
-            if (++stage == STAGES) {
-              stage = 0;
-              phase ^= 1;
-            }
-          }
-        }
+  // Stage and phase of the ring, advanced in the same order by the producer and the consumers.
+  struct Ring {
+    int stage = 0;
+    u32 phase = 0;
+    GEMMTUNE_DEVICE_INLINE void advance() {
+      if (++stage == STAGES) {
+        stage = 0;
+        phase ^= 1;
       }
-    } else {
-      if (WG > 1) ptx::setmaxnreg_inc<CONSUMER_REGS>();
-      const int consumer = warpgroup - 1;
-      float acc[MW][TN / 2];
-      int stage = 0;
-      u32 phase = 0;
-      for (int st = cluster_id; st < total; st += clusters) {
-        const Tile t = tile_of(st, rank, tiles_km, tiles_kn);
-        // One stage's wgmma stay in flight while the next stage's are issued; a stage is
-        // released once the group after it was issued and it has completed.
-        int previous = -1;
-        for (int kb = 0; kb < k_blocks; ++kb) {
-          ptx::mbarrier_wait(&s.full[stage], phase);
+    }
+  };
+
+  GEMMTUNE_DEVICE_INLINE static void produce(const GemmArgs& args, const Smem& s, int worker, int rank) {
+    ptx::tma_prefetch_descriptor(&args.map_a);
+    ptx::tma_prefetch_descriptor(&args.map_b);
+    const u64 policy = SWAP ? ptx::l2_evict_first_policy() : 0;
+    Ring ring;
+    const int count = schedule::segments(work_in(s), worker);
+    for (int i = 0; i < count; ++i) {
+      const schedule::Segment seg = schedule::segment(work_in(s), worker, i);
+      const Tile t = tile_of(seg.tile, rank, grid_of(args));
+      for (int kb = seg.k_begin; kb < seg.k_end; ++kb) {
+        ptx::mbarrier_wait(&s.empty[ring.stage], ring.phase ^ 1);
+        load_stage(args, s, ring.stage, t, kb, rank, policy);
+        ring.advance();
+      }
+    }
+  }
+
+  GEMMTUNE_DEVICE_INLINE static void consume(const GemmArgs& args, const Smem& s, int worker, int rank,
+                                             int consumer) {
+    float acc[MW][TN / 2];
+    Ring ring;
+    const int count = schedule::segments(work_in(s), worker);
+    for (int i = 0; i < count; ++i) {
+      if (PINGPONG && i % 2 != consumer) {  // the other warpgroup's turn: skip its stages
+        const schedule::Segment seg = schedule::segment(work_in(s), worker, i);
+        for (int kb = seg.k_begin; kb < seg.k_end; ++kb) ring.advance();
+        continue;
+      }
+      // One stage's wgmma stay in flight while the next stage's are issued; a stage is
+      // released once the group after it was issued and it has completed.
+      int previous = -1;
+      {
+        const schedule::Segment seg = schedule::segment(work_in(s), worker, i);
+        for (int kb = seg.k_begin; kb < seg.k_end; ++kb) {
+          ptx::mbarrier_wait(&s.full[ring.stage], ring.phase);
           __syncwarp();
-          issue(s, stage, consumer, kb == 0, acc);
+          issue(s, ring.stage, consumer, kb == seg.k_begin, acc);
           drain<1>(acc);
           if (previous >= 0) release(s, previous);
-          previous = stage;
-          if (++stage == STAGES) {
-            stage = 0;
-            phase ^= 1;
-          }
+          previous = ring.stage;
+          ring.advance();
         }
-        drain<0>(acc);
-        release(s, previous);
-        epilogue(args, s, t, consumer, acc);
       }
-      finish_stores(args);
+      drain<0>(acc);
+      release(s, previous);
+      // The segment again rather than kept in registers through the main loop.
+      const schedule::Segment seg = schedule::segment(work_in(s), worker, i);
+      if (seg.parts == 1 || reduce_parts(args, s, work_in(s), seg, rank, consumer, acc))
+        epilogue(args, s, tile_of(seg.tile, rank, grid_of(args)), consumer, acc);
+    }
+    finish_stores(args);
+  }
+
+  GEMMTUNE_DEVICE_INLINE static void run_warp_specialized(const GemmArgs& args, const Smem& s) {
+    const int rank = CLUSTER > 1 ? int(ptx::cluster_ctarank()) : 0;
+    const Grid g = grid_of(args);
+    const int worker = blockIdx.x / CLUSTER;
+    init_shared(s, ROW_WG * CLUSTER, work_of(g, gridDim.x / CLUSTER));
+    const int warpgroup = threadIdx.x / 128;
+    if (warpgroup == 0) {
+      if (REALLOCATE) ptx::setmaxnreg_dec<PRODUCER_REGS>();
+      if (threadIdx.x == 0) produce(args, s, worker, rank);
+    } else {
+      if (REALLOCATE) ptx::setmaxnreg_inc<CONSUMER_REGS>();
+      consume(args, s, worker, rank, warpgroup - 1);
     }
     // No CTA may leave while the other can still multicast into it or arrive on its barriers.
     if constexpr (CLUSTER > 1) {
@@ -394,15 +564,16 @@ struct Kernel {
   }
 
   GEMMTUNE_DEVICE_INLINE static void run_multistage(const GemmArgs& args, const Smem& s) {
-    const int k_blocks = (args.k + BK - 1) / BK;
-    const int tiles_km = (args.n + TM - 1) / TM, tiles_kn = (args.m + TN - 1) / TN;
-    const Tile t = tile_of(blockIdx.x, 0, tiles_km, tiles_kn);
-    init_barriers(s, WG);
+    const Grid g = grid_of(args);
+    const int k_blocks = g.k_blocks;
+    const Tile t = tile_of(blockIdx.x, 0, g);
+    init_shared(s, WG, work_of(g, 1));
     const bool issuer = threadIdx.x == 0;
+    const u64 policy = SWAP && issuer ? ptx::l2_evict_first_policy() : 0;
     if (issuer) {
       ptx::tma_prefetch_descriptor(&args.map_a);
       ptx::tma_prefetch_descriptor(&args.map_b);
-      for (int kb = 0; kb < STAGES - 1 && kb < k_blocks; ++kb) load_stage(args, s, kb, t, kb, 0);
+      for (int kb = 0; kb < STAGES - 1 && kb < k_blocks; ++kb) load_stage(args, s, kb, t, kb, 0, policy);
     }
     const int consumer = threadIdx.x / 128;
     float acc[MW][TN / 2];
@@ -418,7 +589,7 @@ struct Kernel {
       if (issuer && next < k_blocks) {
         const int refill = next % STAGES;
         if (kb > 0) ptx::mbarrier_wait(&s.empty[refill], ((kb - 1) / STAGES) & 1);
-        load_stage(args, s, refill, t, next, 0);
+        load_stage(args, s, refill, t, next, 0, policy);
       }
       __syncwarp();
     }
@@ -444,12 +615,14 @@ struct Kernel {
 //   nvcc -x cu -gencode=arch=compute_90a,code=sm_90a -cubin -I templates templates/wgmma_sm90.cuh
 struct GemmtuneWgmmaDefault {
   static constexpr int BM = 256, BN = 128, STAGES = 3, WG = 2;
-  static constexpr bool WS = true;
+  static constexpr bool SWAP = false, WS = true;
   static constexpr int CLUSTER_M = 1, CLUSTER_N = 2, RASTER = 0, GROUP = 8, EPILOGUE = 1;
-  static constexpr bool A_T = false, B_T = false;
+  static constexpr int SCHEDULE = 0, SPLITS = 1, OCCUPANCY = 1;
+  static constexpr bool PINGPONG = false, A_T = false, B_T = false;
   static constexpr int DTYPE = 2;
 };
-extern "C" __global__ void __launch_bounds__(gemmtune::wgmma_sm90::Kernel<GemmtuneWgmmaDefault>::THREADS, 1)
+extern "C" __global__ void __launch_bounds__(gemmtune::wgmma_sm90::Kernel<GemmtuneWgmmaDefault>::THREADS,
+                                             gemmtune::wgmma_sm90::Kernel<GemmtuneWgmmaDefault>::CTAS_PER_SM)
     gemm_wgmma_default(const __grid_constant__ GemmArgs args) {
   extern __shared__ __align__(1024) unsigned char gemmtune_smem[];
   gemmtune::wgmma_sm90::Kernel<GemmtuneWgmmaDefault>::run(args, gemmtune_smem);

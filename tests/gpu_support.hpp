@@ -4,6 +4,7 @@
 
 #include "gemmtune/gemmtune.hpp"
 #include "gemmtune/runtime/device.hpp"
+#include "gemmtune/runtime/workspace.hpp"
 #include "gemmtune/tuner/checker.hpp"
 #include "support.hpp"
 
@@ -23,10 +24,16 @@ class GpuTest : public ::testing::Test {
   // small problems.
   Verdict check(const ReadyKernel& k, const Problem& p, float alpha, float beta, uint64_t seed = 5) {
     const Verifier v(*checker_, p, alpha, beta, seed, stream_->get());
+    return check(k, v);
+  }
+  // The same with a verifier made once for several kernels (its reference is computed once).
+  Verdict check(const ReadyKernel& k, const Verifier& v) {
     const Family& family = *k.family;
     return v.verify(
-        [&](const Problem& q, const GemmOperands& ops, CUstream s) {
-          k.run(family.geometry(k.config, q, device_.arch), q, ops, s);
+        [&](const Problem& q, GemmOperands ops, CUstream s) {
+          const LaunchGeometry g = family.geometry(k.config, q, device_.arch);
+          workspaces_.provide(s, g, ops);
+          k.run(g, q, ops, s);
         },
         stream_->get());
   }
@@ -48,6 +55,7 @@ class GpuTest : public ::testing::Test {
   DeviceInfo device_;
   std::unique_ptr<Checker> checker_;
   std::unique_ptr<StreamHandle> stream_;
+  Workspaces workspaces_;
 };
 
 }  // namespace gemmtune::test

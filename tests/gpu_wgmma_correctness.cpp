@@ -1,32 +1,57 @@
 // The Hopper family is right for all four layouts, both schedules, with and without clusters,
 // on shapes that are no multiple of any tile, K < BK, K = 1, M or N = 1, both beta paths (NaN in
 // C when beta == 0), output poisoned first, and leading dimensions TMA cannot use in place.
+#include <iterator>
+#include <vector>
+
 #include "gpu_support.hpp"
+#include "gemmtune/runtime/driver.hpp"
 
 namespace gemmtune {
 namespace {
 
+// One configuration per code path: schedules (data-parallel, split-K, stream-K; persistent and
+// multistage), consumer warpgroups 1-3, one or two 64-row blocks per warpgroup, wgmma N from 16
+// to 256 (non-powers of two too), both orientations (SWAP: N on wgmma's N), clusters along M and
+// along N, both epilogues (the TMA store runs when beta == 0 and C is aligned, the register path
+// otherwise).
 struct Point {
+  const char* what;
   int64_t bm, bn, stages, wg, ws, cluster, epilogue;
+  int64_t swap = 0, schedule = 0, splits = 1, pingpong = 0, occupancy = 1;
 };
 
-// One configuration per code path: schedules, consumer warpgroups 1-3, one or two 64-row blocks
-// per warpgroup, wgmma N 128 and 256, clusters along M and along N, both epilogues (the TMA store
-// runs when beta == 0 and C is aligned, the register path otherwise).
 const Point kPoints[] = {
-    {256, 128, 3, 2, 1, 12, 1},  // the known good point
-    {128, 256, 3, 2, 1, 21, 0},  // two blocks per warpgroup, cluster along M
-    {128, 128, 4, 1, 1, 11, 1},  // one consumer warpgroup
-    {128, 192, 3, 3, 1, 11, 0},  // three consumer warpgroups
-    {128, 128, 4, 2, 0, 11, 0},  // multistage
-    {256, 128, 3, 2, 0, 11, 0},  // multistage, wgmma N 256
+    {"the known good point", 256, 128, 3, 2, 1, 12, 1},
+    {"two blocks per warpgroup, cluster along M", 128, 256, 3, 2, 1, 21, 0},
+    {"one consumer warpgroup", 128, 128, 4, 1, 1, 11, 1},
+    {"three consumer warpgroups", 128, 192, 3, 3, 1, 11, 0},
+    {"multistage", 128, 128, 4, 2, 0, 11, 0},
+    {"multistage, wgmma N 256", 256, 128, 3, 2, 0, 11, 0},
+    {"split-K in 3", 128, 128, 4, 2, 1, 11, 0, 0, 1, 3},
+    {"stream-K, cluster along N, TMA stores", 256, 128, 3, 2, 1, 12, 1, 0, 2},
+    {"swapped (decode): wgmma N 16, stream-K", 128, 16, 6, 1, 1, 11, 0, 1, 2},
+    {"swapped, wgmma N 40, split-K in 4", 128, 40, 4, 2, 1, 11, 0, 1, 1, 4},
+    {"wgmma N 200 (ragged), stream-K, cluster along M", 200, 128, 4, 2, 1, 21, 0, 0, 2},
+    {"swapped, cluster along N", 128, 64, 4, 2, 1, 12, 0, 1, 0},
+    {"ping-pong, TMA stores", 128, 128, 4, 2, 1, 11, 1, 0, 0, 1, 1},
+    {"ping-pong, stream-K, cluster along M", 256, 64, 3, 2, 1, 21, 0, 0, 2, 1, 1},
+    {"swapped, two CTAs per SM, split-K in 2", 128, 24, 4, 2, 1, 11, 0, 1, 1, 2, 0, 2},
 };
 
+// wgmma N must come in 64-column chunks when its operand is stored along M or N (the family's
+// constraint mn_major_in_chunks): such layouts get the nearest multiple of 64.
 KernelConfig config_of(const Point& pt, const Problem& p) {
+  const bool q_kmajor = pt.swap ? p.op_b == Op::N : p.op_a == Op::T;
+  int64_t bm = pt.bm, bn = pt.bn;
+  int64_t& cols = pt.swap ? bn : bm;
+  if (!q_kmajor) cols = (cols + 63) / 64 * 64;
   return KernelConfig{"wgmma_sm90", p.dtype, p.op_a, p.op_b,
-                      {{"BM", pt.bm}, {"BN", pt.bn}, {"STAGES", pt.stages}, {"WG", pt.wg}, {"WS", pt.ws},
-                       {"CLUSTER", pt.cluster}, {"RASTER", p.m >= p.n ? 0 : 1},
-                       {"GROUP", pt.cluster == 21 ? 3 : 8}, {"EPILOGUE", pt.epilogue}}};
+                      {{"BM", bm}, {"BN", bn}, {"SWAP", pt.swap}, {"STAGES", pt.stages}, {"WG", pt.wg},
+                       {"WS", pt.ws}, {"CLUSTER", pt.cluster}, {"RASTER", p.m >= p.n ? 0 : 1},
+                       {"GROUP", pt.cluster == 21 ? 3 : 8}, {"EPILOGUE", pt.epilogue},
+                       {"SCHEDULE", pt.schedule}, {"SPLITS", pt.splits}, {"PINGPONG", pt.pingpong},
+                       {"OCCUPANCY", pt.occupancy}}};
 }
 
 class WgmmaCorrectness : public test::GpuTest, public ::testing::WithParamInterface<std::tuple<std::string, std::string>> {
@@ -52,20 +77,20 @@ TEST_P(WgmmaCorrectness, OddShapesBetaAndLeadingDimensions) {
       p.ldb += extra_ld;
       p.ldc += extra_ld;
       p.align = alignment_class(p.dtype, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
-      for (const Point& pt : kPoints) {
-        const KernelConfig config = config_of(pt, p);
-        const ReadyKernel k = prepare_kernel(compiler_, config, p, device_.arch);
-        ASSERT_GT(k.loaded->occupancy(k.geometry), 0) << k.compiled.name;
-        for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, std::pair{0.5f, -1.5f}}) {
-          const Verdict v = check(k, p, alpha, beta);
-          EXPECT_TRUE(v.ok) << k.compiled.name << " on " << p.describe() << " alpha=" << alpha << " beta=" << beta
-                            << ": " << v.message;
+      for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, std::pair{0.5f, -1.5f}}) {
+        const Verifier verifier(*checker_, p, alpha, beta, 5, stream_->get());
+        for (const Point& pt : kPoints) {
+          const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
+          ASSERT_GT(k.loaded->occupancy(k.geometry), 0) << k.compiled.name;
+          const Verdict v = check(k, verifier);
+          EXPECT_TRUE(v.ok) << k.compiled.name << " (" << pt.what << ") on " << p.describe() << " alpha=" << alpha
+                            << " beta=" << beta << ": " << v.message;
           ++checked;
         }
       }
     }
   }
-  EXPECT_EQ(checked, 7 * 2 * 6 * 2);
+  EXPECT_EQ(checked, 7 * 2 * int(std::size(kPoints)) * 2);
 }
 
 INSTANTIATE_TEST_SUITE_P(LayoutsAndTypes, WgmmaCorrectness,
@@ -79,7 +104,8 @@ class WgmmaSanitizer : public WgmmaCorrectness {};
 TEST_P(WgmmaSanitizer, SmallShapePerSchedule) {
   const auto [dtype_name, layout] = GetParam();
   Problem p = make_problem(parse_dtype(dtype_name), parse_op(layout[0]), parse_op(layout[1]), 300, 260, 130);
-  for (const Point& pt : {kPoints[0], kPoints[1], kPoints[4]}) {
+  for (const Point& pt : {kPoints[0], kPoints[1], kPoints[4], kPoints[6], kPoints[7], kPoints[8], kPoints[10],
+                          kPoints[12], kPoints[13], kPoints[14]}) {
     const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
     const Verdict v = check(k, p, 1.0f, 0.0f);  // beta == 0: the TMA-store epilogue where configured
     EXPECT_TRUE(v.ok) << k.compiled.name << ": " << v.message;
@@ -92,6 +118,30 @@ TEST_P(WgmmaSanitizer, SmallShapePerSchedule) {
   const ReadyKernel k = prepare_kernel(compiler_, config_of(kPoints[0], p), p, device_.arch);
   const Verdict v = check(k, p, 1.0f, 0.5f);
   EXPECT_TRUE(v.ok) << k.compiled.name << " on " << p.describe() << ": " << v.message;
+}
+
+// Split-K and stream-K reduce in a fixed order: the same inputs give bitwise the same C, run
+// after run, whichever part of a tile finishes last. K is long, so that tiles have many parts.
+TEST_P(WgmmaCorrectness, SplitKAndStreamKAreBitwiseDeterministic) {
+  const auto [dtype_name, layout] = GetParam();
+  const Problem p = make_problem(parse_dtype(dtype_name), parse_op(layout[0]), parse_op(layout[1]), 1000, 72, 8000);
+  const ProblemData data(p, *checker_, 11, stream_->get());
+  for (const Point& pt : {kPoints[6], kPoints[7], kPoints[8], kPoints[9], kPoints[13], kPoints[14]}) {
+    const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
+    std::vector<uint16_t> first, again(size_t(p.ldc * p.n));
+    for (int run = 0; run < 5; ++run) {
+      data.reset_c(*checker_, 0.5f, stream_->get());
+      GemmOperands ops = data.operands(1.0f, 0.5f);
+      workspaces_.provide(stream_->get(), k.geometry, ops);
+      k.run(p, ops, stream_->get());
+      stream_->synchronize();
+      GT_CU(cuMemcpyDtoH(again.data(), data.c.ptr(), again.size() * 2));
+      if (run == 0)
+        first = again;
+      else
+        ASSERT_TRUE(first == again) << k.compiled.name << " (" << pt.what << "): run " << run << " differs from run 0";
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Bf16, WgmmaSanitizer, ::testing::Combine(::testing::Values("bf16"), ::testing::Values("nn", "tn")));

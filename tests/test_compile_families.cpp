@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <set>
 
+#include "gemmtune/generator/family.hpp"
 #include "gemmtune/runtime/compiler.hpp"
 #include "gemmtune/tuner/tuner.hpp"
 
@@ -37,11 +39,49 @@ TEST_F(CompileFamilies, SimtSm80NT) { expect_all_compile(DType::f32, "nt", "sm_8
 TEST_F(CompileFamilies, SimtSm80TN) { expect_all_compile(DType::f32, "tn", "sm_80", "simt"); }
 TEST_F(CompileFamilies, SimtSm80TT) { expect_all_compile(DType::f32, "tt", "sm_80", "simt"); }
 
-TEST_F(CompileFamilies, WgmmaBf16NN) { expect_all_compile(DType::bf16, "nn", "sm_90a", "wgmma_sm90"); }
-TEST_F(CompileFamilies, WgmmaBf16NT) { expect_all_compile(DType::bf16, "nt", "sm_90a", "wgmma_sm90"); }
-TEST_F(CompileFamilies, WgmmaBf16TN) { expect_all_compile(DType::bf16, "tn", "sm_90a", "wgmma_sm90"); }
-TEST_F(CompileFamilies, WgmmaBf16TT) { expect_all_compile(DType::bf16, "tt", "sm_90a", "wgmma_sm90"); }
-TEST_F(CompileFamilies, WgmmaF16NN) { expect_all_compile(DType::f16, "nn", "sm_90a", "wgmma_sm90"); }
+// The valid points of a space that take every value of every parameter at least once, plus
+// `extra` spread evenly over the rest: a sample that reaches every code path of a template in a
+// fraction of the compiles (tools/check-spaces.sh compiles every point of the suite's spaces).
+std::vector<KernelConfig> covering_sample(const std::vector<KernelConfig>& valid, size_t extra) {
+  std::set<std::pair<std::string, int64_t>> seen;
+  std::vector<KernelConfig> out;
+  std::set<size_t> taken;
+  for (size_t i = 0; i < valid.size(); ++i) {
+    bool fresh = false;
+    for (const auto& kv : valid[i].params) fresh |= seen.insert(kv).second;
+    if (fresh && taken.insert(i).second) out.push_back(valid[i]);
+  }
+  for (size_t j = 0; j < extra && !valid.empty(); ++j) {
+    const size_t i = (j * 7919 + 13) % valid.size();
+    if (taken.insert(i).second) out.push_back(valid[i]);
+  }
+  return out;
+}
+
+// A covering sample of the wgmma space on the problem classes it has code paths for: large,
+// ragged, decode (n of a few tokens: wgmma N of 8 to 64), small.
+void expect_wgmma_sample_compiles(DType dtype, const char* layout) {
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  const Family& family = find_family("wgmma_sm90");
+  const Compiler compiler(false);
+  const int64_t shapes[][3] = {{4096, 4096, 4096}, {1000, 3000, 5000}, {6144, 24, 4096}, {500, 300, 700}};
+  for (const auto& s : shapes) {
+    const Problem p = make_problem(dtype, parse_op(layout[0]), parse_op(layout[1]), s[0], s[1], s[2]);
+    const Pruning pruning = family.space(p, arch).prune(p, arch);
+    ASSERT_FALSE(pruning.valid.empty()) << p.describe();
+    for (const KernelConfig& c : covering_sample(pruning.valid, 3)) {
+      const CompiledKernel k = compiler.compile(emit_source(family, c), arch);
+      EXPECT_EQ(k.report.spills(), 0) << k.name << " spills (" << k.report.registers << " registers)";
+      EXPECT_TRUE(k.report.found) << k.name << ": no ptxas report";
+    }
+  }
+}
+
+TEST_F(CompileFamilies, WgmmaBf16NN) { expect_wgmma_sample_compiles(DType::bf16, "nn"); }
+TEST_F(CompileFamilies, WgmmaBf16NT) { expect_wgmma_sample_compiles(DType::bf16, "nt"); }
+TEST_F(CompileFamilies, WgmmaBf16TN) { expect_wgmma_sample_compiles(DType::bf16, "tn"); }
+TEST_F(CompileFamilies, WgmmaBf16TT) { expect_wgmma_sample_compiles(DType::bf16, "tt"); }
+TEST_F(CompileFamilies, WgmmaF16TN) { expect_wgmma_sample_compiles(DType::f16, "tn"); }
 
 TEST_F(CompileFamilies, HelperKernelsCompile) {
   const Compiler compiler(false);

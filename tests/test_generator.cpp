@@ -79,7 +79,8 @@ TEST(LaunchGeometry, GridsThatWouldOverflowAreRefused) {
   EXPECT_EQ(simt.geometry(c, big, arch).grid[0], uint32_t(kMaxDimension / c.at("BM")));
   const Family& wgmma = find_family("wgmma_sm90");
   const Problem huge16 = make_problem(DType::bf16, Op::N, Op::N, kMaxDimension, kMaxDimension, 1);
-  KernelConfig w = wgmma.default_config(huge16, arch);
+  // No configuration is valid there (its schedule's int bounds): take one of a real problem.
+  KernelConfig w = wgmma.default_config(make_problem(DType::bf16, Op::N, Op::N, 4096, 4096, 4096), arch);
   for (int64_t ws : {0, 1}) {
     w.params["WS"] = ws;
     EXPECT_NE(error_of([&] { wgmma.geometry(w, huge16, arch); }, Errc::invalid_argument).find("more than a grid"),
@@ -215,7 +216,7 @@ TEST(Templates, IncludesAreFoundTransitively) {
   EXPECT_EQ(template_closure({"simt.cuh"}), (std::vector<std::string>{"common.cuh", "gemm_args.h", "simt.cuh"}));
   EXPECT_EQ(template_closure({"wgmma_sm90.cuh", "pack.cuh"}),
             (std::vector<std::string>{"common.cuh", "gemm_args.h", "pack.cuh", "ptx/cluster.cuh", "ptx/mbarrier.cuh",
-                                      "ptx/tma.cuh", "ptx/wgmma.cuh", "wgmma_sm90.cuh"}));
+                                      "ptx/tma.cuh", "ptx/wgmma.cuh", "schedule.h", "wgmma_sm90.cuh"}));
   // Names that are no template (system headers) are not followed; cycles end.
   const std::string a = "#include \"b.h\"\n#include \"cuda_fp16.h\"\n", b = "#pragma once\n#include \"a.h\"\n";
   const std::vector<EmbeddedFile> cyclic = {{"a.h", a}, {"b.h", b}};
@@ -283,6 +284,33 @@ TEST(Families, WhyUnusableJudgesAStoredConfigForAProblem) {
   const KernelConfig w = find_family("wgmma_sm90").default_config(b, hopper);
   EXPECT_EQ(why_unusable(w, b, hopper), "");
   EXPECT_NE(why_unusable(w, b, ampere).find("needs sm_90a"), std::string::npos);
+}
+
+// A family's default is "valid for any problem the family supports" (family.hpp): the library
+// runs it when nothing is tuned, so it must pass the family's constraints, the 32-bit bounds of
+// its schedule too, also for the sizes past 2^31 elements that gpu_large_operands runs.
+TEST(Families, DefaultsAreValidPointsAlsoForSizesPast2To31) {
+  const ArchInfo hopper = ArchInfo::from_name("sm_90a");
+  auto with_lda = [](Problem p, int64_t lda) {
+    p.lda = lda;
+    p.align = alignment_class(p.dtype, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
+    return p;
+  };
+  const std::vector<Problem> problems = {
+      make_problem(DType::bf16, Op::N, Op::N, 8192, 8, 300000),
+      with_lda(make_problem(DType::bf16, Op::T, Op::N, 8192, 8, 300000), 300001),
+      make_problem(DType::f32, Op::N, Op::N, 8192, 8, 270000),
+      with_lda(make_problem(DType::f32, Op::T, Op::N, 8192, 8, 270000), 270001),
+      make_problem(DType::bf16, Op::N, Op::N, kMaxDimension, 2, 2),
+      make_problem(DType::bf16, Op::N, Op::N, 65536, 8, 4096),  // tall and skinny: had no valid point
+      make_problem(DType::f32, Op::N, Op::N, kMaxDimension, 1, 1),
+      with_lda(make_problem(DType::bf16, Op::N, Op::N, 64, 64, 2), (int64_t(1) << 31) + 64),
+      make_problem(DType::bf16, Op::T, Op::N, 4096, 4096, 4096),
+      make_problem(DType::f32, Op::N, Op::T, 1000, 3000, 77),
+  };
+  for (const Problem& p : problems)
+    for (const Family* f : families_for(p, hopper))
+      EXPECT_EQ(why_unusable(f->default_config(p, hopper), p, hopper), "") << f->name() << " on " << p.describe();
 }
 
 // FNV-1a, 128 bits: the published test vectors (www.isthe.com/chongo/tech/comp/fnv).

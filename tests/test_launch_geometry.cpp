@@ -47,5 +47,36 @@ TEST(WgmmaGeometry, PersistentGridsCoverTheWork) {
   EXPECT_LE(g.smem_bytes, uint32_t(arch.smem_per_block));
 }
 
+TEST(WgmmaGeometry, StreamKTakesEveryResidentCtaAndAWorkspace) {
+  const Family& f = find_family("wgmma_sm90");
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  // 2500 x 3500: 10 x 28 tiles of 256 x 128, 280 tiles on 132 SMs: a partial third wave.
+  const Problem p = make_problem(DType::bf16, Op::N, Op::N, 2500, 3500, 4500);
+  const KernelConfig c = f.default_config(p, arch);
+  EXPECT_EQ(c.at("SCHEDULE"), 2) << f.kernel_name(c);
+  const LaunchGeometry g = f.geometry(c, p, arch);
+  EXPECT_TRUE(g.persistent);
+  EXPECT_EQ(g.work_units, 0u);  // the runtime keeps every resident CTA
+  EXPECT_GT(g.workspace_bytes, 0u);
+  EXPECT_TRUE(g.map(Operand::a).needed && g.map(Operand::b).needed);
+}
+
+TEST(WgmmaGeometry, DefaultsAreValidForEveryShapeClass) {
+  const Family& f = find_family("wgmma_sm90");
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  const int64_t shapes[][3] = {{4096, 1, 4096},   {11008, 8, 4096},  {6144, 32, 4096}, {28672, 64, 8192},
+                               {4096, 128, 11008}, {16, 4096, 4096},  {20, 30, 40},     {500, 300, 700},
+                               {768, 128, 768},   {2500, 3500, 4500}, {8192, 8192, 1024}, {1, 1, 1},
+                               {100, 100, 100},   {8192, 8192, 8192}, {1024, 1024, 16384}};
+  for (const char* layout : {"nn", "nt", "tn", "tt"})
+    for (const auto& s : shapes) {
+      const Problem p = make_problem(DType::bf16, parse_op(layout[0]), parse_op(layout[1]), s[0], s[1], s[2]);
+      const KernelConfig c = f.default_config(p, arch);
+      const Constraint* broken = f.space(p, arch).first_violation(c, p, arch);
+      EXPECT_EQ(broken, nullptr) << f.kernel_name(c) << " on " << p.describe() << " breaks "
+                                 << (broken ? broken->name : "");
+    }
+}
+
 }  // namespace
 }  // namespace gemmtune

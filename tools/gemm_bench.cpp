@@ -1,6 +1,8 @@
 // gemm-bench: the library's choice against cuBLAS, shape by shape, in one process, on the same
 // data, timed the same way. Every result is verified before it is timed.
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <nlohmann/json.hpp>
@@ -24,6 +26,7 @@ struct Args {
   int64_t m = 0, n = 0, k = 0;
   bool json = false, overhead = false;
   int device = 0;
+  int repeat = 1;
 };
 
 // Shapes of the built-in suites, as "M N K [dtype] [layout]".
@@ -53,15 +56,39 @@ std::vector<gt::Problem> problems_of(const Args& a) {
 struct Row {
   gt::Problem problem;
   gt::Selection selection;
-  gt::Timing ours, cublas;
+  gt::Timing ours, cublas;  // the median repeat of each
   bool cublas_ok = false;
   double max_error = 0;
+  std::string wrong;  // why the library's result failed verification (then nothing is timed)
+  std::vector<double> ratios;  // cuBLAS time / ours, one per repeat (interleaved)
+  double ratio() const { return median(ratios); }
+  static double median(std::vector<double> v) {
+    if (v.empty()) return -1;
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  }
 };
 
 double tflops(const gt::Problem& p, double ms) { return ms > 0 ? p.flops() / (ms * 1e-3) / 1e12 : 0; }
 
+// The fewest bytes a GEMM moves: A and B read once, C written (and read when beta != 0).
+double min_bytes(const gt::Problem& p) {
+  return double(gt::dtype_size(p.dtype)) * double(p.m * p.k + p.k * p.n + p.m * p.n);
+}
+double gbps(const gt::Problem& p, double ms) { return ms > 0 ? min_bytes(p) / (ms * 1e-3) / 1e9 : 0; }
+// Below this many FLOPs per byte a problem is bound by memory on a Hopper GPU (bf16 ~ 990
+// TFLOP/s over ~3.35 TB/s): its GB/s is the figure that matters.
+bool memory_bound(const gt::Problem& p) { return p.flops() / min_bytes(p) < 295; }
+
+gt::Timing median_timing(std::vector<gt::Timing> t) {
+  std::sort(t.begin(), t.end(), [](const gt::Timing& a, const gt::Timing& b) { return a.median_ms < b.median_ms; });
+  return t[t.size() / 2];
+}
+
+// Verifies the library's result, then times it and cuBLAS `repeat` times, interleaved, so that
+// every ratio comes from the same clocks and temperature.
 Row bench_one(const gt::Problem& p, gt::Library& lib, const gt::Checker& checker, const gt::Timer& timer,
-              const gt::Cublas* cublas, CUstream stream) {
+              const gt::Cublas* cublas, CUstream stream, int repeat) {
   Row row;
   row.problem = p;
   const gt::Verifier verifier(checker, p, 1.0f, 0.0f, 42, stream);
@@ -71,14 +98,26 @@ Row bench_one(const gt::Problem& p, gt::Library& lib, const gt::Checker& checker
              reinterpret_cast<gt::Stream>(s));
   };
   const gt::Verdict v = verifier.verify(run, stream);
-  GT_REQUIRE(v.ok, gt::Errc::internal, "the library's result is wrong on {}: {}", p.describe(), v.message);
   row.max_error = v.max_error;
   row.selection = lib.select(p);
+  if (!v.ok) {
+    row.wrong = v.message;
+    std::cerr << "gemm-bench: WRONG RESULT from " << row.selection.kernel << ": " << v.message << "\n";
+    return row;
+  }
   const gt::GemmOperands ops = verifier.data().operands(1.0f, 0.0f);
   const gt::TimingSettings settings;
-  row.ours = timer.time([&](CUstream s) { run(p, ops, s); }, stream, settings);
-  if (cublas && cublas->supports(p)) {
-    row.cublas = timer.time([&](CUstream s) { cublas->gemm(p, ops, s); }, stream, settings);
+  std::vector<gt::Timing> ours, theirs;
+  const bool baseline = cublas && cublas->supports(p);
+  for (int r = 0; r < std::max(1, repeat); ++r) {
+    ours.push_back(timer.time([&](CUstream s) { run(p, ops, s); }, stream, settings));
+    if (!baseline) continue;
+    theirs.push_back(timer.time([&](CUstream s) { cublas->gemm(p, ops, s); }, stream, settings));
+    row.ratios.push_back(theirs.back().median_ms / ours.back().median_ms);
+  }
+  row.ours = median_timing(ours);
+  if (baseline) {
+    row.cublas = median_timing(theirs);
     row.cublas_ok = true;
   }
   return row;
@@ -121,20 +160,40 @@ void measure_overhead(gt::Library& lib, const gt::Checker& checker, CUstream str
 }
 
 std::string ratio(const Row& r) {
-  return r.cublas_ok ? fmt::format("{:.2f}x", r.cublas.median_ms / r.ours.median_ms) : "-";
+  if (!r.cublas_ok) return "-";
+  if (r.ratios.size() < 2) return fmt::format("{:.2f}x", r.ratio());
+  const auto [lo, hi] = std::minmax_element(r.ratios.begin(), r.ratios.end());
+  return fmt::format("{:.2f}x ({:.2f}-{:.2f})", r.ratio(), *lo, *hi);
+}
+
+// Geometric mean and worst of the ratios, over every row with a baseline.
+std::pair<double, double> summary(const std::vector<Row>& rows) {
+  double log_sum = 0, worst = 0;
+  int n = 0;
+  for (const auto& r : rows) {
+    if (!r.cublas_ok || !r.wrong.empty()) continue;
+    log_sum += std::log(r.ratio());
+    worst = n == 0 ? r.ratio() : std::min(worst, r.ratio());
+    ++n;
+  }
+  return {n ? std::exp(log_sum / n) : -1, worst};
 }
 
 void write_csv(const std::string& path, const std::vector<Row>& rows, const gt::DeviceInfo& dev) {
   std::ofstream out(path);
   GT_REQUIRE(out, gt::Errc::io, "cannot write {}", path);
-  out << "device,dtype,layout,m,n,k,kernel,source,ours_ms,ours_tflops,cublas_ms,cublas_tflops,ratio,max_error\n";
-  for (const auto& r : rows)
-    out << fmt::format("\"{}\",{},{},{},{},{},{},{},{:.6f},{:.2f},{:.6f},{:.2f},{:.4f},{:.3g}\n", dev.name,
-                       gt::to_string(r.problem.dtype), r.problem.layout(), r.problem.m, r.problem.n, r.problem.k,
-                       r.selection.kernel, gt::to_string(r.selection.source), r.ours.median_ms,
-                       tflops(r.problem, r.ours.median_ms), r.cublas_ok ? r.cublas.median_ms : -1.0,
-                       tflops(r.problem, r.cublas.median_ms), r.cublas_ok ? r.cublas.median_ms / r.ours.median_ms : -1.0,
-                       r.max_error);
+  out << "device,dtype,layout,m,n,k,kernel,source,ours_ms,ours_tflops,ours_gbps,cublas_ms,cublas_tflops,ratio,"
+         "ratio_min,ratio_max,repeats,max_error\n";
+  for (const auto& r : rows) {
+    const double lo = r.ratios.empty() ? -1 : *std::min_element(r.ratios.begin(), r.ratios.end());
+    const double hi = r.ratios.empty() ? -1 : *std::max_element(r.ratios.begin(), r.ratios.end());
+    out << fmt::format("\"{}\",{},{},{},{},{},{},{},{:.6f},{:.2f},{:.1f},{:.6f},{:.2f},{:.4f},{:.4f},{:.4f},{},{:.3g}\n",
+                       dev.name, gt::to_string(r.problem.dtype), r.problem.layout(), r.problem.m, r.problem.n,
+                       r.problem.k, r.selection.kernel, gt::to_string(r.selection.source), r.ours.median_ms,
+                       tflops(r.problem, r.ours.median_ms), gbps(r.problem, r.ours.median_ms),
+                       r.cublas_ok ? r.cublas.median_ms : -1.0, tflops(r.problem, r.cublas.median_ms),
+                       r.cublas_ok ? r.ratio() : -1.0, lo, hi, r.ratios.size(), r.max_error);
+  }
 }
 
 int run(const Args& a) {
@@ -155,31 +214,39 @@ int run(const Args& a) {
     return 0;
   }
   std::vector<Row> rows;
-  gt::cli::Table t({"problem", "kernel", "source", "ms", "TFLOP/s", "cuBLAS ms", "cuBLAS TFLOP/s", "vs cuBLAS"});
+  gt::cli::Table t({"problem", "kernel", "source", "ms", "TFLOP/s", "GB/s", "cuBLAS ms", "cuBLAS TFLOP/s", "vs cuBLAS"});
   for (const auto& p : problems) {
     std::cerr << "gemm-bench: " << p.describe() << "\n";
-    rows.push_back(bench_one(p, lib, checker, timer, cublas.get(), stream.get()));
+    rows.push_back(bench_one(p, lib, checker, timer, cublas.get(), stream.get(), a.repeat));
     const Row& r = rows.back();
     t.add({p.describe(), r.selection.kernel, gt::to_string(r.selection.source), gt::cli::format_ms(r.ours.median_ms),
            fmt::format("{:.1f}", tflops(p, r.ours.median_ms)),
+           memory_bound(p) ? fmt::format("{:.0f}", gbps(p, r.ours.median_ms)) : "",
            r.cublas_ok ? gt::cli::format_ms(r.cublas.median_ms) : "-",
-           r.cublas_ok ? fmt::format("{:.1f}", tflops(p, r.cublas.median_ms)) : "-", ratio(r)});
+           r.cublas_ok ? fmt::format("{:.1f}", tflops(p, r.cublas.median_ms)) : "-",
+           r.wrong.empty() ? ratio(r) : "WRONG"});
   }
+  const auto [geomean, worst] = summary(rows);
+  const auto wrong = std::count_if(rows.begin(), rows.end(), [](const Row& r) { return !r.wrong.empty(); });
   if (!a.csv.empty()) write_csv(a.csv, rows, dev);
   if (a.json) {
     json j = json::array();
     for (const auto& r : rows)
       j.push_back({{"problem", r.problem.describe()}, {"kernel", r.selection.kernel},
                    {"source", gt::to_string(r.selection.source)}, {"ours_ms", r.ours.median_ms},
+                   {"ours_gbps", gbps(r.problem, r.ours.median_ms)},
                    {"cublas_ms", r.cublas_ok ? json(r.cublas.median_ms) : json(nullptr)},
-                   {"ratio", r.cublas_ok ? json(r.cublas.median_ms / r.ours.median_ms) : json(nullptr)}});
-    std::cout << j.dump(2) << "\n";
+                   {"ratio", r.cublas_ok ? json(r.ratio()) : json(nullptr)}, {"ratios", r.ratios}});
+    std::cout << json{{"rows", j}, {"geomean", geomean}, {"worst", worst}}.dump(2) << "\n";
   } else {
     std::cout << fmt::format("{} ({}, {} SMs){}\n", dev.name, dev.arch.name(), dev.arch.sms,
                              cublas ? ", baseline " + cublas->version() : "")
-              << t.render("  ") << "vs cuBLAS = cuBLAS time / ours (above 1: faster than cuBLAS)\n";
+              << t.render("  ") << "vs cuBLAS = cuBLAS time / ours (above 1: faster than cuBLAS)"
+              << (a.repeat > 1 ? fmt::format("; median of {} interleaved repeats (min-max)", a.repeat) : "") << "\n";
+    if (geomean > 0) std::cout << fmt::format("geometric mean {:.3f}x, worst {:.3f}x over {} shapes\n", geomean, worst, rows.size() - wrong);
+    if (wrong) std::cout << fmt::format("{} shapes gave WRONG results (stderr says which)\n", wrong);
   }
-  return 0;
+  return wrong ? 1 : 0;
 }
 
 }  // namespace
@@ -196,6 +263,8 @@ int main(int argc, char** argv) {
   app.add_option("--layout", a.layout, "nn, nt, tn or tt")->capture_default_str();
   app.add_option("--csv", a.csv, "Also write the results as CSV to this file");
   app.add_option("--db", a.db, "Tuning database (default: $GEMMTUNE_DB or ~/.cache/gemmtune/tuning.db)");
+  app.add_option("--repeat", a.repeat, "Time ours and cuBLAS this many times, interleaved; report the median ratio")
+      ->check(CLI::Range(1, 100));
   app.add_flag("--overhead", a.overhead, "Measure the library's per-call overhead over a bare launch");
   app.add_flag("--json", a.json, "JSON on stdout");
   if (int rc = gt::cli::parse("gemm-bench", app, argc, argv); rc >= 0) return rc;

@@ -14,6 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_common.hpp"
+#include "db_report.hpp"
+#include "db_summary.hpp"
 #include "gemmtune/cache/tuning_db.hpp"
 #include "gemmtune/generator/util.hpp"
 #include "gemmtune/runtime/device.hpp"
@@ -24,6 +26,10 @@ namespace {
 using namespace gemmtune;
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
+using cli::cublas_ratio;
+using cli::ratio_text;
+using cli::is_winner;
+using cli::why_it_won;
 
 // ---------------------------------------------------------------------------------------------
 // Output
@@ -37,16 +43,6 @@ std::string count_text(int64_t count) {
 }
 std::string error_text(double error) {
   return error < 0 ? "-" : fmt::format("{:.1e}", error);
-}
-
-// cuBLAS time over ours: above 1 means faster than cuBLAS; -1 when either is unknown.
-double cublas_ratio(const BestRecord& best) {
-  if (best.baseline_ms <= 0 || best.winner.median_ms <= 0) return -1;
-  return best.baseline_ms / best.winner.median_ms;
-}
-
-std::string ratio_text(double ratio) {
-  return ratio < 0 ? "-" : fmt::format("{:.2f}x", ratio);
 }
 
 std::string device_text(const DeviceKey& d) {
@@ -74,6 +70,7 @@ struct Options {
   bool all_versions = false;  // show: stale template versions too
   std::string output;         // export
   std::string input;          // import
+  std::string html;           // report
 };
 
 // "--m -5: must be a positive integer" (CLI11's own range check prints a 300-digit bound).
@@ -217,32 +214,6 @@ int list_bests(const Options& opts) {
 
 // ---------------------------------------------------------------------------------------------
 // show
-
-bool is_winner(const CandidateRecord& c, const std::optional<BestRecord>& best) {
-  return best && c.kernel_name == best->winner.kernel_name &&
-         c.template_version == best->winner.template_version;
-}
-
-// One sentence on why the winner won: its margin over the runner-up and its ratio to cuBLAS.
-std::string why_it_won(const BestRecord& best, const std::vector<CandidateRecord>& candidates) {
-  const auto& w = best.winner;
-  auto runner_up = std::find_if(candidates.begin(), candidates.end(), [&](const auto& c) {
-    return c.status == CandidateStatus::ok && !is_winner(c, best);
-  });
-  std::string why = "the only candidate that passed verification";
-  if (runner_up != candidates.end()) {
-    const double margin = (runner_up->median_ms / w.median_ms - 1) * 100;
-    why = fmt::format("{:.1f}% {} than the runner-up {} ({} ms vs {} ms)", std::abs(margin),
-                      margin >= 0 ? "faster" : "slower", runner_up->kernel_name,
-                      cli::format_ms(w.median_ms), cli::format_ms(runner_up->median_ms));
-  }
-  const double ratio = cublas_ratio(best);
-  why += ratio < 0 ? "; no cuBLAS baseline"
-                   : fmt::format("; {} cuBLAS's speed (cuBLAS {} ms)", ratio_text(ratio),
-                                 cli::format_ms(best.baseline_ms));
-  if (!best.complete) why += "; the search did not cover the whole space";
-  return fmt::format("winner: {} ({}): {}", w.kernel_name, w.config.family, why);
-}
 
 cli::Table candidate_table(const std::vector<CandidateRecord>& candidates,
                            const std::optional<BestRecord>& best) {
@@ -422,10 +393,31 @@ int delete_problems(const Options& opts) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// report
+
+int write_report(const Options& opts) {
+  const DbFilter filter = to_filter(opts.filter);
+  cli::ReportCounts counts;
+  const std::string page = cli::html_report(*open_existing(opts.db), filter, counts);
+  std::ofstream out(opts.html, std::ios::binary | std::ios::trunc);
+  out << page;
+  out.close();
+  GT_REQUIRE(out, Errc::io, "cannot write {}", opts.html);
+  if (opts.json)
+    print_json({{"html", opts.html}, {"gpus", counts.gpus}, {"problems", counts.problems},
+                {"candidates", counts.candidates}, {"charts", counts.charts}});
+  else
+    std::cout << fmt::format("wrote {}: {} GPUs, {} problems, {} candidates, {} charts\n",
+                             opts.html, counts.gpus, counts.problems, counts.candidates,
+                             counts.charts);
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
 // main
 
 struct Subcommands {
-  CLI::App *list, *show, *exporter, *importer, *stats, *remover;
+  CLI::App *list, *show, *exporter, *importer, *stats, *remover, *report;
 };
 
 Subcommands add_subcommands(CLI::App& app, Options& opts) {
@@ -454,6 +446,10 @@ Subcommands add_subcommands(CLI::App& app, Options& opts) {
   sub.remover = app.add_subcommand("delete", "Delete matching problems with their results");
   add_filter_options(*sub.remover, opts.filter);
   sub.remover->add_flag("--all", opts.all, "Delete everything");
+
+  sub.report = app.add_subcommand("report", "One self-contained HTML page with plots, per GPU");
+  add_filter_options(*sub.report, opts.filter);
+  sub.report->add_option("--html", opts.html, "The page to write")->required();
   return sub;
 }
 
@@ -464,9 +460,10 @@ int run(const Subcommands& sub, const Options& opts) {
   if (sub.importer->parsed()) return import_file(opts);
   if (sub.stats->parsed()) return show_stats(opts);
   if (sub.remover->parsed()) return delete_problems(opts);
+  if (sub.report->parsed()) return write_report(opts);
   GT_THROW(Errc::invalid_argument,
-           "a subcommand is required: list, show, export, import, stats or delete (see gemm-db "
-           "--help)");
+           "a subcommand is required: list, show, export, import, stats, delete or report (see "
+           "gemm-db --help)");
 }
 
 }  // namespace

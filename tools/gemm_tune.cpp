@@ -20,7 +20,7 @@ struct Args {
   float alpha = 1.0f, beta = 0.0f;
   std::string db, budget, shapes, arch, families;
   int top = 5;
-  bool json = false, force = false, dry_run = false, no_baseline = false;
+  bool json = false, force = false, dry_run = false, list_only = false, no_baseline = false;
   double timeout = 60;
   unsigned threads = 0;
   int device = 0;
@@ -49,6 +49,7 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option("--seed", a.seed, "Seed of the random test data")->capture_default_str();
   app.add_option("--arch", a.arch, "Architecture for --dry-run: sm_80, sm_86, sm_89, sm_90, sm_90a (default: the GPU's, else sm_90a)");
   app.add_flag("--dry-run", a.dry_run, "No GPU: enumerate, prune and compile the candidates, report ptxas figures");
+  app.add_flag("--list", a.list_only, "With --dry-run: list the candidates (and their parameters) without compiling");
   app.add_flag("--force", a.force, "Tune again even if the database has the shape");
   app.add_flag("--no-baseline", a.no_baseline, "Do not time cuBLAS");
   app.add_flag("--json", a.json, "Print JSON on stdout instead of tables");
@@ -97,7 +98,8 @@ void print_progress(const gt::Progress& p) {
 json dry_run_json(const gt::DryRunReport& r) {
   json cands = json::array();
   for (const auto& c : r.candidates)
-    cands.push_back({{"name", c.name}, {"family", c.family}, {"status", c.status}, {"registers", c.registers},
+    cands.push_back({{"name", c.name}, {"family", c.family}, {"config", c.config.params}, {"status", c.status},
+                     {"registers", c.registers},
                      {"spills", c.spills}, {"smem_bytes", c.smem_bytes}, {"compile_ms", c.compile_ms},
                      {"cached", c.from_cache}, {"message", c.message}});
   return {{"problem", r.problem.describe()}, {"arch", r.arch}, {"enumerated", r.enumerated},
@@ -133,7 +135,8 @@ int run_dry(const Args& a, const std::vector<gt::Problem>& problems) {
   json all = json::array();
   int failed = 0;
   for (const auto& p : problems) {
-    const auto report = gt::dry_run(p, info, a.threads, split(a.families), print_progress, budget.candidates.value_or(0));
+    const auto report = gt::dry_run(p, info, a.threads, split(a.families), print_progress, budget.candidates.value_or(0),
+                                    !a.list_only);
     failed += report.failed;
     if (a.json)
       all.push_back(dry_run_json(report));

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Writes templates/ptx/wgmma.cuh: one asm wrapper per wgmma shape (m64nNk16, N = 64..256 in
-steps of 64) and input type. Each instruction names all N/2 accumulator registers of a thread,
+"""Writes templates/ptx/wgmma.cuh: one asm wrapper per wgmma shape (m64nNk16, N = 8..256 in
+steps of 8: small N for skinny problems, non-power-of-two N for ragged tiles) and input type. Each instruction names all N/2 accumulator registers of a thread,
 which is too long to write by hand. Run it after changing this script; the output is committed."""
 import pathlib
 
@@ -58,7 +58,7 @@ struct Wgmma<{n}, TRANS_A, TRANS_B, {dtype_code}> {{
 def main():
     out = HEADER
     for dtype_code, dtype_name in ((1, "f16"), (2, "bf16")):
-        for n in (64, 128, 192, 256):
+        for n in range(8, 257, 8):
             out += wrapper(n, dtype_code, dtype_name)
     out += FOOTER
     path = pathlib.Path(__file__).resolve().parent.parent / "templates" / "ptx" / "wgmma.cuh"

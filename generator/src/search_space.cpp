@@ -40,12 +40,29 @@ const Constraint* SearchSpace::first_violation(const KernelConfig& config, const
 }
 
 Pruning SearchSpace::prune(const Problem& problem, const ArchInfo& arch) const {
+  // One configuration updated in place, odometer-style (last parameter fastest, as enumerate()),
+  // and copied only when valid: spaces of 10^5 points prune in milliseconds.
   Pruning result;
-  for (auto& config : enumerate(problem)) {
-    if (const Constraint* broken = first_violation(config, problem, arch))
+  KernelConfig c{family, problem.dtype, problem.op_a, problem.op_b, {}};
+  std::vector<size_t> digit(params.size(), 0);
+  std::vector<int64_t*> slot;
+  for (const auto& p : params) {
+    if (p.values.empty()) return result;
+    slot.push_back(&(c.params[p.name] = p.values.front()));
+  }
+  for (int64_t index = 0, total = size(); index < total; ++index) {
+    if (const Constraint* broken = first_violation(c, problem, arch))
       ++result.pruned_by[broken->name];
     else
-      result.valid.push_back(std::move(config));
+      result.valid.push_back(c);
+    for (size_t i = params.size(); i-- > 0;) {  // next point
+      if (++digit[i] < params[i].values.size()) {
+        *slot[i] = params[i].values[digit[i]];
+        break;
+      }
+      digit[i] = 0;
+      *slot[i] = params[i].values.front();
+    }
   }
   return result;
 }

@@ -2,6 +2,9 @@
 
 #include <nvrtc.h>
 
+#include <map>
+#include <mutex>
+
 #include "gemmtune/generator/util.hpp"
 #include "gemmtune/runtime/driver.hpp"
 
@@ -86,6 +89,41 @@ int current_device() {
   CUdevice dev;
   GT_CU(cuCtxGetDevice(&dev));
   return int(dev);
+}
+
+namespace {
+
+// Retained once per device for the life of the process, as the CUDA runtime does.
+CUcontext primary_context(int ordinal) {
+  static std::mutex mutex;
+  static std::map<int, CUcontext> retained;
+  std::lock_guard lock(mutex);
+  if (auto it = retained.find(ordinal); it != retained.end()) return it->second;
+  int count = 0;
+  GT_CU(cuDeviceGetCount(&count));
+  GT_REQUIRE(count > 0, Errc::no_device, "no GPU: the CUDA driver found no device");
+  GT_REQUIRE(ordinal < count, Errc::invalid_argument, "there is no GPU {} (this machine has {})",
+             ordinal, count);
+  CUdevice dev;
+  GT_CU(cuDeviceGet(&dev, ordinal));
+  CUcontext ctx = nullptr;
+  GT_CU(cuDevicePrimaryCtxRetain(&ctx, dev));
+  return retained.emplace(ordinal, ctx).first->second;
+}
+
+}  // namespace
+
+DeviceScope::DeviceScope(int ordinal) {
+  if (ordinal < 0) return;
+  const CUcontext target = primary_context(ordinal);
+  GT_CU(cuCtxGetCurrent(&previous_));
+  if (previous_ == target) return;
+  GT_CU(cuCtxSetCurrent(target));
+  switched_ = true;
+}
+
+DeviceScope::~DeviceScope() {
+  if (switched_) cu::api().cuCtxSetCurrent(previous_);
 }
 
 }  // namespace gemmtune

@@ -5,14 +5,15 @@
 
 #include "gemmtune/generator/util.hpp"
 #include "gemmtune/runtime/driver.hpp"
-#include "tma_launcher.hpp"
+#include "launcher.hpp"
 
 namespace gemmtune {
 
 // The host must see GemmArgs exactly as NVRTC does (templates/gemm_args.h).
 static_assert(sizeof(GemmTensorMap) == 128 && alignof(GemmTensorMap) == 64);
 static_assert(sizeof(GemmTensorMap) == sizeof(CUtensorMap));
-static_assert(offsetof(GemmArgs, a) == 384 && offsetof(GemmArgs, m) == 432);
+static_assert(offsetof(GemmArgs, a) == 384 && offsetof(GemmArgs, m) == 432 && offsetof(GemmArgs, workspace) == 464 &&
+              offsetof(GemmArgs, counters) == 472);
 static_assert(sizeof(GemmArgs) == 512);
 
 LoadedKernel::LoadedKernel(const CompiledKernel& compiled, uint32_t dynamic_smem)
@@ -83,6 +84,8 @@ GemmArgs plain_args(const LaunchGeometry& g, const Problem& p, const GemmOperand
   args.beta = ops.beta;
   args.tiles_m = int(g.tiles_m);
   args.tiles_n = int(g.tiles_n);
+  args.workspace = ops.workspace;
+  args.counters = ops.counters;
   return args;
 }
 
@@ -121,24 +124,6 @@ void launch_kernel(CUfunction function, const LaunchGeometry& g, const GemmArgs&
   GT_CU(cuLaunchKernelEx(&cfg, function, params, nullptr));
 }
 
-namespace {
-
-// Kernels that take plain addresses and leading dimensions.
-class PlainLauncher final : public Launcher {
- public:
-  void launch(const LoadedKernel& kernel, const KernelConfig&, const LaunchGeometry& geometry,
-              const Problem& problem, const GemmOperands& operands, CUstream stream) override {
-    launch_kernel(kernel.function(), geometry, plain_args(geometry, problem, operands), stream);
-  }
-};
-
-}  // namespace
-
-std::unique_ptr<Launcher> make_launcher(const Family& family, const Compiler& compiler, const ArchInfo& arch) {
-  if (family.uses_tma()) return std::make_unique<TmaLauncher>(compiler, arch);
-  return std::make_unique<PlainLauncher>();
-}
-
 LaunchGeometry persistent_grid(const LaunchGeometry& g, uint32_t resident) {
   LaunchGeometry out = g;
   const uint32_t cluster = g.cluster[0] * g.cluster[1] * g.cluster[2];
@@ -155,10 +140,10 @@ LaunchGeometry persistent_grid(const LaunchGeometry& g, uint32_t resident) {
 void ReadyKernel::run(const LaunchGeometry& g, const Problem& problem, const GemmOperands& operands,
                       CUstream stream) const {
   if (g.persistent) {
-    launcher->launch(*loaded, config, persistent_grid(g, resident_ctas), problem, operands, stream);
+    launcher->launch(*loaded, persistent_grid(g, resident_ctas), problem, operands, stream);
     return;
   }
-  launcher->launch(*loaded, config, g, problem, operands, stream);
+  launcher->launch(*loaded, g, problem, operands, stream);
 }
 
 ReadyKernel prepare_kernel(const Compiler& compiler, const KernelConfig& config, const Problem& problem,
@@ -169,7 +154,7 @@ ReadyKernel prepare_kernel(const Compiler& compiler, const KernelConfig& config,
   k.geometry = k.family->geometry(config, problem, arch);
   k.compiled = compiler.compile(emit_source(*k.family, config), arch);
   k.loaded = std::make_shared<LoadedKernel>(k.compiled, k.geometry.smem_bytes);
-  k.launcher = make_launcher(*k.family, compiler, arch);
+  k.launcher = std::make_shared<Launcher>(compiler, arch);
   if (k.geometry.persistent) k.resident_ctas = k.loaded->resident_ctas(k.geometry, arch.sms);
   return k;
 }

@@ -11,6 +11,8 @@
 #include "gemmtune/generator/util.hpp"
 #include "gemmtune/runtime/device.hpp"
 #include "gemmtune/runtime/kernel.hpp"
+#include "gemmtune/runtime/shape_recorder.hpp"
+#include "gemmtune/runtime/workspace.hpp"
 
 namespace gemmtune {
 
@@ -57,6 +59,7 @@ struct DeviceState {
   // Shared so that a call holds its choice without copying it (and reload() can clear the map).
   std::unordered_map<ProblemKey, std::shared_ptr<const Choice>, ProblemKeyHash> choices;
   std::map<std::string, std::shared_ptr<const ReadyKernel>> kernels;  // by kernel name
+  Workspaces workspaces;  // split-K partial sums and counters, one buffer per stream
 };
 
 // Sum of |log| size ratios; infinite when any dimension differs by more than 2x, where a tile
@@ -92,6 +95,15 @@ std::string versions_note(const DeviceKey& tuned, const DeviceKey& here) {
                      tuned.driver, tuned.nvrtc, here.driver, here.nvrtc);
 }
 
+// GEMMTUNE_RECORD must never fail a call: a warning says why the file was not written.
+void record_untuned(const std::string& file, const Problem& p) {
+  try {
+    record_shape(file, p);
+  } catch (const Error& e) {
+    log().warn("{}", e.what());
+  }
+}
+
 }  // namespace
 
 struct Library::Impl {
@@ -101,6 +113,8 @@ struct Library::Impl {
   std::map<CUcontext, DeviceState> devices;
   std::unique_ptr<TuningDb> db;
   bool db_opened = false;
+  // GEMMTUNE_RECORD: the shapes file listing the problems served without a tuned kernel.
+  const std::optional<std::string> record_file = env_var("GEMMTUNE_RECORD");
 
   explicit Impl(Options o)
       : options(std::move(o)),
@@ -125,11 +139,8 @@ struct Library::Impl {
   }
 
   DeviceState& device_state(CUcontext ctx) {
-    auto it = devices.find(ctx);
-    if (it == devices.end()) {
-      it = devices.emplace(ctx, DeviceState{}).first;
-      it->second.info = query_device(current_device());
-    }
+    auto [it, added] = devices.try_emplace(ctx);
+    if (added) it->second.info = query_device(current_device());
     return it->second;
   }
 
@@ -212,18 +223,21 @@ struct Library::Impl {
     c.selection.kernel = kernel->family->kernel_name(config);
     c.selection.family = config.family;
     c.selection.config = config.to_json();
+    // Once per problem and context: choice_for() keeps what this returns.
+    if (record_file && c.selection.source != Source::tuned) record_untuned(*record_file, p);
     return c;
   }
 
-  std::shared_ptr<const Choice> choice_for(const Problem& p) {
+  // The choice for the problem, and the workspaces of the current context.
+  std::pair<std::shared_ptr<const Choice>, Workspaces*> choice_for(const Problem& p) {
     CUcontext ctx = ensure_context();
     std::lock_guard lock(mutex);
     DeviceState& state = device_state(ctx);
     auto it = state.choices.find(ProblemKey{p});
-    if (it != state.choices.end()) return it->second;
+    if (it != state.choices.end()) return {it->second, &state.workspaces};
     auto c = std::make_shared<const Choice>(resolve(state, p));
     state.choices.emplace(ProblemKey{p}, c);
-    return c;
+    return {c, &state.workspaces};
   }
 };
 
@@ -250,14 +264,16 @@ void Library::gemm(DType dtype, Op op_a, Op op_b, int64_t m, int64_t n, int64_t 
   GT_REQUIRE(c != nullptr, Errc::invalid_argument, "C is a null pointer");
   GT_REQUIRE(std::isfinite(alpha) && std::isfinite(beta), Errc::invalid_argument,
              "alpha and beta must be finite (got {} and {})", alpha, beta);
-  const auto choice = impl_->choice_for(p);
+  const auto [choice, workspaces] = impl_->choice_for(p);
+  const auto cu_stream = reinterpret_cast<CUstream>(stream);
   GemmOperands ops{CUdeviceptr(a), CUdeviceptr(b), CUdeviceptr(c), alpha, beta};
-  choice->kernel->run(choice->geometry, p, ops, reinterpret_cast<CUstream>(stream));
+  workspaces->provide(cu_stream, choice->geometry, ops);
+  choice->kernel->run(choice->geometry, p, ops, cu_stream);
 }
 
 Selection Library::select(const Problem& problem) {
   validate(problem);
-  return impl_->choice_for(problem)->selection;
+  return impl_->choice_for(problem).first->selection;
 }
 
 void Library::reload() {

@@ -19,6 +19,23 @@ GEMMTUNE_DEVICE_INLINE void tma_load_2d(void* dst, const void* map, u64* bar, in
       : "memory");
 }
 
+// An L2 cache policy that evicts first what it tags: for data read once (streamed weights), so
+// that it does not push reused data out of L2.
+GEMMTUNE_DEVICE_INLINE u64 l2_evict_first_policy() {
+  u64 policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+
+// tma_load_2d with an L2 cache policy (l2_evict_first_policy).
+GEMMTUNE_DEVICE_INLINE void tma_load_2d_hint(void* dst, const void* map, u64* bar, int c0, int c1, u64 policy) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
+      " [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(smem_u32(dst)),
+      "l"(reinterpret_cast<u64>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "l"(policy)
+      : "memory");
+}
+
 // The same copy, delivered to dst and bar at the same offsets in every CTA of `cta_mask`.
 GEMMTUNE_DEVICE_INLINE void tma_load_2d_multicast(void* dst, const void* map, u64* bar, int c0, int c1,
                                                   u16 cta_mask) {

@@ -53,6 +53,10 @@ std::vector<Planned> plan(const Problem& problem, const ArchInfo& arch, const st
       for (auto& c : pruning.valid)
         scored.push_back({family->prior(c, problem, arch), Planned{family, c, family->kernel_name(c)}});
       std::stable_sort(scored.begin(), scored.end(), [](auto& a, auto& b) { return a.first > b.first; });
+      // The family's default is its known good point for the shape class: measured first, so that
+      // a budget never leaves the tuned kernel slower than the untuned call.
+      const std::string default_name = family->kernel_name(family->default_config(problem, arch));
+      std::stable_partition(scored.begin(), scored.end(), [&](auto& s) { return s.second.name == default_name; });
       for (auto& [score, p] : scored) out.push_back(std::move(p));
     }
   }
@@ -394,7 +398,7 @@ TuneReport tune(const Problem& problem, const TuneOptions& options, int ordinal)
 
 DryRunReport dry_run(const Problem& problem, const ArchInfo& arch, unsigned compile_threads,
                      const std::vector<std::string>& families,
-                     const std::function<void(const Progress&)>& progress, int max_candidates) {
+                     const std::function<void(const Progress&)>& progress, int max_candidates, bool compile) {
   validate(problem);
   require_family(problem, arch);
   const auto start = Clock::now();
@@ -408,12 +412,18 @@ DryRunReport dry_run(const Problem& problem, const ArchInfo& arch, unsigned comp
   std::vector<std::future<CompileOutcome>> futures;
   ThreadPool pool(compile_threads);
   for (const auto& p : planned)
-    futures.push_back(pool.submit([&compiler, &p, &arch] { return compile_one(compiler, p, arch); }));
+    if (compile) futures.push_back(pool.submit([&compiler, &p, &arch] { return compile_one(compiler, p, arch); }));
   for (size_t i = 0; i < planned.size(); ++i) {
-    CompileOutcome outcome = futures[i].get();
     DryRunEntry e;
     e.name = planned[i].name;
     e.family = std::string(planned[i].family->name());
+    e.config = planned[i].config;
+    if (!compile) {
+      e.status = "listed";
+      report.candidates.push_back(std::move(e));
+      continue;
+    }
+    CompileOutcome outcome = futures[i].get();
     if (outcome.kernel) {
       const PtxasReport& r = outcome.kernel->report;
       e.status = "compiled";

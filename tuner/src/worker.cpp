@@ -6,6 +6,7 @@
 #include "gemmtune/generator/util.hpp"
 #include "gemmtune/runtime/device.hpp"
 #include "gemmtune/runtime/driver.hpp"
+#include "gemmtune/runtime/workspace.hpp"
 #include "gemmtune/tuner/checker.hpp"
 #include "gemmtune/tuner/cublas.hpp"
 #include "gemmtune/tuner/timer.hpp"
@@ -99,10 +100,11 @@ class Worker {
                                 rec.registers, rec.smem_bytes);
       return;
     }
+    workspaces_.clear();  // a wrong kernel measured before must not leave counters to this one
     try {
       const Verdict v = verifier_->verify(
           [&](const Problem& p, const GemmOperands& ops, CUstream s) {
-            kernel->run(family.geometry(rec.config, p, device_.arch), p, ops, s);
+            with_workspace(family.geometry(rec.config, p, device_.arch), p, ops, s, *kernel);
           },
           stream_->get());
       rec.max_error = v.max_error;
@@ -120,11 +122,19 @@ class Worker {
     }
   }
 
+  // Runs the kernel with the workspace its launch asks for.
+  void with_workspace(const LaunchGeometry& g, const Problem& p, GemmOperands ops, CUstream s,
+                      const ReadyKernel& kernel) {
+    workspaces_.provide(s, g, ops);
+    kernel.run(g, p, ops, s);
+  }
+
   Timing time_kernel(const ReadyKernel& kernel) {
     const ProblemData& data = verifier_->data();
     data.reset_c(*checker_, beta_, stream_->get());
     const GemmOperands ops = data.operands(alpha_, beta_);
-    return timer_->time([&](CUstream s) { kernel.run(problem_, ops, s); }, stream_->get(), timing_);
+    return timer_->time([&](CUstream s) { with_workspace(kernel.geometry, problem_, ops, s, kernel); }, stream_->get(),
+                        timing_);
   }
 
   // Keeps the GPU busy for a while before the first measurement, so that the first candidates
@@ -175,6 +185,7 @@ class Worker {
   std::unique_ptr<Timer> timer_;
   std::unique_ptr<Verifier> verifier_;
   std::unique_ptr<Cublas> cublas_;
+  Workspaces workspaces_;
   bool poisoned_ = false;
 };
 

@@ -5,25 +5,116 @@
 #include <cmath>
 
 #include "families.hpp"
+#include "gemmtune/generator/util.hpp"
+#include "schedule.h"
 
 namespace gemmtune {
 namespace {
 
 constexpr int64_t kBK = 64;
+constexpr int64_t kWorkBytes = sizeof(schedule::Work);
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
 int64_t cluster_m(const KernelConfig& c) { return c.at("CLUSTER") / 10; }
 int64_t cluster_n(const KernelConfig& c) { return c.at("CLUSTER") % 10; }
 int64_t cluster_size(const KernelConfig& c) { return cluster_m(c) * cluster_n(c); }
-// 64-row wgmma blocks per consumer warpgroup along problem N.
-int64_t blocks_per_warpgroup(const KernelConfig& c) { return c.at("BN") / (64 * c.at("WG")); }
+bool swapped(const KernelConfig& c) { return c.at("SWAP") != 0; }
+// Kernel rows (64-row wgmma blocks) and columns (wgmma N) of a tile; see the template's header.
+int64_t tile_rows(const KernelConfig& c) { return swapped(c) ? c.at("BM") : c.at("BN"); }
+int64_t tile_cols(const KernelConfig& c) { return swapped(c) ? c.at("BN") : c.at("BM"); }
+bool pingpong(const KernelConfig& c) { return c.at("PINGPONG") != 0; }
+// Consumer warpgroups that share a tile's rows: all of them, or one with ping-pong.
+int64_t row_warpgroups(const KernelConfig& c) { return pingpong(c) ? 1 : c.at("WG"); }
+int64_t blocks_per_warpgroup(const KernelConfig& c) { return tile_rows(c) / (64 * row_warpgroups(c)); }
+int64_t accumulators(const KernelConfig& c) { return blocks_per_warpgroup(c) * tile_cols(c) / 2; }
+// P (the 64-row side) is op(A) when swapped, else op(B)^T; Q the other. K-major: stored along K.
+bool a_kmajor(const KernelConfig& c) { return c.op_a == Op::T; }
+bool b_kmajor(const KernelConfig& c) { return c.op_b == Op::N; }
+bool q_kmajor(const KernelConfig& c) { return swapped(c) ? b_kmajor(c) : a_kmajor(c); }
+// The longest tile sides the problem needs: rows in 64s, columns in 8s (K-major Q) or 64s.
+int64_t rows_needed(const KernelConfig& c, const Problem& p) { return round_up(swapped(c) ? p.m : p.n, 64); }
+int64_t cols_needed(const KernelConfig& c, const Problem& p) {
+  return round_up(swapped(c) ? p.n : p.m, q_kmajor(c) ? 8 : 64);
+}
+// Which operand a cluster of two shares: CTAs along M share B's tile, along N A's.
+bool shares_a(const KernelConfig& c) { return cluster_n(c) == 2; }
+bool shares_b(const KernelConfig& c) { return cluster_m(c) == 2; }
 
-// Mirrors wgmma_sm90::Kernel::SMEM_BYTES: stages, the staged C tile, alignment, barriers.
+// Mirrors wgmma_sm90::Kernel::SMEM_BYTES: stages, the staged C tile, alignment, barriers, the
+// fixup flags and the schedule.
 int64_t smem_bytes_of(const KernelConfig& c) {
-  const int64_t staged_c = c.at("EPILOGUE") ? c.at("BM") * c.at("BN") * 2 : 0;
-  return c.at("STAGES") * (c.at("BM") + c.at("BN")) * kBK * 2 + staged_c + 1024 + 16 * c.at("STAGES");
+  const int64_t staged_c = c.at("EPILOGUE") ? c.at("WG") * 64 * blocks_per_warpgroup(c) * tile_cols(c) * 2 : 0;
+  return c.at("STAGES") * (tile_rows(c) + tile_cols(c)) * kBK * 2 + staged_c + 1024 + 16 * c.at("STAGES") + 16 +
+         kWorkBytes;
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+struct Units {
+  int64_t tiles_m, tiles_n, super_tiles, k_blocks, workers;
+};
+
+// Work units of the tile schedule (cluster-sized groups of tiles) and the most workers a
+// persistent launch has (one CTA per SM, whole clusters).
+Units units_of(const KernelConfig& c, const Problem& p, const ArchInfo& arch) {
+  Units u;
+  u.tiles_m = ceil_div(p.m, c.at("BM"));
+  u.tiles_n = ceil_div(p.n, c.at("BN"));
+  u.super_tiles = ceil_div(u.tiles_m, cluster_m(c)) * ceil_div(u.tiles_n, cluster_n(c));
+  u.k_blocks = ceil_div(p.k, kBK);
+  u.workers = std::max<int64_t>(1, arch.sms / cluster_size(c)) * c.at("OCCUPANCY");
+  return u;
+}
+
+// The share of the workers' rounds over the tiles that does work (1: whole waves).
+double wave_efficiency(const Units& u) {
+  const int64_t rounds = ceil_div(u.super_tiles, u.workers);
+  return double(u.super_tiles) / double(rounds * u.workers);
+}
+
+// The box one TMA copy moves of an operand whose kernel side has `rows` rows per tile: K-major
+// tiles are (64 K, rows) boxes; MN-major ones (64 rows, 64 K) boxes. Shared by a cluster of
+// two, each CTA loads half (rows, or K).
+TensorMapNeed box_of(bool k_major, int64_t rows, bool shared) {
+  if (k_major) return {true, 64, uint32_t(shared ? rows / 2 : rows)};
+  return {true, 64, shared ? 32u : 64u};
+}
+
+// Split-K partial sums and counters (templates/wgmma_sm90.cuh, partial_of and counter_of).
+struct Workspace {
+  uint64_t scratch = 0, counters = 0;
+};
+Workspace workspace_of(const KernelConfig& c, const Units& u) {
+  const int64_t mode = c.at("SCHEDULE");
+  int64_t counters = 0, slots = 0;
+  if (mode == schedule::SPLIT_K && c.at("SPLITS") > 1) {
+    counters = u.super_tiles;
+    slots = u.super_tiles * std::min(c.at("SPLITS"), u.k_blocks);
+  } else if (mode == schedule::STREAM_K) {
+    counters = std::min(u.super_tiles, 2 * u.workers);  // a bound for any grid of at most `workers`
+    slots = 2 * u.workers;
+  }
+  if (slots == 0) return {};
+  const int64_t consumers = cluster_size(c) * row_warpgroups(c);
+  return {uint64_t(slots * cluster_size(c) * tile_rows(c) * tile_cols(c) * 4), uint64_t(counters * consumers * 4)};
+}
+
+// Tile sizes worth trying along a dimension of size d: the usual ones, the non-powers of two
+// that cut wave quantization, and d itself rounded to 8 when it fits one tile (skinny problems).
+std::vector<int64_t> tile_values(int64_t d) {
+  std::vector<int64_t> v = {64, 96, 128, 160, 192, 224, 256};
+  if (d <= 256 && std::find(v.begin(), v.end(), round_up(d, 8)) == v.end()) v.push_back(round_up(d, 8));
+  return v;
+}
+
+// Eight waves of 128 x 128 tiles or more: where the raster group decides L2 reuse.
+bool many_waves(const Problem& p, const ArchInfo& arch) {
+  return ceil_div(p.m, 128) * ceil_div(p.n, 128) >= 8 * arch.sms;
+}
+
+// The skinny side of a problem goes on wgmma's N (steps of 8), not on 64-row blocks.
+bool skinny_n(const Problem& p) { return p.n <= 64; }
+bool skinny_m(const Problem& p) { return p.m <= 64; }
 
 class WgmmaSm90Family final : public Family {
  public:
@@ -35,77 +126,80 @@ class WgmmaSm90Family final : public Family {
     return {};
   }
 
-  SearchSpace space(const Problem&, const ArchInfo&) const override {
+  SearchSpace space(const Problem& p, const ArchInfo& arch) const override {
     SearchSpace s;
     s.family = "wgmma_sm90";
+    const bool few_tiles = ceil_div(p.m, 128) * ceil_div(p.n, 128) < arch.sms;
+    const bool skinny = p.n <= 256 || p.m <= 256;
     s.params = {
-        {"BM", {128, 256}},   // tile along M: the wgmma N
-        {"BN", {128, 192, 256}},  // tile along N: 64-row blocks of the consumer warpgroups
-        {"STAGES", {3, 4, 5}},
+        {"BM", tile_values(p.m)},  // tile along M
+        {"BN", tile_values(p.n)},  // tile along N
+        {"SWAP", p.n <= 256 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0}},  // N on wgmma's N
+        {"STAGES", skinny ? std::vector<int64_t>{3, 4, 5, 6, 8} : std::vector<int64_t>{3, 4, 5}},
         {"WG", {1, 2, 3}},    // consumer warpgroups
         {"WS", {0, 1}},       // 1: warp-specialized persistent, 0: multistage
         {"CLUSTER", {11, 21, 12}},  // CTAs along M x along N
-        {"RASTER", {0, 1}},   // 0: sweep tiles along M first, 1: along N first
-        {"GROUP", {8}},       // tiles per raster group (a kernel parameter; one value searched)
+        {"RASTER", {p.m >= p.n ? 0 : 1}},  // sweep tiles along the longer side first (derived)
+        // Tiles per raster group: how many tile rows run together and share operand rows in L2.
+        // It matters where many waves of tiles run one after the other.
+        {"GROUP", many_waves(p, arch) ? std::vector<int64_t>{4, 8, 16} : std::vector<int64_t>{8}},
         {"EPILOGUE", {0, 1}},  // 0: stores from registers, 1: through shared memory + TMA store
+        {"SCHEDULE", {schedule::DATA_PARALLEL, schedule::SPLIT_K, schedule::STREAM_K}},
+        {"SPLITS", few_tiles ? std::vector<int64_t>{1, 2, 3, 4, 6, 8} : std::vector<int64_t>{1}},
+        {"PINGPONG", {0, 1}},  // two consumer warpgroups take turns on whole tiles
+        {"OCCUPANCY", skinny || few_tiles ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{1}},  // CTAs per SM
     };
-    s.constraints = {
-        {"warpgroup_rows", "BN is 64 rows per consumer warpgroup, once or twice",
-         [](const KernelConfig& c, const Problem&, const ArchInfo&) {
-           const int64_t mw = blocks_per_warpgroup(c);
-           return c.at("BN") % (64 * c.at("WG")) == 0 && (mw == 1 || mw == 2);
-         }},
-        {"accumulators_fit", "f32 accumulators per consumer thread: 128 at most (96 with 3 warpgroups)",
-         [](const KernelConfig& c, const Problem&, const ArchInfo&) {
-           return blocks_per_warpgroup(c) * c.at("BM") / 2 <= (c.at("WG") == 3 ? 96 : 128);
-         }},
-        {"smem_fits", "the stages fit the shared memory of a block",
-         [](const KernelConfig& c, const Problem&, const ArchInfo& a) {
-           return smem_bytes_of(c) <= a.smem_per_block;
-         }},
-        {"clusters_need_ws", "clusters (TMA multicast) only with the warp-specialized schedule",
-         [](const KernelConfig& c, const Problem&, const ArchInfo&) {
-           return cluster_size(c) == 1 || c.at("WS") == 1;
-         }},
-        {"cluster_has_pairs", "a cluster of two needs two tiles along its direction",
-         [](const KernelConfig& c, const Problem& p, const ArchInfo&) {
-           if (cluster_m(c) == 2) return ceil_div(p.m, c.at("BM")) >= 2;
-           if (cluster_n(c) == 2) return ceil_div(p.n, c.at("BN")) >= 2;
-           return true;
-         }},
-        {"group_size", "raster groups of 1 to 64 tiles",
-         [](const KernelConfig& c, const Problem&, const ArchInfo&) {
-           return c.at("GROUP") >= 1 && c.at("GROUP") <= 64;
-         }},
-        {"tma_store_needs_ws", "the TMA-store epilogue pays off when it overlaps the next tile",
-         [](const KernelConfig& c, const Problem&, const ArchInfo&) {
-           return c.at("EPILOGUE") == 0 || c.at("WS") == 1;
-         }},
-        {"raster_along_longer_side", "tiles are swept along the longer of M and N first",
-         [](const KernelConfig& c, const Problem& p, const ArchInfo&) {
-           return c.at("RASTER") == (p.m >= p.n ? 0 : 1);
-         }},
-    };
+    s.constraints = constraints();
     return s;
   }
 
-  // The known good point for large problems: 256x128 output tiles (wgmma N 256 along M, two
-  // consumer warpgroups along N), 4 stages, persistent, a cluster of two along N that multicasts
-  // the 256-wide operand. Smaller tiles without a cluster below.
-  KernelConfig default_config(const Problem& p, const ArchInfo&) const override {
+  // A configuration per shape class (docs/PERF.md says how each did on the H100): decode and
+  // other skinny problems put the skinny side on wgmma's N and stream the weights through a deep
+  // pipeline; small problems take small tiles and no persistent setup; large ones the known
+  // good point. Stream-K takes the partial last wave wherever the tiles do not fill whole waves.
+  KernelConfig default_config(const Problem& p, const ArchInfo& arch) const override {
     KernelConfig c{"wgmma_sm90", p.dtype, p.op_a, p.op_b, {}};
-    const bool large = p.m >= 512 && p.n >= 256;
-    c.params = {{"BM", large ? 256 : 128}, {"BN", 128}, {"STAGES", large ? 3 : 4}, {"WG", 2}, {"WS", 1},
-                {"CLUSTER", large ? 12 : 11}, {"RASTER", p.m >= p.n ? 0 : 1}, {"GROUP", 8}, {"EPILOGUE", 1}};
-    return c;
+    c.params = {{"BM", 256}, {"BN", 128}, {"SWAP", 0}, {"STAGES", 3}, {"WG", 2}, {"WS", 1},
+                {"CLUSTER", 12}, {"RASTER", p.m >= p.n ? 0 : 1}, {"GROUP", 8}, {"EPILOGUE", 1},
+                {"SCHEDULE", schedule::DATA_PARALLEL}, {"SPLITS", 1}, {"PINGPONG", 0}, {"OCCUPANCY", 1}};
+    if (skinny_n(p) || skinny_m(p)) {
+      const bool swap = skinny_n(p) && (!skinny_m(p) || p.n <= p.m);
+      const int64_t rows = std::min<int64_t>(128, round_up(swap ? p.m : p.n, 64));
+      c.params["SWAP"] = swap;
+      c.params[swap ? "BM" : "BN"] = rows;
+      c.params[swap ? "BN" : "BM"] = round_up(swap ? p.n : p.m, 8);
+      c.params["WG"] = 1;
+      c.params["CLUSTER"] = 11;
+      c.params["EPILOGUE"] = 0;
+      c.params["STAGES"] = 8;
+    } else if (p.flops() < 1e9) {
+      // Few tiles, each bound by how fast one SM streams its operands: split K over the SMs.
+      c.params["BM"] = 128;
+      c.params["BN"] = 64;
+      c.params["STAGES"] = 4;
+      c.params["WG"] = 1;
+    } else if (p.m < 512 || p.n < 256) {
+      c.params["BM"] = 128;
+      c.params["CLUSTER"] = 11;
+      c.params["STAGES"] = 4;
+    }
+    // Clusters and TMA stores only pay with several waves of tiles (their constraints say so).
+    const int64_t tiles = ceil_div(p.m, c.at("BM")) * ceil_div(p.n, c.at("BN"));
+    if (tiles < 2 * arch.sms) c.params["CLUSTER"] = 11;
+    if (tiles <= arch.sms) c.params["EPILOGUE"] = 0;
+    return repaired(with_schedule(c, p, arch), p, arch);
   }
 
   std::string kernel_name(const KernelConfig& c) const override {
-    return fmt::format("gemm_wgmma_{}_{}{}_{}x{}x{}_s{}_wg{}_c{}x{}_{}_r{}{}{}", to_string(c.dtype), to_char(c.op_a),
-                       to_char(c.op_b), c.at("BM"), c.at("BN"), kBK, c.at("STAGES"), c.at("WG"), cluster_m(c),
-                       cluster_n(c), c.at("WS") ? "ws" : "ms", c.at("RASTER") ? "n" : "m",
-                       c.at("GROUP") == 8 ? "" : fmt::format("_g{}", c.at("GROUP")),
-                       c.at("EPILOGUE") ? "_tmastore" : "");
+    std::string schedule;
+    if (c.at("SCHEDULE") == schedule::SPLIT_K) schedule = fmt::format("_splitk{}", c.at("SPLITS"));
+    if (c.at("SCHEDULE") == schedule::STREAM_K) schedule = "_streamk";
+    return fmt::format("gemm_wgmma_{}_{}{}_{}x{}x{}_s{}_wg{}_c{}x{}_{}_r{}{}{}{}{}{}", to_string(c.dtype),
+                       to_char(c.op_a), to_char(c.op_b), c.at("BM"), c.at("BN"), kBK, c.at("STAGES"),
+                       c.at("WG"), cluster_m(c), cluster_n(c), c.at("WS") ? (pingpong(c) ? "pingpong" : "ws") : "ms",
+                       c.at("RASTER") ? "n" : "m", c.at("GROUP") == 8 ? "" : fmt::format("_g{}", c.at("GROUP")),
+                       swapped(c) ? "_swap" : "", schedule, c.at("EPILOGUE") ? "_tmastore" : "",
+                       c.at("OCCUPANCY") > 1 ? fmt::format("_o{}", c.at("OCCUPANCY")) : "");
   }
 
   std::string emit(const KernelConfig& c) const override {
@@ -116,53 +210,63 @@ class WgmmaSm90Family final : public Family {
         "namespace {{\n"
         "struct Config {{\n"
         "  static constexpr int BM = {BM}, BN = {BN}, STAGES = {STAGES}, WG = {WG};\n"
-        "  static constexpr bool WS = {WS};\n"
+        "  static constexpr bool SWAP = {SWAP}, WS = {WS};\n"
         "  static constexpr int CLUSTER_M = {CM}, CLUSTER_N = {CN}, RASTER = {RASTER}, GROUP = {GROUP};\n"
-        "  static constexpr int EPILOGUE = {EPI};\n"
-        "  static constexpr bool A_T = {A_T}, B_T = {B_T};\n"
+        "  static constexpr int EPILOGUE = {EPI}, SCHEDULE = {SCHEDULE}, SPLITS = {SPLITS}, OCCUPANCY = {OCC};\n"
+        "  static constexpr bool PINGPONG = {PP}, A_T = {A_T}, B_T = {B_T};\n"
         "  static constexpr int DTYPE = {DTYPE};\n"
         "}};\n"
         "using K = gemmtune::wgmma_sm90::Kernel<Config>;\n"
         "{smem_check}"
         "}}  // namespace\n"
-        "extern \"C\" __global__ void __launch_bounds__(K::THREADS, 1)\n"
+        "extern \"C\" __global__ void __launch_bounds__(K::THREADS, K::CTAS_PER_SM)\n"
         "{name}(const __grid_constant__ GemmArgs args) {{\n"
         "  extern __shared__ __align__(1024) unsigned char gemmtune_smem[];\n"
         "  K::run(args, gemmtune_smem);\n"
         "}}\n",
         fmt::arg("name", kernel_name(c)), fmt::arg("BM", c.at("BM")), fmt::arg("BN", c.at("BN")),
-        fmt::arg("STAGES", c.at("STAGES")), fmt::arg("WG", c.at("WG")), fmt::arg("WS", c.at("WS") != 0),
-        fmt::arg("CM", cluster_m(c)), fmt::arg("CN", cluster_n(c)), fmt::arg("RASTER", c.at("RASTER")), fmt::arg("GROUP", c.at("GROUP")),
-        fmt::arg("EPI", c.at("EPILOGUE")),
-        fmt::arg("A_T", c.op_a == Op::T), fmt::arg("B_T", c.op_b == Op::T),
+        fmt::arg("STAGES", c.at("STAGES")), fmt::arg("WG", c.at("WG")), fmt::arg("SWAP", swapped(c)),
+        fmt::arg("WS", c.at("WS") != 0), fmt::arg("CM", cluster_m(c)), fmt::arg("CN", cluster_n(c)),
+        fmt::arg("RASTER", c.at("RASTER")), fmt::arg("GROUP", c.at("GROUP")), fmt::arg("EPI", c.at("EPILOGUE")),
+        fmt::arg("SCHEDULE", c.at("SCHEDULE")), fmt::arg("SPLITS", c.at("SPLITS")),
+        fmt::arg("PP", pingpong(c)), fmt::arg("OCC", c.at("OCCUPANCY")), fmt::arg("A_T", c.op_a == Op::T), fmt::arg("B_T", c.op_b == Op::T),
         fmt::arg("DTYPE", c.dtype == DType::bf16 ? 2 : 1),
         fmt::arg("smem_check", smem_static_assert("K::SMEM_BYTES", smem_bytes_of(c))));
   }
 
   LaunchGeometry geometry(const KernelConfig& c, const Problem& p, const ArchInfo& arch) const override {
     LaunchGeometry g;
-    g.tiles_m = uint32_t(ceil_div(p.m, c.at("BM")));
-    g.tiles_n = uint32_t(ceil_div(p.n, c.at("BN")));
+    const Units u = units_of(c, p, arch);
+    g.tiles_m = uint32_t(u.tiles_m);
+    g.tiles_n = uint32_t(u.tiles_n);
     g.block = {uint32_t(128 * (c.at("WG") + c.at("WS"))), 1, 1};
     g.smem_bytes = uint32_t(smem_bytes_of(c));
     const int64_t cluster = cluster_size(c);
     g.cluster = {uint32_t(cluster), 1, 1};
     if (c.at("WS")) {
-      // Persistent: one CTA per SM (whole clusters), each looping over tiles.
-      const int64_t super = ceil_div(g.tiles_m, cluster_m(c)) * ceil_div(g.tiles_n, cluster_n(c));
-      g.grid = {uint32_t(std::min<int64_t>(super, arch.sms / cluster) * cluster), 1, 1};
+      // Persistent: one CTA per SM (whole clusters), each a worker of the tile schedule.
+      const int64_t mode = c.at("SCHEDULE");
+      const int64_t units = u.super_tiles * (mode == schedule::SPLIT_K ? std::min(c.at("SPLITS"), u.k_blocks) : 1);
+      const int64_t most = mode == schedule::STREAM_K ? u.super_tiles * u.k_blocks : units;
+      g.grid = {uint32_t(std::min(most, u.workers) * cluster), 1, 1};
       g.persistent = true;
-      g.work_units = grid_extent(super);  // the kernel counts them in int
+      g.work_units = mode == schedule::STREAM_K ? 0 : grid_extent(units);  // stream-K: every resident CTA
     } else {
-      g.grid = {grid_extent(int64_t(g.tiles_m) * g.tiles_n), 1, 1};
+      g.grid = {grid_extent(u.tiles_m * u.tiles_n), 1, 1};
     }
+    const Workspace w = workspace_of(c, u);
+    g.workspace_bytes = w.scratch;
+    g.counter_bytes = w.counters;
+    // Tensor maps: P's rows are the kernel rows (TM), Q's the kernel columns (TN).
+    const bool swap = swapped(c);
+    g.map(Operand::a) = box_of(a_kmajor(c), swap ? tile_rows(c) : tile_cols(c), shares_a(c));
+    g.map(Operand::b) = box_of(b_kmajor(c), swap ? tile_cols(c) : tile_rows(c), shares_b(c));
+    if (c.at("EPILOGUE")) g.map(Operand::c) = {true, 64, uint32_t(64 * blocks_per_warpgroup(c))};
     return g;
   }
 
-  bool uses_tma() const override { return true; }
-
-  // The kernel's template and the operand packing its launcher runs (their includes are found
-  // by scanning).
+  // The kernel's template and the operand packing its launch runs (what they include is found by
+  // scanning).
   std::vector<std::string> template_files() const override { return {"wgmma_sm90.cuh", "pack.cuh"}; }
 
   double prior(const KernelConfig& c, const Problem& p, const ArchInfo& a) const override {
@@ -170,14 +274,196 @@ class WgmmaSm90Family final : public Family {
     // tiles fill the GPU.
     const double bm = double(c.at("BM")), bn = double(c.at("BN"));
     const double tiles = std::ceil(double(p.m) / bm) * std::ceil(double(p.n) / bn);
-    const double fill = std::min(1.0, tiles / a.sms);
     const double waste = double(p.m * p.n) / (std::ceil(double(p.m) / bm) * bm * std::ceil(double(p.n) / bn) * bn);
+    // Split-K and stream-K fill the GPU with fewer tiles.
+    double fill = std::min(1.0, tiles / a.sms);
+    if (c.at("SCHEDULE") != schedule::DATA_PARALLEL) fill = std::min(1.0, fill * 1.8 + 0.3);
     double score = fill * waste * (bm * bn / (bm + bn)) / 85.0;
     if (c.at("WS")) score *= 1.2;
     if (c.at("WG") == 2) score *= 1.1;
     if (c.at("STAGES") == 4) score *= 1.05;
     if (cluster_m(c) == 2) score *= 1.03;
     return score;
+  }
+
+ private:
+  // The schedule of a default, where whole waves waste more than a tenth of the rounds: split-K
+  // into about one wave of parts when the tiles leave SMs idle (stream-K's staggered k-ranges
+  // would share little in L2 there), else stream-K.
+  static KernelConfig with_schedule(KernelConfig c, const Problem& p, const ArchInfo& arch) {
+    const Units u = units_of(c, p, arch);
+    if (!c.at("WS") || wave_efficiency(u) >= 0.9) return c;
+    if (u.super_tiles < u.workers) {
+      int64_t best = 1;
+      for (int64_t s : {2, 3, 4, 6, 8}) {
+        const int64_t parts = u.super_tiles * s;
+        if (s <= u.k_blocks / 2 && parts <= u.workers) best = s;
+      }
+      c.params["SCHEDULE"] = best > 1 ? schedule::SPLIT_K : schedule::STREAM_K;
+      c.params["SPLITS"] = best;
+    } else {
+      c.params["SCHEDULE"] = schedule::STREAM_K;
+    }
+    return c;
+  }
+
+  // The default made valid for the problem: simpler schedule, no cluster, register stores,
+  // fewer stages, in that order; else the most promising valid point of the space.
+  KernelConfig repaired(KernelConfig c, const Problem& p, const ArchInfo& arch) const {
+    const SearchSpace s = space(p, arch);
+    const std::pair<const char*, int64_t> fallbacks[] = {
+        {"SCHEDULE", schedule::DATA_PARALLEL}, {"CLUSTER", 11}, {"EPILOGUE", 0}, {"STAGES", 5}, {"STAGES", 4},
+        {"STAGES", 3}};
+    for (const auto& [param, value] : fallbacks) {
+      if (s.first_violation(c, p, arch) == nullptr) return c;
+      c.params[param] = value;
+    }
+    if (s.first_violation(c, p, arch) == nullptr) return c;
+    const Pruning valid = s.prune(p, arch);
+    GT_REQUIRE(!valid.valid.empty(), Errc::internal, "the wgmma family has no valid configuration for {}",
+               p.describe());
+    return *std::max_element(valid.valid.begin(), valid.valid.end(), [&](const KernelConfig& a, const KernelConfig& b) {
+      return prior(a, p, arch) < prior(b, p, arch);
+    });
+  }
+
+  static std::vector<Constraint> constraints() {
+    auto rule = [](const char* name, const char* description,
+                   std::function<bool(const KernelConfig&, const Problem&, const ArchInfo&)> holds) {
+      return Constraint{name, description, std::move(holds)};
+    };
+    return {
+        rule("warpgroup_rows", "a tile's kernel rows are 64 per consumer warpgroup, once or twice",
+             [](const KernelConfig& c, const Problem&, const ArchInfo&) {
+               const int64_t mw = blocks_per_warpgroup(c);
+               return tile_rows(c) % (64 * row_warpgroups(c)) == 0 && (mw == 1 || mw == 2);
+             }),
+        rule("pingpong_takes_two", "ping-pong: two consumer warpgroups of the persistent schedule take turns",
+             [](const KernelConfig& c, const Problem&, const ArchInfo&) {
+               return !pingpong(c) || (c.at("WS") == 1 && c.at("WG") == 2);
+             }),
+        rule("pingpong_needs_turns", "ping-pong where every CTA has two tiles or more to take turns on",
+             [](const KernelConfig& c, const Problem& p, const ArchInfo& a) {
+               return !pingpong(c) || ceil_div(p.m, c.at("BM")) * ceil_div(p.n, c.at("BN")) >= 2 * a.sms;
+             }),
+        rule("wgmma_n", "wgmma's N (the tile's kernel columns) is a multiple of 8 from 8 to 256",
+             [](const KernelConfig& c, const Problem&, const ArchInfo&) {
+               return tile_cols(c) % 8 == 0 && tile_cols(c) >= 8 && tile_cols(c) <= 256;
+             }),
+        rule("accumulators_fit", "f32 accumulators per consumer thread: 128 at most (96 with 3 warpgroups)",
+             [](const KernelConfig& c, const Problem&, const ArchInfo&) {
+               return accumulators(c) <= (c.at("WG") == 3 ? 96 : 128);
+             }),
+        rule("mn_major_in_chunks", "an operand stored along M or N on wgmma's N comes in 64-column chunks",
+             [](const KernelConfig& c, const Problem&, const ArchInfo&) {
+               return q_kmajor(c) || tile_cols(c) % 64 == 0;
+             }),
+        rule("skinny_side_on_wgmma_n", "a side of 64 or less goes on wgmma's N (N: SWAP = 1, M: SWAP = 0)",
+             [](const KernelConfig& c, const Problem& p, const ArchInfo&) {
+               if (skinny_n(p) && !skinny_m(p)) return swapped(c);
+               if (skinny_m(p) && !skinny_n(p)) return !swapped(c);
+               return true;
+             }),
+        rule("tile_not_past_problem", "no tile side longer than its dimension needs (rows in 64s, columns in 8s or 64-column chunks)",
+             [](const KernelConfig& c, const Problem& p, const ArchInfo&) {
+               return tile_rows(c) <= rows_needed(c, p) && tile_cols(c) <= cols_needed(c, p);
+             }),
+        rule("ragged_tiles_for_ragged_sides", "wgmma N off the powers of two only where the side is no multiple of 64",
+             [](const KernelConfig& c, const Problem& p, const ArchInfo&) {
+               const int64_t cols = tile_cols(c), side = swapped(c) ? p.n : p.m;
+               const bool usual = cols == 64 || cols == 128 || cols == 256 || cols == 192;
+               return usual || cols == round_up(side, 8) || side % 64 != 0;
+             }),
+        rule("small_tiles_for_few_tiles", "64-row tiles and the multistage schedule only where 128x128 tiles leave SMs idle",
+             [](const KernelConfig& c, const Problem& p, const ArchInfo& a) {
+               if (tile_rows(c) > 64 && c.at("WS") == 1) return true;
+               return ceil_div(p.m, 128) * ceil_div(p.n, 128) < a.sms;
+             }),
+        // A side shorter than 128 (a skinny problem) takes the whole side: tile_not_past_problem
+        // allows no more, and M = 65536, N = 8 must keep a valid configuration.
+        rule("large_tiles_for_large_problems", "tiles of at least 128 x 128 (or the whole side) where such tiles fill two waves",
+             [](const KernelConfig& c, const Problem& p, const ArchInfo& a) {
+               if (ceil_div(p.m, 128) * ceil_div(p.n, 128) < 2 * a.sms) return true;
+               return tile_rows(c) >= std::min<int64_t>(128, rows_needed(c, p)) &&
+                      tile_cols(c) >= std::min<int64_t>(128, cols_needed(c, p));
+             }),
+        rule("tma_store_for_many_tiles", "TMA stores where a CTA has a next tile to overlap them with",
+             [](const KernelConfig& c, const Problem& p, const ArchInfo& a) {
+               return c.at("EPILOGUE") == 0 || ceil_div(p.m, c.at("BM")) * ceil_div(p.n, c.at("BN")) > a.sms;
+             }),
+        rule("clusters_for_many_tiles", "clusters where there are two waves of tiles to share operands across",
+             [](const KernelConfig& c, const Problem& p, const ArchInfo& a) {
+               return cluster_size(c) == 1 || ceil_div(p.m, c.at("BM")) * ceil_div(p.n, c.at("BN")) >= 2 * a.sms;
+             }),
+        rule("deep_pipelines_stream", "more than 5 stages only to stream a skinny problem's operand (SWAP)",
+             [](const KernelConfig& c, const Problem&, const ArchInfo&) {
+               return c.at("STAGES") <= 5 || swapped(c);
+             }),
+        rule("smem_fits", "the stages fit the shared memory of a block",
+             [](const KernelConfig& c, const Problem&, const ArchInfo& a) {
+               return smem_bytes_of(c) <= a.smem_per_block;
+             }),
+        rule("two_ctas_fit", "two CTAs per SM: persistent, small accumulators, both in shared memory",
+             [](const KernelConfig& c, const Problem&, const ArchInfo& a) {
+               if (c.at("OCCUPANCY") == 1) return true;
+               return c.at("OCCUPANCY") == 2 && c.at("WS") == 1 && accumulators(c) <= 32 &&
+                      2 * (smem_bytes_of(c) + 1024) <= a.smem_per_sm;
+             }),
+        rule("clusters_need_ws", "clusters (TMA multicast) only with the warp-specialized schedule",
+             [](const KernelConfig& c, const Problem&, const ArchInfo&) {
+               return cluster_size(c) == 1 || c.at("WS") == 1;
+             }),
+        rule("cluster_has_pairs", "a cluster of two needs two tiles along its direction",
+             [](const KernelConfig& c, const Problem& p, const ArchInfo&) {
+               if (cluster_m(c) == 2) return ceil_div(p.m, c.at("BM")) >= 2;
+               if (cluster_n(c) == 2) return ceil_div(p.n, c.at("BN")) >= 2;
+               return true;
+             }),
+        rule("shared_half_whole", "a multicast half of a K-major tile is whole 8-row swizzle atoms",
+             [](const KernelConfig& c, const Problem&, const ArchInfo&) {
+               if (shares_a(c) && a_kmajor(c)) return (swapped(c) ? tile_rows(c) : tile_cols(c)) % 16 == 0;
+               if (shares_b(c) && b_kmajor(c)) return (swapped(c) ? tile_cols(c) : tile_rows(c)) % 16 == 0;
+               return true;
+             }),
+        rule("group_size", "raster groups of 1 to 64 tiles",
+             [](const KernelConfig& c, const Problem&, const ArchInfo&) {
+               return c.at("GROUP") >= 1 && c.at("GROUP") <= 64;
+             }),
+        rule("tma_store_layout", "TMA stores: warp-specialized, m on wgmma's N, in 64-column chunks",
+             [](const KernelConfig& c, const Problem&, const ArchInfo&) {
+               return c.at("EPILOGUE") == 0 || (c.at("WS") == 1 && !swapped(c) && tile_cols(c) % 64 == 0);
+             }),
+        rule("raster_along_longer_side", "tiles are swept along the longer of M and N first",
+             [](const KernelConfig& c, const Problem& p, const ArchInfo&) {
+               return c.at("RASTER") == (p.m >= p.n ? 0 : 1);
+             }),
+        rule("schedules_need_ws", "split-K and stream-K run on the persistent warp-specialized schedule",
+             [](const KernelConfig& c, const Problem&, const ArchInfo&) {
+               return c.at("SCHEDULE") == schedule::DATA_PARALLEL || c.at("WS") == 1;
+             }),
+        rule("splits_only_for_split_k", "SPLITS > 1 exactly with the split-K schedule",
+             [](const KernelConfig& c, const Problem&, const ArchInfo&) {
+               return (c.at("SPLITS") > 1) == (c.at("SCHEDULE") == schedule::SPLIT_K);
+             }),
+        rule("split_k_fills_the_gpu", "split-K where the tiles leave SMs idle, into at most two waves of parts",
+             [](const KernelConfig& c, const Problem& p, const ArchInfo& a) {
+               if (c.at("SCHEDULE") != schedule::SPLIT_K) return true;
+               const Units u = units_of(c, p, a);
+               return u.super_tiles < u.workers && c.at("SPLITS") <= u.k_blocks &&
+                      u.super_tiles * c.at("SPLITS") <= 2 * u.workers;
+             }),
+        rule("stream_k_has_a_tail", "stream-K where the tiles do not fill whole waves",
+             [](const KernelConfig& c, const Problem& p, const ArchInfo& a) {
+               if (c.at("SCHEDULE") != schedule::STREAM_K) return true;
+               const Units u = units_of(c, p, a);
+               return u.super_tiles % u.workers != 0;
+             }),
+        rule("schedule_in_int", "the tile schedule's 32-bit arithmetic holds for the problem",
+             [](const KernelConfig& c, const Problem& p, const ArchInfo& a) {
+               const Units u = units_of(c, p, a);
+               return schedule::fits_in_int(u.super_tiles, u.k_blocks, u.workers, c.at("SPLITS"));
+             }),
+    };
   }
 };
 

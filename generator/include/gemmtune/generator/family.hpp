@@ -13,6 +13,17 @@
 
 namespace gemmtune {
 
+// A TMA tensor map that a launch needs for one operand, as it is stored (column-major, ld):
+// the box one copy moves, in elements along the stored rows (contiguous) and columns.
+struct TensorMapNeed {
+  bool needed = false;
+  uint32_t box_rows = 0, box_cols = 0;
+};
+
+enum class Operand { a = 0, b = 1, c = 2 };
+
+// Everything a launch of one configuration on one problem needs; the runtime provides it without
+// knowing the family's parameters.
 struct LaunchGeometry {
   std::array<uint32_t, 3> grid{1, 1, 1};
   std::array<uint32_t, 3> block{1, 1, 1};
@@ -21,9 +32,23 @@ struct LaunchGeometry {
   uint32_t tiles_m = 1, tiles_n = 1;  // output tiles, for the kernel's tile scheduler
   // Persistent kernels loop over `work_units` (tiles, or cluster-sized groups of tiles). The
   // runtime sizes their grid: no more CTAs than can be resident at once (clusters may not fit on
-  // every SM), and no more than the fewest that finish in the same number of rounds.
+  // every SM), and no more than the fewest that finish in the same number of rounds (all
+  // resident CTAs when work_units is 0: stream-K spreads the work over every one).
   bool persistent = false;
   uint32_t work_units = 0;
+  // Scratch the kernel needs (split-K partial sums), passed as GemmArgs::workspace; and counters
+  // (tiles reduced in parts), passed as GemmArgs::counters, zero at launch and left zero by every
+  // kernel. The runtime allocates both once per device and stream.
+  uint64_t workspace_bytes = 0;
+  uint64_t counter_bytes = 0;
+  // Tensor maps by Operand, passed as GemmArgs::map_a/b/c. A and B read through TMA need
+  // 16-byte aligned addresses and leading dimensions: the runtime packs an operand that is not
+  // into an aligned copy first. C's map (TMA stores) is made only when beta == 0 and C is
+  // aligned, and then GEMM_ARGS_MAP_C is set; otherwise the kernel stores from registers.
+  std::array<TensorMapNeed, 3> maps{};
+
+  const TensorMapNeed& map(Operand operand) const { return maps[size_t(operand)]; }
+  TensorMapNeed& map(Operand operand) { return maps[size_t(operand)]; }
 };
 
 // `ctas` as a grid's x extent; throws Error(invalid_argument) when a grid cannot hold that many
@@ -58,8 +83,6 @@ class Family {
   // launcher compiles (operand packing). What those include is found by scanning, so a list may
   // name only the roots; the hash of them all is the template version.
   virtual std::vector<std::string> template_files() const = 0;
-  // Kernels that read A and B through TMA tensor maps (made on the host at launch).
-  virtual bool uses_tma() const { return false; }
   // A prior for search order when a budget cuts the search short: higher is tried first.
   virtual double prior(const KernelConfig& config, const Problem& problem,
                        const ArchInfo& arch) const;

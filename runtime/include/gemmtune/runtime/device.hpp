@@ -38,4 +38,19 @@ CUcontext ensure_context();
 // The ordinal of the device of the current context (after ensure_context()).
 int current_device();
 
+// Makes the primary context of GPU `ordinal` (the one the CUDA runtime and PyTorch use for it)
+// current in this thread for the scope, then restores the thread's previous context, so that a
+// caller such as PyTorch keeps the current device it had. ordinal < 0: leaves the thread as it is.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int ordinal);
+  ~DeviceScope();
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+
+ private:
+  CUcontext previous_ = nullptr;
+  bool switched_ = false;
+};
+
 }  // namespace gemmtune

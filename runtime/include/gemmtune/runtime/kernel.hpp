@@ -41,6 +41,10 @@ class LoadedKernel {
 struct GemmOperands {
   CUdeviceptr a = 0, b = 0, c = 0;
   float alpha = 1.0f, beta = 0.0f;
+  // Scratch of at least LaunchGeometry::workspace_bytes and zero counters of counter_bytes, when
+  // the launch asks for them (Workspaces::provide keeps a pair per stream).
+  CUdeviceptr workspace = 0;
+  CUdeviceptr counters = 0;
 };
 
 // Fills the plain fields of GemmArgs (addresses, sizes, scalars, tile counts).
@@ -57,17 +61,9 @@ void launch_raw(CUfunction function, uint32_t grid, uint32_t block, void** param
 void launch_kernel(CUfunction function, const LaunchGeometry& geometry, const GemmArgs& args,
                    CUstream stream);
 
-// How a family's kernels get their arguments: plain pointers (SIMT), tensor maps (TMA), ...
-// A launcher may keep state (cached tensor maps, workspaces); one per loaded kernel.
-class Launcher {
- public:
-  virtual ~Launcher() = default;
-  virtual void launch(const LoadedKernel& kernel, const KernelConfig& config,
-                      const LaunchGeometry& geometry, const Problem& problem,
-                      const GemmOperands& operands, CUstream stream) = 0;
-};
-// The launcher a family's kernels need; it may compile helper kernels with `compiler` for `arch`.
-std::unique_ptr<Launcher> make_launcher(const Family& family, const Compiler& compiler, const ArchInfo& arch);
+// Provides what a launch plan asks for (tensor maps, packed operands, workspace), then launches;
+// one per loaded kernel (it caches tensor maps).
+class Launcher;
 
 // A kernel ready to run one configuration: compiled, loaded, with its launcher.
 struct ReadyKernel {

@@ -81,7 +81,8 @@ bool stop_requested() noexcept;
 // Dry run, no GPU needed: enumerate, prune and compile every candidate for an architecture.
 struct DryRunEntry {
   std::string name, family;
-  std::string status;  // "compiled" or "compile_error"
+  KernelConfig config;
+  std::string status;  // "compiled", "compile_error", or "listed" (not compiled)
   int registers = -1, spills = -1, smem_bytes = -1;
   double compile_ms = 0;
   bool from_cache = false;
@@ -95,9 +96,11 @@ struct DryRunReport {
   std::map<std::string, int> pruned_by;
   double seconds = 0;
 };
-// max_candidates > 0 compiles only that many, the most promising first.
+// max_candidates > 0 compiles only that many, the most promising first; compile = false only
+// lists them.
 DryRunReport dry_run(const Problem& problem, const ArchInfo& arch, unsigned compile_threads = 0,
                      const std::vector<std::string>& families = {},
-                     const std::function<void(const Progress&)>& progress = {}, int max_candidates = 0);
+                     const std::function<void(const Progress&)>& progress = {}, int max_candidates = 0,
+                     bool compile = true);
 
 }  // namespace gemmtune

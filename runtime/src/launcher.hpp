@@ -1,6 +1,7 @@
 #pragma once
-// The launcher of TMA families: builds (and caches) the tensor maps of A and B, packs operands
-// that TMA cannot read in place into an aligned workspace, then launches.
+// Provides what a family's launch plan asks for (LaunchGeometry): tensor maps of the operands
+// (made through the Driver API and cached), an aligned copy of an operand TMA cannot read in
+// place, the workspace pointer; then launches. It never reads a family's parameters.
 #include <map>
 #include <memory>
 #include <mutex>
@@ -9,12 +10,12 @@
 
 namespace gemmtune {
 
-class TmaLauncher final : public Launcher {
+class Launcher {
  public:
-  TmaLauncher(Compiler compiler, ArchInfo arch);
-  ~TmaLauncher() override;
-  void launch(const LoadedKernel& kernel, const KernelConfig& config, const LaunchGeometry& geometry,
-              const Problem& problem, const GemmOperands& operands, CUstream stream) override;
+  Launcher(Compiler compiler, ArchInfo arch);
+  ~Launcher();
+  void launch(const LoadedKernel& kernel, const LaunchGeometry& geometry, const Problem& problem,
+              const GemmOperands& operands, CUstream stream);
 
  private:
   struct MapKey;

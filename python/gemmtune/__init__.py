@@ -1,0 +1,33 @@
+"""gemmtune for Python: GEMMs with kernels tuned for your GPU, on PyTorch tensors and CUDA
+arrays (CuPy, anything with __cuda_array_interface__ or DLPack).
+
+    import gemmtune
+    y = gemmtune.linear(x, w)              # x @ w.T, as torch.nn.functional.linear
+    c = gemmtune.matmul(a, b)              # a @ b, transposed views read in place
+    gemmtune.select_linear(x, w)           # which kernel, and why: tuned / other_version / nearest / fallback
+
+GEMMTUNE_RECORD=shapes.txt lists every problem served without a tuned kernel;
+`gemm-tune --shapes shapes.txt` then tunes exactly those. The library is libgemmtune, found
+beside this package, in the source tree's build/lib, on the loader's path, or at
+$GEMMTUNE_LIBRARY. With PyTorch (>= 2.4) there are torch.ops.gemmtune.mm and
+torch.ops.gemmtune.linear too, which torch.compile and autograd understand.
+"""
+from ._api import (Selection, library_path, linear, matmul, problem, problem_linear, record,
+                   select, select_linear)
+from ._library import Error
+from ._plan import Problem
+
+__all__ = ["Error", "Problem", "Selection", "library_path", "linear", "matmul", "problem",
+           "problem_linear", "record", "select", "select_linear", "torch_operators"]
+
+try:
+    import torch as _torch_module  # noqa: F401
+except ImportError:
+    _torch_module = None
+
+# True when torch.ops.gemmtune.mm and .linear are registered (PyTorch >= 2.4 is importable).
+torch_operators = False
+if _torch_module is not None:
+    from . import _api, _torch
+    _api.torch_api = _torch
+    torch_operators = _torch.OPERATORS

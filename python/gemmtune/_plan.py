@@ -1,0 +1,102 @@
+"""Row-major calls as the column-major GEMM gemmtune runs (cuBLAS semantics).
+
+A row-major C = A @ B is, read column-major, C^T = B^T A^T: the operands swap places and each
+one's strides say whether it is read as stored (op 'n') or transposed (op 't'). A transposed
+view is only another pair of strides, so it costs no copy. Pure Python: testable anywhere.
+"""
+from typing import NamedTuple, Optional, Tuple
+
+from ._library import Error
+
+
+class Problem(NamedTuple):
+    """The column-major GEMM of a call: what gemm-tune tunes and the tuning database keys."""
+    dtype: str  # 'f32', 'f16', 'bf16'
+    layout: str  # op(A) op(B): 'nn', 'nt', 'tn', 'tt'
+    m: int
+    n: int
+    k: int
+    lda: int
+    ldb: int
+    ldc: int
+
+    def shape_line(self):
+        """The problem as a line of gemm-tune's shapes file, as GEMMTUNE_RECORD writes it:
+        leading dimensions only where they are not tight."""
+        tight = (self.m if self.layout[0] == "n" else self.k,
+                 self.k if self.layout[1] == "n" else self.n, self.m)
+        extra = "".join(f" {name}={ld}" for name, ld, tight_ld in
+                        zip(("lda", "ldb", "ldc"), (self.lda, self.ldb, self.ldc), tight)
+                        if ld != tight_ld)
+        return f"{self.m} {self.n} {self.k} {self.dtype} {self.layout}{extra}"
+
+
+class Plan(NamedTuple):
+    problem: Problem
+    swap: bool  # True: the GEMM's A is the call's b (C is row-major), False: A is a
+
+
+def storage(rows, cols, s0, s1):
+    """How a rows x cols matrix with element strides (s0, s1) reads column-major:
+    (True, ld): row-major, i.e. its transpose stored column-major with leading dimension ld;
+    (False, ld): column-major with ld; None: neither (no dimension with stride 1)."""
+    if rows == 1 and cols == 1:
+        return True, 1
+    if cols == 1 and s0 == 1:  # a column: tight column-major aligns best
+        return False, rows
+    if s1 == 1 and (rows == 1 or s0 >= cols):
+        return True, s0 if rows > 1 else cols
+    if s0 == 1 and (cols == 1 or s1 >= rows):
+        return False, s1 if cols > 1 else rows
+    if rows == 1 and s1 >= 1:  # one row with a stride: column-major 1 x cols, ld = stride
+        return False, s1
+    if cols == 1 and s0 >= 1:  # one column with a stride: row-major rows x 1
+        return True, s0
+    return None
+
+
+def _matrix(name, shape, strides):
+    if len(shape) != 2:
+        raise Error(f"{name} is {len(shape)}-D (shape {tuple(shape)}): gemmtune.matmul takes 2-D "
+                    "matrices (gemmtune.linear takes leading batch dimensions)")
+    layout = storage(shape[0], shape[1], strides[0], strides[1])
+    if layout is None:
+        raise Error(f"{name} has strides {tuple(strides)} (in elements) for shape {tuple(shape)}: "
+                    "gemmtune needs a unit stride in one dimension (a row-major or column-major "
+                    f"matrix, or a transposed view of one); pass {name}.contiguous()")
+    return layout
+
+
+def shape_text(shape):
+    return "x".join(str(s) for s in shape)
+
+
+def check_shapes(a_shape, b_shape, c_shape: Optional[Tuple[int, ...]]):
+    """Errors for operands that do not multiply; returns (m, n, k)."""
+    for name, shape in (("a", a_shape), ("b", b_shape), ("out", c_shape)):
+        if shape is not None and len(shape) != 2:
+            _matrix(name, shape, (1,) * len(shape))
+    m, k = a_shape
+    if b_shape[0] != k:
+        raise Error(f"a is {shape_text(a_shape)} and b is {shape_text(b_shape)}: a's columns must "
+                    "equal b's rows")
+    n = b_shape[1]
+    if c_shape is not None and tuple(c_shape) != (m, n):
+        raise Error(f"out is {shape_text(c_shape)}, but a @ b is {m}x{n}")
+    return m, n, k
+
+
+def plan_matmul(dtype, a_shape, a_strides, b_shape, b_strides, c_strides=None):
+    """The GEMM for row-major C = A @ B (all sizes >= 1). c_strides None: a new row-major C."""
+    m, n, k = check_shapes(a_shape, b_shape, None)
+    a_rows, lda = _matrix("a", a_shape, a_strides)
+    b_rows, ldb = _matrix("b", b_shape, b_strides)
+    c_rows, ldc = (True, n) if c_strides is None else _matrix("out", (m, n), c_strides)
+    # An operand is read as stored ('n') when it is laid out as C is, else transposed ('t').
+    def op(rows):
+        return "n" if rows == c_rows else "t"
+    if c_rows:  # C^T = B^T A^T
+        problem = Problem(dtype, op(b_rows) + op(a_rows), n, m, k, ldb, lda, ldc)
+    else:
+        problem = Problem(dtype, op(a_rows) + op(b_rows), m, n, k, lda, ldb, ldc)
+    return Plan(problem, swap=c_rows)

@@ -1,0 +1,74 @@
+"""Shared by the Python tests: stand-ins for GPU arrays (no GPU needed), the tools' folder."""
+import ctypes
+import os
+import pathlib
+import sys
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "python"))
+
+from gemmtune._operands import _DLDataType, _DLDevice, _DLTensor  # noqa: E402  (DLPack's C structs)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "gpu: needs a CUDA GPU and PyTorch (the GPU machine)")
+
+
+def bin_dir():
+    """Where gemm-tune is: GEMMTUNE_BIN_DIR (set by CTest), else the source tree's build/bin."""
+    return pathlib.Path(os.environ.get("GEMMTUNE_BIN_DIR", ROOT / "build" / "bin"))
+
+
+class FakeCudaArray:
+    """An object with __cuda_array_interface__ (version 3) and nothing behind its address:
+    enough for argument checks, problem() and the library's own checks."""
+
+    def __init__(self, shape, typestr="<f2", strides=None, ptr=0x7F0000000000, stream=None,
+                 dlpack_device=None):
+        self.__cuda_array_interface__ = {
+            "shape": tuple(shape), "typestr": typestr, "strides": strides,
+            "data": (ptr, False), "version": 3, "stream": stream}
+        if dlpack_device is not None:
+            self.__dlpack_device__ = lambda: dlpack_device
+
+
+class _DLManagedTensor(ctypes.Structure):
+    _fields_ = [("dl_tensor", _DLTensor), ("manager_ctx", ctypes.c_void_p),
+                ("deleter", ctypes.c_void_p)]
+
+
+_capsule_new = ctypes.pythonapi.PyCapsule_New
+_capsule_new.restype = ctypes.py_object
+_capsule_new.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+_CAPSULE_NAME = ctypes.c_char_p(b"dltensor")  # must outlive every capsule
+
+
+class FakeDLPack:
+    """A DLPack producer (unversioned 'dltensor' capsules) of a tensor on a GPU or the CPU."""
+
+    def __init__(self, shape, code=4, bits=16, strides=None, ptr=0x7F0000000000, device=(2, 0),
+                 byte_offset=0):
+        n = len(shape)
+        self._shape = (ctypes.c_int64 * n)(*shape)
+        self._strides = (ctypes.c_int64 * n)(*strides) if strides else None
+        self._tensor = _DLManagedTensor(_DLTensor(
+            ptr, _DLDevice(*device), n, _DLDataType(code, bits, 1),
+            ctypes.cast(self._shape, ctypes.POINTER(ctypes.c_int64)),
+            ctypes.cast(self._strides, ctypes.POINTER(ctypes.c_int64)) if strides else None,
+            byte_offset), None, None)
+        self._device = device
+        self.streams_asked = []
+
+    def __dlpack_device__(self):
+        return self._device
+
+    def __dlpack__(self, stream=None):
+        self.streams_asked.append(stream)
+        return _capsule_new(ctypes.addressof(self._tensor), _CAPSULE_NAME, None)
+
+
+@pytest.fixture
+def fake():
+    return FakeCudaArray

@@ -1,0 +1,21 @@
+#pragma once
+// GEMMTUNE_RECORD: the problems a program needed and had no tuned kernel for, written as lines
+// of gemm-tune's shapes file, so that `gemm-tune --shapes FILE` tunes exactly those.
+#include <filesystem>
+#include <string>
+
+#include "gemmtune/types.hpp"
+
+namespace gemmtune {
+
+// "11008 8 4096 bf16 tn", then lda=, ldb=, ldc= where they are not tight, then "# align=N" where
+// the pointers were less aligned than the leading dimensions (a shapes file cannot say so).
+std::string shape_line(const Problem& problem);
+
+// Appends shape_line(problem) to file (creating it and its folder) unless a line of the file
+// already names the problem. Several processes may record into one file at once: each holds an
+// exclusive lock (flock) while it reads the file again and appends. Returns true when it
+// appended. Throws Error(io) when the file cannot be read or written.
+bool record_shape(const std::filesystem::path& file, const Problem& problem);
+
+}  // namespace gemmtune

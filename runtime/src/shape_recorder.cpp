@@ -1,0 +1,99 @@
+#include "gemmtune/runtime/shape_recorder.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <sstream>
+
+#include "gemmtune/generator/util.hpp"
+
+namespace gemmtune {
+namespace {
+
+constexpr const char* kHeader =
+    "# Problems served without a tuned kernel (GEMMTUNE_RECORD). Tune them with:\n"
+    "#   gemm-tune --shapes THIS_FILE\n";
+
+// The words of a line before any comment, single-spaced: how two lines are compared.
+std::string key_of(const std::string& line) {
+  std::istringstream words(line.substr(0, line.find('#')));
+  std::string key;
+  for (std::string w; words >> w;) key += (key.empty() ? "" : " ") + w;
+  return key;
+}
+
+bool lists(const std::string& text, const std::string& key) {
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);)
+    if (key_of(line) == key) return true;
+  return false;
+}
+
+[[noreturn]] void throw_io(const std::string& what, const std::filesystem::path& file) {
+  GT_THROW(Errc::io, "GEMMTUNE_RECORD: cannot {} {}: {}", what, file.string(), std::strerror(errno));
+}
+
+std::string read_all(int fd, const std::filesystem::path& file) {
+  std::string text;
+  char buf[65536];
+  for (off_t at = 0;;) {
+    const ssize_t n = ::pread(fd, buf, sizeof(buf), at);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw_io("read", file);
+    if (n == 0) return text;
+    text.append(buf, size_t(n));
+    at += n;
+  }
+}
+
+void write_all(int fd, const std::string& text, const std::filesystem::path& file) {
+  for (size_t done = 0; done < text.size();) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw_io("append to", file);
+    done += size_t(n);
+  }
+}
+
+// An open file descriptor, closed (which also drops its lock) at the end of the scope.
+struct Fd {
+  int fd;
+  ~Fd() { ::close(fd); }
+};
+
+}  // namespace
+
+std::string shape_line(const Problem& p) {
+  std::string line = fmt::format("{} {} {} {} {}", p.m, p.n, p.k, to_string(p.dtype), p.layout());
+  const Problem tight = make_problem(p.dtype, p.op_a, p.op_b, p.m, p.n, p.k);
+  if (p.lda != tight.lda) line += fmt::format(" lda={}", p.lda);
+  if (p.ldb != tight.ldb) line += fmt::format(" ldb={}", p.ldb);
+  if (p.ldc != tight.ldc) line += fmt::format(" ldc={}", p.ldc);
+  const int ld_align = alignment_class(p.dtype, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
+  if (p.align < ld_align) line += fmt::format("  # align={}", p.align);
+  return line;
+}
+
+bool record_shape(const std::filesystem::path& file, const Problem& problem) {
+  const std::string line = shape_line(problem);
+  if (file.has_parent_path()) {
+    std::error_code ignored;  // open() below says what went wrong, if anything did
+    std::filesystem::create_directories(file.parent_path(), ignored);
+  }
+  Fd f{::open(file.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644)};
+  if (f.fd < 0) throw_io("open", file);
+  while (::flock(f.fd, LOCK_EX) != 0)
+    if (errno != EINTR) throw_io("lock", file);
+  // Read again under the lock: another process may have appended the line meanwhile.
+  const std::string text = read_all(f.fd, file);
+  if (lists(text, key_of(line))) return false;
+  std::string append = text.empty() ? kHeader : "";
+  if (!text.empty() && text.back() != '\n') append += '\n';
+  write_all(f.fd, append + line + '\n', file);
+  return true;
+}
+
+}  // namespace gemmtune

@@ -1,0 +1,179 @@
+// gemm-db report --html: one self-contained page with a plot per GPU view and per problem,
+// rendered in headless Chromium to check that every plot was drawn.
+// GEMMTUNE_REPORT_SCREENSHOT=FILE.png keeps a screenshot of the page (docs/report.png).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+
+#include "gemmtune/cache/tuning_db.hpp"
+#include "gemmtune/generator/family.hpp"
+#include "gemmtune/generator/util.hpp"
+#include "support.hpp"
+
+namespace gemmtune {
+namespace {
+
+namespace fs = std::filesystem;
+using test::run_command;
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+void replace_all(std::string& text, const std::string& from, const std::string& to) {
+  for (size_t at = 0; (at = text.find(from, at)) != std::string::npos; at += to.size())
+    text.replace(at, from.size(), to);
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+int count(const std::string& text, const std::string& part) {
+  int n = 0;
+  for (size_t at = 0; (at = text.find(part, at)) != std::string::npos; at += part.size()) ++n;
+  return n;
+}
+
+std::string quoted(const fs::path& path) { return fmt::format("'{}'", path.string()); }
+
+// The chromium command line of the issue: headless, no network of its own, a fresh profile.
+std::string chromium(const fs::path& profile, const std::string& action, const fs::path& page) {
+  return fmt::format(
+      "timeout 180 chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run "
+      "--disable-background-networking --disable-component-update --disable-sync "
+      "--user-data-dir={} {} file://{} 2>/dev/null",
+      quoted(profile), action, page.string());
+}
+
+// The fixture's rows name only tile sizes. Import takes a current row only when its config is a
+// valid point of its family for its problem, so each "@family" row gets one, a different one per
+// candidate as a tuning run records them, with the kernel name that goes with it.
+void make_configs_real(nlohmann::json& document) {
+  for (auto& e : document["entries"]) {
+    const auto& q = e["problem"];
+    Problem p = make_problem(parse_dtype(q["dtype"].get<std::string>()), parse_op(q["layout"].get<std::string>()[0]),
+                             parse_op(q["layout"].get<std::string>()[1]), q["m"], q["n"], q["k"]);
+    p.lda = q["lda"], p.ldb = q["ldb"], p.ldc = q["ldc"], p.align = q["align"];
+    const ArchInfo arch = ArchInfo::from_cc(e["device"]["cc"]);
+    std::map<std::string, std::string> renamed;
+    size_t next = 0;
+    for (auto& c : e["candidates"]) {
+      if (!c["template_version"].get<std::string>().starts_with("@")) continue;
+      const Family& family = find_family(c["config"]["family"].get<std::string>());
+      const auto valid = family.space(p, arch).prune(p, arch).valid;
+      ASSERT_GT(valid.size(), next) << p.describe();
+      const KernelConfig& point = valid[next++];
+      renamed[c["kernel_name"]] = family.kernel_name(point);
+      c["kernel_name"] = family.kernel_name(point);
+      c["config"] = nlohmann::json::parse(point.to_json());
+    }
+    for (auto& b : e["best"])
+      if (renamed.count(b["kernel_name"])) b["kernel_name"] = renamed[b["kernel_name"]];
+  }
+}
+
+// The demo database (tests/data/report-demo.json: illustrative numbers), with valid configs and
+// this build's template versions in place of the fixture's "@family", so that its rows are current.
+class GemmDbReport : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    nlohmann::json document = nlohmann::json::parse(read_text(fs::path(GEMMTUNE_SOURCE_DIR) / "tests/data/report-demo.json"));
+    make_configs_real(document);
+    std::string json = document.dump();
+    for (const char* family : {"simt", "wgmma_sm90"})
+      replace_all(json, fmt::format("\"@{}\"", family),
+                  fmt::format("\"{}\"", template_version(find_family(family))));
+    TuningDb(db()).import_json(json);
+  }
+
+  fs::path db() const { return dir_ / "tuning.db"; }
+  fs::path page() const { return dir_ / "report.html"; }
+
+  test::CommandResult report(const std::string& extra = "") const {
+    return run_command(fmt::format("{} --db {} report --html {} {}", test::tool("gemm-db"),
+                                   quoted(db()), quoted(page()), extra));
+  }
+
+  test::TempDir dir_;
+};
+
+TEST_F(GemmDbReport, WritesOneSelfContainedPage) {
+  const auto run = report();
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  // 2 GPUs; per GPU two plots, and one per problem with a candidate that passed: 10 + 4.
+  // The stale row's 6 candidates are of old templates: shown as the stale row only.
+  EXPECT_TRUE(contains(run.output, "2 GPUs, 14 problems, 257 candidates, 18 charts")) << run.output;
+  const std::string html = read_text(page());
+  // Nothing is fetched: no external scripts, styles, images or frames.
+  EXPECT_FALSE(std::regex_search(html, std::regex(R"(\b(src|href)\s*=)"))) << "external resource";
+  EXPECT_FALSE(contains(html, "<link"));
+  EXPECT_TRUE(contains(html, "Chart.js v3")) << "Chart.js is not inlined";
+  EXPECT_EQ(count(html, "<canvas"), 18);
+  for (const char* expected :
+       {"NVIDIA H100 80GB HBM3", "NVIDIA H200", "bf16 tn 11008x4096x4096", "f32 nn 4096x4096x4096",
+        "winner: ", "faster than the runner-up", "no winner yet",  // the unfinished problem
+        "Stale results", "0f1e2d3c4b5a6978",                      // the stale row
+        "failed candidates", "out_of_resources"})
+    EXPECT_TRUE(contains(html, expected)) << expected;
+}
+
+TEST_F(GemmDbReport, FiltersChooseWhatThePageShows) {
+  const auto run = report("--device h200 --dtype bf16");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "1 GPUs, 3 problems")) << run.output;
+  const std::string html = read_text(page());
+  EXPECT_FALSE(contains(html, "NVIDIA H100"));
+  EXPECT_FALSE(contains(html, "<h4>f16 nn 8192x8192x8192"));
+  EXPECT_TRUE(contains(html, "<h4>bf16 nn 8192x8192x8192"));
+}
+
+TEST_F(GemmDbReport, BadUsageIsOneLineAndANonZeroExit) {
+  auto run = run_command(fmt::format("{} --db {} report", test::tool("gemm-db"), quoted(db())));
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_TRUE(contains(run.output, "--html is required")) << run.output;
+  run = run_command(fmt::format("{} --db {} report --html {}", test::tool("gemm-db"),
+                                quoted(dir_ / "none.db"), quoted(page())));
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_TRUE(contains(run.output, "no tuning database at")) << run.output;
+  run = run_command(fmt::format("{} --db {} report --html {}", test::tool("gemm-db"),
+                                quoted(db()), quoted(dir_ / "no/such/folder/r.html")));
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_TRUE(contains(run.output, "cannot write")) << run.output;
+}
+
+TEST_F(GemmDbReport, ChromiumDrawsEveryPlot) {
+  if (run_command("command -v chromium").exit_code != 0)
+    GTEST_SKIP() << "no chromium here (tools/setup.sh installs it)";
+  ASSERT_EQ(report().exit_code, 0);
+  const auto dom = run_command(chromium(dir_ / "profile", "--dump-dom", page()), false);
+  ASSERT_EQ(dom.exit_code, 0) << dom.output.substr(0, 2000);
+  EXPECT_FALSE(contains(dom.output, "data-report-error"))
+      << dom.output.substr(dom.output.find("data-report-error"), 300);
+  // The page's script counts the charts it made and the pixels each canvas got.
+  EXPECT_TRUE(contains(dom.output, "data-charts=\"18\"")) << "charts were not all made";
+  const std::regex painted(R"re(data-painted="(\d+)")re");
+  int canvases = 0;
+  for (auto it = std::sregex_iterator(dom.output.begin(), dom.output.end(), painted);
+       it != std::sregex_iterator(); ++it, ++canvases)
+    EXPECT_GT(std::stoi((*it)[1]), 500) << "canvas " << canvases << " is (nearly) blank";
+  EXPECT_EQ(canvases, 18);
+
+  if (const auto keep = env_var("GEMMTUNE_REPORT_SCREENSHOT")) {
+    const auto shot = run_command(
+        chromium(dir_ / "profile2", "--hide-scrollbars --window-size=1240,2300 --screenshot=" +
+                                        fs::absolute(*keep).string(), page()));
+    EXPECT_EQ(shot.exit_code, 0) << shot.output;
+    EXPECT_TRUE(fs::exists(*keep));
+  }
+}
+
+}  // namespace
+}  // namespace gemmtune

@@ -1,0 +1,87 @@
+// GEMMTUNE_RECORD's lines: what the library writes, gemm-tune reads back as the same problem.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "cli_common.hpp"
+#include "gemmtune/generator/util.hpp"
+#include "gemmtune/runtime/shape_recorder.hpp"
+#include "support.hpp"
+
+namespace gemmtune {
+namespace {
+
+Problem problem(DType dtype, const char* layout, int64_t m, int64_t n, int64_t k) {
+  return make_problem(dtype, parse_op(layout[0]), parse_op(layout[1]), m, n, k);
+}
+
+// What gemm-tune --shapes makes of a line.
+Problem read_back(const std::string& line) {
+  const cli::ShapeLine s = cli::parse_shape_line(line.substr(0, line.find('#')));
+  return cli::make_cli_problem(s.dtype, s.layout, s.m, s.n, s.k, s.lda, s.ldb, s.ldc);
+}
+
+TEST(ShapeRecorder, TightProblemsAreShapeDtypeAndLayout) {
+  EXPECT_EQ(shape_line(problem(DType::bf16, "tn", 11008, 8, 4096)), "11008 8 4096 bf16 tn");
+  EXPECT_EQ(shape_line(problem(DType::f32, "nn", 1, 1, 1)), "1 1 1 f32 nn");
+}
+
+TEST(ShapeRecorder, LeadingDimensionsAreWrittenWhereTheyAreNotTight) {
+  Problem p = problem(DType::f16, "nt", 300, 200, 100);
+  p.lda = 304;
+  p.ldc = 320;
+  p.align = alignment_class(p.dtype, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
+  EXPECT_EQ(shape_line(p), "300 200 100 f16 nt lda=304 ldc=320");
+}
+
+TEST(ShapeRecorder, PointersLessAlignedThanTheLeadingDimensionsAreNoted) {
+  Problem p = problem(DType::bf16, "tn", 4096, 8, 4096);
+  p.align = 2;  // e.g. a view that starts one element into its buffer
+  EXPECT_EQ(shape_line(p), "4096 8 4096 bf16 tn  # align=2");
+}
+
+TEST(ShapeRecorder, GemmTuneReadsEveryLineBackAsTheSameProblem) {
+  std::vector<Problem> problems = {problem(DType::bf16, "tn", 11008, 8, 4096),
+                                   problem(DType::f32, "nn", 48, 64, 32),
+                                   problem(DType::f16, "tt", 300, 200, 100)};
+  problems[1].lda = 50;
+  problems[2].ldb = 208;
+  for (Problem& p : problems) {
+    p.align = alignment_class(p.dtype, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
+    EXPECT_EQ(read_back(shape_line(p)).describe(), p.describe()) << shape_line(p);
+  }
+}
+
+TEST(ShapeRecorder, AppendsEachProblemOnceUnderAHeader) {
+  test::TempDir dir;
+  const auto file = dir / "deep/folder/shapes.txt";
+  const Problem a = problem(DType::bf16, "tn", 4096, 1, 4096);
+  const Problem b = problem(DType::bf16, "tn", 4096, 2, 4096);
+  EXPECT_TRUE(record_shape(file, a));
+  EXPECT_FALSE(record_shape(file, a));
+  EXPECT_TRUE(record_shape(file, b));
+  // gemm-tune reads the file: the header is a comment, each problem one line.
+  const auto shapes = cli::read_shapes_file(file.string());
+  ASSERT_EQ(shapes.size(), 2u);
+  EXPECT_EQ(shapes[0].n, 1);
+  EXPECT_EQ(shapes[1].n, 2);
+  std::ifstream in(file);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_EQ(text.str().rfind("# Problems served without a tuned kernel (GEMMTUNE_RECORD).", 0), 0u);
+}
+
+TEST(ShapeRecorder, AFileThatCannotBeWrittenIsAnIoError) {
+  test::TempDir dir;
+  try {
+    record_shape(dir.path(), problem(DType::f32, "nn", 2, 2, 2));  // a folder, not a file
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::io);
+    EXPECT_NE(std::string(e.what()).find("GEMMTUNE_RECORD: cannot open"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace gemmtune
