@@ -18,7 +18,8 @@ struct GemmArgs {
   long long lda;
   long long ldb;
   long long ldc;
-  int m;  // op(A) is m x k, op(B) is k x n, C is m x n
+  int m;  // op(A) is m x k, op(B) is k x n, C is m x n; each at most 2^30 (validate()), so
+          // tile bounds and counts in int cannot overflow; offsets use the 64-bit ld
   int n;
   int k;
   float alpha;

@@ -30,9 +30,10 @@ GEMMTUNE_DEVICE_INLINE uint4 load8_unaligned(const unsigned char* p) {
 }
 
 // Each thread writes one 16-byte chunk (8 rows) of one column. Rows past the end (up to the
-// padded ld) hold whatever follows in memory or zeros: TMA never reads them.
-extern "C" __global__ void gemmtune_pack16(unsigned long long src, long long src_ld, int rows, int cols,
-                                           unsigned long long dst, long long dst_ld) {
+// padded ld) hold whatever follows in memory or zeros: TMA never reads them. Sizes and indices
+// are 64-bit: an operand may hold more than 2^31 elements.
+extern "C" __global__ void gemmtune_pack16(unsigned long long src, long long src_ld, long long rows,
+                                           long long cols, unsigned long long dst, long long dst_ld) {
   const long long chunks_per_column = (rows + 7) / 8;
   const long long total = chunks_per_column * cols;
   const gemmtune::u16* in = reinterpret_cast<const gemmtune::u16*>(src);
@@ -41,7 +42,7 @@ extern "C" __global__ void gemmtune_pack16(unsigned long long src, long long src
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
        i += (long long)gridDim.x * blockDim.x) {
     const long long col = i / chunks_per_column;
-    const int row0 = int(i % chunks_per_column) * 8;
+    const long long row0 = i % chunks_per_column * 8;
     const gemmtune::u16* column = in + col * src_ld;
     const unsigned long long first = reinterpret_cast<unsigned long long>(column + row0);
     uint4 chunk;
@@ -51,7 +52,7 @@ extern "C" __global__ void gemmtune_pack16(unsigned long long src, long long src
       gemmtune::u32 word[4];
 #pragma unroll
       for (int w = 0; w < 4; ++w) {
-        const int r = row0 + 2 * w;
+        const long long r = row0 + 2 * w;
         const gemmtune::u32 lo = r < rows ? column[r] : 0u;
         const gemmtune::u32 hi = r + 1 < rows ? column[r + 1] : 0u;
         word[w] = lo | (hi << 16);

@@ -1,7 +1,10 @@
 // tune -> database -> gemmtune::gemm uses the tuned kernel; resume; nearest shape; fallback.
 #include <cstdlib>
+#include <fstream>
 
 #include "gemmtune/gemmtune.hpp"
+#include "gemmtune/generator/util.hpp"
+#include "gemmtune/runtime/driver.hpp"
 #include "gemmtune/tuner/tuner.hpp"
 #include "gpu_support.hpp"
 
@@ -84,6 +87,103 @@ TEST_F(EndToEnd, CompleteSearchAnswersFromTheDatabaseAndForceRetunes) {
   const TuneReport forced = tune(p, options_);
   EXPECT_FALSE(forced.from_db);
   EXPECT_EQ(forced.measured.size(), 2u);
+}
+
+// Results of this GPU under another driver or NVRTC: the library uses them for their exact
+// problem, and says so, until gemm-tune tunes the problem under the versions of this process,
+// which it does rather than answer from them.
+TEST_F(EndToEnd, ResultsOfAnotherDriverAreUsedUntilTunedAgain) {
+  const Problem p = make_problem(DType::f32, Op::N, Op::N, 320, 192, 128);
+  const Family& simt = find_family("simt");
+  const KernelConfig c = simt.space(p, device_.arch).prune(p, device_.arch).valid.at(3);
+  DeviceKey older = device_.key;
+  older.driver -= 10;
+  older.nvrtc = "12.4";
+  {
+    TuningDb db(options_.db_path);
+    CandidateRecord r;
+    r.kernel_name = simt.kernel_name(c);
+    r.template_version = template_version(simt);
+    r.config = c;
+    r.status = CandidateStatus::ok;
+    r.median_ms = 1.0;
+    db.record(older, p, r);
+    db.set_best(older, p, r.kernel_name, r.template_version, -1, /*complete=*/true);
+  }
+  Options lib_options;
+  lib_options.db_path = options_.db_path.string();
+  Library lib(lib_options);
+  const Selection before = lib.select(p);
+  EXPECT_EQ(before.source, Source::other_version);
+  EXPECT_STREQ(to_string(before.source), "other_version");
+  EXPECT_EQ(before.kernel, simt.kernel_name(c));
+  EXPECT_NE(before.note.find(fmt::format("driver {} and NVRTC 12.4", older.driver)), std::string::npos) << before.note;
+  EXPECT_TRUE(library_result(lib, p).ok);
+  // Another shape does not borrow it: only the exact problem.
+  EXPECT_EQ(lib.select(make_problem(DType::f32, Op::N, Op::N, 352, 192, 128)).source, Source::fallback);
+
+  options_.families = {"simt"};
+  options_.baseline = false;
+  options_.budget.candidates = 2;
+  const TuneReport retuned = tune(p, options_);
+  EXPECT_FALSE(retuned.from_db) << "a complete search under another driver is no answer for this one";
+  EXPECT_EQ(retuned.measured.size(), 2u);
+  lib.reload();
+  EXPECT_EQ(lib.select(p).source, Source::tuned);
+}
+
+// A worker that cannot start ends the run at once, not after every queued compile (with two
+// compile threads, this space takes minutes to compile).
+TEST_F(EndToEnd, AWorkerThatCannotStartFailsTheRunAtOnce) {
+  const Problem p = make_problem(DType::f32, Op::N, Op::N, 2048, 2048, 2048);
+  ASSERT_GT(find_family("simt").space(p, device_.arch).prune(p, device_.arch).valid.size(), 100u);
+  std::ofstream(dir_ / "dead-worker") << "#!/bin/sh\necho 'cannot open the GPU' >&2\nexit 3\n";
+  std::filesystem::permissions(dir_ / "dead-worker", std::filesystem::perms::owner_all);
+  options_.compile_threads = 2;
+  options_.families = {"simt"};
+  for (const auto& worker : {dir_ / "dead-worker", dir_ / "missing-worker"}) {
+    setenv("GEMMTUNE_WORKER", worker.c_str(), 1);
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      tune(p, options_);
+      ADD_FAILURE() << "tuned without a worker: " << worker;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("worker"), std::string::npos) << e.what();
+    }
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(15)) << worker;
+  }
+  unsetenv("GEMMTUNE_WORKER");
+}
+
+// Settings that allow no run still time one (a median needs one), in the timer and in a tuning run.
+TEST_F(EndToEnd, TimingSettingsThatAllowNoRunStillMeasureOne) {
+  const DeviceBuffer buffer(1 << 20);
+  const Timer timer(device_);
+  TimingSettings none;
+  none.max_runs = 0;
+  none.min_runs = 0;
+  none.min_total_ms = 0;
+  none.warmup_ms = 0;
+  int launches = 0;
+  const Timing t = timer.time(
+      [&](CUstream s) {
+        ++launches;
+        GT_CU(cuMemsetD32Async(buffer.ptr(), 1, buffer.bytes() / 4, s));
+      },
+      stream_->get(), none);
+  EXPECT_EQ(t.runs, 1);
+  EXPECT_GT(t.median_ms, 0);
+  EXPECT_EQ(t.min_ms, t.max_ms);
+  EXPECT_EQ(launches, 3 + 1) << "three warm-up launches, one timed";
+
+  options_.timing = none;
+  options_.families = {"simt"};
+  options_.baseline = false;
+  options_.budget.candidates = 1;
+  const TuneReport r = tune(make_problem(DType::f32, Op::N, Op::N, 96, 64, 32), options_);
+  ASSERT_EQ(r.measured.size(), 1u);
+  EXPECT_EQ(r.measured[0].status, CandidateStatus::ok) << r.measured[0].message;
+  EXPECT_EQ(r.measured[0].runs, 1);
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 // A candidate that faults and one that hangs are recorded as such, and the run goes on.
+// The misbehaving family exists only in test binaries: this test registers it here and measures
+// with the test worker, which has it too.
 #include <cstdlib>
 
+#include "fault_injection_family.hpp"
 #include "gemmtune/tuner/tuner.hpp"
 #include "gpu_support.hpp"
 
@@ -12,6 +15,8 @@ class FaultIsolation : public test::GpuTest {};
 TEST_F(FaultIsolation, FaultAndHangAreRecordedAndSurvived) {
   test::TempDir dir;
   setenv("GEMMTUNE_CACHE_DIR", (dir / "cache").c_str(), 1);
+  setenv("GEMMTUNE_WORKER", GEMMTUNE_BIN_DIR "/gemmtune-fault-injection-worker", 1);
+  register_family(test::fault_injection_family());
   const Problem p = make_problem(DType::f32, Op::N, Op::N, 256, 256, 256);
   TuneOptions o;
   o.db_path = dir / "tuning.db";
@@ -43,6 +48,7 @@ TEST_F(FaultIsolation, FaultAndHangAreRecordedAndSurvived) {
   const auto all = db.candidates(device_.key, p);
   EXPECT_EQ(all.size(), 3u);
   EXPECT_EQ(db.best(device_.key, p)->winner.config.family, "simt");
+  unsetenv("GEMMTUNE_WORKER");
 }
 
 }  // namespace

@@ -1,8 +1,18 @@
 // The public API: clear errors for bad input, the C API, streams, several threads at once.
+#include <spdlog/sinks/ostream_sink.h>
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <fstream>
+#include <random>
+#include <sstream>
 #include <thread>
 
+#include "fault_injection_family.hpp"
+#include "gemmtune/cache/tuning_db.hpp"
 #include "gemmtune/gemmtune.h"
 #include "gemmtune/gemmtune.hpp"
+#include "gemmtune/generator/util.hpp"
 #include "gpu_support.hpp"
 
 namespace gemmtune {
@@ -90,23 +100,149 @@ TEST_F(LibraryApi, ResultsAreRightFromManyThreadsOnTheirOwnStreams) {
   for (auto& th : threads) th.join();
   // The same calls checked one by one against the reference.
   for (const auto& p : problems) {
-    const Verdict verdict = check_library(lib, p);
+    const Verdict verdict = check_library(lib, p, 1.0f, 0.0f, 3);
     EXPECT_TRUE(verdict.ok) << p.describe() << ": " << verdict.message;
   }
 }
 
-TEST_F(LibraryApi, UnsupportedDtypeSaysSo) {
+// Every dtype on every GPU: computed right where a family serves it, refused as unsupported (with
+// the dtype and the GPU named) where none does. On Hopper, the target, all three are served.
+TEST_F(LibraryApi, EachDtypeIsComputedRightOrRefusedAsUnsupported) {
   Library lib(options_);
-  const Problem p = make_problem(DType::f16, Op::N, Op::N, 64, 64, 64);
-  const ProblemData d(p, *checker_, 4, stream_->get());
-  if (!families_for(p, device_.arch).empty()) GTEST_SKIP() << "f16 is supported on " << device_.arch.name();
-  try {
-    lib.gemm(DType::f16, Op::N, Op::N, 64, 64, 64, 1, reinterpret_cast<const void*>(d.a.ptr()), 64,
-             reinterpret_cast<const void*>(d.b.ptr()), 64, 0, reinterpret_cast<void*>(d.c.ptr()), 64);
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), Errc::unsupported);
+  for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+    const Problem p = make_problem(dtype, Op::N, Op::T, 96, 80, 72);
+    if (families_for(p, device_.arch).empty()) {
+      const ProblemData d(p, *checker_, 4, stream_->get());
+      EXPECT_NE(device_.arch.cc, 90) << "Hopper must serve " << to_string(dtype);
+      try {
+        lib.gemm(dtype, Op::N, Op::T, p.m, p.n, p.k, 1, reinterpret_cast<const void*>(d.a.ptr()), p.lda,
+                 reinterpret_cast<const void*>(d.b.ptr()), p.ldb, 0, reinterpret_cast<void*>(d.c.ptr()), p.ldc);
+        ADD_FAILURE() << "no error for " << to_string(dtype) << " on " << device_.arch.name();
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), Errc::unsupported) << e.what();
+        EXPECT_NE(std::string(e.what()).find(fmt::format("{} nt on {}", to_string(dtype), device_.name)),
+                  std::string::npos)
+            << e.what();
+      }
+      continue;
+    }
+    const Verdict verdict = check_library(lib, p, 1.0f, 0.5f, 3);
+    EXPECT_TRUE(verdict.ok) << p.describe() << ": " << verdict.message;
   }
+}
+
+// Collects what gemmtune logs while it lives.
+class LogCapture {
+ public:
+  LogCapture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(text_)) { log().sinks().push_back(sink_); }
+  ~LogCapture() {
+    auto& sinks = log().sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+  }
+  int lines_with(const std::string& part) const {
+    std::istringstream in(text_.str());
+    int count = 0;
+    for (std::string line; std::getline(in, line);) count += line.find(part) != std::string::npos;
+    return count;
+  }
+  std::string text() const { return text_.str(); }
+
+ private:
+  std::ostringstream text_;
+  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
+};
+
+// A damaged database (truncated, random bytes, another program's SQLite file): the library says
+// so once and computes with its built-in defaults; the caller never sees an error.
+TEST_F(LibraryApi, ADamagedDatabaseIsReportedOnceAndTheDefaultsAreUsed) {
+  const Problem tuned = make_problem(DType::f32, Op::N, Op::N, 128, 96, 64);
+  {
+    TuningDb db(dir_ / "good.db");
+    const KernelConfig c = find_family("simt").default_config(tuned, device_.arch);
+    CandidateRecord r;
+    r.template_version = template_version(find_family("simt"));
+    r.config = c;
+    r.status = CandidateStatus::ok;
+    r.median_ms = 1.0;
+    r.message = std::string(300, 'm');
+    for (int i = 0; i < 300; ++i) {  // pages enough that half the file loses some
+      r.kernel_name = fmt::format("k{}", i);
+      db.record(device_.key, make_problem(DType::f32, Op::N, Op::N, 64 + i, 64, 64), r);
+    }
+    r.kernel_name = find_family("simt").kernel_name(c);
+    db.record(device_.key, tuned, r);
+    db.set_best(device_.key, tuned, r.kernel_name, r.template_version, -1, true);
+  }
+  std::ifstream in(dir_ / "good.db", std::ios::binary);
+  const std::string good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::ofstream(dir_ / "truncated.db", std::ios::binary) << good.substr(0, good.size() / 2);
+  std::ofstream(dir_ / "random.db", std::ios::binary) << test::random_bytes(20000, 7);
+  {
+    TuningDb photos(dir_ / "photos.db");  // made ours, then made another program's
+  }
+  {
+    sqlite3* raw = nullptr;
+    sqlite3_open((dir_ / "photos.db").c_str(), &raw);
+    sqlite3_exec(raw, "PRAGMA application_id = 42; CREATE TABLE photos (path TEXT)", nullptr, nullptr, nullptr);
+    sqlite3_close(raw);
+  }
+  for (const char* name : {"truncated.db", "random.db", "photos.db"}) {
+    const std::string path = (dir_ / name).string();
+    LogCapture captured;
+    Options o = options_;
+    o.db_path = path;
+    Library lib(o);
+    for (int64_t m : {64, 65, 128, 200}) {
+      const Problem p = make_problem(DType::f32, Op::N, Op::N, m, 96, 64);
+      EXPECT_EQ(lib.select(p).source, Source::fallback) << name << " " << p.describe();
+    }
+    const Verdict verdict = check_library(lib, tuned, 1.0f, 0.0f, 8);
+    EXPECT_TRUE(verdict.ok) << name << ": " << verdict.message;
+    EXPECT_EQ(captured.lines_with(path), 1) << name << ": " << captured.text();
+    EXPECT_EQ(captured.lines_with("using the built-in defaults"), 1) << name << ": " << captured.text();
+  }
+}
+
+// A database row naming the test family (registered in this process, as only a test does), or
+// parameters outside a family's space, is never run: skipped with a warning, the default runs.
+TEST_F(LibraryApi, RowsThatAreNoValidProductionConfigAreSkippedWithAWarning) {
+  register_family(test::fault_injection_family());
+  const Problem p = make_problem(DType::f32, Op::N, Op::N, 256, 128, 64);
+  const Problem p2 = make_problem(DType::f32, Op::N, Op::N, 384, 128, 64);
+  const std::string db_path = (dir_ / "planted.db").string();
+  {
+    TuningDb db(db_path);
+    CandidateRecord fault;
+    fault.kernel_name = "planted_fault";
+    fault.template_version = template_version(test::fault_injection_family());
+    fault.config = test::fault_injection_family().default_config(p, device_.arch);
+    fault.status = CandidateStatus::ok;
+    fault.median_ms = 0.001;
+    db.record(device_.key, p, fault);
+    db.set_best(device_.key, p, fault.kernel_name, fault.template_version, -1, true);
+    CandidateRecord odd = fault;
+    odd.kernel_name = "planted_vec8";
+    odd.template_version = template_version(find_family("simt"));
+    odd.config = find_family("simt").default_config(p2, device_.arch);
+    odd.config.params["VEC"] = 8;  // 32-byte loads: no such kernel
+    db.record(device_.key, p2, odd);
+    db.set_best(device_.key, p2, odd.kernel_name, odd.template_version, -1, true);
+  }
+  Options o = options_;
+  o.db_path = db_path;
+  LogCapture captured;
+  Library lib(o);
+  for (const Problem& q : {p, p2}) {
+    const Selection s = lib.select(q);
+    EXPECT_EQ(s.source, Source::fallback) << q.describe();
+    EXPECT_EQ(s.family, "simt");
+  }
+  EXPECT_NE(captured.text().find("not using planted_fault (fault_injection)"), std::string::npos) << captured.text();
+  EXPECT_NE(captured.text().find("not using planted_vec8 (simt) for " + p2.describe() + ": VEC=8 is not among"),
+            std::string::npos)
+      << captured.text();
+  const Verdict verdict = check_library(lib, p, 1.0f, 0.0f, 8);
+  EXPECT_TRUE(verdict.ok) << verdict.message;
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <random>
 #include <string>
 
+#include "gemmtune/generator/embedded.hpp"
 #include "gemmtune/runtime/driver.hpp"
 
 namespace gemmtune::test {
@@ -53,6 +54,42 @@ inline CommandResult run_command(const std::string& command, bool with_stderr = 
 }
 
 inline std::string tool(const std::string& name) { return std::string(GEMMTUNE_BIN_DIR) + "/" + name; }
+
+// `count` bytes from a fixed seed: a file that is nothing in particular.
+inline std::string random_bytes(size_t count, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::string out(count, '\0');
+  for (char& ch : out) ch = char(rng());
+  return out;
+}
+
+// The embedded templates as a copy a test edits: what an edit of the sources, or an upgrade of
+// gemmtune, does to what depends on them (the Compiler and template_version take such a set).
+class EditableTemplates {
+ public:
+  EditableTemplates() {
+    for (const auto& f : embedded_templates()) contents_.emplace_back(f.content);
+    for (size_t i = 0; i < contents_.size(); ++i) files_.push_back({embedded_templates()[i].path, contents_[i]});
+  }
+  EditableTemplates(const EditableTemplates&) = delete;  // files_ views contents_
+  EditableTemplates& operator=(const EditableTemplates&) = delete;
+
+  EditableTemplates& append(std::string_view path, const std::string& text) {
+    for (size_t i = 0; i < files_.size(); ++i)
+      if (path == files_[i].path) {
+        contents_[i] += text;
+        files_[i].content = contents_[i];
+        return *this;
+      }
+    ADD_FAILURE() << "no template " << path;
+    return *this;
+  }
+  const std::vector<EmbeddedFile>& files() const { return files_; }
+
+ private:
+  std::vector<std::string> contents_;
+  std::vector<EmbeddedFile> files_;
+};
 
 }  // namespace gemmtune::test
 

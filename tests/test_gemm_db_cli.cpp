@@ -1,6 +1,7 @@
 // gemm-db, run as a user runs it: readable output, JSON for scripts, and one clear line with a
 // non-zero exit for every kind of bad input, never a crash.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -15,6 +16,8 @@
 #include "gemmtune/cache/tuning_db.hpp"
 #include "gemmtune/generator/family.hpp"
 #include "gemmtune/generator/util.hpp"
+#include "gemmtune/runtime/device.hpp"
+#include "gemmtune/runtime/driver.hpp"
 #include "support.hpp"
 
 namespace gemmtune {
@@ -48,14 +51,33 @@ std::string quoted(const std::string& arg) {
   return out + "'";
 }
 
-const DeviceKey kH100{"NVIDIA H100 80GB HBM3", 90, 132, 13000, "13.0"};
+// An H100 under this machine's NVRTC and driver (when it has one): gemm-db lists its rows as
+// current here.
+DeviceKey this_machines_h100() {
+  int driver = 13000;
+  if (cu::available()) cu::api().cuDriverGetVersion(&driver);
+  return {"NVIDIA H100 80GB HBM3", 90, 132, driver, nvrtc_version()};
+}
+const DeviceKey kH100 = this_machines_h100();
+
+// A valid point of the family that serves the problem on an H100 (simt for f32, wgmma for
+// f16): rows that the library and an import accept.
+KernelConfig config_for(const Problem& p) {
+  const ArchInfo arch = ArchInfo::from_cc(90);
+  const Family& family = *families_for(p, arch).front();
+  return family.space(p, arch).prune(p, arch).valid.at(0);
+}
+
+std::string version_for(const Problem& p) {
+  return template_version(find_family(config_for(p).family));
+}
 
 CandidateRecord candidate(const Problem& p, const std::string& name, CandidateStatus status,
                           double median_ms) {
   CandidateRecord c;
   c.kernel_name = name;
-  c.template_version = template_version(find_family("simt"));
-  c.config = KernelConfig{"simt", p.dtype, p.op_a, p.op_b, {{"BM", 128}, {"BN", 128}}};
+  c.template_version = version_for(p);
+  c.config = config_for(p);
   c.status = status;
   c.median_ms = median_ms;
   c.min_ms = median_ms;
@@ -75,8 +97,7 @@ class GemmDbCli : public ::testing::Test {
       db.record(kH100, p, candidate(p, "gemm_simt_slow_" + p.shape(), CandidateStatus::ok, 2.5));
       db.record(kH100, p,
                 candidate(p, "gemm_simt_broken_" + p.shape(), CandidateStatus::compile_error, -1));
-      db.set_best(kH100, p, "gemm_simt_fast_" + p.shape(), template_version(find_family("simt")),
-                  2.5, true);
+      db.set_best(kH100, p, "gemm_simt_fast_" + p.shape(), version_for(p), 2.5, true);
     }
   }
 
@@ -272,9 +293,78 @@ TEST_F(GemmDbCli, AFileThatIsNotADatabaseIsAnErrorNotACrash) {
   const Outcome run = gemm_db({"list"}, file("notes.db"));
   EXPECT_EQ(run.signal, 0);
   EXPECT_EQ(run.exit_code, 1);
-  EXPECT_TRUE(contains(run.err, "gemm-db: error: database " + file("notes.db").string()))
+  EXPECT_TRUE(contains(run.err, "gemm-db: error: " + file("notes.db").string() + " is not an SQLite database"))
       << run.err;
   EXPECT_TRUE(contains(run.err, "SQLITE_NOTADB")) << run.err;
+}
+
+// Results of this GPU under another driver or NVRTC are the library's fallback for their exact
+// problem: list says so, apart from current and stale ones.
+TEST_F(GemmDbCli, ListShowsResultsOfAnotherDriverOrNvrtcAsSuch) {
+  DeviceKey older = kH100;
+  older.nvrtc = "11.8";
+  {
+    TuningDb db(db_path());
+    db.record(older, f32_2048, candidate(f32_2048, "gemm_simt_under_11_8", CandidateStatus::ok, 3.0));
+    db.set_best(older, f32_2048, "gemm_simt_under_11_8", version_for(f32_2048), -1, true);
+  }
+  const Json rows = Json::parse(gemm_db({"list", "--json"}).out);
+  ASSERT_EQ(rows.size(), 3u);
+  for (const auto& row : rows)
+    EXPECT_EQ(row["state"], row["device"]["nvrtc"] == "11.8" ? "other version" : "current") << row.dump();
+  const Outcome text = gemm_db({"list", "--m", "2048"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  const std::string line = text.out.substr(text.out.find("gemm_simt_under_11_8"));
+  EXPECT_TRUE(contains(line.substr(0, line.find('\n')), "other version")) << text.out;
+  EXPECT_TRUE(contains(text.out, "other version: tuned under another CUDA driver or NVRTC")) << text.out;
+}
+
+// A damaged file, random bytes and another program's SQLite file: every subcommand says what is
+// wrong in one line, exits 1, and leaves the file exactly as it was.
+TEST_F(GemmDbCli, ADamagedOrForeignFileIsRefusedSayingWhatIsWrong) {
+  const std::string good = read_text(db_path());
+  ASSERT_GT(good.size(), 8192u);
+  write_text_file(file("truncated.db"), good.substr(0, good.size() / 2));
+  write_text_file(file("random.db"), test::random_bytes(20000, 7));
+  {
+    sqlite3* other = nullptr;
+    ASSERT_EQ(sqlite3_open(file("photos.db").c_str(), &other), SQLITE_OK);
+    sqlite3_exec(other, "CREATE TABLE photos (id INTEGER PRIMARY KEY, path TEXT)", nullptr, nullptr, nullptr);
+    sqlite3_close(other);
+  }
+  write_text_file(file("export.json"), export_all());
+  const std::vector<std::pair<std::string, std::string>> files = {
+      {"truncated.db", "is damaged"}, {"random.db", "is not an SQLite database"}, {"photos.db", "another program"}};
+  const std::vector<std::vector<std::string>> commands = {
+      {"list"}, {"stats"}, {"export"}, {"show", "--m", "2048", "--n", "2048", "--k", "2048"},
+      {"import", file("export.json").string()}, {"delete", "--all"}};
+  for (const auto& [name, says] : files) {
+    const std::string before = read_text(file(name));
+    for (const auto& args : commands) {
+      const Outcome run = gemm_db(args, file(name));
+      const std::string what = name + " " + args[0];
+      EXPECT_EQ(run.signal, 0) << what;
+      EXPECT_EQ(run.exit_code, 1) << what << ": " << run.err;
+      EXPECT_TRUE(run.err.starts_with("gemm-db: error: ")) << what << ": " << run.err;
+      EXPECT_TRUE(contains(run.err, file(name).string())) << what << ": " << run.err;
+      EXPECT_TRUE(contains(run.err, says)) << what << ": " << run.err;
+      EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << what << ": " << run.err;
+      EXPECT_EQ(read_text(file(name)), before) << what << " changed the file";
+      EXPECT_FALSE(fs::exists(file(name).string() + "-wal")) << what;
+    }
+  }
+}
+
+TEST_F(GemmDbCli, ImportRefusesTheTestFamilyAndChangesNothing) {
+  Json document = Json::parse(export_all());
+  document["entries"][0]["candidates"][0]["config"]["family"] = "fault_injection";
+  write_text_file(file("planted.json"), document.dump());
+  const std::string before = export_all();
+  const Outcome run = gemm_db({"import", file("planted.json").string()});
+  EXPECT_EQ(run.exit_code, 2) << run.err;
+  EXPECT_TRUE(contains(run.err, "entries[0].candidates[0].config.family: unknown kernel family 'fault_injection'"))
+      << run.err;
+  EXPECT_EQ(export_all(), before);
 }
 
 }  // namespace

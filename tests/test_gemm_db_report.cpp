@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 
@@ -51,13 +53,41 @@ std::string chromium(const fs::path& profile, const std::string& action, const f
       quoted(profile), action, page.string());
 }
 
-// The demo database (tests/data/report-demo.json: illustrative numbers), with this build's
-// template versions in place of the fixture's "@family" so that its rows are current.
+// The fixture's rows name only tile sizes. Import takes a current row only when its config is a
+// valid point of its family for its problem, so each "@family" row gets one, a different one per
+// candidate as a tuning run records them, with the kernel name that goes with it.
+void make_configs_real(nlohmann::json& document) {
+  for (auto& e : document["entries"]) {
+    const auto& q = e["problem"];
+    Problem p = make_problem(parse_dtype(q["dtype"].get<std::string>()), parse_op(q["layout"].get<std::string>()[0]),
+                             parse_op(q["layout"].get<std::string>()[1]), q["m"], q["n"], q["k"]);
+    p.lda = q["lda"], p.ldb = q["ldb"], p.ldc = q["ldc"], p.align = q["align"];
+    const ArchInfo arch = ArchInfo::from_cc(e["device"]["cc"]);
+    std::map<std::string, std::string> renamed;
+    size_t next = 0;
+    for (auto& c : e["candidates"]) {
+      if (!c["template_version"].get<std::string>().starts_with("@")) continue;
+      const Family& family = find_family(c["config"]["family"].get<std::string>());
+      const auto valid = family.space(p, arch).prune(p, arch).valid;
+      ASSERT_GT(valid.size(), next) << p.describe();
+      const KernelConfig& point = valid[next++];
+      renamed[c["kernel_name"]] = family.kernel_name(point);
+      c["kernel_name"] = family.kernel_name(point);
+      c["config"] = nlohmann::json::parse(point.to_json());
+    }
+    for (auto& b : e["best"])
+      if (renamed.count(b["kernel_name"])) b["kernel_name"] = renamed[b["kernel_name"]];
+  }
+}
+
+// The demo database (tests/data/report-demo.json: illustrative numbers), with valid configs and
+// this build's template versions in place of the fixture's "@family", so that its rows are current.
 class GemmDbReport : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::string json = read_text(fs::path(GEMMTUNE_SOURCE_DIR) / "tests/data/report-demo.json");
-    ASSERT_FALSE(json.empty());
+    nlohmann::json document = nlohmann::json::parse(read_text(fs::path(GEMMTUNE_SOURCE_DIR) / "tests/data/report-demo.json"));
+    make_configs_real(document);
+    std::string json = document.dump();
     for (const char* family : {"simt", "wgmma_sm90"})
       replace_all(json, fmt::format("\"@{}\"", family),
                   fmt::format("\"{}\"", template_version(find_family(family))));

@@ -1,10 +1,16 @@
 // gemm-tune and gemm-bench on bad input: a clear one-line message, a non-zero exit, no crash.
 // And --dry-run --json, which needs no GPU.
 #include <gtest/gtest.h>
+#include <sqlite3.h>
+
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <random>
+#include <sstream>
 
+#include "gemmtune/cache/tuning_db.hpp"
+#include "gemmtune/generator/family.hpp"
 #include "support.hpp"
 
 namespace gemmtune {
@@ -12,6 +18,13 @@ namespace {
 
 using test::run_command;
 using test::tool;
+
+std::string read_bytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
 
 void expect_usage_error(const std::string& args, const std::string& message) {
   const auto r = run_command(tool("gemm-tune") + " " + args);
@@ -102,6 +115,79 @@ TEST(GemmTuneCli, WgmmaNeedsHopper) {
                      "family 'wgmma_sm90' cannot solve bf16 nn 64x64x64");
   const auto r = run_command(tool("gemm-tune") + " --m 64 --n 64 --k 64 --dtype bf16 --dry-run --arch sm_80 --families wgmma_sm90");
   EXPECT_NE(r.output.find("needs sm_90a"), std::string::npos) << r.output;
+}
+
+// A --db that is no gemmtune database, or a damaged one, is refused before anything runs (no GPU
+// needed to see it), with what is wrong, and never written to or truncated.
+TEST(GemmTuneCli, RefusesADatabaseFileThatIsNotAGemmtuneDatabase) {
+  test::TempDir dir;
+  std::ofstream(dir / "random.db", std::ios::binary) << test::random_bytes(20000, 7);
+  std::ofstream(dir / "notes.db", std::ios::binary) << "remember the milk\n" + std::string(5000, 'x');
+  {
+    sqlite3* other = nullptr;
+    ASSERT_EQ(sqlite3_open((dir / "photos.db").c_str(), &other), SQLITE_OK);
+    sqlite3_exec(other, "CREATE TABLE photos (id INTEGER PRIMARY KEY, path TEXT);"
+                        "INSERT INTO photos (path) VALUES ('beach.jpg')", nullptr, nullptr, nullptr);
+    sqlite3_close(other);
+  }
+  {
+    TuningDb db(dir / "tuning.db");
+    const Problem p = make_problem(DType::f32, Op::N, Op::N, 64, 64, 64);
+    const KernelConfig c = find_family("simt").default_config(p, ArchInfo::from_cc(90));
+    for (int i = 0; i < 400; ++i) {
+      CandidateRecord r;
+      r.kernel_name = "gemm_simt_" + std::to_string(i);
+      r.template_version = template_version(find_family("simt"));
+      r.config = c;
+      r.status = CandidateStatus::compile_error;
+      r.message = std::string(200, 'm');
+      db.record({"NVIDIA H100 80GB HBM3", 90, 132, 13000, "13.0"}, p, r);
+    }
+  }
+  const std::string whole = read_bytes(dir / "tuning.db");
+  std::ofstream(dir / "truncated.db", std::ios::binary) << whole.substr(0, whole.size() / 2);
+  for (const auto& [name, says] : std::vector<std::pair<std::string, std::string>>{
+           {"random.db", "is not an SQLite database"},
+           {"notes.db", "is not an SQLite database"},
+           {"photos.db", "another program"},
+           {"truncated.db", "is damaged"}}) {
+    const auto path = dir / name;
+    const std::string before = read_bytes(path);
+    const auto r = run_command(tool("gemm-tune") + " --m 64 --n 64 --k 64 --db " + path.string());
+    EXPECT_EQ(r.signal, 0) << name;
+    EXPECT_EQ(r.exit_code, 1) << name << ": " << r.output;
+    EXPECT_NE(r.output.find("gemm-tune: error: " + path.string()), std::string::npos) << name << ": " << r.output;
+    EXPECT_NE(r.output.find(says), std::string::npos) << name << ": " << r.output;
+    EXPECT_EQ(read_bytes(path), before) << name << " was changed";
+  }
+}
+
+// The test family is in no installed program: asking for it by name is an unknown family.
+TEST(GemmTuneCli, TheTestFamilyIsUnknownToTheTools) {
+  expect_usage_error("--m 64 --n 64 --k 64 --dry-run --families fault_injection",
+                     "unknown kernel family 'fault_injection'");
+}
+
+// Anything that goes wrong compiling one candidate becomes that candidate's record, never the end
+// of the run: here GEMMTUNE_DUMP_SOURCE names a file, not a folder.
+TEST(GemmTuneCli, ACandidateThatCannotBeCompiledIsRecordedAndTheRunGoesOn) {
+  test::TempDir dir;
+  std::ofstream(dir / "a_file") << "not a folder";
+  const auto r = run_command("GEMMTUNE_CACHE_DIR=" + (dir / "cache").string() + " GEMMTUNE_DUMP_SOURCE=" +
+                                 (dir / "a_file").string() + " " + tool("gemm-tune") +
+                                 " --m 64 --n 64 --k 64 --dry-run --arch sm_80 --budget 2 --json",
+                             false);
+  EXPECT_EQ(r.signal, 0);
+  EXPECT_EQ(r.exit_code, 1) << "candidates failed: " << r.output;
+  const auto j = nlohmann::json::parse(r.output);
+  ASSERT_EQ(j.at("candidates").size(), 2u);
+  EXPECT_EQ(j.at("failed"), 2);
+  for (const auto& c : j.at("candidates")) {
+    EXPECT_EQ(c.at("status"), "compile_error");
+    EXPECT_NE(c.at("message").get<std::string>().find("GEMMTUNE_DUMP_SOURCE=" + (dir / "a_file").string()),
+              std::string::npos)
+        << c.at("message");
+  }
 }
 
 TEST(GemmBenchCli, BadInput) {

@@ -3,9 +3,11 @@
 
 #include <set>
 
+#include "fault_injection_family.hpp"
 #include "gemmtune/generator/family.hpp"
 #include "gemmtune/generator/util.hpp"
 #include "gemmtune/tuner/tuner.hpp"
+#include "support.hpp"
 
 namespace gemmtune {
 namespace {
@@ -40,7 +42,52 @@ TEST(Problem, ValidationNamesTheBadField) {
   p = square(64);
   p.m = int64_t(1) << 32;
   p.lda = p.ldc = p.m;
-  EXPECT_NE(error_of([&] { validate(p); }, Errc::invalid_argument).find("below 2^31"), std::string::npos);
+  EXPECT_NE(error_of([&] { validate(p); }, Errc::invalid_argument).find("at most 2^30"), std::string::npos);
+}
+
+// Kernels count rows, columns and tiles in int: dimensions stop at 2^30, where every such count
+// and bound still fits; element offsets are 64-bit, so operands may be far larger than 2^31.
+TEST(Problem, SizesPast2To31AreAcceptedWhereKernelsAre64BitAndRefusedElsewhere) {
+  EXPECT_NO_THROW(validate(make_problem(DType::bf16, Op::N, Op::N, 8192, 8, 300000)));  // A: 2.5e9 elements
+  EXPECT_NO_THROW(validate(make_problem(DType::f32, Op::T, Op::N, kMaxDimension, 2, 2)));
+  for (Problem p : {make_problem(DType::f32, Op::N, Op::N, kMaxDimension + 1, 1, 1),
+                    make_problem(DType::f32, Op::N, Op::N, 1, kMaxDimension + 1, 1),
+                    make_problem(DType::bf16, Op::T, Op::T, 1, 1, int64_t(1) << 31)})
+    EXPECT_NE(error_of([&] { validate(p); }, Errc::invalid_argument).find("must be at most 2^30 = 1073741824"),
+              std::string::npos);
+  // A leading dimension may exceed 2^31 (it is 64-bit everywhere), not the size of memory.
+  Problem wide = make_problem(DType::bf16, Op::N, Op::N, 64, 64, 2);
+  wide.lda = (int64_t(1) << 31) + 64;
+  EXPECT_NO_THROW(validate(wide));
+  wide.lda = int64_t(1) << 62;
+  EXPECT_NE(error_of([&] { validate(wide); }, Errc::invalid_argument).find("A spans more than 2^62 bytes"),
+            std::string::npos);
+  Problem tall_c = make_problem(DType::f32, Op::N, Op::N, 64, 3, 2);
+  tall_c.ldc = int64_t(1) << 61;
+  EXPECT_NE(error_of([&] { validate(tall_c); }, Errc::invalid_argument).find("C spans"), std::string::npos);
+}
+
+// A grid holds 2^31 - 1 blocks: a count past that is refused, never wrapped to a small grid.
+TEST(LaunchGeometry, GridsThatWouldOverflowAreRefused) {
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  const Problem huge = make_problem(DType::f32, Op::N, Op::N, kMaxDimension, kMaxDimension, 1);
+  const Family& simt = find_family("simt");
+  const KernelConfig c = simt.default_config(huge, arch);
+  EXPECT_NE(error_of([&] { simt.geometry(c, huge, arch); }, Errc::invalid_argument).find("more than a grid holds"),
+            std::string::npos);
+  const Problem big = make_problem(DType::f32, Op::N, Op::N, kMaxDimension, 64, 1);
+  EXPECT_EQ(simt.geometry(c, big, arch).grid[0], uint32_t(kMaxDimension / c.at("BM")));
+  const Family& wgmma = find_family("wgmma_sm90");
+  const Problem huge16 = make_problem(DType::bf16, Op::N, Op::N, kMaxDimension, kMaxDimension, 1);
+  // No configuration is valid there (its schedule's int bounds): take one of a real problem.
+  KernelConfig w = wgmma.default_config(make_problem(DType::bf16, Op::N, Op::N, 4096, 4096, 4096), arch);
+  for (int64_t ws : {0, 1}) {
+    w.params["WS"] = ws;
+    EXPECT_NE(error_of([&] { wgmma.geometry(w, huge16, arch); }, Errc::invalid_argument).find("more than a grid"),
+              std::string::npos);
+  }
+  EXPECT_EQ(grid_extent((int64_t(1) << 31) - 1), uint32_t((int64_t(1) << 31) - 1));
+  error_of([] { grid_extent(int64_t(1) << 31); }, Errc::invalid_argument);
 }
 
 TEST(Problem, TightLeadingDimensionsFollowTheOps) {
@@ -111,7 +158,9 @@ TEST(SearchSpace, EveryValidConfigFitsSharedMemoryOfItsArch) {
   }
 }
 
-TEST(Emission, IsDeterministicAndNamesAreUnique) {
+// The hash is of the name and the code (make_source), so equal configurations share cache entries
+// and different ones never do: every point of a space has its own name and hash.
+TEST(Emission, NamesAndHashesAreUniqueAndTheHashIsOfNameAndCode) {
   const Family& f = find_family("simt");
   const ArchInfo arch;
   for (const char* layout : {"nn", "nt", "tn", "tt"}) {
@@ -119,9 +168,8 @@ TEST(Emission, IsDeterministicAndNamesAreUnique) {
     std::set<std::string> names, hashes;
     const auto valid = f.space(p, arch).prune(p, arch).valid;
     for (const auto& c : valid) {
-      const KernelSource a = emit_source(f, c), b = emit_source(f, c);
-      EXPECT_EQ(a.code, b.code);
-      EXPECT_EQ(a.hash, b.hash);
+      const KernelSource a = emit_source(f, c);
+      EXPECT_EQ(a.hash, hash_hex(a.name + '\n' + a.code));
       EXPECT_NE(a.code.find(a.name), std::string::npos) << "the entry point is the kernel's name";
       names.insert(a.name);
       hashes.insert(a.hash);
@@ -131,6 +179,29 @@ TEST(Emission, IsDeterministicAndNamesAreUnique) {
   }
 }
 
+// The emitted unit instantiates the template with the configuration's values, and checks at
+// compile time that the kernel's shared memory is what the geometry launches it with.
+TEST(Emission, TheUnitCarriesTheConfigAndChecksSharedMemory) {
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  const Family& simt = find_family("simt");
+  const KernelConfig c{"simt", DType::f32, Op::T, Op::N,
+                       {{"BM", 128}, {"BN", 64}, {"BK", 8}, {"WM", 64}, {"WN", 32}, {"TM", 8}, {"TN", 8}, {"VEC", 4}, {"STAGES", 2}}};
+  const std::string code = simt.emit(c);
+  EXPECT_NE(code.find("static constexpr int BM = 128, BN = 64, BK = 8;"), std::string::npos) << code;
+  EXPECT_NE(code.find("static constexpr bool A_T = true, B_T = false;"), std::string::npos) << code;
+  // 2 stages * 8 * (128 + 4 + 64 + 4) floats: both copies pad (A is transposed, B is not).
+  EXPECT_NE(code.find("static_assert(K::SMEM_BYTES == 12800,"), std::string::npos) << code;
+  for (const Family* f : all_families())
+    for (DType dtype : {DType::f32, DType::bf16}) {
+      const Problem p = make_problem(dtype, Op::N, Op::T, 4096, 4096, 4096);
+      if (!f->unsupported_reason(p, arch).empty()) continue;
+      for (const auto& point : f->space(p, arch).prune(p, arch).valid) {
+        const std::string expected = fmt::format("static_assert(K::SMEM_BYTES == {},", f->geometry(point, p, arch).smem_bytes);
+        EXPECT_NE(f->emit(point).find(expected), std::string::npos) << f->kernel_name(point);
+      }
+    }
+}
+
 TEST(Emission, KernelNamesSayWhatTheyAre) {
   const Family& f = find_family("simt");
   KernelConfig c{"simt", DType::f32, Op::T, Op::N,
@@ -138,15 +209,27 @@ TEST(Emission, KernelNamesSayWhatTheyAre) {
   EXPECT_EQ(f.kernel_name(c), "gemm_simt_f32_tn_128x64x8_w64x32_t8x8_v4_s2");
 }
 
-TEST(Families, TemplateVersionIsStableAndFamiliesAreFound) {
-  const Family& f = find_family("simt");
-  EXPECT_EQ(template_version(f), template_version(f));
-  EXPECT_EQ(template_version(f).size(), 16u);
-  error_of([] { find_family("nope"); }, Errc::invalid_argument);
-  // The fault-injection family is reachable by name but never searched.
-  EXPECT_NO_THROW(find_family("fault_injection"));
-  for (const Family* fam : all_families()) EXPECT_NE(fam->name(), "fault_injection");
-  EXPECT_FALSE(families_for(square(64), ArchInfo{}).empty());
+TEST(Templates, IncludesAreFoundTransitively) {
+  EXPECT_EQ(quoted_includes("#include \"a.h\"\n  #  include   \"ptx/b.cuh\" // x\n#include <c>\n// #include \"d\"\n"
+                            "#define X \"#include \\\"e\\\"\"\n#include \"f"),
+            (std::vector<std::string>{"a.h", "ptx/b.cuh"}));
+  EXPECT_EQ(template_closure({"simt.cuh"}), (std::vector<std::string>{"common.cuh", "gemm_args.h", "simt.cuh"}));
+  EXPECT_EQ(template_closure({"wgmma_sm90.cuh", "pack.cuh"}),
+            (std::vector<std::string>{"common.cuh", "gemm_args.h", "pack.cuh", "ptx/cluster.cuh", "ptx/mbarrier.cuh",
+                                      "ptx/tma.cuh", "ptx/wgmma.cuh", "schedule.h", "wgmma_sm90.cuh"}));
+  // Names that are no template (system headers) are not followed; cycles end.
+  const std::string a = "#include \"b.h\"\n#include \"cuda_fp16.h\"\n", b = "#pragma once\n#include \"a.h\"\n";
+  const std::vector<EmbeddedFile> cyclic = {{"a.h", a}, {"b.h", b}};
+  EXPECT_EQ(template_closure({"a.h"}, cyclic), (std::vector<std::string>{"a.h", "b.h"}));
+  // A generated unit depends on what its template includes, not on other templates.
+  const std::string unit = emit_source(find_family("simt"), find_family("simt").default_config(square(64), ArchInfo{})).code;
+  test::EditableTemplates edited;
+  const std::string digest = included_templates_digest(unit);
+  EXPECT_EQ(included_templates_digest(unit, edited.files()), digest);
+  edited.append("wgmma_sm90.cuh", "\n// not included by a simt unit\n");
+  EXPECT_EQ(included_templates_digest(unit, edited.files()), digest);
+  edited.append("gemm_args.h", "\n// included through common.cuh\n");
+  EXPECT_NE(included_templates_digest(unit, edited.files()), digest);
 }
 
 // ---- mma_sm80 ------------------------------------------------------------------------------
@@ -276,10 +359,93 @@ TEST(Mma80, CostModelPrefersTilesThatFitTheProblem) {
             f.predicted_ms(config(128, 256, 64, 64), decode, arch));
 }
 
-TEST(Hash, IsStableAndSensitive) {
-  EXPECT_EQ(hash_hex("abc"), hash_hex("abc"));
+// The template version is the digest of everything the family's templates include: an edit of
+// any of those files (and only of those) makes the family's stored results stale.
+TEST(Families, TemplateVersionCoversEveryIncludedTemplate) {
+  const Family& simt = find_family("simt");
+  const Family& wgmma = find_family("wgmma_sm90");
+  const std::string version = template_version(simt);
+  EXPECT_EQ(version.size(), 16u);
+  EXPECT_EQ(version, templates_digest({"common.cuh", "gemm_args.h", "simt.cuh"}).substr(0, 16));
+  EXPECT_NE(version, template_version(wgmma));
+  test::EditableTemplates edited;
+  edited.append("pack.cuh", "\n// only the wgmma family runs the packing kernel\n");
+  EXPECT_EQ(template_version(simt, edited.files()), version);
+  EXPECT_NE(template_version(wgmma, edited.files()), template_version(wgmma));
+  edited.append("common.cuh", "\n// shared by every family\n");
+  EXPECT_NE(template_version(simt, edited.files()), version);
+}
+
+// Only production families are found by name: the fault-injection family lives in test binaries,
+// and even registered there, it is no production family (a database may never name it).
+TEST(Families, OnlyProductionFamiliesAreFoundUnlessATestRegistersOne) {
+  error_of([] { find_family("nope"); }, Errc::invalid_argument);
+  error_of([] { find_family("fault_injection"); }, Errc::invalid_argument);
+  EXPECT_EQ(production_family("fault_injection"), nullptr);
+  EXPECT_EQ(production_family("simt"), &find_family("simt"));
+  for (const Family* fam : all_families()) EXPECT_NE(fam->name(), "fault_injection");
+  EXPECT_FALSE(families_for(square(64), ArchInfo{}).empty());
+
+  register_family(test::fault_injection_family());
+  EXPECT_EQ(&find_family("fault_injection"), &test::fault_injection_family());
+  EXPECT_EQ(production_family("fault_injection"), nullptr);
+  const Problem p = square(64);
+  const KernelConfig fault = test::fault_injection_family().default_config(p, ArchInfo{});
+  EXPECT_NE(why_unusable(fault, p, ArchInfo{}).find("unknown kernel family 'fault_injection'"), std::string::npos);
+}
+
+TEST(Families, WhyUnusableJudgesAStoredConfigForAProblem) {
+  const ArchInfo hopper = ArchInfo::from_name("sm_90a"), ampere = ArchInfo::from_name("sm_80");
+  const Problem p = square(1024);
+  const Family& simt = find_family("simt");
+  KernelConfig c = simt.default_config(p, hopper);
+  EXPECT_EQ(why_unusable(c, p, hopper), "");
+  EXPECT_EQ(why_unusable(c, p, ampere), "");
+  Problem misaligned = p;
+  misaligned.align = 4;
+  EXPECT_NE(why_unusable(c, misaligned, hopper).find("breaks constraint vector_alignment"), std::string::npos);
+  EXPECT_NE(why_unusable(c, square(1024, DType::bf16), hopper).find("computes f32 only"), std::string::npos);
+  c.op_a = Op::T;
+  EXPECT_NE(why_unusable(c, p, hopper).find("the config is for f32 tn, the problem is f32 nn"), std::string::npos);
+  const Problem b = square(1024, DType::bf16);
+  const KernelConfig w = find_family("wgmma_sm90").default_config(b, hopper);
+  EXPECT_EQ(why_unusable(w, b, hopper), "");
+  EXPECT_NE(why_unusable(w, b, ampere).find("needs sm_90a"), std::string::npos);
+}
+
+// A family's default is "valid for any problem the family supports" (family.hpp): the library
+// runs it when nothing is tuned, so it must pass the family's constraints, the 32-bit bounds of
+// its schedule too, also for the sizes past 2^31 elements that gpu_large_operands runs.
+TEST(Families, DefaultsAreValidPointsAlsoForSizesPast2To31) {
+  const ArchInfo hopper = ArchInfo::from_name("sm_90a");
+  auto with_lda = [](Problem p, int64_t lda) {
+    p.lda = lda;
+    p.align = alignment_class(p.dtype, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
+    return p;
+  };
+  const std::vector<Problem> problems = {
+      make_problem(DType::bf16, Op::N, Op::N, 8192, 8, 300000),
+      with_lda(make_problem(DType::bf16, Op::T, Op::N, 8192, 8, 300000), 300001),
+      make_problem(DType::f32, Op::N, Op::N, 8192, 8, 270000),
+      with_lda(make_problem(DType::f32, Op::T, Op::N, 8192, 8, 270000), 270001),
+      make_problem(DType::bf16, Op::N, Op::N, kMaxDimension, 2, 2),
+      make_problem(DType::bf16, Op::N, Op::N, 65536, 8, 4096),  // tall and skinny: had no valid point
+      make_problem(DType::f32, Op::N, Op::N, kMaxDimension, 1, 1),
+      with_lda(make_problem(DType::bf16, Op::N, Op::N, 64, 64, 2), (int64_t(1) << 31) + 64),
+      make_problem(DType::bf16, Op::T, Op::N, 4096, 4096, 4096),
+      make_problem(DType::f32, Op::N, Op::T, 1000, 3000, 77),
+  };
+  for (const Problem& p : problems)
+    for (const Family* f : families_for(p, hopper))
+      EXPECT_EQ(why_unusable(f->default_config(p, hopper), p, hopper), "") << f->name() << " on " << p.describe();
+}
+
+// FNV-1a, 128 bits: the published test vectors (www.isthe.com/chongo/tech/comp/fnv).
+TEST(Hash, IsFnv1a128) {
+  EXPECT_EQ(hash_hex(""), "6c62272e07bb014262b821756295c58d");
+  EXPECT_EQ(hash_hex("a"), "d228cb696f1a8caf78912b704e4a8964");
+  EXPECT_EQ(hash_hex("foobar"), "343e1662793c64bf6f0d3597ba446f18");
   EXPECT_NE(hash_hex("abc"), hash_hex("abd"));
-  EXPECT_EQ(hash_hex("").size(), 32u);
 }
 
 TEST(Budget, ParsesCandidatesAndTime) {

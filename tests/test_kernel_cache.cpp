@@ -51,7 +51,9 @@ class KernelCacheTest : public ::testing::Test {
  protected:
   TempDir dir_;
   KernelCache cache_{dir_.path() / "kernels"};
-  const std::string key_ = KernelCache::key("5f3a9c", "-arch=sm_90a -std=c++17", "13.0");
+  static constexpr KernelCache::KeyParts kParts{"5f3a9c", "templates-1", "-arch=sm_90a -std=c++17", "13.0",
+                                                 "sm_90a"};
+  const std::string key_ = KernelCache::key(kParts);
 };
 
 TEST_F(KernelCacheTest, StoreThenLoadGivesBackTheKernel) {
@@ -82,13 +84,28 @@ TEST_F(KernelCacheTest, StoreLeavesOnlyTheEntryAndReplacesAnOldOne) {
 }
 
 TEST_F(KernelCacheTest, KeyChangesWithEveryPart) {
-  EXPECT_EQ(key_, KernelCache::key("5f3a9c", "-arch=sm_90a -std=c++17", "13.0"));
   EXPECT_EQ(key_.size(), 32u);
-  EXPECT_NE(key_, KernelCache::key("5f3a9d", "-arch=sm_90a -std=c++17", "13.0"));
-  EXPECT_NE(key_, KernelCache::key("5f3a9c", "-arch=sm_80 -std=c++17", "13.0"));
-  EXPECT_NE(key_, KernelCache::key("5f3a9c", "-arch=sm_90a -std=c++17", "12.8"));
+  auto with = [](auto change) {
+    KernelCache::KeyParts parts = kParts;
+    change(parts);
+    return KernelCache::key(parts);
+  };
+  EXPECT_NE(key_, with([](auto& k) { k.source_hash = "5f3a9d"; }));
+  EXPECT_NE(key_, with([](auto& k) { k.templates_hash = "templates-2"; }));
+  EXPECT_NE(key_, with([](auto& k) { k.options = "-arch=sm_80 -std=c++17"; }));
+  EXPECT_NE(key_, with([](auto& k) { k.nvrtc = "12.8"; }));
+  EXPECT_NE(key_, with([](auto& k) { k.arch = "sm_90"; }));
   // Moving text from one part to another is a different key too.
-  EXPECT_NE(KernelCache::key("ab", "c", "1"), KernelCache::key("a", "bc", "1"));
+  EXPECT_NE(with([](auto& k) { k.source_hash = "ab", k.templates_hash = "c"; }),
+            with([](auto& k) { k.source_hash = "a", k.templates_hash = "bc"; }));
+}
+
+// A key must not change between runs or builds of the same version, or every entry would be
+// missed: a known answer pins it. Change it only with the key's composition, on purpose (old
+// entries are then simply never hit again).
+TEST_F(KernelCacheTest, KeyIsAKnownFunctionOfItsParts) {
+  EXPECT_EQ(key_, hash_hex("gemmtune kernel cache v1|6:5f3a9c|11:templates-1|23:-arch=sm_90a -std=c++17|4:13.0|6:sm_90a"));
+  EXPECT_EQ(key_, "0c8092b4034830e6585fa064a8990a0c");
 }
 
 TEST_F(KernelCacheTest, AMissingEntryIsAMiss) {
@@ -109,7 +126,7 @@ class DamagedEntry : public KernelCacheTest, public ::testing::WithParamInterfac
       return bad;
     }
     if (how == "other_key") {
-      const std::string other = KernelCache::key("another", "source", "13.0");
+      const std::string other = KernelCache::key({"another", "source", "", "13.0", "sm_90a"});
       cache_.store(other, sample_kernel());
       return read_bytes(cache_.path_of(other));
     }

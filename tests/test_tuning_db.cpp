@@ -15,6 +15,7 @@
 #include <random>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include "gemmtune/cache/tuning_db.hpp"
 #include "gemmtune/generator/family.hpp"
@@ -44,17 +45,34 @@ std::string simt_version() {
   return template_version(find_family("simt"));
 }
 
-CandidateRecord candidate(const Problem& p, const std::string& name, int64_t bm) {
+// The family that serves the problem on an H100, as the tuner picks it.
+const Family& family_for(const Problem& p) {
+  return *families_for(p, ArchInfo::from_cc(90)).front();
+}
+
+std::string version_for(const Problem& p) {
+  return template_version(family_for(p));
+}
+
+// The index-th valid point of that family's space: a row the library and an import accept
+// (also on an A100: the f32 points fit its limits).
+KernelConfig config_for(const Problem& p, size_t index) {
+  const ArchInfo arch = ArchInfo::from_cc(90);
+  const auto valid = family_for(p).space(p, arch).prune(p, arch).valid;
+  return valid.at(index % valid.size());
+}
+
+CandidateRecord candidate(const Problem& p, const std::string& name, size_t index) {
   CandidateRecord c;
   c.kernel_name = name;
-  c.template_version = simt_version();
-  c.config = KernelConfig{"simt", p.dtype, p.op_a, p.op_b, {{"BM", bm}, {"BN", 128}, {"BK", 8}}};
+  c.template_version = version_for(p);
+  c.config = config_for(p, index);
   return c;
 }
 
 CandidateRecord ok_candidate(const Problem& p, const std::string& name, double median_ms,
-                             int64_t bm = 128) {
-  CandidateRecord c = candidate(p, name, bm);
+                             size_t index = 0) {
+  CandidateRecord c = candidate(p, name, index);
   c.status = CandidateStatus::ok;
   c.registers = 128;
   c.spills = 0;
@@ -71,7 +89,7 @@ CandidateRecord ok_candidate(const Problem& p, const std::string& name, double m
 
 CandidateRecord failed_candidate(const Problem& p, const std::string& name, CandidateStatus status,
                                  const std::string& message) {
-  CandidateRecord c = candidate(p, name, 256);
+  CandidateRecord c = candidate(p, name, 2);
   c.status = status;
   c.message = message;
   return c;
@@ -84,12 +102,12 @@ class TuningDbTest : public ::testing::Test {
   // One problem with two ok candidates and a failure, the faster ok one marked best.
   void seed_problem(TuningDb& db, const DeviceKey& device, const Problem& p,
                     double fastest_ms = 1.0) {
-    db.record(device, p, ok_candidate(p, "fast_" + p.shape(), fastest_ms, 128));
-    db.record(device, p, ok_candidate(p, "slow_" + p.shape(), fastest_ms * 1.5, 64));
+    db.record(device, p, ok_candidate(p, "fast_" + p.shape(), fastest_ms, 0));
+    db.record(device, p, ok_candidate(p, "slow_" + p.shape(), fastest_ms * 1.5, 1));
     db.record(device, p,
               failed_candidate(p, "broken_" + p.shape(), CandidateStatus::compile_error,
                                "ptxas error: too many resources"));
-    db.set_best(device, p, "fast_" + p.shape(), simt_version(), fastest_ms * 1.2, true);
+    db.set_best(device, p, "fast_" + p.shape(), version_for(p), fastest_ms * 1.2, true);
   }
 
   TempDir dir_;
@@ -314,7 +332,7 @@ TEST_F(TuningDbTest, ListProblemsStatsAndRemoveFollowTheFilters) {
   EXPECT_EQ(s.best_stale, 0);
   using Counts = std::vector<std::pair<std::string, int64_t>>;
   EXPECT_EQ(s.by_status, (Counts{{"ok", 8}, {"compile_error", 4}, {"out_of_resources", 1}}));
-  EXPECT_EQ(s.by_family, (Counts{{"simt", 13}}));
+  EXPECT_EQ(s.by_family, (Counts{{"simt", 10}, {"wgmma_sm90", 3}}));
   EXPECT_EQ(s.schema_version, TuningDb::kSchemaVersion);
   EXPECT_GT(s.file_bytes, 0);
 
@@ -409,6 +427,37 @@ TEST_F(TuningDbTest, RefusesAnotherProgramsSqliteFileWithoutTouchingIt) {
   EXPECT_FALSE(fs::exists(db_path().string() + "-wal"));
 }
 
+// A truncated file (a full disk, a copy cut short): a writer refuses it when it opens it (SQLite's
+// quick_check), a reader (the library) when a query meets a missing page; either way an
+// Error(database) that says the file is damaged, and the file stays as it was.
+TEST_F(TuningDbTest, ATruncatedFileIsDamagedForWritersAndReaders) {
+  Problem last;
+  {
+    TuningDb db(db_path());
+    for (int64_t m = 64; m < 364; ++m) {
+      last = make_problem(DType::f32, Op::N, Op::N, m, 64, 64);
+      CandidateRecord c = ok_candidate(last, fmt::format("k{}", m), 1.0);
+      c.message = std::string(300, 'm');
+      db.record(h100(), last, c);
+    }
+    db.set_best(h100(), last, fmt::format("k{}", last.m), version_for(last), -1, true);
+  }
+  const std::string whole = file_bytes(db_path());
+  const fs::path truncated = dir_.path() / "truncated.db";
+  std::ofstream(truncated, std::ios::binary) << whole.substr(0, whole.size() / 2);
+  expect_database_error(truncated, "is damaged");
+  try {
+    const TuningDb reader(truncated, TuningDb::Mode::read_only);
+    reader.best(h100(), last);
+    reader.list({});
+    ADD_FAILURE() << "read a truncated file";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::database) << e.what();
+    EXPECT_NE(std::string(e.what()).find(truncated.string() + " is damaged"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(file_bytes(truncated), whole.substr(0, whole.size() / 2));
+}
+
 TEST_F(TuningDbTest, ReadOnlyModeNeverCreatesAFile) {
   try {
     TuningDb db(db_path(), TuningDb::Mode::read_only);
@@ -468,7 +517,7 @@ TEST_F(TuningDbTest, TwoProcessesWritingAtOnceLoseNothing) {
 // A database with a bit of everything: failures, unknowns, a stale best, several devices.
 void seed_varied(TuningDb& db) {
   const Problem p = square(1024);
-  const Problem t = square(333, DType::bf16, Op::T, Op::T);
+  const Problem t = square(333, DType::f32, Op::T, Op::T);  // an A100 has no bf16 family here
   db.record(h100(), p, ok_candidate(p, "fast", 0.5));
   db.record(h100(), p, ok_candidate(p, "slow", 0.8));
   db.record(h100(), p,
@@ -535,9 +584,27 @@ TEST_F(TuningDbTest, ImportMergesAndTheNewerMeasurementWins) {
 
 struct BadDocument {
   std::string name;
-  std::function<void(Json&)> spoil;  // applied to entries[2] of a valid document
+  std::function<void(Json&)> spoil;  // applied to one entry of a valid document
   std::string expected;              // part of the error message
 };
+
+// Each spoiled document (entries[entry] spoiled) is refused with Error(invalid_argument) saying
+// where, and the database stays as it was.
+void expect_each_refused(TuningDb& db, const Json& valid, size_t entry, const std::vector<BadDocument>& cases) {
+  const std::string before = db.export_json({});
+  for (const auto& bad : cases) {
+    Json document = valid;
+    bad.spoil(document["entries"][entry]);
+    try {
+      db.import_json(document.dump());
+      ADD_FAILURE() << bad.name << ": imported";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::invalid_argument) << bad.name;
+      EXPECT_NE(std::string(e.what()).find(bad.expected), std::string::npos) << bad.name << ": " << e.what();
+    }
+    EXPECT_EQ(db.export_json({}), before) << bad.name << " changed the database";
+  }
+}
 
 TEST_F(TuningDbTest, MalformedImportThrowsSayingWhereAndChangesNothing) {
   TuningDb db(db_path());
@@ -572,19 +639,7 @@ TEST_F(TuningDbTest, MalformedImportThrowsSayingWhereAndChangesNothing) {
       {"unknown dtype", [](Json& e) { e["problem"]["dtype"] = "f64"; },
        "entries[2].problem.dtype: unknown dtype 'f64'"},
   };
-  for (const auto& bad : cases) {
-    Json document = valid;
-    bad.spoil(document["entries"][2]);
-    try {
-      db.import_json(document.dump());
-      ADD_FAILURE() << bad.name << ": imported";
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), Errc::invalid_argument) << bad.name;
-      EXPECT_NE(std::string(e.what()).find(bad.expected), std::string::npos)
-          << bad.name << ": " << e.what();
-    }
-    EXPECT_EQ(db.export_json({}), before) << bad.name << " changed the database";
-  }
+  expect_each_refused(db, valid, 2, cases);
   for (const std::string& text : {std::string("{\"format\": \"gemmtune-db\", \"version\": 1,"),
                                   std::string("[1, 2, 3]"), std::string("{\"format\": \"csv\"}")}) {
     EXPECT_THROW(db.import_json(text), Error) << text;
@@ -597,6 +652,84 @@ TEST_F(TuningDbTest, MalformedImportThrowsSayingWhereAndChangesNothing) {
     EXPECT_EQ(e.code(), Errc::invalid_argument);
     EXPECT_NE(std::string(e.what()).find("not valid JSON"), std::string::npos) << e.what();
   }
+}
+
+// An import names only production families; the runnable rows (this build's template version)
+// must be valid points of their family for the problem. Anything else is refused, saying where.
+TEST_F(TuningDbTest, ImportAcceptsOnlyConfigsThisBuildCanRun) {
+  TuningDb db(db_path());
+  seed_varied(db);
+  const std::string before = db.export_json({});
+  const Json valid = Json::parse(before);
+  ASSERT_EQ(valid["entries"][1]["device"]["name"], h100().name);
+  ASSERT_EQ(valid["entries"][1]["candidates"][0]["kernel_name"], "old");   // a stale version
+  ASSERT_EQ(valid["entries"][1]["candidates"][1]["kernel_name"], "fast");  // this build's
+
+  const std::vector<BadDocument> cases = {
+      {"the test family", [](Json& e) { e["candidates"][0]["config"]["family"] = "fault_injection"; },
+       "entries[1].candidates[0].config.family: unknown kernel family 'fault_injection' (this build has "},
+      {"an unknown family", [](Json& e) { e["candidates"][1]["config"]["family"] = "mma_sm70"; },
+       "entries[1].candidates[1].config.family: unknown kernel family 'mma_sm70'"},
+      {"a value outside the space", [](Json& e) { e["candidates"][1]["config"]["params"]["VEC"] = 8; },
+       "entries[1].candidates[1].config: VEC=8 is not among the values of the simt family (1, 2, 4)"},
+      {"a missing parameter", [](Json& e) { e["candidates"][1]["config"]["params"].erase("TM"); },
+       "entries[1].candidates[1].config: parameter TM is missing"},
+      {"an extra parameter", [](Json& e) { e["candidates"][1]["config"]["params"]["EVIL"] = 1; },
+       "entries[1].candidates[1].config: the simt family has no parameter EVIL"},
+      {"a broken constraint", [](Json& e) { e["candidates"][1]["config"]["params"]["VEC"] = 1; },
+       "entries[1].candidates[1].config: breaks constraint widest_vector"},
+      {"a family that cannot solve the problem",
+       [](Json& e) {
+         e["candidates"][1]["config"] = Json::parse(config_for(square(1024, DType::bf16), 0).to_json());
+         e["candidates"][1]["config"]["dtype"] = "f32";
+         e["candidates"][1]["template_version"] = template_version(find_family("wgmma_sm90"));
+       },
+       "entries[1].candidates[1].config: the wgmma family computes f16 and bf16"},
+  };
+  expect_each_refused(db, valid, 1, cases);
+
+  // A stale row (another template version) is history, never run: its parameters may be of an
+  // older space, as long as its family is one of this build's.
+  Json document = valid;
+  Json& stale = document["entries"][1]["candidates"][0];
+  stale["config"]["params"]["RETIRED"] = 3;
+  stale["measured_at"] = "2999-01-01T00:00:00.000Z";
+  EXPECT_EQ(db.import_json(document.dump()).candidates, 1);
+}
+
+TEST_F(TuningDbTest, BestsUnderOtherVersionsAreOfTheSameGpuAndProblem) {
+  TuningDb db(db_path());
+  const Problem p = square(1024);
+  DeviceKey older_driver = h100(), older_nvrtc = h100(), other_sms = h100();
+  older_driver.driver = 12080;
+  older_nvrtc.nvrtc = "12.8";
+  other_sms.sms = 114;  // an H100 PCIe is another GPU
+  seed_problem(db, older_driver, p, 2.0);
+  seed_problem(db, other_sms, p, 0.5);
+  seed_problem(db, older_driver, square(2048));  // another problem
+  EXPECT_FALSE(db.best(h100(), p)) << "nothing under this driver and NVRTC";
+
+  auto found = db.bests_under_other_versions(h100(), p);
+  ASSERT_EQ(found.size(), 1u);
+  EXPECT_EQ(found[0].device, older_driver);
+  EXPECT_EQ(found[0].winner.kernel_name, "fast_" + p.shape());
+
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // tuned_at has milliseconds
+  seed_problem(db, older_nvrtc, p, 3.0);                       // tuned later: first
+  found = db.bests_under_other_versions(h100(), p);
+  ASSERT_EQ(found.size(), 2u);
+  EXPECT_EQ(found[0].device, older_nvrtc);
+  EXPECT_EQ(found[1].device, older_driver);
+  // The exact key is never among them, and a result of other templates never is.
+  seed_problem(db, h100(), p);
+  EXPECT_EQ(db.bests_under_other_versions(h100(), p).size(), 2u);
+  EXPECT_TRUE(db.bests_under_other_versions(older_driver, p).size() == 2u);
+  const Problem q = square(4096);
+  CandidateRecord stale = ok_candidate(q, "stale", 1.0);
+  stale.template_version = "0123456789abcdef";
+  db.record(older_driver, q, stale);
+  db.set_best(older_driver, q, "stale", stale.template_version, -1, true);
+  EXPECT_TRUE(db.bests_under_other_versions(h100(), q).empty());
 }
 
 }  // namespace

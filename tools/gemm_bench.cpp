@@ -108,14 +108,15 @@ Row bench_one(const gt::Problem& p, gt::Library& lib, const gt::Checker& checker
   const gt::GemmOperands ops = verifier.data().operands(1.0f, 0.0f);
   const gt::TimingSettings settings;
   std::vector<gt::Timing> ours, theirs;
+  const bool baseline = cublas && cublas->supports(p);
   for (int r = 0; r < std::max(1, repeat); ++r) {
     ours.push_back(timer.time([&](CUstream s) { run(p, ops, s); }, stream, settings));
-    if (!cublas) continue;
+    if (!baseline) continue;
     theirs.push_back(timer.time([&](CUstream s) { cublas->gemm(p, ops, s); }, stream, settings));
     row.ratios.push_back(theirs.back().median_ms / ours.back().median_ms);
   }
   row.ours = median_timing(ours);
-  if (cublas) {
+  if (baseline) {
     row.cublas = median_timing(theirs);
     row.cublas_ok = true;
   }

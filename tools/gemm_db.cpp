@@ -18,6 +18,8 @@
 #include "db_summary.hpp"
 #include "gemmtune/cache/tuning_db.hpp"
 #include "gemmtune/generator/util.hpp"
+#include "gemmtune/runtime/device.hpp"
+#include "gemmtune/runtime/driver.hpp"
 
 namespace {
 
@@ -145,19 +147,44 @@ std::unique_ptr<TuningDb> open_existing(const fs::path& path) {
 // ---------------------------------------------------------------------------------------------
 // list
 
-Json best_json(const BestRecord& best) {
+// The CUDA driver and NVRTC of this machine, to tell which results were tuned under others
+// (driver 0: unknown, no driver here).
+struct Software {
+  int driver = 0;
+  std::string nvrtc;
+};
+
+Software this_software() {
+  Software here;
+  here.nvrtc = nvrtc_version();
+  if (cu::available()) cu::api().cuDriverGetVersion(&here.driver);
+  return here;
+}
+
+// current: what the library uses on that GPU here; other version: tuned under another driver or
+// NVRTC than this machine's, used for that exact problem only until gemm-tune re-tunes it there;
+// stale: other templates, never used.
+std::string state_of(const BestRecord& best, const Software& here) {
+  if (!best.current) return "stale";
+  const bool same = best.device.nvrtc == here.nvrtc && (here.driver == 0 || best.device.driver == here.driver);
+  return same ? "current" : "other version";
+}
+
+Json best_json(const BestRecord& best, const Software& here) {
   Json json = Json::parse(json_of(best));
   const double ratio = cublas_ratio(best);
   json["cublas_ratio"] = ratio < 0 ? Json(nullptr) : Json(ratio);
+  json["state"] = state_of(best, here);
   return json;
 }
 
 int list_bests(const Options& opts) {
   const DbFilter filter = to_filter(opts.filter);
   const auto bests = open_existing(opts.db)->list(filter);
+  const Software here = this_software();
   if (opts.json) {
     Json out = Json::array();
-    for (const auto& best : bests) out.push_back(best_json(best));
+    for (const auto& best : bests) out.push_back(best_json(best, here));
     print_json(out);
     return 0;
   }
@@ -172,10 +199,17 @@ int list_bests(const Options& opts) {
                b.problem.shape(), b.winner.config.family, b.winner.kernel_name,
                cli::format_ms(b.winner.median_ms), tflops_text(b.winner.tflops),
                cli::format_ms(b.baseline_ms), ratio_text(cublas_ratio(b)),
-               b.current ? "current" : "stale", b.tuned_at});
+               state_of(b, here), b.tuned_at});
   std::cout << table.render()
             << "ratio: cuBLAS time / ours (above 1.00x: faster than cuBLAS); stale: measured "
                "with other templates, not used\n";
+  const bool others = std::any_of(bests.begin(), bests.end(),
+                                  [&](const BestRecord& b) { return state_of(b, here) == "other version"; });
+  if (others)
+    std::cout << fmt::format(
+        "other version: tuned under another CUDA driver or NVRTC than this machine's (driver {}, "
+        "NVRTC {}): used for that exact problem on that GPU until gemm-tune tunes it again there\n",
+        here.driver > 0 ? std::to_string(here.driver) : "unknown", here.nvrtc);
   return 0;
 }
 
@@ -213,7 +247,7 @@ Json problem_json(const DeviceKey& device, const Problem& problem,
   return {{"device", Json::parse(json_of(device))},
           {"problem", Json::parse(json_of(problem))},
           {"candidates", std::move(list)},
-          {"best", best ? best_json(*best) : Json(nullptr)},
+          {"best", best ? best_json(*best, this_software()) : Json(nullptr)},
           {"why", best ? why_it_won(*best, candidates) : ""}};
 }
 

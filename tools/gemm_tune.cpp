@@ -275,6 +275,12 @@ extern "C" void on_interrupt(int) {
   std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the program at once
 }
 
+// A --db that is not a gemmtune database, or a damaged one, is refused before anything is tuned
+// (and without a GPU), and left exactly as it is: TuningDb checks a file before it writes to it.
+void check_database(const std::filesystem::path& path) {
+  if (std::filesystem::exists(path)) gt::TuningDb checked(path);
+}
+
 // "all" or "0,1": the GPUs to tune on; without --devices the one of --device.
 std::vector<int> device_ordinals(const Args& a) {
   if (a.devices.empty()) return {a.device};
@@ -332,6 +338,7 @@ std::vector<std::string> summary_row(const gt::TuneReport& r) {
 }
 
 int run_tune(const Args& a, const std::vector<gt::Problem>& problems, const std::filesystem::path& db) {
+  check_database(db);
   GT_REQUIRE(gt::cu::available(), gt::Errc::no_device, "no GPU: {} (--dry-run compiles without one)",
              gt::cu::unavailable_reason());
   const std::vector<int> ordinals = device_ordinals(a);

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gemmtune/cache/tuning_db.hpp"
+#include "gemmtune/generator/family.hpp"
 #include "gemmtune/generator/util.hpp"
 #include "rows.hpp"
 #include "sql.hpp"
@@ -248,12 +249,26 @@ rows::BestChoice parse_best(const Field& f, const std::vector<CandidateRecord>& 
   return b;
 }
 
+// An import may name only production families: the test family, or anything unknown, never gets
+// in. A candidate measured with this build's templates of its family could be run by the library
+// or the tuner, so its parameters must also be a valid point of the family for the problem on the
+// device's architecture; one of another template version is history, never run.
+void check_runnable(const Field& config, const CandidateRecord& c, const Problem& problem, const ArchInfo& arch) {
+  const Family* family = production_family(c.config.family);
+  if (family == nullptr) config["family"].fail(why_unusable(c.config, problem, arch));
+  if (c.template_version != template_version(*family)) return;
+  if (std::string why = why_unusable(c.config, problem, arch); !why.empty()) config.fail(why);
+}
+
 ImportEntry parse_entry(const Field& f) {
   ImportEntry e;
   e.device = parse_device(f["device"]);
   e.problem = parse_problem(f["problem"]);
-  for (const Field& candidate : f["candidates"].items())
+  const ArchInfo arch = ArchInfo::from_cc(e.device.cc);
+  for (const Field& candidate : f["candidates"].items()) {
     e.candidates.push_back(parse_candidate(candidate, e.problem));
+    check_runnable(candidate["config"], e.candidates.back(), e.problem, arch);
+  }
   if (auto best = f.find("best"))
     for (const Field& row : best->items()) e.best.push_back(parse_best(row, e.candidates));
   return e;

@@ -167,12 +167,12 @@ fs::path KernelCache::default_dir() {
   return cache_dir() / "kernels";
 }
 
-std::string KernelCache::key(std::string_view source_hash, std::string_view options,
-                             std::string_view nvrtc_version) {
+std::string KernelCache::key(const KeyParts& k) {
   // Length prefixes keep the parts apart: ("a b", "c") and ("a", "b c") get different keys.
-  return hash_hex(fmt::format("gemmtune kernel cache v{}|{}:{}|{}:{}|{}:{}", kFormatVersion,
-                              source_hash.size(), source_hash, options.size(), options,
-                              nvrtc_version.size(), nvrtc_version));
+  std::string text = fmt::format("gemmtune kernel cache v{}", kFormatVersion);
+  for (std::string_view part : {k.source_hash, k.templates_hash, k.options, k.nvrtc, k.arch})
+    text += fmt::format("|{}:{}", part.size(), part);
+  return hash_hex(text);
 }
 
 fs::path KernelCache::path_of(const std::string& key) const {

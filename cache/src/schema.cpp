@@ -83,6 +83,18 @@ void migrate(sqlite3* db, const fs::path& path) {
   }
 }
 
+// Before anything is written: writing into a damaged file could only damage it more. (Readers
+// skip the scan; a damaged page fails their query, and the library then does without the file.)
+void check_integrity(sqlite3* db, const fs::path& path) {
+  sql::Statement s(db, "PRAGMA quick_check(1)");
+  s.step();
+  const std::string result = s.text(0);
+  GT_REQUIRE(result == "ok", Errc::database,
+             "{} is damaged (SQLite's quick_check: {}): move it away (gemm-tune then starts a new "
+             "database) or restore a copy",
+             path.string(), result);
+}
+
 void configure_and_migrate(sqlite3* db, const fs::path& path, bool read_only) {
   GT_SQL(db, sqlite3_busy_timeout(db, sql::kBusyTimeoutMs));
   sql::exec(db, "PRAGMA foreign_keys = ON");
@@ -95,6 +107,7 @@ void configure_and_migrate(sqlite3* db, const fs::path& path, bool read_only) {
                path.string(), version, TuningDb::kSchemaVersion);
     return;
   }
+  check_integrity(db, path);
   // WAL: readers never wait for the writer, and several tuning processes can share a file.
   sql::exec_waiting(db, "PRAGMA journal_mode = WAL");
   // With WAL, NORMAL loses no committed candidate when a process dies, only on power loss.

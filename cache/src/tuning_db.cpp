@@ -2,6 +2,7 @@
 // The SQL of each row lives in rows.cpp; opening and migrating in schema.cpp; JSON in json_io.cpp.
 #include "gemmtune/cache/tuning_db.hpp"
 
+#include <algorithm>
 #include <array>
 
 #include "gemmtune/generator/util.hpp"
@@ -126,6 +127,19 @@ std::optional<BestRecord> TuningDb::best(const DeviceKey& device, const Problem&
       db_, sql::Conditions().add(rows::device_is(device)).add(rows::problem_is(problem))));
   if (fastest.empty()) return std::nullopt;
   return std::move(fastest.front());
+}
+
+std::vector<BestRecord> TuningDb::bests_under_other_versions(const DeviceKey& device,
+                                                             const Problem& problem) const {
+  auto found = rows::fastest_current(rows::select_bests(
+      db_, sql::Conditions()
+               .add("d.name = ? AND d.cc = ? AND d.sms = ? AND (d.driver <> ? OR d.nvrtc <> ?)",
+                    {device.name, int64_t(device.cc), int64_t(device.sms), int64_t(device.driver),
+                     device.nvrtc})
+               .add(rows::problem_is(problem))));
+  std::stable_sort(found.begin(), found.end(),
+                   [](const BestRecord& a, const BestRecord& b) { return a.tuned_at > b.tuned_at; });
+  return found;
 }
 
 std::vector<BestRecord> TuningDb::bests_like(const DeviceKey& device, DType dtype, Op op_a,

@@ -45,6 +45,16 @@ double ArchInfo::flops_per_clock_per_sm(DType dtype) const {
   return tensor ? 1024 : 128;
 }
 
+ArchInfo ArchInfo::from_cc(int cc) {
+  for (const char* known : {"sm_80", "sm_86", "sm_89", "sm_90a"}) {
+    const ArchInfo a = from_name(known);
+    if (a.cc == cc) return a;
+  }
+  ArchInfo a = from_name("sm_90");
+  a.cc = cc;
+  return a;
+}
+
 int64_t KernelConfig::at(std::string_view param) const {
   auto it = params.find(std::string(param));
   GT_REQUIRE(it != params.end(), Errc::internal, "config of family '{}' has no parameter '{}'",

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <limits>
+#include <tuple>
 
 #include "gemmtune/generator/util.hpp"
 
@@ -80,14 +81,25 @@ Problem make_problem(DType dtype, Op op_a, Op op_b, int64_t m, int64_t n, int64_
   return p;
 }
 
+namespace {
+
+// Bytes from the first element of a stored rows x cols matrix to one past its last, or -1 when
+// that does not fit in 62 bits (no memory is that large; the kernels' 64-bit offsets stay exact).
+int64_t span_bytes(int64_t rows, int64_t cols, int64_t ld, int esize) {
+  const unsigned __int128 elements = (unsigned __int128)(cols - 1) * uint64_t(ld) + uint64_t(rows);
+  const unsigned __int128 bytes = elements * unsigned(esize);
+  return bytes >> 62 ? -1 : int64_t(bytes);
+}
+
+}  // namespace
+
 void validate(const Problem& p) {
-  // Tile indices inside kernels are 32-bit; offsets are 64-bit.
-  constexpr int64_t max_dim = std::numeric_limits<int32_t>::max();
   GT_REQUIRE(p.m >= 1, Errc::invalid_argument, "M must be at least 1 (got {})", p.m);
   GT_REQUIRE(p.n >= 1, Errc::invalid_argument, "N must be at least 1 (got {})", p.n);
   GT_REQUIRE(p.k >= 1, Errc::invalid_argument, "K must be at least 1 (got {})", p.k);
-  GT_REQUIRE(p.m <= max_dim && p.n <= max_dim && p.k <= max_dim, Errc::invalid_argument,
-             "M, N and K must be below 2^31 (got {})", p.shape());
+  GT_REQUIRE(p.m <= kMaxDimension && p.n <= kMaxDimension && p.k <= kMaxDimension,
+             Errc::invalid_argument, "M, N and K must be at most 2^30 = {} each (got {})", kMaxDimension,
+             p.shape());
   GT_REQUIRE(p.lda >= p.rows_a(), Errc::invalid_argument,
              "lda ({}) must be at least the rows of A as stored ({}: op(A)={}, {})", p.lda,
              p.rows_a(), to_char(p.op_a), p.op_a == Op::N ? "M" : "K");
@@ -95,6 +107,12 @@ void validate(const Problem& p) {
              "ldb ({}) must be at least the rows of B as stored ({}: op(B)={}, {})", p.ldb,
              p.rows_b(), to_char(p.op_b), p.op_b == Op::N ? "K" : "N");
   GT_REQUIRE(p.ldc >= p.m, Errc::invalid_argument, "ldc ({}) must be at least M ({})", p.ldc, p.m);
+  const int esize = dtype_size(p.dtype);
+  for (const auto& [name, rows, cols, ld] : {std::tuple{'A', p.rows_a(), p.cols_a(), p.lda},
+                                             std::tuple{'B', p.rows_b(), p.cols_b(), p.ldb},
+                                             std::tuple{'C', p.m, p.n, p.ldc}})
+    GT_REQUIRE(span_bytes(rows, cols, ld, esize) >= 0, Errc::invalid_argument,
+               "{} spans more than 2^62 bytes (ld {} x {} columns): no GPU holds that", name, ld, cols);
   GT_REQUIRE(p.align >= 1 && p.align <= 16 && (p.align & (p.align - 1)) == 0,
              Errc::invalid_argument, "alignment class must be a power of two in 1..16 (got {})",
              p.align);

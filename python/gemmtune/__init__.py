@@ -4,7 +4,7 @@ arrays (CuPy, anything with __cuda_array_interface__ or DLPack).
     import gemmtune
     y = gemmtune.linear(x, w)              # x @ w.T, as torch.nn.functional.linear
     c = gemmtune.matmul(a, b)              # a @ b, transposed views read in place
-    gemmtune.select_linear(x, w)           # which kernel, and why: tuned / nearest / fallback
+    gemmtune.select_linear(x, w)           # which kernel, and why: tuned / other_version / nearest / fallback
 
 GEMMTUNE_RECORD=shapes.txt lists every problem served without a tuned kernel;
 `gemm-tune --shapes shapes.txt` then tunes exactly those. The library is libgemmtune, found

@@ -123,7 +123,7 @@ def test_runs_on_the_current_torch_stream():
 def test_select_says_which_kernel_and_why():
     a, b = rand(300, 200, dtype=torch.bfloat16), rand(200, 100, dtype=torch.bfloat16)
     s = gemmtune.select(a, b)
-    assert s.source in ("tuned", "nearest", "fallback")
+    assert s.source in ("tuned", "other_version", "nearest", "fallback")
     assert s.kernel.startswith("gemm_") and s.family and isinstance(s.config, dict)
     assert s.device["name"] == torch.cuda.get_device_name()
     assert gemmtune.select_linear(a, b.t()).kernel == s.kernel  # the same GEMM

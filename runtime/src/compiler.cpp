@@ -1,5 +1,6 @@
 #include "gemmtune/runtime/compiler.hpp"
 
+#include <dlfcn.h>
 #include <nvrtc.h>
 
 #include <charconv>
@@ -25,14 +26,15 @@ namespace {
     if (gt_r_ != NVRTC_SUCCESS) throw_nvrtc(gt_r_, #call, __FILE__, __LINE__); \
   } while (0)
 
-// Owns an nvrtcProgram.
+// Owns an nvrtcProgram, with `files` as its in-memory headers.
 class Program {
  public:
-  Program(const KernelSource& source) {
-    const auto& files = embedded_templates();
+  Program(const KernelSource& source, const std::vector<EmbeddedFile>& files) {
+    std::vector<std::string> text;  // NUL-terminated copies: a string_view need not end in one
     std::vector<const char*> contents, names;
+    text.reserve(files.size());
     for (const auto& f : files) {
-      contents.push_back(f.content.data());
+      contents.push_back(text.emplace_back(f.content).c_str());
       names.push_back(f.path);
     }
     GT_NVRTC(nvrtcCreateProgram(&program_, source.code.c_str(), (source.name + ".cu").c_str(),
@@ -77,27 +79,38 @@ int read_int(const std::string& s) {
   return v;
 }
 
+// Writes text to $knob/<name><ext> when the knob is set; throws Error(io) saying which knob
+// when it cannot (the candidate then fails with that message, the run goes on).
 void dump(const char* knob, const std::string& name, const char* ext, const std::string& text) {
   auto dir = env_var(knob);
   if (!dir) return;
-  std::filesystem::create_directories(*dir);
-  std::ofstream(std::filesystem::path(*dir) / (name + ext), std::ios::binary) << text;
+  const std::filesystem::path path = std::filesystem::path(*dir) / (name + ext);
+  std::error_code error;
+  std::filesystem::create_directories(*dir, error);
+  GT_REQUIRE(!error, Errc::io, "{}={}: cannot create the folder: {}", knob, *dir, error.message());
+  std::ofstream out(path, std::ios::binary);
+  out << text;
+  out.close();
+  GT_REQUIRE(out, Errc::io, "{}={}: cannot write {}", knob, *dir, path.string());
 }
 
-// Hash of every embedded template (path and text): a cached cubin was compiled from the
-// templates of its build, and the generated source only names them.
-const std::string& templates_hash() {
-  static const std::string hash = [] {
-    std::string all;
-    for (const auto& f : embedded_templates()) {  // NUL keeps path and text apart: neither has one
-      all += f.path;
-      all += '\0';
-      all += f.content;
-      all += '\0';
+// NVRTC's version, and which build of it: the file this process loaded (its size and time), since
+// nvrtcVersion() says only major.minor and an update may generate other code.
+std::string nvrtc_identity() {
+  static const std::string identity = [] {
+    std::string id = nvrtc_version();
+    Dl_info info{};
+    std::error_code error;
+    if (dladdr(reinterpret_cast<void*>(&nvrtcVersion), &info) != 0 && info.dli_fname != nullptr) {
+      const std::filesystem::path file = std::filesystem::canonical(info.dli_fname, error);
+      const auto size = error ? 0 : std::filesystem::file_size(file, error);
+      const auto time = error ? std::filesystem::file_time_type{} : std::filesystem::last_write_time(file, error);
+      if (!error)
+        id += fmt::format(" {} {} {}", file.string(), size, time.time_since_epoch().count());
     }
-    return hash_hex(all);
+    return id;
   }();
-  return hash;
+  return identity;
 }
 
 std::string join(const std::vector<std::string>& v) {
@@ -136,7 +149,8 @@ PtxasReport parse_ptxas_report(std::string_view log_view, std::string_view name)
   return r;
 }
 
-Compiler::Compiler(bool use_cache, std::optional<std::filesystem::path> dir) {
+Compiler::Compiler(bool use_cache, std::optional<std::filesystem::path> dir, std::vector<EmbeddedFile> templates)
+    : templates_(std::move(templates)) {
   if (use_cache && !env_var("GEMMTUNE_NO_KERNEL_CACHE"))
     cache_.emplace(dir ? *dir : cache_dir() / "kernels");
 }
@@ -153,7 +167,13 @@ std::vector<std::string> Compiler::options(const ArchInfo& arch) const {
 
 CompiledKernel Compiler::compile(const KernelSource& source, const ArchInfo& arch) const {
   const auto opts = options(arch);
-  const std::string key = KernelCache::key(source.hash + templates_hash(), join(opts), nvrtc_version());
+  // Everything the cubin depends on: a change to any included template, an option, NVRTC or the
+  // target is a miss, never a stale binary.
+  const std::string key = KernelCache::key({.source_hash = source.hash,
+                                            .templates_hash = included_templates_digest(source.code, templates_),
+                                            .options = join(opts),
+                                            .nvrtc = nvrtc_identity(),
+                                            .arch = arch.name()});
   dump("GEMMTUNE_DUMP_SOURCE", source.name, ".cu", source.code);
   if (cache_) {
     if (auto hit = cache_->load(key)) {
@@ -188,7 +208,7 @@ CompiledKernel Compiler::compile_uncached(const KernelSource& source, const Arch
   for (const auto& o : opts) argv.push_back(o.c_str());
   const auto start = std::chrono::steady_clock::now();
   const double cpu_start = thread_cpu_ms();
-  Program program(source);
+  Program program(source, templates_);
   const nvrtcResult result = nvrtcCompileProgram(program.get(), int(argv.size()), argv.data());
   CompiledKernel k;
   k.name = source.name;
@@ -203,7 +223,7 @@ CompiledKernel Compiler::compile_uncached(const KernelSource& source, const Arch
   k.report = parse_ptxas_report(k.log, k.name);
   if (env_var("GEMMTUNE_DUMP_PTX")) {
     // The cubin target has no PTX to give: compile once more for the virtual architecture.
-    Program ptx_program(source);
+    Program ptx_program(source, templates_);
     auto virt = opts;
     virt[0] = "--gpu-architecture=compute_" + arch.name().substr(3);
     std::vector<const char*> vargv;

@@ -72,7 +72,7 @@ CUdeviceptr Launcher::pack(CUdeviceptr src, int64_t rows, int64_t cols, int64_t 
   GT_CU(cuMemAllocAsync(&dst, size_t(packed_ld * cols * 2), stream));
   unsigned long long s = src, d = dst;
   long long src_ld = ld, dst_ld = packed_ld;
-  int r = int(rows), c = int(cols);
+  long long r = rows, c = cols;  // 64-bit, as gemmtune_pack16 takes them
   void* params[] = {&s, &src_ld, &r, &c, &d, &dst_ld};
   const int64_t chunks = (rows + 7) / 8 * cols;
   launch_raw(pack_->function(), uint32_t(std::clamp<int64_t>((chunks + 255) / 256, 1, 8 * 65535)), 256, params,

@@ -20,6 +20,7 @@ namespace gemmtune {
 const char* to_string(Source source) noexcept {
   switch (source) {
     case Source::tuned: return "tuned";
+    case Source::other_version: return "other_version";
     case Source::nearest: return "nearest";
     case Source::fallback: return "fallback";
   }
@@ -75,9 +76,24 @@ double shape_distance(const Problem& a, const Problem& b) {
 }
 
 bool fits(const KernelConfig& config, const Problem& problem, const ArchInfo& arch) {
-  const Family& family = find_family(config.family);
-  if (!family.unsupported_reason(problem, arch).empty()) return false;
-  return family.space(problem, arch).first_violation(config, problem, arch) == nullptr;
+  return why_unusable(config, problem, arch).empty();
+}
+
+// Whether a stored best may be used at all: a production family, and a valid point of its space
+// for the problem it was tuned for. A row that is not (a database edited or written elsewhere) is
+// skipped with a warning; test families are never run.
+bool trustworthy(const BestRecord& best, const ArchInfo& arch) {
+  const std::string why = why_unusable(best.winner.config, best.problem, arch);
+  if (!why.empty())
+    log().warn("tuning database: not using {} ({}) for {}: {}", best.winner.kernel_name,
+               best.winner.config.family, best.problem.describe(), why);
+  return why.empty();
+}
+
+std::string versions_note(const DeviceKey& tuned, const DeviceKey& here) {
+  return fmt::format("tuned on this GPU under driver {} and NVRTC {} (this process: driver {}, NVRTC {}); "
+                     "gemm-tune re-tunes it for these",
+                     tuned.driver, tuned.nvrtc, here.driver, here.nvrtc);
 }
 
 // GEMMTUNE_RECORD must never fail a call: a warning says why the file was not written.
@@ -138,7 +154,7 @@ struct Library::Impl {
     try {
       db = std::make_unique<TuningDb>(path, TuningDb::Mode::read_only);
     } catch (const Error& e) {
-      log().warn("tuning database {} not used: {}", path.string(), e.what());
+      log().warn("tuning database {} not used ({}); using the built-in defaults", path.string(), e.what());
     }
     return db.get();
   }
@@ -149,7 +165,8 @@ struct Library::Impl {
     return it->second;
   }
 
-  // Database, then nearest tuned shape, then the default of the best family.
+  // Database (this GPU and software; this GPU under another driver or NVRTC; the nearest tuned
+  // shape), then the default of the best family.
   std::pair<KernelConfig, Selection> pick(const DeviceInfo& dev, const Problem& p) {
     auto families = families_for(p, dev.arch);
     std::erase_if(families, [&](const Family* f) { return !allowed(only_families, f->name()); });
@@ -160,16 +177,23 @@ struct Library::Impl {
     Selection sel;
     if (TuningDb* tdb = database()) {
       try {
-        if (auto best = tdb->best(dev.key, p); best && usable(best->winner.config)) {
+        if (auto best = tdb->best(dev.key, p);
+            best && trustworthy(*best, dev.arch) && allowed(only_families, best->winner.config.family)) {
           sel.source = Source::tuned;
           return {best->winner.config, sel};
+        }
+        for (const auto& other : tdb->bests_under_other_versions(dev.key, p)) {
+          if (!trustworthy(other, dev.arch) || !allowed(only_families, other.winner.config.family)) continue;
+          sel.source = Source::other_version;
+          sel.note = versions_note(other.device, dev.key);
+          return {other.winner.config, sel};
         }
         const BestRecord* nearest = nullptr;
         double nearest_distance = std::numeric_limits<double>::max();
         const auto like = tdb->bests_like(dev.key, p.dtype, p.op_a, p.op_b);
         for (const auto& b : like) {
           const double d = shape_distance(p, b.problem);
-          if (std::isfinite(d) && d < nearest_distance && usable(b.winner.config)) {
+          if (std::isfinite(d) && d < nearest_distance && trustworthy(b, dev.arch) && usable(b.winner.config)) {
             nearest = &b;
             nearest_distance = d;
           }
@@ -180,7 +204,10 @@ struct Library::Impl {
           return {nearest->winner.config, sel};
         }
       } catch (const Error& e) {
-        log().warn("tuning database lookup failed, using the default kernel: {}", e.what());
+        // A damaged file can open fine and fail only here: say so once, then do without it.
+        log().warn("tuning database {} cannot be read ({}); using the built-in defaults", db->path().string(),
+                   e.what());
+        db.reset();
       }
     }
     sel.source = Source::fallback;

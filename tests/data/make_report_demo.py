@@ -2,7 +2,8 @@
 """Writes report-demo.json: an illustrative tuning database (made-up numbers in the range the
 H100 measures, not measurements) for gemm-db report's test and the README's screenshot.
 Template versions are "@simt" and "@wgmma_sm90": the test puts this build's in their place,
-so the rows count as current. Run: python3 make_report_demo.py > report-demo.json"""
+so the rows count as current, and gives those rows valid configurations of this build's search
+spaces (an import takes no other). Run: python3 make_report_demo.py > report-demo.json"""
 import json
 import random
 

@@ -3,6 +3,8 @@
 #include <cublas_v2.h>
 #include <dlfcn.h>
 
+#include <limits>
+
 #include "gemmtune/generator/util.hpp"
 
 namespace gemmtune {
@@ -19,6 +21,14 @@ cudaDataType data_type(DType d) {
 
 cublasOperation_t op(Op o) { return o == Op::N ? CUBLAS_OP_N : CUBLAS_OP_T; }
 
+// The 32-bit API takes sizes and leading dimensions as int: a cast would silently wrap.
+bool fits_int(const Problem& p) {
+  constexpr int64_t max = std::numeric_limits<int>::max();
+  for (int64_t v : {p.m, p.n, p.k, p.lda, p.ldb, p.ldc})
+    if (v > max) return false;
+  return true;
+}
+
 }  // namespace
 
 struct Cublas::Impl {
@@ -31,6 +41,11 @@ struct Cublas::Impl {
                             const void*, const void*, cudaDataType, int, const void*, cudaDataType,
                             int, const void*, void*, cudaDataType, int, cublasComputeType_t,
                             cublasGemmAlgo_t) = nullptr;
+  // The 64-bit API (cuBLAS 12 and later): used whenever the library has it.
+  cublasStatus_t (*gemm_ex_64)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int64_t, int64_t,
+                               int64_t, const void*, const void*, cudaDataType, int64_t, const void*,
+                               cudaDataType, int64_t, const void*, void*, cudaDataType, int64_t,
+                               cublasComputeType_t, cublasGemmAlgo_t) = nullptr;
   decltype(&::cublasGetVersion_v2) get_version = nullptr;
   cublasHandle_t handle = nullptr;
 };
@@ -55,6 +70,7 @@ std::unique_ptr<Cublas> Cublas::load() {
     load_error() = "libcublas lacks cublasGemmEx or friends";
     return nullptr;
   }
+  sym(impl->gemm_ex_64, "cublasGemmEx_64");  // optional
   if (impl->create(&impl->handle) != CUBLAS_STATUS_SUCCESS) {
     load_error() = "cublasCreate failed";
     return nullptr;
@@ -77,15 +93,25 @@ std::string Cublas::version() const {
   return fmt::format("cuBLAS {}.{}.{}", v / 10000, v / 100 % 100, v % 100);
 }
 
+bool Cublas::supports(const Problem& problem) const { return impl_->gemm_ex_64 || fits_int(problem); }
+
 void Cublas::gemm(const Problem& p, const GemmOperands& o, CUstream stream) const {
+  GT_REQUIRE(supports(p), Errc::unsupported,
+             "{} has no 64-bit API (cublasGemmEx_64) and {} has a size past 2^31 - 1: no cuBLAS "
+             "baseline for it",
+             version(), p.describe());
   GT_REQUIRE(impl_->set_stream(impl_->handle, reinterpret_cast<cudaStream_t>(stream)) == CUBLAS_STATUS_SUCCESS,
              Errc::cuda, "cublasSetStream failed");
   const cudaDataType t = data_type(p.dtype);
-  const cublasStatus_t s = impl_->gemm_ex(
-      impl_->handle, op(p.op_a), op(p.op_b), int(p.m), int(p.n), int(p.k), &o.alpha,
-      reinterpret_cast<const void*>(o.a), t, int(p.lda), reinterpret_cast<const void*>(o.b), t,
-      int(p.ldb), &o.beta, reinterpret_cast<void*>(o.c), t, int(p.ldc), CUBLAS_COMPUTE_32F,
-      CUBLAS_GEMM_DEFAULT);
+  const auto a = reinterpret_cast<const void*>(o.a), b = reinterpret_cast<const void*>(o.b);
+  const auto c = reinterpret_cast<void*>(o.c);
+  const cublasStatus_t s =
+      impl_->gemm_ex_64
+          ? impl_->gemm_ex_64(impl_->handle, op(p.op_a), op(p.op_b), p.m, p.n, p.k, &o.alpha, a, t, p.lda, b, t,
+                              p.ldb, &o.beta, c, t, p.ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
+          : impl_->gemm_ex(impl_->handle, op(p.op_a), op(p.op_b), int(p.m), int(p.n), int(p.k), &o.alpha, a, t,
+                           int(p.lda), b, t, int(p.ldb), &o.beta, c, t, int(p.ldc), CUBLAS_COMPUTE_32F,
+                           CUBLAS_GEMM_DEFAULT);
   GT_REQUIRE(s == CUBLAS_STATUS_SUCCESS, Errc::cuda, "cublasGemmEx failed with status {}", int(s));
 }
 

@@ -25,6 +25,18 @@ bool clearly_slower(const std::vector<double>& times, double fastest_ms, const T
 
 }  // namespace
 
+Timing summarize(std::vector<double> times) {
+  Timing t;
+  if (times.empty()) return t;
+  std::sort(times.begin(), times.end());
+  t.runs = int(times.size());
+  t.min_ms = times.front();
+  t.max_ms = times.back();
+  const size_t mid = times.size() / 2;
+  t.median_ms = times.size() % 2 ? times[mid] : 0.5 * (times[mid - 1] + times[mid]);
+  return t;
+}
+
 Timer::Timer(const DeviceInfo& device) : flush_(size_t(std::max<int64_t>(device.l2_bytes, 1 << 20)) * 2) {}
 
 Timing Timer::time(const std::function<void(CUstream)>& launch, CUstream stream,
@@ -41,7 +53,12 @@ Timing Timer::time(const std::function<void(CUstream)>& launch, CUstream stream,
   double total = 0, fastest = 0;
   bool stopped_early = false;
   EventHandle begin, end;
-  while (int(times.size()) < s.max_runs && (int(times.size()) < s.min_runs || total < s.min_total_ms)) {
+  // At least one run, whatever the settings say (max_runs 0, or no minimum at all): a median needs one.
+  auto more = [&] {
+    const int runs = int(times.size());
+    return runs == 0 || (runs < s.max_runs && (runs < s.min_runs || total < s.min_total_ms));
+  };
+  while (more()) {
     if (clearly_slower(times, fastest, s)) {
       stopped_early = true;
       break;
@@ -56,12 +73,8 @@ Timing Timer::time(const std::function<void(CUstream)>& launch, CUstream stream,
     times.push_back(ms);
     total += ms;
   }
-  Timing t;
+  Timing t = summarize(std::move(times));
   t.stopped_early = stopped_early;
-  t.runs = int(times.size());
-  t.min_ms = *std::min_element(times.begin(), times.end());
-  t.max_ms = *std::max_element(times.begin(), times.end());
-  t.median_ms = median_of(times);
   return t;
 }
 

@@ -83,11 +83,13 @@ struct CompileOutcome {
   std::string error;
 };
 
+// Whatever goes wrong with one candidate (NVRTC, a dump folder that cannot be written, memory)
+// becomes its record, never the end of the run.
 CompileOutcome compile_one(const Compiler& compiler, const Planned& p, const ArchInfo& arch) {
   CompileOutcome out;
   try {
     out.kernel = compiler.compile(emit_source(*p.family, p.config), arch);
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {
     out.error = e.what();
   }
   return out;
@@ -146,6 +148,9 @@ class Measurer {
   ~Measurer() { client_.stop(); }
 
   // The search's early stops of the timing (TimingSettings): 0 for none.
+  // Starts the worker and sets the problem up; throws Error(cuda) when it cannot.
+  void start() { ensure_ready(); }
+
   CandidateRecord measure(const Planned& p, int id, const RankedSearch& search) {
     ensure_ready();
     nlohmann::json request = {{"cmd", "measure"}, {"id", id}, {"config", nlohmann::json::parse(p.config.to_json())}};
@@ -229,6 +234,16 @@ void phase(const TuneOptions& o, std::string text) {
 
 // The candidates of the final round: the fastest, and those close enough to it that another
 // round could change the order (every one of the fastest in an exhaustive search).
+// The verified candidates of the problem on this device, fastest first, that this build can run:
+// whatever else a database holds (an imported or edited row) is never retimed or crowned.
+std::vector<CandidateRecord> runnable_ok(const TuningDb& db, const TuneReport& report) {
+  std::vector<CandidateRecord> out;
+  for (auto& c : db.candidates(report.device.key, report.problem))
+    if (c.status == CandidateStatus::ok && why_unusable(c.config, report.problem, report.device.arch).empty())
+      out.push_back(std::move(c));
+  return out;
+}
+
 std::vector<CandidateRecord> finalists(std::vector<CandidateRecord> candidates, const TuneOptions& o) {
   std::vector<CandidateRecord> top;
   for (auto& c : candidates) {
@@ -244,7 +259,7 @@ std::vector<CandidateRecord> finalists(std::vector<CandidateRecord> candidates, 
 // Updates the records (and the database) with those timings.
 void final_round(Measurer& measurer, TuningDb& db, const TuneReport& report, const TuneOptions& o,
                  double& baseline_ms, std::string& baseline_name) {
-  std::vector<CandidateRecord> top = finalists(db.candidates(report.device.key, report.problem), o);
+  std::vector<CandidateRecord> top = finalists(runnable_ok(db, report), o);
   if (top.empty() || o.final_rounds <= 0) return;
   phase(o, fmt::format("final round: the {} fastest{} timed again, {} rounds", top.size(),
                        o.baseline ? " and cuBLAS" : "", o.final_rounds));
@@ -380,6 +395,9 @@ void measure_all(const std::vector<Planned>& planned, RankedSearch& search, Tuni
   std::optional<Measurer> measurer;
   {
     CompileQueue compiles(planned, report.device.arch, pool);
+    // The worker starts while the first candidates compile; one that cannot start fails the run
+    // now, and the compile queue (a few ahead) is dropped with it.
+    if (!planned.empty()) measurer.emplace(report.problem, o, report.device.ordinal).start();
     for (size_t i = 0; i < planned.size(); ++i) {
       if (out_of_time(report, o, start)) break;
       if (!planned[i].always && search.rest_cannot_win(planned[i].predicted_ms)) {
@@ -460,7 +478,7 @@ TuneReport tune(const Problem& problem, const TuneOptions& options, int ordinal)
 
   // Complete: every candidate has a record, or the cost model ruled out the rest.
   report.complete = !report.interrupted && (planned.size() == left || report.stopped_by_model);
-  report.best = fastest(db.candidates(report.device.key, problem));
+  report.best = fastest(runnable_ok(db, report));
   if (report.best)
     db.set_best(report.device.key, problem, report.best->kernel_name, report.best->template_version,
                 report.baseline_ms, report.complete);

@@ -71,6 +71,10 @@ class Worker {
   json baseline() {
     if (!cublas_) cublas_ = Cublas::load();
     if (!cublas_) return {{"event", "baseline"}, {"available", false}, {"message", Cublas::why_not()}};
+    if (!cublas_->supports(problem_))
+      return {{"event", "baseline"},
+              {"available", false},
+              {"message", cublas_->version() + " has no 64-bit API and the problem has a size past 2^31 - 1"}};
     const ProblemData& data = verifier_->data();
     data.reset_c(*checker_, beta_, stream_->get());
     const GemmOperands ops = data.operands(alpha_, beta_);
@@ -147,7 +151,7 @@ class Worker {
     const auto start = std::chrono::steady_clock::now();
     while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() < ms) {
       for (int i = 0; i < 10; ++i) {
-        if (cublas_)
+        if (cublas_ && cublas_->supports(problem_))
           cublas_->gemm(problem_, ops, stream_->get());
         else
           GT_CU(cuMemsetD32Async(data.c.ptr(), 0, data.c.bytes() / 4, stream_->get()));

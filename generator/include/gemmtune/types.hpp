@@ -40,8 +40,14 @@ struct Problem {
 // A problem with tight leading dimensions (ld = rows) and full alignment.
 Problem make_problem(DType dtype, Op op_a, Op op_b, int64_t m, int64_t n, int64_t k);
 
-// Throws Error(invalid_argument) naming the first bad field: M/N/K <= 0, ld < rows, sizes that
-// overflow the kernels' 32-bit tile indices.
+// The largest M, N and K. Kernels count rows, columns and tiles in 32-bit int; with dimensions
+// up to 2^30, every such count and every tile bound (m0 + BM, (k + BK - 1) / BK, 2 * tile + 1)
+// stays below 2^31. Element offsets (ld * column + row) are 64-bit, so an operand may hold far
+// more than 2^31 elements.
+inline constexpr int64_t kMaxDimension = int64_t(1) << 30;
+
+// Throws Error(invalid_argument) naming the first bad field: M/N/K <= 0 or above kMaxDimension,
+// ld < rows, an operand whose extent does not fit 2^62 bytes.
 void validate(const Problem& problem);
 
 // The alignment class of a problem from its addresses and leading dimensions.

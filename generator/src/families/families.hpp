@@ -9,7 +9,5 @@ inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 const Family& simt_family();
 const Family& wgmma_sm90_family();
 const Family& mma_sm80_family();
-// For tests of fault isolation only: found by find_family, never in all_families().
-const Family& fault_injection_family();
 
 }  // namespace gemmtune

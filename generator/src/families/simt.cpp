@@ -119,6 +119,7 @@ class SimtFamily final : public Family {
         "  static constexpr bool A_T = {A_T}, B_T = {B_T};\n"
         "}};\n"
         "using K = gemmtune::simt::Kernel<Config>;\n"
+        "{smem_check}"
         "}}  // namespace\n"
         "extern \"C\" __global__ void __launch_bounds__(K::THREADS)\n"
         "{name}(const __grid_constant__ GemmArgs args) {{\n"
@@ -129,22 +130,22 @@ class SimtFamily final : public Family {
         fmt::arg("BK", c.at("BK")), fmt::arg("WM", c.at("WM")), fmt::arg("WN", c.at("WN")),
         fmt::arg("TM", c.at("TM")), fmt::arg("TN", c.at("TN")), fmt::arg("VEC", c.at("VEC")),
         fmt::arg("STAGES", c.at("STAGES")), fmt::arg("A_T", c.op_a == Op::T),
-        fmt::arg("B_T", c.op_b == Op::T));
+        fmt::arg("B_T", c.op_b == Op::T),
+        fmt::arg("smem_check", smem_static_assert("K::SMEM_BYTES", smem_bytes_of(c))));
   }
 
   LaunchGeometry geometry(const KernelConfig& c, const Problem& p, const ArchInfo&) const override {
     LaunchGeometry g;
     g.tiles_m = uint32_t((p.m + c.at("BM") - 1) / c.at("BM"));
     g.tiles_n = uint32_t((p.n + c.at("BN") - 1) / c.at("BN"));
-    g.grid = {g.tiles_m * g.tiles_n, 1, 1};
+    g.grid = {grid_extent(int64_t(g.tiles_m) * g.tiles_n), 1, 1};
     g.block = {uint32_t(threads_of(c)), 1, 1};
     g.smem_bytes = uint32_t(smem_bytes_of(c));
     return g;
   }
 
-  std::vector<std::string> template_files() const override {
-    return {"gemm_args.h", "common.cuh", "simt.cuh"};
-  }
+  // Its includes are found by scanning.
+  std::vector<std::string> template_files() const override { return {"simt.cuh"}; }
 
   // Calibrated on the H200 run over all 144 candidates at 4096^3 (docs/PERF.md): the best
   // kernel per thread tile reached 69% (16x8), 65% (8x8), 63% (4x16) and 60% (4x8) of the

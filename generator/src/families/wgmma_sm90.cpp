@@ -33,6 +33,11 @@ int64_t accumulators(const KernelConfig& c) { return blocks_per_warpgroup(c) * t
 bool a_kmajor(const KernelConfig& c) { return c.op_a == Op::T; }
 bool b_kmajor(const KernelConfig& c) { return c.op_b == Op::N; }
 bool q_kmajor(const KernelConfig& c) { return swapped(c) ? b_kmajor(c) : a_kmajor(c); }
+// The longest tile sides the problem needs: rows in 64s, columns in 8s (K-major Q) or 64s.
+int64_t rows_needed(const KernelConfig& c, const Problem& p) { return round_up(swapped(c) ? p.m : p.n, 64); }
+int64_t cols_needed(const KernelConfig& c, const Problem& p) {
+  return round_up(swapped(c) ? p.n : p.m, q_kmajor(c) ? 8 : 64);
+}
 // Which operand a cluster of two shares: CTAs along M share B's tile, along N A's.
 bool shares_a(const KernelConfig& c) { return cluster_n(c) == 2; }
 bool shares_b(const KernelConfig& c) { return cluster_m(c) == 2; }
@@ -212,7 +217,7 @@ class WgmmaSm90Family final : public Family {
         "  static constexpr int DTYPE = {DTYPE};\n"
         "}};\n"
         "using K = gemmtune::wgmma_sm90::Kernel<Config>;\n"
-        "static_assert(K::SMEM_BYTES == {SMEM}, \"the family's shared-memory size is the kernel's\");\n"
+        "{smem_check}"
         "}}  // namespace\n"
         "extern \"C\" __global__ void __launch_bounds__(K::THREADS, K::CTAS_PER_SM)\n"
         "{name}(const __grid_constant__ GemmArgs args) {{\n"
@@ -225,7 +230,8 @@ class WgmmaSm90Family final : public Family {
         fmt::arg("RASTER", c.at("RASTER")), fmt::arg("GROUP", c.at("GROUP")), fmt::arg("EPI", c.at("EPILOGUE")),
         fmt::arg("SCHEDULE", c.at("SCHEDULE")), fmt::arg("SPLITS", c.at("SPLITS")),
         fmt::arg("PP", pingpong(c)), fmt::arg("OCC", c.at("OCCUPANCY")), fmt::arg("A_T", c.op_a == Op::T), fmt::arg("B_T", c.op_b == Op::T),
-        fmt::arg("DTYPE", c.dtype == DType::bf16 ? 2 : 1), fmt::arg("SMEM", smem_bytes_of(c)));
+        fmt::arg("DTYPE", c.dtype == DType::bf16 ? 2 : 1),
+        fmt::arg("smem_check", smem_static_assert("K::SMEM_BYTES", smem_bytes_of(c))));
   }
 
   LaunchGeometry geometry(const KernelConfig& c, const Problem& p, const ArchInfo& arch) const override {
@@ -244,9 +250,9 @@ class WgmmaSm90Family final : public Family {
       const int64_t most = mode == schedule::STREAM_K ? u.super_tiles * u.k_blocks : units;
       g.grid = {uint32_t(std::min(most, u.workers) * cluster), 1, 1};
       g.persistent = true;
-      g.work_units = mode == schedule::STREAM_K ? 0 : uint32_t(units);  // stream-K: every resident CTA
+      g.work_units = mode == schedule::STREAM_K ? 0 : grid_extent(units);  // stream-K: every resident CTA
     } else {
-      g.grid = {uint32_t(u.tiles_m * u.tiles_n), 1, 1};
+      g.grid = {grid_extent(u.tiles_m * u.tiles_n), 1, 1};
     }
     const Workspace w = workspace_of(c, u);
     g.workspace_bytes = w.scratch;
@@ -259,10 +265,9 @@ class WgmmaSm90Family final : public Family {
     return g;
   }
 
-  std::vector<std::string> template_files() const override {
-    return {"gemm_args.h", "common.cuh", "schedule.h", "ptx/mbarrier.cuh", "ptx/tma.cuh", "ptx/wgmma.cuh",
-            "ptx/cluster.cuh", "wgmma_sm90.cuh", "pack.cuh"};
-  }
+  // The kernel's template and the operand packing its launch runs (what they include is found by
+  // scanning).
+  std::vector<std::string> template_files() const override { return {"wgmma_sm90.cuh", "pack.cuh"}; }
 
   // Calibrated on the ladder of docs/PERF.md and PERF-ANCHORS.md: the best kernel (wgmma N 256,
   // two consumer warpgroups, warp-specialized, TMA-store epilogue) reaches about 70% of the
@@ -379,8 +384,7 @@ class WgmmaSm90Family final : public Family {
              }),
         rule("tile_not_past_problem", "no tile side longer than its dimension needs (rows in 64s, columns in 8s or 64-column chunks)",
              [](const KernelConfig& c, const Problem& p, const ArchInfo&) {
-               const int64_t rows_dim = swapped(c) ? p.m : p.n, cols_dim = swapped(c) ? p.n : p.m;
-               return tile_rows(c) <= round_up(rows_dim, 64) && tile_cols(c) <= round_up(cols_dim, q_kmajor(c) ? 8 : 64);
+               return tile_rows(c) <= rows_needed(c, p) && tile_cols(c) <= cols_needed(c, p);
              }),
         rule("ragged_tiles_for_ragged_sides", "wgmma N off the powers of two only where the side is no multiple of 64",
              [](const KernelConfig& c, const Problem& p, const ArchInfo&) {
@@ -393,10 +397,13 @@ class WgmmaSm90Family final : public Family {
                if (tile_rows(c) > 64 && c.at("WS") == 1) return true;
                return ceil_div(p.m, 128) * ceil_div(p.n, 128) < a.sms;
              }),
-        rule("large_tiles_for_large_problems", "tiles of at least 128 x 128 where such tiles fill two waves",
+        // A side shorter than 128 (a skinny problem) takes the whole side: tile_not_past_problem
+        // allows no more, and M = 65536, N = 8 must keep a valid configuration.
+        rule("large_tiles_for_large_problems", "tiles of at least 128 x 128 (or the whole side) where such tiles fill two waves",
              [](const KernelConfig& c, const Problem& p, const ArchInfo& a) {
                if (ceil_div(p.m, 128) * ceil_div(p.n, 128) < 2 * a.sms) return true;
-               return tile_rows(c) >= 128 && tile_cols(c) >= 128;
+               return tile_rows(c) >= std::min<int64_t>(128, rows_needed(c, p)) &&
+                      tile_cols(c) >= std::min<int64_t>(128, cols_needed(c, p));
              }),
         rule("tma_store_for_many_tiles", "TMA stores where a CTA has a next tile to overlap them with",
              [](const KernelConfig& c, const Problem& p, const ArchInfo& a) {

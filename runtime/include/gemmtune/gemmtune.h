@@ -45,8 +45,8 @@ gemmtune_status gemmtune_gemm_on_device(int device, gemmtune_dtype dtype, gemmtu
                                         void* stream);
 
 /* Which kernel a gemmtune_gemm_on_device call with these arguments would use, and why, as one
- * JSON object: {"source": "tuned" | "nearest" | "fallback", "kernel", "family", "config",
- * "note", "device": the key the tuning database was searched with: {"name", "cc", "sms",
+ * JSON object: {"source": "tuned" | "other_version" | "nearest" | "fallback", "kernel", "family",
+ * "config", "note", "device": the key the tuning database was searched with: {"name", "cc", "sms",
  * "driver", "nvrtc"}}. The pointers only count for their alignment and may be NULL (then the
  * leading dimensions alone decide it). Looks the kernel up and compiles or loads it, as the
  * call would. *selection_json stays valid until the next gemmtune_select in this thread. */

@@ -6,8 +6,9 @@
 // compute C^T = op(B)^T op(A)^T, i.e. swap A and B (and M and N) and pass the row strides.
 //
 // The kernel for a shape is the one `gemm-tune` stored in the tuning database for this GPU;
-// else the tuned kernel of the nearest shape; else a built-in default. It is compiled (or
-// loaded from the kernel cache) on first use and kept in memory.
+// else the one tuned for the shape on this GPU under another driver or NVRTC; else the tuned
+// kernel of the nearest shape; else a built-in default. It is compiled (or loaded from the kernel
+// cache) on first use and kept in memory. A damaged database is reported once (log) and ignored.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -26,9 +27,10 @@ struct bf16 { uint16_t bits; };
 struct f16 { uint16_t bits; };
 
 enum class Source {
-  tuned,     // the tuning database has this exact problem for this GPU
-  nearest,   // the tuned kernel of the nearest shape (same GPU, dtype and layout)
-  fallback,  // nothing tuned applies: the built-in default of the best family
+  tuned,          // the tuning database has this exact problem for this GPU
+  other_version,  // this exact problem, tuned on this GPU under another CUDA driver or NVRTC
+  nearest,        // the tuned kernel of the nearest shape (same GPU, dtype and layout)
+  fallback,       // nothing tuned applies: the built-in default of the best family
 };
 const char* to_string(Source source) noexcept;
 
@@ -37,7 +39,7 @@ struct Selection {
   std::string family;
   std::string config;  // JSON
   Source source = Source::fallback;
-  std::string note;    // for nearest: the shape it was tuned for
+  std::string note;    // other_version: the driver and NVRTC it was tuned with; nearest: the shape
 };
 
 struct Options {

@@ -1,7 +1,7 @@
 #pragma once
-// The compiled-kernel cache on disk: one file per (source hash, options, NVRTC version),
-// written atomically (temp file, then rename) and checked on load. A corrupt or foreign
-// entry is removed and reported as a miss, never loaded.
+// The compiled-kernel cache on disk: one file per key (everything a cubin depends on), written
+// atomically (temp file, then rename) and checked on load. A corrupt or foreign entry is removed
+// and reported as a miss, never loaded.
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -25,8 +25,15 @@ class KernelCache {
   explicit KernelCache(std::filesystem::path dir = default_dir());
   static std::filesystem::path default_dir();  // cache_dir()/kernels (GEMMTUNE_CACHE_DIR)
 
-  static std::string key(std::string_view source_hash, std::string_view options,
-                         std::string_view nvrtc_version);
+  // What a compiled kernel depends on; a change to any part is another key.
+  struct KeyParts {
+    std::string_view source_hash;     // the generated unit: name and code
+    std::string_view templates_hash;  // contents of every template the unit includes, transitively
+    std::string_view options;         // NVRTC options
+    std::string_view nvrtc;           // NVRTC's version (and build)
+    std::string_view arch;            // the target, e.g. sm_90a
+  };
+  static std::string key(const KeyParts& parts);
 
   // A missing entry is a miss; a corrupt, truncated or foreign one is removed, logged as a
   // warning and also reported as a miss. Never throws for I/O trouble.

@@ -130,6 +130,10 @@ class TuningDb {
                 const std::string& template_version, double baseline_ms, bool complete);
   // The fastest current best of the problem (stale template versions are never returned).
   std::optional<BestRecord> best(const DeviceKey& device, const Problem& problem) const;
+  // Current bests of the problem on the same GPU (name, compute capability, SM count) measured
+  // under another driver or NVRTC version, the most recently tuned first: the runtime's fallback
+  // until the problem is tuned under the versions it runs with.
+  std::vector<BestRecord> bests_under_other_versions(const DeviceKey& device, const Problem& problem) const;
   // Current bests of the device for every shape with this dtype and layout (for the
   // nearest-shape fallback).
   std::vector<BestRecord> bests_like(const DeviceKey& device, DType dtype, Op op_a, Op op_b) const;

@@ -29,6 +29,10 @@ struct ArchInfo {
   double flops_per_clock_per_sm(DType dtype) const;
   // Typical figures of a named architecture; throws Error(invalid_argument) for unknown names.
   static ArchInfo from_name(std::string_view name);
+  // The target the runtime compiles for on a GPU of compute capability `cc` (sm_90a on Hopper),
+  // with its typical figures; an architecture this build does not know gets sm_90's limits.
+  // For judging stored results by the GPU they name, without that GPU.
+  static ArchInfo from_cc(int cc);
 };
 
 struct KernelConfig {

@@ -9,6 +9,7 @@
 
 #include "gemmtune/generator/config.hpp"
 #include "gemmtune/generator/cost_model.hpp"
+#include "gemmtune/generator/embedded.hpp"
 #include "gemmtune/generator/search_space.hpp"
 
 namespace gemmtune {
@@ -51,6 +52,10 @@ struct LaunchGeometry {
   TensorMapNeed& map(Operand operand) { return maps[size_t(operand)]; }
 };
 
+// `ctas` as a grid's x extent; throws Error(invalid_argument) when a grid cannot hold that many
+// (2^31 - 1), rather than let the count wrap. Families' geometry() sizes grids with it.
+uint32_t grid_extent(int64_t ctas);
+
 // The generated translation unit of one configuration.
 struct KernelSource {
   std::string name;  // also the kernel's entry point
@@ -75,7 +80,9 @@ class Family {
   virtual std::string emit(const KernelConfig& config) const = 0;
   virtual LaunchGeometry geometry(const KernelConfig& config, const Problem& problem,
                                   const ArchInfo& arch) const = 0;
-  // Template files the generated code includes (their hash is the template version).
+  // The templates the family's kernels are built from: the one its units include, and any its
+  // launcher compiles (operand packing). What those include is found by scanning, so a list may
+  // name only the roots; the hash of them all is the template version.
   virtual std::vector<std::string> template_files() const = 0;
   // The cost model (cost_model.hpp). tile_work describes what one CTA computes; the default
   // reads the launch geometry, and a family refines it with its calibration (efficiency of the
@@ -91,11 +98,34 @@ class Family {
 KernelSource make_source(std::string name, std::string code);
 // Name, code and hash of one configuration.
 KernelSource emit_source(const Family& family, const KernelConfig& config);
-// Hex hash of the family's template sources: results from another version are never reused.
-std::string template_version(const Family& family);
+// Hex hash of the paths and contents of the family's templates and of everything they include
+// (template_closure): results from another version are never reused. `files` stands in for the
+// embedded templates in tests.
+std::string template_version(const Family& family,
+                             const std::vector<EmbeddedFile>& files = embedded_templates());
 
+// A line for a generated unit that stops its compile unless the kernel's shared-memory size
+// (`expression`, e.g. "K::SMEM_BYTES") equals `bytes`, what the family's geometry launches it
+// with: the two computations cannot drift apart unnoticed. Every family's emit() uses it.
+std::string smem_static_assert(std::string_view expression, int64_t bytes);
+
+// The production families of this build, best first: the only ones searched, and the only ones a
+// tuning database or an imported file may name.
 const std::vector<const Family*>& all_families();
-const Family& find_family(std::string_view name);  // throws Error(invalid_argument)
+// The production family of that name, or nullptr.
+const Family* production_family(std::string_view name);
+// A production family, or one registered with register_family(); throws Error(invalid_argument).
+const Family& find_family(std::string_view name);
+// Makes find_family() find `family` too, in this process. For tests, whose own binaries carry
+// families that misbehave on purpose (tests/fault_injection_family.cpp): an installed build has
+// none, and production_family() never returns them. `family` must outlive the process's use.
+void register_family(const Family& family);
+
+// Empty when `config` can run `problem` on `arch`: it names a production family that supports the
+// problem there, with the problem's dtype and ops, exactly the family's parameters, each with a
+// value of the family's search space, and every constraint holds. Otherwise why not, for people.
+// Rows of a tuning database pass this before the library (or an import) trusts them.
+std::string why_unusable(const KernelConfig& config, const Problem& problem, const ArchInfo& arch);
 // Families that can solve the problem on the architecture, best first.
 std::vector<const Family*> families_for(const Problem& problem, const ArchInfo& arch);
 

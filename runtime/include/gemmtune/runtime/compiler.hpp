@@ -8,6 +8,7 @@
 
 #include "gemmtune/cache/kernel_cache.hpp"
 #include "gemmtune/generator/config.hpp"
+#include "gemmtune/generator/embedded.hpp"
 #include "gemmtune/generator/family.hpp"
 
 namespace gemmtune {
@@ -37,8 +38,10 @@ struct CompiledKernel {
 class Compiler {
  public:
   // Kernels are cached under cache_dir (default cache_dir()/kernels); no disk cache when
-  // use_cache is false.
-  explicit Compiler(bool use_cache = true, std::optional<std::filesystem::path> cache_dir = {});
+  // use_cache is false. Units include `templates` (tests substitute edited ones); the cache key
+  // covers the contents of every one a unit includes.
+  explicit Compiler(bool use_cache = true, std::optional<std::filesystem::path> cache_dir = {},
+                    std::vector<EmbeddedFile> templates = embedded_templates());
 
   // Throws Error(compile) with the NVRTC log and the options when the source does not compile.
   // Thread-safe: NVRTC programs are independent.
@@ -48,6 +51,7 @@ class Compiler {
 
  private:
   CompiledKernel compile_uncached(const KernelSource& source, const ArchInfo& arch) const;
+  std::vector<EmbeddedFile> templates_;
   std::optional<KernelCache> cache_;
 };
 

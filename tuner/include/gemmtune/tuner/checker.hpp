@@ -62,8 +62,8 @@ struct ProblemData {
 };
 
 // Checks a kernel on the problem being tuned (sampled points, edges included, and every
-// element for NaN) and, when the problem is large, on every element of a smaller problem with
-// odd sizes, ld > rows, and both beta == 0 (C full of NaN) and beta != 0.
+// element for NaN) and, when the problem is large (in outputs, or in bytes), on every element of
+// a smaller problem with odd sizes, ld > rows, and both beta == 0 (C full of NaN) and beta != 0.
 class Verifier {
  public:
   Verifier(const Checker& checker, const Problem& problem, float alpha, float beta, uint64_t seed,

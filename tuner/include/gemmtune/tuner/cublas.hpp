@@ -16,7 +16,11 @@ class Cublas {
   static std::string why_not();
   ~Cublas();
 
-  // cublasGemmEx with f32 compute, in the problem's dtype; throws Error(cuda) on failure.
+  // Whether gemm() can run the problem: always with the 64-bit API (cublasGemmEx_64, cuBLAS 12
+  // and later); with the 32-bit one only when every size and leading dimension fits an int.
+  bool supports(const Problem& problem) const;
+  // cublasGemmEx(_64) with f32 compute, in the problem's dtype; throws Error(unsupported) when
+  // !supports(problem), Error(cuda) on failure.
   void gemm(const Problem& problem, const GemmOperands& operands, CUstream stream) const;
   std::string version() const;
 

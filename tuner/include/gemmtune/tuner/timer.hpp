@@ -4,12 +4,14 @@
 #include <cuda.h>
 
 #include <functional>
+#include <vector>
 
 #include "gemmtune/runtime/device.hpp"
 #include "gemmtune/runtime/memory.hpp"
 
 namespace gemmtune {
 
+// A median needs a run: the timer always makes at least one, whatever max_runs says.
 struct TimingSettings {
   int min_runs = 20;
   int max_runs = 2000;
@@ -29,6 +31,9 @@ struct Timing {
   int runs = 0;
   bool stopped_early = false;  // abort_above_ms cut the timing short
 };
+
+// Median, min and max of run times (ms), in any order; all zero with runs = 0 when there are none.
+Timing summarize(std::vector<double> times_ms);
 
 class Timer {
  public:

@@ -55,7 +55,9 @@ struct TuneOptions {
   int final_candidates = 5;      // at most; see SearchSettings::final_margin
   int final_rounds = 2;
   std::vector<std::string> families;  // empty: every family that supports the problem
-  std::vector<KernelConfig> extra;    // measured besides the search space (tests, experiments)
+  // Measured besides the search space (tests, experiments); like every record, one becomes the
+  // best only when it is a valid point of a production family (why_unusable()).
+  std::vector<KernelConfig> extra;
   bool only_extra = false;
   std::function<void(const Progress&)> progress;
 };

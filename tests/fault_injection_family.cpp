@@ -1,10 +1,10 @@
-// A family that misbehaves on purpose, for testing fault isolation: MODE 1 writes to an invalid
-// address, MODE 2 never finishes. It is found by name but never searched.
+// The fault-injection family (fault_injection_family.hpp): MODE 1 writes to an invalid address,
+// MODE 2 never finishes.
+#include "fault_injection_family.hpp"
+
 #include <fmt/format.h>
 
-#include "families.hpp"
-
-namespace gemmtune {
+namespace gemmtune::test {
 namespace {
 
 class FaultInjectionFamily final : public Family {
@@ -47,4 +47,4 @@ const Family& fault_injection_family() {
   return family;
 }
 
-}  // namespace gemmtune
+}  // namespace gemmtune::test
