@@ -1,6 +1,8 @@
 // gemm-tune and gemm-bench on bad input: a clear one-line message, a non-zero exit, no crash.
 // And --dry-run --json, which needs no GPU.
 #include <gtest/gtest.h>
+
+#include <set>
 #include <sqlite3.h>
 
 #include <nlohmann/json.hpp>
@@ -99,8 +101,19 @@ TEST(GemmTuneCli, DryRunJsonListsCandidates) {
   EXPECT_GT(j.at("pruned").get<int>(), 0);
 }
 
+// On Hopper both tensor-core families are searched; each family's default is measured first.
 TEST(GemmTuneCli, DryRunListsTheWgmmaFamilyForBf16) {
-  expect_dry_run("--m 4096 --n 4096 --k 4096 --dtype bf16 --budget 3", 3, "wgmma_sm90", "gemm_wgmma_bf16_nn_");
+  expect_dry_run("--m 4096 --n 4096 --k 4096 --dtype bf16 --budget 3 --families wgmma_sm90", 3, "wgmma_sm90",
+                 "gemm_wgmma_bf16_nn_");
+  test::TempDir dir;
+  const auto r = run_command("GEMMTUNE_CACHE_DIR=" + dir.path().string() + " " + tool("gemm-tune") +
+                                 " --m 4096 --n 4096 --k 4096 --dtype bf16 --dry-run --list --arch sm_90a --json",
+                             false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto listed = nlohmann::json::parse(r.output);
+  std::set<std::string> families;
+  for (const auto& c : listed.at("candidates")) families.insert(c.at("family").get<std::string>());
+  EXPECT_EQ(families, (std::set<std::string>{"wgmma_sm90", "mma_sm80"}));
 }
 
 TEST(GemmTuneCli, DryRunListsTheMmaFamilyForBf16OnAmpere) {

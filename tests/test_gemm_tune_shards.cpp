@@ -99,12 +99,12 @@ TEST_F(GemmTuneShards, ListShowsCandidatesInTheCostModelsOrderWithoutCompiling) 
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto j = nlohmann::json::parse(r.output);
   ASSERT_GT(j.at("candidates").size(), 10u);
-  // The family's default first, then the cost model's order.
+  // Each family's default first (wgmma_sm90 and mma_sm80 on Hopper), then the cost model's order.
   double last = 0;
   for (size_t i = 0; i < j.at("candidates").size(); ++i) {
     const auto& c = j.at("candidates")[i];
     EXPECT_EQ(c.at("status"), "listed");
-    if (i > 1) EXPECT_GE(c.at("predicted_ms").get<double>(), last);
+    if (i > 2) EXPECT_GE(c.at("predicted_ms").get<double>(), last);
     last = c.at("predicted_ms");
   }
   EXPECT_FALSE(std::filesystem::exists(dir_ / "cache" / "kernels")) << "--list compiles nothing";

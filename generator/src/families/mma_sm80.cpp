@@ -134,6 +134,7 @@ class MmaSm80Family final : public Family {
         "  static constexpr int DTYPE = {DTYPE};\n"
         "}};\n"
         "using K = gemmtune::mma_sm80::Kernel<Config>;\n"
+        "{smem_check}"
         "}}  // namespace\n"
         "extern \"C\" __global__ void __launch_bounds__(K::THREADS, 1)\n"
         "{name}(const __grid_constant__ GemmArgs args) {{\n"
@@ -144,7 +145,8 @@ class MmaSm80Family final : public Family {
         fmt::arg("BK", c.at("BK")), fmt::arg("WM", c.at("WM")), fmt::arg("WN", c.at("WN")),
         fmt::arg("STAGES", c.at("STAGES")), fmt::arg("GROUP", c.at("GROUP")), fmt::arg("VEC", c.at("VEC")),
         fmt::arg("A_T", c.op_a == Op::T), fmt::arg("B_T", c.op_b == Op::T),
-        fmt::arg("DTYPE", c.dtype == DType::bf16 ? 2 : 1));
+        fmt::arg("DTYPE", c.dtype == DType::bf16 ? 2 : 1),
+        fmt::arg("smem_check", smem_static_assert("K::SMEM_BYTES", smem_bytes_of(c))));
   }
 
   // One block per output tile, plain pointers: the runtime's plain launcher serves it.
