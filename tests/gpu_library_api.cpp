@@ -90,14 +90,7 @@ TEST_F(LibraryApi, ResultsAreRightFromManyThreadsOnTheirOwnStreams) {
   for (auto& th : threads) th.join();
   // The same calls checked one by one against the reference.
   for (const auto& p : problems) {
-    const Verifier v(*checker_, p, 1.0f, 0.0f, 3, stream_->get());
-    const Verdict verdict = v.verify(
-        [&](const Problem& q, const GemmOperands& o, CUstream s) {
-          lib.gemm(q.dtype, q.op_a, q.op_b, q.m, q.n, q.k, o.alpha, reinterpret_cast<const void*>(o.a), q.lda,
-                   reinterpret_cast<const void*>(o.b), q.ldb, o.beta, reinterpret_cast<void*>(o.c), q.ldc,
-                   reinterpret_cast<Stream>(s));
-        },
-        stream_->get());
+    const Verdict verdict = check_library(lib, p);
     EXPECT_TRUE(verdict.ok) << p.describe() << ": " << verdict.message;
   }
 }

@@ -2,6 +2,7 @@
 // GPU test fixtures: a context, the device, the verification kernels, a stream.
 #include <memory>
 
+#include "gemmtune/gemmtune.hpp"
 #include "gemmtune/runtime/device.hpp"
 #include "gemmtune/runtime/workspace.hpp"
 #include "gemmtune/tuner/checker.hpp"
@@ -33,6 +34,18 @@ class GpuTest : public ::testing::Test {
           const LaunchGeometry g = family.geometry(k.config, q, device_.arch);
           workspaces_.provide(s, g, ops);
           k.run(g, q, ops, s);
+        },
+        stream_->get());
+  }
+
+  // The same checks for a call through the library.
+  Verdict check_library(Library& lib, const Problem& p) {
+    const Verifier v(*checker_, p, 1.0f, 0.0f, 3, stream_->get());
+    return v.verify(
+        [&](const Problem& q, const GemmOperands& o, CUstream s) {
+          lib.gemm(q.dtype, q.op_a, q.op_b, q.m, q.n, q.k, o.alpha, reinterpret_cast<const void*>(o.a), q.lda,
+                   reinterpret_cast<const void*>(o.b), q.ldb, o.beta, reinterpret_cast<void*>(o.c), q.ldc,
+                   reinterpret_cast<Stream>(s));
         },
         stream_->get());
   }

@@ -18,9 +18,10 @@ class CompileFamilies : public ::testing::Test {
   void SetUp() override { setenv("GEMMTUNE_NO_KERNEL_CACHE", "1", 1); }
 };
 
-void expect_all_compile(DType dtype, const char* layout, const char* arch, const char* family) {
-  const Problem p = make_problem(dtype, parse_op(layout[0]), parse_op(layout[1]), 4096, 4096, 4096);
-  const DryRunReport r = dry_run(p, ArchInfo::from_name(arch), 0, {family});
+// The family's candidates for the problem (all, or the `most` most promising) compile without
+// spills, with a ptxas report.
+void expect_candidates_compile(const Problem& p, const char* arch, const char* family, int most = 0) {
+  const DryRunReport r = dry_run(p, ArchInfo::from_name(arch), 0, {family}, {}, most);
   ASSERT_GT(r.candidates.size(), 0u) << "no candidates for " << p.describe();
   EXPECT_EQ(r.failed, 0);
   for (const auto& c : r.candidates) {
@@ -28,6 +29,10 @@ void expect_all_compile(DType dtype, const char* layout, const char* arch, const
     EXPECT_EQ(c.spills, 0) << c.name << " spills on " << arch << " (" << c.registers << " registers)";
     EXPECT_GT(c.registers, 0) << c.name << ": no ptxas report";
   }
+}
+
+void expect_all_compile(DType dtype, const char* layout, const char* arch, const char* family) {
+  expect_candidates_compile(make_problem(dtype, parse_op(layout[0]), parse_op(layout[1]), 4096, 4096, 4096), arch, family);
 }
 
 TEST_F(CompileFamilies, SimtSm90aNN) { expect_all_compile(DType::f32, "nn", "sm_90a", "simt"); }
@@ -82,6 +87,35 @@ TEST_F(CompileFamilies, WgmmaBf16NT) { expect_wgmma_sample_compiles(DType::bf16,
 TEST_F(CompileFamilies, WgmmaBf16TN) { expect_wgmma_sample_compiles(DType::bf16, "tn"); }
 TEST_F(CompileFamilies, WgmmaBf16TT) { expect_wgmma_sample_compiles(DType::bf16, "tt"); }
 TEST_F(CompileFamilies, WgmmaF16TN) { expect_wgmma_sample_compiles(DType::f16, "tn"); }
+
+// gemv: the default and the two most promising candidates of one problem per code path (dot
+// with x through L1 or staged, axpy, both sides, narrow vectors), for both architectures.
+// GEMMTUNE_COMPILE_ALL_GEMV=1 compiles every candidate of those problems' spaces instead.
+void expect_gemv_compiles(const char* arch) {
+  const bool all = std::getenv("GEMMTUNE_COMPILE_ALL_GEMV") != nullptr;
+  struct Case {
+    DType dtype;
+    const char* layout;
+    int64_t m, n;
+    int align;
+  };
+  const Case cases[] = {{DType::bf16, "tn", 4096, 1, 16}, {DType::bf16, "nt", 4096, 1, 16}, {DType::bf16, "nn", 4096, 1, 16},
+                        {DType::f16, "nn", 1, 4096, 16},  {DType::f32, "tt", 1, 4096, 16},  {DType::bf16, "tn", 4096, 1, 2},
+                        {DType::f32, "nn", 4096, 1, 8}};
+  for (const Case& cs : cases) {
+    Problem p = make_problem(cs.dtype, parse_op(cs.layout[0]), parse_op(cs.layout[1]), cs.m, cs.n, 4096);
+    p.align = cs.align;
+    expect_candidates_compile(p, arch, "gemv", all ? 0 : 2);
+    const Family& gemv = find_family("gemv");
+    const ArchInfo target = ArchInfo::from_name(arch);
+    const CompiledKernel d = Compiler(false).compile(emit_source(gemv, gemv.default_config(p, target)), target);
+    EXPECT_EQ(d.report.spills(), 0) << d.name << " spills on " << arch;
+    EXPECT_GT(d.report.registers, 0) << d.name << ": no ptxas report";
+  }
+}
+
+TEST_F(CompileFamilies, GemvSm90a) { expect_gemv_compiles("sm_90a"); }
+TEST_F(CompileFamilies, GemvSm80) { expect_gemv_compiles("sm_80"); }
 
 TEST_F(CompileFamilies, HelperKernelsCompile) {
   const Compiler compiler(false);

@@ -21,13 +21,18 @@ if ! ctest --test-dir "$build" -L gpu --output-on-failure -j 1 >"$out/ctest-gpu.
 fi
 tail -n 25 "$out/ctest-gpu.log"
 
-echo "== compute-sanitizer (memcheck, racecheck) on a small shape of each wgmma schedule"
-for tool in memcheck racecheck; do
-  if ! compute-sanitizer --tool "$tool" --error-exitcode 1 "$build/bin/gpu_wgmma_correctness" \
-       --gtest_filter='*WgmmaSanitizer*' >"$out/sanitizer-$tool.log" 2>&1; then
+# sanitize TOOL BINARY FILTER: one test binary under compute-sanitizer, log in $out.
+sanitize() {
+  local log="$out/sanitizer-$1-$2.log"
+  if ! compute-sanitizer --tool "$1" --error-exitcode 1 "$build/bin/$2" --gtest_filter="$3" >"$log" 2>&1; then
     status=1
   fi
-  grep -E "ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED|SKIPPED" "$out/sanitizer-$tool.log" | tail -n 3
+  grep -E "ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED|SKIPPED" "$log" | tail -n 3
+}
+echo "== compute-sanitizer (memcheck, racecheck) on small shapes of each wgmma schedule and of gemv"
+for tool in memcheck racecheck; do
+  sanitize "$tool" gpu_wgmma_correctness '*WgmmaSanitizer*'
+  sanitize "$tool" gpu_gemv_correctness '*SanitizerSmallShapes*'
 done
 
 echo "== gemm-bench, small suite"

@@ -37,8 +37,9 @@ std::string template_version(const Family& family) {
 }
 
 const std::vector<const Family*>& all_families() {
-  // Best first: when several families solve a problem, the tuner searches all of them.
-  static const std::vector<const Family*> families = {&wgmma_sm90_family(), &simt_family()};
+  // Best first: when several families solve a problem, the tuner searches all of them, and the
+  // library's untuned default is the first one's. gemv serves only N == 1 or M == 1.
+  static const std::vector<const Family*> families = {&gemv_family(), &wgmma_sm90_family(), &simt_family()};
   return families;
 }
 

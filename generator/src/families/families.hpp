@@ -4,6 +4,7 @@
 
 namespace gemmtune {
 
+const Family& gemv_family();
 const Family& simt_family();
 const Family& wgmma_sm90_family();
 // For tests of fault isolation only: found by find_family, never in all_families().
