@@ -90,6 +90,11 @@ TEST(GemmTuneCli, DryRunListsTheWgmmaFamilyForBf16) {
   expect_dry_run("--m 4096 --n 4096 --k 4096 --dtype bf16 --budget 3", 3, "wgmma_sm90", "gemm_wgmma_bf16_nn_");
 }
 
+// One token through a layer: the gemv family comes first, with the most promising candidates.
+TEST(GemmTuneCli, DryRunListsTheGemvFamilyForOneColumn) {
+  expect_dry_run("--m 4096 --n 1 --k 4096 --dtype bf16 --layout tn --budget 3", 3, "gemv", "gemm_gemv_bf16_tn_n1_dot_");
+}
+
 TEST(GemmTuneCli, Bf16NeedsHopperForTheWgmmaFamily) {
   const auto r = run_command(tool("gemm-tune") + " --m 64 --n 64 --k 64 --dtype bf16 --dry-run --arch sm_80");
   EXPECT_EQ(r.exit_code, 1) << r.output;

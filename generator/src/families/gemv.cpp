@@ -16,12 +16,11 @@ constexpr int64_t kMaxSplit = 32;  // the largest KSPLIT of the space
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// SIDE 0: the vector is op(B) (N == 1); SIDE 1: it is op(A) (M == 1). Mirrors gemv::Kernel.
+// SIDE 0: the vector is op(B) (N == 1); SIDE 1: it is op(A) (M == 1). Dot: the matrix's K runs
+// along each output; otherwise across outputs (axpy). Mirrors gemv::Kernel.
 bool side_fits(int64_t side, const Problem& p) { return side == 0 ? p.n == 1 : p.m == 1; }
-bool is_dot(int64_t side, const Problem& p) { return side == 0 ? p.op_a == Op::T : p.op_b == Op::N; }
-bool is_dot(const KernelConfig& c) {
-  return c.at("SIDE") == 0 ? c.op_a == Op::T : c.op_b == Op::N;
-}
+bool is_dot(int64_t side, Op op_a, Op op_b) { return side == 0 ? op_a == Op::T : op_b == Op::N; }
+bool is_dot(const KernelConfig& c) { return is_dot(c.at("SIDE"), c.op_a, c.op_b); }
 bool x_contiguous(const KernelConfig& c) {
   return c.at("SIDE") == 0 ? c.op_b == Op::N : c.op_a == Op::T;
 }
@@ -130,12 +129,12 @@ class GemvFamily final : public Family {
     return s;
   }
 
-  // 16-byte loads (where aligned) with 8 in flight per lane, 256 threads; K split only as far as
-  // it takes to give every SM a block.
+  // 256 threads, 16-byte loads where aligned (dot: two outputs per warp, 4 loads each in flight;
+  // axpy: 4 columns per round); K split only as far as it takes to give every SM a block.
   KernelConfig default_config(const Problem& p, const ArchInfo& arch) const override {
     KernelConfig c{"gemv", p.dtype, p.op_a, p.op_b, {}};
     // Both sides fit when M == N == 1: prefer the one whose K runs contiguously.
-    const bool side1 = p.m == 1 && (p.n > 1 || (is_dot(1, p) && !is_dot(0, p)));
+    const bool side1 = p.m == 1 && (p.n > 1 || (is_dot(1, p.op_a, p.op_b) && !is_dot(0, p.op_a, p.op_b)));
     c.params = {{"SIDE", side1 ? 1 : 0}, {"THREADS", 256}, {"ROWS", 1}, {"UNROLL", 4}, {"KSPLIT", 1},
                 {"VEC", widest_vector(p)}};
     if (is_dot(c)) c.params["ROWS"] = 2;
