@@ -1,11 +1,9 @@
 // The gemv family is right on every layout with N == 1 and with M == 1, M = N = 1, K = 1, odd
 // leading dimensions, unaligned pointers (alignment classes 2, 4 and 8), both beta paths (NaN in
 // C when beta == 0), bf16, f16 and f32, with and without K split over blocks; a split result is
-// bitwise the same run after run, and every run leaves the workspace zero.
-//
-// These tests launch with a zero-filled workspace of their own, as the runtime's plain launcher
-// does plus GemmArgs::workspace, so that they check the kernels whatever the runtime provides;
-// GemvLibrary checks the library's own path (its workspace provision included).
+// bitwise the same run after run, and every run leaves the workspace zero. Kernels run through
+// the runtime's launcher with a workspace per stream, as the tuner runs them; one test goes
+// through the library.
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -65,24 +63,19 @@ class GemvTest : public test::GpuTest {
     return it->second;
   }
 
-  // Launches as the runtime's plain launcher does, with our zero-filled workspace, and checks
-  // that the kernel leaves it zero.
-  void launch(const ReadyKernel& k, const Problem& q, const GemmOperands& ops, CUstream s) {
+  // Launches with the stream's workspace, and checks that the kernel leaves all of it zero
+  // (counters and partial sums: the next kernel on the stream may lay it out differently).
+  void launch(const ReadyKernel& k, const Problem& q, GemmOperands ops, CUstream s) {
     const LaunchGeometry g = k.family->geometry(k.config, q, device_.arch);
-    if (workspace_.bytes() < g.workspace_bytes) {
-      workspace_ = DeviceBuffer(g.workspace_bytes);
-      GT_CU(cuMemsetD8Async(workspace_.ptr(), 0, g.workspace_bytes, s));
-    }
-    GemmArgs args = plain_args(g, q, ops);
-    args.workspace = g.workspace_bytes ? workspace_.ptr() : 0;
-    launch_kernel(k.loaded->function(), g, args, s);
-    if (g.workspace_bytes) expect_zero_workspace(k, g.workspace_bytes, s);
+    ops.workspace = workspaces_.get(s, g.workspace_bytes);
+    k.run(g, q, ops, s);
+    if (g.workspace_bytes) expect_zero_workspace(k, ops.workspace, g.workspace_bytes, s);
   }
 
-  void expect_zero_workspace(const ReadyKernel& k, uint64_t bytes, CUstream s) {
+  void expect_zero_workspace(const ReadyKernel& k, CUdeviceptr workspace, uint64_t bytes, CUstream s) {
     std::vector<unsigned char> host(bytes);
     GT_CU(cuStreamSynchronize(s));
-    GT_CU(cuMemcpyDtoH(host.data(), workspace_.ptr(), bytes));
+    GT_CU(cuMemcpyDtoH(host.data(), workspace, bytes));
     const auto nonzero = std::count_if(host.begin(), host.end(), [](unsigned char b) { return b != 0; });
     EXPECT_EQ(nonzero, 0) << k.compiled.name << " left " << nonzero << " of " << bytes << " workspace bytes non-zero";
   }
@@ -115,7 +108,6 @@ class GemvTest : public test::GpuTest {
   }
 
   std::map<std::string, ReadyKernel> kernels_;
-  DeviceBuffer workspace_;
 };
 
 class GemvCorrectness : public GemvTest, public ::testing::WithParamInterface<std::tuple<std::string, std::string>> {};
