@@ -23,16 +23,7 @@ class EndToEnd : public test::GpuTest {
   }
 
   // Runs the library on the problem and checks the result like any candidate.
-  Verdict library_result(Library& lib, const Problem& p) {
-    const Verifier v(*checker_, p, 1.25f, 0.5f, 9, stream_->get());
-    return v.verify(
-        [&](const Problem& q, const GemmOperands& o, CUstream s) {
-          lib.gemm(q.dtype, q.op_a, q.op_b, q.m, q.n, q.k, o.alpha, reinterpret_cast<const void*>(o.a), q.lda,
-                   reinterpret_cast<const void*>(o.b), q.ldb, o.beta, reinterpret_cast<void*>(o.c), q.ldc,
-                   reinterpret_cast<Stream>(s));
-        },
-        stream_->get());
-  }
+  Verdict library_result(Library& lib, const Problem& p) { return check_library(lib, p, 1.25f, 0.5f, 9); }
 
   test::TempDir dir_;
   TuneOptions options_;

@@ -39,8 +39,8 @@ class GpuTest : public ::testing::Test {
   }
 
   // The same checks for a call through the library.
-  Verdict check_library(Library& lib, const Problem& p) {
-    const Verifier v(*checker_, p, 1.0f, 0.0f, 3, stream_->get());
+  Verdict check_library(Library& lib, const Problem& p, float alpha = 1.0f, float beta = 0.0f, uint64_t seed = 3) {
+    const Verifier v(*checker_, p, alpha, beta, seed, stream_->get());
     return v.verify(
         [&](const Problem& q, const GemmOperands& o, CUstream s) {
           lib.gemm(q.dtype, q.op_a, q.op_b, q.m, q.n, q.k, o.alpha, reinterpret_cast<const void*>(o.a), q.lda,
