@@ -12,8 +12,8 @@
 //        in shared memory in warp order.
 // KSPLIT > 1 splits K over the blocks of grid.y (gemv_split.h). Each block stores fp32 partial
 // sums in the workspace; the last block of a row block to arrive (one counter each) adds all
-// slices in slice order, so the result is bitwise the same on every run, and leaves counters
-// and partials zero again.
+// slices in slice order, so the result is bitwise the same on every run, and sets its counter
+// back to zero.
 // W is streamed (no L1 allocation, first out of L2), ROWS * UNROLL loads per lane in flight.
 // Any M, N, K >= 1, any ld >= rows; VEC-wide loads need the problem aligned to VEC elements;
 // beta == 0 never reads C. fp32 accumulation for every dtype.
@@ -352,7 +352,7 @@ struct Kernel {
   // y(r) = alpha * sum + beta * y(r) for the block's rows, sum_of(j) being row row_first + j's.
   // With K split over blocks, through the workspace: every block stores its partial sums; the
   // last to arrive adds all slices in slice order (the same bits whichever block that is) and
-  // zeroes the partials and the counter for the next launch.
+  // sets the counter back to zero for the next launch.
   template <class SumOf>
   GEMMTUNE_DEVICE_INLINE static void store_rows(const GemmArgs& args, const View& v, long long row_first,
                                                 SumOf sum_of) {
@@ -361,9 +361,9 @@ struct Kernel {
       for (int j = threadIdx.x; j < count; j += THREADS) write_output(args, v, row_first + j, sum_of(j));
       return;
     }
-    if (args.workspace == 0) __trap();  // a split launch without its workspace: fail loudly
-    unsigned* counter = reinterpret_cast<unsigned*>(args.workspace) + blockIdx.x;
-    float* partials = reinterpret_cast<float*>(args.workspace + partials_offset(gridDim.x));
+    if (args.workspace == 0 || args.counters == 0) __trap();  // a split launch without them: fail loudly
+    unsigned* counter = reinterpret_cast<unsigned*>(args.counters) + blockIdx.x;
+    float* partials = reinterpret_cast<float*>(args.workspace);
     for (int j = threadIdx.x; j < count; j += THREADS)
       store_l2(partials + blockIdx.y * v.rows + row_first + j, sum_of(j));
     __threadfence();  // the partials are visible before the arrival is counted
@@ -376,11 +376,7 @@ struct Kernel {
     for (int j = threadIdx.x; j < count; j += THREADS) {
       float* p = partials + row_first + j;
       float total = load_l2(p);
-      store_l2(p, 0.0f);
-      for (unsigned s = 1; s < gridDim.y; ++s) {
-        total += load_l2(p + s * v.rows);
-        store_l2(p + s * v.rows, 0.0f);
-      }
+      for (unsigned s = 1; s < gridDim.y; ++s) total += load_l2(p + s * v.rows);
       write_output(args, v, row_first + j, total);
     }
     if (threadIdx.x == 0) atomicExch(counter, 0u);

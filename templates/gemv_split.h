@@ -1,6 +1,6 @@
 // The work decomposition of the gemv family, shared by its kernels (gemv.cuh) and the host
 // (generator/src/families/gemv.cpp, tests): which outputs a block owns, how K is split over
-// blocks, and where counters and partial sums live in the workspace. Plain C++, no includes:
+// blocks, and what a split launch needs of counters and scratch. Plain C++, no includes:
 // it compiles for the host and under NVRTC, so the two sides cannot disagree.
 #pragma once
 
@@ -38,11 +38,13 @@ GEMV_HOST_DEVICE long long slice_count(long long k, long long splits, long long 
   return (k + length - 1) / length;
 }
 
-// Workspace of a split launch: one 32-bit arrival counter per block of outputs (padded to 256
-// bytes), then the fp32 partial sums, [slice][output]. Nothing when K is not split.
-GEMV_HOST_DEVICE long long partials_offset(long long row_blocks) { return (row_blocks + 63) / 64 * 256; }
-GEMV_HOST_DEVICE long long workspace_bytes(long long row_blocks, long long slices, long long outputs) {
-  return slices <= 1 ? 0 : partials_offset(row_blocks) + slices * outputs * 4;
+// A split launch needs one 32-bit arrival counter per block of outputs (GemmArgs::counters) and
+// the fp32 partial sums, [slice][output] (GemmArgs::workspace). Nothing when K is not split.
+GEMV_HOST_DEVICE long long counter_bytes(long long row_blocks, long long slices) {
+  return slices <= 1 ? 0 : row_blocks * 4;
+}
+GEMV_HOST_DEVICE long long workspace_bytes(long long slices, long long outputs) {
+  return slices <= 1 ? 0 : slices * outputs * 4;
 }
 
 }  // namespace gemv

@@ -1,9 +1,9 @@
 // The gemv family is right on every layout with N == 1 and with M == 1, M = N = 1, K = 1, odd
 // leading dimensions, unaligned pointers (alignment classes 2, 4 and 8), both beta paths (NaN in
 // C when beta == 0), bf16, f16 and f32, with and without K split over blocks; a split result is
-// bitwise the same run after run, and every run leaves the workspace zero. Kernels run through
-// the runtime's launcher with a workspace per stream, as the tuner runs them; one test goes
-// through the library.
+// bitwise the same run after run, and every run leaves its counters zero. Kernels run through
+// the runtime's launcher with the stream's counters and scratch, as the tuner runs them; one
+// test goes through the library.
 #include <algorithm>
 #include <cstring>
 #include <map>
@@ -63,21 +63,21 @@ class GemvTest : public test::GpuTest {
     return it->second;
   }
 
-  // Launches with the stream's workspace, and checks that the kernel leaves all of it zero
-  // (counters and partial sums: the next kernel on the stream may lay it out differently).
+  // Launches with the stream's counters and scratch, and checks that the kernel leaves its
+  // counters zero (the next kernel on the stream, of any layout, counts on it).
   void launch(const ReadyKernel& k, const Problem& q, GemmOperands ops, CUstream s) {
     const LaunchGeometry g = k.family->geometry(k.config, q, device_.arch);
-    ops.workspace = workspaces_.get(s, g.workspace_bytes);
+    workspaces_.provide(s, g, ops);
     k.run(g, q, ops, s);
-    if (g.workspace_bytes) expect_zero_workspace(k, ops.workspace, g.workspace_bytes, s);
+    if (g.counter_bytes) expect_zero_counters(k, ops.counters, g.counter_bytes, s);
   }
 
-  void expect_zero_workspace(const ReadyKernel& k, CUdeviceptr workspace, uint64_t bytes, CUstream s) {
+  void expect_zero_counters(const ReadyKernel& k, CUdeviceptr counters, uint64_t bytes, CUstream s) {
     std::vector<unsigned char> host(bytes);
     GT_CU(cuStreamSynchronize(s));
-    GT_CU(cuMemcpyDtoH(host.data(), workspace, bytes));
+    GT_CU(cuMemcpyDtoH(host.data(), counters, bytes));
     const auto nonzero = std::count_if(host.begin(), host.end(), [](unsigned char b) { return b != 0; });
-    EXPECT_EQ(nonzero, 0) << k.compiled.name << " left " << nonzero << " of " << bytes << " workspace bytes non-zero";
+    EXPECT_EQ(nonzero, 0) << k.compiled.name << " left " << nonzero << " of " << bytes << " counter bytes non-zero";
   }
 
   // Runs on copies of the operands placed `offset` bytes past an aligned address.
@@ -241,7 +241,7 @@ TEST_F(GemvTest, SanitizerSmallShapes) {
 }
 
 // Through the library, on an empty database: its default for N == 1 is a gemv kernel, and the
-// runtime provides the workspace of a split one (nn: K split over 16 blocks on an H100).
+// runtime provides the counters and scratch of a split one (nn: K split over 16 blocks on an H100).
 TEST_F(GemvTest, LibraryDefaultsIncludingSplitK) {
   Options options;
   options.use_database = false;

@@ -43,14 +43,11 @@ TEST(GemvSplit, SlicesCoverEveryKOnce) {
   }
 }
 
-TEST(GemvSplit, WorkspaceHoldsCountersThenPartials) {
-  EXPECT_EQ(gemv::workspace_bytes(100, 1, 4096), 0);
-  for (long long blocks : {1LL, 64LL, 65LL, 1000LL}) {
-    const long long offset = gemv::partials_offset(blocks);
-    EXPECT_EQ(offset % 256, 0);
-    EXPECT_GE(offset, 4 * blocks);
-    EXPECT_EQ(gemv::workspace_bytes(blocks, 3, 777), offset + 3 * 777 * 4);
-  }
+TEST(GemvSplit, ASplitLaunchNeedsACounterPerRowBlockAndThePartialSums) {
+  EXPECT_EQ(gemv::workspace_bytes(1, 4096), 0);
+  EXPECT_EQ(gemv::counter_bytes(100, 1), 0);
+  EXPECT_EQ(gemv::workspace_bytes(3, 777), 3 * 777 * 4);
+  EXPECT_EQ(gemv::counter_bytes(65, 3), 65 * 4);
 }
 
 TEST(GemvFamily, ServesOnlyNOrMEqualToOne) {
@@ -83,6 +80,7 @@ TEST(GemvFamily, DecodeSpaceIsSmallWithSidesAndVectorsPinned) {
     EXPECT_EQ(c.at("VEC"), 8) << "16-byte loads on an aligned problem";
     const LaunchGeometry g = gemv().geometry(c, p, arch);
     EXPECT_EQ(g.workspace_bytes > 0, g.grid[1] > 1) << gemv().kernel_name(c);
+    EXPECT_EQ(g.counter_bytes, g.grid[1] > 1 ? 4 * g.grid[0] : 0) << gemv().kernel_name(c);
     split += g.grid[1] > 1;
   }
   EXPECT_GT(split, 0) << "some candidates split K";
@@ -123,6 +121,7 @@ TEST(GemvFamily, DefaultIsValidAndCoversEveryOutput) {
             EXPECT_LE(int64_t(g.grid[1]), c.at("KSPLIT"));
             EXPECT_LE(g.smem_bytes, 48u * 1024) << "no opt-in shared memory needed";
             EXPECT_EQ(g.workspace_bytes > 0, g.grid[1] > 1);
+            EXPECT_EQ(g.counter_bytes > 0, g.grid[1] > 1);
           }
         }
       }

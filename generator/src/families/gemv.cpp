@@ -187,7 +187,8 @@ class GemvFamily final : public Family {
     g.smem_bytes = uint32_t(smem_bytes_of(c, p));
     // Output tiles: the blocks of outputs, along M (N == 1) or along N (M == 1).
     (c.at("SIDE") == 0 ? g.tiles_m : g.tiles_n) = uint32_t(row_blocks);
-    g.workspace_bytes = uint64_t(gemv::workspace_bytes(row_blocks, slices, outputs_of(c, p)));
+    g.workspace_bytes = uint64_t(gemv::workspace_bytes(slices, outputs_of(c, p)));
+    g.counter_bytes = uint64_t(gemv::counter_bytes(row_blocks, slices));
     return g;
   }
 
