@@ -58,22 +58,27 @@ std::vector<KernelConfig> covering_sample(const std::vector<KernelConfig>& valid
   return out;
 }
 
+// Each configuration compiles for the architecture without spills, with a ptxas report.
+void expect_compile_without_spills(const Family& family, const std::vector<KernelConfig>& configs, const ArchInfo& arch) {
+  const Compiler compiler(false);
+  for (const KernelConfig& c : configs) {
+    const CompiledKernel k = compiler.compile(emit_source(family, c), arch);
+    EXPECT_EQ(k.report.spills(), 0) << k.name << " spills on " << arch.name() << " (" << k.report.registers << " registers)";
+    EXPECT_TRUE(k.report.found) << k.name << ": no ptxas report";
+  }
+}
+
 // A covering sample of the wgmma space on the problem classes it has code paths for: large,
 // ragged, decode (n of a few tokens: wgmma N of 8 to 64), small.
 void expect_wgmma_sample_compiles(DType dtype, const char* layout) {
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
   const Family& family = find_family("wgmma_sm90");
-  const Compiler compiler(false);
   const int64_t shapes[][3] = {{4096, 4096, 4096}, {1000, 3000, 5000}, {6144, 24, 4096}, {500, 300, 700}};
   for (const auto& s : shapes) {
     const Problem p = make_problem(dtype, parse_op(layout[0]), parse_op(layout[1]), s[0], s[1], s[2]);
     const Pruning pruning = family.space(p, arch).prune(p, arch);
     ASSERT_FALSE(pruning.valid.empty()) << p.describe();
-    for (const KernelConfig& c : covering_sample(pruning.valid, 3)) {
-      const CompiledKernel k = compiler.compile(emit_source(family, c), arch);
-      EXPECT_EQ(k.report.spills(), 0) << k.name << " spills (" << k.report.registers << " registers)";
-      EXPECT_TRUE(k.report.found) << k.name << ": no ptxas report";
-    }
+    expect_compile_without_spills(family, covering_sample(pruning.valid, 3), arch);
   }
 }
 
@@ -126,6 +131,36 @@ TEST_F(CompileFamilies, MmaCeilingBenchmarkCompiles) {
   EXPECT_FALSE(k.cubin.empty());
   EXPECT_EQ(parse_ptxas_report(k.log, "gemmtune_mma_ceiling_bf16").spills(), 0);
 }
+
+// gemv: the default and (sample) a covering sample of the space of one problem per code path
+// (dot with x read through L1 or staged, axpy, both sides, 2- to 16-byte loads).
+// GEMMTUNE_COMPILE_ALL_GEMV=1 compiles every point of those spaces instead.
+void expect_gemv_compiles(const char* arch_name, bool sample) {
+  const bool all = std::getenv("GEMMTUNE_COMPILE_ALL_GEMV") != nullptr;
+  const ArchInfo arch = ArchInfo::from_name(arch_name);
+  const Family& family = find_family("gemv");
+  struct Case {
+    DType dtype;
+    const char* layout;
+    int64_t m, n;
+    int align;
+  };
+  const Case cases[] = {{DType::bf16, "tn", 4096, 1, 16}, {DType::bf16, "tt", 4096, 1, 16}, {DType::bf16, "nn", 4096, 1, 16},
+                        {DType::f16, "nn", 1, 4096, 16},  {DType::f32, "tt", 1, 4096, 16},  {DType::bf16, "tn", 4096, 1, 2},
+                        {DType::f32, "nn", 4096, 1, 8}};
+  for (const Case& cs : cases) {
+    Problem p = make_problem(cs.dtype, parse_op(cs.layout[0]), parse_op(cs.layout[1]), cs.m, cs.n, 4096);
+    p.align = cs.align;
+    const Pruning pruning = family.space(p, arch).prune(p, arch);
+    ASSERT_FALSE(pruning.valid.empty()) << p.describe();
+    std::vector<KernelConfig> configs = all ? pruning.valid : sample ? covering_sample(pruning.valid, 0) : std::vector<KernelConfig>{};
+    configs.push_back(family.default_config(p, arch));
+    expect_compile_without_spills(family, configs, arch);
+  }
+}
+
+TEST_F(CompileFamilies, GemvSm90a) { expect_gemv_compiles("sm_90a", true); }
+TEST_F(CompileFamilies, GemvSm80) { expect_gemv_compiles("sm_80", false); }
 
 TEST_F(CompileFamilies, HelperKernelsCompile) {
   const Compiler compiler(false);

@@ -116,6 +116,24 @@ TEST(GemmTuneCli, DryRunListsTheWgmmaFamilyForBf16) {
   EXPECT_EQ(families, (std::set<std::string>{"wgmma_sm90", "mma_sm80"}));
 }
 
+// One token through a layer: the gemv family comes first, with the most promising candidates.
+nlohmann::json expect_dry_run_any(const std::string& args) {
+  test::TempDir dir;
+  const auto r = run_command("GEMMTUNE_CACHE_DIR=" + dir.path().string() + " " + tool("gemm-tune") + " " + args +
+                                 " --dry-run --list --arch sm_90a --json",
+                             false);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  return nlohmann::json::parse(r.output);
+}
+
+TEST(GemmTuneCli, DryRunListsTheGemvFamilyForOneColumn) {
+  expect_dry_run("--m 4096 --n 1 --k 4096 --dtype bf16 --layout tn --budget 3 --families gemv", 3, "gemv",
+                 "gemm_gemv_bf16_tn_n1_dot_");
+  // Without --families: every family's default first, the gemv family's before all others.
+  const auto all = expect_dry_run_any("--m 4096 --n 1 --k 4096 --dtype bf16 --layout tn --budget 1");
+  EXPECT_EQ(all.at("candidates").at(0).at("family"), "gemv");
+}
+
 TEST(GemmTuneCli, DryRunListsTheMmaFamilyForBf16OnAmpere) {
   const auto j = expect_dry_run("--m 4096 --n 4096 --k 4096 --dtype bf16 --layout tn --budget 3", 3, "mma_sm80",
                                 "gemm_mma80_bf16_tn_", "sm_80");

@@ -21,18 +21,20 @@ if ! ctest --test-dir "$build" -L gpu --output-on-failure -j 1 >"$out/ctest-gpu.
 fi
 tail -n 25 "$out/ctest-gpu.log"
 
-echo "== compute-sanitizer (memcheck, racecheck) on small shapes of the wgmma and mma_sm80 kernels"
+# sanitize TOOL BINARY FILTER: one test binary under compute-sanitizer, log in $out.
+sanitize() {
+  local log="$out/sanitizer-$1-$2.log"
+  if ! compute-sanitizer --tool "$1" --error-exitcode 1 "$build/bin/$2" --gtest_filter="$3" >"$log" 2>&1; then
+    status=1
+  fi
+  echo "$2 ($1):"
+  grep -E "ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED|SKIPPED" "$log" | tail -n 3
+}
+echo "== compute-sanitizer (memcheck, racecheck) on small shapes of the wgmma, mma_sm80 and gemv kernels"
 for tool in memcheck racecheck; do
-  for test in "gpu_wgmma_correctness *WgmmaSanitizer*" "gpu_mma_sm80_correctness *Mma80Sanitizer*"; do
-    read -r binary filter <<<"$test"
-    log="$out/sanitizer-$tool-${binary#gpu_}.log"
-    if ! compute-sanitizer --tool "$tool" --error-exitcode 1 "$build/bin/$binary" --gtest_filter="$filter" \
-         >"$log" 2>&1; then
-      status=1
-    fi
-    echo "$binary ($tool):"
-    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED|SKIPPED" "$log" | tail -n 3
-  done
+  sanitize "$tool" gpu_wgmma_correctness '*WgmmaSanitizer*'
+  sanitize "$tool" gpu_mma_sm80_correctness '*Mma80Sanitizer*'
+  sanitize "$tool" gpu_gemv_correctness '*SanitizerSmallShapes*'
 done
 
 echo "== gemm-bench, small suite"

@@ -57,9 +57,11 @@ std::string smem_static_assert(std::string_view expression, int64_t bytes) {
 }
 
 const std::vector<const Family*>& all_families() {
-  // Best first: when several families solve a problem, the tuner searches all of them. On sm_90
+  // Best first: when several families solve a problem, the tuner searches all of them, and the
+  // library's untuned default is the first one's. gemv serves only N == 1 or M == 1; on sm_90
   // wgmma_sm90 serves bf16/f16 before mma_sm80; on sm_80-89 mma_sm80 serves them.
-  static const std::vector<const Family*> families = {&wgmma_sm90_family(), &mma_sm80_family(), &simt_family()};
+  static const std::vector<const Family*> families = {&gemv_family(), &wgmma_sm90_family(), &mma_sm80_family(),
+                                                      &simt_family()};
   return families;
 }
 

@@ -4,6 +4,7 @@
 
 namespace gemmtune {
 
+const Family& gemv_family();
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 const Family& simt_family();
