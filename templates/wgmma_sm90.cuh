@@ -66,6 +66,9 @@ struct Kernel {
   static constexpr int WG = Cfg::WG;
   static constexpr bool PINGPONG = Cfg::PINGPONG;
   static constexpr int ROW_WG = PINGPONG ? 1 : WG;  // consumer warpgroups that share a tile's rows
+  // Named barriers: 0 the CTA's, 1 + consumer its epilogue's, 1 + WG + consumer its fixup's,
+  // TURN_BARRIER + consumer its ping-pong turn.
+  static constexpr int TURN_BARRIER = 1 + 2 * WG;
   static constexpr int MW = TM / (64 * ROW_WG);     // 64-row wgmma blocks per consumer warpgroup
   static constexpr int ACC = MW * TN / 2;    // accumulators per consumer thread
   static constexpr bool WS = Cfg::WS;
@@ -518,6 +521,10 @@ struct Kernel {
         for (int kb = seg.k_begin; kb < seg.k_end; ++kb) ring.advance();
         continue;
       }
+      // Ping-pong: this main loop starts once the other warpgroup's has waited for all its
+      // stages. A full barrier's parity names its phase only while the waiter is at most one
+      // phase behind; a warpgroup that skipped a long segment would be further ahead.
+      if (PINGPONG && i > 0) ptx::named_barrier(TURN_BARRIER + consumer, 256);
       // One stage's wgmma stay in flight while the next stage's are issued; a stage is
       // released once the group after it was issued and it has completed.
       int previous = -1;
@@ -533,6 +540,7 @@ struct Kernel {
           ring.advance();
         }
       }
+      if (PINGPONG && i + 1 < count) ptx::named_barrier_arrive(TURN_BARRIER + 1 - consumer, 256);  // its turn
       drain<0>(acc);
       release(s, previous);
       // The segment again rather than kept in registers through the main loop.

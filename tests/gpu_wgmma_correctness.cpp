@@ -93,6 +93,19 @@ TEST_P(WgmmaCorrectness, OddShapesBetaAndLeadingDimensions) {
   EXPECT_EQ(checked, 7 * 2 * int(std::size(kPoints)) * 2);
 }
 
+// Ping-pong with more tiles than workers: each warpgroup computes every other tile of its
+// worker, whose main loop (16 k-blocks) is longer than the pipeline it skips.
+TEST_P(WgmmaCorrectness, PingPongTurnsOverManyTiles) {
+  const auto [dtype_name, layout] = GetParam();
+  const Problem p = make_problem(parse_dtype(dtype_name), parse_op(layout[0]), parse_op(layout[1]), 2000, 1300, 1000);
+  const Verifier verifier(*checker_, p, 1.0f, 0.5f, 5, stream_->get());
+  for (const Point& pt : {kPoints[12], kPoints[13]}) {
+    const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
+    const Verdict v = check(k, verifier);
+    EXPECT_TRUE(v.ok) << k.compiled.name << " (" << pt.what << "): " << v.message;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(LayoutsAndTypes, WgmmaCorrectness,
                          ::testing::Combine(::testing::Values("bf16", "f16"),
                                             ::testing::Values("nn", "nt", "tn", "tt")));
@@ -121,13 +134,18 @@ TEST_P(WgmmaSanitizer, SmallShapePerSchedule) {
 }
 
 // Split-K and stream-K reduce in a fixed order: the same inputs give bitwise the same C, run
-// after run, whichever part of a tile finishes last. K is long, so that tiles have many parts.
+// after run, whichever part of a tile finishes last. K is long, so that tiles have many parts
+// (and ping-pong warpgroups skip segments longer than the pipeline).
 TEST_P(WgmmaCorrectness, SplitKAndStreamKAreBitwiseDeterministic) {
   const auto [dtype_name, layout] = GetParam();
   const Problem p = make_problem(parse_dtype(dtype_name), parse_op(layout[0]), parse_op(layout[1]), 1000, 72, 8000);
   const ProblemData data(p, *checker_, 11, stream_->get());
+  const Verifier verifier(*checker_, p, 1.0f, 0.5f, 5, stream_->get());
   for (const Point& pt : {kPoints[6], kPoints[7], kPoints[8], kPoints[9], kPoints[13], kPoints[14]}) {
     const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
+    // Right too: workers here run several long segments (ping-pong turns, stream-K runs).
+    const Verdict v = check(k, verifier);
+    ASSERT_TRUE(v.ok) << k.compiled.name << " (" << pt.what << "): " << v.message;
     std::vector<uint16_t> first, again(size_t(p.ldc * p.n));
     for (int run = 0; run < 5; ++run) {
       data.reset_c(*checker_, 0.5f, stream_->get());

@@ -16,6 +16,21 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU and PyTorch (the GPU machine)")
 
 
+def gpu_visible():
+    """Whether the CUDA driver sees a GPU here. The no-GPU tests pass fake addresses: on a GPU
+    the library would launch kernels on them, so those tests run only where there is none."""
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    count = ctypes.c_int(0)
+    return cuda.cuInit(0) == 0 and cuda.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
+
+
+no_gpu_only = pytest.mark.skipif(gpu_visible(), reason="a GPU is visible: this test passes fake "
+                                 "addresses, which the library would run kernels on")
+
+
 def bin_dir():
     """Where gemm-tune is: GEMMTUNE_BIN_DIR (set by CTest), else the source tree's build/bin."""
     return pathlib.Path(os.environ.get("GEMMTUNE_BIN_DIR", ROOT / "build" / "bin"))

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 import gemmtune
-from conftest import ROOT, FakeCudaArray, FakeDLPack
+from conftest import ROOT, FakeCudaArray, FakeDLPack, no_gpu_only
 
 
 def test_import_finds_the_library_and_exports_the_api():
@@ -110,6 +110,7 @@ def test_a_stream_of_an_unknown_kind():
                         stream="fast")
 
 
+@no_gpu_only
 def test_without_a_gpu_the_call_raises_the_librarys_no_device_error():
     with pytest.raises(gemmtune.Error, match="^no GPU: ") as e:
         gemmtune.matmul(FakeCudaArray((64, 32)), FakeCudaArray((32, 48)),
@@ -146,6 +147,7 @@ def test_linear_flattens_only_what_flattens_without_a_copy():
         "f16", "tn", 32, 6, 64, 64, 128, 32)
 
 
+@no_gpu_only
 def test_dlpack_operands_bf16_with_offsets_and_strides():
     # A bf16 (DLPack code 4) transposed view, starting 128 bytes into its buffer.
     a = FakeDLPack((64, 32), code=4, bits=16, strides=(1, 64), byte_offset=128)

@@ -138,16 +138,17 @@ def test_the_current_device_is_left_as_it_was():
 @pytest.mark.skipif(not gemmtune.torch_operators, reason="torch < 2.4: no torch.library.custom_op")
 @pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
 def test_operators_under_torch_compile(backend):
-    def block(x, w1, w2):
-        return gemmtune.linear(torch.relu(gemmtune.linear(x, w1)), w2) + torch.ops.gemmtune.mm(
-            x, w2.t())
+    def block(x, w1, w2, w3):
+        h = gemmtune.linear(torch.relu(gemmtune.linear(x, w1)), w2)
+        return h + torch.ops.gemmtune.mm(x.flatten(0, 1), w3).view_as(h)  # mm: 2-D operands
 
     x = rand(4, 33, 256, dtype=torch.bfloat16)
     w1, w2 = rand(512, 256, dtype=torch.bfloat16), rand(256, 512, dtype=torch.bfloat16)
+    w3 = rand(256, 256, dtype=torch.bfloat16)
     compiled = torch.compile(block, fullgraph=True, backend=backend)
-    want = F.linear(torch.relu(F.linear(x, w1)), w2) + x @ w2.t()
-    close(compiled(x, w1, w2), want, torch.bfloat16)
-    close(compiled(x[:, :7], w1, w2), want[:, :7], torch.bfloat16)  # another shape
+    want = F.linear(torch.relu(F.linear(x, w1)), w2) + (x.flatten(0, 1) @ w3).view_as(x)
+    close(compiled(x, w1, w2, w3), want, torch.bfloat16)
+    close(compiled(x[:, :7], w1, w2, w3), want[:, :7], torch.bfloat16)  # another shape
 
 
 @pytest.mark.skipif(not gemmtune.torch_operators, reason="torch < 2.4: no torch.library.custom_op")

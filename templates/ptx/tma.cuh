@@ -66,6 +66,10 @@ GEMMTUNE_DEVICE_INLINE void fence_async_shared() { asm volatile("fence.proxy.asy
 GEMMTUNE_DEVICE_INLINE void named_barrier(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
+// Counts the calling warp on barrier `id` without waiting (the others bar.sync on it).
+GEMMTUNE_DEVICE_INLINE void named_barrier_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
 
 }  // namespace ptx
 }  // namespace gemmtune
