@@ -9,7 +9,8 @@
 #   5. gemm-bench of those problems, the library restricted to the family, against cuBLAS
 #   6. SASS of the winners: HMMA.16816, LDSM, LDGSTS, no local memory (cuobjdump)
 #   7. Nsight Compute: shared-memory bank conflicts of a winner (loads and stores)
-#   8. (only when asked) gemm-bench over shared/bench/llm-shapes.txt, untuned, geometric mean
+#   8. (only when asked) gemm-bench over shared/bench/llm-shapes.txt (or $LLM_SHAPES), untuned,
+#      geometric mean
 # A summary table comes last.
 #   tools/gpu-mma80-check.sh                  steps 1-7, uses build/ (built here or carried)
 #   STEPS="1 2 3" tools/gpu-mma80-check.sh    some steps (5-7 need 4 in the same run); about
@@ -32,6 +33,14 @@ want() { [[ " ${STEPS:-1 2 3 4 5 6 7} " == *" $1 "* ]]; }
 
 echo "== GPU" | tee "$out/gpu-info.txt"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,temperature.gpu --format=csv 2>&1 | tee -a "$out/gpu-info.txt"
+
+# csv_columns FILE NAME...: those columns of a CSV with a header, comma-separated, header dropped.
+csv_columns() {
+  python3 -c "
+import csv, sys
+for row in csv.DictReader(open(sys.argv[1])):
+    print(','.join(row[c] for c in sys.argv[2:]))" "$@"
+}
 
 # The bf16 ceiling in TFLOP/s (also for step 5's "% of ceiling" when step 1 is not run).
 measure_ceiling() {
@@ -99,19 +108,19 @@ if want 5; then
 echo "== 5. gemm-bench, library restricted to mma_sm80 (GEMMTUNE_FAMILIES=mma_sm80)"
 GEMMTUNE_FAMILIES=mma_sm80 "$build/bin/gemm-bench" --shapes "$shapes" --db "$db" --csv "$out/bench.csv" \
   2>"$out/bench.err" | tee "$out/bench.txt" || status=1
-# csv: device,dtype,layout,m,n,k,kernel,source,ours_ms,ours_tflops,cublas_ms,cublas_tflops,ratio,max_error
-while IFS=, read -r _dev dtype layout m n k kernel source _ms tflops _cms ctflops ratio _err; do
-  [ "$dtype" = dtype ] && continue
+# The CSV's columns by name (gemm-bench adds columns over time).
+while IFS=, read -r dtype layout m n k kernel source tflops ctflops ratio; do
   pct=$(awk -v t="$tflops" -v c="${ceiling:-0}" 'BEGIN { if (c > 0) printf "%.0f%% of ceiling", 100 * t / c; else print "-" }')
-  note "$dtype $layout ${m}x${n}x${k}" "$tflops TFLOP/s ($pct), cuBLAS $ctflops, ratio $ratio, $kernel ($source)"
-done <"$out/bench.csv"
+  note "$dtype $layout ${m}x${n}x${k}" "$tflops TFLOP/s ($pct), cuBLAS $ctflops TFLOP/s, ratio $ratio, $kernel ($source)"
+done < <(csv_columns "$out/bench.csv" dtype layout m n k kernel source ours_tflops cublas_tflops ratio)
 fi
 
-if want 8 && [ -f "$root/../shared/bench/llm-shapes.txt" ]; then
+llm_shapes="${LLM_SHAPES:-$root/../shared/bench/llm-shapes.txt}"
+if want 8 && [ -f "$llm_shapes" ]; then
   echo "== 8. gemm-bench over llm-shapes.txt (untuned: defaults or nearest tuned shape)"
-  GEMMTUNE_FAMILIES=mma_sm80 "$build/bin/gemm-bench" --shapes "$root/../shared/bench/llm-shapes.txt" --db "$db" \
+  GEMMTUNE_FAMILIES=mma_sm80 "$build/bin/gemm-bench" --shapes "$llm_shapes" --db "$db" \
     --csv "$out/bench-llm.csv" 2>"$out/bench-llm.err" | tee "$out/bench-llm.txt" || status=1
-  geomean=$(awk -F, 'NR > 1 && $13 > 0 { s += log($13); n++ } END { if (n) printf "%.3f over %d shapes", exp(s / n), n }' "$out/bench-llm.csv")
+  geomean=$(csv_columns "$out/bench-llm.csv" ratio | awk '$1 > 0 { s += log($1); n++ } END { if (n) printf "%.3f over %d shapes", exp(s / n), n }')
   note "llm-shapes geomean ratio" "${geomean:-FAILED}"
 fi
 

@@ -9,7 +9,7 @@
 #     SHAPES  suite file, "M N K dtype layout" per line (default: shared/bench/llm-shapes.txt
 #             in or beside the checkout)
 #     LINES   the suite's shapes to compare, 1-based, e.g. "1-3,7" (default: all of them). The
-#             exhaustive searches take most of the time (tens of seconds per shape): pass a
+#             exhaustive searches take most of the time (about 100 s per shape on an H100): pass a
 #             subset when the GPU time is short, and say which.
 #   COLD=0 skips the cold 8192^3 runs; BUILD_DIR (default build/) holds the tools.
 set -uo pipefail

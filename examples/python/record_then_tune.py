@@ -61,7 +61,8 @@ def use_gemmtune(model, on=True):
 
 def generate(model, prompt, steps):
     """Outputs of a prefill over the prompt, then of decode steps of one token each."""
-    cache, outputs = {}, [model(prompt, cache)]
+    cache = {}
+    outputs = [model(prompt, cache)]
     for step in steps:
         outputs.append(model(step, cache))
     return outputs

@@ -1,5 +1,6 @@
 """The public calls: matmul, linear, select, problem, record."""
 import ctypes
+import functools
 import json
 import math
 import os
@@ -45,6 +46,9 @@ def _same_dtype(views, names):
 
 def _one_gpu(views, names):
     """The GPU of the operands (-1: the thread's current one, when no operand says)."""
+    devices = {view.device for view in views}
+    if len(devices) == 1 and -2 not in devices:  # the usual case: one GPU, nothing to say
+        return views[0].device
     def where(device):
         return "not on a GPU" if device == -2 else f"on GPU {device}"
     for view, name in zip(views, names):
@@ -85,12 +89,20 @@ def _operands(a, b, out, stream=None, need_gpu=True, names=("a", "b", "out")):
         views, names = views[:2], names[:2]
     _same_dtype(views, names)
     device = _one_gpu(views, names) if need_gpu else -1
-    m, n, k = check_shapes(va.shape, vb.shape, vc.shape if vc else None)
-    if min(m, n, k) < 1:
-        return _Operands(va, vb, vc, None, device)
-    plan = plan_matmul(va.dtype, va.shape, va.strides, vb.shape, vb.strides,
-                       vc.strides if vc else None)
+    plan = _plan(va.dtype, va.shape, va.strides, vb.shape, vb.strides,
+                 vc.shape if vc else None, vc.strides if vc else None)
     return _Operands(va, vb, vc, plan, device)
+
+
+@functools.lru_cache(maxsize=1024)
+def _plan(dtype, a_shape, a_strides, b_shape, b_strides, c_shape, c_strides):
+    """check_shapes and plan_matmul, remembered: pure functions of the operands' shapes and
+    strides, which a model repeats call after call (errors are raised, never remembered).
+    None: an empty product (M, N or K is 0)."""
+    m, n, k = check_shapes(a_shape, b_shape, c_shape)
+    if min(m, n, k) < 1:
+        return None
+    return plan_matmul(dtype, a_shape, a_strides, b_shape, b_strides, c_strides)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ From PyTorch tensors, from any object with __cuda_array_interface__ (CuPy, Numba
 from DLPack producers (__dlpack__ / __dlpack_device__).
 """
 import ctypes
+import functools
 from typing import NamedTuple, Optional, Tuple
 
 from ._library import Error
@@ -25,12 +26,15 @@ class View(NamedTuple):
     keepalive: object = None  # what must live until the call returns (a DLPack capsule)
 
 
-# torch.Tensor where torch is importable (gemmtune/_torch.py sets it), else None.
-TORCH_TENSOR = None
+# torch.Tensor where torch is importable (gemmtune/_torch.py sets it), else () which
+# isinstance matches to nothing; torch_dtype_name comes with it (_torch imports this module, so
+# this one cannot import _torch at its top, and an import per call costs).
+TORCH_TENSOR = ()
+torch_dtype_name = None
 
 
 def is_torch_tensor(x):
-    return TORCH_TENSOR is not None and isinstance(x, TORCH_TENSOR)
+    return isinstance(x, TORCH_TENSOR)
 
 
 def view_of(x, name, stream=None):
@@ -38,7 +42,7 @@ def view_of(x, name, stream=None):
     passed to a DLPack producer so that it orders its pending work before it."""
     if isinstance(x, View):
         return x
-    if is_torch_tensor(x):
+    if isinstance(x, TORCH_TENSOR):
         return _torch_view(x, name)
     if hasattr(x, "__cuda_array_interface__"):
         return _cai_view(x, name)
@@ -49,7 +53,6 @@ def view_of(x, name, stream=None):
 
 
 def _torch_view(t, name):
-    from ._torch import torch_dtype_name
     dtype = torch_dtype_name(t.dtype, name)
     device = t.device.index if t.device.type == "cuda" else None
     if device is None:
@@ -66,15 +69,16 @@ def _cai_view(x, name):
     typestr = iface["typestr"]
     if typestr not in _CAI_DTYPES:
         raise _dtype_error(name, typestr)
-    shape = tuple(int(s) for s in iface["shape"])
+    shape = tuple(map(int, iface["shape"]))
     itemsize = int(typestr[2:])
-    if iface.get("strides") is None:
+    byte_strides = iface.get("strides")
+    if byte_strides is None:
         strides = _contiguous_strides(shape)
     else:
-        if any(s % itemsize for s in iface["strides"]):
-            raise Error(f"{name} has byte strides {tuple(iface['strides'])} that are not "
+        if any(s % itemsize for s in byte_strides):
+            raise Error(f"{name} has byte strides {tuple(byte_strides)} that are not "
                         f"multiples of its element size ({itemsize})")
-        strides = tuple(int(s) // itemsize for s in iface["strides"])
+        strides = tuple(int(s) // itemsize for s in byte_strides)
     return View(int(iface["data"][0] or 0), shape, strides, _CAI_DTYPES[typestr],
                 _dlpack_device(x, name), iface.get("stream"))
 
@@ -89,6 +93,7 @@ def _dlpack_device(x, name):
     return int(index)
 
 
+@functools.lru_cache(maxsize=1024)  # the same few shapes, call after call
 def _contiguous_strides(shape):
     strides, step = [], 1
     for size in reversed(shape):

@@ -189,3 +189,40 @@ def test_cupy_and_dlpack_operands():
     gemmtune.matmul(OnlyDLPack(x), OnlyDLPack(y.t().contiguous().t()), out=OnlyDLPack(result))
     torch.cuda.synchronize()
     close(result, x.float() @ y.float(), torch.bfloat16)
+
+
+@pytest.mark.parametrize("a_layout", LAYOUTS)
+@pytest.mark.parametrize("b_layout", LAYOUTS)
+def test_repeated_calls_take_the_planned_path_and_stay_right(a_layout, b_layout):
+    # The first call of a dtype, shape and strides is checked and planned; the ones after it
+    # reuse the plan (gemmtune._torch._PLANS). Both must compute the same, in place.
+    dtype = torch.bfloat16
+    a, b = view(63, 129, a_layout, dtype), view(129, 65, b_layout, dtype)
+    want = torch.matmul(a, b)
+    for _ in range(3):
+        close(gemmtune.matmul(a, b), want, dtype)
+        out = view(63, 65, "transposed", dtype)
+        assert gemmtune.matmul(a, b, out=out) is out
+        close(out, want, dtype)
+    x, w, bias = rand(2, 7, 129, dtype=dtype), b.t(), rand(65, dtype=dtype)
+    for _ in range(3):
+        close(gemmtune.linear(x, w), F.linear(x, w), dtype)
+        close(gemmtune.linear(x, w, bias), F.linear(x, w, bias), dtype)
+        close(gemmtune.linear(x.transpose(0, 1), w), F.linear(x.transpose(0, 1), w), dtype)
+
+
+def test_planned_calls_follow_the_current_stream_and_still_check_devices():
+    a, b, a2 = (rand(1024, 1024, dtype=torch.bfloat16) for _ in range(3))
+    gemmtune.matmul(a, b)  # planned on the default stream
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(100_000_000)
+        a.copy_(a2)
+        out = gemmtune.matmul(a, b)  # the same plan, on the side stream
+    side.synchronize()
+    close(out, a2.float() @ b.float(), torch.bfloat16)
+    with pytest.raises(gemmtune.Error, match="b is not on a CUDA GPU"):
+        gemmtune.matmul(a, b.cpu())
+    with pytest.raises(gemmtune.Error, match="beta != 0 reads C"):
+        gemmtune.matmul(a, b, beta=1.0)

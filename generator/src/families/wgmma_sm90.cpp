@@ -153,41 +153,50 @@ class WgmmaSm90Family final : public Family {
     return s;
   }
 
-  // A configuration per shape class (docs/PERF.md says how each did on the H100): decode and
-  // other skinny problems put the skinny side on wgmma's N and stream the weights through a deep
-  // pipeline; small problems take small tiles and no persistent setup; large ones the known
-  // good point. Stream-K takes the partial last wave wherever the tiles do not fill whole waves.
+  // A configuration per shape class, from the winners of gemm-tune on the H100 (docs/PERF.md,
+  // issue 7): decode and other skinny problems put the skinny side on wgmma's N and stream the
+  // weights through a 5-8 stage pipeline, data-parallel while the tiles fill half the SMs;
+  // small problems take 64x64 tiles; mid-size ones 128x128 tiles (two per SM: one's epilogue
+  // under the other's main loop) unless K is long and 256x128 tiles already fill a wave; large
+  // ones the known good point. Split-K or stream-K takes up waves the tiles do not fill.
   KernelConfig default_config(const Problem& p, const ArchInfo& arch) const override {
     KernelConfig c{"wgmma_sm90", p.dtype, p.op_a, p.op_b, {}};
     c.params = {{"BM", 256}, {"BN", 128}, {"SWAP", 0}, {"STAGES", 3}, {"WG", 2}, {"WS", 1},
                 {"CLUSTER", 12}, {"RASTER", p.m >= p.n ? 0 : 1}, {"GROUP", 8}, {"EPILOGUE", 1},
                 {"SCHEDULE", schedule::DATA_PARALLEL}, {"SPLITS", 1}, {"PINGPONG", 0}, {"OCCUPANCY", 1}};
+    const auto tiles_of = [&](int64_t bm, int64_t bn) { return ceil_div(p.m, bm) * ceil_div(p.n, bn); };
+    bool split_where_few = true;
     if (skinny_n(p) || skinny_m(p)) {
       const bool swap = skinny_n(p) && (!skinny_m(p) || p.n <= p.m);
-      const int64_t rows = std::min<int64_t>(128, round_up(swap ? p.m : p.n, 64));
+      const int64_t wide = swap ? p.m : p.n;
+      // 64-row tiles where 128-row ones would leave half the SMs without weights to stream.
+      const int64_t rows = std::min<int64_t>(2 * ceil_div(wide, 128) >= arch.sms ? 128 : 64, round_up(wide, 64));
       c.params["SWAP"] = swap;
       c.params[swap ? "BM" : "BN"] = rows;
       c.params[swap ? "BN" : "BM"] = round_up(swap ? p.n : p.m, 8);
-      c.params["WG"] = 1;
+      c.params["WG"] = rows / 64;
       c.params["CLUSTER"] = 11;
       c.params["EPILOGUE"] = 0;
-      c.params["STAGES"] = 8;
+      c.params["STAGES"] = rows == 128 ? 5 : 8;
+      split_where_few = 2 * ceil_div(wide, rows) < arch.sms;
     } else if (p.flops() < 1e9) {
-      // Few tiles, each bound by how fast one SM streams its operands: split K over the SMs.
-      c.params["BM"] = 128;
+      c.params["BM"] = 64;
       c.params["BN"] = 64;
-      c.params["STAGES"] = 4;
+      c.params["STAGES"] = 5;
       c.params["WG"] = 1;
+    } else if (tiles_of(256, 128) < arch.sms && (p.k <= 4096 || tiles_of(128, 128) < arch.sms)) {
+      c.params["BM"] = 128;
+      c.params["STAGES"] = 5;
     } else if (p.m < 512 || p.n < 256) {
       c.params["BM"] = 128;
       c.params["CLUSTER"] = 11;
       c.params["STAGES"] = 4;
     }
     // Clusters and TMA stores only pay with several waves of tiles (their constraints say so).
-    const int64_t tiles = ceil_div(p.m, c.at("BM")) * ceil_div(p.n, c.at("BN"));
+    const int64_t tiles = tiles_of(c.at("BM"), c.at("BN"));
     if (tiles < 2 * arch.sms) c.params["CLUSTER"] = 11;
     if (tiles <= arch.sms) c.params["EPILOGUE"] = 0;
-    return repaired(with_schedule(c, p, arch), p, arch);
+    return repaired(split_where_few ? with_schedule(c, p, arch) : c, p, arch);
   }
 
   std::string kernel_name(const KernelConfig& c) const override {
@@ -409,9 +418,12 @@ class WgmmaSm90Family final : public Family {
              [](const KernelConfig& c, const Problem& p, const ArchInfo& a) {
                return c.at("EPILOGUE") == 0 || ceil_div(p.m, c.at("BM")) * ceil_div(p.n, c.at("BN")) > a.sms;
              }),
-        rule("clusters_for_many_tiles", "clusters where there are two waves of tiles to share operands across",
+        // Multicast halves what the L2 delivers of the shared operand on every k-block: it pays
+        // once the tiles fill half the SMs (a one-wave problem with long K is bound by the L2:
+        // bf16 tn 1000x3000x5000 read 447 MB from it for 40 MB of operands, ncu on the H100).
+        rule("clusters_for_many_tiles", "clusters where the tiles fill at least half the SMs",
              [](const KernelConfig& c, const Problem& p, const ArchInfo& a) {
-               return cluster_size(c) == 1 || ceil_div(p.m, c.at("BM")) * ceil_div(p.n, c.at("BN")) >= 2 * a.sms;
+               return cluster_size(c) == 1 || 2 * ceil_div(p.m, c.at("BM")) * ceil_div(p.n, c.at("BN")) >= a.sms;
              }),
         rule("deep_pipelines_stream", "more than 5 stages only to stream a skinny problem's operand (SWAP)",
              [](const KernelConfig& c, const Problem&, const ArchInfo&) {
