@@ -156,7 +156,7 @@ class WgmmaSm90Family final : public Family {
   // A configuration per shape class, from the winners of gemm-tune on the H100 (docs/PERF.md,
   // issue 7): decode and other skinny problems put the skinny side on wgmma's N and stream the
   // weights through a 5-8 stage pipeline, data-parallel while the tiles fill half the SMs;
-  // small problems take 64x64 tiles; mid-size ones 128x128 tiles (two per SM: one's epilogue
+  // small problems take 64x64 tiles, whole; mid-size ones 128x128 tiles (two per SM: one's epilogue
   // under the other's main loop) unless K is long and 256x128 tiles already fill a wave; large
   // ones the known good point. Split-K or stream-K takes up waves the tiles do not fill.
   KernelConfig default_config(const Problem& p, const ArchInfo& arch) const override {
@@ -180,10 +180,12 @@ class WgmmaSm90Family final : public Family {
       c.params["STAGES"] = rows == 128 ? 5 : 8;
       split_where_few = 2 * ceil_div(wide, rows) < arch.sms;
     } else if (p.flops() < 1e9) {
+      // Bound by latency: the fixup of a split costs more than the k-blocks it spreads.
       c.params["BM"] = 64;
       c.params["BN"] = 64;
       c.params["STAGES"] = 5;
       c.params["WG"] = 1;
+      split_where_few = false;
     } else if (tiles_of(256, 128) < arch.sms && (p.k <= 4096 || tiles_of(128, 128) < arch.sms)) {
       c.params["BM"] = 128;
       c.params["STAGES"] = 5;
@@ -192,9 +194,12 @@ class WgmmaSm90Family final : public Family {
       c.params["CLUSTER"] = 11;
       c.params["STAGES"] = 4;
     }
-    // Clusters and TMA stores only pay with several waves of tiles (their constraints say so).
+    // Clusters pay with several waves of tiles, or with half a wave and long K (multicast
+    // halves what the L2 delivers per k-block: bf16 tn 1000x3000x5000 went from 0.51x to 0.70x);
+    // TMA stores where a CTA has a next tile (their constraints say so).
     const int64_t tiles = tiles_of(c.at("BM"), c.at("BN"));
-    if (tiles < 2 * arch.sms) c.params["CLUSTER"] = 11;
+    const bool long_k_wave = p.k > 4096 && 2 * tiles >= arch.sms;
+    if (tiles < 2 * arch.sms && !long_k_wave) c.params["CLUSTER"] = 11;
     if (tiles <= arch.sms) c.params["EPILOGUE"] = 0;
     return repaired(split_where_few ? with_schedule(c, p, arch) : c, p, arch);
   }
@@ -433,10 +438,11 @@ class WgmmaSm90Family final : public Family {
              [](const KernelConfig& c, const Problem&, const ArchInfo& a) {
                return smem_bytes_of(c) <= a.smem_per_block;
              }),
-        rule("two_ctas_fit", "two CTAs per SM: persistent, small accumulators, both in shared memory",
+        // Two CTAs of three consumer warpgroups would have 64 registers a thread: ptxas spills.
+        rule("two_ctas_fit", "two CTAs per SM: persistent, at most two consumer warpgroups, small accumulators, both in shared memory",
              [](const KernelConfig& c, const Problem&, const ArchInfo& a) {
                if (c.at("OCCUPANCY") == 1) return true;
-               return c.at("OCCUPANCY") == 2 && c.at("WS") == 1 && accumulators(c) <= 32 &&
+               return c.at("OCCUPANCY") == 2 && c.at("WS") == 1 && c.at("WG") <= 2 && accumulators(c) <= 32 &&
                       2 * (smem_bytes_of(c) + 1024) <= a.smem_per_sm;
              }),
         rule("clusters_need_ws", "clusters (TMA multicast) only with the warp-specialized schedule",
