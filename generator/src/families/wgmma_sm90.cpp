@@ -153,6 +153,23 @@ class WgmmaSm90Family final : public Family {
     return s;
   }
 
+  // Decode and other skinny problems: the skinny side on wgmma's N, the weights streamed through
+  // a 5-8 stage pipeline; 64-row tiles where 128-row ones would leave half the SMs without weights
+  // to stream. Returns whether the tiles are still so few that K is worth splitting.
+  static bool make_skinny(KernelConfig& c, const Problem& p, const ArchInfo& arch) {
+    const bool swap = skinny_n(p) && (!skinny_m(p) || p.n <= p.m);
+    const int64_t wide = swap ? p.m : p.n;
+    const int64_t rows = std::min<int64_t>(2 * ceil_div(wide, 128) >= arch.sms ? 128 : 64, round_up(wide, 64));
+    c.params["SWAP"] = swap;
+    c.params[swap ? "BM" : "BN"] = rows;
+    c.params[swap ? "BN" : "BM"] = round_up(swap ? p.n : p.m, 8);
+    c.params["WG"] = rows / 64;
+    c.params["CLUSTER"] = 11;
+    c.params["EPILOGUE"] = 0;
+    c.params["STAGES"] = rows == 128 ? 5 : 8;
+    return 2 * ceil_div(wide, rows) < arch.sms;
+  }
+
   // A configuration per shape class, from the winners of gemm-tune on the H100 (docs/PERF.md,
   // issue 7): decode and other skinny problems put the skinny side on wgmma's N and stream the
   // weights through a 5-8 stage pipeline, data-parallel while the tiles fill half the SMs;
@@ -167,18 +184,7 @@ class WgmmaSm90Family final : public Family {
     const auto tiles_of = [&](int64_t bm, int64_t bn) { return ceil_div(p.m, bm) * ceil_div(p.n, bn); };
     bool split_where_few = true;
     if (skinny_n(p) || skinny_m(p)) {
-      const bool swap = skinny_n(p) && (!skinny_m(p) || p.n <= p.m);
-      const int64_t wide = swap ? p.m : p.n;
-      // 64-row tiles where 128-row ones would leave half the SMs without weights to stream.
-      const int64_t rows = std::min<int64_t>(2 * ceil_div(wide, 128) >= arch.sms ? 128 : 64, round_up(wide, 64));
-      c.params["SWAP"] = swap;
-      c.params[swap ? "BM" : "BN"] = rows;
-      c.params[swap ? "BN" : "BM"] = round_up(swap ? p.n : p.m, 8);
-      c.params["WG"] = rows / 64;
-      c.params["CLUSTER"] = 11;
-      c.params["EPILOGUE"] = 0;
-      c.params["STAGES"] = rows == 128 ? 5 : 8;
-      split_where_few = 2 * ceil_div(wide, rows) < arch.sms;
+      split_where_few = make_skinny(c, p, arch);
     } else if (p.flops() < 1e9) {
       // Bound by latency: the fixup of a split costs more than the k-blocks it spreads.
       c.params["BM"] = 64;
