@@ -200,6 +200,17 @@ TEST(Emission, TheUnitCarriesTheConfigAndChecksSharedMemory) {
         EXPECT_NE(f->emit(point).find(expected), std::string::npos) << f->kernel_name(point);
       }
     }
+  // gemv: an axpy kernel's shared memory (the warps' sums) is a constant of the kernel.
+  const Family& gemv = find_family("gemv");
+  const Problem axpy = make_problem(DType::bf16, Op::N, Op::N, 4096, 1, 4096);
+  int axpy_points = 0;
+  for (const auto& point : gemv.space(axpy, arch).prune(axpy, arch).valid) {
+    const std::string expected =
+        fmt::format("static_assert(K::AXPY_SMEM_BYTES == {},", gemv.geometry(point, axpy, arch).smem_bytes);
+    EXPECT_NE(gemv.emit(point).find(expected), std::string::npos) << gemv.kernel_name(point);
+    ++axpy_points;
+  }
+  EXPECT_GT(axpy_points, 0);
 }
 
 TEST(Emission, KernelNamesSayWhatTheyAre) {

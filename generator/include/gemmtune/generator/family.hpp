@@ -106,8 +106,23 @@ std::string template_version(const Family& family,
 
 // A line for a generated unit that stops its compile unless the kernel's shared-memory size
 // (`expression`, e.g. "K::SMEM_BYTES") equals `bytes`, what the family's geometry launches it
-// with: the two computations cannot drift apart unnoticed. Every family's emit() uses it.
+// with: the two computations cannot drift apart unnoticed. Every family's emit() uses it (gemv's
+// where the size is a constant of the kernel: axpy).
 std::string smem_static_assert(std::string_view expression, int64_t bytes);
+
+// What a family's emit() says of its generated unit; generated_unit() writes the rest, which is
+// the same for every family: the template's include, struct Config, K = the kernel over it, the
+// checks, and the extern "C" entry that runs K.
+struct UnitSource {
+  std::string name;                // the entry point: the family's kernel_name()
+  std::string_view header;         // the template, e.g. "wgmma_sm90.cuh"
+  std::string_view kernel;         // its kernel class template, e.g. "gemmtune::wgmma_sm90::Kernel"
+  std::string config;              // struct Config's members, "  static constexpr ...;\n" lines
+  std::string checks;              // lines after K is declared (smem_static_assert())
+  std::string_view launch_bounds;  // __launch_bounds__'s arguments, e.g. "K::THREADS, 1"
+  std::string_view body;           // the entry's body: its dynamic shared memory, then K::run
+};
+std::string generated_unit(const UnitSource& unit);
 
 // The production families of this build, best first: the only ones searched, and the only ones a
 // tuning database or an imported file may name.
