@@ -147,7 +147,6 @@ class Measurer {
       : client_(find_worker()), problem_(problem), options_(options), ordinal_(ordinal) {}
   ~Measurer() { client_.stop(); }
 
-  // The search's early stops of the timing (TimingSettings): 0 for none.
   // Starts the worker and sets the problem up; throws Error(cuda) when it cannot.
   void start() { ensure_ready(); }
 
@@ -232,8 +231,6 @@ void phase(const TuneOptions& o, std::string text) {
   notify(o, p);
 }
 
-// The candidates of the final round: the fastest, and those close enough to it that another
-// round could change the order (every one of the fastest in an exhaustive search).
 // The verified candidates of the problem on this device, fastest first, that this build can run:
 // whatever else a database holds (an imported or edited row) is never retimed or crowned.
 std::vector<CandidateRecord> runnable_ok(const TuningDb& db, const TuneReport& report) {
@@ -244,6 +241,8 @@ std::vector<CandidateRecord> runnable_ok(const TuningDb& db, const TuneReport& r
   return out;
 }
 
+// The candidates of the final round: the fastest, and those close enough to it that another
+// round could change the order (every one of the fastest in an exhaustive search).
 std::vector<CandidateRecord> finalists(std::vector<CandidateRecord> candidates, const TuneOptions& o) {
   std::vector<CandidateRecord> top;
   for (auto& c : candidates) {
@@ -414,8 +413,7 @@ void measure_all(const std::vector<Planned>& planned, RankedSearch& search, Tuni
         rec = failed_record(planned[i], CandidateStatus::compile_error, outcome.error);
         ++report.compile_failed;
       } else {
-        if (!measurer) measurer.emplace(report.problem, o, report.device.ordinal);
-        rec = measurer->measure(planned[i], int(i), search);
+        rec = measurer->measure(planned[i], int(i), search);  // restarts its worker after a fault
       }
       db.record(report.device.key, report.problem, rec);
       search.add(planned[i].predicted_ms, rec);
