@@ -88,12 +88,23 @@ struct Kernel {
   static constexpr bool TMA_STORE = Cfg::EPILOGUE == 1;
   static constexpr int SCHEDULE = Cfg::SCHEDULE;
   // The C tile staged for TMA stores: per consumer warpgroup, TN/64 chunks of (64*MW rows of
-  // 128 bytes), 128-byte swizzled like the loads.
+  // 128 bytes), 128-byte swizzled like the loads, through C_BUFFERS chunk buffers: all of them
+  // where they fit beside the stages, else as many as fit, reused in turn (a 256x128 tile keeps
+  // four stages with two of its four chunks staged at a time).
   static constexpr int C_CHUNK_BYTES = 64 * MW * 128;
-  static constexpr int C_BYTES = TMA_STORE ? WG * 64 * MW * TN * 2 : 0;
-  // Stages, staged C, alignment slack, full and empty barriers, then the fixup flags (a word per
-  // consumer) and the schedule (kept in shared memory: registers are for the accumulators).
-  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + C_BYTES + 1024 + 2 * STAGES * 8 + 16 + sizeof(schedule::Work);
+  static constexpr int C_CHUNKS = TN / 64;
+  static constexpr int SMEM_PER_BLOCK = 232448;  // sm_90: 227 KB
+  // Stages, alignment slack, full and empty barriers, then the fixup flags (a word per consumer)
+  // and the schedule (kept in shared memory: registers are for the accumulators); staged C.
+  static constexpr int FIXED_BYTES = STAGES * STAGE_BYTES + 1024 + 2 * STAGES * 8 + 16 + sizeof(schedule::Work);
+  __host__ __device__ static constexpr int c_buffers() {
+    for (int b = C_CHUNKS; b > 1; --b)
+      if (FIXED_BYTES + WG * b * C_CHUNK_BYTES <= SMEM_PER_BLOCK) return b;
+    return C_CHUNKS > 0 ? 1 : 0;
+  }
+  static constexpr int C_BUFFERS = TMA_STORE ? c_buffers() : 0;
+  static constexpr int C_BYTES = WG * C_BUFFERS * C_CHUNK_BYTES;
+  static constexpr int SMEM_BYTES = FIXED_BYTES + C_BYTES;
   static constexpr int CTAS_PER_SM = Cfg::OCCUPANCY;
   // Registers move from the producer to the consumers when one CTA holds the SM; with two, each
   // keeps the even share its launch bounds give it.
@@ -409,40 +420,53 @@ struct Kernel {
   }
 
   // The same values through shared memory and TMA stores (beta == 0, C aligned): the warpgroup
-  // goes on to its next tile while the copy engine writes this one.
+  // goes on to its next tile while the copy engine writes this one. With a buffer per chunk,
+  // all chunks are written and then stored; with fewer, each chunk is stored as soon as it is
+  // written, and a buffer is written again once the store C_BUFFERS chunks back has read it.
   GEMMTUNE_DEVICE_INLINE static void store_tma(const GemmArgs& args, const Smem& s, Tile t, int consumer,
                                                const float (&acc)[MW][TN / 2]) {
-    // Convert first: 64 packed registers instead of 128 floats while addresses are computed.
-    u32 packed[MW][TN / 4];
-#pragma unroll
-    for (int mb = 0; mb < MW; ++mb)
-#pragma unroll
-      for (int i = 0; i < TN / 4; ++i) packed[mb][i] = pack(args.alpha * acc[mb][2 * i], args.alpha * acc[mb][2 * i + 1]);
+    constexpr bool RING = C_BUFFERS < C_CHUNKS;
     const int lane = threadIdx.x % 128;
     const bool issuer = lane == 0;
-    unsigned char* staging = s.c + consumer * (TN / 64) * C_CHUNK_BYTES;
-    if (issuer) ptx::bulk_wait_read();  // the previous tile's stores are done with the buffer
-    ptx::named_barrier(1 + consumer, 128);
+    unsigned char* staging = s.c + consumer * C_BUFFERS * C_CHUNK_BYTES;
     const int row = 16 * (lane / 32) + (lane % 32) / 4;
     unsigned char* thread_base = staging + row * 128 + 4 * (lane % 4);
+    const int n0 = t.row0 + rows_of(consumer) * 64 * MW;
 #pragma unroll
-    for (int mb = 0; mb < MW; ++mb)
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-#pragma unroll
-        for (int j = 0; j < TN / 8; ++j) {
-          // 128-byte swizzle: 16-byte unit u of row r sits at unit u ^ (r % 8); r % 8 == row % 8.
-          const int offset = (j / 8) * C_CHUNK_BYTES + (mb * 64 + 8 * h) * 128 + ((j % 8) ^ (row % 8)) * 16;
-          *reinterpret_cast<u32*>(thread_base + offset) = packed[mb][2 * j + h];
+    for (int chunk = 0; chunk < C_CHUNKS; ++chunk) {
+      const int buffer = chunk % C_BUFFERS;
+      // The buffer is free once the stores that read it are done reading: the previous tile's
+      // (all of them) before the first chunk, the one C_BUFFERS chunks back after that.
+      if (chunk == 0 || chunk >= C_BUFFERS) {
+        if (issuer) {
+          if (chunk == 0)
+            ptx::bulk_wait_read<0>();
+          else
+            ptx::bulk_wait_read<C_BUFFERS - 1>();
         }
-    ptx::fence_async_shared();
-    ptx::named_barrier(1 + consumer, 128);
-    if (issuer) {
-      const int n0 = t.row0 + rows_of(consumer) * 64 * MW;
+        ptx::named_barrier(1 + consumer, 128);
+      }
 #pragma unroll
-      for (int chunk = 0; chunk < TN / 64; ++chunk)
-        ptx::tma_store_2d(&args.map_c, staging + chunk * C_CHUNK_BYTES, t.col0 + chunk * 64, n0);
-      ptx::bulk_commit();
+      for (int mb = 0; mb < MW; ++mb)
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int jj = 0; jj < 8; ++jj) {
+            // 128-byte swizzle: 16-byte unit u of row r sits at unit u ^ (r % 8); r % 8 == row % 8.
+            const int offset = buffer * C_CHUNK_BYTES + (mb * 64 + 8 * h) * 128 + (jj ^ (row % 8)) * 16;
+            const int i = 2 * (2 * (8 * chunk + jj) + h);  // this thread's accumulator pair
+            *reinterpret_cast<u32*>(thread_base + offset) = pack(args.alpha * acc[mb][i], args.alpha * acc[mb][i + 1]);
+          }
+      if (RING || chunk == C_CHUNKS - 1) {
+        ptx::fence_async_shared();
+        ptx::named_barrier(1 + consumer, 128);
+        if (issuer) {
+#pragma unroll
+          for (int c = RING ? chunk : 0; c <= chunk; ++c)
+            ptx::tma_store_2d(&args.map_c, staging + (c % C_BUFFERS) * C_CHUNK_BYTES, t.col0 + c * 64, n0);
+          ptx::bulk_commit();
+        }
+      }
     }
   }
 
@@ -452,10 +476,10 @@ struct Kernel {
 
   GEMMTUNE_DEVICE_INLINE static void epilogue(const GemmArgs& args, const Smem& s, Tile t, int consumer,
                                               const float (&acc)[MW][TN / 2]) {
-    if (stores_by_tma(args))
-      store_tma(args, s, t, consumer, acc);
-    else
-      store(args, t, consumer, acc);
+    if constexpr (TMA_STORE) {
+      if (stores_by_tma(args)) return store_tma(args, s, t, consumer, acc);
+    }
+    store(args, t, consumer, acc);
   }
 
   // Before the CTA exits, its TMA stores must have read their shared memory.

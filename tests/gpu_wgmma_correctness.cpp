@@ -37,6 +37,8 @@ const Point kPoints[] = {
     {"ping-pong, TMA stores", 128, 128, 4, 2, 1, 11, 1, 0, 0, 1, 1},
     {"ping-pong, stream-K, cluster along M", 256, 64, 3, 2, 1, 21, 0, 0, 2, 1, 1},
     {"swapped, two CTAs per SM, split-K in 2", 128, 24, 4, 2, 1, 11, 0, 1, 1, 2, 0, 2},
+    {"TMA stores through 2 buffers for 4 chunks (4 stages)", 256, 128, 4, 2, 1, 11, 1},
+    {"TMA stores through 1 buffer for 3 chunks, three warpgroups", 192, 192, 4, 3, 1, 11, 1},
 };
 
 // wgmma N must come in 64-column chunks when its operand is stored along M or N (the family's
@@ -94,12 +96,13 @@ TEST_P(WgmmaCorrectness, OddShapesBetaAndLeadingDimensions) {
 }
 
 // Ping-pong with more tiles than workers: each warpgroup computes every other tile of its
-// worker, whose main loop (16 k-blocks) is longer than the pipeline it skips.
+// worker, whose main loop (16 k-blocks) is longer than the pipeline it skips. TMA stores through
+// fewer buffers than chunks: a tile's first chunk reuses a buffer the previous tile's stores read.
 TEST_P(WgmmaCorrectness, PingPongTurnsOverManyTiles) {
   const auto [dtype_name, layout] = GetParam();
   const Problem p = make_problem(parse_dtype(dtype_name), parse_op(layout[0]), parse_op(layout[1]), 2000, 1300, 1000);
   const Verifier verifier(*checker_, p, 1.0f, 0.5f, 5, stream_->get());
-  for (const Point& pt : {kPoints[12], kPoints[13]}) {
+  for (const Point& pt : {kPoints[12], kPoints[13], kPoints[15], kPoints[16]}) {
     const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
     const Verdict v = check(k, verifier);
     EXPECT_TRUE(v.ok) << k.compiled.name << " (" << pt.what << "): " << v.message;
@@ -118,7 +121,7 @@ TEST_P(WgmmaSanitizer, SmallShapePerSchedule) {
   const auto [dtype_name, layout] = GetParam();
   Problem p = make_problem(parse_dtype(dtype_name), parse_op(layout[0]), parse_op(layout[1]), 300, 260, 130);
   for (const Point& pt : {kPoints[0], kPoints[1], kPoints[4], kPoints[6], kPoints[7], kPoints[8], kPoints[10],
-                          kPoints[12], kPoints[13], kPoints[14]}) {
+                          kPoints[12], kPoints[13], kPoints[14], kPoints[15]}) {
     const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
     const Verdict v = check(k, p, 1.0f, 0.0f);  // beta == 0: the TMA-store epilogue where configured
     EXPECT_TRUE(v.ok) << k.compiled.name << ": " << v.message;

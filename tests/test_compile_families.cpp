@@ -82,6 +82,33 @@ void expect_wgmma_sample_compiles(DType dtype, const char* layout) {
   }
 }
 
+// TMA stores through fewer chunk buffers than the tile has 64-column chunks, where the whole C
+// tile does not fit beside four stages: valid, within a block's shared memory, smaller than the
+// whole tile staged, and compiled without spills (each unit asserts that the template's shared
+// memory is the family's figure).
+TEST_F(CompileFamilies, WgmmaTmaStoresThroughFewerBuffersThanChunks) {
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  const Family& family = find_family("wgmma_sm90");
+  struct Tile {
+    int64_t bm, bn, wg;
+  };
+  for (const Tile t : {Tile{256, 128, 2}, Tile{128, 256, 2}, Tile{192, 192, 3}}) {
+    for (const char* layout : {"nn", "tn"}) {
+      const Problem p = make_problem(DType::bf16, parse_op(layout[0]), parse_op(layout[1]), 4096, 4096, 4096);
+      const KernelConfig c{"wgmma_sm90", p.dtype, p.op_a, p.op_b,
+                           {{"BM", t.bm}, {"BN", t.bn}, {"SWAP", 0}, {"STAGES", 4}, {"WG", t.wg}, {"WS", 1},
+                            {"CLUSTER", 11}, {"RASTER", 0}, {"GROUP", 8}, {"EPILOGUE", 1}, {"SCHEDULE", 0},
+                            {"SPLITS", 1}, {"PINGPONG", 0}, {"OCCUPANCY", 1}}};
+      EXPECT_EQ(family.space(p, arch).first_violation(c, p, arch), nullptr) << family.kernel_name(c);
+      const int64_t stages = 4 * (t.bm + t.bn) * 64 * 2, whole_c = t.bm * t.bn * 2;
+      const int64_t smem = family.geometry(c, p, arch).smem_bytes;
+      EXPECT_LE(smem, arch.smem_per_block) << family.kernel_name(c);
+      EXPECT_LT(smem, stages + whole_c) << family.kernel_name(c) << ": the whole C tile is staged";
+      expect_compile_without_spills(family, {c}, arch);
+    }
+  }
+}
+
 TEST_F(CompileFamilies, WgmmaBf16NN) { expect_wgmma_sample_compiles(DType::bf16, "nn"); }
 TEST_F(CompileFamilies, WgmmaBf16NT) { expect_wgmma_sample_compiles(DType::bf16, "nt"); }
 TEST_F(CompileFamilies, WgmmaBf16TN) { expect_wgmma_sample_compiles(DType::bf16, "tn"); }

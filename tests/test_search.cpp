@@ -161,7 +161,7 @@ TEST(CostModel, OccupancyIsLimitedByThreadsSharedMemoryAndRegisters) {
   EXPECT_EQ(ctas_per_sm(arch, 1024, 200 * 1024, 255), 1);      // never below one
 }
 
-// The winners measured on the H200 (docs/PERF.md) are among the first candidates the model
+// The winners measured on the H200 and H100 (docs/PERF.md) are among the first candidates the model
 // ranks, so that a ranked search reaches them before it may stop.
 TEST(CostModel, MeasuredWinnersAreAmongTheFirstCandidates) {
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
@@ -171,6 +171,9 @@ TEST(CostModel, MeasuredWinnersAreAmongTheFirstCandidates) {
       {make_problem(DType::f32, Op::N, Op::N, 1024, 1024, 1024), "gemm_simt_f32_nn_128x64x16_w64x32_t8x8_v4_s2"},
       {make_problem(DType::bf16, Op::N, Op::N, 8192, 8192, 8192),
        "gemm_wgmma_bf16_nn_256x128x64_s3_wg2_c1x1_ws_rm_tmastore"},
+      // H100: one wave of tiles, TMA stores through two of four chunk buffers (0.98x cuBLAS).
+      {make_problem(DType::bf16, Op::N, Op::N, 2048, 2048, 2048),
+       "gemm_wgmma_bf16_nn_256x128x64_s4_wg2_c1x1_ws_rm_tmastore"},
   };
   for (const auto& [problem, name] : winners) {
     const DryRunReport plan = dry_run(problem, arch, 1, {}, {}, 0, false);

@@ -55,8 +55,12 @@ GEMMTUNE_DEVICE_INLINE void tma_store_2d(const void* map, const void* src, int c
                : "memory");
 }
 GEMMTUNE_DEVICE_INLINE void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
-// The committed stores have finished reading shared memory (it may be overwritten).
-GEMMTUNE_DEVICE_INLINE void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+// All but the PENDING most recent groups of committed stores have finished reading shared
+// memory (it may be overwritten).
+template <int PENDING = 0>
+GEMMTUNE_DEVICE_INLINE void bulk_wait_read() {
+  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(PENDING) : "memory");
+}
 // The committed stores are complete.
 GEMMTUNE_DEVICE_INLINE void bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
 // Shared-memory writes of this thread become visible to TMA (the async proxy).

@@ -42,12 +42,23 @@ int64_t cols_needed(const KernelConfig& c, const Problem& p) {
 bool shares_a(const KernelConfig& c) { return cluster_n(c) == 2; }
 bool shares_b(const KernelConfig& c) { return cluster_m(c) == 2; }
 
-// Mirrors wgmma_sm90::Kernel::SMEM_BYTES: stages, the staged C tile, alignment, barriers, the
-// fixup flags and the schedule.
+// Mirrors wgmma_sm90::Kernel::SMEM_BYTES: stages, alignment, barriers, the fixup flags and the
+// schedule, then the staged C tile: TMA stores stage a consumer's 64-column chunks in as many
+// buffers as fit in a block's shared memory on sm_90 (all of them where they fit, at least one).
+constexpr int64_t kSmemPerBlock = 232448;
+int64_t fixed_smem_bytes(const KernelConfig& c) {
+  return c.at("STAGES") * (tile_rows(c) + tile_cols(c)) * kBK * 2 + 1024 + 16 * c.at("STAGES") + 16 + kWorkBytes;
+}
+int64_t c_chunk_bytes(const KernelConfig& c) { return 64 * blocks_per_warpgroup(c) * 128; }
+int64_t c_buffers(const KernelConfig& c) {
+  if (!c.at("EPILOGUE")) return 0;
+  const int64_t chunks = tile_cols(c) / 64;
+  for (int64_t b = chunks; b > 1; --b)
+    if (fixed_smem_bytes(c) + c.at("WG") * b * c_chunk_bytes(c) <= kSmemPerBlock) return b;
+  return chunks > 0 ? 1 : 0;
+}
 int64_t smem_bytes_of(const KernelConfig& c) {
-  const int64_t staged_c = c.at("EPILOGUE") ? c.at("WG") * 64 * blocks_per_warpgroup(c) * tile_cols(c) * 2 : 0;
-  return c.at("STAGES") * (tile_rows(c) + tile_cols(c)) * kBK * 2 + staged_c + 1024 + 16 * c.at("STAGES") + 16 +
-         kWorkBytes;
+  return fixed_smem_bytes(c) + c.at("WG") * c_buffers(c) * c_chunk_bytes(c);
 }
 
 struct Units {
@@ -99,10 +110,22 @@ Workspace workspace_of(const KernelConfig& c, const Units& u) {
   return {uint64_t(slots * cluster_size(c) * tile_rows(c) * tile_cols(c) * 4), uint64_t(counters * consumers * 4)};
 }
 
+// Even 64 x 64 tiles fill less than half the SMs: the problem is bound by latency, and narrower
+// tiles (wgmma N 16-48) buy CTAs that each wait through a shorter chain of loads. cuBLAS runs
+// bf16 tn 768x128x768 on 64 CTAs of wgmma N 24 (ncu on the H100).
+bool latency_bound(const Problem& p, const ArchInfo& arch) {
+  return 2 * ceil_div(p.m, 64) * ceil_div(p.n, 64) < arch.sms;
+}
+
+// Fewer 128 x 128 tiles than SMs.
+bool few_tiles(const Problem& p, const ArchInfo& arch) { return ceil_div(p.m, 128) * ceil_div(p.n, 128) < arch.sms; }
+
 // Tile sizes worth trying along a dimension of size d: the usual ones, the non-powers of two
-// that cut wave quantization, and d itself rounded to 8 when it fits one tile (skinny problems).
-std::vector<int64_t> tile_values(int64_t d) {
+// that cut wave quantization, d itself rounded to 8 when it fits one tile (skinny problems), and
+// narrow ones where the problem is bound by latency.
+std::vector<int64_t> tile_values(int64_t d, bool narrow) {
   std::vector<int64_t> v = {64, 96, 128, 160, 192, 224, 256};
+  if (narrow) v.insert(v.begin(), {16, 24, 32, 48});
   if (d <= 256 && std::find(v.begin(), v.end(), round_up(d, 8)) == v.end()) v.push_back(round_up(d, 8));
   return v;
 }
@@ -129,13 +152,14 @@ class WgmmaSm90Family final : public Family {
   SearchSpace space(const Problem& p, const ArchInfo& arch) const override {
     SearchSpace s;
     s.family = "wgmma_sm90";
-    const bool few_tiles = ceil_div(p.m, 128) * ceil_div(p.n, 128) < arch.sms;
+    const bool few = few_tiles(p, arch), narrow = latency_bound(p, arch);
     const bool skinny = p.n <= 256 || p.m <= 256;
     s.params = {
-        {"BM", tile_values(p.m)},  // tile along M
-        {"BN", tile_values(p.n)},  // tile along N
+        {"BM", tile_values(p.m, narrow)},  // tile along M
+        {"BN", tile_values(p.n, narrow)},  // tile along N
         {"SWAP", p.n <= 256 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0}},  // N on wgmma's N
-        {"STAGES", skinny ? std::vector<int64_t>{3, 4, 5, 6, 8} : std::vector<int64_t>{3, 4, 5}},
+        // Deep pipelines stream a skinny problem's operand, or keep all of a short K in flight.
+        {"STAGES", skinny || few ? std::vector<int64_t>{3, 4, 5, 6, 8, 12} : std::vector<int64_t>{3, 4, 5}},
         {"WG", {1, 2, 3}},    // consumer warpgroups
         {"WS", {0, 1}},       // 1: warp-specialized persistent, 0: multistage
         {"CLUSTER", {11, 21, 12}},  // CTAs along M x along N
@@ -145,9 +169,9 @@ class WgmmaSm90Family final : public Family {
         {"GROUP", many_waves(p, arch) ? std::vector<int64_t>{4, 8, 16} : std::vector<int64_t>{8}},
         {"EPILOGUE", {0, 1}},  // 0: stores from registers, 1: through shared memory + TMA store
         {"SCHEDULE", {schedule::DATA_PARALLEL, schedule::SPLIT_K, schedule::STREAM_K}},
-        {"SPLITS", few_tiles ? std::vector<int64_t>{1, 2, 3, 4, 6, 8} : std::vector<int64_t>{1}},
+        {"SPLITS", few ? std::vector<int64_t>{1, 2, 3, 4, 6, 8} : std::vector<int64_t>{1}},
         {"PINGPONG", {0, 1}},  // two consumer warpgroups take turns on whole tiles
-        {"OCCUPANCY", skinny || few_tiles ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{1}},  // CTAs per SM
+        {"OCCUPANCY", skinny || few ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{1}},  // CTAs per SM
     };
     s.constraints = constraints();
     return s;
@@ -173,16 +197,16 @@ class WgmmaSm90Family final : public Family {
   // A configuration per shape class, from the winners of gemm-tune on the H100 (docs/PERF.md,
   // issue 7): decode and other skinny problems put the skinny side on wgmma's N and stream the
   // weights through a 5-8 stage pipeline, data-parallel while the tiles fill half the SMs;
-  // small problems take 64x64 tiles, whole; mid-size ones 128x128 tiles (two per SM: one's epilogue
-  // under the other's main loop) unless K is long and 256x128 tiles already fill a wave; large
-  // ones the known good point. Split-K or stream-K takes up waves the tiles do not fill.
+  // small problems take 64x64 tiles, whole; mid-size ones 128x128 tiles where even those leave
+  // SMs idle, one wave of 256x128 tiles with TMA stores where those fill one; large ones the
+  // known good point. Split-K or stream-K takes up waves the tiles do not fill.
   KernelConfig default_config(const Problem& p, const ArchInfo& arch) const override {
     KernelConfig c{"wgmma_sm90", p.dtype, p.op_a, p.op_b, {}};
     c.params = {{"BM", 256}, {"BN", 128}, {"SWAP", 0}, {"STAGES", 3}, {"WG", 2}, {"WS", 1},
                 {"CLUSTER", 12}, {"RASTER", p.m >= p.n ? 0 : 1}, {"GROUP", 8}, {"EPILOGUE", 1},
                 {"SCHEDULE", schedule::DATA_PARALLEL}, {"SPLITS", 1}, {"PINGPONG", 0}, {"OCCUPANCY", 1}};
     const auto tiles_of = [&](int64_t bm, int64_t bn) { return ceil_div(p.m, bm) * ceil_div(p.n, bn); };
-    bool split_where_few = true;
+    bool split_where_few = true, one_wave = false;
     if (skinny_n(p) || skinny_m(p)) {
       split_where_few = make_skinny(c, p, arch);
     } else if (p.flops() < 1e9) {
@@ -192,9 +216,14 @@ class WgmmaSm90Family final : public Family {
       c.params["STAGES"] = 5;
       c.params["WG"] = 1;
       split_where_few = false;
-    } else if (tiles_of(256, 128) < arch.sms && (p.k <= 4096 || tiles_of(128, 128) < arch.sms)) {
+    } else if (tiles_of(128, 128) < arch.sms) {
       c.params["BM"] = 128;
       c.params["STAGES"] = 5;
+    } else if (tiles_of(256, 128) < arch.sms && p.k <= 4096) {
+      // One wave of 256x128 tiles: four stages, TMA stores (bf16 2048^3: 0.98x cuBLAS, where
+      // 128x128 tiles, two per SM, made 0.91x).
+      c.params["STAGES"] = 4;
+      one_wave = true;
     } else if (p.m < 512 || p.n < 256) {
       c.params["BM"] = 128;
       c.params["CLUSTER"] = 11;
@@ -202,11 +231,11 @@ class WgmmaSm90Family final : public Family {
     }
     // Clusters pay with several waves of tiles, or with half a wave and long K (multicast
     // halves what the L2 delivers per k-block: bf16 tn 1000x3000x5000 went from 0.51x to 0.70x);
-    // TMA stores where a CTA has a next tile (their constraints say so).
+    // Register stores where a CTA has one tile, but for one wave of 256x128 tiles (measured).
     const int64_t tiles = tiles_of(c.at("BM"), c.at("BN"));
     const bool long_k_wave = p.k > 4096 && 2 * tiles >= arch.sms;
     if (tiles < 2 * arch.sms && !long_k_wave) c.params["CLUSTER"] = 11;
-    if (tiles <= arch.sms) c.params["EPILOGUE"] = 0;
+    if (tiles <= arch.sms && !one_wave) c.params["EPILOGUE"] = 0;
     return repaired(split_where_few ? with_schedule(c, p, arch) : c, p, arch);
   }
 
@@ -392,11 +421,12 @@ class WgmmaSm90Family final : public Family {
              [](const KernelConfig& c, const Problem& p, const ArchInfo&) {
                return tile_rows(c) <= rows_needed(c, p) && tile_cols(c) <= cols_needed(c, p);
              }),
-        rule("ragged_tiles_for_ragged_sides", "wgmma N off the powers of two only where the side is no multiple of 64",
-             [](const KernelConfig& c, const Problem& p, const ArchInfo&) {
+        rule("ragged_tiles_for_ragged_sides",
+             "wgmma N off the powers of two only where the side is no multiple of 64, or under 64 where the problem is bound by latency",
+             [](const KernelConfig& c, const Problem& p, const ArchInfo& a) {
                const int64_t cols = tile_cols(c), side = swapped(c) ? p.n : p.m;
                const bool usual = cols == 64 || cols == 128 || cols == 256 || cols == 192;
-               return usual || cols == round_up(side, 8) || side % 64 != 0;
+               return usual || cols == round_up(side, 8) || side % 64 != 0 || (cols < 64 && latency_bound(p, a));
              }),
         rule("small_tiles_for_few_tiles", "64-row tiles and the multistage schedule only where 128x128 tiles leave SMs idle",
              [](const KernelConfig& c, const Problem& p, const ArchInfo& a) {
@@ -411,10 +441,6 @@ class WgmmaSm90Family final : public Family {
                return tile_rows(c) >= std::min<int64_t>(128, rows_needed(c, p)) &&
                       tile_cols(c) >= std::min<int64_t>(128, cols_needed(c, p));
              }),
-        rule("tma_store_for_many_tiles", "TMA stores where a CTA has a next tile to overlap them with",
-             [](const KernelConfig& c, const Problem& p, const ArchInfo& a) {
-               return c.at("EPILOGUE") == 0 || ceil_div(p.m, c.at("BM")) * ceil_div(p.n, c.at("BN")) > a.sms;
-             }),
         // Multicast halves what the L2 delivers of the shared operand on every k-block: it pays
         // once the tiles fill half the SMs (a one-wave problem with long K is bound by the L2:
         // bf16 tn 1000x3000x5000 read 447 MB from it for 40 MB of operands, ncu on the H100).
@@ -422,9 +448,10 @@ class WgmmaSm90Family final : public Family {
              [](const KernelConfig& c, const Problem& p, const ArchInfo& a) {
                return cluster_size(c) == 1 || 2 * ceil_div(p.m, c.at("BM")) * ceil_div(p.n, c.at("BN")) >= a.sms;
              }),
-        rule("deep_pipelines_stream", "more than 5 stages only to stream a skinny problem's operand (SWAP)",
-             [](const KernelConfig& c, const Problem&, const ArchInfo&) {
-               return c.at("STAGES") <= 5 || swapped(c);
+        rule("deep_pipelines_stream",
+             "more than 5 stages only to stream a skinny problem's operand (SWAP) or where the tiles leave SMs idle",
+             [](const KernelConfig& c, const Problem& p, const ArchInfo& a) {
+               return c.at("STAGES") <= 5 || swapped(c) || few_tiles(p, a);
              }),
         rule("smem_fits", "the stages fit the shared memory of a block",
              [](const KernelConfig& c, const Problem&, const ArchInfo& a) {
