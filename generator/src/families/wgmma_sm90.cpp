@@ -194,19 +194,41 @@ class WgmmaSm90Family final : public Family {
     return 2 * ceil_div(wide, rows) < arch.sms;
   }
 
+  // Ragged problems whose 256x128 tiles waste a tenth of their rounds more than 192x128 or
+  // 128x192 tiles would: the tile that fills the SMs' rounds best, set as gemm-tune's winners on
+  // the H100 were (bf16 nn 2500x3500x4500: 192x128, 4 stages, 2.30x cuBLAS; bf16 tn
+  // 1000x3000x5000: 128x192 with three consumer warpgroups, 5 stages, a cluster along M and TMA
+  // stores, 0.98x; 256x128 stream-K made 1.83x and 0.73x). Returns whether it took one.
+  static bool make_ragged(KernelConfig& c, const Problem& p, const ArchInfo& arch) {
+    const auto filled = [&](int64_t bm, int64_t bn) {
+      const int64_t tiles = ceil_div(p.m, bm) * ceil_div(p.n, bn);
+      return double(tiles) / double(ceil_div(tiles, arch.sms) * arch.sms);
+    };
+    const double wide = filled(192, 128), tall = filled(128, 192);
+    if (std::max(wide, tall) < filled(256, 128) + 0.1) return false;
+    const bool w = wide >= tall;
+    c.params["BM"] = w ? 192 : 128;
+    c.params["BN"] = w ? 128 : 192;
+    c.params["STAGES"] = w ? 4 : 5;
+    c.params["WG"] = w ? 2 : 3;
+    c.params["CLUSTER"] = w ? 12 : 21;
+    c.params["EPILOGUE"] = w ? 0 : 1;
+    return true;
+  }
+
   // A configuration per shape class, from the winners of gemm-tune on the H100 (docs/PERF.md,
   // issue 7): decode and other skinny problems put the skinny side on wgmma's N and stream the
   // weights through a 5-8 stage pipeline, data-parallel while the tiles fill half the SMs;
   // small problems take 64x64 tiles, whole; mid-size ones 128x128 tiles where even those leave
-  // SMs idle, one wave of 256x128 tiles with TMA stores where those fill one; large ones the
-  // known good point. Split-K or stream-K takes up waves the tiles do not fill.
+  // SMs idle, one wave of 256x128 tiles with TMA stores where those fill one; ragged ones the
+  // tile that fills the rounds best; large ones the known good point. Split-K or stream-K takes up waves the tiles do not fill.
   KernelConfig default_config(const Problem& p, const ArchInfo& arch) const override {
     KernelConfig c{"wgmma_sm90", p.dtype, p.op_a, p.op_b, {}};
     c.params = {{"BM", 256}, {"BN", 128}, {"SWAP", 0}, {"STAGES", 3}, {"WG", 2}, {"WS", 1},
                 {"CLUSTER", 12}, {"RASTER", p.m >= p.n ? 0 : 1}, {"GROUP", 8}, {"EPILOGUE", 1},
                 {"SCHEDULE", schedule::DATA_PARALLEL}, {"SPLITS", 1}, {"PINGPONG", 0}, {"OCCUPANCY", 1}};
     const auto tiles_of = [&](int64_t bm, int64_t bn) { return ceil_div(p.m, bm) * ceil_div(p.n, bn); };
-    bool split_where_few = true, one_wave = false;
+    bool split_where_few = true, one_wave_tma_store = false;
     if (skinny_n(p) || skinny_m(p)) {
       split_where_few = make_skinny(c, p, arch);
     } else if (p.flops() < 1e9) {
@@ -223,19 +245,22 @@ class WgmmaSm90Family final : public Family {
       // One wave of 256x128 tiles: four stages, TMA stores (bf16 2048^3: 0.98x cuBLAS, where
       // 128x128 tiles, two per SM, made 0.91x).
       c.params["STAGES"] = 4;
-      one_wave = true;
+      one_wave_tma_store = true;
     } else if (p.m < 512 || p.n < 256) {
       c.params["BM"] = 128;
       c.params["CLUSTER"] = 11;
       c.params["STAGES"] = 4;
+    } else if (make_ragged(c, p, arch)) {
+      one_wave_tma_store = c.at("EPILOGUE") == 1;
     }
     // Clusters pay with several waves of tiles, or with half a wave and long K (multicast
     // halves what the L2 delivers per k-block: bf16 tn 1000x3000x5000 went from 0.51x to 0.70x);
-    // Register stores where a CTA has one tile, but for one wave of 256x128 tiles (measured).
+    // register stores where a CTA has one tile, but where one wave of tiles measured faster
+    // with TMA stores.
     const int64_t tiles = tiles_of(c.at("BM"), c.at("BN"));
     const bool long_k_wave = p.k > 4096 && 2 * tiles >= arch.sms;
     if (tiles < 2 * arch.sms && !long_k_wave) c.params["CLUSTER"] = 11;
-    if (tiles <= arch.sms && !one_wave) c.params["EPILOGUE"] = 0;
+    if (tiles <= arch.sms && !one_wave_tma_store) c.params["EPILOGUE"] = 0;
     return repaired(split_where_few ? with_schedule(c, p, arch) : c, p, arch);
   }
 
