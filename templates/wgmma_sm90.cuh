@@ -88,23 +88,16 @@ struct Kernel {
   static constexpr bool TMA_STORE = Cfg::EPILOGUE == 1;
   static constexpr int SCHEDULE = Cfg::SCHEDULE;
   // The C tile staged for TMA stores: per consumer warpgroup, TN/64 chunks of (64*MW rows of
-  // 128 bytes), 128-byte swizzled like the loads, through C_BUFFERS chunk buffers: all of them
-  // where they fit beside the stages, else as many as fit, reused in turn (a 256x128 tile keeps
-  // four stages with two of its four chunks staged at a time).
+  // 128 bytes), 128-byte swizzled like the loads, through Cfg::C_BUFFERS chunk buffers (the
+  // family's choice: all of them where they fit beside the stages, else as many as fit, reused
+  // in turn; a 256x128 tile keeps four stages with two of its four chunks staged at a time).
   static constexpr int C_CHUNK_BYTES = 64 * MW * 128;
   static constexpr int C_CHUNKS = TN / 64;
-  static constexpr int SMEM_PER_BLOCK = 232448;  // sm_90: 227 KB
-  // Stages, alignment slack, full and empty barriers, then the fixup flags (a word per consumer)
-  // and the schedule (kept in shared memory: registers are for the accumulators); staged C.
-  static constexpr int FIXED_BYTES = STAGES * STAGE_BYTES + 1024 + 2 * STAGES * 8 + 16 + sizeof(schedule::Work);
-  __host__ __device__ static constexpr int c_buffers() {
-    for (int b = C_CHUNKS; b > 1; --b)
-      if (FIXED_BYTES + WG * b * C_CHUNK_BYTES <= SMEM_PER_BLOCK) return b;
-    return C_CHUNKS > 0 ? 1 : 0;
-  }
-  static constexpr int C_BUFFERS = TMA_STORE ? c_buffers() : 0;
+  static constexpr int C_BUFFERS = TMA_STORE ? Cfg::C_BUFFERS : 0;
   static constexpr int C_BYTES = WG * C_BUFFERS * C_CHUNK_BYTES;
-  static constexpr int SMEM_BYTES = FIXED_BYTES + C_BYTES;
+  // Stages, staged C, alignment slack, full and empty barriers, then the fixup flags (a word per
+  // consumer) and the schedule (kept in shared memory: registers are for the accumulators).
+  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + C_BYTES + 1024 + 2 * STAGES * 8 + 16 + sizeof(schedule::Work);
   static constexpr int CTAS_PER_SM = Cfg::OCCUPANCY;
   // Registers move from the producer to the consumers when one CTA holds the SM; with two, each
   // keeps the even share its launch bounds give it.
@@ -118,6 +111,7 @@ struct Kernel {
   static_assert(TN % 8 == 0 && TN >= 8 && TN <= 256, "wgmma N is a multiple of 8 up to 256");
   static_assert(Q_KMAJOR || TN % 64 == 0, "an MN-major Q comes in 64-column chunks");
   static_assert(!TMA_STORE || (!SWAP && TN % 64 == 0), "TMA stores write 64 m-values per row");
+  static_assert(!TMA_STORE || (C_BUFFERS >= 1 && C_BUFFERS <= C_CHUNKS), "one to TN/64 chunk buffers");
   static_assert(CLUSTER <= 2 && (CLUSTER == 1 || WS), "clusters of two, warp-specialized only");
   static_assert(SCHEDULE == schedule::DATA_PARALLEL || WS, "split-K and stream-K need the persistent schedule");
   static_assert(ACC % 4 == 0, "partial sums move as float4");
@@ -648,7 +642,7 @@ struct Kernel {
 struct GemmtuneWgmmaDefault {
   static constexpr int BM = 256, BN = 128, STAGES = 3, WG = 2;
   static constexpr bool SWAP = false, WS = true;
-  static constexpr int CLUSTER_M = 1, CLUSTER_N = 2, RASTER = 0, GROUP = 8, EPILOGUE = 1;
+  static constexpr int CLUSTER_M = 1, CLUSTER_N = 2, RASTER = 0, GROUP = 8, EPILOGUE = 1, C_BUFFERS = 4;
   static constexpr int SCHEDULE = 0, SPLITS = 1, OCCUPANCY = 1;
   static constexpr bool PINGPONG = false, A_T = false, B_T = false;
   static constexpr int DTYPE = 2;

@@ -19,6 +19,19 @@ bool tma_aligned(CUdeviceptr p, int64_t ld, DType dtype) {
   return p % 16 == 0 && (ld * dtype_size(dtype)) % 16 == 0;
 }
 
+// How much of the L2 a TMA load pulls in around what it reads. Rows that start on 128-byte
+// lines take 256 bytes (the next k-block's half too); rows off the lines take 128: with 256,
+// bf16 nn 2500x3500x4500 (rows of 5000 and 9000 bytes) ran at 1.93x cuBLAS against 2.21x, and
+// tn 1000x3000x5000 (rows of 10000 bytes) at 0.69x against 0.72x, while aligned problems lose
+// 1-3% with 128 (H100, docs/PERF.md).
+CUtensorMapL2promotion l2_promotion(CUdeviceptr p, int64_t ld, DType dtype) {
+  const bool lines = p % 128 == 0 && (ld * dtype_size(dtype)) % 128 == 0;
+  return lines ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B : CU_TENSOR_MAP_L2_PROMOTION_L2_128B;
+}
+
+// Packed rows start on 128-byte lines (64 values), where TMA reads them fastest.
+int64_t packed_ld(int64_t rows) { return (rows + 63) / 64 * 64; }
+
 KernelSource pack_source() {
   return make_source("gemmtune_pack16", "// operand packing for TMA\n#include \"pack.cuh\"\n");
 }
@@ -36,18 +49,6 @@ struct Launcher::MapKey {
 
 Launcher::Launcher(Compiler compiler, ArchInfo arch) : compiler_(std::move(compiler)), arch_(arch) {}
 Launcher::~Launcher() = default;
-
-namespace {
-// How much of the L2 a TMA load pulls in around what it reads. Rows that start on 128-byte
-// lines take 256 bytes (the next k-block's half too); rows off the lines take 128: with 256,
-// bf16 nn 2500x3500x4500 (rows of 5000 and 9000 bytes) ran at 1.93x cuBLAS against 2.21x, and
-// tn 1000x3000x5000 (rows of 10000 bytes) at 0.69x against 0.72x, while aligned problems lose
-// 1-3% with 128 (H100, docs/PERF.md).
-CUtensorMapL2promotion l2_promotion(CUdeviceptr p, int64_t ld, DType dtype) {
-  const bool lines = p % 128 == 0 && (ld * dtype_size(dtype)) % 128 == 0;
-  return lines ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B : CU_TENSOR_MAP_L2_PROMOTION_L2_128B;
-}
-}  // namespace
 
 // Encoding a map costs microseconds per call: user operands' maps are kept (a workspace's
 // address changes every call, so its maps are not).
@@ -103,14 +104,13 @@ void Launcher::launch(const LoadedKernel& kernel, const LaunchGeometry& geometry
   CUdeviceptr workspace[2] = {0, 0};
   // A is stored rows_a x cols_a; B rows_b x cols_b. Pack what TMA cannot read in place.
   const TensorMapNeed &need_a = geometry.map(Operand::a), &need_b = geometry.map(Operand::b);
-  // Packed rows start on 128-byte lines (64 values), where TMA reads them fastest.
   if (need_a.needed && !tma_aligned(ops.a, p.lda, p.dtype)) {
-    const int64_t ld = (p.rows_a() + 63) / 64 * 64;
+    const int64_t ld = packed_ld(p.rows_a());
     ops.a = workspace[0] = pack(ops.a, p.rows_a(), p.cols_a(), p.lda, ld, stream);
     p.lda = ld;
   }
   if (need_b.needed && !tma_aligned(ops.b, p.ldb, p.dtype)) {
-    const int64_t ld = (p.rows_b() + 63) / 64 * 64;
+    const int64_t ld = packed_ld(p.rows_b());
     ops.b = workspace[1] = pack(ops.b, p.rows_b(), p.cols_b(), p.ldb, ld, stream);
     p.ldb = ld;
   }

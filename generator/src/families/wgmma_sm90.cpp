@@ -43,8 +43,9 @@ bool shares_a(const KernelConfig& c) { return cluster_n(c) == 2; }
 bool shares_b(const KernelConfig& c) { return cluster_m(c) == 2; }
 
 // Mirrors wgmma_sm90::Kernel::SMEM_BYTES: stages, alignment, barriers, the fixup flags and the
-// schedule, then the staged C tile: TMA stores stage a consumer's 64-column chunks in as many
-// buffers as fit in a block's shared memory on sm_90 (all of them where they fit, at least one).
+// schedule, then the staged C tile. TMA stores stage a consumer's 64-column chunks in as many
+// buffers as fit in a block's shared memory on sm_90 (all of them where they fit, at least one):
+// derived here and given to the kernel as C_BUFFERS.
 constexpr int64_t kSmemPerBlock = 232448;
 int64_t fixed_smem_bytes(const KernelConfig& c) {
   return c.at("STAGES") * (tile_rows(c) + tile_cols(c)) * kBK * 2 + 1024 + 16 * c.at("STAGES") + 16 + kWorkBytes;
@@ -201,8 +202,11 @@ class WgmmaSm90Family final : public Family {
   // stores, 0.98x; 256x128 stream-K made 1.83x and 0.73x). Returns whether it took one.
   static bool make_ragged(KernelConfig& c, const Problem& p, const ArchInfo& arch) {
     const auto filled = [&](int64_t bm, int64_t bn) {
-      const int64_t tiles = ceil_div(p.m, bm) * ceil_div(p.n, bn);
-      return double(tiles) / double(ceil_div(tiles, arch.sms) * arch.sms);
+      KernelConfig t = c;
+      t.params["BM"] = bm;
+      t.params["BN"] = bn;
+      t.params["CLUSTER"] = 11;
+      return wave_efficiency(units_of(t, p, arch));
     };
     const double wide = filled(192, 128), tall = filled(128, 192);
     if (std::max(wide, tall) < filled(256, 128) + 0.1) return false;
@@ -221,7 +225,8 @@ class WgmmaSm90Family final : public Family {
   // weights through a 5-8 stage pipeline, data-parallel while the tiles fill half the SMs;
   // small problems take 64x64 tiles, whole; mid-size ones 128x128 tiles where even those leave
   // SMs idle, one wave of 256x128 tiles with TMA stores where those fill one; ragged ones the
-  // tile that fills the rounds best; large ones the known good point. Split-K or stream-K takes up waves the tiles do not fill.
+  // tile that fills the rounds best; large ones the known good point. Split-K or stream-K takes
+  // up waves the tiles do not fill.
   KernelConfig default_config(const Problem& p, const ArchInfo& arch) const override {
     KernelConfig c{"wgmma_sm90", p.dtype, p.op_a, p.op_b, {}};
     c.params = {{"BM", 256}, {"BN", 128}, {"SWAP", 0}, {"STAGES", 3}, {"WG", 2}, {"WS", 1},
@@ -238,7 +243,7 @@ class WgmmaSm90Family final : public Family {
       c.params["STAGES"] = 5;
       c.params["WG"] = 1;
       split_where_few = false;
-    } else if (tiles_of(128, 128) < arch.sms) {
+    } else if (few_tiles(p, arch)) {
       c.params["BM"] = 128;
       c.params["STAGES"] = 5;
     } else if (tiles_of(256, 128) < arch.sms && p.k <= 4096) {
@@ -282,11 +287,11 @@ class WgmmaSm90Family final : public Family {
          fmt::format("  static constexpr int BM = {}, BN = {}, STAGES = {}, WG = {};\n"
                      "  static constexpr bool SWAP = {}, WS = {};\n"
                      "  static constexpr int CLUSTER_M = {}, CLUSTER_N = {}, RASTER = {}, GROUP = {};\n"
-                     "  static constexpr int EPILOGUE = {}, SCHEDULE = {}, SPLITS = {}, OCCUPANCY = {};\n"
+                     "  static constexpr int EPILOGUE = {}, C_BUFFERS = {}, SCHEDULE = {}, SPLITS = {}, OCCUPANCY = {};\n"
                      "  static constexpr bool PINGPONG = {}, A_T = {}, B_T = {};\n"
                      "  static constexpr int DTYPE = {};\n",
                      c.at("BM"), c.at("BN"), c.at("STAGES"), c.at("WG"), swapped(c), c.at("WS") != 0,
-                     cluster_m(c), cluster_n(c), c.at("RASTER"), c.at("GROUP"), c.at("EPILOGUE"),
+                     cluster_m(c), cluster_n(c), c.at("RASTER"), c.at("GROUP"), c.at("EPILOGUE"), c_buffers(c),
                      c.at("SCHEDULE"), c.at("SPLITS"), c.at("OCCUPANCY"), pingpong(c), c.op_a == Op::T,
                      c.op_b == Op::T, c.dtype == DType::bf16 ? 2 : 1),
          smem_static_assert("K::SMEM_BYTES", smem_bytes_of(c)), "K::THREADS, K::CTAS_PER_SM",
