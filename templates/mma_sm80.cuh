@@ -15,13 +15,19 @@
 //
 // Correct for any M, N, K >= 1, all four op(A)/op(B), any ld: VEC (values per global copy) is
 // 8 when the problem is 16-byte aligned, 4 or 2 (smaller cp.async), or 1 (plain loads) when it
-// is not. beta == 0 never reads C. The main loop runs over a range of k-tiles, so that a split
-// of K across CTAs needs no change inside it.
+// is not. beta == 0 never reads C.
+//
+// SPLITS > 1 cuts K into that many parts, one block each (schedule.h, SPLIT_K): problems with
+// fewer tiles than SMs wait through a chain of k-tiles per block, and parts shorten the chain.
+// Every part stores its f32 partial sums in the workspace and counts itself on its tile's
+// counter; the part that arrives last adds all of them in part order (bitwise the same result
+// whichever part finishes last), resets the counter and runs the epilogue: beta once.
 #pragma once
 #include "common.cuh"
 #include "ptx/cp_async.cuh"
 #include "ptx/ldmatrix.cuh"
 #include "ptx/mma.cuh"
+#include "schedule.h"
 #include "store16.cuh"
 
 namespace gemmtune {
@@ -170,7 +176,8 @@ struct Operand {
 };
 
 // Cfg provides: BM, BN, BK (block tile), WM, WN (warp tile), STAGES (2-5), GROUP (tiles per
-// raster group along M), VEC (8, 4, 2, 1), A_T, B_T (bools), DTYPE (1 f16, 2 bf16).
+// raster group along M), VEC (8, 4, 2, 1), SPLITS (parts of K), A_T, B_T (bools), DTYPE (1 f16,
+// 2 bf16).
 template <class Cfg>
 struct Kernel {
   static constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, WM = Cfg::WM, WN = Cfg::WN;
@@ -184,14 +191,18 @@ struct Kernel {
   using OpA = Operand<BM, BK, Cfg::A_T, THREADS, Cfg::VEC, WM>;
   using OpB = Operand<BN, BK, !Cfg::B_T, THREADS, Cfg::VEC, WN>;
   static constexpr int STAGE_BYTES = OpA::BYTES + OpB::BYTES;
-  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES;
+  static constexpr int SPLITS = Cfg::SPLITS;
+  // Split-K: a word after the stages says whether this block's part arrived last.
+  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + (SPLITS > 1 ? 16 : 0);
 
   static_assert(BM % WM == 0 && BN % WN == 0, "warp tiles divide the block tile");
   static_assert(WM % 16 == 0 && WN % 16 == 0 && BK % 32 == 0, "warp tiles of 16s, BK of 32s");
   static_assert(KK % 2 == 0, "fragments alternate between two register sets per k-step");
   static_assert(STAGES >= 2 && STAGES <= 5, "2 to 5 stages");
+  static_assert(SPLITS >= 1, "at least one part of K");
 
   using Acc = float[FN][2 * FM][4];
+  static constexpr int ACC = FN * 2 * FM * 4;  // accumulators per thread
   struct Fragments {
     u32 n[FN][4];  // the mma's 16-row operand: op(B)^T
     u32 m[FM][4];  // its 8-column operands, two per ldmatrix: op(A)^T
@@ -311,12 +322,62 @@ struct Kernel {
     }
   }
 
+  // ---- split-K: reducing a tile computed in parts -------------------------------------------
+
+  // A slot's partial sums: each thread's float4s THREADS apart, so that a block's stores coalesce.
+  GEMMTUNE_DEVICE_INLINE static float4* partial_of(const GemmArgs& args, int slot) {
+    return reinterpret_cast<float4*>(args.workspace) + (long long)slot * (THREADS * ACC / 4) + threadIdx.x;
+  }
+
+  // acc (+)= this thread's partial sums at `from`.
+  template <bool ADD>
+  GEMMTUNE_DEVICE_INLINE static void add_partial(const float4* from, Acc& acc) {
+    float* a = &acc[0][0][0];
+#pragma unroll
+    for (int i = 0; i < ACC / 4; ++i) {
+      const float4 v = __ldcg(from + i * THREADS);
+      a[4 * i + 0] = ADD ? a[4 * i + 0] + v.x : v.x;
+      a[4 * i + 1] = ADD ? a[4 * i + 1] + v.y : v.y;
+      a[4 * i + 2] = ADD ? a[4 * i + 2] + v.z : v.z;
+      a[4 * i + 3] = ADD ? a[4 * i + 3] + v.w : v.w;
+    }
+  }
+
+  // This block's part of the tile is done: store it and count it. The last part to arrive adds
+  // every part's partial sums in part order into acc and returns true (it runs the epilogue).
+  GEMMTUNE_DEVICE_INLINE static bool reduce_parts(const GemmArgs& args, const schedule::Work& w,
+                                                  const schedule::Segment& seg, unsigned char* smem, Acc& acc) {
+    float4* mine = partial_of(args, seg.slot);
+    const float* a = &acc[0][0][0];
+#pragma unroll
+    for (int i = 0; i < ACC / 4; ++i)
+      __stcg(mine + i * THREADS, make_float4(a[4 * i], a[4 * i + 1], a[4 * i + 2], a[4 * i + 3]));
+    __threadfence();  // the partial sums are visible before the count says so
+    __syncthreads();
+    int* last = reinterpret_cast<int*>(smem + STAGES * STAGE_BYTES);
+    if (threadIdx.x == 0) {
+      int* counter = reinterpret_cast<int*>(args.counters) + seg.tile;
+      *last = atomicAdd(counter, 1) == seg.parts - 1;
+      if (*last) *counter = 0;  // every part has counted: ready for the next launch
+    }
+    __syncthreads();
+    if (!*last) return false;
+    __threadfence();
+    add_partial<false>(partial_of(args, schedule::slot_of(w, seg.tile, 0)), acc);
+    for (int part = 1; part < seg.parts; ++part) add_partial<true>(partial_of(args, schedule::slot_of(w, seg.tile, part)), acc);
+    return true;
+  }
+
+  // One block per (tile, part of K): with SPLITS == 1, one per tile over all of K.
   GEMMTUNE_DEVICE_INLINE static void run(const GemmArgs& args, unsigned char* smem) {
-    int tile_m, tile_n;
-    grouped_tile(int(blockIdx.x), args.tiles_m, args.tiles_n, Cfg::GROUP, tile_m, tile_n);
-    const int m0 = tile_m * BM, n0 = tile_n * BN;
     const int k_tiles = (args.k + BK - 1) / BK;
-    Mainloop ml(args, u32(__cvta_generic_to_shared(smem)), m0, n0, 0);
+    const schedule::Work w = schedule::make_work(schedule::SPLIT_K, args.tiles_m * args.tiles_n, k_tiles,
+                                                 int(gridDim.x), SPLITS);
+    const schedule::Segment seg = schedule::segment(w, int(blockIdx.x), 0);
+    int tile_m, tile_n;
+    grouped_tile(seg.tile, args.tiles_m, args.tiles_n, Cfg::GROUP, tile_m, tile_n);
+    const int m0 = tile_m * BM, n0 = tile_n * BN;
+    Mainloop ml(args, u32(__cvta_generic_to_shared(smem)), m0, n0, seg.k_begin);
     Acc acc;
 #pragma unroll
     for (int i = 0; i < FN; ++i)
@@ -324,7 +385,9 @@ struct Kernel {
       for (int j = 0; j < 2 * FM; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
-    accumulate(ml, 0, k_tiles, acc);
+    accumulate(ml, seg.k_begin, seg.k_end, acc);
+    if constexpr (SPLITS > 1)
+      if (seg.parts > 1 && !reduce_parts(args, w, seg, smem, acc)) return;
     store(args, m0 + warp_m(), n0 + warp_n(), acc);
   }
 };
@@ -337,7 +400,7 @@ struct Kernel {
 // the template offline:
 //   nvcc -x cu -gencode=arch=compute_80,code=sm_80 -cubin -I templates templates/mma_sm80.cuh
 struct GemmtuneMma80Default {
-  static constexpr int BM = 128, BN = 128, BK = 32, WM = 64, WN = 64, STAGES = 4, GROUP = 8, VEC = 8;
+  static constexpr int BM = 128, BN = 128, BK = 32, WM = 64, WN = 64, STAGES = 4, GROUP = 8, VEC = 8, SPLITS = 1;
   static constexpr bool A_T = true, B_T = false;
   static constexpr int DTYPE = 2;
 };

@@ -2,7 +2,8 @@
 // that are no multiple of any tile, K < BK, K = 1, M or N = 1, both beta paths (NaN in C when
 // beta == 0), output poisoned first; with leading dimensions and base addresses of every
 // alignment class (16-byte cp.async, 8- and 4-byte cp.async, plain loads). Runs on any GPU from
-// sm_80 on, Hopper included (compiled for the device's own architecture). And the library,
+// sm_80 on, Hopper included (compiled for the device's own architecture). Split-K: right on the
+// same shapes (beta applied once), and bitwise the same C run after run. And the library,
 // restricted to this family, serves calls end to end.
 #include "gemmtune/runtime/driver.hpp"
 #include "gpu_support.hpp"
@@ -11,7 +12,7 @@ namespace gemmtune {
 namespace {
 
 struct Point {
-  int64_t bm, bn, bk, wm, wn, stages;
+  int64_t bm, bn, bk, wm, wn, stages, splits = 1;
 };
 
 // One configuration per code path: 4 and 8 warps, warp tiles 32 and 64 wide on both sides,
@@ -28,12 +29,21 @@ const Point kPoints[] = {
     {128, 128, 64, 32, 64, 4},  // 8 warps of 32x64
 };
 
+// Split-K: two parts and eight (more parts than k-tiles on short K: clamped), the largest warp
+// tiles (the most partial sums per thread) and 8 warps.
+const Point kSplitPoints[] = {
+    {64, 64, 32, 32, 32, 3, 2},
+    {64, 64, 32, 32, 32, 4, 8},
+    {128, 128, 32, 64, 64, 4, 3},
+    {128, 128, 64, 32, 64, 3, 6},
+};
+
 int64_t widest_vector(const Problem& p) { return std::min(8, std::max(1, p.align / 2)); }
 
 KernelConfig config_of(const Point& pt, const Problem& p) {
   return KernelConfig{"mma_sm80", p.dtype, p.op_a, p.op_b,
                       {{"BM", pt.bm}, {"BN", pt.bn}, {"BK", pt.bk}, {"WM", pt.wm}, {"WN", pt.wn},
-                       {"STAGES", pt.stages}, {"GROUP", 8}, {"VEC", widest_vector(p)}}};
+                       {"STAGES", pt.stages}, {"GROUP", 8}, {"VEC", widest_vector(p)}, {"SPLITS", pt.splits}}};
 }
 
 // Leading dimensions rounded up to 8 values (16 bytes), plus `extra`: 0 keeps the problem 16-byte
@@ -99,6 +109,29 @@ TEST_P(Mma80Correctness, EveryAlignmentOfLeadingDimensions) {
   EXPECT_EQ(checked_, 7 * (3 * 2 + 1) * 2);
 }
 
+// Split-K on every shape: tails, K = 1 and K < BK (one part), beta != 0 applied once, NaN in C
+// when beta == 0; and unaligned leading dimensions (narrow copies) for two of them.
+TEST_P(Mma80Correctness, SplitKOnOddShapesAndBeta) {
+  for (const auto& s : kShapes)
+    for (const Point& pt : kSplitPoints) expect_right(pt, with_leading_dimensions(problem(s), 0));
+  for (const Point& pt : {kSplitPoints[0], kSplitPoints[2]}) expect_right(pt, with_leading_dimensions(problem(kShapes[6]), 1));
+  EXPECT_EQ(checked_, (7 * 4 + 2) * 2);
+}
+
+// The parts of a tile are added in part order whichever finishes last: the same inputs give
+// bitwise the same C, run after run. K is long, so that every tile has many parts.
+TEST_P(Mma80Correctness, SplitKIsBitwiseDeterministic) {
+  const Problem p = with_leading_dimensions(problem({500, 300, 7000}), 0);
+  const ProblemData data(p, *checker_, 11, stream_->get());
+  for (const Point& pt : {kSplitPoints[1], kSplitPoints[2]}) {
+    const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
+    ASSERT_GT(k.geometry.counter_bytes, 0u) << k.compiled.name << ": not split";
+    const Verdict v = check(k, p, 1.0f, 0.5f);
+    ASSERT_TRUE(v.ok) << k.compiled.name << ": " << v.message;
+    EXPECT_TRUE(same_bits_every_run(k, p, data)) << k.compiled.name;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(LayoutsAndTypes, Mma80Correctness,
                          ::testing::Combine(::testing::Values("bf16", "f16"),
                                             ::testing::Values("nn", "nt", "tn", "tt")));
@@ -150,6 +183,7 @@ TEST_P(Mma80Sanitizer, SmallShapes) {
   for (const Point& pt : {kPoints[0], kPoints[3], kPoints[5]}) expect_right(pt, p);
   expect_right(kPoints[1], with_leading_dimensions(p, 1));
   expect_right(kPoints[2], with_leading_dimensions(make_problem(p.dtype, p.op_a, p.op_b, 77, 20, 9), 2));
+  for (const Point& pt : kSplitPoints) expect_right(pt, p);
 }
 
 INSTANTIATE_TEST_SUITE_P(Bf16, Mma80Sanitizer, ::testing::Values("nn", "tn"));
@@ -166,11 +200,15 @@ TEST_F(Mma80Test, LibraryRestrictedToTheFamilyServesCalls) {
   const Problem problems[] = {make_problem(DType::bf16, Op::T, Op::N, 1000, 700, 300),
                               make_problem(DType::f16, Op::N, Op::T, 513, 64, 129),
                               make_problem(DType::bf16, Op::N, Op::N, 4096, 16, 512),
-                              make_problem(DType::f16, Op::T, Op::T, 77, 1500, 65)};
+                              make_problem(DType::f16, Op::T, Op::T, 77, 1500, 65),
+                              make_problem(DType::bf16, Op::N, Op::N, 500, 300, 2000)};  // split-K default
   for (const Problem& p : problems) {
     const Selection sel = lib.select(p);
     EXPECT_EQ(sel.family, "mma_sm80") << p.describe();
     EXPECT_TRUE(sel.kernel.starts_with("gemm_mma80_")) << sel.kernel;
+    if (p.k == 2000) {
+      EXPECT_NE(sel.kernel.find("_splitk"), std::string::npos) << sel.kernel;
+    }
     const Verdict verdict = check_library(lib, p, 0.5f, 0.0f);
     EXPECT_TRUE(verdict.ok) << sel.kernel << " on " << p.describe() << ": " << verdict.message;
   }

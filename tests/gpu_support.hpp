@@ -39,6 +39,26 @@ class GpuTest : public ::testing::Test {
         stream_->get());
   }
 
+  // Runs the kernel `runs` times on the same inputs (C reset to the same values before each run,
+  // alpha 1, beta 0.5): whether every run wrote bitwise the C of the first.
+  ::testing::AssertionResult same_bits_every_run(const ReadyKernel& k, const Problem& p, const ProblemData& data,
+                                                 int runs = 5) {
+    std::vector<uint16_t> first, again(size_t(p.ldc * p.n));
+    for (int run = 0; run < runs; ++run) {
+      data.reset_c(*checker_, 0.5f, stream_->get());
+      GemmOperands ops = data.operands(1.0f, 0.5f);
+      workspaces_.provide(stream_->get(), k.geometry, ops);
+      k.run(p, ops, stream_->get());
+      stream_->synchronize();
+      GT_CU(cuMemcpyDtoH(again.data(), data.c.ptr(), again.size() * 2));
+      if (run == 0)
+        first = again;
+      else if (first != again)
+        return ::testing::AssertionFailure() << "run " << run << " differs from run 0";
+    }
+    return ::testing::AssertionSuccess();
+  }
+
   // Runs the library on the problem (and on the verifier's smaller problems) and checks the
   // results like any candidate's.
   Verdict check_library(Library& lib, const Problem& p, float alpha = 1.0f, float beta = 0.0f, uint64_t seed = 9) {

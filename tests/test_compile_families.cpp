@@ -117,7 +117,8 @@ TEST_F(CompileFamilies, WgmmaF16TN) { expect_wgmma_sample_compiles(DType::f16, "
 
 // mma_sm80: every candidate of the default space was compiled once for each architecture
 // (docs/PERF.md says how); here a sample per architecture keeps the suite fast: the defaults of
-// each problem class, narrow copies for unaligned problems, and spread-out points of the space.
+// each problem class, narrow copies for unaligned problems, spread-out points of the space, and
+// split-K with the largest warp tiles (the most partial sums per thread).
 std::vector<KernelConfig> mma80_sample(const ArchInfo& arch, int offset) {
   const Family& f = find_family("mma_sm80");
   std::vector<KernelConfig> out;
@@ -133,6 +134,15 @@ std::vector<KernelConfig> mma80_sample(const ArchInfo& arch, int offset) {
   const Problem p = make_problem(DType::bf16, parse_op(layout[0]), parse_op(layout[1]), 4096, 4096, 4096);
   const auto valid = f.space(p, arch).prune(p, arch).valid;
   for (size_t i = size_t(offset) * 7 % 41; i < valid.size(); i += 41) out.push_back(valid[i]);
+  const Problem small = make_problem(DType::bf16, parse_op(layout[0]), parse_op(layout[1]), 512, 512, 4096);
+  for (const KernelConfig& c : f.space(small, arch).prune(small, arch).valid)
+    if (c.at("SPLITS") == 4 && c.at("WM") == 64 && c.at("WN") == 64 && c.at("STAGES") == 3) {
+      out.push_back(c);
+      break;
+    }
+  KernelConfig split = f.default_config(small, arch);
+  split.params["SPLITS"] = 3;
+  out.push_back(split);
   return out;
 }
 

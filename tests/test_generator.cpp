@@ -322,7 +322,7 @@ TEST(Mma80, NamesAndGeometry) {
   const Family& f = find_family("mma_sm80");
   const Problem p = make_problem(DType::bf16, Op::T, Op::N, 1000, 300, 77);
   const KernelConfig c{"mma_sm80", DType::bf16, Op::T, Op::N,
-                       {{"BM", 128}, {"BN", 128}, {"BK", 32}, {"WM", 64}, {"WN", 64}, {"STAGES", 4}, {"GROUP", 8}, {"VEC", 8}}};
+                       {{"BM", 128}, {"BN", 128}, {"BK", 32}, {"WM", 64}, {"WN", 64}, {"STAGES", 4}, {"GROUP", 8}, {"VEC", 8}, {"SPLITS", 1}}};
   EXPECT_EQ(f.kernel_name(c), "gemm_mma80_bf16_tn_128x128x32_w64x64_s4_g8_v8");
   const LaunchGeometry g = f.geometry(c, p, ArchInfo::from_name("sm_80"));
   EXPECT_EQ(g.tiles_m, 8u);
@@ -337,6 +337,47 @@ TEST(Mma80, NamesAndGeometry) {
   EXPECT_NE(code.find("#include \"mma_sm80.cuh\""), std::string::npos);
   EXPECT_NE(code.find("A_T = true, B_T = false"), std::string::npos);
   EXPECT_NE(code.find("DTYPE = 2"), std::string::npos);
+
+  // Split-K: a block per tile and part, an f32 slot of partial sums per part, a counter per tile,
+  // and a word of shared memory that says which part arrived last. Parts beyond the k-tiles
+  // (77 values: 3 k-tiles of 32) are clamped, as the kernel clamps them.
+  KernelConfig split = c;
+  split.params["SPLITS"] = 3;
+  EXPECT_EQ(f.kernel_name(split), "gemm_mma80_bf16_tn_128x128x32_w64x64_s4_g8_v8_splitk3");
+  const LaunchGeometry s = f.geometry(split, p, ArchInfo::from_name("sm_80"));
+  EXPECT_EQ(s.grid[0], 24u * 3);
+  EXPECT_EQ(s.workspace_bytes, 24u * 3 * 128 * 128 * 4);
+  EXPECT_EQ(s.counter_bytes, 24u * 4);
+  EXPECT_EQ(s.smem_bytes, 4u * 256 * 32 * 2 + 16);
+  EXPECT_NE(f.emit(split).find("SPLITS = 3"), std::string::npos);
+  split.params["SPLITS"] = 8;
+  EXPECT_EQ(f.geometry(split, p, ArchInfo::from_name("sm_80")).grid[0], 24u * 3);
+}
+
+// Split-K is searched where the tiles leave SMs idle, into at most two blocks per SM, and never
+// into more parts than k-tiles.
+TEST(Mma80, SplitKOnlyWhereTilesAreFew) {
+  const Family& f = find_family("mma_sm80");
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  const Problem small = make_problem(DType::bf16, Op::N, Op::N, 500, 300, 700);
+  const SearchSpace space = f.space(small, arch);
+  KernelConfig c = f.default_config(small, arch);  // 64x64 tiles: 40 of them, 22 k-tiles
+  ASSERT_EQ(c.at("BM"), 64);
+  c.params["SPLITS"] = 6;
+  EXPECT_EQ(space.first_violation(c, small, arch), nullptr);
+  c.params["SPLITS"] = 8;  // 320 blocks on 132 SMs
+  EXPECT_EQ(space.first_violation(c, small, arch)->name, "split_k_fills_the_gpu");
+  const Problem short_k = make_problem(DType::bf16, Op::N, Op::N, 500, 300, 64);
+  c.params["SPLITS"] = 3;  // 2 k-tiles
+  EXPECT_EQ(f.space(short_k, arch).first_violation(c, short_k, arch)->name, "split_k_fills_the_gpu");
+  int split = 0;
+  for (const auto& v : space.prune(small, arch).valid) split += v.at("SPLITS") > 1;
+  EXPECT_GT(split, 0);
+  const Problem large = make_problem(DType::bf16, Op::N, Op::N, 4096, 4096, 4096);
+  for (const auto& param : f.space(large, arch).params)
+    if (param.name == "SPLITS") {
+      EXPECT_EQ(param.values, std::vector<int64_t>{1});
+    }
 }
 
 TEST(Mma80, EmissionIsUniqueAcrossTheSpace) {
@@ -361,7 +402,7 @@ TEST(Mma80, CostModelPrefersTilesThatFitTheProblem) {
   const ArchInfo arch = ArchInfo::from_name("sm_80");
   auto config = [](int64_t bm, int64_t bn, int64_t wm, int64_t wn) {
     return KernelConfig{"mma_sm80", DType::bf16, Op::T, Op::N,
-                        {{"BM", bm}, {"BN", bn}, {"BK", 32}, {"WM", wm}, {"WN", wn}, {"STAGES", 4}, {"GROUP", 8}, {"VEC", 8}}};
+                        {{"BM", bm}, {"BN", bn}, {"BK", 32}, {"WM", wm}, {"WN", wn}, {"STAGES", 4}, {"GROUP", 8}, {"VEC", 8}, {"SPLITS", 1}}};
   };
   const Problem large = make_problem(DType::bf16, Op::T, Op::N, 8192, 8192, 8192);
   EXPECT_LT(f.predicted_ms(config(128, 128, 64, 64), large, arch), f.predicted_ms(config(64, 64, 32, 32), large, arch));

@@ -174,6 +174,8 @@ TEST(CostModel, MeasuredWinnersAreAmongTheFirstCandidates) {
       // H100: one wave of tiles, TMA stores through two of four chunk buffers (0.98x cuBLAS).
       {make_problem(DType::bf16, Op::N, Op::N, 2048, 2048, 2048),
        "gemm_wgmma_bf16_nn_256x128x64_s4_wg2_c1x1_ws_rm_tmastore"},
+      // H100: lda 500 is not 16-byte aligned; wgmma's packing kernel costs more than it gains.
+      {make_problem(DType::bf16, Op::N, Op::N, 500, 300, 700), "gemm_mma80_bf16_nn_64x64x64_w32x32_s5_g8_v4_splitk2"},
   };
   for (const auto& [problem, name] : winners) {
     const DryRunReport plan = dry_run(problem, arch, 1, {}, {}, 0, false);
@@ -182,6 +184,28 @@ TEST(CostModel, MeasuredWinnersAreAmongTheFirstCandidates) {
     ASSERT_LT(rank, plan.candidates.size()) << name << " is not a valid candidate";
     EXPECT_LT(rank, size_t(SearchSettings{}.min_candidates)) << name << " ranks " << rank + 1;
   }
+}
+
+// Untuned problems take the first family's default, unless its launch packs an operand and
+// another family's default is predicted faster: small unaligned problems go to mma_sm80, large
+// unaligned ones stay with wgmma_sm90 (the packing is a small part of their time), and aligned
+// ones never leave the first family, even where another one's default is predicted faster
+// (gemv's measured bandwidth beats what the model gives it on 28672x1x8192).
+TEST(CostModel, UntunedDefaultAvoidsPackingOnlyWhereItPays) {
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  auto family_of = [&](const Problem& p) { return untuned_default(families_for(p, arch), p, arch).family; };
+  const Problem small = make_problem(DType::bf16, Op::N, Op::N, 500, 300, 700);
+  ASSERT_LT(small.align, 16);
+  EXPECT_EQ(family_of(small), "mma_sm80");
+  EXPECT_EQ(untuned_default(families_for(small, arch), small, arch).at("SPLITS"), 2);
+  EXPECT_EQ(family_of(make_problem(DType::bf16, Op::N, Op::N, 2500, 3500, 4500)), "wgmma_sm90");
+  EXPECT_EQ(family_of(make_problem(DType::bf16, Op::N, Op::N, 512, 320, 704)), "wgmma_sm90");  // aligned
+  const Problem gemv = make_problem(DType::bf16, Op::T, Op::N, 28672, 1, 8192);
+  const KernelConfig wgmma = find_family("wgmma_sm90").default_config(gemv, arch);
+  ASSERT_LT(find_family("wgmma_sm90").predicted_ms(wgmma, gemv, arch),
+            find_family("gemv").predicted_ms(find_family("gemv").default_config(gemv, arch), gemv, arch));
+  EXPECT_EQ(family_of(gemv), "gemv");
+  EXPECT_EQ(family_of(make_problem(DType::f32, Op::N, Op::N, 500, 300, 700)), "simt");
 }
 
 TEST(CostModel, EveryValidCandidateOfTheSuiteGetsAFinitePositiveTimeInAFixedOrder) {

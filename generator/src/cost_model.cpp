@@ -56,7 +56,7 @@ Cost roofline(const Problem& p, const ArchInfo& arch, const TileWork& w) {
   const double sm_ms = busiest * tile_bytes / sm_bytes_per_ms;
   cost.memory_ms = std::max({dram_ms, l2_ms, sm_ms});
 
-  cost.overhead_ms = std::ceil(busiest) * w.tile_overhead_us * 1e-3 + kLaunchMs;
+  cost.overhead_ms = std::ceil(busiest) * w.tile_overhead_us * 1e-3 + kLaunchMs + w.setup_us * 1e-3;
   cost.total_ms = std::max(cost.compute_ms, cost.memory_ms) + cost.overhead_ms;
   return cost;
 }

@@ -129,6 +129,25 @@ std::vector<const Family*> families_for(const Problem& problem, const ArchInfo& 
   return out;
 }
 
+KernelConfig untuned_default(const std::vector<const Family*>& families, const Problem& problem,
+                             const ArchInfo& arch) {
+  const Family& first = *families.at(0);
+  KernelConfig best = first.default_config(problem, arch);
+  const LaunchGeometry g = first.geometry(best, problem, arch);
+  const bool packs = problem.align < 16 && (g.map(Operand::a).needed || g.map(Operand::b).needed);
+  if (!packs) return best;
+  double best_ms = first.predicted_ms(best, problem, arch);
+  for (const Family* f : families) {
+    KernelConfig c = f->default_config(problem, arch);
+    const double ms = f->predicted_ms(c, problem, arch);
+    if (ms < best_ms) {
+      best = std::move(c);
+      best_ms = ms;
+    }
+  }
+  return best;
+}
+
 namespace {
 
 std::string family_names() {

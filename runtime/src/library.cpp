@@ -166,7 +166,7 @@ struct Library::Impl {
   }
 
   // Database (this GPU and software; this GPU under another driver or NVRTC; the nearest tuned
-  // shape), then the default of the best family.
+  // shape), then the untuned default (the best family's, generator/family.hpp).
   std::pair<KernelConfig, Selection> pick(const DeviceInfo& dev, const Problem& p) {
     auto families = families_for(p, dev.arch);
     std::erase_if(families, [&](const Family* f) { return !allowed(only_families, f->name()); });
@@ -212,7 +212,7 @@ struct Library::Impl {
     }
     sel.source = Source::fallback;
     sel.note = "no tuned kernel for this GPU, dtype and layout";
-    return {families.front()->default_config(p, dev.arch), sel};
+    return {untuned_default(families, p, dev.arch), sel};
   }
 
   std::shared_ptr<const ReadyKernel> ready(DeviceState& state, const KernelConfig& config,

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "families.hpp"
+#include "schedule.h"
 
 namespace gemmtune {
 namespace {
@@ -13,8 +14,35 @@ namespace {
 int64_t warps_of(const KernelConfig& c) { return (c.at("BM") / c.at("WM")) * (c.at("BN") / c.at("WN")); }
 int64_t threads_of(const KernelConfig& c) { return 32 * warps_of(c); }
 
-// Mirrors mma_sm80::Kernel::SMEM_BYTES: STAGES tiles of A and B, 16-bit values, no padding.
-int64_t smem_bytes_of(const KernelConfig& c) { return c.at("STAGES") * (c.at("BM") + c.at("BN")) * c.at("BK") * 2; }
+// Mirrors mma_sm80::Kernel::SMEM_BYTES: STAGES tiles of A and B, 16-bit values, no padding, and
+// with split-K a word that says which part arrived last.
+int64_t smem_bytes_of(const KernelConfig& c) {
+  return c.at("STAGES") * (c.at("BM") + c.at("BN")) * c.at("BK") * 2 + (c.at("SPLITS") > 1 ? 16 : 0);
+}
+
+// Output tiles, k-tiles of one, and the parts K is cut into (at most one per k-tile, as the
+// kernel's schedule::make_work clamps them).
+struct Units {
+  int64_t tiles, k_tiles, parts;
+};
+Units units_of(const KernelConfig& c, const Problem& p) {
+  Units u;
+  u.tiles = ceil_div(p.m, c.at("BM")) * ceil_div(p.n, c.at("BN"));
+  u.k_tiles = ceil_div(p.k, c.at("BK"));
+  u.parts = std::min(c.at("SPLITS"), u.k_tiles);
+  return u;
+}
+
+// Split-K partial sums (a slot of f32 tile per part) and a counter per tile (mma_sm80.cuh,
+// partial_of and reduce_parts).
+uint64_t workspace_bytes_of(const KernelConfig& c, const Units& u) {
+  return u.parts > 1 ? uint64_t(u.tiles * u.parts * c.at("BM") * c.at("BN") * 4) : 0;
+}
+uint64_t counter_bytes_of(const Units& u) { return u.parts > 1 ? uint64_t(u.tiles * 4) : 0; }
+
+// Fewer 128x128 tiles than SMs: blocks wait through the whole chain of k-tiles, and cutting K
+// into parts puts more of them to work (cuBLAS splits 500x300x700 into parts on Ampere tiles).
+bool few_tiles(const Problem& p, const ArchInfo& arch) { return ceil_div(p.m, 128) * ceil_div(p.n, 128) < arch.sms; }
 
 // Registers a thread needs: f32 accumulators, two sets of fragments (one read while the other is
 // multiplied), and up to 56 for addresses, copies and the loop (ptxas, sm_80 to sm_90, every
@@ -45,7 +73,7 @@ class MmaSm80Family final : public Family {
     return {};
   }
 
-  SearchSpace space(const Problem&, const ArchInfo&) const override {
+  SearchSpace space(const Problem& problem, const ArchInfo& arch) const override {
     SearchSpace s;
     s.family = "mma_sm80";
     s.params = {
@@ -57,6 +85,7 @@ class MmaSm80Family final : public Family {
         {"STAGES", {2, 3, 4, 5}},   // depth of the cp.async ring
         {"GROUP", {8}},             // tiles per raster group along M (a kernel parameter; one value searched)
         {"VEC", {8, 4, 2, 1}},      // values per global copy, from the alignment
+        {"SPLITS", few_tiles(problem, arch) ? std::vector<int64_t>{1, 2, 3, 4, 6, 8} : std::vector<int64_t>{1}},  // parts of K
     };
     s.constraints = {
         {"warps_tile_block", "warp tiles divide the block tile: BM % WM == 0, BN % WN == 0",
@@ -93,30 +122,51 @@ class MmaSm80Family final : public Family {
          [](const KernelConfig& c, const Problem&, const ArchInfo&) {
            return c.at("GROUP") >= 1 && c.at("GROUP") <= 64;
          }},
+        // Also keeps the schedule's 32-bit arithmetic (schedule.h) safe: one segment per block,
+        // at most 2 * sms blocks, and parts * k-tiles <= 8 * 2^25 (K <= 2^30).
+        {"split_k_fills_the_gpu", "split-K where the tiles leave SMs idle, into at most two blocks per SM and "
+                                  "no more parts than k-tiles",
+         [](const KernelConfig& c, const Problem& p, const ArchInfo& a) {
+           if (c.at("SPLITS") == 1) return true;
+           const Units u = units_of(c, p);
+           return u.tiles < a.sms && c.at("SPLITS") <= u.k_tiles && u.tiles * c.at("SPLITS") <= 2 * a.sms;
+         }},
     };
     return s;
   }
 
   // Large problems: 128x128x32 tiles of four 64x64 warps, 4 stages (64 KB: two blocks per SM on
   // sm_80 and sm_90, one on sm_86/89), the classic Ampere point. A few columns (decoding): 128x32
-  // tiles. Otherwise 64x64 tiles, so that the blocks fill the GPU.
+  // tiles. Otherwise 64x64 tiles, so that the blocks fill the GPU; where even they fill less than
+  // half the SMs, the problem waits on its chain of loads: 64x64x64 tiles 5 stages deep, and K cut
+  // into parts of at least 5 k-tiles while the parts fit the SMs (bf16 500x300x700 and 768x128x768
+  // ran 10.2 and 9.3 us so, 14.3 and 14.4 us on 64x64x32 tiles 3 deep; H100, docs/PERF.md).
   KernelConfig default_config(const Problem& p, const ArchInfo& arch) const override {
     KernelConfig c{"mma_sm80", p.dtype, p.op_a, p.op_b, {}};
+    c.params = {{"GROUP", 8}, {"VEC", widest_vector(p)}, {"SPLITS", 1}};
+    auto tile = [&](int64_t bm, int64_t bn, int64_t bk, int64_t wm, int64_t wn, int64_t stages) {
+      c.params.insert({{"BM", bm}, {"BN", bn}, {"BK", bk}, {"WM", wm}, {"WN", wn}, {"STAGES", stages}});
+    };
+    const int64_t tiles64 = ceil_div(p.m, 64) * ceil_div(p.n, 64);
     if (p.n <= 32)  // with plain loads (2-byte aligned) BK 32 keeps the copies in registers small
-      c.params = {{"BM", 128}, {"BN", 32}, {"BK", widest_vector(p) > 1 ? 64 : 32}, {"WM", 32}, {"WN", 32}, {"STAGES", 3}};
+      tile(128, 32, widest_vector(p) > 1 ? 64 : 32, 32, 32, 3);
     else if (ceil_div(p.m, 128) * ceil_div(p.n, 128) >= arch.sms)
-      c.params = {{"BM", 128}, {"BN", 128}, {"BK", 32}, {"WM", 64}, {"WN", 64}, {"STAGES", 4}};
-    else
-      c.params = {{"BM", 64}, {"BN", 64}, {"BK", 32}, {"WM", 32}, {"WN", 32}, {"STAGES", 3}};
-    c.params["GROUP"] = 8;
-    c.params["VEC"] = widest_vector(p);
+      tile(128, 128, 32, 64, 64, 4);
+    else if (2 * tiles64 >= arch.sms)
+      tile(64, 64, 32, 32, 32, 3);
+    else {
+      tile(64, 64, 64, 32, 32, 5);
+      const int64_t k_tiles = ceil_div(p.k, 64);
+      c.params["SPLITS"] = std::clamp<int64_t>(std::min(k_tiles / 5, arch.sms / tiles64), 1, 8);
+    }
     return c;
   }
 
   std::string kernel_name(const KernelConfig& c) const override {
-    return fmt::format("gemm_mma80_{}_{}{}_{}x{}x{}_w{}x{}_s{}_g{}_v{}", to_string(c.dtype), to_char(c.op_a),
+    const std::string splits = c.at("SPLITS") > 1 ? fmt::format("_splitk{}", c.at("SPLITS")) : "";
+    return fmt::format("gemm_mma80_{}_{}{}_{}x{}x{}_w{}x{}_s{}_g{}_v{}{}", to_string(c.dtype), to_char(c.op_a),
                        to_char(c.op_b), c.at("BM"), c.at("BN"), c.at("BK"), c.at("WM"), c.at("WN"), c.at("STAGES"),
-                       c.at("GROUP"), c.at("VEC"));
+                       c.at("GROUP"), c.at("VEC"), splits);
   }
 
   // __launch_bounds__(THREADS, 1): without the 1, ptxas for sm_90 spills a register or two to
@@ -125,36 +175,40 @@ class MmaSm80Family final : public Family {
     return generated_unit(
         {kernel_name(c), "mma_sm80.cuh", "gemmtune::mma_sm80::Kernel",
          fmt::format("  static constexpr int BM = {}, BN = {}, BK = {}, WM = {}, WN = {};\n"
-                     "  static constexpr int STAGES = {}, GROUP = {}, VEC = {};\n"
+                     "  static constexpr int STAGES = {}, GROUP = {}, VEC = {}, SPLITS = {};\n"
                      "  static constexpr bool A_T = {}, B_T = {};\n"
                      "  static constexpr int DTYPE = {};\n",
                      c.at("BM"), c.at("BN"), c.at("BK"), c.at("WM"), c.at("WN"), c.at("STAGES"), c.at("GROUP"),
-                     c.at("VEC"), c.op_a == Op::T, c.op_b == Op::T, c.dtype == DType::bf16 ? 2 : 1),
+                     c.at("VEC"), c.at("SPLITS"), c.op_a == Op::T, c.op_b == Op::T, c.dtype == DType::bf16 ? 2 : 1),
          smem_static_assert("K::SMEM_BYTES", smem_bytes_of(c)), "K::THREADS, 1",
          "  extern __shared__ __align__(128) unsigned char gemmtune_smem[];\n"
          "  K::run(args, gemmtune_smem);\n"});
   }
 
-  // One block per output tile, plain pointers: the runtime's plain launcher serves it.
+  // One block per output tile and part of K, plain pointers; split-K's workspace and counters.
   LaunchGeometry geometry(const KernelConfig& c, const Problem& p, const ArchInfo&) const override {
     LaunchGeometry g;
+    const Units u = units_of(c, p);
     g.tiles_m = uint32_t(ceil_div(p.m, c.at("BM")));
     g.tiles_n = uint32_t(ceil_div(p.n, c.at("BN")));
-    g.grid = {g.tiles_m * g.tiles_n, 1, 1};
+    g.grid = {grid_extent(u.tiles * u.parts), 1, 1};
+    g.workspace_bytes = workspace_bytes_of(c, u);
+    g.counter_bytes = counter_bytes_of(u);
     g.block = {uint32_t(threads_of(c)), 1, 1};
     g.smem_bytes = uint32_t(smem_bytes_of(c));
     return g;
   }
 
   std::vector<std::string> template_files() const override {
-    return {"gemm_args.h",      "common.cuh",  "ptx/cp_async.cuh", "ptx/ldmatrix.cuh",
-            "ptx/mma.cuh", "store16.cuh", "mma_sm80.cuh"};
+    return {"gemm_args.h", "common.cuh",  "ptx/cp_async.cuh", "ptx/ldmatrix.cuh",
+            "ptx/mma.cuh", "schedule.h", "store16.cuh", "mma_sm80.cuh"};
   }
 
   // The cost model (generator/cost_model.hpp): mma.sync reaches about 80% of the tensor rate on
   // sm_80-89 with 64x64 warp tiles (public Ampere kernels, PERF-ANCHORS.md), and half the
   // rate of wgmma on Hopper, where ArchInfo's peak is wgmma's; smaller warp tiles load more
-  // fragments per FLOP; a pipeline shallower than ~96 K hides memory latency less well.
+  // fragments per FLOP; a pipeline shallower than ~96 K hides memory latency less well; split-K
+  // writes partial sums and reads them back.
   TileWork tile_work(const KernelConfig& c, const Problem& p, const ArchInfo& a) const override {
     const double wm = double(c.at("WM")), wn = double(c.at("WN"));
     const double warp_intensity = wm * wn / (wm + wn) / 32.0;  // 1 for 64x64
@@ -166,7 +220,11 @@ class MmaSm80Family final : public Family {
     w.ctas_per_sm = ctas_per_sm(a, threads_of(c), smem_bytes_of(c), register_estimate(c));
     w.efficiency = (a.cc >= 90 ? 0.40 : 0.80) * std::sqrt(warp_intensity) * pipeline;
     w.bytes_in_flight = double(smem_bytes_of(c));
-    w.tile_overhead_us = 1.0 + epilogue_us(a, w.tile_m, w.tile_n, p.dtype);
+    const Units u = units_of(c, p);
+    w.k_splits = u.parts;
+    w.workspace_bytes = 2.0 * double(workspace_bytes_of(c, u));
+    const double epilogue = epilogue_us(a, w.tile_m, w.tile_n, p.dtype);
+    w.tile_overhead_us = 1.0 + epilogue + (u.parts > 1 ? 2 * epilogue : 0.0);
     return w;
   }
 };

@@ -111,6 +111,18 @@ Workspace workspace_of(const KernelConfig& c, const Units& u) {
   return {uint64_t(slots * cluster_size(c) * tile_rows(c) * tile_cols(c) * 4), uint64_t(counters * consumers * 4)};
 }
 
+// The launch packs an operand whose columns do not start on 16 bytes into an aligned copy first
+// (runtime/src/launcher.cpp): another kernel, which reads and writes the operand once. It costs
+// a launch and a wait (3 us: bf16 nn 500x300x700 with lda 500 ran 15 us on the default wgmma
+// kernel, 10 us on mma_sm80's split-K kernels, which read A in place; H100, docs/PERF.md).
+double packing_us(const Problem& p, const ArchInfo& a) {
+  auto bytes = [&](int64_t ld, int64_t rows, int64_t cols) {
+    return (ld * dtype_size(p.dtype)) % 16 == 0 ? 0.0 : double(rows * cols * dtype_size(p.dtype));
+  };
+  const double packed = bytes(p.lda, p.rows_a(), p.cols_a()) + bytes(p.ldb, p.rows_b(), p.cols_b());
+  return packed > 0 ? 3.0 + 2 * packed / (a.dram_gb_per_s * 1e3) : 0.0;
+}
+
 // Even 64 x 64 tiles fill less than half the SMs: the problem is bound by latency, and narrower
 // tiles (wgmma N 16-48) buy CTAs that each wait through a shorter chain of loads. cuBLAS runs
 // bf16 tn 768x128x768 on 64 CTAs of wgmma N 24 (ncu on the H100).
@@ -341,7 +353,8 @@ class WgmmaSm90Family final : public Family {
   // schedule lost 10-20% to warp specialization; ping-pong hides half of what remains of the
   // epilogue; OCCUPANCY CTAs share an SM. A cluster that multicasts an operand halves
   // what its CTAs fetch of it; split-K writes and reads partial sums; stream-K spreads the work
-  // evenly over the SMs at the cost of fixing up the tiles it splits.
+  // evenly over the SMs at the cost of fixing up the tiles it splits; an operand TMA cannot read
+  // in place is packed first.
   TileWork tile_work(const KernelConfig& c, const Problem& p, const ArchInfo& a) const override {
     const bool ws = c.at("WS") != 0;
     const Units u = units_of(c, p, a);
@@ -366,6 +379,7 @@ class WgmmaSm90Family final : public Family {
     w.tile_overhead_us = ws ? epilogue * (c.at("EPILOGUE") ? 0.3 : 0.7) : 1.0 + epilogue;
     if (pingpong(c)) w.tile_overhead_us *= 0.5;  // one warpgroup's epilogue under the other's main loop
     if (w.k_splits > 1 || w.balanced) w.tile_overhead_us += 2 * epilogue;  // partial sums out and back in
+    w.setup_us = packing_us(p, a);
     return w;
   }
 

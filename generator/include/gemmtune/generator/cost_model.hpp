@@ -15,6 +15,7 @@
 //                  operand bytes of the busiest SM / SM bandwidth)  -- few CTAs cannot fill DRAM
 //              the SM bandwidth being its port, or what its CTAs keep in flight over the latency
 //   total    = max(compute, memory) + (tiles on the busiest SM) x (unhidden per-tile time) + launch
+//              + setup (work the launch runs before the kernel, such as packing an operand)
 #include <cstdint>
 
 #include "gemmtune/generator/config.hpp"
@@ -39,6 +40,10 @@ struct TileWork {
   // Bytes of operands one CTA keeps in flight (its pipeline's stages): by Little's law an SM
   // reads at most (resident CTAs x bytes in flight) / latency. 0: no limit but the SM's port.
   double bytes_in_flight = 0;
+  // Microseconds of work the launch runs before the kernel: packing an operand that the kernel
+  // cannot read in place into an aligned copy, say (another kernel, and the operand read and
+  // written once).
+  double setup_us = 0;
 };
 
 struct Cost {

@@ -143,5 +143,11 @@ void register_family(const Family& family);
 std::string why_unusable(const KernelConfig& config, const Problem& problem, const ArchInfo& arch);
 // Families that can solve the problem on the architecture, best first.
 std::vector<const Family*> families_for(const Problem& problem, const ArchInfo& arch);
+// The configuration for a problem nobody tuned, from `families` (best first, not empty): the
+// first one's default, unless its launch must pack an operand first (a tensor map over an
+// operand not 16-byte aligned) and the cost model predicts another family's default faster.
+// Small unaligned problems lose more to the packing kernel than TMA gains them: bf16 nn
+// 500x300x700 (lda 500) ran 15 us on wgmma_sm90's default, 10 us on mma_sm80's (H100).
+KernelConfig untuned_default(const std::vector<const Family*>& families, const Problem& problem, const ArchInfo& arch);
 
 }  // namespace gemmtune
