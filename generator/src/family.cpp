@@ -138,6 +138,7 @@ KernelConfig untuned_default(const std::vector<const Family*>& families, const P
   if (!packs) return best;
   double best_ms = first.predicted_ms(best, problem, arch);
   for (const Family* f : families) {
+    if (f == &first) continue;
     KernelConfig c = f->default_config(problem, arch);
     const double ms = f->predicted_ms(c, problem, arch);
     if (ms < best_ms) {

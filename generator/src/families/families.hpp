@@ -5,10 +5,22 @@
 namespace gemmtune {
 
 const Family& gemv_family();
-inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
 const Family& simt_family();
 const Family& wgmma_sm90_family();
 const Family& mma_sm80_family();
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Shape classes the tensor-core families choose by (K splits, pipeline depth, tile sizes).
+// Fewer 128 x 128 tiles than SMs.
+inline bool few_tiles(const Problem& p, const ArchInfo& arch) {
+  return ceil_div(p.m, 128) * ceil_div(p.n, 128) < arch.sms;
+}
+// Even 64 x 64 tiles fill less than half the SMs: every CTA waits through its chain of loads, and
+// narrower tiles, deeper pipelines or parts of K buy CTAs that wait through shorter ones (cuBLAS
+// runs bf16 tn 768x128x768 on 64 CTAs of wgmma N 24, 500x300x700 split in K; ncu on the H100).
+inline bool latency_bound(const Problem& p, const ArchInfo& arch) {
+  return 2 * ceil_div(p.m, 64) * ceil_div(p.n, 64) < arch.sms;
+}
 
 }  // namespace gemmtune

@@ -40,9 +40,6 @@ uint64_t workspace_bytes_of(const KernelConfig& c, const Units& u) {
 }
 uint64_t counter_bytes_of(const Units& u) { return u.parts > 1 ? uint64_t(u.tiles * 4) : 0; }
 
-// Fewer 128x128 tiles than SMs: blocks wait through the whole chain of k-tiles, and cutting K
-// into parts puts more of them to work (cuBLAS splits 500x300x700 into parts on Ampere tiles).
-bool few_tiles(const Problem& p, const ArchInfo& arch) { return ceil_div(p.m, 128) * ceil_div(p.n, 128) < arch.sms; }
 
 // Registers a thread needs: f32 accumulators, two sets of fragments (one read while the other is
 // multiplied), and up to 56 for addresses, copies and the loop (ptxas, sm_80 to sm_90, every
@@ -85,7 +82,8 @@ class MmaSm80Family final : public Family {
         {"STAGES", {2, 3, 4, 5}},   // depth of the cp.async ring
         {"GROUP", {8}},             // tiles per raster group along M (a kernel parameter; one value searched)
         {"VEC", {8, 4, 2, 1}},      // values per global copy, from the alignment
-        {"SPLITS", few_tiles(problem, arch) ? std::vector<int64_t>{1, 2, 3, 4, 6, 8} : std::vector<int64_t>{1}},  // parts of K
+        // Parts of K where the tiles leave SMs idle: blocks wait through the whole chain of k-tiles.
+        {"SPLITS", few_tiles(problem, arch) ? std::vector<int64_t>{1, 2, 3, 4, 6, 8} : std::vector<int64_t>{1}},
     };
     s.constraints = {
         {"warps_tile_block", "warp tiles divide the block tile: BM % WM == 0, BN % WN == 0",
@@ -147,17 +145,16 @@ class MmaSm80Family final : public Family {
     auto tile = [&](int64_t bm, int64_t bn, int64_t bk, int64_t wm, int64_t wn, int64_t stages) {
       c.params.insert({{"BM", bm}, {"BN", bn}, {"BK", bk}, {"WM", wm}, {"WN", wn}, {"STAGES", stages}});
     };
-    const int64_t tiles64 = ceil_div(p.m, 64) * ceil_div(p.n, 64);
     if (p.n <= 32)  // with plain loads (2-byte aligned) BK 32 keeps the copies in registers small
       tile(128, 32, widest_vector(p) > 1 ? 64 : 32, 32, 32, 3);
     else if (ceil_div(p.m, 128) * ceil_div(p.n, 128) >= arch.sms)
       tile(128, 128, 32, 64, 64, 4);
-    else if (2 * tiles64 >= arch.sms)
+    else if (!latency_bound(p, arch))
       tile(64, 64, 32, 32, 32, 3);
     else {
       tile(64, 64, 64, 32, 32, 5);
-      const int64_t k_tiles = ceil_div(p.k, 64);
-      c.params["SPLITS"] = std::clamp<int64_t>(std::min(k_tiles / 5, arch.sms / tiles64), 1, 8);
+      const int64_t tiles = ceil_div(p.m, 64) * ceil_div(p.n, 64), k_tiles = ceil_div(p.k, 64);
+      c.params["SPLITS"] = std::clamp<int64_t>(std::min(k_tiles / 5, arch.sms / tiles), 1, 8);
     }
     return c;
   }

@@ -14,7 +14,6 @@ namespace {
 constexpr int64_t kBK = 64;
 constexpr int64_t kWorkBytes = sizeof(schedule::Work);
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
 int64_t cluster_m(const KernelConfig& c) { return c.at("CLUSTER") / 10; }
@@ -122,16 +121,6 @@ double packing_us(const Problem& p, const ArchInfo& a) {
   const double packed = bytes(p.lda, p.rows_a(), p.cols_a()) + bytes(p.ldb, p.rows_b(), p.cols_b());
   return packed > 0 ? 3.0 + 2 * packed / (a.dram_gb_per_s * 1e3) : 0.0;
 }
-
-// Even 64 x 64 tiles fill less than half the SMs: the problem is bound by latency, and narrower
-// tiles (wgmma N 16-48) buy CTAs that each wait through a shorter chain of loads. cuBLAS runs
-// bf16 tn 768x128x768 on 64 CTAs of wgmma N 24 (ncu on the H100).
-bool latency_bound(const Problem& p, const ArchInfo& arch) {
-  return 2 * ceil_div(p.m, 64) * ceil_div(p.n, 64) < arch.sms;
-}
-
-// Fewer 128 x 128 tiles than SMs.
-bool few_tiles(const Problem& p, const ArchInfo& arch) { return ceil_div(p.m, 128) * ceil_div(p.n, 128) < arch.sms; }
 
 // Tile sizes worth trying along a dimension of size d: the usual ones, the non-powers of two
 // that cut wave quantization, d itself rounded to 8 when it fits one tile (skinny problems), and
