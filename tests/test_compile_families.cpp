@@ -41,7 +41,7 @@ TEST_F(CompileFamilies, SimtSm80TT) { expect_all_compile(DType::f32, "tt", "sm_8
 
 // The valid points of a space that take every value of every parameter at least once, plus
 // `extra` spread evenly over the rest: a sample that reaches every code path of a template in a
-// fraction of the compiles (tools/check-spaces.sh compiles every point of the suite's spaces).
+// fraction of the compiles.
 std::vector<KernelConfig> covering_sample(const std::vector<KernelConfig>& valid, size_t extra) {
   std::set<std::pair<std::string, int64_t>> seen;
   std::vector<KernelConfig> out;

@@ -99,14 +99,22 @@ TEST_F(GemmTuneShards, ListShowsCandidatesInTheCostModelsOrderWithoutCompiling) 
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto j = nlohmann::json::parse(r.output);
   ASSERT_GT(j.at("candidates").size(), 10u);
-  // Each family's default first (wgmma_sm90 and mma_sm80 on Hopper), then the cost model's order.
+  // Each family's default first (wgmma_sm90 and mma_sm80 on Hopper), then one point of each
+  // other structure, then the other points, each part in the cost model's order.
   double last = 0;
+  bool refinements = false;
   for (size_t i = 0; i < j.at("candidates").size(); ++i) {
     const auto& c = j.at("candidates")[i];
     EXPECT_EQ(c.at("status"), "listed");
-    if (i > 2) EXPECT_GE(c.at("predicted_ms").get<double>(), last);
+    const bool refinement = c.at("refinement");
+    EXPECT_TRUE(refinement || !refinements) << "structures come first";
+    if (i > 2 && refinement == refinements) {
+      EXPECT_GE(c.at("predicted_ms").get<double>(), last);
+    }
+    refinements = refinement;
     last = c.at("predicted_ms");
   }
+  EXPECT_TRUE(refinements) << "the wgmma space has refinements (stages, clusters, raster groups)";
   EXPECT_FALSE(std::filesystem::exists(dir_ / "cache" / "kernels")) << "--list compiles nothing";
 }
 

@@ -148,6 +148,30 @@ TEST(SearchSpace, PrunedCandidatesSayWhichConstraint) {
   for (const auto& v : pruning.valid) EXPECT_EQ(space.first_violation(v, p, arch), nullptr);
 }
 
+// A structure is the family and the values of the parameters that are not refinements: points
+// that differ only in stages, cluster, raster group or epilogue share it; another tile does not.
+TEST(SearchSpace, AStructureLeavesOutTheRefinements) {
+  const Family& f = find_family("wgmma_sm90");
+  const Problem p = make_problem(DType::bf16, Op::N, Op::N, 4096, 4096, 4096);
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  const SearchSpace space = f.space(p, arch);
+  std::set<std::string> refinements;
+  for (const Param& param : space.params)
+    if (param.refinement) refinements.insert(param.name);
+  EXPECT_EQ(refinements, (std::set<std::string>{"STAGES", "CLUSTER", "GROUP", "EPILOGUE"}));
+  const KernelConfig c = f.default_config(p, arch);
+  KernelConfig refined = c, other = c;
+  refined.params["STAGES"] = c.at("STAGES") + 1;
+  refined.params["CLUSTER"] = 11;
+  refined.params["GROUP"] = 16;
+  refined.params["EPILOGUE"] = 1 - c.at("EPILOGUE");
+  other.params["BN"] = c.at("BN") / 2;
+  EXPECT_EQ(space.structure_of(refined), space.structure_of(c));
+  EXPECT_NE(space.structure_of(other), space.structure_of(c));
+  EXPECT_NE(space.structure_of(c).find("BM=256"), std::string::npos) << space.structure_of(c);
+  EXPECT_EQ(space.structure_of(c).find("STAGES"), std::string::npos) << space.structure_of(c);
+}
+
 TEST(SearchSpace, EveryValidConfigFitsSharedMemoryOfItsArch) {
   const Family& f = find_family("simt");
   for (const char* name : {"sm_80", "sm_86", "sm_90a"}) {

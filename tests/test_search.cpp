@@ -2,6 +2,7 @@
 // itself, and the sharding of shape lists over processes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <set>
@@ -98,6 +99,35 @@ TEST(RankedSearch, EarlyStopsOfTheTimingFollowTheBestSoFar) {
   EXPECT_DOUBLE_EQ(search.enough_above_ms(), 1.6 * (1 + s.final_margin));
 }
 
+TEST(RankedSearch, RefinementsAreEstimatedFromTheirStructuresMeasuredTimes) {
+  SearchSettings s;
+  s.stop_margin = 0.10;
+  s.patience = 2;
+  RankedSearch search(s);
+  search.add(1.0, timed(1.2), "A");  // measured 1.2x its prediction
+  search.add(1.0, timed(0.9), "B");  // 0.9x
+  search.add(1.5, failed(), "C");    // failed: its refinements have no estimate
+  EXPECT_DOUBLE_EQ(*search.estimate_ms(2.0, "A"), 2.4);
+  EXPECT_DOUBLE_EQ(*search.estimate_ms(2.0, "B"), 1.8);
+  EXPECT_FALSE(search.estimate_ms(1.0, "C"));
+  EXPECT_FALSE(search.estimate_ms(1.0, "D")) << "never measured: ruled out in the first pass";
+  search.add(2.0, timed(1.6), "B");  // a refinement measured better than its structure's ratio
+  EXPECT_DOUBLE_EQ(*search.estimate_ms(2.0, "B"), 1.6);
+
+  // The best is 0.9: refinements estimated above 0.99 cannot win, nor anything estimated slower.
+  search.begin_refinements();
+  EXPECT_FALSE(search.refinements_cannot_win(0.98));
+  EXPECT_TRUE(search.refinements_cannot_win(1.0));
+  search.add(1.0, timed(0.95), "B");
+  EXPECT_FALSE(search.refinements_cannot_win(0.9));
+  search.add(1.0, timed(0.92), "B");
+  EXPECT_TRUE(search.refinements_cannot_win(0.9)) << "two in a row without a 1% gain";
+  search.begin_refinements();
+  EXPECT_FALSE(search.refinements_cannot_win(0.9)) << "patience counts afresh";
+  s.exhaustive = true;
+  EXPECT_FALSE(RankedSearch(s).refinements_cannot_win(1e9));
+}
+
 // Replays recorded measurements through the search, as tune() feeds it: how many are measured.
 size_t measured_before_stop(const std::vector<std::pair<double, double>>& predicted_and_measured,
                             const SearchSettings& s) {
@@ -161,8 +191,13 @@ TEST(CostModel, OccupancyIsLimitedByThreadsSharedMemoryAndRegisters) {
   EXPECT_EQ(ctas_per_sm(arch, 1024, 200 * 1024, 255), 1);      // never below one
 }
 
-// The winners measured on the H200 and H100 (docs/PERF.md) are among the first candidates the model
-// ranks, so that a ranked search reaches them before it may stop.
+// The structure (search.hpp) of a listed candidate.
+std::string structure_of(const DryRunEntry& e, const Problem& problem, const ArchInfo& arch) {
+  return find_family(e.family).space(problem, arch).structure_of(e.config);
+}
+
+// The structures of the winners measured on the H200 and H100 (docs/PERF.md) are among the first
+// the model ranks, so that a ranked search measures them before it may stop.
 TEST(CostModel, MeasuredWinnersAreAmongTheFirstCandidates) {
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
   const std::vector<std::pair<Problem, std::string>> winners = {
@@ -179,10 +214,14 @@ TEST(CostModel, MeasuredWinnersAreAmongTheFirstCandidates) {
   };
   for (const auto& [problem, name] : winners) {
     const DryRunReport plan = dry_run(problem, arch, 1, {}, {}, 0, false);
+    const auto winner = std::find_if(plan.candidates.begin(), plan.candidates.end(),
+                                     [&](const DryRunEntry& e) { return e.name == name; });
+    ASSERT_NE(winner, plan.candidates.end()) << name << " is not a valid candidate";
+    const std::string structure = structure_of(*winner, problem, arch);
     size_t rank = 0;
-    while (rank < plan.candidates.size() && plan.candidates[rank].name != name) ++rank;
-    ASSERT_LT(rank, plan.candidates.size()) << name << " is not a valid candidate";
-    EXPECT_LT(rank, size_t(SearchSettings{}.min_candidates)) << name << " ranks " << rank + 1;
+    while (structure_of(plan.candidates[rank], problem, arch) != structure) ++rank;
+    EXPECT_FALSE(plan.candidates[rank].refinement);
+    EXPECT_LT(rank, size_t(SearchSettings{}.min_candidates)) << name << "'s structure ranks " << rank + 1;
   }
 }
 
@@ -217,14 +256,22 @@ TEST(CostModel, EveryValidCandidateOfTheSuiteGetsAFinitePositiveTimeInAFixedOrde
     const DryRunReport a = dry_run(p, arch, 1, {}, {}, 0, false), b = dry_run(p, arch, 1, {}, {}, 0, false);
     ASSERT_FALSE(a.candidates.empty());
     ASSERT_EQ(a.candidates.size(), b.candidates.size());
-    const size_t defaults = families_for(p, arch).size();  // each family's default comes first
+    // Each family's default first; then the first point of every other structure, then the
+    // structures' other points, each part in the cost model's order.
+    const size_t defaults = families_for(p, arch).size();
+    std::set<std::string> structures;
     for (size_t i = 0; i < a.candidates.size(); ++i) {
-      EXPECT_EQ(a.candidates[i].name, b.candidates[i].name) << "the order is the same in every run";
-      EXPECT_TRUE(std::isfinite(a.candidates[i].predicted_ms) && a.candidates[i].predicted_ms > 0);
-      if (i > defaults) {  // then the cost model's order
-        EXPECT_LE(a.candidates[i - 1].predicted_ms, a.candidates[i].predicted_ms);
+      const DryRunEntry& c = a.candidates[i];
+      EXPECT_EQ(c.name, b.candidates[i].name) << "the order is the same in every run";
+      EXPECT_TRUE(std::isfinite(c.predicted_ms) && c.predicted_ms > 0);
+      EXPECT_EQ(c.refinement, !structures.insert(structure_of(c, p, arch)).second) << c.name;
+      if (i > defaults && c.refinement == a.candidates[i - 1].refinement) {
+        EXPECT_LE(a.candidates[i - 1].predicted_ms, c.predicted_ms);
       }
-      EXPECT_EQ(a.candidates[i].status, "listed");
+      if (i > 0) {
+        EXPECT_TRUE(c.refinement || !a.candidates[i - 1].refinement) << "structures come first";
+      }
+      EXPECT_EQ(c.status, "listed");
     }
   }
 }

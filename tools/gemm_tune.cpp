@@ -121,19 +121,21 @@ json dry_run_json(const gt::DryRunReport& r) {
                      {"registers", c.registers},
                      {"spills", c.spills}, {"smem_bytes", c.smem_bytes}, {"compile_ms", c.compile_ms},
                      {"compile_cpu_ms", c.compile_cpu_ms}, {"predicted_ms", c.predicted_ms},
-                     {"cached", c.from_cache}, {"message", c.message}});
+                     {"refinement", c.refinement}, {"cached", c.from_cache}, {"message", c.message}});
   return {{"problem", r.problem.describe()}, {"arch", r.arch}, {"enumerated", r.enumerated},
           {"pruned", r.pruned}, {"pruned_by", r.pruned_by}, {"compiled", r.compiled},
           {"failed", r.failed}, {"seconds", r.seconds}, {"candidates", cands}};
 }
 
 void print_list(const gt::DryRunReport& r) {
-  gt::cli::Table t({"rank", "kernel", "family", "predicted ms", "TFLOP/s"});
+  gt::cli::Table t({"rank", "kernel", "family", "predicted ms", "TFLOP/s", "pass"});
   int rank = 0;
   for (const auto& c : r.candidates)
     t.add({std::to_string(++rank), c.name, c.family, gt::cli::format_ms(c.predicted_ms),
-           fmt::format("{:.1f}", r.problem.flops() / (c.predicted_ms * 1e-3) / 1e12)});
-  std::cout << "candidates of " << r.problem.describe() << " for " << r.arch << ", in the cost model's order\n"
+           fmt::format("{:.1f}", r.problem.flops() / (c.predicted_ms * 1e-3) / 1e12),
+           c.refinement ? "refinement" : "structure"});
+  std::cout << "candidates of " << r.problem.describe() << " for " << r.arch
+            << ", in the order a ranked search takes them: one point of each structure, then the other points\n"
             << t.render("  ")
             << fmt::format("{} configurations: {} pruned, {} valid\n", r.enumerated, r.pruned, r.candidates.size());
 }

@@ -67,4 +67,11 @@ Pruning SearchSpace::prune(const Problem& problem, const ArchInfo& arch) const {
   return result;
 }
 
+std::string SearchSpace::structure_of(const KernelConfig& config) const {
+  std::string out = family;
+  for (const auto& p : params)
+    if (!p.refinement) out += " " + p.name + "=" + std::to_string(config.at(p.name));
+  return out;
+}
+
 }  // namespace gemmtune

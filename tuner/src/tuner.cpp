@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <functional>
 #include <future>
+#include <optional>
 #include <set>
 
 #include "gemmtune/generator/family.hpp"
@@ -32,10 +34,13 @@ struct Planned {
   std::string name;
   double predicted_ms = 0;  // the cost model's
   bool always = false;      // an extra or a family's default: measured whatever the model says
+  std::string structure;    // the family and the values of its parameters that are not refinements
+  bool refinement = false;  // a structure's point after its first: the second pass (search.hpp)
 };
 
-// Valid configurations of every family that applies, by predicted time (ties by name, so that
-// every run plans the same order); the extras first, then the families' defaults.
+// Valid configurations of every family that applies, by predicted time (ties in a fixed order, so
+// that every run plans the same); the extras first, then the families' defaults, then the first
+// point of every other structure, then the structures' other points (search.hpp).
 std::vector<Planned> plan(const Problem& problem, const ArchInfo& arch, const std::vector<std::string>& only,
                           const std::vector<KernelConfig>& extra, bool only_extra, int& enumerated,
                           std::map<std::string, int>& pruned_by) {
@@ -59,12 +64,16 @@ std::vector<Planned> plan(const Problem& problem, const ArchInfo& arch, const st
     Pruning pruning = space.prune(problem, arch);
     enumerated += int(space.size());
     for (const auto& [name, count] : pruning.pruned_by) pruned_by[name] += count;
-    for (auto& c : pruning.valid)
-      ranked.push_back(Planned{family, c, family->kernel_name(c), family->predicted_ms(c, problem, arch)});
+    for (auto& c : pruning.valid) {
+      std::string structure = space.structure_of(c);
+      ranked.push_back(Planned{family, c, family->kernel_name(c), family->predicted_ms(c, problem, arch), false,
+                               std::move(structure)});
+    }
   }
-  std::sort(ranked.begin(), ranked.end(), [](const Planned& a, const Planned& b) {
-    return a.predicted_ms != b.predicted_ms ? a.predicted_ms < b.predicted_ms : a.name < b.name;
-  });
+  // Ties keep the families' order and each space's enumeration order, in which a family lists
+  // first the refinement values it would try first (a structure's first point is measured for it).
+  std::stable_sort(ranked.begin(), ranked.end(),
+                   [](const Planned& a, const Planned& b) { return a.predicted_ms < b.predicted_ms; });
   // A family's default is its known good point for the shape class: measured first, so that a
   // budget never leaves the tuned kernel slower than the untuned call.
   std::set<std::string> defaults;
@@ -74,6 +83,9 @@ std::vector<Planned> plan(const Problem& problem, const ArchInfo& arch, const st
     p.always = defaults.count(p.name) > 0;
     return p.always;
   });
+  std::set<std::string> structures;
+  for (Planned& p : ranked) p.refinement = !structures.insert(p.structure).second;
+  std::stable_partition(ranked.begin(), ranked.end(), [](const Planned& p) { return !p.refinement; });
   out.insert(out.end(), std::make_move_iterator(ranked.begin()), std::make_move_iterator(ranked.end()));
   return out;
 }
@@ -356,7 +368,7 @@ std::pair<std::vector<Planned>, size_t> plan_run(TuningDb& db, TuneReport& repor
   std::erase_if(planned, [&](const Planned& p) {
     const auto it = done.find(p.name);
     if (it == done.end()) return false;
-    search.add(p.predicted_ms, it->second);
+    search.add(p.predicted_ms, it->second, p.structure);
     ++report.already_measured;
     return true;
   });
@@ -385,42 +397,88 @@ void notify_candidate(const TuneOptions& o, const TuneReport& report, size_t ind
   notify(o, p);
 }
 
-// Measures in the planned order while the compile queue works ahead, recording each result as
-// it arrives, until the cost model rules out the rest; then the final round against cuBLAS.
+// Measures `planned` in order while the compile queue works ahead, recording each result as it
+// arrives, until `rest_cannot_win` says so of the next candidate (by its index). Returns whether
+// it did.
+bool measure_in_order(const std::vector<Planned>& planned, const std::function<bool(size_t)>& rest_cannot_win,
+                      ThreadPool& pool, std::optional<Measurer>& measurer, RankedSearch& search, TuningDb& db,
+                      TuneReport& report, const TuneOptions& o, Clock::time_point start, size_t total) {
+  CompileQueue compiles(planned, report.device.arch, pool);
+  // The worker starts while the first candidates compile; one that cannot start fails the run
+  // now, and the compile queue (a few ahead) is dropped with it.
+  if (!planned.empty() && !measurer) measurer.emplace(report.problem, o, report.device.ordinal).start();
+  for (size_t i = 0; i < planned.size(); ++i) {
+    if (out_of_time(report, o, start)) return false;
+    if (!planned[i].always && rest_cannot_win(i)) return true;
+    CompileOutcome outcome = compiles.take(i);
+    CandidateRecord rec;
+    const int id = int(report.measured.size());
+    if (!outcome.kernel) {
+      rec = failed_record(planned[i], CandidateStatus::compile_error, outcome.error);
+      ++report.compile_failed;
+    } else {
+      rec = measurer->measure(planned[i], id, search);  // restarts its worker after a fault
+    }
+    db.record(report.device.key, report.problem, rec);
+    search.add(planned[i].predicted_ms, rec, planned[i].structure);
+    report.measured.push_back(rec);
+    notify_candidate(o, report, size_t(id), total, search.best_ms());
+  }
+  return false;
+}
+
+// The second pass: the refinements of the structures the first pass timed, by their estimates.
+std::vector<Planned> by_estimate(std::vector<Planned> refinements, const RankedSearch& search,
+                                 std::vector<double>& estimates) {
+  std::vector<std::pair<double, Planned>> known;
+  for (auto& p : refinements)
+    if (const auto e = search.estimate_ms(p.predicted_ms, p.structure)) known.emplace_back(*e, std::move(p));
+  std::stable_sort(known.begin(), known.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<Planned> out;
+  for (auto& [estimate, p] : known) {
+    estimates.push_back(estimate);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+// The two passes of the ranked search (search.hpp; --exhaustive: everything in the planned
+// order), then the final round against cuBLAS.
 void measure_all(const std::vector<Planned>& planned, RankedSearch& search, TuningDb& db, TuneReport& report,
                  const TuneOptions& o, Clock::time_point start) {
   std::optional<ThreadPool> own_pool;
   ThreadPool& pool = o.compile_pool ? *o.compile_pool : own_pool.emplace(o.compile_threads);
   std::optional<Measurer> measurer;
-  {
-    CompileQueue compiles(planned, report.device.arch, pool);
-    // The worker starts while the first candidates compile; one that cannot start fails the run
-    // now, and the compile queue (a few ahead) is dropped with it.
-    if (!planned.empty()) measurer.emplace(report.problem, o, report.device.ordinal).start();
-    for (size_t i = 0; i < planned.size(); ++i) {
-      if (out_of_time(report, o, start)) break;
-      if (!planned[i].always && search.rest_cannot_win(planned[i].predicted_ms)) {
-        report.stopped_by_model = true;
-        report.ruled_out = int(planned.size() - i);
-        phase(o, fmt::format("cost model: the {} candidates left cannot beat {} ms by its prediction; stopping after "
-                             "{} timed (--exhaustive measures them all)",
-                             report.ruled_out, search.best_ms(), search.timed()));
-        break;
-      }
-      CompileOutcome outcome = compiles.take(i);
-      CandidateRecord rec;
-      if (!outcome.kernel) {
-        rec = failed_record(planned[i], CandidateStatus::compile_error, outcome.error);
-        ++report.compile_failed;
-      } else {
-        rec = measurer->measure(planned[i], int(i), search);  // restarts its worker after a fault
-      }
-      db.record(report.device.key, report.problem, rec);
-      search.add(planned[i].predicted_ms, rec);
-      report.measured.push_back(rec);
-      notify_candidate(o, report, i, planned.size(), search.best_ms());
+  const auto run = [&](const std::vector<Planned>& list, const std::function<bool(size_t)>& stop) {
+    return measure_in_order(list, stop, pool, measurer, search, db, report, o, start, planned.size());
+  };
+  if (o.search.exhaustive) {
+    run(planned, [](size_t) { return false; });
+  } else {
+    const auto first_refinement =
+        std::find_if(planned.begin(), planned.end(), [](const Planned& p) { return p.refinement; });
+    const std::vector<Planned> structures(planned.begin(), first_refinement);
+    if (run(structures, [&](size_t i) { return search.rest_cannot_win(structures[i].predicted_ms); }))
+      phase(o, fmt::format("cost model: the structures left cannot beat {:.4g} ms by its prediction; {} of {} timed",
+                           search.best_ms(), report.measured.size(), structures.size()));
+    std::vector<double> estimates;
+    const std::vector<Planned> refinements =
+        by_estimate(std::vector<Planned>(first_refinement, planned.end()), search, estimates);
+    if (!report.interrupted && !refinements.empty()) {
+      phase(o, fmt::format("refinements (stages, clusters, ...) of the structures timed: {}, by estimate; "
+                           "stopping where the estimate cannot win",
+                           refinements.size()));
+      search.begin_refinements();
+      run(refinements, [&](size_t i) { return search.refinements_cannot_win(estimates[i]); });
     }
-  }  // compiles still queued are not needed any more
+    if (!report.interrupted && report.measured.size() < planned.size()) {
+      report.stopped_by_model = true;
+      report.ruled_out = int(planned.size() - report.measured.size());
+      phase(o, fmt::format("cost model: {} candidates ruled out; stopping after {} timed (--exhaustive measures "
+                           "them all)",
+                           report.ruled_out, search.timed()));
+    }
+  }
   if (stop_requested() || (!o.baseline && o.final_rounds <= 0)) return;
   if (!measurer) measurer.emplace(report.problem, o, report.device.ordinal);
   final_round(*measurer, db, report, o, report.baseline_ms, report.baseline_name);
@@ -507,6 +565,7 @@ DryRunReport dry_run(const Problem& problem, const ArchInfo& arch, unsigned comp
     e.family = std::string(planned[i].family->name());
     e.config = planned[i].config;
     e.predicted_ms = planned[i].predicted_ms;
+    e.refinement = planned[i].refinement;
     if (!compile) {
       e.status = "listed";
       report.candidates.push_back(std::move(e));

@@ -40,13 +40,13 @@ uint64_t workspace_bytes_of(const KernelConfig& c, const Units& u) {
 }
 uint64_t counter_bytes_of(const Units& u) { return u.parts > 1 ? uint64_t(u.tiles * 4) : 0; }
 
-
 // Registers a thread needs: f32 accumulators, two sets of fragments (one read while the other is
 // multiplied), and up to 56 for addresses, copies and the loop (ptxas, sm_80 to sm_90, every
-// candidate: 225-255 for 64x64 warp tiles, docs/PERF.md).
+// candidate: 225-255 for 64x64 warp tiles, docs/PERF.md); split-K's fixup 16 more (64x64 warp
+// tiles in parts spill 8-44 registers on sm_90a).
 int64_t register_estimate(const KernelConfig& c) {
   const int64_t wm = c.at("WM"), wn = c.at("WN");
-  return wm * wn / 32 + (wm + wn) / 2 + 56;
+  return wm * wn / 32 + (wm + wn) / 2 + 56 + (c.at("SPLITS") > 1 ? 16 : 0);
 }
 
 // 16-byte chunks of one operand's stage in the order they are copied: every thread copies whole
@@ -79,7 +79,7 @@ class MmaSm80Family final : public Family {
         {"BK", {32, 64}},
         {"WM", {32, 64}},           // warp tile
         {"WN", {32, 64}},
-        {"STAGES", {2, 3, 4, 5}},   // depth of the cp.async ring
+        {"STAGES", {4, 3, 5, 2}, true},  // depth of the cp.async ring (refinement: 4 first)
         {"GROUP", {8}},             // tiles per raster group along M (a kernel parameter; one value searched)
         {"VEC", {8, 4, 2, 1}},      // values per global copy, from the alignment
         // Parts of K where the tiles leave SMs idle: blocks wait through the whole chain of k-tiles.

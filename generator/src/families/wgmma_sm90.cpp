@@ -161,15 +161,16 @@ class WgmmaSm90Family final : public Family {
         {"BN", tile_values(p.n, narrow)},  // tile along N
         {"SWAP", p.n <= 256 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0}},  // N on wgmma's N
         // Deep pipelines stream a skinny problem's operand, or keep all of a short K in flight.
-        {"STAGES", skinny || few ? std::vector<int64_t>{3, 4, 5, 6, 8, 12} : std::vector<int64_t>{3, 4, 5}},
+        // Refinements list first the value to measure a structure with where the model ties.
+        {"STAGES", skinny || few ? std::vector<int64_t>{4, 5, 6, 3, 8, 12} : std::vector<int64_t>{4, 3, 5}, true},
         {"WG", {1, 2, 3}},    // consumer warpgroups
         {"WS", {0, 1}},       // 1: warp-specialized persistent, 0: multistage
-        {"CLUSTER", {11, 21, 12}},  // CTAs along M x along N
+        {"CLUSTER", {11, 21, 12}, true},  // CTAs along M x along N
         {"RASTER", {p.m >= p.n ? 0 : 1}},  // sweep tiles along the longer side first (derived)
         // Tiles per raster group: how many tile rows run together and share operand rows in L2.
         // It matters where many waves of tiles run one after the other.
-        {"GROUP", many_waves(p, arch) ? std::vector<int64_t>{4, 8, 16} : std::vector<int64_t>{8}},
-        {"EPILOGUE", {0, 1}},  // 0: stores from registers, 1: through shared memory + TMA store
+        {"GROUP", many_waves(p, arch) ? std::vector<int64_t>{8, 4, 16} : std::vector<int64_t>{8}, true},
+        {"EPILOGUE", {1, 0}, true},  // 1: through shared memory + TMA store, 0: from registers
         {"SCHEDULE", {schedule::DATA_PARALLEL, schedule::SPLIT_K, schedule::STREAM_K}},
         {"SPLITS", few ? std::vector<int64_t>{1, 2, 3, 4, 6, 8} : std::vector<int64_t>{1}},
         {"PINGPONG", {0, 1}},  // two consumer warpgroups take turns on whole tiles
@@ -245,8 +246,12 @@ class WgmmaSm90Family final : public Family {
       c.params["WG"] = 1;
       split_where_few = false;
     } else if (few_tiles(p, arch)) {
+      // One consumer warpgroup, six stages and TMA stores (bf16 1024x1024x16384, split in two:
+      // 58.4 us; two warpgroups 60.0 us, five stages 59.8 us, register stores 60.5 us; H100).
       c.params["BM"] = 128;
-      c.params["STAGES"] = 5;
+      c.params["WG"] = 1;
+      c.params["STAGES"] = 6;
+      one_wave_tma_store = true;
     } else if (tiles_of(256, 128) < arch.sms && p.k <= 4096) {
       // One wave of 256x128 tiles: four stages, TMA stores (bf16 2048^3: 0.98x cuBLAS, where
       // 128x128 tiles, two per SM, made 0.91x).
@@ -439,6 +444,15 @@ class WgmmaSm90Family final : public Family {
         rule("accumulators_fit", "f32 accumulators per consumer thread: 128 at most (96 with 3 warpgroups)",
              [](const KernelConfig& c, const Problem&, const ArchInfo&) {
                return accumulators(c) <= (c.at("WG") == 3 ? 96 : 128);
+             }),
+        // One consumer warpgroup gets no registers from the producer (255 a thread, the most
+        // there is): 128 accumulators leave too few for stream-K's fixup, or split-K's with
+        // wgmma N 256 (ptxas spills 8-16 registers; split-K with N 128 does not).
+        rule("fixup_fits_one_warpgroup",
+             "one consumer warpgroup with 128 accumulators: no stream-K, split-K only with wgmma N up to 128",
+             [](const KernelConfig& c, const Problem&, const ArchInfo&) {
+               if (c.at("WG") != 1 || accumulators(c) < 128 || c.at("SCHEDULE") == schedule::DATA_PARALLEL) return true;
+               return c.at("SCHEDULE") == schedule::SPLIT_K && tile_cols(c) <= 128;
              }),
         rule("mn_major_in_chunks", "an operand stored along M or N on wgmma's N comes in 64-column chunks",
              [](const KernelConfig& c, const Problem&, const ArchInfo&) {

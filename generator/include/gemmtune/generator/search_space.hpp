@@ -1,6 +1,11 @@
 #pragma once
 // A search space written as data: parameters with their values, and named constraints that a
 // configuration must satisfy. A pruned configuration says which constraint pruned it.
+//
+// A parameter is a refinement when it tunes a kernel without changing its structure (pipeline
+// depth, cluster shape, raster group, how C is stored): the cost model cannot rank its values
+// reliably. The tuner measures each structure (the values of the other parameters) once first,
+// and refinements only of the structures that measured among the fastest.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -14,6 +19,7 @@ namespace gemmtune {
 struct Param {
   std::string name;
   std::vector<int64_t> values;
+  bool refinement = false;  // see above
 };
 
 struct Constraint {
@@ -42,6 +48,8 @@ struct SearchSpace {
                                     const ArchInfo& arch) const;
   // Enumerate, then keep the valid points and count the others by constraint.
   Pruning prune(const Problem& problem, const ArchInfo& arch) const;
+  // The configuration's structure: "NAME=value" of every parameter that is not a refinement.
+  std::string structure_of(const KernelConfig& config) const;
 };
 
 }  // namespace gemmtune

@@ -9,10 +9,21 @@
 // measured candidate that beat its prediction most). When that is more than `stop_margin` above
 // the best measured time, neither it nor anything predicted slower can win, and the search ends
 // -- after at least `min_candidates` verified and timed candidates. Where the model cannot tell
-// candidates apart (parameters it has no opinion on: raster groups, stages of a compute-bound
-// kernel), it also ends after `patience` timed candidates in a row that did not beat the best by
-// more than `improvement`.
+// candidates apart, it also ends after `patience` timed candidates in a row that did not beat the
+// best by more than `improvement`.
+//
+// Two passes. Parameters the model has no reliable opinion on (refinements: stages, clusters,
+// raster groups, how C is stored; Param::refinement) would otherwise fill the first candidates
+// with near copies of one kernel and use up the patience before another structure is measured.
+// So the first pass measures one point of each structure (its best predicted), by the rules
+// above; the second the other points of the structures measured, in the order of their estimates:
+// a point's prediction scaled by its structure's best ratio measured / predicted. It ends when
+// the next estimate is more than `stop_margin` above the best, or after `patience` timed
+// candidates without improvement.
 #include <limits>
+#include <map>
+#include <optional>
+#include <string>
 
 #include "gemmtune/cache/tuning_db.hpp"
 
@@ -38,10 +49,17 @@ class RankedSearch {
  public:
   explicit RankedSearch(const SearchSettings& settings) : settings_(settings) {}
 
-  // A measured candidate (any status) and what the model predicted for it.
-  void add(double predicted_ms, const CandidateRecord& measured);
-  // True when a candidate predicted at predicted_ms, and every one predicted slower, cannot win.
+  // A measured candidate (any status), what the model predicted for it, and its structure.
+  void add(double predicted_ms, const CandidateRecord& measured, const std::string& structure = {});
+  // First pass: true when a structure predicted at predicted_ms, and every one predicted slower,
+  // cannot win.
   bool rest_cannot_win(double predicted_ms) const;
+  // Second pass. The estimate of a refinement of `structure` predicted at predicted_ms; nullopt
+  // when no point of the structure was timed (it failed, or the first pass ruled it out).
+  std::optional<double> estimate_ms(double predicted_ms, const std::string& structure) const;
+  void begin_refinements();  // patience counts afresh
+  // True when a refinement estimated at estimated_ms, and every one estimated slower, cannot win.
+  bool refinements_cannot_win(double estimated_ms) const;
   // The next candidate's early stops (TimingSettings); 0: time it fully.
   double abort_above_ms() const;
   double enough_above_ms() const;
@@ -53,6 +71,7 @@ class RankedSearch {
   SearchSettings settings_;
   double best_ms_ = -1;
   double best_ratio_ = std::numeric_limits<double>::infinity();  // min measured / predicted
+  std::map<std::string, double> structure_ratio_;                 // the same, per structure
   int timed_ = 0;
   int since_improvement_ = 0;  // timed candidates since the best last improved by `improvement`
 };

@@ -105,6 +105,7 @@ struct DryRunEntry {
   KernelConfig config;
   std::string status;  // "compiled", "compile_error", or "listed" (not compiled)
   double predicted_ms = 0;  // the cost model's; candidates are listed in this order
+  bool refinement = false;  // not its structure's first point: a ranked search's second pass (search.hpp)
   int registers = -1, spills = -1, smem_bytes = -1;
   double compile_ms = 0;
   double compile_cpu_ms = 0;  // CPU time of the compile (wall time grows when the machine is busy)
