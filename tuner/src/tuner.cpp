@@ -397,35 +397,46 @@ void notify_candidate(const TuneOptions& o, const TuneReport& report, size_t ind
   notify(o, p);
 }
 
-// Measures `planned` in order while the compile queue works ahead, recording each result as it
-// arrives, until `rest_cannot_win` says so of the next candidate (by its index). Returns whether
-// it did.
-bool measure_in_order(const std::vector<Planned>& planned, const std::function<bool(size_t)>& rest_cannot_win,
-                      ThreadPool& pool, std::optional<Measurer>& measurer, RankedSearch& search, TuningDb& db,
-                      TuneReport& report, const TuneOptions& o, Clock::time_point start, size_t total) {
-  CompileQueue compiles(planned, report.device.arch, pool);
-  // The worker starts while the first candidates compile; one that cannot start fails the run
-  // now, and the compile queue (a few ahead) is dropped with it.
-  if (!planned.empty() && !measurer) measurer.emplace(report.problem, o, report.device.ordinal).start();
-  for (size_t i = 0; i < planned.size(); ++i) {
-    if (out_of_time(report, o, start)) return false;
-    if (!planned[i].always && rest_cannot_win(i)) return true;
-    CompileOutcome outcome = compiles.take(i);
-    CandidateRecord rec;
-    const int id = int(report.measured.size());
-    if (!outcome.kernel) {
-      rec = failed_record(planned[i], CandidateStatus::compile_error, outcome.error);
-      ++report.compile_failed;
-    } else {
-      rec = measurer->measure(planned[i], id, search);  // restarts its worker after a fault
+// What the passes of one tuning run share: compiles on the pool, measurements by the worker (started
+// with the first), results into the search, the database and the report.
+struct Measuring {
+  ThreadPool& pool;
+  RankedSearch& search;
+  TuningDb& db;
+  TuneReport& report;
+  const TuneOptions& o;
+  Clock::time_point start;
+  size_t total;  // candidates planned, for progress
+  std::optional<Measurer> measurer;
+
+  // Measures `planned` in order while the compile queue works ahead, recording each result as it
+  // arrives, until `rest_cannot_win` says so of the next candidate (by its index). Returns
+  // whether it did.
+  bool in_order(const std::vector<Planned>& planned, const std::function<bool(size_t)>& rest_cannot_win) {
+    CompileQueue compiles(planned, report.device.arch, pool);
+    // The worker starts while the first candidates compile; one that cannot start fails the run
+    // now, and the compile queue (a few ahead) is dropped with it.
+    if (!planned.empty() && !measurer) measurer.emplace(report.problem, o, report.device.ordinal).start();
+    for (size_t i = 0; i < planned.size(); ++i) {
+      if (out_of_time(report, o, start)) return false;
+      if (!planned[i].always && rest_cannot_win(i)) return true;
+      CompileOutcome outcome = compiles.take(i);
+      CandidateRecord rec;
+      const int id = int(report.measured.size());
+      if (!outcome.kernel) {
+        rec = failed_record(planned[i], CandidateStatus::compile_error, outcome.error);
+        ++report.compile_failed;
+      } else {
+        rec = measurer->measure(planned[i], id, search);  // restarts its worker after a fault
+      }
+      db.record(report.device.key, report.problem, rec);
+      search.add(planned[i].predicted_ms, rec, planned[i].structure);
+      report.measured.push_back(rec);
+      notify_candidate(o, report, size_t(id), total, search.best_ms());
     }
-    db.record(report.device.key, report.problem, rec);
-    search.add(planned[i].predicted_ms, rec, planned[i].structure);
-    report.measured.push_back(rec);
-    notify_candidate(o, report, size_t(id), total, search.best_ms());
+    return false;
   }
-  return false;
-}
+};
 
 // The second pass: the refinements of the structures the first pass timed, by their estimates.
 std::vector<Planned> by_estimate(std::vector<Planned> refinements, const RankedSearch& search,
@@ -442,49 +453,52 @@ std::vector<Planned> by_estimate(std::vector<Planned> refinements, const RankedS
   return out;
 }
 
-// The two passes of the ranked search (search.hpp; --exhaustive: everything in the planned
-// order), then the final round against cuBLAS.
+// The ranked search's two passes (search.hpp): one point of each structure, then the refinements
+// of the structures timed. Counts what neither measured as ruled out.
+void two_passes(const std::vector<Planned>& planned, Measuring& m) {
+  const RankedSearch& search = m.search;
+  TuneReport& report = m.report;
+  const auto first_refinement =
+      std::find_if(planned.begin(), planned.end(), [](const Planned& p) { return p.refinement; });
+  const std::vector<Planned> structures(planned.begin(), first_refinement);
+  if (m.in_order(structures, [&](size_t i) { return search.rest_cannot_win(structures[i].predicted_ms); }))
+    phase(m.o, fmt::format("cost model: the structures left cannot beat {:.4g} ms by its prediction; {} of {} timed",
+                           search.best_ms(), report.measured.size(), structures.size()));
+  std::vector<double> estimates;
+  const std::vector<Planned> refinements =
+      by_estimate(std::vector<Planned>(first_refinement, planned.end()), search, estimates);
+  if (!report.interrupted && !refinements.empty()) {
+    phase(m.o, fmt::format("refinements (stages, clusters, ...) of the structures timed: {}, by estimate; "
+                           "stopping where the estimate cannot win",
+                           refinements.size()));
+    m.search.begin_refinements();
+    m.in_order(refinements, [&](size_t i) { return search.refinements_cannot_win(estimates[i]); });
+  }
+  if (!report.interrupted && report.measured.size() < planned.size()) {
+    report.stopped_by_model = true;
+    report.ruled_out = int(planned.size() - report.measured.size());
+    phase(m.o, fmt::format("cost model: {} candidates ruled out; stopping after {} timed (--exhaustive measures "
+                           "them all)",
+                           report.ruled_out, search.timed()));
+  }
+}
+
+// The search (--exhaustive: everything in the planned order), then the final round against cuBLAS.
 void measure_all(const std::vector<Planned>& planned, RankedSearch& search, TuningDb& db, TuneReport& report,
                  const TuneOptions& o, Clock::time_point start) {
   std::optional<ThreadPool> own_pool;
   ThreadPool& pool = o.compile_pool ? *o.compile_pool : own_pool.emplace(o.compile_threads);
-  std::optional<Measurer> measurer;
-  const auto run = [&](const std::vector<Planned>& list, const std::function<bool(size_t)>& stop) {
-    return measure_in_order(list, stop, pool, measurer, search, db, report, o, start, planned.size());
-  };
-  if (o.search.exhaustive) {
-    run(planned, [](size_t) { return false; });
-  } else {
-    const auto first_refinement =
-        std::find_if(planned.begin(), planned.end(), [](const Planned& p) { return p.refinement; });
-    const std::vector<Planned> structures(planned.begin(), first_refinement);
-    if (run(structures, [&](size_t i) { return search.rest_cannot_win(structures[i].predicted_ms); }))
-      phase(o, fmt::format("cost model: the structures left cannot beat {:.4g} ms by its prediction; {} of {} timed",
-                           search.best_ms(), report.measured.size(), structures.size()));
-    std::vector<double> estimates;
-    const std::vector<Planned> refinements =
-        by_estimate(std::vector<Planned>(first_refinement, planned.end()), search, estimates);
-    if (!report.interrupted && !refinements.empty()) {
-      phase(o, fmt::format("refinements (stages, clusters, ...) of the structures timed: {}, by estimate; "
-                           "stopping where the estimate cannot win",
-                           refinements.size()));
-      search.begin_refinements();
-      run(refinements, [&](size_t i) { return search.refinements_cannot_win(estimates[i]); });
-    }
-    if (!report.interrupted && report.measured.size() < planned.size()) {
-      report.stopped_by_model = true;
-      report.ruled_out = int(planned.size() - report.measured.size());
-      phase(o, fmt::format("cost model: {} candidates ruled out; stopping after {} timed (--exhaustive measures "
-                           "them all)",
-                           report.ruled_out, search.timed()));
-    }
-  }
+  Measuring m{pool, search, db, report, o, start, planned.size(), std::nullopt};
+  if (o.search.exhaustive)
+    m.in_order(planned, [](size_t) { return false; });
+  else
+    two_passes(planned, m);
   if (stop_requested() || (!o.baseline && o.final_rounds <= 0)) return;
-  if (!measurer) measurer.emplace(report.problem, o, report.device.ordinal);
-  final_round(*measurer, db, report, o, report.baseline_ms, report.baseline_name);
+  if (!m.measurer) m.measurer.emplace(report.problem, o, report.device.ordinal);
+  final_round(*m.measurer, db, report, o, report.baseline_ms, report.baseline_name);
   if (o.baseline && report.baseline_ms < 0) {  // nothing to compare in a final round
     phase(o, "timing cuBLAS on the same problem");
-    std::tie(report.baseline_ms, report.baseline_name) = measurer->baseline();
+    std::tie(report.baseline_ms, report.baseline_name) = m.measurer->baseline();
   }
 }
 
