@@ -172,6 +172,40 @@ TEST(SearchSpace, AStructureLeavesOutTheRefinements) {
   EXPECT_EQ(space.structure_of(c).find("STAGES"), std::string::npos) << space.structure_of(c);
 }
 
+// Fixups of a split tile need registers beyond the accumulators: where ptxas spilled them
+// (one wgmma consumer warpgroup holding 128 accumulators; mma_sm80's 64x64 warp tiles), the
+// constraints prune the configuration, and the same tile computed whole stays valid.
+TEST(SearchSpace, SplitTilesThatWouldSpillArePruned) {
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  const Problem p = make_problem(DType::bf16, Op::N, Op::N, 1024, 1024, 16384);
+  const Family& wgmma = find_family("wgmma_sm90");
+  const SearchSpace ws = wgmma.space(p, arch);
+  KernelConfig c = wgmma.default_config(p, arch);  // 128x128, one consumer warpgroup, split-K 2
+  ASSERT_EQ(c.at("WG"), 1);
+  ASSERT_EQ(ws.first_violation(c, p, arch), nullptr) << wgmma.kernel_name(c);
+  c.params["SCHEDULE"] = 2;  // stream-K
+  c.params["SPLITS"] = 1;
+  ASSERT_NE(ws.first_violation(c, p, arch), nullptr);
+  EXPECT_EQ(ws.first_violation(c, p, arch)->name, "fixup_fits_one_warpgroup");
+  c.params["SCHEDULE"] = 0;  // whole tiles
+  EXPECT_EQ(ws.first_violation(c, p, arch), nullptr) << wgmma.kernel_name(c);
+
+  const Family& mma = find_family("mma_sm80");
+  const SearchSpace ms = mma.space(p, arch);
+  KernelConfig m = mma.default_config(p, arch);
+  m.params.insert_or_assign("BM", 128);
+  m.params.insert_or_assign("BN", 128);
+  m.params.insert_or_assign("BK", 32);
+  m.params.insert_or_assign("WM", 64);
+  m.params.insert_or_assign("WN", 64);
+  m.params.insert_or_assign("STAGES", 4);
+  m.params.insert_or_assign("SPLITS", 1);
+  ASSERT_EQ(ms.first_violation(m, p, arch), nullptr) << mma.kernel_name(m);
+  m.params["SPLITS"] = 2;
+  ASSERT_NE(ms.first_violation(m, p, arch), nullptr);
+  EXPECT_EQ(ms.first_violation(m, p, arch)->name, "registers_fit");
+}
+
 TEST(SearchSpace, EveryValidConfigFitsSharedMemoryOfItsArch) {
   const Family& f = find_family("simt");
   for (const char* name : {"sm_80", "sm_86", "sm_90a"}) {
