@@ -55,6 +55,7 @@ class Worker {
   }
 
   json measure(const json& request) {
+    settle(request.value("settle_ms", 0.0));  // the GPU idled while the tuner waited on a compile
     CandidateRecord rec;
     rec.config = KernelConfig::from_json(request.at("config").dump());
     const Family& family = find_family(rec.config.family);
