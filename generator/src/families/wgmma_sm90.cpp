@@ -242,11 +242,19 @@ class WgmmaSm90Family final : public Family {
     if (skinny_n(p) || skinny_m(p)) {
       split_where_few = make_skinny(c, p, arch);
     } else if (p.flops() < 1e9) {
-      // Bound by latency: the fixup of a split costs more than the k-blocks it spreads.
+      // Bound by latency: the fixup of a split costs more than the k-blocks it spreads. Where A
+      // is stored along K, wgmma N narrows until the tiles fill about half the SMs, 8 stages
+      // deep (bf16 tn 768x128x768: 24x64 tiles on 64 CTAs, cuBLAS's grid; tuned 0.89-0.90x
+      // against 0.73-0.80x untuned on 64x64 tiles 5 deep; H100, docs/PERF.md).
       c.params["BM"] = 64;
       c.params["BN"] = 64;
       c.params["STAGES"] = 5;
       c.params["WG"] = 1;
+      if (p.op_a == Op::T) {
+        const int64_t tile_rows = std::max<int64_t>(1, arch.sms / 2 / ceil_div(p.n, 64));
+        c.params["BM"] = std::min<int64_t>(64, round_up(ceil_div(p.m, tile_rows), 8));
+        c.params["STAGES"] = 8;
+      }
       split_where_few = false;
     } else if (few_tiles(p, arch)) {
       // One consumer warpgroup, six stages and TMA stores (bf16 1024x1024x16384, split in two:
