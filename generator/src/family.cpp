@@ -133,8 +133,8 @@ KernelConfig untuned_default(const std::vector<const Family*>& families, const P
                              const ArchInfo& arch) {
   const Family& first = *families.at(0);
   KernelConfig best = first.default_config(problem, arch);
-  const LaunchGeometry g = first.geometry(best, problem, arch);
-  const bool packs = problem.align < 16 && (g.map(Operand::a).needed || g.map(Operand::b).needed);
+  // The work the launch runs first is the packing of operands TMA cannot read in place.
+  const bool packs = first.tile_work(best, problem, arch).setup_us > 0;
   if (!packs) return best;
   double best_ms = first.predicted_ms(best, problem, arch);
   for (const Family* f : families) {

@@ -15,9 +15,7 @@
 namespace gemmtune {
 namespace {
 
-bool tma_aligned(CUdeviceptr p, int64_t ld, DType dtype) {
-  return p % 16 == 0 && (ld * dtype_size(dtype)) % 16 == 0;
-}
+bool tma_aligned(CUdeviceptr p, int64_t ld, DType dtype) { return p % 16 == 0 && tma_ld_aligned(ld, dtype); }
 
 // How much of the L2 a TMA load pulls in around what it reads. Rows that start on 128-byte
 // lines take 256 bytes (the next k-block's half too); rows off the lines take 128: with 256,

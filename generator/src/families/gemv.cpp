@@ -14,7 +14,6 @@ namespace {
 constexpr int64_t kXChunkBytes = 16 * 1024;
 constexpr int64_t kMaxSplit = 32;  // the largest KSPLIT of the space
 
-
 // SIDE 0: the vector is op(B) (N == 1); SIDE 1: it is op(A) (M == 1). Dot: the matrix's K runs
 // along each output; otherwise across outputs (axpy). Mirrors gemv::Kernel.
 bool side_fits(int64_t side, const Problem& p) { return side == 0 ? p.n == 1 : p.m == 1; }

@@ -116,7 +116,7 @@ Workspace workspace_of(const KernelConfig& c, const Units& u) {
 // kernel, 10 us on mma_sm80's split-K kernels, which read A in place; H100, docs/PERF.md).
 double packing_us(const Problem& p, const ArchInfo& a) {
   auto bytes = [&](int64_t ld, int64_t rows, int64_t cols) {
-    return (ld * dtype_size(p.dtype)) % 16 == 0 ? 0.0 : double(rows * cols * dtype_size(p.dtype));
+    return tma_ld_aligned(ld, p.dtype) ? 0.0 : double(rows * cols * dtype_size(p.dtype));
   };
   const double packed = bytes(p.lda, p.rows_a(), p.cols_a()) + bytes(p.ldb, p.rows_b(), p.cols_b());
   return packed > 0 ? 3.0 + 2 * packed / (a.dram_gb_per_s * 1e3) : 0.0;
