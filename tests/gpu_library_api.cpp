@@ -105,6 +105,63 @@ TEST_F(LibraryApi, ResultsAreRightFromManyThreadsOnTheirOwnStreams) {
   }
 }
 
+// Operands TMA cannot read in place (odd leading dimensions) are packed into buffers the library
+// keeps per stream (wgmma only: mma_sm80 reads them in place). Threads that share one stream get the same bits as calls made one at a time:
+// no call's copies are overwritten by another's before its kernel has read them; and the first
+// results are right.
+TEST_F(LibraryApi, PackedOperandsFromThreadsSharingAStreamAreTheirOwn) {
+  if (!find_family("wgmma_sm90").unsupported_reason(make_problem(DType::bf16, Op::N, Op::N, 64, 64, 64), device_.arch).empty())
+    GTEST_SKIP() << "packing is for TMA (the wgmma family, sm_90a); this GPU is " << device_.arch.name();
+  options_.families = "wgmma_sm90";  // mma_sm80 would read these operands in place
+  Library lib(options_);
+  std::vector<Problem> problems;
+  for (int t = 0; t < 6; ++t) {
+    Problem p = make_problem(DType::bf16, Op::N, t % 2 ? Op::T : Op::N, 300 + 97 * t, 200 + 61 * t, 150 + 83 * t);
+    p.lda += 1;  // odd: packed
+    p.ldb += 3;
+    p.align = alignment_class(p.dtype, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
+    problems.push_back(p);
+  }
+  for (const Problem& p : problems) {
+    const Verdict v = check_library(lib, p, 1.0f, 0.0f, 4);
+    ASSERT_TRUE(v.ok) << p.describe() << ": " << v.message;
+  }
+  std::vector<std::unique_ptr<ProblemData>> data;
+  std::vector<std::vector<uint16_t>> alone(problems.size()), shared(problems.size());
+  auto call = [&](size_t t, CUstream s) {
+    const Problem& p = problems[t];
+    const ProblemData& d = *data[t];
+    lib.gemm(p.dtype, p.op_a, p.op_b, p.m, p.n, p.k, 1.0f, reinterpret_cast<const void*>(d.a.ptr()), p.lda,
+             reinterpret_cast<const void*>(d.b.ptr()), p.ldb, 0.0f, reinterpret_cast<void*>(d.c.ptr()), p.ldc,
+             reinterpret_cast<Stream>(s));
+  };
+  auto download = [&](size_t t, std::vector<uint16_t>& out) {
+    out.resize(size_t(problems[t].ldc * problems[t].n));
+    GT_CU(cuMemcpyDtoH(out.data(), data[t]->c.ptr(), out.size() * 2));
+  };
+  for (size_t t = 0; t < problems.size(); ++t) {
+    data.push_back(std::make_unique<ProblemData>(problems[t], *checker_, 20 + t, stream_->get()));
+    call(t, stream_->get());
+    stream_->synchronize();
+    download(t, alone[t]);
+    data[t]->reset_c(*checker_, 0.0f, stream_->get());  // NaN again
+  }
+  stream_->synchronize();
+  StreamHandle one;
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < problems.size(); ++t)
+    threads.emplace_back([&, t] {
+      ensure_context();
+      for (int i = 0; i < 30; ++i) call(t, one.get());
+    });
+  for (auto& th : threads) th.join();
+  one.synchronize();
+  for (size_t t = 0; t < problems.size(); ++t) {
+    download(t, shared[t]);
+    EXPECT_TRUE(shared[t] == alone[t]) << problems[t].describe() << ": calls from threads on one stream differ";
+  }
+}
+
 // Every dtype on every GPU: computed right where a family serves it, refused as unsupported (with
 // the dtype and the GPU named) where none does. On Hopper, the target, all three are served.
 TEST_F(LibraryApi, EachDtypeIsComputedRightOrRefusedAsUnsupported) {

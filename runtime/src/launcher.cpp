@@ -1,6 +1,6 @@
 // Launching any family's kernel from its launch plan: tensor maps made through the Driver API and
 // cached, a packed copy of any operand TMA cannot describe (address or leading dimension not
-// 16-byte aligned), the workspace.
+// 16-byte aligned) in a buffer kept per stream, the workspace.
 #include "launcher.hpp"
 
 #include <algorithm>
@@ -48,9 +48,8 @@ struct Launcher::MapKey {
 Launcher::Launcher(Compiler compiler, ArchInfo arch) : compiler_(std::move(compiler)), arch_(arch) {}
 Launcher::~Launcher() = default;
 
-// Encoding a map costs microseconds per call: user operands' maps are kept (a workspace's
-// address changes every call, so its maps are not).
-GemmTensorMap Launcher::tensor_map(const MapKey& key, bool cache) {
+// Encoding a map costs microseconds per call: maps are kept (the key is everything a map encodes).
+GemmTensorMap Launcher::tensor_map(const MapKey& key) {
   std::lock_guard lock(mutex_);
   if (auto it = maps_.find(key); it != maps_.end()) return it->second;
   if (maps_.size() >= 512) maps_.clear();  // a bound, not an LRU: re-encoding costs microseconds
@@ -65,13 +64,16 @@ GemmTensorMap Launcher::tensor_map(const MapKey& key, bool cache) {
                                l2_promotion(key.ptr, key.ld, key.dtype), CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
   GemmTensorMap out;
   std::memcpy(&out, &map, sizeof(out));
-  if (cache) maps_.emplace(key, out);
+  maps_.emplace(key, out);
   return out;
 }
 
-// A packed, aligned copy of a stored rows x cols matrix, in stream order; freed by release().
-CUdeviceptr Launcher::pack(CUdeviceptr src, int64_t rows, int64_t cols, int64_t ld, int64_t packed_ld,
-                              CUstream stream) {
+// A packed, aligned copy of a stored rows x cols matrix, in stream order, in the stream's buffer
+// for the operand. The buffers are kept: allocating per call cost the timed call tens of
+// microseconds, and more at random (the memory pool gives freed memory back at each
+// synchronization; bf16 nn 2500x3500x4500, docs/PERF.md).
+CUdeviceptr Launcher::pack(Operand operand, CUdeviceptr src, int64_t rows, int64_t cols, int64_t ld,
+                           int64_t packed_ld, CUstream stream) {
   {
     std::lock_guard lock(mutex_);
     if (!pack_) {
@@ -79,8 +81,7 @@ CUdeviceptr Launcher::pack(CUdeviceptr src, int64_t rows, int64_t cols, int64_t 
       pack_ = std::make_unique<LoadedKernel>(pack_compiled_, "gemmtune_pack16", 0);
     }
   }
-  CUdeviceptr dst = 0;
-  GT_CU(cuMemAllocAsync(&dst, size_t(packed_ld * cols * 2), stream));
+  const CUdeviceptr dst = packed_.at_least(stream, int(operand), uint64_t(packed_ld * cols * 2), false);
   unsigned long long s = src, d = dst;
   long long src_ld = ld, dst_ld = packed_ld;
   long long r = rows, c = cols;  // 64-bit, as gemmtune_pack16 takes them
@@ -99,35 +100,34 @@ void Launcher::launch(const LoadedKernel& kernel, const LaunchGeometry& geometry
              kernel.name(), geometry.workspace_bytes, geometry.counter_bytes);
   GemmOperands ops = operands;
   Problem p = problem;
-  CUdeviceptr workspace[2] = {0, 0};
   // A is stored rows_a x cols_a; B rows_b x cols_b. Pack what TMA cannot read in place.
   const TensorMapNeed &need_a = geometry.map(Operand::a), &need_b = geometry.map(Operand::b);
-  if (need_a.needed && !tma_aligned(ops.a, p.lda, p.dtype)) {
+  const bool pack_a = need_a.needed && !tma_aligned(ops.a, p.lda, p.dtype);
+  const bool pack_b = need_b.needed && !tma_aligned(ops.b, p.ldb, p.dtype);
+  std::unique_lock<std::mutex> packing(packing_, std::defer_lock);
+  if (pack_a || pack_b) packing.lock();
+  if (pack_a) {
     const int64_t ld = packed_ld(p.rows_a());
-    ops.a = workspace[0] = pack(ops.a, p.rows_a(), p.cols_a(), p.lda, ld, stream);
+    ops.a = pack(Operand::a, ops.a, p.rows_a(), p.cols_a(), p.lda, ld, stream);
     p.lda = ld;
   }
-  if (need_b.needed && !tma_aligned(ops.b, p.ldb, p.dtype)) {
+  if (pack_b) {
     const int64_t ld = packed_ld(p.rows_b());
-    ops.b = workspace[1] = pack(ops.b, p.rows_b(), p.cols_b(), p.ldb, ld, stream);
+    ops.b = pack(Operand::b, ops.b, p.rows_b(), p.cols_b(), p.ldb, ld, stream);
     p.ldb = ld;
   }
   GemmArgs args = plain_args(geometry, p, ops);
   if (need_a.needed)
-    args.map_a = tensor_map(MapKey{ops.a, p.rows_a(), p.cols_a(), p.lda, need_a.box_rows, need_a.box_cols, p.dtype},
-                            !workspace[0]);
+    args.map_a = tensor_map(MapKey{ops.a, p.rows_a(), p.cols_a(), p.lda, need_a.box_rows, need_a.box_cols, p.dtype});
   if (need_b.needed)
-    args.map_b = tensor_map(MapKey{ops.b, p.rows_b(), p.cols_b(), p.ldb, need_b.box_rows, need_b.box_cols, p.dtype},
-                            !workspace[1]);
+    args.map_b = tensor_map(MapKey{ops.b, p.rows_b(), p.cols_b(), p.ldb, need_b.box_rows, need_b.box_cols, p.dtype});
   // TMA stores write C through map_c when C is aligned and never read (beta == 0).
   const TensorMapNeed& need_c = geometry.map(Operand::c);
   if (need_c.needed && ops.beta == 0.0f && tma_aligned(ops.c, p.ldc, p.dtype)) {
-    args.map_c = tensor_map(MapKey{ops.c, p.m, p.n, p.ldc, need_c.box_rows, need_c.box_cols, p.dtype}, true);
+    args.map_c = tensor_map(MapKey{ops.c, p.m, p.n, p.ldc, need_c.box_rows, need_c.box_cols, p.dtype});
     args.flags |= GEMM_ARGS_MAP_C;
   }
   launch_kernel(kernel.function(), geometry, args, stream);
-  for (CUdeviceptr w : workspace)
-    if (w) GT_CU(cuMemFreeAsync(w, stream));
 }
 
 }  // namespace gemmtune

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "gemmtune/runtime/kernel.hpp"
+#include "gemmtune/runtime/workspace.hpp"
 
 namespace gemmtune {
 
@@ -19,8 +20,9 @@ class Launcher {
 
  private:
   struct MapKey;
-  GemmTensorMap tensor_map(const MapKey& key, bool cache);
-  CUdeviceptr pack(CUdeviceptr src, int64_t rows, int64_t cols, int64_t ld, int64_t packed_ld, CUstream stream);
+  GemmTensorMap tensor_map(const MapKey& key);
+  CUdeviceptr pack(Operand operand, CUdeviceptr src, int64_t rows, int64_t cols, int64_t ld, int64_t packed_ld,
+                   CUstream stream);
 
   Compiler compiler_;
   ArchInfo arch_;
@@ -28,6 +30,11 @@ class Launcher {
   std::map<MapKey, GemmTensorMap> maps_;
   CompiledKernel pack_compiled_;
   std::unique_ptr<LoadedKernel> pack_;
+  // Packed copies, a buffer per stream and operand. A call that packs holds packing_ from its
+  // first copy to its launch: another thread's call on the same stream must not overwrite the
+  // copies in between.
+  StreamBuffers packed_;
+  std::mutex packing_;
 };
 
 }  // namespace gemmtune
