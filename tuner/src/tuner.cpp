@@ -5,8 +5,8 @@
 #include <charconv>
 #include <chrono>
 #include <functional>
-#include <map>
 #include <future>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -276,28 +276,34 @@ std::optional<CandidateRecord> fastest(const std::vector<CandidateRecord>& recor
   return best;
 }
 
+// The best timings of the final round so far: each candidate's, and cuBLAS's.
+struct FinalTimes {
+  std::map<std::string, Timing> best_of;  // by kernel name
+  double baseline_ms = -1;
+  std::string baseline_name;
+};
+
 // Times `top` and cuBLAS again, interleaved, `rounds` times; each keeps its best round of this and
-// earlier final rounds (`best_of`). Updates the records (and the database) with those timings.
+// earlier final rounds. Updates the records (and the database) with those timings.
 void time_again(Measurer& measurer, TuningDb& db, const TuneReport& report, const TuneOptions& o,
-                std::vector<CandidateRecord>& top, std::map<std::string, Timing>& best_of, double& best_baseline,
-                std::string& baseline_name) {
+                std::vector<CandidateRecord>& top, FinalTimes& times) {
   for (int round = 0; round < o.final_rounds && !stop_requested(); ++round) {
     for (const CandidateRecord& c : top) {
       const auto t = measurer.retime(c.config);
       if (!t) continue;
-      auto [it, fresh] = best_of.emplace(c.kernel_name, *t);
+      auto [it, fresh] = times.best_of.emplace(c.kernel_name, *t);
       if (!fresh && t->median_ms < it->second.median_ms) it->second = *t;
     }
     if (o.baseline) {
       const auto [ms, name] = measurer.baseline();
-      baseline_name = name;
-      if (ms > 0 && (best_baseline < 0 || ms < best_baseline)) best_baseline = ms;
+      times.baseline_name = name;
+      if (ms > 0 && (times.baseline_ms < 0 || ms < times.baseline_ms)) times.baseline_ms = ms;
     }
   }
   static const std::string kNote = "timed again in the final round";
   for (CandidateRecord& c : top) {
-    const auto it = best_of.find(c.kernel_name);
-    if (it == best_of.end()) continue;
+    const auto it = times.best_of.find(c.kernel_name);
+    if (it == times.best_of.end()) continue;
     c.median_ms = it->second.median_ms;
     c.min_ms = it->second.min_ms;
     c.max_ms = it->second.max_ms;
@@ -318,18 +324,18 @@ void final_round(Measurer& measurer, TuningDb& db, const TuneReport& report, con
   if (top.empty() || o.final_rounds <= 0) return;
   phase(o, fmt::format("final round: the {} fastest{} timed again, {} rounds", top.size(),
                        o.baseline ? " and cuBLAS" : "", o.final_rounds));
-  std::map<std::string, Timing> best_of;
-  double best_baseline = -1;
+  FinalTimes times;
   for (int extra = 0; !top.empty() && !stop_requested(); ++extra) {
-    time_again(measurer, db, report, o, top, best_of, best_baseline, baseline_name);
+    time_again(measurer, db, report, o, top, times);
     const auto now = fastest(runnable_ok(db, report));
     const auto in_round = fastest(top);
-    if (extra == 3 || !now || !in_round || best_of.count(now->kernel_name)) break;
+    if (extra == 3 || !now || !in_round || times.best_of.count(now->kernel_name)) break;
     phase(o, fmt::format("final round: {} ({:.4f} ms in the search) is now the fastest; timed again beside {}",
                          now->kernel_name, now->median_ms, in_round->kernel_name));
     top = {*in_round, *now};
   }
-  if (best_baseline > 0) baseline_ms = best_baseline;
+  if (times.baseline_ms > 0) baseline_ms = times.baseline_ms;
+  if (!times.baseline_name.empty()) baseline_name = times.baseline_name;
 }
 
 // Throws Error(unsupported) saying why no family can solve the problem on the architecture.
