@@ -106,11 +106,12 @@ TEST_F(LibraryApi, ResultsAreRightFromManyThreadsOnTheirOwnStreams) {
 }
 
 // Operands TMA cannot read in place (odd leading dimensions) are packed into buffers the library
-// keeps per stream (wgmma only: mma_sm80 reads them in place). Threads that share one stream get the same bits as calls made one at a time:
-// no call's copies are overwritten by another's before its kernel has read them; and the first
-// results are right.
+// keeps per stream (wgmma only: mma_sm80 reads them in place). Threads that share one stream get
+// the same bits as calls made one at a time: no call's copies are overwritten by another's before
+// its kernel has read them; and the first results are right.
 TEST_F(LibraryApi, PackedOperandsFromThreadsSharingAStreamAreTheirOwn) {
-  if (!find_family("wgmma_sm90").unsupported_reason(make_problem(DType::bf16, Op::N, Op::N, 64, 64, 64), device_.arch).empty())
+  const Problem any = make_problem(DType::bf16, Op::N, Op::N, 64, 64, 64);
+  if (!find_family("wgmma_sm90").unsupported_reason(any, device_.arch).empty())
     GTEST_SKIP() << "packing is for TMA (the wgmma family, sm_90a); this GPU is " << device_.arch.name();
   options_.families = "wgmma_sm90";  // mma_sm80 would read these operands in place
   Library lib(options_);
