@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <map>
+#include <mutex>
 
 #include "gemmtune/generator/util.hpp"
 #include "gemmtune/runtime/driver.hpp"
@@ -146,6 +148,29 @@ void ReadyKernel::run(const LaunchGeometry& g, const Problem& problem, const Gem
   launcher->launch(*loaded, g, problem, operands, stream);
 }
 
+namespace {
+
+// The current context's launcher, shared by every kernel prepared in it: one set of tensor maps,
+// packing kernel and packed copies (buffers kept per stream) serves them all, so that what it
+// keeps does not grow with the number of kernels. It lives while a kernel of the context holds it
+// (contexts by their unique id: an address can come back for another context).
+std::shared_ptr<Launcher> context_launcher(const Compiler& compiler, const ArchInfo& arch) {
+  CUcontext context = nullptr;
+  GT_CU(cuCtxGetCurrent(&context));
+  unsigned long long id = 0;
+  GT_CU(cuCtxGetId(context, &id));
+  static std::mutex mutex;
+  static std::map<unsigned long long, std::weak_ptr<Launcher>> launchers;
+  std::lock_guard lock(mutex);
+  std::weak_ptr<Launcher>& kept = launchers[id];
+  if (auto launcher = kept.lock()) return launcher;
+  auto launcher = std::make_shared<Launcher>(compiler, arch);
+  kept = launcher;
+  return launcher;
+}
+
+}  // namespace
+
 ReadyKernel prepare_kernel(const Compiler& compiler, const KernelConfig& config, const Problem& problem,
                            const ArchInfo& arch) {
   ReadyKernel k;
@@ -154,7 +179,7 @@ ReadyKernel prepare_kernel(const Compiler& compiler, const KernelConfig& config,
   k.geometry = k.family->geometry(config, problem, arch);
   k.compiled = compiler.compile(emit_source(*k.family, config), arch);
   k.loaded = std::make_shared<LoadedKernel>(k.compiled, k.geometry.smem_bytes);
-  k.launcher = std::make_shared<Launcher>(compiler, arch);
+  k.launcher = context_launcher(compiler, arch);
   if (k.geometry.persistent) k.resident_ctas = k.loaded->resident_ctas(k.geometry, arch.sms);
   return k;
 }

@@ -11,7 +11,7 @@ namespace gemmtune::cu {
 #define GEMMTUNE_DRIVER_FUNCTIONS(X)                                                         \
   X(cuInit) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName)      \
   X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain)                    \
-  X(cuDevicePrimaryCtxRelease) X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxGetDevice)       \
+  X(cuDevicePrimaryCtxRelease) X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxGetDevice) X(cuCtxGetId) \
   X(cuCtxSynchronize) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)           \
   X(cuFuncSetAttribute) X(cuFuncGetAttribute) X(cuLaunchKernelEx) X(cuMemAlloc) X(cuMemFree) \
   X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoDAsync) X(cuMemsetD32Async) X(cuMemsetD16Async) X(cuMemsetD8Async) \
