@@ -34,6 +34,7 @@
 #include "common.cuh"
 #include "ptx/cluster.cuh"
 #include "ptx/mbarrier.cuh"
+#include "ptx/stmatrix.cuh"
 #include "ptx/tma.cuh"
 #include "ptx/wgmma.cuh"
 #include "schedule.h"
@@ -423,8 +424,12 @@ struct Kernel {
     const int lane = threadIdx.x % 128;
     const bool issuer = lane == 0;
     unsigned char* staging = s.c + consumer * C_BUFFERS * C_CHUNK_BYTES;
-    const int row = 16 * (lane / 32) + (lane % 32) / 4;
-    unsigned char* thread_base = staging + row * 128 + 4 * (lane % 4);
+    // stmatrix writes four 8x8 blocks per instruction: (h, unit) = (0, u), (1, u), (0, u + 1),
+    // (1, u + 1) for u = 0, 2, 4, 6, each 8 rows of 16 bytes (unit u of the 128-byte row). This
+    // lane addresses row lane % 8 of block q = (lane % 32) / 8; with the 128-byte swizzle, unit u
+    // of row r sits at unit u ^ (r % 8), and r % 8 == lane % 8.
+    const int q = (lane % 32) / 8;
+    const int lane_row = 16 * (lane / 32) + 8 * (q % 2) + lane % 8;
     const int n0 = t.row0 + rows_of(consumer) * 64 * MW;
 #pragma unroll
     for (int chunk = 0; chunk < C_CHUNKS; ++chunk) {
@@ -443,14 +448,16 @@ struct Kernel {
 #pragma unroll
       for (int mb = 0; mb < MW; ++mb)
 #pragma unroll
-        for (int h = 0; h < 2; ++h)
+        for (int u = 0; u < 8; u += 2) {
+          u32 r[4];
 #pragma unroll
-          for (int jj = 0; jj < 8; ++jj) {
-            // 128-byte swizzle: 16-byte unit u of row r sits at unit u ^ (r % 8); r % 8 == row % 8.
-            const int offset = buffer * C_CHUNK_BYTES + (mb * 64 + 8 * h) * 128 + (jj ^ (row % 8)) * 16;
-            const int i = 2 * (2 * (8 * chunk + jj) + h);  // this thread's accumulator pair
-            *reinterpret_cast<u32*>(thread_base + offset) = pack(args.alpha * acc[mb][i], args.alpha * acc[mb][i + 1]);
+          for (int b = 0; b < 4; ++b) {
+            const int i = 2 * (2 * (8 * chunk + u + b / 2) + b % 2);  // this thread's accumulator pair
+            r[b] = pack(args.alpha * acc[mb][i], args.alpha * acc[mb][i + 1]);
           }
+          const int unit = (u + q / 2) ^ (lane % 8);
+          ptx::stmatrix_x4(ptx::smem_u32(staging + buffer * C_CHUNK_BYTES + (mb * 64 + lane_row) * 128 + unit * 16), r);
+        }
       if (RING || chunk == C_CHUNKS - 1) {
         ptx::fence_async_shared();
         ptx::named_barrier(1 + consumer, 128);
@@ -640,9 +647,9 @@ struct Kernel {
 // Defaults (the known good point), so that nvcc can build and disassemble the template offline:
 //   nvcc -x cu -gencode=arch=compute_90a,code=sm_90a -cubin -I templates templates/wgmma_sm90.cuh
 struct GemmtuneWgmmaDefault {
-  static constexpr int BM = 256, BN = 128, STAGES = 3, WG = 2;
+  static constexpr int BM = 256, BN = 128, STAGES = 4, WG = 2;
   static constexpr bool SWAP = false, WS = true;
-  static constexpr int CLUSTER_M = 1, CLUSTER_N = 2, RASTER = 0, GROUP = 8, EPILOGUE = 1, C_BUFFERS = 4;
+  static constexpr int CLUSTER_M = 1, CLUSTER_N = 2, RASTER = 0, GROUP = 8, EPILOGUE = 1, C_BUFFERS = 2;
   static constexpr int SCHEDULE = 0, SPLITS = 1, OCCUPANCY = 1;
   static constexpr bool PINGPONG = false, A_T = false, B_T = false;
   static constexpr int DTYPE = 2;
