@@ -285,7 +285,8 @@ TEST(Templates, IncludesAreFoundTransitively) {
   EXPECT_EQ(template_closure({"simt.cuh"}), (std::vector<std::string>{"common.cuh", "gemm_args.h", "simt.cuh"}));
   EXPECT_EQ(template_closure({"wgmma_sm90.cuh", "pack.cuh"}),
             (std::vector<std::string>{"common.cuh", "gemm_args.h", "pack.cuh", "ptx/cluster.cuh", "ptx/mbarrier.cuh",
-                                      "ptx/tma.cuh", "ptx/wgmma.cuh", "schedule.h", "wgmma_sm90.cuh"}));
+                                      "ptx/stmatrix.cuh", "ptx/tma.cuh", "ptx/wgmma.cuh", "schedule.h",
+                                      "wgmma_sm90.cuh"}));
   // Names that are no template (system headers) are not followed; cycles end.
   const std::string a = "#include \"b.h\"\n#include \"cuda_fp16.h\"\n", b = "#pragma once\n#include \"a.h\"\n";
   const std::vector<EmbeddedFile> cyclic = {{"a.h", a}, {"b.h", b}};
