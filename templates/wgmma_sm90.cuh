@@ -424,10 +424,11 @@ struct Kernel {
     const int lane = threadIdx.x % 128;
     const bool issuer = lane == 0;
     unsigned char* staging = s.c + consumer * C_BUFFERS * C_CHUNK_BYTES;
-    // stmatrix writes four 8x8 blocks per instruction: (h, unit) = (0, u), (1, u), (0, u + 1),
-    // (1, u + 1) for u = 0, 2, 4, 6, each 8 rows of 16 bytes (unit u of the 128-byte row). This
-    // lane addresses row lane % 8 of block q = (lane % 32) / 8; with the 128-byte swizzle, unit u
-    // of row r sits at unit u ^ (r % 8), and r % 8 == lane % 8.
+    // A warp's 16 rows of a 64-row block go out by stmatrix, four 8x8 blocks per instruction:
+    // block b covers rows 8 (b % 2) to 8 (b % 2) + 7 and 16-byte unit u + b / 2 of their 128-byte
+    // rows (u = 0, 2, 4, 6), and holds this thread's accumulator pair there. Lane l addresses row
+    // l % 8 of block q = (l % 32) / 8; with the 128-byte swizzle, unit v of row r sits at unit
+    // v ^ (r % 8), and r % 8 == l % 8.
     const int q = (lane % 32) / 8;
     const int lane_row = 16 * (lane / 32) + 8 * (q % 2) + lane % 8;
     const int n0 = t.row0 + rows_of(consumer) * 64 * MW;
@@ -456,7 +457,8 @@ struct Kernel {
             r[b] = pack(args.alpha * acc[mb][i], args.alpha * acc[mb][i + 1]);
           }
           const int unit = (u + q / 2) ^ (lane % 8);
-          ptx::stmatrix_x4(ptx::smem_u32(staging + buffer * C_CHUNK_BYTES + (mb * 64 + lane_row) * 128 + unit * 16), r);
+          const int offset = buffer * C_CHUNK_BYTES + (mb * 64 + lane_row) * 128 + unit * 16;
+          ptx::stmatrix_x4(ptx::smem_u32(staging + offset), r);
         }
       if (RING || chunk == C_CHUNKS - 1) {
         ptx::fence_async_shared();
