@@ -109,6 +109,18 @@ TEST_F(CompileFamilies, WgmmaTmaStoresThroughFewerBuffersThanChunks) {
   }
 }
 
+// The defaults that stream a narrow side where tiles are few (64 rows, split-K, wgmma N 128).
+TEST_F(CompileFamilies, WgmmaNarrowFewDefaultsCompileWithoutSpills) {
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  const Family& family = find_family("wgmma_sm90");
+  std::vector<KernelConfig> configs;
+  for (const char* layout : {"nn", "tn"}) {
+    configs.push_back(family.default_config(make_problem(DType::bf16, parse_op(layout[0]), parse_op(layout[1]), 4096, 128, 11008), arch));
+    configs.push_back(family.default_config(make_problem(DType::f16, parse_op(layout[0]), parse_op(layout[1]), 128, 4096, 4096), arch));
+  }
+  expect_compile_without_spills(family, configs, arch);
+}
+
 TEST_F(CompileFamilies, WgmmaBf16NN) { expect_wgmma_sample_compiles(DType::bf16, "nn"); }
 TEST_F(CompileFamilies, WgmmaBf16NT) { expect_wgmma_sample_compiles(DType::bf16, "nt"); }
 TEST_F(CompileFamilies, WgmmaBf16TN) { expect_wgmma_sample_compiles(DType::bf16, "tn"); }

@@ -140,6 +140,10 @@ bool many_waves(const Problem& p, const ArchInfo& arch) {
 // The skinny side of a problem goes on wgmma's N (steps of 8), not on 64-row blocks.
 bool skinny_n(const Problem& p) { return p.n <= 64; }
 bool skinny_m(const Problem& p) { return p.m <= 64; }
+// A side that one wgmma N covers, on a problem whose 128x128 tiles leave SMs idle: streamed like
+// a skinny one, 64 rows a tile and K split (bf16 tn 4096x128x11008: 0.99-1.00x cuBLAS untuned,
+// as the tuned winner, where 128x128 tiles split in four made 0.91-0.94x; H100, docs/PERF.md).
+bool narrow_few(const Problem& p, const ArchInfo& arch) { return std::min(p.m, p.n) <= 128 && few_tiles(p, arch); }
 
 class WgmmaSm90Family final : public Family {
  public:
@@ -187,7 +191,7 @@ class WgmmaSm90Family final : public Family {
   // a 5-8 stage pipeline; 64-row tiles where 128-row ones would leave half the SMs without weights
   // to stream. Returns whether the tiles are still so few that K is worth splitting.
   static bool make_skinny(KernelConfig& c, const Problem& p, const ArchInfo& arch) {
-    const bool swap = skinny_n(p) && (!skinny_m(p) || p.n <= p.m);
+    const bool swap = p.n <= p.m;  // the narrow side on wgmma's N
     const int64_t wide = swap ? p.m : p.n;
     const int64_t rows = std::min<int64_t>(2 * ceil_div(wide, 128) >= arch.sms ? 128 : 64, round_up(wide, 64));
     c.params["SWAP"] = swap;
@@ -228,7 +232,8 @@ class WgmmaSm90Family final : public Family {
   // A configuration per shape class, from the winners of gemm-tune on the H100 (docs/PERF.md,
   // issue 7): decode and other skinny problems put the skinny side on wgmma's N and stream the
   // weights through a 5-8 stage pipeline, data-parallel while the tiles fill half the SMs;
-  // small problems take 64x64 tiles, whole; mid-size ones 128x128 tiles where even those leave
+  // small problems take 64x64 tiles, whole; problems with a side of 128 or less whose tiles are
+  // few are streamed like decode; mid-size ones 128x128 tiles where even those leave
   // SMs idle, one wave of 256x128 tiles with TMA stores where those fill one; ragged ones the
   // tile that fills the rounds best; large ones 256x128 tiles four stages deep with a cluster of
   // two sharing A and TMA stores through two chunk buffers per warpgroup (cuBLAS's own layout on
@@ -259,6 +264,8 @@ class WgmmaSm90Family final : public Family {
         c.params["STAGES"] = 8;
       }
       split_where_few = false;
+    } else if (narrow_few(p, arch)) {
+      split_where_few = make_skinny(c, p, arch);
     } else if (few_tiles(p, arch)) {
       // One consumer warpgroup, six stages and TMA stores (bf16 1024x1024x16384, split in two:
       // 58.4 us; two warpgroups 60.0 us, five stages 59.8 us, register stores 60.5 us; H100).
