@@ -23,7 +23,9 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
+#include <vector>
 
 #include "gemmtune/cache/tuning_db.hpp"
 
@@ -43,7 +45,19 @@ struct SearchSettings {
   // The final round times again the candidates within `final_margin` of the fastest (at most
   // TuneOptions::final_candidates of them); exhaustive searches take the fastest regardless.
   double final_margin = 0.03;
+  // A family's default stays the winner unless the final round timed another kernel more than
+  // `default_margin` faster: the default is what an untuned call runs, and a kernel that won by
+  // less won by the clocks (see winner_of).
+  double default_margin = 0.01;
 };
+
+// The winner among measured records: the fastest ok one, unless the fastest of the families'
+// defaults (by kernel name) is within `margin` of it. On the H100 the final round put the default
+// within 0.2-1.5% of the winner on 6 of the suite's 10 large shapes, while repeated benches of one
+// kernel move 2-5% (docs/PERF.md): a winner by less is noise, and a tuned kernel slower than the
+// untuned one is a surprise no user wants.
+std::optional<CandidateRecord> winner_of(const std::vector<CandidateRecord>& records,
+                                         const std::set<std::string>& defaults, double margin);
 
 class RankedSearch {
  public:
