@@ -53,9 +53,9 @@ struct SearchSettings {
 
 // The winner among measured records: the fastest ok one, unless the fastest of the families'
 // defaults (by kernel name) is within `margin` of it. On the H100 the final round put the default
-// within 0.2-1.5% of the winner on 6 of the suite's 10 large shapes, while repeated benches of one
-// kernel move 2-5% (docs/PERF.md): a winner by less is noise, and a tuned kernel slower than the
-// untuned one is a surprise no user wants.
+// within 0.2-1.5% of the winner on five of the suite's large shapes (and the default won three
+// more), while repeated benches of one kernel move 2-5% (docs/PERF.md): a lead that small is
+// noise, and a tuned kernel slower than the untuned one is a surprise no user wants.
 std::optional<CandidateRecord> winner_of(const std::vector<CandidateRecord>& records,
                                          const std::set<std::string>& defaults, double margin);
 
