@@ -147,6 +147,40 @@ TEST(DbMerge, EveryCandidateIsKeptAndTheBestIsChosenAgainOverAllOfThem) {
   EXPECT_EQ(again.best, 0);
 }
 
+// gemm-tune keeps a family's default when another kernel beat it by kWinnerMargin or less; a
+// merge keeps that choice, in either order, and takes the fastest where it is faster by more.
+TEST(DbMerge, AWinnerWithinTheMarginOfTheFastestStaysChosen) {
+  TempDir dir;
+  const Problem p = make_problem(DType::bf16, Op::T, Op::N, 4096, 4096, 4096);
+  auto cands = candidates_of(p, 4);
+  const double times[] = {1.000, 1.005, 1.2, 1.3};  // cands[1], the named winner, is within 1%
+  for (size_t i = 0; i < cands.size(); ++i) {
+    cands[i].status = CandidateStatus::ok;
+    cands[i].median_ms = cands[i].min_ms = times[i];
+    cands[i].runs = 20;
+  }
+  TuningDb a(dir / "a.db"), b(dir / "b.db");
+  for (const auto& c : {cands[0], cands[1]}) a.record(h100(), p, c);
+  a.set_best(h100(), p, cands[1].kernel_name, cands[1].template_version, 2.0, true);
+  tune_into(b, h100(), p, {cands[2], cands[3]});
+  TuningDb ab(dir / "ab.db"), ba(dir / "ba.db");
+  ab.merge(a);
+  ab.merge(b);
+  ba.merge(b);
+  ba.merge(a);
+  EXPECT_EQ(ab.best(h100(), p)->winner.kernel_name, cands[1].kernel_name);
+  EXPECT_EQ(ba.best(h100(), p)->winner.kernel_name, cands[1].kernel_name);
+
+  // A named winner 2% behind the fastest gives way to it.
+  TuningDb c(dir / "c.db"), out(dir / "out.db");
+  auto slower = cands[1];
+  slower.median_ms = slower.min_ms = 1.02;
+  for (const auto& x : {cands[0], slower}) c.record(h100(), p, x);
+  c.set_best(h100(), p, slower.kernel_name, slower.template_version, 2.0, true);
+  out.merge(c);
+  EXPECT_EQ(out.best(h100(), p)->winner.kernel_name, cands[0].kernel_name);
+}
+
 TEST(DbMerge, TiesAreBrokenTheSameWayByEveryReader) {
   TempDir dir;
   const Problem p = make_problem(DType::bf16, Op::N, Op::N, 2048, 2048, 2048);

@@ -38,20 +38,20 @@ CandidateRecord named(const std::string& name, CandidateRecord c) {
   return c;
 }
 
-// A default keeps the win unless another kernel is more than the margin faster; failed records
-// and slower defaults never win; without a default the fastest does.
+// A default (any preferred kernel) keeps the win unless another kernel is more than the margin
+// faster; failed records and slower defaults never win; without a default the fastest does.
 TEST(Winner, TheDefaultStaysUnlessAnotherIsFasterByMoreThanTheMargin) {
   const std::set<std::string> defaults = {"default", "other_default"};
   const std::vector<CandidateRecord> close = {named("fast", timed(1.000)), named("default", timed(1.009)),
                                               named("other_default", timed(1.005)), named("broken", failed())};
-  EXPECT_EQ(winner_of(close, defaults, 0.01)->kernel_name, "other_default");
-  EXPECT_EQ(winner_of(close, defaults, 0.0)->kernel_name, "fast");
+  EXPECT_EQ(choose_winner(close, defaults, 0.01)->kernel_name, "other_default");
+  EXPECT_EQ(choose_winner(close, defaults, 0.0)->kernel_name, "fast");
   const std::vector<CandidateRecord> far = {named("fast", timed(1.000)), named("default", timed(1.02))};
-  EXPECT_EQ(winner_of(far, defaults, 0.01)->kernel_name, "fast");
-  EXPECT_EQ(winner_of(far, {}, 0.5)->kernel_name, "fast");
+  EXPECT_EQ(choose_winner(far, defaults, 0.01)->kernel_name, "fast");
+  EXPECT_EQ(choose_winner(far, {}, 0.5)->kernel_name, "fast");
   const std::vector<CandidateRecord> default_failed = {named("default", failed()), named("slow", timed(2.0))};
-  EXPECT_EQ(winner_of(default_failed, defaults, 0.01)->kernel_name, "slow");
-  EXPECT_FALSE(winner_of({named("default", failed())}, defaults, 0.01).has_value());
+  EXPECT_EQ(choose_winner(default_failed, defaults, 0.01)->kernel_name, "slow");
+  EXPECT_FALSE(choose_winner({named("default", failed())}, defaults, 0.01).has_value());
 }
 
 // ---- RankedSearch -----------------------------------------------------------------------------

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <ctime>
 #include <optional>
+#include <set>
 
 #include "gemmtune/generator/family.hpp"
 #include "gemmtune/generator/util.hpp"
@@ -378,7 +379,9 @@ bool rechoose_best(sqlite3* db, const ProblemRow& at, const std::string& templat
                                                  {template_version}));
   if (ok.empty()) return false;  // a later failed measurement of the winner stands
   BestChoice chosen = incoming;
-  chosen.kernel_name = ok.front().kernel_name;  // select_candidates ranks as ranks_before()
+  std::set<std::string> named = {incoming.kernel_name};
+  if (stored) named.insert(stored->kernel_name);
+  chosen.kernel_name = choose_winner(ok, named, kWinnerMargin)->kernel_name;
   if (stored) {
     chosen.complete = stored->complete || incoming.complete;
     chosen.tuned_at = std::max(stored->tuned_at, incoming.tuned_at);

@@ -73,8 +73,9 @@ Written upsert_candidate(sqlite3* db, const ProblemRow& at, const CandidateRecor
 // Returns whether the row was inserted or updated.
 bool upsert_best(sqlite3* db, const ProblemRow& at, const BestChoice& best, Merge merge);
 
-// Chooses the best of the pair and template version again, by ranks_before() over its ok
-// candidates, when the database or `incoming` (may be null) has a best row for it. Keeps what the
+// Chooses the best of the pair and template version again over its ok candidates, when the
+// database or `incoming` (may be null) has a best row for it: the fastest by ranks_before(),
+// unless a winner those rows named is within kWinnerMargin of it (choose_winner). Keeps what the
 // rows say about the search: complete when either search was, the cuBLAS time of the row that
 // named this winner (else of the later row), the later tuned_at. Returns whether the row was
 // inserted or changed.

@@ -70,6 +70,18 @@ bool ranks_before(const CandidateRecord& a, const CandidateRecord& b) {
   return a.template_version < b.template_version;
 }
 
+std::optional<CandidateRecord> choose_winner(const std::vector<CandidateRecord>& records,
+                                             const std::set<std::string>& preferred, double margin) {
+  std::optional<CandidateRecord> best, best_preferred;
+  for (const CandidateRecord& r : records) {
+    if (r.status != CandidateStatus::ok) continue;
+    if (!best || ranks_before(r, *best)) best = r;
+    if (preferred.count(r.kernel_name) && (!best_preferred || ranks_before(r, *best_preferred))) best_preferred = r;
+  }
+  if (best_preferred && best_preferred->median_ms <= best->median_ms * (1 + margin)) return best_preferred;
+  return best;
+}
+
 TuningDb::TuningDb(const std::filesystem::path& path, Mode mode)
     : path_(path), db_(open_database(path, mode == Mode::read_only)) {}
 

@@ -46,16 +46,4 @@ double RankedSearch::enough_above_ms() const {
   return best_ms_ * (1 + settings_.final_margin);
 }
 
-std::optional<CandidateRecord> winner_of(const std::vector<CandidateRecord>& records,
-                                         const std::set<std::string>& defaults, double margin) {
-  std::optional<CandidateRecord> best, best_default;
-  for (const CandidateRecord& r : records) {
-    if (r.status != CandidateStatus::ok) continue;
-    if (!best || ranks_before(r, *best)) best = r;
-    if (defaults.count(r.kernel_name) && (!best_default || ranks_before(r, *best_default))) best_default = r;
-  }
-  if (best_default && best_default->median_ms <= best->median_ms * (1 + margin)) return best_default;
-  return best;
-}
-
 }  // namespace gemmtune

@@ -602,8 +602,8 @@ TuneReport tune(const Problem& problem, const TuneOptions& options, int ordinal)
 
   // Complete: every candidate has a record, or the cost model ruled out the rest.
   report.complete = !report.interrupted && (planned.size() == left || report.stopped_by_model);
-  report.best = winner_of(runnable_ok(db, report), default_names(problem, report.device.arch),
-                          options.search.default_margin);
+  report.best = choose_winner(runnable_ok(db, report), default_names(problem, report.device.arch),
+                              options.search.default_margin);
   if (report.best)
     db.set_best(report.device.key, problem, report.best->kernel_name, report.best->template_version,
                 report.baseline_ms, report.complete);

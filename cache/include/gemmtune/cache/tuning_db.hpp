@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -59,6 +60,19 @@ struct CandidateRecord {
 // results picks the same winner: ok before failed, then by median time, minimum time, kernel name
 // and template version (failures by name and version).
 bool ranks_before(const CandidateRecord& a, const CandidateRecord& b);
+
+// A preferred kernel keeps the win unless another ran more than this much faster. On the H100 the
+// tuner's final round put a family's default within 0.2-1.5% of the winner on five of the LLM
+// suite's large shapes (and the default won three more), while repeated benches of one kernel
+// move 2-5% (docs/PERF.md): a lead that small is noise.
+inline constexpr double kWinnerMargin = 0.01;
+
+// The winner among records: the first ok one by ranks_before(), unless one of `preferred`
+// (kernel names) is within `margin` of it; of those, the first. gemm-tune prefers the families'
+// defaults (a tuned kernel should not be the untuned call's slower twin); a merge prefers the
+// winners the merged tunings named, so that it keeps their choice, in any order.
+std::optional<CandidateRecord> choose_winner(const std::vector<CandidateRecord>& records,
+                                             const std::set<std::string>& preferred, double margin);
 
 struct BestRecord {
   DeviceKey device;

@@ -23,9 +23,7 @@
 #include <limits>
 #include <map>
 #include <optional>
-#include <set>
 #include <string>
-#include <vector>
 
 #include "gemmtune/cache/tuning_db.hpp"
 
@@ -47,17 +45,9 @@ struct SearchSettings {
   double final_margin = 0.03;
   // A family's default stays the winner unless the final round timed another kernel more than
   // `default_margin` faster: the default is what an untuned call runs, and a kernel that won by
-  // less won by the clocks (see winner_of).
-  double default_margin = 0.01;
+  // less won by the clocks (choose_winner, cache/tuning_db.hpp).
+  double default_margin = kWinnerMargin;
 };
-
-// The winner among measured records: the fastest ok one, unless the fastest of the families'
-// defaults (by kernel name) is within `margin` of it. On the H100 the final round put the default
-// within 0.2-1.5% of the winner on five of the suite's large shapes (and the default won three
-// more), while repeated benches of one kernel move 2-5% (docs/PERF.md): a lead that small is
-// noise, and a tuned kernel slower than the untuned one is a surprise no user wants.
-std::optional<CandidateRecord> winner_of(const std::vector<CandidateRecord>& records,
-                                         const std::set<std::string>& defaults, double margin);
 
 class RankedSearch {
  public:
