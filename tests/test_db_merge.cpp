@@ -96,6 +96,17 @@ std::map<std::string, std::string> winners(const TuningDb& db, const DeviceKey& 
   return out;
 }
 
+// The problem's winner after merging a, then b, into dir/ab.db, and b, then a, into dir/ba.db.
+std::pair<std::string, std::string> merged_both_ways(const fs::path& dir, const TuningDb& a, const TuningDb& b,
+                                                     const Problem& p) {
+  TuningDb ab(dir / "ab.db"), ba(dir / "ba.db");
+  ab.merge(a);
+  ab.merge(b);
+  ba.merge(b);
+  ba.merge(a);
+  return {ab.best(h100(), p)->winner.kernel_name, ba.best(h100(), p)->winner.kernel_name};
+}
+
 TEST(DbMerge, ShardDatabasesMergeIntoTheChoicesOfOneRunInAnyOrder) {
   TempDir dir;
   const Workload w = llm_like_workload();
@@ -163,13 +174,9 @@ TEST(DbMerge, AWinnerWithinTheMarginOfTheFastestStaysChosen) {
   for (const auto& c : {cands[0], cands[1]}) a.record(h100(), p, c);
   a.set_best(h100(), p, cands[1].kernel_name, cands[1].template_version, 2.0, true);
   tune_into(b, h100(), p, {cands[2], cands[3]});
-  TuningDb ab(dir / "ab.db"), ba(dir / "ba.db");
-  ab.merge(a);
-  ab.merge(b);
-  ba.merge(b);
-  ba.merge(a);
-  EXPECT_EQ(ab.best(h100(), p)->winner.kernel_name, cands[1].kernel_name);
-  EXPECT_EQ(ba.best(h100(), p)->winner.kernel_name, cands[1].kernel_name);
+  const auto [ab, ba] = merged_both_ways(dir.path(), a, b, p);
+  EXPECT_EQ(ab, cands[1].kernel_name);
+  EXPECT_EQ(ba, cands[1].kernel_name);
 
   // A named winner 2% behind the fastest gives way to it.
   TuningDb c(dir / "c.db"), out(dir / "out.db");
@@ -197,13 +204,10 @@ TEST(DbMerge, TiesAreBrokenTheSameWayByEveryReader) {
   TuningDb a(dir / "a.db"), b(dir / "b.db");
   tune_into(a, h100(), p, {cands[0], cands[1]});
   tune_into(b, h100(), p, {cands[2], cands[3]});
-  TuningDb ab(dir / "ab.db"), ba(dir / "ba.db");
-  ab.merge(a);
-  ab.merge(b);
-  ba.merge(b);
-  ba.merge(a);
-  EXPECT_EQ(ab.best(h100(), p)->winner.kernel_name, first_by_name);
-  EXPECT_EQ(ba.best(h100(), p)->winner.kernel_name, first_by_name);
+  const auto [ab_winner, ba_winner] = merged_both_ways(dir.path(), a, b, p);
+  EXPECT_EQ(ab_winner, first_by_name);
+  EXPECT_EQ(ba_winner, first_by_name);
+  const TuningDb ab(dir / "ab.db");
   // The database lists a problem's candidates in the same order.
   EXPECT_EQ(ab.candidates(h100(), p).front().kernel_name, first_by_name);
   EXPECT_TRUE(ranks_before(ab.candidates(h100(), p)[0], ab.candidates(h100(), p)[1]));
