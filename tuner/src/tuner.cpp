@@ -285,10 +285,7 @@ std::vector<CandidateRecord> finalists(const std::vector<CandidateRecord>& candi
 }
 
 std::optional<CandidateRecord> fastest(const std::vector<CandidateRecord>& records) {
-  std::optional<CandidateRecord> best;
-  for (const auto& r : records)
-    if (r.status == CandidateStatus::ok && (!best || ranks_before(r, *best))) best = r;
-  return best;
+  return choose_winner(records, {}, 0);
 }
 
 // The best timings of the final round so far: each candidate's, and cuBLAS's.
