@@ -181,6 +181,19 @@ TEST_F(CompileFamilies, MmaCeilingBenchmarkCompiles) {
   EXPECT_EQ(parse_ptxas_report(k.log, "gemmtune_mma_ceiling_bf16").spills(), 0);
 }
 
+TEST_F(CompileFamilies, ReadCeilingBenchmarkCompilesWithoutLocalMemory) {
+  const Compiler compiler(false);
+  for (const char* name : {"sm_80", "sm_90a"}) {
+    const CompiledKernel k = compiler.compile(
+        make_source("gemmtune_read_ceiling", "#include \"read_ceiling.cuh\"\n"), ArchInfo::from_name(name));
+    EXPECT_FALSE(k.cubin.empty()) << name;
+    const PtxasReport r = parse_ptxas_report(k.log, "gemmtune_read_ceiling");
+    EXPECT_GT(r.registers, 0) << name << ": no ptxas report";
+    EXPECT_EQ(r.spills(), 0) << name;
+    EXPECT_EQ(r.stack_frame, 0) << name << ": the loads in flight must stay in registers";
+  }
+}
+
 // gemv: the default and (sample) a covering sample of the space of one problem per code path
 // (dot with x read through L1 or staged, axpy, both sides, 2- to 16-byte loads).
 // GEMMTUNE_COMPILE_ALL_GEMV=1 compiles every point of those spaces instead.

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <nlohmann/json.hpp>
 
 #include "cli_common.hpp"
@@ -24,7 +25,7 @@ namespace {
 struct Args {
   std::string suite = "default", shapes, dtype = "f32", layout = "nn", csv, db;
   int64_t m = 0, n = 0, k = 0;
-  bool json = false, overhead = false, mma_ceiling = false;
+  bool json = false, overhead = false, mma_ceiling = false, read_ceiling = false;
   int device = 0;
   int repeat = 1;
 };
@@ -193,6 +194,66 @@ void measure_mma_ceiling(const gt::DeviceInfo& dev, const gt::Timer& timer, CUst
                              dev.arch.name(), dev.arch.sms, text);
 }
 
+// The fastest plain read of `bytes` (templates/read_ceiling.cuh) over a few launch shapes, timed
+// like the GEMMs (the L2 flushed before each run).
+gt::Timing time_read(const gt::LoadedKernel& kernel, CUdeviceptr data, size_t bytes, CUdeviceptr sink,
+                     const gt::DeviceInfo& dev, const gt::Timer& timer, CUstream stream) {
+  unsigned long long vectors = bytes / 16;
+  std::optional<gt::Timing> best;
+  for (const uint32_t per_sm : {2u, 4u})
+    for (const uint32_t threads : {512u, 1024u}) {
+      void* params[] = {&data, &vectors, &sink};
+      const uint32_t blocks = per_sm * uint32_t(dev.arch.sms);
+      const gt::Timing t = timer.time(
+          [&](CUstream s) { gt::launch_raw(kernel.function(), blocks, threads, params, s); }, stream, gt::TimingSettings{});
+      if (!best || t.median_ms < best->median_ms) best = t;
+    }
+  return *best;
+}
+
+// For each memory-bound problem: the time of a plain read of as many bytes as it moves at least
+// (A, B and C once), against cuBLAS's time; cuBLAS time / read time is the most a kernel could
+// gain over cuBLAS there.
+void measure_read_ceiling(const std::vector<gt::Problem>& problems, const gt::DeviceInfo& dev,
+                          const gt::Checker& checker, const gt::Timer& timer, const gt::Cublas* cublas,
+                          CUstream stream, bool as_json) {
+  const gt::Compiler compiler(false);
+  const gt::CompiledKernel compiled =
+      compiler.compile(gt::make_source("gemmtune_read_ceiling", "#include \"read_ceiling.cuh\"\n"), dev.arch);
+  const gt::LoadedKernel kernel(compiled, "gemmtune_read_ceiling", 0);
+  const gt::DeviceBuffer sink(sizeof(uint32_t));
+  gt::cli::Table t({"problem", "MB", "read ms", "GB/s", "cuBLAS ms", "cuBLAS / read"});
+  json rows = json::array();
+  for (const auto& p : problems) {
+    if (!memory_bound(p)) continue;
+    const size_t bytes = size_t(min_bytes(p));
+    const gt::DeviceBuffer data(bytes);
+    GT_CU(cuMemsetD32Async(data.ptr(), 0x3f803f80u, bytes / 4, stream));  // bf16 ones: any pattern reads alike
+    const gt::Timing read = time_read(kernel, data.ptr(), bytes, sink.ptr(), dev, timer, stream);
+    double cublas_ms = -1;
+    if (cublas && cublas->supports(p)) {
+      const gt::ProblemData pd(p, checker, 42, stream);
+      const gt::GemmOperands ops = pd.operands(1.0f, 0.0f);
+      cublas_ms = timer.time([&](CUstream s) { cublas->gemm(p, ops, s); }, stream, gt::TimingSettings{}).median_ms;
+    }
+    const double gb_s = bytes / (read.median_ms * 1e-3) / 1e9;
+    t.add({p.describe(), fmt::format("{:.1f}", bytes / 1e6), gt::cli::format_ms(read.median_ms), fmt::format("{:.0f}", gb_s),
+           cublas_ms > 0 ? gt::cli::format_ms(cublas_ms) : "-",
+           cublas_ms > 0 ? fmt::format("{:.2f}x", cublas_ms / read.median_ms) : "-"});
+    rows.push_back({{"problem", p.describe()}, {"bytes", bytes}, {"read_ms", read.median_ms}, {"read_gbps", gb_s},
+                    {"cublas_ms", cublas_ms > 0 ? json(cublas_ms) : json(nullptr)}});
+  }
+  if (as_json) {
+    std::cout << json{{"device", dev.name}, {"arch", dev.arch.name()}, {"rows", rows}}.dump(2) << "\n";
+    return;
+  }
+  std::cout << fmt::format("a plain read of each memory-bound problem's bytes on {} ({}, {} SMs), the L2 flushed first:\n",
+                           dev.name, dev.arch.name(), dev.arch.sms)
+            << t.render("  ")
+            << "cuBLAS / read = the most a kernel that moves these bytes could gain over cuBLAS\n";
+  if (rows.empty()) std::cout << "(no memory-bound problem in the list)\n";
+}
+
 std::string ratio(const Row& r) {
   if (!r.cublas_ok) return "-";
   if (r.ratios.size() < 2) return fmt::format("{:.2f}x", r.ratio());
@@ -251,6 +312,10 @@ int run(const Args& a) {
     measure_mma_ceiling(dev, timer, stream.get(), a.json);
     return 0;
   }
+  if (a.read_ceiling) {
+    measure_read_ceiling(problems, dev, checker, timer, cublas.get(), stream.get(), a.json);
+    return 0;
+  }
   std::vector<Row> rows;
   gt::cli::Table t({"problem", "kernel", "source", "ms", "TFLOP/s", "GB/s", "cuBLAS ms", "cuBLAS TFLOP/s", "vs cuBLAS"});
   for (const auto& p : problems) {
@@ -305,6 +370,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 100));
   app.add_flag("--overhead", a.overhead, "Measure the library's per-call overhead over a bare launch");
   app.add_flag("--mma-ceiling", a.mma_ceiling, "Measure the mma.sync.m16n8k16 rate from registers (the mma_sm80 ceiling)");
+  app.add_flag("--read-ceiling", a.read_ceiling,
+               "For the memory-bound shapes: time a plain read of their bytes against cuBLAS (the most a kernel could gain)");
   app.add_flag("--json", a.json, "JSON on stdout");
   if (int rc = gt::cli::parse("gemm-bench", app, argc, argv); rc >= 0) return rc;
   return gt::cli::guarded_main("gemm-bench", [&] { return run(a); });
