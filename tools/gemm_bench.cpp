@@ -211,9 +211,31 @@ gt::Timing time_read(const gt::LoadedKernel& kernel, CUdeviceptr data, size_t by
   return *best;
 }
 
-// For each memory-bound problem: the time of a plain read of as many bytes as it moves at least
-// (A, B and C once), against cuBLAS's time; cuBLAS time / read time is the most a kernel could
-// gain over cuBLAS there.
+// A memory-bound problem's read ceiling: a plain read of as many bytes as it moves at least (A, B
+// and C once), and cuBLAS's time on it (-1: no baseline).
+struct ReadCeiling {
+  size_t bytes = 0;
+  double read_ms = -1, cublas_ms = -1;
+  double read_gbps() const { return bytes / (read_ms * 1e-3) / 1e9; }
+};
+
+ReadCeiling read_ceiling(const gt::Problem& p, const gt::LoadedKernel& kernel, CUdeviceptr sink, const gt::DeviceInfo& dev,
+                         const gt::Checker& checker, const gt::Timer& timer, const gt::Cublas* cublas, CUstream stream) {
+  ReadCeiling r;
+  r.bytes = size_t(min_bytes(p));
+  const gt::DeviceBuffer data(r.bytes);
+  GT_CU(cuMemsetD32Async(data.ptr(), 0x3f803f80u, r.bytes / 4, stream));  // bf16 ones: any pattern reads alike
+  r.read_ms = time_read(kernel, data.ptr(), r.bytes, sink, dev, timer, stream).median_ms;
+  if (cublas && cublas->supports(p)) {
+    const gt::ProblemData pd(p, checker, 42, stream);
+    const gt::GemmOperands ops = pd.operands(1.0f, 0.0f);
+    r.cublas_ms = timer.time([&](CUstream s) { cublas->gemm(p, ops, s); }, stream, gt::TimingSettings{}).median_ms;
+  }
+  return r;
+}
+
+// For each memory-bound problem, its read ceiling: cuBLAS time / read time is the most a kernel
+// that moves those bytes could gain over cuBLAS there. Compute-bound problems are skipped.
 void measure_read_ceiling(const std::vector<gt::Problem>& problems, const gt::DeviceInfo& dev,
                           const gt::Checker& checker, const gt::Timer& timer, const gt::Cublas* cublas,
                           CUstream stream, bool as_json) {
@@ -226,22 +248,13 @@ void measure_read_ceiling(const std::vector<gt::Problem>& problems, const gt::De
   json rows = json::array();
   for (const auto& p : problems) {
     if (!memory_bound(p)) continue;
-    const size_t bytes = size_t(min_bytes(p));
-    const gt::DeviceBuffer data(bytes);
-    GT_CU(cuMemsetD32Async(data.ptr(), 0x3f803f80u, bytes / 4, stream));  // bf16 ones: any pattern reads alike
-    const gt::Timing read = time_read(kernel, data.ptr(), bytes, sink.ptr(), dev, timer, stream);
-    double cublas_ms = -1;
-    if (cublas && cublas->supports(p)) {
-      const gt::ProblemData pd(p, checker, 42, stream);
-      const gt::GemmOperands ops = pd.operands(1.0f, 0.0f);
-      cublas_ms = timer.time([&](CUstream s) { cublas->gemm(p, ops, s); }, stream, gt::TimingSettings{}).median_ms;
-    }
-    const double gb_s = bytes / (read.median_ms * 1e-3) / 1e9;
-    t.add({p.describe(), fmt::format("{:.1f}", bytes / 1e6), gt::cli::format_ms(read.median_ms), fmt::format("{:.0f}", gb_s),
-           cublas_ms > 0 ? gt::cli::format_ms(cublas_ms) : "-",
-           cublas_ms > 0 ? fmt::format("{:.2f}x", cublas_ms / read.median_ms) : "-"});
-    rows.push_back({{"problem", p.describe()}, {"bytes", bytes}, {"read_ms", read.median_ms}, {"read_gbps", gb_s},
-                    {"cublas_ms", cublas_ms > 0 ? json(cublas_ms) : json(nullptr)}});
+    const ReadCeiling r = read_ceiling(p, kernel, sink.ptr(), dev, checker, timer, cublas, stream);
+    const bool baseline = r.cublas_ms > 0;
+    t.add({p.describe(), fmt::format("{:.1f}", r.bytes / 1e6), gt::cli::format_ms(r.read_ms),
+           fmt::format("{:.0f}", r.read_gbps()), baseline ? gt::cli::format_ms(r.cublas_ms) : "-",
+           baseline ? fmt::format("{:.2f}x", r.cublas_ms / r.read_ms) : "-"});
+    rows.push_back({{"problem", p.describe()}, {"bytes", r.bytes}, {"read_ms", r.read_ms}, {"read_gbps", r.read_gbps()},
+                    {"cublas_ms", baseline ? json(r.cublas_ms) : json(nullptr)}});
   }
   if (as_json) {
     std::cout << json{{"device", dev.name}, {"arch", dev.arch.name()}, {"rows", rows}}.dump(2) << "\n";
@@ -249,8 +262,7 @@ void measure_read_ceiling(const std::vector<gt::Problem>& problems, const gt::De
   }
   std::cout << fmt::format("a plain read of each memory-bound problem's bytes on {} ({}, {} SMs), the L2 flushed first:\n",
                            dev.name, dev.arch.name(), dev.arch.sms)
-            << t.render("  ")
-            << "cuBLAS / read = the most a kernel that moves these bytes could gain over cuBLAS\n";
+            << t.render("  ") << "cuBLAS / read = the most a kernel that moves these bytes could gain over cuBLAS\n";
   if (rows.empty()) std::cout << "(no memory-bound problem in the list)\n";
 }
 
