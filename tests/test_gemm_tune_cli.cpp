@@ -222,7 +222,8 @@ TEST(GemmTuneCli, ACandidateThatCannotBeCompiledIsRecordedAndTheRunGoesOn) {
 }
 
 TEST(GemmBenchCli, BadInput) {
-  for (const std::string args : {"--suite nope", "--m 0 --n 4 --k 4", "--dtype q8", "--bogus"}) {
+  for (const std::string args : {"--suite nope", "--m 0 --n 4 --k 4", "--dtype q8", "--bogus",
+                                  "--read-ceiling --dtype q8", "--read-ceiling --shapes /nonexistent/shapes.txt"}) {
     const auto r = run_command(tool("gemm-bench") + " " + args);
     EXPECT_EQ(r.signal, 0) << args;
     EXPECT_NE(r.exit_code, 0) << args;
