@@ -216,7 +216,6 @@ gt::Timing time_read(const gt::LoadedKernel& kernel, CUdeviceptr data, size_t by
 struct ReadCeiling {
   size_t bytes = 0;
   double read_ms = -1, cublas_ms = -1;
-  double read_gbps() const { return bytes / (read_ms * 1e-3) / 1e9; }
 };
 
 ReadCeiling read_ceiling(const gt::Problem& p, const gt::LoadedKernel& kernel, CUdeviceptr sink, const gt::DeviceInfo& dev,
@@ -251,9 +250,9 @@ void measure_read_ceiling(const std::vector<gt::Problem>& problems, const gt::De
     const ReadCeiling r = read_ceiling(p, kernel, sink.ptr(), dev, checker, timer, cublas, stream);
     const bool baseline = r.cublas_ms > 0;
     t.add({p.describe(), fmt::format("{:.1f}", r.bytes / 1e6), gt::cli::format_ms(r.read_ms),
-           fmt::format("{:.0f}", r.read_gbps()), baseline ? gt::cli::format_ms(r.cublas_ms) : "-",
+           fmt::format("{:.0f}", gbps(p, r.read_ms)), baseline ? gt::cli::format_ms(r.cublas_ms) : "-",
            baseline ? fmt::format("{:.2f}x", r.cublas_ms / r.read_ms) : "-"});
-    rows.push_back({{"problem", p.describe()}, {"bytes", r.bytes}, {"read_ms", r.read_ms}, {"read_gbps", r.read_gbps()},
+    rows.push_back({{"problem", p.describe()}, {"bytes", r.bytes}, {"read_ms", r.read_ms}, {"read_gbps", gbps(p, r.read_ms)},
                     {"cublas_ms", baseline ? json(r.cublas_ms) : json(nullptr)}});
   }
   if (as_json) {
