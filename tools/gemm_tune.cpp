@@ -251,9 +251,10 @@ void print_tune(const gt::TuneReport& r, const std::vector<gt::CandidateRecord>&
                              ratio_text(r.baseline_ms, b.median_ms));
   else if (!r.baseline_name.empty())
     std::cout << "; no cuBLAS baseline: " << r.baseline_name;
-  // The winner is not the table's first when a family's default was within the margin of it.
+  // The winner is not the table's first when a preferred kernel was within the margin of it: a
+  // family's default in a tuning, or the winner a tuning named when `gemm-db merge` combined two.
   if (!top.empty() && top.front().kernel_name != b.kernel_name && top.front().median_ms < b.median_ms)
-    std::cout << fmt::format("; a family's default, kept within {:.0f}% of the fastest",
+    std::cout << fmt::format("; kept within {:.0f}% of the fastest (a family's default, or a merged tuning's winner)",
                              100 * gt::kWinnerMargin);
   std::cout << "\n";
   if (r.from_db) {
