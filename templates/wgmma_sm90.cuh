@@ -20,7 +20,11 @@
 //           warpgroups 1..WG consume; setmaxnreg moves registers to the consumers. Every CTA (or
 //           cluster) is a worker of the tile schedule (schedule.h): data-parallel tiles,
 //           split-K parts or stream-K runs of k-blocks. A tile's epilogue overlaps the next
-//           tile's loads. Clusters of two CTAs share one operand tile through TMA multicast.
+//           tile's loads. Clusters of two CTAs share one operand tile through TMA multicast,
+//           or (CLUSTER_K = 2 or 4) split each tile's k-blocks: each CTA owns a share of the
+//           tile's 8-column groups, receives the others' partial sums of them through
+//           distributed shared memory, adds and stores them. Problems bound by latency thus
+//           stream each tile's operands through two or four SMs.
 //           PINGPONG (with two consumer warpgroups): each consumer computes whole tiles, every
 //           other one of the CTA's, so that one's epilogue overlaps the other's main loop.
 //   WS = 0: multistage, one tile per CTA. Every warpgroup computes; one thread keeps STAGES-1
@@ -53,7 +57,9 @@ GEMMTUNE_DEVICE_INLINE void fence_registers(float (&d)[N]) {
 // (consumer warpgroups), WS (bool), CLUSTER_M, CLUSTER_N (1 or 2, at most one of them 2),
 // RASTER (0: sweep tiles along M first, 1: along N first), GROUP (tiles per raster group),
 // EPILOGUE (0: stores from registers, 1: through shared memory and TMA stores when beta == 0 and
-// C is 16-byte aligned), SCHEDULE (schedule::Mode), SPLITS (split-K parts), PINGPONG (bool),
+// C is 16-byte aligned), SCHEDULE (schedule::Mode), SPLITS (split-K parts), CLUSTER_K (1, or 2
+// or 4 CTAs of a cluster that split a tile's k-blocks and add through distributed shared memory),
+// PINGPONG (bool),
 // OCCUPANCY (CTAs per SM: 2 lets small-tile kernels overlap one CTA's fixed costs with the
 // other's loads), A_T, B_T (bools),
 // DTYPE (1 f16, 2 bf16).
@@ -85,7 +91,9 @@ struct Kernel {
   static constexpr bool SHARE_A = Cfg::CLUSTER_N == 2;
   static constexpr bool SHARE_P = SWAP ? SHARE_A : SHARE_B;
   static constexpr bool SHARE_Q = SWAP ? SHARE_B : SHARE_A;
-  static constexpr int CLUSTER = Cfg::CLUSTER_M * Cfg::CLUSTER_N;
+  static constexpr int CLUSTER = Cfg::CLUSTER_M * Cfg::CLUSTER_N;  // CTAs that share loads
+  static constexpr int CLUSTER_K = Cfg::CLUSTER_K;
+  static constexpr int CLUSTER_CTAS = CLUSTER * CLUSTER_K;
   static constexpr bool TMA_STORE = Cfg::EPILOGUE == 1;
   static constexpr int SCHEDULE = Cfg::SCHEDULE;
   // The C tile staged for TMA stores: per consumer warpgroup, TN/64 chunks of (64*MW rows of
@@ -96,9 +104,19 @@ struct Kernel {
   static constexpr int C_CHUNKS = TN / 64;
   static constexpr int C_BUFFERS = TMA_STORE ? Cfg::C_BUFFERS : 0;
   static constexpr int C_BYTES = WG * C_BUFFERS * C_CHUNK_BYTES;
-  // Stages, staged C, alignment slack, full and empty barriers, then the fixup flags (a word per
-  // consumer) and the schedule (kept in shared memory: registers are for the accumulators).
-  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + C_BYTES + 1024 + 2 * STAGES * 8 + 16 + sizeof(schedule::Work);
+  // CLUSTER_K: a consumer thread's float4 i of accumulators (64-row block i / GROUPS, 8-column
+  // group i % GROUPS) belongs to CTA (i % GROUPS) % CLUSTER_K of the cluster, which receives the
+  // other CTAs' partial sums of it: per consumer, a slot per sending CTA of OWNED float4s per
+  // thread, 128 apart; and a barrier that they have landed, one that they have been read.
+  static constexpr int GROUPS = TN / 8;
+  static constexpr int OWNED = MW * ((GROUPS + CLUSTER_K - 1) / CLUSTER_K);
+  static constexpr int PUSH_BYTES = CLUSTER_K > 1 ? WG * CLUSTER_K * OWNED * 128 * 16 : 0;
+  static constexpr int PUSH_BARRIERS = CLUSTER_K > 1 ? 2 * WG : 0;
+  // Stages, staged C, pushed sums, alignment slack, full and empty barriers (and the pushes'),
+  // then the fixup flags (a word per consumer) and the schedule (kept in shared memory:
+  // registers are for the accumulators).
+  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + C_BYTES + PUSH_BYTES + 1024 + 2 * STAGES * 8 +
+                                    PUSH_BARRIERS * 8 + 16 + sizeof(schedule::Work);
   static constexpr int CTAS_PER_SM = Cfg::OCCUPANCY;
   // Registers move from the producer to the consumers when one CTA holds the SM; with two, each
   // keeps the even share its launch bounds give it.
@@ -114,6 +132,10 @@ struct Kernel {
   static_assert(!TMA_STORE || (!SWAP && TN % 64 == 0), "TMA stores write 64 m-values per row");
   static_assert(!TMA_STORE || (C_BUFFERS >= 1 && C_BUFFERS <= C_CHUNKS), "one to TN/64 chunk buffers");
   static_assert(CLUSTER <= 2 && (CLUSTER == 1 || WS), "clusters of two, warp-specialized only");
+  static_assert(CLUSTER_K == 1 || ((CLUSTER_K == 2 || CLUSTER_K == 4) && CLUSTER == 1 && WS && !PINGPONG &&
+                                   !TMA_STORE && SCHEDULE == schedule::DATA_PARALLEL),
+                "a cluster splits K in two or four for data-parallel warp-specialized tiles stored from "
+                "registers, without multicast");
   static_assert(SCHEDULE == schedule::DATA_PARALLEL || WS, "split-K and stream-K need the persistent schedule");
   static_assert(ACC % 4 == 0, "partial sums move as float4");
   static_assert(WG <= 4, "a fixup flag per consumer in four words");
@@ -122,8 +144,11 @@ struct Kernel {
     unsigned char* p;  // STAGES tiles of P, then STAGES tiles of Q, then C, 1024-byte aligned
     unsigned char* q;
     unsigned char* c;
+    float4* push;      // CLUSTER_K: the other CTAs' partial sums of this one's column groups
     u64* full;         // a stage's bytes have landed
     u64* empty;        // every consumer (of every CTA of the cluster) is done with a stage
+    u64* pushed;       // CLUSTER_K, per consumer: the other CTAs' partial sums have landed
+    u64* added;        // CLUSTER_K, per consumer: every other CTA has read this one's
     int* fixup;        // per consumer: "this part is the tile's last" for its warpgroup
     schedule::Work* work;
   };
@@ -134,9 +159,12 @@ struct Kernel {
     s.p = base;
     s.q = base + STAGES * P_BYTES;
     s.c = base + STAGES * STAGE_BYTES;
-    s.full = reinterpret_cast<u64*>(base + STAGES * STAGE_BYTES + C_BYTES);
+    s.push = reinterpret_cast<float4*>(s.c + C_BYTES);
+    s.full = reinterpret_cast<u64*>(s.c + C_BYTES + PUSH_BYTES);
     s.empty = s.full + STAGES;
-    s.fixup = reinterpret_cast<int*>(s.empty + STAGES);
+    s.pushed = s.empty + STAGES;
+    s.added = s.pushed + PUSH_BARRIERS / 2;
+    s.fixup = reinterpret_cast<int*>(s.empty + STAGES + PUSH_BARRIERS);
     s.work = reinterpret_cast<schedule::Work*>(s.fixup + 4);
     return s;
   }
@@ -186,6 +214,17 @@ struct Kernel {
     schedule::Work w = *s.work;
     w.mode = SCHEDULE;
     return w;
+  }
+
+  // The k-blocks of a segment this CTA computes: all of them, or with CLUSTER_K its share (lower
+  // ranks take the larger shares, so only the last ones' can be empty: they add zeros).
+  struct KRange {
+    int begin, end;
+  };
+  GEMMTUNE_DEVICE_INLINE static KRange k_range(const schedule::Segment& seg, int kpart) {
+    const int n = seg.k_end - seg.k_begin;
+    return {seg.k_begin + (kpart * n + CLUSTER_K - 1) / CLUSTER_K,
+            seg.k_begin + ((kpart + 1) * n + CLUSTER_K - 1) / CLUSTER_K};
   }
 
   // ---- loads --------------------------------------------------------------------------------
@@ -268,6 +307,13 @@ struct Kernel {
     for (int mb = 0; mb < MW; ++mb) fence_registers(acc[mb]);
   }
 
+  GEMMTUNE_DEVICE_INLINE static void zero(float (&acc)[MW][TN / 2]) {
+#pragma unroll
+    for (int mb = 0; mb < MW; ++mb)
+#pragma unroll
+      for (int i = 0; i < TN / 2; ++i) acc[mb][i] = 0.0f;
+  }
+
   // Waits until at most PENDING commit groups of this warpgroup are still running.
   template <int PENDING>
   GEMMTUNE_DEVICE_INLINE static void drain(float (&acc)[MW][TN / 2]) {
@@ -347,6 +393,61 @@ struct Kernel {
     return true;
   }
 
+  // CLUSTER_K: which CTA of the cluster owns float4 i of a consumer thread's accumulators, and
+  // where the others' partial sums of it land there.
+  GEMMTUNE_DEVICE_INLINE static int owner_of(int i) { return (i % GROUPS) % CLUSTER_K; }
+  GEMMTUNE_DEVICE_INLINE static int slot_of_owned(int i) {
+    return (i / GROUPS) * (OWNED / MW) + (i % GROUPS) / CLUSTER_K;
+  }
+  GEMMTUNE_DEVICE_INLINE static int owned_by(int kpart) {
+    return MW * ((GROUPS - kpart + CLUSTER_K - 1) / CLUSTER_K);
+  }
+
+  // CLUSTER_K: every CTA of the cluster has a partial sum of the tile. Each pushes the float4s
+  // it does not own into their owners' shared memory (st.async, counted in bytes on the owner's
+  // barrier), then adds the ones it owns over the CTAs in rank order (the same C on every run,
+  // whichever CTA finishes first) and goes on to store them. An owner tells each sender that
+  // its slot is free again, unless no round follows (nothing may land in a CTA that has
+  // exited). `round` counts this consumer's exchanges, for the barriers' parity.
+  GEMMTUNE_DEVICE_INLINE static void exchange(const Smem& s, int kpart, int consumer, int round, bool more,
+                                              float (&acc)[MW][TN / 2]) {
+    const int lane = threadIdx.x % 128;
+    float4* slots = s.push + consumer * CLUSTER_K * OWNED * 128 + lane;  // [sender][owned][lane]
+    const u32 parity = round & 1;
+    if (lane == 0)
+      ptx::mbarrier_arrive_expect_tx(&s.pushed[consumer], (CLUSTER_K - 1) * owned_by(kpart) * 128 * 16);
+    ptx::mbarrier_wait(&s.added[consumer], parity ^ 1);  // every owner has read the previous round
+#pragma unroll
+    for (int i = 0; i < ACC / 4; ++i) {
+      const int owner = owner_of(i);
+      if (owner == kpart) continue;
+      const float* a = &acc[(4 * i) / (TN / 2)][(4 * i) % (TN / 2)];
+      ptx::st_async_v4(slots + (kpart * OWNED + slot_of_owned(i)) * 128, &s.pushed[consumer], u32(owner),
+                       make_float4(a[0], a[1], a[2], a[3]));
+    }
+    ptx::mbarrier_wait_cluster(&s.pushed[consumer], parity);
+#pragma unroll
+    for (int i = 0; i < ACC / 4; ++i) {
+      if (owner_of(i) != kpart) continue;
+      float* a = &acc[(4 * i) / (TN / 2)][(4 * i) % (TN / 2)];
+      const float4 mine = make_float4(a[0], a[1], a[2], a[3]);
+      float4 sum;
+#pragma unroll
+      for (int sender = 0; sender < CLUSTER_K; ++sender) {
+        const float4 v = sender == kpart ? mine : slots[(sender * OWNED + slot_of_owned(i)) * 128];
+        sum = sender == 0 ? v : make_float4(sum.x + v.x, sum.y + v.y, sum.z + v.z, sum.w + v.w);
+      }
+      a[0] = sum.x;
+      a[1] = sum.y;
+      a[2] = sum.z;
+      a[3] = sum.w;
+    }
+    ptx::named_barrier(1 + WG + consumer, 128);  // every thread has read its slots
+    if (lane == 0 && more)
+      for (int cta = 0; cta < CLUSTER_K; ++cta)
+        if (cta != kpart) ptx::mbarrier_arrive_cluster(&s.added[consumer], u32(cta));
+  }
+
   // ---- epilogue -----------------------------------------------------------------------------
 
   GEMMTUNE_DEVICE_INLINE static float to_f32(u16 x) {
@@ -364,7 +465,9 @@ struct Kernel {
 
   // Thread t of a warpgroup holds kernel rows 16*(t/32) + (t%32)/4 (+8) and column pairs
   // 8j + 2(t%4) of each 64-row block.
-  GEMMTUNE_DEVICE_INLINE static void store(const GemmArgs& args, Tile t, int consumer, const float (&acc)[MW][TN / 2]) {
+  // With CLUSTER_K, only the 8-column groups this CTA owns (kpart: its rank).
+  GEMMTUNE_DEVICE_INLINE static void store(const GemmArgs& args, Tile t, int consumer, const float (&acc)[MW][TN / 2],
+                                           int kpart) {
     u16* C = reinterpret_cast<u16*>(args.c);
     const float alpha = args.alpha, beta = args.beta;
     const bool read_c = beta != 0.0f;  // beta == 0 must not read C: it may be uninitialised
@@ -382,6 +485,7 @@ struct Kernel {
           // Kernel rows are m, columns n: a thread's pair sits in two columns of C.
 #pragma unroll
           for (int j = 0; j < TN / 8; ++j) {
+            if (CLUSTER_K > 1 && owner_of(j) != kpart) continue;
             const int n = t.col0 + 8 * j + col;
             const float v0 = alpha * acc[mb][4 * j + 2 * h], v1 = alpha * acc[mb][4 * j + 2 * h + 1];
             if (n < cols_end) store_one(C + r + (long long)n * args.ldc, v0, beta, read_c);
@@ -394,6 +498,7 @@ struct Kernel {
           const bool pairs = (reinterpret_cast<u64>(column) & 3) == 0;
 #pragma unroll
           for (int j = 0; j < TN / 8; ++j) {
+            if (CLUSTER_K > 1 && owner_of(j) != kpart) continue;
             const int m = t.col0 + 8 * j + col;
             float v0 = alpha * acc[mb][4 * j + 2 * h], v1 = alpha * acc[mb][4 * j + 2 * h + 1];
             if (pairs && m + 1 < cols_end) {
@@ -478,11 +583,11 @@ struct Kernel {
   }
 
   GEMMTUNE_DEVICE_INLINE static void epilogue(const GemmArgs& args, const Smem& s, Tile t, int consumer,
-                                              const float (&acc)[MW][TN / 2]) {
+                                              const float (&acc)[MW][TN / 2], int kpart = 0) {
     if constexpr (TMA_STORE) {
       if (stores_by_tma(args)) return store_tma(args, s, t, consumer, acc);
     }
-    store(args, t, consumer, acc);
+    store(args, t, consumer, acc, kpart);
   }
 
   // Before the CTA exits, its TMA stores must have read their shared memory.
@@ -500,12 +605,22 @@ struct Kernel {
         ptx::mbarrier_init(&s.full[i], 1);
         ptx::mbarrier_init(&s.empty[i], consumers_per_stage);
       }
+      for (int i = 0; i < PUSH_BARRIERS / 2; ++i) {
+        ptx::mbarrier_init(&s.pushed[i], 1);  // this CTA's expectation; the pushes count bytes
+        ptx::mbarrier_init(&s.added[i], CLUSTER_K - 1);
+      }
       ptx::mbarrier_init_fence();
     }
-    if constexpr (CLUSTER > 1)
-      ptx::cluster_sync();
-    else
+    if constexpr (CLUSTER > 1) {
+      // The other CTA multicasts into this one's stages from the start.
+      ptx::cluster_arrive_relaxed();
+      ptx::cluster_wait();
+    } else {
       __syncthreads();
+      // A cluster splitting K first writes into the other CTAs at the end of its first tile:
+      // each thread arrives now and waits there (consume), or once its loads are issued.
+      if constexpr (CLUSTER_K > 1) ptx::cluster_arrive_relaxed();
+    }
   }
 
   // Stage and phase of the ring, advanced in the same order by the producer and the consumers.
@@ -520,7 +635,7 @@ struct Kernel {
     }
   };
 
-  GEMMTUNE_DEVICE_INLINE static void produce(const GemmArgs& args, const Smem& s, int worker, int rank) {
+  GEMMTUNE_DEVICE_INLINE static void produce(const GemmArgs& args, const Smem& s, int worker, int rank, int kpart) {
     ptx::tma_prefetch_descriptor(&args.map_a);
     ptx::tma_prefetch_descriptor(&args.map_b);
     const u64 policy = SWAP ? ptx::l2_evict_first_policy() : 0;
@@ -529,7 +644,8 @@ struct Kernel {
     for (int i = 0; i < count; ++i) {
       const schedule::Segment seg = schedule::segment(work_in(s), worker, i);
       const Tile t = tile_of(seg.tile, rank, grid_of(args));
-      for (int kb = seg.k_begin; kb < seg.k_end; ++kb) {
+      const KRange ks = k_range(seg, kpart);
+      for (int kb = ks.begin; kb < ks.end; ++kb) {
         ptx::mbarrier_wait(&s.empty[ring.stage], ring.phase ^ 1);
         load_stage(args, s, ring.stage, t, kb, rank, policy);
         ring.advance();
@@ -537,7 +653,7 @@ struct Kernel {
     }
   }
 
-  GEMMTUNE_DEVICE_INLINE static void consume(const GemmArgs& args, const Smem& s, int worker, int rank,
+  GEMMTUNE_DEVICE_INLINE static void consume(const GemmArgs& args, const Smem& s, int worker, int rank, int kpart,
                                              int consumer) {
     float acc[MW][TN / 2];
     Ring ring;
@@ -556,11 +672,12 @@ struct Kernel {
       // released once the group after it was issued and it has completed.
       int previous = -1;
       {
-        const schedule::Segment seg = schedule::segment(work_in(s), worker, i);
-        for (int kb = seg.k_begin; kb < seg.k_end; ++kb) {
+        const KRange ks = k_range(schedule::segment(work_in(s), worker, i), kpart);
+        if (CLUSTER_K > 1 && ks.begin == ks.end) zero(acc);  // fewer k-blocks than CTAs: adds nothing
+        for (int kb = ks.begin; kb < ks.end; ++kb) {
           ptx::mbarrier_wait(&s.full[ring.stage], ring.phase);
           __syncwarp();
-          issue(s, ring.stage, consumer, kb == seg.k_begin, acc);
+          issue(s, ring.stage, consumer, kb == ks.begin, acc);
           drain<1>(acc);
           if (previous >= 0) release(s, previous);
           previous = ring.stage;
@@ -569,29 +686,43 @@ struct Kernel {
       }
       if (PINGPONG && i + 1 < count) ptx::named_barrier_arrive(TURN_BARRIER + 1 - consumer, 256);  // its turn
       drain<0>(acc);
-      release(s, previous);
+      if (previous >= 0) release(s, previous);
       // The segment again rather than kept in registers through the main loop.
       const schedule::Segment seg = schedule::segment(work_in(s), worker, i);
+      if constexpr (CLUSTER_K > 1) {
+        if (i == 0) ptx::cluster_wait();  // the other CTAs' barriers are made (init_shared)
+        exchange(s, kpart, consumer, i, i + 1 < count, acc);
+      }
       if (seg.parts == 1 || reduce_parts(args, s, work_in(s), seg, rank, consumer, acc))
-        epilogue(args, s, tile_of(seg.tile, rank, grid_of(args)), consumer, acc);
+        epilogue(args, s, tile_of(seg.tile, rank, grid_of(args)), consumer, acc, kpart);
     }
+    if constexpr (CLUSTER_K > 1)
+      if (count == 0) ptx::cluster_wait();
     finish_stores(args);
   }
 
   GEMMTUNE_DEVICE_INLINE static void run_warp_specialized(const GemmArgs& args, const Smem& s) {
-    const int rank = CLUSTER > 1 ? int(ptx::cluster_ctarank()) : 0;
+    const int cta = CLUSTER_CTAS > 1 ? int(ptx::cluster_ctarank()) : 0;
+    const int rank = CLUSTER_K > 1 ? 0 : cta;   // place in a pair that shares loads
+    const int kpart = CLUSTER_K > 1 ? cta : 0;  // share of each tile's k-blocks
     const Grid g = grid_of(args);
-    const int worker = blockIdx.x / CLUSTER;
-    init_shared(s, ROW_WG * CLUSTER, work_of(g, gridDim.x / CLUSTER));
+    const int worker = blockIdx.x / CLUSTER_CTAS;
+    init_shared(s, ROW_WG * CLUSTER, work_of(g, gridDim.x / CLUSTER_CTAS));
     const int warpgroup = threadIdx.x / 128;
     if (warpgroup == 0) {
       if (REALLOCATE) ptx::setmaxnreg_dec<PRODUCER_REGS>();
-      if (threadIdx.x == 0) produce(args, s, worker, rank);
+      if (threadIdx.x == 0) produce(args, s, worker, rank, kpart);
+      if constexpr (CLUSTER_K > 1) {
+        __syncwarp();
+        ptx::cluster_wait();
+      }
     } else {
       if (REALLOCATE) ptx::setmaxnreg_inc<CONSUMER_REGS>();
-      consume(args, s, worker, rank, warpgroup - 1);
+      consume(args, s, worker, rank, kpart, warpgroup - 1);
     }
     // No CTA may leave while the other can still multicast into it or arrive on its barriers.
+    // (CTAs splitting K need not wait: each has received every push before it leaves, and
+    // every arrival but after the last round, which is not made.)
     if constexpr (CLUSTER > 1) {
       __syncwarp();  // the producer warp's lane 0 rejoins the others before the .aligned barrier
       ptx::cluster_sync();
@@ -652,7 +783,7 @@ struct GemmtuneWgmmaDefault {
   static constexpr int BM = 256, BN = 128, STAGES = 4, WG = 2;
   static constexpr bool SWAP = false, WS = true;
   static constexpr int CLUSTER_M = 1, CLUSTER_N = 2, RASTER = 0, GROUP = 8, EPILOGUE = 1, C_BUFFERS = 2;
-  static constexpr int SCHEDULE = 0, SPLITS = 1, OCCUPANCY = 1;
+  static constexpr int SCHEDULE = 0, SPLITS = 1, CLUSTER_K = 1, OCCUPANCY = 1;
   static constexpr bool PINGPONG = false, A_T = false, B_T = false;
   static constexpr int DTYPE = 2;
 };

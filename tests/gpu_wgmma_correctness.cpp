@@ -13,12 +13,12 @@ namespace {
 // One configuration per code path: schedules (data-parallel, split-K, stream-K; persistent and
 // multistage), consumer warpgroups 1-3, one or two 64-row blocks per warpgroup, wgmma N from 16
 // to 256 (non-powers of two too), both orientations (SWAP: N on wgmma's N), clusters along M and
-// along N, both epilogues (the TMA store runs when beta == 0 and C is aligned, the register path
-// otherwise).
+// along N, clusters that split K, both epilogues (the TMA store runs when beta == 0 and C is
+// aligned, the register path otherwise).
 struct Point {
   const char* what;
   int64_t bm, bn, stages, wg, ws, cluster, epilogue;
-  int64_t swap = 0, schedule = 0, splits = 1, pingpong = 0, occupancy = 1;
+  int64_t swap = 0, schedule = 0, splits = 1, pingpong = 0, occupancy = 1, cluster_k = 1;
 };
 
 const Point kPoints[] = {
@@ -39,6 +39,10 @@ const Point kPoints[] = {
     {"swapped, two CTAs per SM, split-K in 2", 128, 24, 4, 2, 1, 11, 0, 1, 1, 2, 0, 2},
     {"TMA stores through 2 buffers for 4 chunks (4 stages)", 256, 128, 4, 2, 1, 11, 1},
     {"TMA stores through 1 buffer for 3 chunks, three warpgroups", 192, 192, 4, 3, 1, 11, 1},
+    {"a cluster splits K, wgmma N 24", 24, 64, 8, 1, 1, 11, 0, 0, 0, 1, 0, 1, 2},
+    {"a cluster splits K, two warpgroups", 128, 128, 4, 2, 1, 11, 0, 0, 0, 1, 0, 1, 2},
+    {"a cluster of four splits K, wgmma N 48", 48, 64, 4, 1, 1, 11, 0, 0, 0, 1, 0, 1, 4},
+    {"swapped, a cluster splits K", 64, 32, 8, 1, 1, 11, 0, 1, 0, 1, 0, 1, 2},
 };
 
 // wgmma N must come in 64-column chunks when its operand is stored along M or N (the family's
@@ -52,8 +56,8 @@ KernelConfig config_of(const Point& pt, const Problem& p) {
                       {{"BM", bm}, {"BN", bn}, {"SWAP", pt.swap}, {"STAGES", pt.stages}, {"WG", pt.wg},
                        {"WS", pt.ws}, {"CLUSTER", pt.cluster}, {"RASTER", p.m >= p.n ? 0 : 1},
                        {"GROUP", pt.cluster == 21 ? 3 : 8}, {"EPILOGUE", pt.epilogue},
-                       {"SCHEDULE", pt.schedule}, {"SPLITS", pt.splits}, {"PINGPONG", pt.pingpong},
-                       {"OCCUPANCY", pt.occupancy}}};
+                       {"SCHEDULE", pt.schedule}, {"SPLITS", pt.splits}, {"CLUSTER_K", pt.cluster_k},
+                       {"PINGPONG", pt.pingpong}, {"OCCUPANCY", pt.occupancy}}};
 }
 
 class WgmmaCorrectness : public test::GpuTest, public ::testing::WithParamInterface<std::tuple<std::string, std::string>> {
@@ -98,11 +102,14 @@ TEST_P(WgmmaCorrectness, OddShapesBetaAndLeadingDimensions) {
 // Ping-pong with more tiles than workers: each warpgroup computes every other tile of its
 // worker, whose main loop (16 k-blocks) is longer than the pipeline it skips. TMA stores through
 // fewer buffers than chunks: a tile's first chunk reuses a buffer the previous tile's stores read.
+// Clusters that split K over several tiles each: the pushed sums' buffer is reused, round after
+// round.
 TEST_P(WgmmaCorrectness, PingPongTurnsOverManyTiles) {
   const auto [dtype_name, layout] = GetParam();
   const Problem p = make_problem(parse_dtype(dtype_name), parse_op(layout[0]), parse_op(layout[1]), 2000, 1300, 1000);
   const Verifier verifier(*checker_, p, 1.0f, 0.5f, 5, stream_->get());
-  for (const Point& pt : {kPoints[12], kPoints[13], kPoints[15], kPoints[16]}) {
+  for (const Point& pt : {kPoints[12], kPoints[13], kPoints[15], kPoints[16], kPoints[17], kPoints[18], kPoints[19],
+                          kPoints[20]}) {
     const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
     const Verdict v = check(k, verifier);
     EXPECT_TRUE(v.ok) << k.compiled.name << " (" << pt.what << "): " << v.message;
@@ -121,7 +128,8 @@ TEST_P(WgmmaSanitizer, SmallShapePerSchedule) {
   const auto [dtype_name, layout] = GetParam();
   Problem p = make_problem(parse_dtype(dtype_name), parse_op(layout[0]), parse_op(layout[1]), 300, 260, 130);
   for (const Point& pt : {kPoints[0], kPoints[1], kPoints[4], kPoints[6], kPoints[7], kPoints[8], kPoints[10],
-                          kPoints[12], kPoints[13], kPoints[14], kPoints[15]}) {
+                          kPoints[12], kPoints[13], kPoints[14], kPoints[15], kPoints[17], kPoints[18], kPoints[19],
+                          kPoints[20]}) {
     const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
     const Verdict v = check(k, p, 1.0f, 0.0f);  // beta == 0: the TMA-store epilogue where configured
     EXPECT_TRUE(v.ok) << k.compiled.name << ": " << v.message;
@@ -136,7 +144,7 @@ TEST_P(WgmmaSanitizer, SmallShapePerSchedule) {
   EXPECT_TRUE(v.ok) << k.compiled.name << " on " << p.describe() << ": " << v.message;
 }
 
-// Split-K and stream-K reduce in a fixed order: the same inputs give bitwise the same C, run
+// Split-K, stream-K and clusters that split K reduce in a fixed order: the same inputs give bitwise the same C, run
 // after run, whichever part of a tile finishes last. K is long, so that tiles have many parts
 // (and ping-pong warpgroups skip segments longer than the pipeline).
 TEST_P(WgmmaCorrectness, SplitKAndStreamKAreBitwiseDeterministic) {
@@ -144,7 +152,8 @@ TEST_P(WgmmaCorrectness, SplitKAndStreamKAreBitwiseDeterministic) {
   const Problem p = make_problem(parse_dtype(dtype_name), parse_op(layout[0]), parse_op(layout[1]), 1000, 72, 8000);
   const ProblemData data(p, *checker_, 11, stream_->get());
   const Verifier verifier(*checker_, p, 1.0f, 0.5f, 5, stream_->get());
-  for (const Point& pt : {kPoints[6], kPoints[7], kPoints[8], kPoints[9], kPoints[13], kPoints[14]}) {
+  for (const Point& pt :
+       {kPoints[6], kPoints[7], kPoints[8], kPoints[9], kPoints[13], kPoints[14], kPoints[19], kPoints[20]}) {
     const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
     // Right too: workers here run several long segments (ping-pong turns, stream-K runs).
     const Verdict v = check(k, verifier);

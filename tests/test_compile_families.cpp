@@ -98,7 +98,7 @@ TEST_F(CompileFamilies, WgmmaTmaStoresThroughFewerBuffersThanChunks) {
       const KernelConfig c{"wgmma_sm90", p.dtype, p.op_a, p.op_b,
                            {{"BM", t.bm}, {"BN", t.bn}, {"SWAP", 0}, {"STAGES", 4}, {"WG", t.wg}, {"WS", 1},
                             {"CLUSTER", 11}, {"RASTER", 0}, {"GROUP", 8}, {"EPILOGUE", 1}, {"SCHEDULE", 0},
-                            {"SPLITS", 1}, {"PINGPONG", 0}, {"OCCUPANCY", 1}}};
+                            {"SPLITS", 1}, {"CLUSTER_K", 1}, {"PINGPONG", 0}, {"OCCUPANCY", 1}}};
       EXPECT_EQ(family.space(p, arch).first_violation(c, p, arch), nullptr) << family.kernel_name(c);
       const int64_t stages = 4 * (t.bm + t.bn) * 64 * 2, whole_c = t.bm * t.bn * 2;
       const int64_t smem = family.geometry(c, p, arch).smem_bytes;
@@ -119,6 +119,57 @@ TEST_F(CompileFamilies, WgmmaNarrowFewDefaultsCompileWithoutSpills) {
     configs.push_back(family.default_config(make_problem(DType::f16, parse_op(layout[0]), parse_op(layout[1]), 128, 4096, 4096), arch));
   }
   expect_compile_without_spills(family, configs, arch);
+}
+
+// Clusters that split K (CLUSTER_K = 2 or 4) on a problem bound by latency: valid points in both
+// orientations compile without spills; the family rejects the split with multicast, split-K, TMA
+// stores, or where the clusters would not fit one wave.
+TEST_F(CompileFamilies, WgmmaClusterSplitKCompilesWithoutSpills) {
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  const Family& family = find_family("wgmma_sm90");
+  const Problem p = make_problem(DType::bf16, Op::T, Op::N, 768, 128, 768);
+  const SearchSpace space = family.space(p, arch);
+  std::vector<KernelConfig> split, four;
+  for (const KernelConfig& c : space.prune(p, arch).valid) {
+    if (c.at("CLUSTER_K") == 2) split.push_back(c);
+    if (c.at("CLUSTER_K") == 4) four.push_back(c);
+  }
+  ASSERT_FALSE(split.empty());
+  ASSERT_FALSE(four.empty());
+  expect_compile_without_spills(family, covering_sample(split, 3), arch);
+  expect_compile_without_spills(family, covering_sample(four, 3), arch);
+  EXPECT_EQ(family.geometry(four.front(), p, arch).cluster[0], 4u) << family.kernel_name(four.front());
+  // The most accumulators a split tile has: 128x128 on one consumer warpgroup.
+  const Problem few = make_problem(DType::bf16, Op::N, Op::N, 1024, 1024, 16384);
+  KernelConfig whole = family.default_config(few, arch);
+  whole.params["SCHEDULE"] = 0;
+  whole.params["SPLITS"] = 1;
+  whole.params["EPILOGUE"] = 0;
+  whole.params["CLUSTER_K"] = 2;
+  whole.params["STAGES"] = 4;  // the exchange slots take 64 KB
+  const Constraint* broken = family.space(few, arch).first_violation(whole, few, arch);
+  ASSERT_EQ(broken, nullptr) << family.kernel_name(whole) << " breaks " << broken->name;
+  expect_compile_without_spills(family, {whole}, arch);
+  const auto holds = [&](const char* name, const KernelConfig& c, const Problem& q) {
+    for (const Constraint& rule : space.constraints)
+      if (rule.name == name) return rule.holds(c, q, arch);
+    ADD_FAILURE() << "no constraint " << name;
+    return false;
+  };
+  KernelConfig c = split.front();
+  EXPECT_EQ(family.geometry(c, p, arch).cluster[0], 2u) << family.kernel_name(c);
+  c.params["CLUSTER"] = 21;
+  EXPECT_FALSE(holds("cluster_k_alone", c, p)) << "with multicast";
+  c = split.front();
+  c.params["SCHEDULE"] = 1;
+  c.params["SPLITS"] = 2;
+  EXPECT_FALSE(holds("cluster_k_alone", c, p)) << "with split-K";
+  c = split.front();
+  c.params["EPILOGUE"] = 1;
+  EXPECT_FALSE(holds("cluster_k_alone", c, p)) << "with TMA stores";
+  EXPECT_FALSE(holds("cluster_k_for_few_tiles", split.front(), make_problem(DType::bf16, Op::T, Op::N, 4096, 4096, 768)));
+  EXPECT_FALSE(holds("cluster_k_for_few_tiles", split.front(), make_problem(DType::bf16, Op::T, Op::N, 768, 128, 192)))
+      << "three k-blocks";
 }
 
 TEST_F(CompileFamilies, WgmmaBf16NN) { expect_wgmma_sample_compiles(DType::bf16, "nn"); }

@@ -553,24 +553,29 @@ TEST(Families, DefaultsAreValidPointsAlsoForSizesPast2To31) {
 
 // A side that one wgmma N covers, on a problem whose 128x128 tiles leave SMs idle, is streamed
 // like decode: the narrow side on wgmma's N, 64-row tiles, K split so the parts fill the SMs
-// (bf16 tn 4096x128x11008: tuned 64x128 swapped, split in two). Either side may be the narrow
-// one; problems small enough to be bound by latency keep their own default.
+// (bf16 tn 4096x128x11008: tuned 64x128 swapped, split in two by a cluster of two CTAs). Either
+// side may be the narrow one; problems small enough to be bound by latency keep their own
+// default (narrower tiles, also split by clusters of two).
 TEST(Families, WgmmaDefaultStreamsANarrowSideWhereTilesAreFew) {
   const ArchInfo hopper = ArchInfo::from_name("sm_90a");
   const Family& wgmma = find_family("wgmma_sm90");
   const Problem tall = make_problem(DType::bf16, Op::T, Op::N, 4096, 128, 11008);
   const KernelConfig c = wgmma.default_config(tall, hopper);
-  EXPECT_EQ(wgmma.kernel_name(c), "gemm_wgmma_bf16_tn_64x128x64_s8_wg1_c1x1_ws_rm_swap_splitk2");
+  EXPECT_EQ(wgmma.kernel_name(c), "gemm_wgmma_bf16_tn_64x128x64_s8_wg1_c1x1_ws_rm_swap_ck2");
   EXPECT_EQ(why_unusable(c, tall, hopper), "");
   const Problem wide = make_problem(DType::bf16, Op::T, Op::N, 128, 4096, 11008);
   const KernelConfig w = wgmma.default_config(wide, hopper);
   EXPECT_EQ(w.at("SWAP"), 0);
   EXPECT_EQ(w.at("BM"), 128);
   EXPECT_EQ(w.at("BN"), 64);
-  EXPECT_EQ(w.at("SCHEDULE"), 1) << wgmma.kernel_name(w);  // split-K
+  EXPECT_EQ(w.at("CLUSTER_K"), 2) << wgmma.kernel_name(w);
   EXPECT_EQ(why_unusable(w, wide, hopper), "");
   const Problem small = make_problem(DType::bf16, Op::T, Op::N, 768, 128, 768);
-  EXPECT_EQ(wgmma.kernel_name(wgmma.default_config(small, hopper)), "gemm_wgmma_bf16_tn_24x64x64_s8_wg1_c1x1_ws_rm");
+  EXPECT_EQ(wgmma.kernel_name(wgmma.default_config(small, hopper)), "gemm_wgmma_bf16_tn_24x64x64_s8_wg1_c1x1_ws_rm_ck2");
+  // Where K is split three ways or more, or the tiles are stored by TMA, through the workspace.
+  const Problem few = make_problem(DType::bf16, Op::N, Op::N, 1024, 1024, 16384);
+  EXPECT_EQ(wgmma.kernel_name(wgmma.default_config(few, hopper)),
+            "gemm_wgmma_bf16_nn_128x128x64_s6_wg1_c1x1_ws_rm_splitk2_tmastore");
 }
 
 // FNV-1a, 128 bits: the published test vectors (www.isthe.com/chongo/tech/comp/fnv).

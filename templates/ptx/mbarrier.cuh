@@ -51,5 +51,18 @@ GEMMTUNE_DEVICE_INLINE void mbarrier_wait(u64* bar, u32 parity) {
   }
 }
 
+// Waits for the phase like mbarrier_wait, acquiring at cluster scope: what other CTAs of the
+// cluster wrote into this one and counted on the barrier (st.async) is visible afterwards.
+GEMMTUNE_DEVICE_INLINE void mbarrier_wait_cluster(u64* bar, u32 parity) {
+  u32 done = 0;
+  while (!done) {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+        : "=r"(done)
+        : "r"(smem_u32(bar)), "r"(parity)
+        : "memory");
+  }
+}
+
 }  // namespace ptx
 }  // namespace gemmtune

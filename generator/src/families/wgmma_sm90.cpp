@@ -19,6 +19,9 @@ int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 int64_t cluster_m(const KernelConfig& c) { return c.at("CLUSTER") / 10; }
 int64_t cluster_n(const KernelConfig& c) { return c.at("CLUSTER") % 10; }
 int64_t cluster_size(const KernelConfig& c) { return cluster_m(c) * cluster_n(c); }
+// CTAs of a cluster that split each tile's k-blocks (CLUSTER_K), and all CTAs of a cluster.
+int64_t cluster_k(const KernelConfig& c) { return c.at("CLUSTER_K"); }
+int64_t cluster_ctas(const KernelConfig& c) { return cluster_size(c) * cluster_k(c); }
 bool swapped(const KernelConfig& c) { return c.at("SWAP") != 0; }
 // Kernel rows (64-row wgmma blocks) and columns (wgmma N) of a tile; see the template's header.
 int64_t tile_rows(const KernelConfig& c) { return swapped(c) ? c.at("BM") : c.at("BN"); }
@@ -42,12 +45,20 @@ bool shares_a(const KernelConfig& c) { return cluster_n(c) == 2; }
 bool shares_b(const KernelConfig& c) { return cluster_m(c) == 2; }
 
 // Mirrors wgmma_sm90::Kernel::SMEM_BYTES: stages, alignment, barriers, the fixup flags and the
-// schedule, then the staged C tile. TMA stores stage a consumer's 64-column chunks in as many
-// buffers as fit in a block's shared memory on sm_90 (all of them where they fit, at least one):
-// derived here and given to the kernel as C_BUFFERS.
+// schedule, the partial sums a cluster splitting K exchanges (a slot per CTA of the float4s of
+// accumulators each owns, and two barriers per consumer warpgroup), then the staged C tile. TMA
+// stores stage a consumer's 64-column chunks in as many buffers as fit in a block's shared
+// memory on sm_90 (all of them where they fit, at least one): derived here and given to the
+// kernel as C_BUFFERS.
 constexpr int64_t kSmemPerBlock = 232448;
+int64_t push_bytes(const KernelConfig& c) {
+  if (cluster_k(c) == 1) return 0;
+  const int64_t owned = blocks_per_warpgroup(c) * ceil_div(tile_cols(c) / 8, cluster_k(c));
+  return c.at("WG") * cluster_k(c) * owned * 128 * 16 + 16 * c.at("WG");
+}
 int64_t fixed_smem_bytes(const KernelConfig& c) {
-  return c.at("STAGES") * (tile_rows(c) + tile_cols(c)) * kBK * 2 + 1024 + 16 * c.at("STAGES") + 16 + kWorkBytes;
+  return c.at("STAGES") * (tile_rows(c) + tile_cols(c)) * kBK * 2 + 1024 + 16 * c.at("STAGES") + 16 + kWorkBytes +
+         push_bytes(c);
 }
 int64_t c_chunk_bytes(const KernelConfig& c) { return 64 * blocks_per_warpgroup(c) * 128; }
 int64_t c_buffers(const KernelConfig& c) {
@@ -73,7 +84,7 @@ Units units_of(const KernelConfig& c, const Problem& p, const ArchInfo& arch) {
   u.tiles_n = ceil_div(p.n, c.at("BN"));
   u.super_tiles = ceil_div(u.tiles_m, cluster_m(c)) * ceil_div(u.tiles_n, cluster_n(c));
   u.k_blocks = ceil_div(p.k, kBK);
-  u.workers = std::max<int64_t>(1, arch.sms / cluster_size(c)) * c.at("OCCUPANCY");
+  u.workers = std::max<int64_t>(1, arch.sms / cluster_ctas(c)) * c.at("OCCUPANCY");
   return u;
 }
 
@@ -180,6 +191,8 @@ class WgmmaSm90Family final : public Family {
         {"EPILOGUE", {1, 0}, true},  // 1: through shared memory + TMA store, 0: from registers
         {"SCHEDULE", {schedule::DATA_PARALLEL, schedule::SPLIT_K, schedule::STREAM_K}},
         {"SPLITS", few ? std::vector<int64_t>{1, 2, 3, 4, 6, 8} : std::vector<int64_t>{1}},
+        // Two or four CTAs of a cluster split each tile's k-blocks, adding through shared memory.
+        {"CLUSTER_K", few ? std::vector<int64_t>{1, 2, 4} : std::vector<int64_t>{1}},
         {"PINGPONG", {0, 1}},  // two consumer warpgroups take turns on whole tiles
         {"OCCUPANCY", skinny || few ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{1}},  // CTAs per SM
     };
@@ -244,16 +257,19 @@ class WgmmaSm90Family final : public Family {
     KernelConfig c{"wgmma_sm90", p.dtype, p.op_a, p.op_b, {}};
     c.params = {{"BM", 256}, {"BN", 128}, {"SWAP", 0}, {"STAGES", 4}, {"WG", 2}, {"WS", 1},
                 {"CLUSTER", 12}, {"RASTER", p.m >= p.n ? 0 : 1}, {"GROUP", 8}, {"EPILOGUE", 1},
-                {"SCHEDULE", schedule::DATA_PARALLEL}, {"SPLITS", 1}, {"PINGPONG", 0}, {"OCCUPANCY", 1}};
+                {"SCHEDULE", schedule::DATA_PARALLEL}, {"SPLITS", 1}, {"CLUSTER_K", 1}, {"PINGPONG", 0},
+                {"OCCUPANCY", 1}};
     const auto tiles_of = [&](int64_t bm, int64_t bn) { return ceil_div(p.m, bm) * ceil_div(p.n, bn); };
     bool split_where_few = true, one_wave_tma_store = false;
     if (skinny_n(p) || skinny_m(p)) {
       split_where_few = make_skinny(c, p, arch);
     } else if (p.flops() < 1e9) {
-      // Bound by latency: the fixup of a split costs more than the k-blocks it spreads. Where A
-      // is stored along K, wgmma N narrows until the tiles fill about half the SMs, 8 stages
-      // deep (bf16 tn 768x128x768: 24x64 tiles on 64 CTAs, cuBLAS's grid; tuned 0.89-0.90x
-      // against 0.73-0.80x untuned on 64x64 tiles 5 deep; H100, docs/PERF.md).
+      // Bound by latency: the fixup of a split through the workspace costs more than the
+      // k-blocks it spreads. Where A is stored along K, wgmma N narrows until the tiles fill
+      // about half the SMs, 8 stages deep (bf16 tn 768x128x768: 24x64 tiles on 64 CTAs,
+      // cuBLAS's grid; tuned 0.89-0.90x against 0.73-0.80x untuned on 64x64 tiles 5 deep), and
+      // two CTAs of a cluster split each tile's k-blocks, so that every SM streams (7.2 against
+      // 7.4-8.2 us in four exhaustive runs, within each run's spread; H100, docs/PERF.md).
       c.params["BM"] = 64;
       c.params["BN"] = 64;
       c.params["STAGES"] = 5;
@@ -262,6 +278,7 @@ class WgmmaSm90Family final : public Family {
         const int64_t tile_rows = std::max<int64_t>(1, arch.sms / 2 / ceil_div(p.n, 64));
         c.params["BM"] = std::min<int64_t>(64, round_up(ceil_div(p.m, tile_rows), 8));
         c.params["STAGES"] = 8;
+        c.params["CLUSTER_K"] = 2;  // repaired() drops it where the clusters would not fit
       }
       split_where_few = false;
     } else if (narrow_few(p, arch)) {
@@ -300,6 +317,7 @@ class WgmmaSm90Family final : public Family {
     std::string schedule;
     if (c.at("SCHEDULE") == schedule::SPLIT_K) schedule = fmt::format("_splitk{}", c.at("SPLITS"));
     if (c.at("SCHEDULE") == schedule::STREAM_K) schedule = "_streamk";
+    if (cluster_k(c) > 1) schedule = fmt::format("_ck{}", cluster_k(c));
     return fmt::format("gemm_wgmma_{}_{}{}_{}x{}x{}_s{}_wg{}_c{}x{}_{}_r{}{}{}{}{}{}", to_string(c.dtype),
                        to_char(c.op_a), to_char(c.op_b), c.at("BM"), c.at("BN"), kBK, c.at("STAGES"),
                        c.at("WG"), cluster_m(c), cluster_n(c), c.at("WS") ? (pingpong(c) ? "pingpong" : "ws") : "ms",
@@ -314,12 +332,13 @@ class WgmmaSm90Family final : public Family {
          fmt::format("  static constexpr int BM = {}, BN = {}, STAGES = {}, WG = {};\n"
                      "  static constexpr bool SWAP = {}, WS = {};\n"
                      "  static constexpr int CLUSTER_M = {}, CLUSTER_N = {}, RASTER = {}, GROUP = {};\n"
-                     "  static constexpr int EPILOGUE = {}, C_BUFFERS = {}, SCHEDULE = {}, SPLITS = {}, OCCUPANCY = {};\n"
+                     "  static constexpr int EPILOGUE = {}, C_BUFFERS = {}, SCHEDULE = {}, SPLITS = {}, CLUSTER_K = {};\n"
+                     "  static constexpr int OCCUPANCY = {};\n"
                      "  static constexpr bool PINGPONG = {}, A_T = {}, B_T = {};\n"
                      "  static constexpr int DTYPE = {};\n",
                      c.at("BM"), c.at("BN"), c.at("STAGES"), c.at("WG"), swapped(c), c.at("WS") != 0,
                      cluster_m(c), cluster_n(c), c.at("RASTER"), c.at("GROUP"), c.at("EPILOGUE"), c_buffers(c),
-                     c.at("SCHEDULE"), c.at("SPLITS"), c.at("OCCUPANCY"), pingpong(c), c.op_a == Op::T,
+                     c.at("SCHEDULE"), c.at("SPLITS"), cluster_k(c), c.at("OCCUPANCY"), pingpong(c), c.op_a == Op::T,
                      c.op_b == Op::T, c.dtype == DType::bf16 ? 2 : 1),
          smem_static_assert("K::SMEM_BYTES", smem_bytes_of(c)), "K::THREADS, K::CTAS_PER_SM",
          "  extern __shared__ __align__(1024) unsigned char gemmtune_smem[];\n"
@@ -333,7 +352,7 @@ class WgmmaSm90Family final : public Family {
     g.tiles_n = uint32_t(u.tiles_n);
     g.block = {uint32_t(128 * (c.at("WG") + c.at("WS"))), 1, 1};
     g.smem_bytes = uint32_t(smem_bytes_of(c));
-    const int64_t cluster = cluster_size(c);
+    const int64_t cluster = cluster_ctas(c);
     g.cluster = {uint32_t(cluster), 1, 1};
     if (c.at("WS")) {
       // Persistent: one CTA per SM (whole clusters), each a worker of the tile schedule.
@@ -377,6 +396,7 @@ class WgmmaSm90Family final : public Family {
     w.tile_m = c.at("BM");
     w.tile_n = c.at("BN");
     if (c.at("SCHEDULE") == schedule::SPLIT_K) w.k_splits = std::min(c.at("SPLITS"), u.k_blocks);
+    if (cluster_k(c) > 1) w.k_splits = std::min(cluster_k(c), u.k_blocks);
     w.balanced = c.at("SCHEDULE") == schedule::STREAM_K;
     const int64_t threads = 128 * (c.at("WG") + c.at("WS"));
     w.ctas_per_sm = ws ? int(c.at("OCCUPANCY")) : ctas_per_sm(a, threads, smem_bytes_of(c), accumulators(c) + 40);
@@ -393,7 +413,12 @@ class WgmmaSm90Family final : public Family {
     const double epilogue = epilogue_us(a, w.tile_m, w.tile_n, p.dtype);
     w.tile_overhead_us = ws ? epilogue * (c.at("EPILOGUE") ? 0.3 : 0.7) : 1.0 + epilogue;
     if (pingpong(c)) w.tile_overhead_us *= 0.5;  // one warpgroup's epilogue under the other's main loop
-    if (w.k_splits > 1 || w.balanced) w.tile_overhead_us += 2 * epilogue;  // partial sums out and back in
+    // Partial sums out and back in: through the workspace, or (a cluster splitting K) from one
+    // SM's shared memory to the other's.
+    if (cluster_k(c) > 1)
+      w.tile_overhead_us += 0.5 * epilogue;
+    else if (w.k_splits > 1 || w.balanced)
+      w.tile_overhead_us += 2 * epilogue;
     w.setup_us = packing_us(p, a);
     return w;
   }
@@ -401,7 +426,10 @@ class WgmmaSm90Family final : public Family {
  private:
   // The schedule of a default, where whole waves waste more than a tenth of the rounds: split-K
   // into about one wave of parts when the tiles leave SMs idle (stream-K's staggered k-ranges
-  // would share little in L2 there), else stream-K.
+  // would share little in L2 there), else stream-K. A split in two of tiles stored from
+  // registers goes to two CTAs of a cluster, which add through shared memory instead of the
+  // workspace (bf16 tn 4096x128x11008, 64x128 tiles: 1.06-1.09x cuBLAS against 0.98-0.99x split
+  // through the workspace; H100, docs/PERF.md).
   static KernelConfig with_schedule(KernelConfig c, const Problem& p, const ArchInfo& arch) {
     const Units u = units_of(c, p, arch);
     if (!c.at("WS") || wave_efficiency(u) >= 0.9) return c;
@@ -411,8 +439,10 @@ class WgmmaSm90Family final : public Family {
         const int64_t parts = u.super_tiles * s;
         if (s <= u.k_blocks / 2 && parts <= u.workers) best = s;
       }
-      c.params["SCHEDULE"] = best > 1 ? schedule::SPLIT_K : schedule::STREAM_K;
-      c.params["SPLITS"] = best;
+      const bool in_cluster = best == 2 && c.at("EPILOGUE") == 0 && cluster_size(c) == 1 && !pingpong(c);
+      c.params["SCHEDULE"] = in_cluster ? schedule::DATA_PARALLEL : best > 1 ? schedule::SPLIT_K : schedule::STREAM_K;
+      c.params["SPLITS"] = in_cluster ? 1 : best;
+      c.params["CLUSTER_K"] = in_cluster ? 2 : 1;
     } else {
       c.params["SCHEDULE"] = schedule::STREAM_K;
     }
@@ -424,8 +454,8 @@ class WgmmaSm90Family final : public Family {
   KernelConfig repaired(KernelConfig c, const Problem& p, const ArchInfo& arch) const {
     const SearchSpace s = space(p, arch);
     const std::pair<const char*, int64_t> fallbacks[] = {
-        {"SCHEDULE", schedule::DATA_PARALLEL}, {"CLUSTER", 11}, {"EPILOGUE", 0}, {"STAGES", 5}, {"STAGES", 4},
-        {"STAGES", 3}};
+        {"SCHEDULE", schedule::DATA_PARALLEL}, {"CLUSTER", 11}, {"CLUSTER_K", 1}, {"EPILOGUE", 0},
+        {"STAGES", 5}, {"STAGES", 4}, {"STAGES", 3}};
     for (const auto& [param, value] : fallbacks) {
       if (s.first_violation(c, p, arch) == nullptr) return c;
       c.params[param] = value;
@@ -535,6 +565,20 @@ class WgmmaSm90Family final : public Family {
         rule("clusters_need_ws", "clusters (TMA multicast) only with the warp-specialized schedule",
              [](const KernelConfig& c, const Problem&, const ArchInfo&) {
                return cluster_size(c) == 1 || c.at("WS") == 1;
+             }),
+        rule("cluster_k_alone",
+             "a cluster splits K in two or four for data-parallel tiles of the warp-specialized schedule, stored from registers, without multicast or ping-pong",
+             [](const KernelConfig& c, const Problem&, const ArchInfo&) {
+               if (cluster_k(c) == 1) return true;
+               return (cluster_k(c) == 2 || cluster_k(c) == 4) && cluster_size(c) == 1 && c.at("WS") == 1 &&
+                      !pingpong(c) && c.at("EPILOGUE") == 0 && c.at("SCHEDULE") == schedule::DATA_PARALLEL;
+             }),
+        // Each tile then takes two or four SMs: worth it where the tiles leave most of them idle.
+        rule("cluster_k_for_few_tiles", "a cluster splits K where its CTAs fit one wave, two k-blocks a CTA or more",
+             [](const KernelConfig& c, const Problem& p, const ArchInfo& a) {
+               if (cluster_k(c) == 1) return true;
+               return cluster_k(c) * ceil_div(p.m, c.at("BM")) * ceil_div(p.n, c.at("BN")) <= a.sms &&
+                      ceil_div(p.k, kBK) >= 2 * cluster_k(c);
              }),
         rule("cluster_has_pairs", "a cluster of two needs two tiles along its direction",
              [](const KernelConfig& c, const Problem& p, const ArchInfo&) {
