@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "gemmtune/error.hpp"
 #include "gemmtune/generator/family.hpp"
 #include "gemmtune/runtime/compiler.hpp"
 #include "gemmtune/tuner/tuner.hpp"
@@ -170,6 +171,27 @@ TEST_F(CompileFamilies, WgmmaClusterSplitKCompilesWithoutSpills) {
   EXPECT_FALSE(holds("cluster_k_for_few_tiles", split.front(), make_problem(DType::bf16, Op::T, Op::N, 4096, 4096, 768)));
   EXPECT_FALSE(holds("cluster_k_for_few_tiles", split.front(), make_problem(DType::bf16, Op::T, Op::N, 768, 128, 192)))
       << "three k-blocks";
+}
+
+// Four consumer warpgroups would ask setmaxnreg for more registers than the producer gives up
+// (128 x 24 + 512 x 240 > 640 x 96) and wait forever: the template refuses to compile them.
+TEST_F(CompileFamilies, WgmmaRegisterReallocationThatCannotBeMetDoesNotCompile) {
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  const Family& family = find_family("wgmma_sm90");
+  const Problem p = make_problem(DType::bf16, Op::N, Op::N, 4096, 4096, 4096);
+  KernelConfig c = family.default_config(p, arch);
+  c.params["WG"] = 4;
+  c.params["BN"] = 256;
+  c.params["EPILOGUE"] = 0;
+  c.params["STAGES"] = 3;
+  const Compiler compiler(false);
+  try {
+    compiler.compile(emit_source(family, c), arch);
+    ADD_FAILURE() << family.kernel_name(c) << " compiled";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("registers fit what the producer warpgroup gives up"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST_F(CompileFamilies, WgmmaBf16NN) { expect_wgmma_sample_compiles(DType::bf16, "nn"); }

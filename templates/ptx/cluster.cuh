@@ -35,11 +35,6 @@ GEMMTUNE_DEVICE_INLINE void cluster_arrive_relaxed() {
 }
 GEMMTUNE_DEVICE_INLINE void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
 
-// Every thread of every CTA in the cluster.
-GEMMTUNE_DEVICE_INLINE void cluster_sync() {
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
-}
-
 // Gives up registers (producer) or takes them (consumers); every thread of the warpgroup.
 template <int REGS>
 GEMMTUNE_DEVICE_INLINE void setmaxnreg_dec() {
