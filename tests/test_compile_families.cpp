@@ -122,54 +122,64 @@ TEST_F(CompileFamilies, WgmmaNarrowFewDefaultsCompileWithoutSpills) {
   expect_compile_without_spills(family, configs, arch);
 }
 
+// `c` with the given parameters set.
+KernelConfig with(KernelConfig c, std::initializer_list<std::pair<const char*, int64_t>> params) {
+  for (const auto& [name, value] : params) c.params[name] = value;
+  return c;
+}
+
+// The valid points of bf16 tn 768x128x768 (bound by latency) whose clusters split K in `ctas`.
+std::vector<KernelConfig> cluster_splits(const Family& family, const Problem& p, const ArchInfo& arch, int64_t ctas) {
+  std::vector<KernelConfig> out;
+  for (const KernelConfig& c : family.space(p, arch).prune(p, arch).valid)
+    if (c.at("CLUSTER_K") == ctas) out.push_back(c);
+  return out;
+}
+
 // Clusters that split K (CLUSTER_K = 2 or 4) on a problem bound by latency: valid points in both
-// orientations compile without spills; the family rejects the split with multicast, split-K, TMA
-// stores, or where the clusters would not fit one wave.
+// orientations compile without spills, and so does the split tile with the most accumulators
+// (128x128 on one consumer warpgroup); the launch asks for clusters of that many CTAs.
 TEST_F(CompileFamilies, WgmmaClusterSplitKCompilesWithoutSpills) {
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
   const Family& family = find_family("wgmma_sm90");
   const Problem p = make_problem(DType::bf16, Op::T, Op::N, 768, 128, 768);
-  const SearchSpace space = family.space(p, arch);
-  std::vector<KernelConfig> split, four;
-  for (const KernelConfig& c : space.prune(p, arch).valid) {
-    if (c.at("CLUSTER_K") == 2) split.push_back(c);
-    if (c.at("CLUSTER_K") == 4) four.push_back(c);
+  for (int64_t ctas : {2, 4}) {
+    const std::vector<KernelConfig> split = cluster_splits(family, p, arch, ctas);
+    ASSERT_FALSE(split.empty()) << ctas;
+    expect_compile_without_spills(family, covering_sample(split, 3), arch);
+    EXPECT_EQ(family.geometry(split.front(), p, arch).cluster[0], uint32_t(ctas)) << family.kernel_name(split.front());
   }
-  ASSERT_FALSE(split.empty());
-  ASSERT_FALSE(four.empty());
-  expect_compile_without_spills(family, covering_sample(split, 3), arch);
-  expect_compile_without_spills(family, covering_sample(four, 3), arch);
-  EXPECT_EQ(family.geometry(four.front(), p, arch).cluster[0], 4u) << family.kernel_name(four.front());
-  // The most accumulators a split tile has: 128x128 on one consumer warpgroup.
   const Problem few = make_problem(DType::bf16, Op::N, Op::N, 1024, 1024, 16384);
-  KernelConfig whole = family.default_config(few, arch);
-  whole.params["SCHEDULE"] = 0;
-  whole.params["SPLITS"] = 1;
-  whole.params["EPILOGUE"] = 0;
-  whole.params["CLUSTER_K"] = 2;
-  whole.params["STAGES"] = 4;  // the exchange slots take 64 KB
+  const KernelConfig whole = with(family.default_config(few, arch), {{"SCHEDULE", 0}, {"SPLITS", 1}, {"EPILOGUE", 0},
+                                                                     {"CLUSTER_K", 2}, {"STAGES", 4}});  // 64 KB of slots
   const Constraint* broken = family.space(few, arch).first_violation(whole, few, arch);
   ASSERT_EQ(broken, nullptr) << family.kernel_name(whole) << " breaks " << broken->name;
   expect_compile_without_spills(family, {whole}, arch);
+}
+
+// The family rejects a split in a cluster with multicast, split-K or TMA stores, where the
+// clusters would not fit one wave, and with fewer than two k-blocks a CTA.
+TEST_F(CompileFamilies, WgmmaClusterSplitKConstraints) {
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  const Family& family = find_family("wgmma_sm90");
+  const Problem p = make_problem(DType::bf16, Op::T, Op::N, 768, 128, 768);
+  const SearchSpace space = family.space(p, arch);
   const auto holds = [&](const char* name, const KernelConfig& c, const Problem& q) {
     for (const Constraint& rule : space.constraints)
       if (rule.name == name) return rule.holds(c, q, arch);
     ADD_FAILURE() << "no constraint " << name;
     return false;
   };
-  KernelConfig c = split.front();
-  EXPECT_EQ(family.geometry(c, p, arch).cluster[0], 2u) << family.kernel_name(c);
-  c.params["CLUSTER"] = 21;
-  EXPECT_FALSE(holds("cluster_k_alone", c, p)) << "with multicast";
-  c = split.front();
-  c.params["SCHEDULE"] = 1;
-  c.params["SPLITS"] = 2;
-  EXPECT_FALSE(holds("cluster_k_alone", c, p)) << "with split-K";
-  c = split.front();
-  c.params["EPILOGUE"] = 1;
-  EXPECT_FALSE(holds("cluster_k_alone", c, p)) << "with TMA stores";
-  EXPECT_FALSE(holds("cluster_k_for_few_tiles", split.front(), make_problem(DType::bf16, Op::T, Op::N, 4096, 4096, 768)));
-  EXPECT_FALSE(holds("cluster_k_for_few_tiles", split.front(), make_problem(DType::bf16, Op::T, Op::N, 768, 128, 192)))
+  const std::vector<KernelConfig> split = cluster_splits(family, p, arch, 2);
+  ASSERT_FALSE(split.empty());
+  const KernelConfig& c = split.front();
+  EXPECT_TRUE(holds("cluster_k_alone", c, p));
+  EXPECT_FALSE(holds("cluster_k_alone", with(c, {{"CLUSTER", 21}}), p)) << "with multicast";
+  EXPECT_FALSE(holds("cluster_k_alone", with(c, {{"SCHEDULE", 1}, {"SPLITS", 2}}), p)) << "with split-K";
+  EXPECT_FALSE(holds("cluster_k_alone", with(c, {{"EPILOGUE", 1}}), p)) << "with TMA stores";
+  EXPECT_TRUE(holds("cluster_k_for_few_tiles", c, p));
+  EXPECT_FALSE(holds("cluster_k_for_few_tiles", c, make_problem(DType::bf16, Op::T, Op::N, 4096, 4096, 768)));
+  EXPECT_FALSE(holds("cluster_k_for_few_tiles", c, make_problem(DType::bf16, Op::T, Op::N, 768, 128, 192)))
       << "three k-blocks";
 }
 
@@ -179,11 +189,7 @@ TEST_F(CompileFamilies, WgmmaRegisterReallocationThatCannotBeMetDoesNotCompile) 
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
   const Family& family = find_family("wgmma_sm90");
   const Problem p = make_problem(DType::bf16, Op::N, Op::N, 4096, 4096, 4096);
-  KernelConfig c = family.default_config(p, arch);
-  c.params["WG"] = 4;
-  c.params["BN"] = 256;
-  c.params["EPILOGUE"] = 0;
-  c.params["STAGES"] = 3;
+  const KernelConfig c = with(family.default_config(p, arch), {{"WG", 4}, {"BN", 256}, {"EPILOGUE", 0}, {"STAGES", 3}});
   const Compiler compiler(false);
   try {
     compiler.compile(emit_source(family, c), arch);

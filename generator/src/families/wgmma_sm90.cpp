@@ -386,9 +386,10 @@ class WgmmaSm90Family final : public Family {
   // warpgroup cannot keep the tensor cores busy, three are slower than two; the multistage
   // schedule lost 10-20% to warp specialization; ping-pong hides half of what remains of the
   // epilogue; OCCUPANCY CTAs share an SM. A cluster that multicasts an operand halves
-  // what its CTAs fetch of it; split-K writes and reads partial sums; stream-K spreads the work
-  // evenly over the SMs at the cost of fixing up the tiles it splits; an operand TMA cannot read
-  // in place is packed first.
+  // what its CTAs fetch of it; split-K writes and reads partial sums; a cluster that splits K
+  // exchanges them between its SMs' shared memory, for a quarter of that; stream-K spreads the
+  // work evenly over the SMs at the cost of fixing up the tiles it splits; an operand TMA cannot
+  // read in place is packed first.
   TileWork tile_work(const KernelConfig& c, const Problem& p, const ArchInfo& a) const override {
     const bool ws = c.at("WS") != 0;
     const Units u = units_of(c, p, a);
