@@ -440,10 +440,12 @@ class WgmmaSm90Family final : public Family {
         const int64_t parts = u.super_tiles * s;
         if (s <= u.k_blocks / 2 && parts <= u.workers) best = s;
       }
-      const bool in_cluster = best == 2 && c.at("EPILOGUE") == 0 && cluster_size(c) == 1 && !pingpong(c);
-      c.params["SCHEDULE"] = in_cluster ? schedule::DATA_PARALLEL : best > 1 ? schedule::SPLIT_K : schedule::STREAM_K;
-      c.params["SPLITS"] = in_cluster ? 1 : best;
-      c.params["CLUSTER_K"] = in_cluster ? 2 : 1;
+      if (best == 2 && c.at("EPILOGUE") == 0 && cluster_size(c) == 1 && !pingpong(c)) {
+        c.params["CLUSTER_K"] = 2;  // data-parallel tiles, each split by its cluster
+        return c;
+      }
+      c.params["SCHEDULE"] = best > 1 ? schedule::SPLIT_K : schedule::STREAM_K;
+      c.params["SPLITS"] = best;
     } else {
       c.params["SCHEDULE"] = schedule::STREAM_K;
     }
