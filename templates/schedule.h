@@ -131,6 +131,14 @@ GEMMTUNE_HOST_DEVICE int segments(const Work& w, int worker) {
   return sk + data_parallel_units(w, w.sk_tiles, worker);
 }
 
+// Whether worker `worker` computes a segment i: the condition of the kernels' loops. A
+// data-parallel worker answers without the division that counting its tiles costs, on the way
+// to its first load.
+GEMMTUNE_HOST_DEVICE bool has_segment(const Work& w, int worker, int i) {
+  if (w.mode == DATA_PARALLEL) return worker + i * w.workers < w.tiles;
+  return i < segments(w, worker);
+}
+
 // Segment i (0 <= i < segments(w, worker)) of worker `worker`, in the order it computes them.
 GEMMTUNE_HOST_DEVICE Segment segment(const Work& w, int worker, int i) {
   Segment s;

@@ -641,12 +641,9 @@ struct Kernel {
   };
 
   GEMMTUNE_DEVICE_INLINE static void produce(const GemmArgs& args, const Smem& s, int worker, int rank, int kpart) {
-    ptx::tma_prefetch_descriptor(&args.map_a);
-    ptx::tma_prefetch_descriptor(&args.map_b);
     const u64 policy = SWAP ? ptx::l2_evict_first_policy() : 0;
     Ring ring;
-    const int count = schedule::segments(work_in(s), worker);
-    for (int i = 0; i < count; ++i) {
+    for (int i = 0; schedule::has_segment(work_in(s), worker, i); ++i) {
       const schedule::Segment seg = schedule::segment(work_in(s), worker, i);
       const Tile t = tile_of(seg.tile, rank, grid_of(args));
       const KRange ks = k_range(seg, kpart);
@@ -670,6 +667,8 @@ struct Kernel {
                                              int consumer) {
     float acc[MW][TN / 2];
     Ring ring;
+    // Counted once (unlike the producer, whose first load waits for its loop's condition): the
+    // consumers wait for the first stage anyway, and a count is one register through the loop.
     const int count = schedule::segments(work_in(s), worker);
     for (int i = 0; i < count; ++i) {
       if (PINGPONG && i % 2 != consumer) {  // the other warpgroup's turn: skip its stages
@@ -748,8 +747,6 @@ struct Kernel {
     const bool issuer = threadIdx.x == 0;
     const u64 policy = SWAP && issuer ? ptx::l2_evict_first_policy() : 0;
     if (issuer) {
-      ptx::tma_prefetch_descriptor(&args.map_a);
-      ptx::tma_prefetch_descriptor(&args.map_b);
       for (int kb = 0; kb < STAGES - 1 && kb < k_blocks; ++kb) load_stage(args, s, kb, t, kb, 0, policy);
     }
     const int consumer = threadIdx.x / 128;
@@ -776,6 +773,10 @@ struct Kernel {
   }
 
   GEMMTUNE_DEVICE_INLINE static void run(const GemmArgs& args, unsigned char* smem_raw) {
+    if (threadIdx.x == 0) {  // the descriptors' fetch overlaps the barriers' making
+      ptx::tma_prefetch_descriptor(&args.map_a);
+      ptx::tma_prefetch_descriptor(&args.map_b);
+    }
     const Smem s = carve(smem_raw);
     if constexpr (WS)
       run_warp_specialized(args, s);

@@ -1,6 +1,7 @@
-// The work decomposition the kernels use (templates/schedule.h): every (tile, k-block) is
-// computed exactly once, in every mode, for many shapes and worker counts; the parts of a tile
-// are numbered in k order and their workspace slots are distinct and in range.
+// The work decomposition the kernels use (templates/schedule.h): walked as the kernels walk it
+// (has_segment), every (tile, k-block) is computed exactly once, in every mode, for many shapes
+// and worker counts; the parts of a tile are numbered in k order and their workspace slots are
+// distinct and in range.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -21,8 +22,8 @@ Coverage cover(const Work& w) {
   Coverage c;
   c.times.assign(size_t(w.tiles) * size_t(w.k_blocks), 0);
   for (int worker = 0; worker < w.workers; ++worker) {
-    const int n = segments(w, worker);
-    for (int i = 0; i < n; ++i) {
+    int i = 0;
+    for (; has_segment(w, worker, i); ++i) {  // as the kernels walk their segments
       const Segment s = segment(w, worker, i);
       EXPECT_LT(s.k_begin, s.k_end) << "empty segment";
       EXPECT_GE(s.tile, 0);
@@ -30,6 +31,7 @@ Coverage cover(const Work& w) {
       for (int kb = s.k_begin; kb < s.k_end; ++kb) ++c.times[size_t(s.tile) * size_t(w.k_blocks) + size_t(kb)];
       c.parts_of[s.tile].push_back(s);
     }
+    EXPECT_EQ(i, segments(w, worker)) << "worker " << worker;
   }
   return c;
 }
