@@ -1,6 +1,7 @@
 // Thread-block clusters and register reallocation between warpgroups (sm_90).
 #pragma once
 #include "common.cuh"
+#include "ptx/mbarrier.cuh"
 
 namespace gemmtune {
 namespace ptx {
@@ -14,13 +15,7 @@ GEMMTUNE_DEVICE_INLINE u32 cluster_ctarank() {
 // Stores four floats at the same shared-memory address in CTA `cta` of this cluster, and counts
 // their 16 bytes on that CTA's barrier at the same offset as `bar` (which expects them).
 GEMMTUNE_DEVICE_INLINE void st_async_v4(const void* local, const u64* bar, u32 cta, float4 v) {
-  u32 remote, remote_bar;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
-               : "=r"(remote)
-               : "r"(static_cast<u32>(__cvta_generic_to_shared(local))), "r"(cta));
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;"
-               : "=r"(remote_bar)
-               : "r"(static_cast<u32>(__cvta_generic_to_shared(bar))), "r"(cta));
+  const u32 remote = cluster_smem_u32(local, cta), remote_bar = cluster_smem_u32(bar, cta);
   asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, [%5];" ::"r"(remote),
                "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w), "r"(remote_bar)
                : "memory");

@@ -8,6 +8,13 @@ namespace ptx {
 
 GEMMTUNE_DEVICE_INLINE u32 smem_u32(const void* p) { return static_cast<u32>(__cvta_generic_to_shared(p)); }
 
+// The address of the same shared-memory location in CTA `cta` of this cluster.
+GEMMTUNE_DEVICE_INLINE u32 cluster_smem_u32(const void* p, u32 cta) {
+  u32 remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_u32(p)), "r"(cta));
+  return remote;
+}
+
 GEMMTUNE_DEVICE_INLINE void mbarrier_init(u64* bar, u32 arrivals) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(arrivals) : "memory");
 }
@@ -30,9 +37,7 @@ GEMMTUNE_DEVICE_INLINE void mbarrier_arrive(u64* bar) {
 // Arrives on the barrier at the same offset in CTA `cta` of this cluster. CTA-scope release: it
 // only says "done reading" (wgmma reads are complete by then), so no cluster-wide fence is paid.
 GEMMTUNE_DEVICE_INLINE void mbarrier_arrive_cluster(u64* bar, u32 cta) {
-  u32 remote;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(smem_u32(bar)), "r"(cta));
-  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(cluster_smem_u32(bar, cta)) : "memory");
 }
 
 GEMMTUNE_DEVICE_INLINE bool mbarrier_try_wait(u64* bar, u32 parity) {
