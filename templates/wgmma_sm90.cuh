@@ -627,7 +627,8 @@ struct Kernel {
     } else {
       __syncthreads();
       // A cluster splitting K first writes into the other CTAs at the end of its first tile:
-      // each thread arrives now and waits there (consume), or once its loads are issued.
+      // each thread arrives now, and waits before its main loop (consume) or once its loads
+      // are issued.
       if constexpr (CLUSTER_K > 1) ptx::cluster_arrive_relaxed();
     }
   }
@@ -674,6 +675,10 @@ struct Kernel {
     // Counted once (unlike the producer, whose first load waits for its loop's condition): the
     // consumers wait for the first stage anyway, and a count is one register through the loop.
     const int count = schedule::segments(work_in(s), worker);
+    // The other CTAs' barriers are made (init_shared) before this one first writes into them
+    // (exchange). Waited for here, where the first stage is still on its way: after the main
+    // loop the wait took ~180 cycles.
+    if constexpr (CLUSTER_K > 1) ptx::cluster_wait();
     for (int i = 0; i < count; ++i) {
       if (PINGPONG && i % 2 != consumer) {  // the other warpgroup's turn: skip its stages
         const schedule::Segment seg = schedule::segment(work_in(s), worker, i);
@@ -716,15 +721,10 @@ struct Kernel {
       if (previous >= 0) release(s, previous);
       // The segment again rather than kept in registers through the main loop.
       const schedule::Segment seg = schedule::segment(work_in(s), worker, i);
-      if constexpr (CLUSTER_K > 1) {
-        if (i == 0) ptx::cluster_wait();  // the other CTAs' barriers are made (init_shared)
-        exchange(s, kpart, consumer, i, i + 1 < count, acc);
-      }
+      if constexpr (CLUSTER_K > 1) exchange(s, kpart, consumer, i, i + 1 < count, acc);
       if (seg.parts == 1 || reduce_parts(args, s, work_in(s), seg, rank, consumer, acc))
         epilogue(args, s, KEEP_TILE ? tile : tile_of(seg.tile, rank, grid_of(args)), consumer, acc, kpart);
     }
-    if constexpr (CLUSTER_K > 1)
-      if (count == 0) ptx::cluster_wait();
     finish_stores(args);
   }
 
