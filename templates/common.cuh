@@ -1,6 +1,7 @@
-// Shared device helpers for every family: no includes, so NVRTC compiles fast.
+// Shared device helpers for every family: no system includes, so NVRTC compiles fast.
 #pragma once
 #include "gemm_args.h"
+#include "raster.h"
 
 #ifndef GEMMTUNE_DEVICE_INLINE
 #define GEMMTUNE_DEVICE_INLINE __device__ __forceinline__
@@ -11,18 +12,6 @@ namespace gemmtune {
 typedef unsigned short u16;
 typedef unsigned int u32;
 typedef unsigned long long u64;
-
-// Which output tile a block computes: tiles go in groups of `group` along M so that blocks
-// running together share rows of A and columns of B in L2.
-GEMMTUNE_DEVICE_INLINE void grouped_tile(int linear, int tiles_m, int tiles_n, int group,
-                                         int& tile_m, int& tile_n) {
-  const int per_group = group * tiles_n;
-  const int first_m = (linear / per_group) * group;
-  const int rows = min(tiles_m - first_m, group);
-  const int in_group = linear % per_group;
-  tile_m = first_m + in_group % rows;
-  tile_n = in_group / rows;
-}
 
 // 16-bit float conversions through PTX: NVRTC then needs no cuda_fp16.h / cuda_bf16.h.
 GEMMTUNE_DEVICE_INLINE float bf16_to_f32(u16 x) { return __uint_as_float(u32(x) << 16); }

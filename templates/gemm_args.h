@@ -8,6 +8,11 @@ struct alignas(64) GemmTensorMap {
   unsigned long long opaque[16];
 };
 
+// A divisor with its multiplier for division without a division instruction (raster.h).
+struct GemmDivisor {
+  unsigned int value, mul, shift;
+};
+
 struct GemmArgs {
   GemmTensorMap map_a;  // first: their alignment would otherwise pad the struct
   GemmTensorMap map_b;
@@ -33,6 +38,9 @@ struct GemmArgs {
   // Counters (LaunchGeometry::counter_bytes), or 0: zero at launch, and every kernel leaves the
   // ones it used zero again, so that the next launch of any kernel finds them zero.
   unsigned long long counters;
+  // Divisors the kernel's tile mapping takes (LaunchGeometry::divisors: which ones is the
+  // family's choice), each with its multiplier.
+  GemmDivisor divisors[2];
 };
 
 #define GEMM_ARGS_MAP_C 1

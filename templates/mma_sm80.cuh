@@ -375,7 +375,7 @@ struct Kernel {
                                                  int(gridDim.x), SPLITS);
     const schedule::Segment seg = schedule::segment(w, int(blockIdx.x), 0);
     int tile_m, tile_n;
-    grouped_tile(seg.tile, args.tiles_m, args.tiles_n, Cfg::GROUP, tile_m, tile_n);
+    grouped_tile(seg.tile, args.tiles_m, Cfg::GROUP, args.divisors, tile_m, tile_n);
     const int m0 = tile_m * BM, n0 = tile_n * BN;
     Mainloop ml(args, u32(__cvta_generic_to_shared(smem)), m0, n0, seg.k_begin);
     Acc acc;

@@ -100,7 +100,8 @@ struct TileLoader {
   }
 };
 
-// Cfg provides: BM, BN, BK, WM, WN, TM, TN, VEC, STAGES (ints), A_T, B_T (bools).
+// Cfg provides: BM, BN, BK, WM, WN, TM, TN, VEC, STAGES, GROUP (tiles per raster group along M;
+// ints), A_T, B_T (bools).
 template <class Cfg>
 struct Kernel {
   static constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK;
@@ -128,7 +129,7 @@ struct Kernel {
   GEMMTUNE_DEVICE_INLINE static void run(const GemmArgs& args, float* smem) {
     const int M = args.m, N = args.n, K = args.k;
     int tile_m, tile_n;
-    grouped_tile(blockIdx.x, args.tiles_m, args.tiles_n, 8, tile_m, tile_n);
+    grouped_tile(blockIdx.x, args.tiles_m, Cfg::GROUP, args.divisors, tile_m, tile_n);
     const int m0 = tile_m * BM, n0 = tile_n * BN;
     const float* __restrict__ A = reinterpret_cast<const float*>(args.a);
     const float* __restrict__ B = reinterpret_cast<const float*>(args.b);
@@ -260,7 +261,7 @@ struct Kernel {
 // Defaults, so that `nvcc -arch=sm_90 -cubin simt.cuh -x cu` builds and disassembles it offline.
 struct GemmtuneSimtDefault {
   static constexpr int BM = 128, BN = 128, BK = 8, WM = 64, WN = 32, TM = 8, TN = 8;
-  static constexpr int VEC = 4, STAGES = 2;
+  static constexpr int VEC = 4, STAGES = 2, GROUP = 8;
   static constexpr bool A_T = false, B_T = false;
 };
 extern "C" __global__ void __launch_bounds__(gemmtune::simt::Kernel<GemmtuneSimtDefault>::THREADS)

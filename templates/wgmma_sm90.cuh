@@ -188,6 +188,7 @@ struct Kernel {
     int tiles_m, tiles_n;  // tiles along problem M and N
     int super_m, super_n;  // cluster-sized groups of tiles ("super tiles") along M and N
     int k_blocks;
+    GemmDivisor divisors[2];  // of the raster groups (the family's geometry)
   };
 
   GEMMTUNE_DEVICE_INLINE static Grid grid_of(const GemmArgs& args) {
@@ -197,6 +198,8 @@ struct Kernel {
     g.super_m = (g.tiles_m + Cfg::CLUSTER_M - 1) / Cfg::CLUSTER_M;
     g.super_n = (g.tiles_n + Cfg::CLUSTER_N - 1) / Cfg::CLUSTER_N;
     g.k_blocks = (args.k + BK - 1) / BK;
+    g.divisors[0] = args.divisors[0];
+    g.divisors[1] = args.divisors[1];
     return g;
   }
 
@@ -205,9 +208,9 @@ struct Kernel {
   GEMMTUNE_DEVICE_INLINE static Tile tile_of(int st, int rank, const Grid& g) {
     int sm, sn;
     if (Cfg::RASTER == 0)
-      grouped_tile(st, g.super_m, g.super_n, Cfg::GROUP, sm, sn);
+      grouped_tile(st, g.super_m, Cfg::GROUP, g.divisors, sm, sn);
     else
-      grouped_tile(st, g.super_n, g.super_m, Cfg::GROUP, sn, sm);
+      grouped_tile(st, g.super_n, Cfg::GROUP, g.divisors, sn, sm);
     const int m0 = (Cfg::CLUSTER_M == 2 ? 2 * sm + rank : sm) * Cfg::BM;
     const int n0 = (Cfg::CLUSTER_N == 2 ? 2 * sn + rank : sn) * Cfg::BN;
     return SWAP ? Tile{m0, n0} : Tile{n0, m0};

@@ -8,6 +8,7 @@
 #include "gemmtune/generator/util.hpp"
 #include "gemmtune/runtime/driver.hpp"
 #include "launcher.hpp"
+#include "raster.h"
 
 namespace gemmtune {
 
@@ -15,7 +16,7 @@ namespace gemmtune {
 static_assert(sizeof(GemmTensorMap) == 128 && alignof(GemmTensorMap) == 64);
 static_assert(sizeof(GemmTensorMap) == sizeof(CUtensorMap));
 static_assert(offsetof(GemmArgs, a) == 384 && offsetof(GemmArgs, m) == 432 && offsetof(GemmArgs, workspace) == 464 &&
-              offsetof(GemmArgs, counters) == 472);
+              offsetof(GemmArgs, counters) == 472 && offsetof(GemmArgs, divisors) == 480);
 static_assert(sizeof(GemmArgs) == 512);
 
 LoadedKernel::LoadedKernel(const CompiledKernel& compiled, uint32_t dynamic_smem)
@@ -88,6 +89,7 @@ GemmArgs plain_args(const LaunchGeometry& g, const Problem& p, const GemmOperand
   args.tiles_n = int(g.tiles_n);
   args.workspace = ops.workspace;
   args.counters = ops.counters;
+  for (int i = 0; i < 2; ++i) args.divisors[i] = make_divisor(g.divisors[i]);
   return args;
 }
 

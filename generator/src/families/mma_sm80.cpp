@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "families.hpp"
+#include "raster.h"
 #include "schedule.h"
 
 namespace gemmtune {
@@ -188,6 +189,7 @@ class MmaSm80Family final : public Family {
     const Units u = units_of(c, p);
     g.tiles_m = uint32_t(ceil_div(p.m, c.at("BM")));
     g.tiles_n = uint32_t(ceil_div(p.n, c.at("BN")));
+    raster_divisors(int(g.tiles_m), int(g.tiles_n), int(c.at("GROUP")), g.divisors);
     g.grid = {grid_extent(u.tiles * u.parts), 1, 1};
     g.workspace_bytes = workspace_bytes_of(c, u);
     g.counter_bytes = counter_bytes_of(u);

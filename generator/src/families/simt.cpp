@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "families.hpp"
+#include "raster.h"
 
 namespace gemmtune {
 namespace {
@@ -26,6 +27,8 @@ int64_t register_estimate(const KernelConfig& c) {
 }
 
 int widest_vector(const Problem& p) { return std::min(4, p.align / 4); }
+
+constexpr int kGroup = 8;  // tiles per raster group along M (Cfg::GROUP)
 
 class SimtFamily final : public Family {
  public:
@@ -110,10 +113,10 @@ class SimtFamily final : public Family {
         {kernel_name(c), "simt.cuh", "gemmtune::simt::Kernel",
          fmt::format("  static constexpr int BM = {}, BN = {}, BK = {};\n"
                      "  static constexpr int WM = {}, WN = {}, TM = {}, TN = {};\n"
-                     "  static constexpr int VEC = {}, STAGES = {};\n"
+                     "  static constexpr int VEC = {}, STAGES = {}, GROUP = {};\n"
                      "  static constexpr bool A_T = {}, B_T = {};\n",
                      c.at("BM"), c.at("BN"), c.at("BK"), c.at("WM"), c.at("WN"), c.at("TM"), c.at("TN"),
-                     c.at("VEC"), c.at("STAGES"), c.op_a == Op::T, c.op_b == Op::T),
+                     c.at("VEC"), c.at("STAGES"), kGroup, c.op_a == Op::T, c.op_b == Op::T),
          smem_static_assert("K::SMEM_BYTES", smem_bytes_of(c)), "K::THREADS",
          "  extern __shared__ float4 gemmtune_smem[];\n"
          "  K::run(args, reinterpret_cast<float*>(gemmtune_smem));\n"});
@@ -124,6 +127,7 @@ class SimtFamily final : public Family {
     g.tiles_m = uint32_t((p.m + c.at("BM") - 1) / c.at("BM"));
     g.tiles_n = uint32_t((p.n + c.at("BN") - 1) / c.at("BN"));
     g.grid = {grid_extent(int64_t(g.tiles_m) * g.tiles_n), 1, 1};
+    raster_divisors(int(g.tiles_m), int(g.tiles_n), kGroup, g.divisors);
     g.block = {uint32_t(threads_of(c)), 1, 1};
     g.smem_bytes = uint32_t(smem_bytes_of(c));
     return g;

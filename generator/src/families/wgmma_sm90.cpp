@@ -6,6 +6,7 @@
 
 #include "families.hpp"
 #include "gemmtune/generator/util.hpp"
+#include "raster.h"
 #include "schedule.h"
 
 namespace gemmtune {
@@ -350,6 +351,12 @@ class WgmmaSm90Family final : public Family {
     const Units u = units_of(c, p, arch);
     g.tiles_m = uint32_t(u.tiles_m);
     g.tiles_n = uint32_t(u.tiles_n);
+    // Super tiles (cluster-sized groups) in raster groups along M, or along N (Kernel::tile_of).
+    const int super_m = int(ceil_div(u.tiles_m, cluster_m(c))), super_n = int(ceil_div(u.tiles_n, cluster_n(c)));
+    if (c.at("RASTER") == 0)
+      raster_divisors(super_m, super_n, int(c.at("GROUP")), g.divisors);
+    else
+      raster_divisors(super_n, super_m, int(c.at("GROUP")), g.divisors);
     g.block = {uint32_t(128 * (c.at("WG") + c.at("WS"))), 1, 1};
     g.smem_bytes = uint32_t(smem_bytes_of(c));
     const int64_t cluster = cluster_ctas(c);

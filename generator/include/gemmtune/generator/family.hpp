@@ -52,6 +52,10 @@ struct LaunchGeometry {
   // into an aligned copy first. C's map (TMA stores) is made only when beta == 0 and C is
   // aligned, and then GEMM_ARGS_MAP_C is set; otherwise the kernel stores from registers.
   std::array<TensorMapNeed, 3> maps{};
+  // Divisors of the kernel's tile mapping (raster_divisors of templates/raster.h for grouped
+  // tiles), passed with their multipliers as GemmArgs::divisors: a kernel's division by a launch
+  // value costs ~20 dependent instructions, and a CTA's first load waits on the mapping.
+  uint32_t divisors[2] = {1, 1};
 
   const TensorMapNeed& map(Operand operand) const { return maps[size_t(operand)]; }
   TensorMapNeed& map(Operand operand) { return maps[size_t(operand)]; }
