@@ -10,14 +10,7 @@
 // divides with a multiply-high, an add and a shift.
 #pragma once
 #include "gemm_args.h"
-
-#ifndef GEMMTUNE_HOST_DEVICE
-#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
-#define GEMMTUNE_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define GEMMTUNE_HOST_DEVICE inline
-#endif
-#endif
+#include "host_device.h"
 
 namespace gemmtune {
 
@@ -47,15 +40,16 @@ GEMMTUNE_HOST_DEVICE int divide(int x, GemmDivisor d) {
 
 // The divisors grouped_tile takes, for tiles_m x tiles_n tiles in groups of `group` along M:
 // the tiles of a whole group, and the rows of the last one.
-GEMMTUNE_HOST_DEVICE void raster_divisors(int tiles_m, int tiles_n, int group, unsigned (&divisors)[2]) {
+GEMMTUNE_HOST_DEVICE void raster_divisors(int tiles_m, int tiles_n, int group,
+                                          unsigned (&divisors)[2]) {
   divisors[0] = unsigned(group * tiles_n);
   divisors[1] = unsigned(tiles_m % group == 0 ? group : tiles_m % group);
 }
 
 // Tile `linear` of tiles_m rows of tiles in groups of `group`, swept down each group's rows
 // first. `divisors` are raster_divisors' for these tiles (GemmArgs::divisors).
-GEMMTUNE_HOST_DEVICE void grouped_tile(int linear, int tiles_m, int group, const GemmDivisor (&divisors)[2],
-                                     int& tile_m, int& tile_n) {
+GEMMTUNE_HOST_DEVICE void grouped_tile(int linear, int tiles_m, int group,
+                                       const GemmDivisor (&divisors)[2], int& tile_m, int& tile_n) {
   const int g = divide(linear, divisors[0]);
   const int first_m = g * group;
   const int in_group = linear - g * int(divisors[0].value);

@@ -22,13 +22,7 @@
 // keep tiles * splits and sk_tiles * k_blocks * workers below 2^31 (fits_in_int below).
 #pragma once
 
-#ifndef GEMMTUNE_HOST_DEVICE
-#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
-#define GEMMTUNE_HOST_DEVICE __host__ __device__ __forceinline__
-#else
-#define GEMMTUNE_HOST_DEVICE inline
-#endif
-#endif
+#include "host_device.h"
 
 namespace gemmtune {
 namespace schedule {

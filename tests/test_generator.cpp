@@ -283,9 +283,9 @@ TEST(Templates, IncludesAreFoundTransitively) {
                             "#define X \"#include \\\"e\\\"\"\n#include \"f"),
             (std::vector<std::string>{"a.h", "ptx/b.cuh"}));
   EXPECT_EQ(template_closure({"simt.cuh"}),
-            (std::vector<std::string>{"common.cuh", "gemm_args.h", "raster.h", "simt.cuh"}));
+            (std::vector<std::string>{"common.cuh", "gemm_args.h", "host_device.h", "raster.h", "simt.cuh"}));
   EXPECT_EQ(template_closure({"wgmma_sm90.cuh", "pack.cuh"}),
-            (std::vector<std::string>{"common.cuh", "gemm_args.h", "pack.cuh", "ptx/cluster.cuh", "ptx/mbarrier.cuh",
+            (std::vector<std::string>{"common.cuh", "gemm_args.h", "host_device.h", "pack.cuh", "ptx/cluster.cuh", "ptx/mbarrier.cuh",
                                       "ptx/stmatrix.cuh", "ptx/tma.cuh", "ptx/wgmma.cuh", "raster.h",
                                       "schedule.h", "wgmma_sm90.cuh"}));
   // Names that are no template (system headers) are not followed; cycles end.
@@ -478,7 +478,7 @@ TEST(Families, TemplateVersionCoversEveryIncludedTemplate) {
   const Family& wgmma = find_family("wgmma_sm90");
   const std::string version = template_version(simt);
   EXPECT_EQ(version.size(), 16u);
-  EXPECT_EQ(version, templates_digest({"common.cuh", "gemm_args.h", "raster.h", "simt.cuh"}).substr(0, 16));
+  EXPECT_EQ(version, templates_digest({"common.cuh", "gemm_args.h", "host_device.h", "raster.h", "simt.cuh"}).substr(0, 16));
   EXPECT_NE(version, template_version(wgmma));
   test::EditableTemplates edited;
   edited.append("pack.cuh", "\n// only the wgmma family runs the packing kernel\n");

@@ -70,7 +70,8 @@ TEST(Raster, GroupedTilesCoverEveryTileOnceInPlainOrder) {
           ASSERT_TRUE(m >= 0 && m < tiles_m && n >= 0 && n < tiles_n);
           ++seen[size_t(n) * tiles_m + m];
         }
-        for (int times : seen) ASSERT_EQ(times, 1) << tiles_m << "x" << tiles_n << " group " << group;
+        for (int times : seen)
+          ASSERT_EQ(times, 1) << tiles_m << "x" << tiles_n << " group " << group;
       }
 }
 
