@@ -61,14 +61,17 @@ GEMMTUNE_DEVICE_INLINE void fence_registers(float (&d)[N]) {
 // or 4 CTAs of a cluster that split a tile's k-blocks and add through distributed shared memory),
 // PINGPONG (bool),
 // OCCUPANCY (CTAs per SM: 2 lets small-tile kernels overlap one CTA's fixed costs with the
-// other's loads), A_T, B_T (bools),
+// other's loads), KSUB (64-K blocks a stage: 1 or 2), A_T, B_T (bools),
 // DTYPE (1 f16, 2 bf16).
 template <class Cfg>
 struct Kernel {
   static constexpr bool SWAP = Cfg::SWAP;
   static constexpr int TM = SWAP ? Cfg::BM : Cfg::BN;  // kernel rows per tile
   static constexpr int TN = SWAP ? Cfg::BN : Cfg::BM;  // kernel columns: wgmma N
-  static constexpr int BK = 64;                        // 64 16-bit values: one 128-byte swizzle row
+  // K per stage: KSUB sub-blocks of 64 16-bit values (one 128-byte swizzle row each), each laid
+  // out in shared memory as a whole stage of one sub-block would be.
+  static constexpr int KSUB = Cfg::KSUB;
+  static constexpr int BK = 64 * KSUB;
   static constexpr int STAGES = Cfg::STAGES;
   static constexpr int WG = Cfg::WG;
   static constexpr bool PINGPONG = Cfg::PINGPONG;
@@ -83,8 +86,10 @@ struct Kernel {
   // P is op(A) (SWAP) or op(B)^T; it is K-major when its storage runs along K.
   static constexpr bool P_KMAJOR = SWAP ? Cfg::A_T : !Cfg::B_T;
   static constexpr bool Q_KMAJOR = SWAP ? !Cfg::B_T : Cfg::A_T;
-  static constexpr int P_BYTES = TM * BK * 2;
-  static constexpr int Q_BYTES = TN * BK * 2;
+  static constexpr int P_SUB_BYTES = TM * 64 * 2;
+  static constexpr int Q_SUB_BYTES = TN * 64 * 2;
+  static constexpr int P_BYTES = P_SUB_BYTES * KSUB;
+  static constexpr int Q_BYTES = Q_SUB_BYTES * KSUB;
   static constexpr int STAGE_BYTES = P_BYTES + Q_BYTES;
   // Two CTAs along problem M share the operand that does not depend on m (B's), along N A's.
   static constexpr bool SHARE_B = Cfg::CLUSTER_M == 2;
@@ -241,9 +246,10 @@ struct Kernel {
 
   // ---- loads --------------------------------------------------------------------------------
 
-  // One operand's stage: ROWS rows (kernel rows for P, columns for Q). K-major: one box of
-  // (64 K, ROWS rows). MN-major: ROWS/64 boxes of (64 rows, 64 K), 8 KB apart. When shared by
-  // the cluster, each CTA loads half (half the rows, or half the K of each box) for both.
+  // One operand's 64-K sub-block of a stage: ROWS rows (kernel rows for P, columns for Q).
+  // K-major: one box of (64 K, ROWS rows). MN-major: ROWS/64 boxes of (64 rows, 64 K), 8 KB apart.
+  // When shared by the cluster, each CTA loads half (half the rows, or half the K of each box)
+  // for both.
   template <bool KMAJOR, int ROWS, bool SHARED, bool STREAMED>
   GEMMTUNE_DEVICE_INLINE static void load_operand(unsigned char* dst, const GemmTensorMap* map, u64* bar,
                                                   int mn0, int k0, int rank, u64 policy) {
@@ -257,7 +263,7 @@ struct Kernel {
       else
         ptx::tma_load_2d(dst, map, bar, k0, mn0);
     } else {
-      constexpr int k_rows = SHARED ? BK / 2 : BK;
+      constexpr int k_rows = SHARED ? 32 : 64;
       const int kr0 = SHARED ? rank * k_rows : 0;
 #pragma unroll
       for (int c = 0; c < ROWS / 64; ++c) {
@@ -279,8 +285,13 @@ struct Kernel {
     ptx::mbarrier_arrive_expect_tx(bar, STAGE_BYTES);
     const GemmTensorMap* p_map = SWAP ? &args.map_a : &args.map_b;
     const GemmTensorMap* q_map = SWAP ? &args.map_b : &args.map_a;
-    load_operand<P_KMAJOR, TM, SHARE_P, SWAP>(s.p + stage * P_BYTES, p_map, bar, t.row0, kb * BK, rank, policy);
-    load_operand<Q_KMAJOR, TN, SHARE_Q, false>(s.q + stage * Q_BYTES, q_map, bar, t.col0, kb * BK, rank, policy);
+#pragma unroll
+    for (int sub = 0; sub < KSUB; ++sub) {
+      load_operand<P_KMAJOR, TM, SHARE_P, SWAP>(s.p + stage * P_BYTES + sub * P_SUB_BYTES, p_map, bar, t.row0,
+                                                kb * BK + 64 * sub, rank, policy);
+      load_operand<Q_KMAJOR, TN, SHARE_Q, false>(s.q + stage * Q_BYTES + sub * Q_SUB_BYTES, q_map, bar, t.col0,
+                                                 kb * BK + 64 * sub, rank, policy);
+    }
   }
 
   // Which 64*MW rows of a tile consumer warpgroup `consumer` computes (ping-pong: all of them).
@@ -288,17 +299,17 @@ struct Kernel {
 
   // ---- math ---------------------------------------------------------------------------------
 
-  // Descriptors of 16-K slice kk: K-major slices are 32 bytes apart inside a 128-byte row;
-  // MN-major slices are 16 rows (2 KB) apart, and 64-row chunks 8 KB apart.
+  // Descriptors of 16-K slice kk, in sub-block kk / 4: K-major slices are 32 bytes apart inside a
+  // 128-byte row; MN-major slices are 16 rows (2 KB) apart, and 64-row chunks 8 KB apart.
   GEMMTUNE_DEVICE_INLINE static u64 p_descriptor(const Smem& s, int stage, int block, int kk) {
-    const u32 base = ptx::smem_u32(s.p + stage * P_BYTES + block * 8192);
-    return P_KMAJOR ? ptx::smem_descriptor(base + kk * 32, 16, 1024)
-                    : ptx::smem_descriptor(base + kk * 2048, 8192, 1024);
+    const u32 base = ptx::smem_u32(s.p + stage * P_BYTES + (kk / 4) * P_SUB_BYTES + block * 8192);
+    return P_KMAJOR ? ptx::smem_descriptor(base + (kk % 4) * 32, 16, 1024)
+                    : ptx::smem_descriptor(base + (kk % 4) * 2048, 8192, 1024);
   }
   GEMMTUNE_DEVICE_INLINE static u64 q_descriptor(const Smem& s, int stage, int kk) {
-    const u32 base = ptx::smem_u32(s.q + stage * Q_BYTES);
-    return Q_KMAJOR ? ptx::smem_descriptor(base + kk * 32, 16, 1024)
-                    : ptx::smem_descriptor(base + kk * 2048, 8192, 1024);
+    const u32 base = ptx::smem_u32(s.q + stage * Q_BYTES + (kk / 4) * Q_SUB_BYTES);
+    return Q_KMAJOR ? ptx::smem_descriptor(base + (kk % 4) * 32, 16, 1024)
+                    : ptx::smem_descriptor(base + (kk % 4) * 2048, 8192, 1024);
   }
 
   // Issues one stage: BK/16 wgmma per 64-row block of this warpgroup, as one commit group.
@@ -813,7 +824,7 @@ struct GemmtuneWgmmaDefault {
   static constexpr int BM = 256, BN = 128, STAGES = 4, WG = 2;
   static constexpr bool SWAP = false, WS = true;
   static constexpr int CLUSTER_M = 1, CLUSTER_N = 2, RASTER = 0, GROUP = 8, EPILOGUE = 1, C_BUFFERS = 2;
-  static constexpr int SCHEDULE = 0, SPLITS = 1, CLUSTER_K = 1, OCCUPANCY = 1;
+  static constexpr int SCHEDULE = 0, SPLITS = 1, CLUSTER_K = 1, OCCUPANCY = 1, KSUB = 1;
   static constexpr bool PINGPONG = false, A_T = false, B_T = false;
   static constexpr int DTYPE = 2;
 };

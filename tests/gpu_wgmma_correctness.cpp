@@ -14,11 +14,11 @@ namespace {
 // multistage), consumer warpgroups 1-3, one or two 64-row blocks per warpgroup, wgmma N from 16
 // to 256 (non-powers of two too), both orientations (SWAP: N on wgmma's N), clusters along M and
 // along N, clusters that split K, both epilogues (the TMA store runs when beta == 0 and C is
-// aligned, the register path otherwise).
+// aligned, the register path otherwise), stages of one or two 64-K blocks.
 struct Point {
   const char* what;
   int64_t bm, bn, stages, wg, ws, cluster, epilogue;
-  int64_t swap = 0, schedule = 0, splits = 1, pingpong = 0, occupancy = 1, cluster_k = 1;
+  int64_t swap = 0, schedule = 0, splits = 1, pingpong = 0, occupancy = 1, cluster_k = 1, ksub = 1;
 };
 
 const Point kPoints[] = {
@@ -43,6 +43,9 @@ const Point kPoints[] = {
     {"a cluster splits K, two warpgroups", 128, 128, 4, 2, 1, 11, 0, 0, 0, 1, 0, 1, 2},
     {"a cluster of four splits K, wgmma N 48", 48, 64, 4, 1, 1, 11, 0, 0, 0, 1, 0, 1, 4},
     {"swapped, a cluster splits K", 64, 32, 8, 1, 1, 11, 0, 1, 0, 1, 0, 1, 2},
+    {"swapped (decode), two 64-K blocks a stage", 64, 32, 6, 1, 1, 11, 0, 1, 0, 1, 0, 1, 1, 2},
+    {"swapped, two 64-K blocks a stage, cluster along M", 64, 32, 6, 1, 1, 21, 0, 1, 0, 1, 0, 1, 1, 2},
+    {"swapped, two 64-K blocks a stage, a cluster splits K", 64, 128, 4, 1, 1, 11, 0, 1, 0, 1, 0, 1, 2, 2},
 };
 
 // wgmma N must come in 64-column chunks when its operand is stored along M or N (the family's
@@ -57,7 +60,7 @@ KernelConfig config_of(const Point& pt, const Problem& p) {
                        {"WS", pt.ws}, {"CLUSTER", pt.cluster}, {"RASTER", p.m >= p.n ? 0 : 1},
                        {"GROUP", pt.cluster == 21 ? 3 : 8}, {"EPILOGUE", pt.epilogue},
                        {"SCHEDULE", pt.schedule}, {"SPLITS", pt.splits}, {"CLUSTER_K", pt.cluster_k},
-                       {"PINGPONG", pt.pingpong}, {"OCCUPANCY", pt.occupancy}}};
+                       {"PINGPONG", pt.pingpong}, {"OCCUPANCY", pt.occupancy}, {"KSUB", pt.ksub}}};
 }
 
 class WgmmaCorrectness : public test::GpuTest, public ::testing::WithParamInterface<std::tuple<std::string, std::string>> {
@@ -103,13 +106,13 @@ TEST_P(WgmmaCorrectness, OddShapesBetaAndLeadingDimensions) {
 // worker, whose main loop (16 k-blocks) is longer than the pipeline it skips. TMA stores through
 // fewer buffers than chunks: a tile's first chunk reuses a buffer the previous tile's stores read.
 // Clusters that split K over several tiles each: the pushed sums' buffer is reused, round after
-// round.
+// round. Stages of two 64-K blocks go round their ring over several tiles too.
 TEST_P(WgmmaCorrectness, PingPongTurnsOverManyTiles) {
   const auto [dtype_name, layout] = GetParam();
   const Problem p = make_problem(parse_dtype(dtype_name), parse_op(layout[0]), parse_op(layout[1]), 2000, 1300, 1000);
   const Verifier verifier(*checker_, p, 1.0f, 0.5f, 5, stream_->get());
   for (const Point& pt : {kPoints[12], kPoints[13], kPoints[15], kPoints[16], kPoints[17], kPoints[18], kPoints[19],
-                          kPoints[20]}) {
+                          kPoints[20], kPoints[21], kPoints[23]}) {
     const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
     const Verdict v = check(k, verifier);
     EXPECT_TRUE(v.ok) << k.compiled.name << " (" << pt.what << "): " << v.message;
@@ -129,7 +132,7 @@ TEST_P(WgmmaSanitizer, SmallShapePerSchedule) {
   Problem p = make_problem(parse_dtype(dtype_name), parse_op(layout[0]), parse_op(layout[1]), 300, 260, 130);
   for (const Point& pt : {kPoints[0], kPoints[1], kPoints[4], kPoints[6], kPoints[7], kPoints[8], kPoints[10],
                           kPoints[12], kPoints[13], kPoints[14], kPoints[15], kPoints[17], kPoints[18], kPoints[19],
-                          kPoints[20]}) {
+                          kPoints[20], kPoints[21], kPoints[22], kPoints[23]}) {
     const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
     const Verdict v = check(k, p, 1.0f, 0.0f);  // beta == 0: the TMA-store epilogue where configured
     EXPECT_TRUE(v.ok) << k.compiled.name << ": " << v.message;

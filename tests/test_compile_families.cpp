@@ -99,7 +99,7 @@ TEST_F(CompileFamilies, WgmmaTmaStoresThroughFewerBuffersThanChunks) {
       const KernelConfig c{"wgmma_sm90", p.dtype, p.op_a, p.op_b,
                            {{"BM", t.bm}, {"BN", t.bn}, {"SWAP", 0}, {"STAGES", 4}, {"WG", t.wg}, {"WS", 1},
                             {"CLUSTER", 11}, {"RASTER", 0}, {"GROUP", 8}, {"EPILOGUE", 1}, {"SCHEDULE", 0},
-                            {"SPLITS", 1}, {"CLUSTER_K", 1}, {"PINGPONG", 0}, {"OCCUPANCY", 1}}};
+                            {"SPLITS", 1}, {"CLUSTER_K", 1}, {"PINGPONG", 0}, {"OCCUPANCY", 1}, {"KSUB", 1}}};
       EXPECT_EQ(family.space(p, arch).first_violation(c, p, arch), nullptr) << family.kernel_name(c);
       const int64_t stages = 4 * (t.bm + t.bn) * 64 * 2, whole_c = t.bm * t.bn * 2;
       const int64_t smem = family.geometry(c, p, arch).smem_bytes;

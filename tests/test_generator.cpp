@@ -158,7 +158,7 @@ TEST(SearchSpace, AStructureLeavesOutTheRefinements) {
   std::set<std::string> refinements;
   for (const Param& param : space.params)
     if (param.refinement) refinements.insert(param.name);
-  EXPECT_EQ(refinements, (std::set<std::string>{"STAGES", "CLUSTER", "GROUP", "EPILOGUE"}));
+  EXPECT_EQ(refinements, (std::set<std::string>{"STAGES", "CLUSTER", "GROUP", "EPILOGUE", "KSUB"}));
   const KernelConfig c = f.default_config(p, arch);
   KernelConfig refined = c, other = c;
   refined.params["STAGES"] = c.at("STAGES") + 1;
@@ -562,7 +562,7 @@ TEST(Families, WgmmaDefaultStreamsANarrowSideWhereTilesAreFew) {
   const Family& wgmma = find_family("wgmma_sm90");
   const Problem tall = make_problem(DType::bf16, Op::T, Op::N, 4096, 128, 11008);
   const KernelConfig c = wgmma.default_config(tall, hopper);
-  EXPECT_EQ(wgmma.kernel_name(c), "gemm_wgmma_bf16_tn_64x128x64_s8_wg1_c1x1_ws_rm_swap_ck2");
+  EXPECT_EQ(wgmma.kernel_name(c), "gemm_wgmma_bf16_tn_64x128x128_s4_wg1_c1x1_ws_rm_swap_ck2");
   EXPECT_EQ(why_unusable(c, tall, hopper), "");
   const Problem wide = make_problem(DType::bf16, Op::T, Op::N, 128, 4096, 11008);
   const KernelConfig w = wgmma.default_config(wide, hopper);

@@ -17,6 +17,8 @@ constexpr int64_t kWorkBytes = sizeof(schedule::Work);
 
 int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 
+// K a stage holds: KSUB blocks of 64 (one 128-byte swizzle row each).
+int64_t stage_k(const KernelConfig& c) { return kBK * c.at("KSUB"); }
 int64_t cluster_m(const KernelConfig& c) { return c.at("CLUSTER") / 10; }
 int64_t cluster_n(const KernelConfig& c) { return c.at("CLUSTER") % 10; }
 int64_t cluster_size(const KernelConfig& c) { return cluster_m(c) * cluster_n(c); }
@@ -58,8 +60,8 @@ int64_t push_bytes(const KernelConfig& c) {
   return c.at("WG") * cluster_k(c) * owned * 128 * 16 + 16 * c.at("WG");
 }
 int64_t fixed_smem_bytes(const KernelConfig& c) {
-  return c.at("STAGES") * (tile_rows(c) + tile_cols(c)) * kBK * 2 + 1024 + 16 * c.at("STAGES") + 16 + kWorkBytes +
-         push_bytes(c);
+  return c.at("STAGES") * (tile_rows(c) + tile_cols(c)) * stage_k(c) * 2 + 1024 + 16 * c.at("STAGES") + 16 +
+         kWorkBytes + push_bytes(c);
 }
 int64_t c_chunk_bytes(const KernelConfig& c) { return 64 * blocks_per_warpgroup(c) * 128; }
 int64_t c_buffers(const KernelConfig& c) {
@@ -84,7 +86,7 @@ Units units_of(const KernelConfig& c, const Problem& p, const ArchInfo& arch) {
   u.tiles_m = ceil_div(p.m, c.at("BM"));
   u.tiles_n = ceil_div(p.n, c.at("BN"));
   u.super_tiles = ceil_div(u.tiles_m, cluster_m(c)) * ceil_div(u.tiles_n, cluster_n(c));
-  u.k_blocks = ceil_div(p.k, kBK);
+  u.k_blocks = ceil_div(p.k, stage_k(c));
   u.workers = std::max<int64_t>(1, arch.sms / cluster_ctas(c)) * c.at("OCCUPANCY");
   return u;
 }
@@ -196,14 +198,21 @@ class WgmmaSm90Family final : public Family {
         {"CLUSTER_K", few ? std::vector<int64_t>{1, 2, 4} : std::vector<int64_t>{1}},
         {"PINGPONG", {0, 1}},  // two consumer warpgroups take turns on whole tiles
         {"OCCUPANCY", skinny || few ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{1}},  // CTAs per SM
+        // 64-K blocks a stage: two stream each row of a skinny problem's weights in 256-byte
+        // pieces instead of 128 (bf16 tn 6144x32x4096: 0.0248 ms at two blocks a stage, six
+        // stages, against 0.0256-0.0259 ms at one, eight stages; H100, docs/PERF.md, eleventh
+        // round).
+        {"KSUB", skinny || few ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{1}, true},
     };
     s.constraints = constraints();
     return s;
   }
 
   // Decode and other skinny problems: the skinny side on wgmma's N, the weights streamed through
-  // a 5-8 stage pipeline; 64-row tiles where 128-row ones would leave half the SMs without weights
-  // to stream. Returns whether the tiles are still so few that K is worth splitting.
+  // a pipeline of 128-K stages, 8-12 blocks of 64 K deep (H100: 6144x32x4096 and 11008x8x4096
+  // 3-4% faster than 64-K stages 5-8 deep); 64-row tiles where 128-row ones would leave half the
+  // SMs without weights to stream. Returns whether the tiles are still so few that K is worth
+  // splitting.
   static bool make_skinny(KernelConfig& c, const Problem& p, const ArchInfo& arch) {
     const bool swap = p.n <= p.m;  // the narrow side on wgmma's N
     const int64_t wide = swap ? p.m : p.n;
@@ -214,7 +223,8 @@ class WgmmaSm90Family final : public Family {
     c.params["WG"] = rows / 64;
     c.params["CLUSTER"] = 11;
     c.params["EPILOGUE"] = 0;
-    c.params["STAGES"] = rows == 128 ? 5 : 8;
+    c.params["KSUB"] = 2;
+    c.params["STAGES"] = rows == 128 ? 4 : 6;
     return 2 * ceil_div(wide, rows) < arch.sms;
   }
 
@@ -259,7 +269,7 @@ class WgmmaSm90Family final : public Family {
     c.params = {{"BM", 256}, {"BN", 128}, {"SWAP", 0}, {"STAGES", 4}, {"WG", 2}, {"WS", 1},
                 {"CLUSTER", 12}, {"RASTER", p.m >= p.n ? 0 : 1}, {"GROUP", 8}, {"EPILOGUE", 1},
                 {"SCHEDULE", schedule::DATA_PARALLEL}, {"SPLITS", 1}, {"CLUSTER_K", 1}, {"PINGPONG", 0},
-                {"OCCUPANCY", 1}};
+                {"OCCUPANCY", 1}, {"KSUB", 1}};
     const auto tiles_of = [&](int64_t bm, int64_t bn) { return ceil_div(p.m, bm) * ceil_div(p.n, bn); };
     bool split_where_few = true, one_wave_tma_store = false;
     if (skinny_n(p) || skinny_m(p)) {
@@ -311,7 +321,7 @@ class WgmmaSm90Family final : public Family {
     const bool long_k_wave = p.k > 4096 && 2 * tiles >= arch.sms;
     if (tiles < 2 * arch.sms && !long_k_wave) c.params["CLUSTER"] = 11;
     if (tiles <= arch.sms && !one_wave_tma_store) c.params["EPILOGUE"] = 0;
-    return repaired(split_where_few ? with_schedule(c, p, arch) : c, p, arch);
+    return repaired(with_fitting_stages(split_where_few ? with_schedule(c, p, arch) : c, arch), p, arch);
   }
 
   std::string kernel_name(const KernelConfig& c) const override {
@@ -320,7 +330,7 @@ class WgmmaSm90Family final : public Family {
     if (c.at("SCHEDULE") == schedule::STREAM_K) schedule = "_streamk";
     if (cluster_k(c) > 1) schedule = fmt::format("_ck{}", cluster_k(c));
     return fmt::format("gemm_wgmma_{}_{}{}_{}x{}x{}_s{}_wg{}_c{}x{}_{}_r{}{}{}{}{}{}", to_string(c.dtype),
-                       to_char(c.op_a), to_char(c.op_b), c.at("BM"), c.at("BN"), kBK, c.at("STAGES"),
+                       to_char(c.op_a), to_char(c.op_b), c.at("BM"), c.at("BN"), stage_k(c), c.at("STAGES"),
                        c.at("WG"), cluster_m(c), cluster_n(c), c.at("WS") ? (pingpong(c) ? "pingpong" : "ws") : "ms",
                        c.at("RASTER") ? "n" : "m", c.at("GROUP") == 8 ? "" : fmt::format("_g{}", c.at("GROUP")),
                        swapped(c) ? "_swap" : "", schedule, c.at("EPILOGUE") ? "_tmastore" : "",
@@ -334,13 +344,13 @@ class WgmmaSm90Family final : public Family {
                      "  static constexpr bool SWAP = {}, WS = {};\n"
                      "  static constexpr int CLUSTER_M = {}, CLUSTER_N = {}, RASTER = {}, GROUP = {};\n"
                      "  static constexpr int EPILOGUE = {}, C_BUFFERS = {}, SCHEDULE = {}, SPLITS = {}, CLUSTER_K = {};\n"
-                     "  static constexpr int OCCUPANCY = {};\n"
+                     "  static constexpr int OCCUPANCY = {}, KSUB = {};\n"
                      "  static constexpr bool PINGPONG = {}, A_T = {}, B_T = {};\n"
                      "  static constexpr int DTYPE = {};\n",
                      c.at("BM"), c.at("BN"), c.at("STAGES"), c.at("WG"), swapped(c), c.at("WS") != 0,
                      cluster_m(c), cluster_n(c), c.at("RASTER"), c.at("GROUP"), c.at("EPILOGUE"), c_buffers(c),
-                     c.at("SCHEDULE"), c.at("SPLITS"), cluster_k(c), c.at("OCCUPANCY"), pingpong(c), c.op_a == Op::T,
-                     c.op_b == Op::T, c.dtype == DType::bf16 ? 2 : 1),
+                     c.at("SCHEDULE"), c.at("SPLITS"), cluster_k(c), c.at("OCCUPANCY"), c.at("KSUB"), pingpong(c),
+                     c.op_a == Op::T, c.op_b == Op::T, c.dtype == DType::bf16 ? 2 : 1),
          smem_static_assert("K::SMEM_BYTES", smem_bytes_of(c)), "K::THREADS, K::CTAS_PER_SM",
          "  extern __shared__ __align__(1024) unsigned char gemmtune_smem[];\n"
          "  K::run(args, gemmtune_smem);\n"});
@@ -415,7 +425,7 @@ class WgmmaSm90Family final : public Family {
     if (shares_b(c)) w.l2_traffic = (w.tile_m + 0.5 * w.tile_n) / double(w.tile_m + w.tile_n);
     if (shares_a(c)) w.l2_traffic = (0.5 * w.tile_m + w.tile_n) / double(w.tile_m + w.tile_n);
     w.workspace_bytes = 2.0 * double(workspace_of(c, u).scratch);  // written, then read back
-    w.bytes_in_flight = double(c.at("STAGES") * (tile_rows(c) + tile_cols(c)) * kBK * 2);
+    w.bytes_in_flight = double(c.at("STAGES") * (tile_rows(c) + tile_cols(c)) * stage_k(c) * 2);
     // Persistent CTAs fill their pipeline once and overlap part of each epilogue with the next
     // tile's loads (most of it when the TMA engine stores); multistage CTAs pay both per tile.
     const double epilogue = epilogue_us(a, w.tile_m, w.tile_n, p.dtype);
@@ -456,6 +466,13 @@ class WgmmaSm90Family final : public Family {
     } else {
       c.params["SCHEDULE"] = schedule::STREAM_K;
     }
+    return c;
+  }
+
+  // The deepest pipeline, up to the one set, whose stages fit a block's shared memory beside
+  // what else the configuration keeps there (a cluster that splits K, its partial sums).
+  static KernelConfig with_fitting_stages(KernelConfig c, const ArchInfo& arch) {
+    while (c.at("STAGES") > 2 && smem_bytes_of(c) > arch.smem_per_block) c.params["STAGES"] -= 1;
     return c;
   }
 
@@ -588,7 +605,7 @@ class WgmmaSm90Family final : public Family {
              [](const KernelConfig& c, const Problem& p, const ArchInfo& a) {
                if (cluster_k(c) == 1) return true;
                return cluster_k(c) * ceil_div(p.m, c.at("BM")) * ceil_div(p.n, c.at("BN")) <= a.sms &&
-                      ceil_div(p.k, kBK) >= 2 * cluster_k(c);
+                      ceil_div(p.k, stage_k(c)) >= 2 * cluster_k(c);
              }),
         rule("cluster_has_pairs", "a cluster of two needs two tiles along its direction",
              [](const KernelConfig& c, const Problem& p, const ArchInfo&) {
