@@ -68,7 +68,12 @@ void make_configs_real(nlohmann::json& document) {
     for (auto& c : e["candidates"]) {
       if (!c["template_version"].get<std::string>().starts_with("@")) continue;
       const Family& family = find_family(c["config"]["family"].get<std::string>());
-      const auto valid = family.space(p, arch).prune(p, arch).valid;
+      // Pruning a skinny problem's space takes seconds: once per family, problem and GPU (it was
+      // once per candidate, 12-24 times, ~230 s a test).
+      static std::map<std::string, std::vector<KernelConfig>> valid_of;
+      auto [at, added] = valid_of.try_emplace(fmt::format("{} {} {}", family.name(), p.describe(), arch.name()));
+      if (added) at->second = family.space(p, arch).prune(p, arch).valid;
+      const std::vector<KernelConfig>& valid = at->second;
       ASSERT_GT(valid.size(), next) << p.describe();
       const KernelConfig& point = valid[next++];
       renamed[c["kernel_name"]] = family.kernel_name(point);
