@@ -68,10 +68,12 @@ struct Kernel {
   static constexpr bool SWAP = Cfg::SWAP;
   static constexpr int TM = SWAP ? Cfg::BM : Cfg::BN;  // kernel rows per tile
   static constexpr int TN = SWAP ? Cfg::BN : Cfg::BM;  // kernel columns: wgmma N
-  // K per stage: KSUB sub-blocks of 64 16-bit values (one 128-byte swizzle row each), each laid
-  // out in shared memory as a whole stage of one sub-block would be.
+  // K per stage: KSUB sub-blocks of SUB_K 16-bit values (one 128-byte swizzle row each), each
+  // laid out in shared memory as a whole stage of one sub-block would be.
+  static constexpr int SUB_K = 64;
+  static constexpr int SLICES = SUB_K / 16;  // wgmma K slices of a sub-block
   static constexpr int KSUB = Cfg::KSUB;
-  static constexpr int BK = 64 * KSUB;
+  static constexpr int BK = SUB_K * KSUB;
   static constexpr int STAGES = Cfg::STAGES;
   static constexpr int WG = Cfg::WG;
   static constexpr bool PINGPONG = Cfg::PINGPONG;
@@ -86,8 +88,8 @@ struct Kernel {
   // P is op(A) (SWAP) or op(B)^T; it is K-major when its storage runs along K.
   static constexpr bool P_KMAJOR = SWAP ? Cfg::A_T : !Cfg::B_T;
   static constexpr bool Q_KMAJOR = SWAP ? !Cfg::B_T : Cfg::A_T;
-  static constexpr int P_SUB_BYTES = TM * 64 * 2;
-  static constexpr int Q_SUB_BYTES = TN * 64 * 2;
+  static constexpr int P_SUB_BYTES = TM * SUB_K * 2;
+  static constexpr int Q_SUB_BYTES = TN * SUB_K * 2;
   static constexpr int P_BYTES = P_SUB_BYTES * KSUB;
   static constexpr int Q_BYTES = Q_SUB_BYTES * KSUB;
   static constexpr int STAGE_BYTES = P_BYTES + Q_BYTES;
@@ -263,7 +265,7 @@ struct Kernel {
       else
         ptx::tma_load_2d(dst, map, bar, k0, mn0);
     } else {
-      constexpr int k_rows = SHARED ? 32 : 64;
+      constexpr int k_rows = SHARED ? SUB_K / 2 : SUB_K;
       const int kr0 = SHARED ? rank * k_rows : 0;
 #pragma unroll
       for (int c = 0; c < ROWS / 64; ++c) {
@@ -288,9 +290,9 @@ struct Kernel {
 #pragma unroll
     for (int sub = 0; sub < KSUB; ++sub) {
       load_operand<P_KMAJOR, TM, SHARE_P, SWAP>(s.p + stage * P_BYTES + sub * P_SUB_BYTES, p_map, bar, t.row0,
-                                                kb * BK + 64 * sub, rank, policy);
+                                                kb * BK + SUB_K * sub, rank, policy);
       load_operand<Q_KMAJOR, TN, SHARE_Q, false>(s.q + stage * Q_BYTES + sub * Q_SUB_BYTES, q_map, bar, t.col0,
-                                                 kb * BK + 64 * sub, rank, policy);
+                                                 kb * BK + SUB_K * sub, rank, policy);
     }
   }
 
@@ -299,17 +301,17 @@ struct Kernel {
 
   // ---- math ---------------------------------------------------------------------------------
 
-  // Descriptors of 16-K slice kk, in sub-block kk / 4: K-major slices are 32 bytes apart inside a
-  // 128-byte row; MN-major slices are 16 rows (2 KB) apart, and 64-row chunks 8 KB apart.
+  // Descriptors of 16-K slice kk, in sub-block kk / SLICES: K-major slices are 32 bytes apart
+  // inside a 128-byte row; MN-major slices are 16 rows (2 KB) apart, and 64-row chunks 8 KB apart.
   GEMMTUNE_DEVICE_INLINE static u64 p_descriptor(const Smem& s, int stage, int block, int kk) {
-    const u32 base = ptx::smem_u32(s.p + stage * P_BYTES + (kk / 4) * P_SUB_BYTES + block * 8192);
-    return P_KMAJOR ? ptx::smem_descriptor(base + (kk % 4) * 32, 16, 1024)
-                    : ptx::smem_descriptor(base + (kk % 4) * 2048, 8192, 1024);
+    const u32 base = ptx::smem_u32(s.p + stage * P_BYTES + (kk / SLICES) * P_SUB_BYTES + block * 8192);
+    return P_KMAJOR ? ptx::smem_descriptor(base + (kk % SLICES) * 32, 16, 1024)
+                    : ptx::smem_descriptor(base + (kk % SLICES) * 2048, 8192, 1024);
   }
   GEMMTUNE_DEVICE_INLINE static u64 q_descriptor(const Smem& s, int stage, int kk) {
-    const u32 base = ptx::smem_u32(s.q + stage * Q_BYTES + (kk / 4) * Q_SUB_BYTES);
-    return Q_KMAJOR ? ptx::smem_descriptor(base + (kk % 4) * 32, 16, 1024)
-                    : ptx::smem_descriptor(base + (kk % 4) * 2048, 8192, 1024);
+    const u32 base = ptx::smem_u32(s.q + stage * Q_BYTES + (kk / SLICES) * Q_SUB_BYTES);
+    return Q_KMAJOR ? ptx::smem_descriptor(base + (kk % SLICES) * 32, 16, 1024)
+                    : ptx::smem_descriptor(base + (kk % SLICES) * 2048, 8192, 1024);
   }
 
   // Issues one stage: BK/16 wgmma per 64-row block of this warpgroup, as one commit group.
