@@ -186,5 +186,26 @@ TEST_F(EndToEnd, TimingSettingsThatAllowNoRunStillMeasureOne) {
   EXPECT_EQ(r.measured[0].runs, 1);
 }
 
+// Launches timed in turns come back in their order, each its own: the same launch twice times
+// alike, and one that does twice the work times about twice as long.
+TEST_F(EndToEnd, LaunchesTimedInTurnsComeBackInTheirOrder) {
+  const DeviceBuffer buffer(size_t(256) << 20);
+  const Timer timer(device_);
+  TimingSettings s;
+  s.min_total_ms = 50;
+  auto fill = [&](int times) {
+    return [&, times](CUstream st) {
+      for (int i = 0; i < times; ++i) GT_CU(cuMemsetD32Async(buffer.ptr(), uint32_t(i), buffer.bytes() / 4, st));
+    };
+  };
+  const std::vector<Timing> t = timer.time_together({fill(1), fill(2), fill(1)}, stream_->get(), s);
+  ASSERT_EQ(t.size(), 3u);
+  EXPECT_EQ(t[0].runs, t[1].runs);
+  EXPECT_EQ(t[0].runs, t[2].runs);
+  EXPECT_GE(t[0].runs, s.min_runs);
+  EXPECT_NEAR(t[2].median_ms / t[0].median_ms, 1.0, 0.03);
+  EXPECT_NEAR(t[1].median_ms / t[0].median_ms, 2.0, 0.2);
+}
+
 }  // namespace
 }  // namespace gemmtune

@@ -61,7 +61,7 @@ struct Row {
   bool cublas_ok = false;
   double max_error = 0;
   std::string wrong;  // why the library's result failed verification (then nothing is timed)
-  std::vector<double> ratios;  // cuBLAS time / ours, one per repeat (interleaved)
+  std::vector<double> ratios;  // cuBLAS time / ours, one per repeat (runs in turns)
   double ratio() const { return median(ratios); }
   static double median(std::vector<double> v) {
     if (v.empty()) return -1;
@@ -86,8 +86,8 @@ gt::Timing median_timing(std::vector<gt::Timing> t) {
   return t[t.size() / 2];
 }
 
-// Verifies the library's result, then times it and cuBLAS `repeat` times, interleaved, so that
-// every ratio comes from the same clocks and temperature.
+// Verifies the library's result, then times it and cuBLAS `repeat` times, their runs taken in
+// turns (Timer::time_together), so that every ratio comes from the same clocks and temperature.
 Row bench_one(const gt::Problem& p, gt::Library& lib, const gt::Checker& checker, const gt::Timer& timer,
               const gt::Cublas* cublas, CUstream stream, int repeat) {
   Row row;
@@ -110,10 +110,13 @@ Row bench_one(const gt::Problem& p, gt::Library& lib, const gt::Checker& checker
   const gt::TimingSettings settings;
   std::vector<gt::Timing> ours, theirs;
   const bool baseline = cublas && cublas->supports(p);
+  std::vector<gt::Timer::Launch> launches = {[&](CUstream s) { run(p, ops, s); }};
+  if (baseline) launches.push_back([&](CUstream s) { cublas->gemm(p, ops, s); });
   for (int r = 0; r < std::max(1, repeat); ++r) {
-    ours.push_back(timer.time([&](CUstream s) { run(p, ops, s); }, stream, settings));
+    const std::vector<gt::Timing> t = timer.time_together(launches, stream, settings);
+    ours.push_back(t.front());
     if (!baseline) continue;
-    theirs.push_back(timer.time([&](CUstream s) { cublas->gemm(p, ops, s); }, stream, settings));
+    theirs.push_back(t.back());
     row.ratios.push_back(theirs.back().median_ms / ours.back().median_ms);
   }
   row.ours = median_timing(ours);
@@ -356,7 +359,7 @@ int run(const Args& a) {
     std::cout << fmt::format("{} ({}, {} SMs){}\n", dev.name, dev.arch.name(), dev.arch.sms,
                              cublas ? ", baseline " + cublas->version() : "")
               << t.render("  ") << "vs cuBLAS = cuBLAS time / ours (above 1: faster than cuBLAS)"
-              << (a.repeat > 1 ? fmt::format("; median of {} interleaved repeats (min-max)", a.repeat) : "") << "\n";
+              << (a.repeat > 1 ? fmt::format("; median of {} repeats, runs in turns (min-max)", a.repeat) : "") << "\n";
     if (geomean > 0) std::cout << fmt::format("geometric mean {:.3f}x, worst {:.3f}x over {} shapes\n", geomean, worst, rows.size() - wrong);
     if (wrong) std::cout << fmt::format("{} shapes gave WRONG results (stderr says which)\n", wrong);
   }
@@ -377,7 +380,7 @@ int main(int argc, char** argv) {
   app.add_option("--layout", a.layout, "nn, nt, tn or tt")->capture_default_str();
   app.add_option("--csv", a.csv, "Also write the results as CSV to this file");
   app.add_option("--db", a.db, "Tuning database (default: $GEMMTUNE_DB or ~/.cache/gemmtune/tuning.db)");
-  app.add_option("--repeat", a.repeat, "Time ours and cuBLAS this many times, interleaved; report the median ratio")
+  app.add_option("--repeat", a.repeat, "Compare ours and cuBLAS (their runs in turns) this many times; report the median ratio")
       ->check(CLI::Range(1, 100));
   app.add_flag("--overhead", a.overhead, "Measure the library's per-call overhead over a bare launch");
   app.add_flag("--mma-ceiling", a.mma_ceiling, "Measure the mma.sync.m16n8k16 rate from registers (the mma_sm80 ceiling)");

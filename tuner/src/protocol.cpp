@@ -42,6 +42,14 @@ TimingSettings timing_from_json(const nlohmann::json& j) {
   return t;
 }
 
+nlohmann::json to_json(const Timing& t) {
+  return {{"median_ms", t.median_ms}, {"min_ms", t.min_ms}, {"max_ms", t.max_ms}, {"runs", t.runs}};
+}
+
+Timing result_timing_from_json(const nlohmann::json& j) {
+  return Timing{j.at("median_ms"), j.at("min_ms"), j.at("max_ms"), j.at("runs")};
+}
+
 nlohmann::json to_json(const CandidateRecord& c) {
   return {{"kernel_name", c.kernel_name}, {"template_version", c.template_version},
           {"config", nlohmann::json::parse(c.config.to_json())},

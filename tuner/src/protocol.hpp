@@ -3,6 +3,8 @@
 //   tuner -> worker: {"cmd":"setup", device, problem, alpha, beta, seed, timing}   worker: {"event":"ready"}
 //                    {"cmd":"measure", "id", "config", [early stops]}       worker: {"event":"result", candidate}
 //                    {"cmd":"baseline"}                                     worker: {"event":"baseline", ...}
+//                    {"cmd":"retime", "configs", "baseline"}   worker: {"event":"timings", timings, baseline}
+//                      (verified candidates, and cuBLAS when asked, timed again in turns)
 //                    {"cmd":"quit"}
 // A worker that hits a sticky CUDA error answers, then exits: its context is poisoned.
 #include <nlohmann/json.hpp>
@@ -16,6 +18,8 @@ nlohmann::json to_json(const Problem& p);
 Problem problem_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const TimingSettings& t);
 TimingSettings timing_from_json(const nlohmann::json& j);
+nlohmann::json to_json(const Timing& t);
+Timing result_timing_from_json(const nlohmann::json& j);
 nlohmann::json to_json(const CandidateRecord& c);
 CandidateRecord candidate_from_json(const nlohmann::json& j);
 

@@ -37,22 +37,69 @@ Timing summarize(std::vector<double> times) {
   return t;
 }
 
+Turns::Turns(int launches, const TimingSettings& settings)
+    : settings_(settings), times_(size_t(std::max(launches, 0))), totals_(times_.size(), 0.0) {}
+
+// Every launch has as many runs at the end of a turn; at least one, whatever the settings say.
+bool Turns::enough() const {
+  const int runs = int(times_.front().size());
+  if (runs == 0) return false;
+  if (runs >= settings_.max_runs) return true;
+  if (runs < settings_.min_runs) return false;
+  return std::all_of(totals_.begin(), totals_.end(), [&](double t) { return t >= settings_.min_total_ms; });
+}
+
+int Turns::next() const {
+  const int n = int(times_.size());
+  if (n == 0) return -1;
+  const long long turn = taken_ / n, place = taken_ % n;
+  if (place == 0 && enough()) return -1;
+  return int(turn % 2 == 0 ? place : n - 1 - place);
+}
+
+void Turns::add(double ms) {
+  const int i = next();
+  if (i < 0) return;
+  times_[size_t(i)].push_back(ms);
+  totals_[size_t(i)] += ms;
+  ++taken_;
+}
+
+std::vector<Timing> Turns::timings() const {
+  std::vector<Timing> out;
+  for (const auto& t : times_) out.push_back(summarize(t));
+  return out;
+}
+
 Timer::Timer(const DeviceInfo& device) : flush_(size_t(std::max<int64_t>(device.l2_bytes, 1 << 20)) * 2) {}
 
-Timing Timer::time(const std::function<void(CUstream)>& launch, CUstream stream,
-                   const TimingSettings& s) const {
-  // Warm-up: at least three launches and warmup_ms of wall time.
+// Warm-up: at least three launches of each, and warmup_ms of wall time, so that clocks settle.
+void Timer::warm_up(const std::vector<Launch>& launches, CUstream stream, double warmup_ms) {
   const auto start = std::chrono::steady_clock::now();
   for (int i = 0;; ++i) {
-    launch(stream);
+    for (const Launch& launch : launches) launch(stream);
     GT_CU(cuStreamSynchronize(stream));
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    if (i >= 2 && ms >= s.warmup_ms) break;
+    if (i >= 2 && ms >= warmup_ms) break;
   }
+}
+
+// One run on its own, after the L2 was overwritten (with the run's index, so that no two
+// flushes write the same values).
+double Timer::timed_run(const Launch& launch, CUstream stream, int run, bool flush) const {
+  if (flush) GT_CU(cuMemsetD32Async(flush_.ptr(), uint32_t(run), flush_.bytes() / 4, stream));
+  begin_.record(stream);
+  launch(stream);
+  end_.record(stream);
+  GT_CU(cuEventSynchronize(end_.get()));
+  return end_.since(begin_);
+}
+
+Timing Timer::time(const Launch& launch, CUstream stream, const TimingSettings& s) const {
+  warm_up({launch}, stream, s.warmup_ms);
   std::vector<double> times;
   double total = 0, fastest = 0;
   bool stopped_early = false;
-  EventHandle begin, end;
   // At least one run, whatever the settings say (max_runs 0, or no minimum at all): a median needs one.
   auto more = [&] {
     const int runs = int(times.size());
@@ -63,12 +110,7 @@ Timing Timer::time(const std::function<void(CUstream)>& launch, CUstream stream,
       stopped_early = true;
       break;
     }
-    if (s.flush_l2) GT_CU(cuMemsetD32Async(flush_.ptr(), uint32_t(times.size()), flush_.bytes() / 4, stream));
-    begin.record(stream);
-    launch(stream);
-    end.record(stream);
-    GT_CU(cuEventSynchronize(end.get()));
-    const double ms = end.since(begin);
+    const double ms = timed_run(launch, stream, int(times.size()), s.flush_l2);
     fastest = times.empty() ? ms : std::min(fastest, ms);
     times.push_back(ms);
     total += ms;
@@ -76,6 +118,15 @@ Timing Timer::time(const std::function<void(CUstream)>& launch, CUstream stream,
   Timing t = summarize(std::move(times));
   t.stopped_early = stopped_early;
   return t;
+}
+
+std::vector<Timing> Timer::time_together(const std::vector<Launch>& launches, CUstream stream,
+                                         const TimingSettings& s) const {
+  warm_up(launches, stream, s.warmup_ms);
+  Turns turns(int(launches.size()), s);
+  for (int i = turns.next(), run = 0; i >= 0; i = turns.next(), ++run)
+    turns.add(timed_run(launches[size_t(i)], stream, run, s.flush_l2));
+  return turns.timings();
 }
 
 }  // namespace gemmtune

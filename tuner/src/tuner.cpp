@@ -193,18 +193,34 @@ class Measurer {
     return candidate_from_json(j.at("candidate"));
   }
 
-  // Timing only, for a candidate that was verified before; nullopt when the worker failed.
-  std::optional<Timing> retime(const KernelConfig& config) {
+  // Verified candidates, and cuBLAS when asked, timed again with their runs in turns; nullopt
+  // when the worker failed.
+  struct Retimed {
+    std::vector<Timing> timings;  // one per config
+    double baseline_ms = -1;
+    std::string baseline_name;  // or why there is no baseline
+  };
+  std::optional<Retimed> retime(const std::vector<KernelConfig>& configs, bool with_baseline) {
     ensure_ready();
-    const nlohmann::json request = {{"cmd", "retime"}, {"config", nlohmann::json::parse(config.to_json())}};
-    auto answer = client_.call(request.dump(), options_.candidate_timeout_s);
+    nlohmann::json request = {{"cmd", "retime"}, {"configs", nlohmann::json::array()}, {"baseline", with_baseline}};
+    for (const KernelConfig& c : configs) request["configs"].push_back(nlohmann::json::parse(c.to_json()));
+    auto answer = client_.call(request.dump(), options_.candidate_timeout_s * double(configs.size() + 1));
     if (!answer) {
       ready_ = false;
       return std::nullopt;
     }
     const auto j = nlohmann::json::parse(*answer);
-    if (j.at("event") != "timing") return std::nullopt;
-    return Timing{j.at("median_ms"), j.at("min_ms"), j.at("max_ms"), j.at("runs")};
+    if (j.at("event") != "timings" || j.at("timings").size() != configs.size()) return std::nullopt;
+    Retimed r;
+    for (const auto& t : j.at("timings")) r.timings.push_back(result_timing_from_json(t));
+    const auto& b = j.at("baseline");
+    if (b.value("available", false)) {
+      r.baseline_ms = b.at("median_ms");
+      r.baseline_name = b.at("name");
+    } else {
+      r.baseline_name = b.value("message", std::string(with_baseline ? "cuBLAS unavailable" : ""));
+    }
+    return r;
   }
 
   // cuBLAS in the same process, on the same data, timed the same way.
@@ -288,66 +304,77 @@ std::optional<CandidateRecord> fastest(const std::vector<CandidateRecord>& recor
   return choose_winner(records, {}, 0);
 }
 
-// The best timings of the final round so far: each candidate's, and cuBLAS's.
+// The final round's timings so far: each round's median of each candidate, and of cuBLAS.
 struct FinalTimes {
-  std::map<std::string, Timing> best_of;  // by kernel name
-  double baseline_ms = -1;
+  std::map<std::string, std::vector<double>> rounds_of;  // by kernel name
+  std::vector<double> baseline_rounds;
   std::string baseline_name;
 };
 
-// Times `top` and cuBLAS again, interleaved, `rounds` times; each keeps its best round of this and
-// earlier final rounds. Updates the records (and the database) with those timings.
+// The median of `rounds` medians, their spread, and the runs behind them.
+Timing over_rounds(const std::vector<double>& rounds, int runs) {
+  Timing t = summarize(rounds);
+  t.runs = runs;
+  return t;
+}
+
+// Times `top` and cuBLAS again `final_rounds` times, each time all of them with their runs in
+// turns (Timer::time_together), so that the clocks' drift does not pick the winner. A
+// candidate's time is then the median of its rounds. Updates the records (and the database).
 void time_again(Measurer& measurer, TuningDb& db, const TuneReport& report, const TuneOptions& o,
                 std::vector<CandidateRecord>& top, FinalTimes& times) {
+  std::vector<KernelConfig> configs;
+  for (const CandidateRecord& c : top) configs.push_back(c.config);
+  std::map<std::string, int> runs;
   for (int round = 0; round < o.final_rounds && !stop_requested(); ++round) {
-    for (const CandidateRecord& c : top) {
-      const auto t = measurer.retime(c.config);
-      if (!t) continue;
-      auto [it, fresh] = times.best_of.emplace(c.kernel_name, *t);
-      if (!fresh && t->median_ms < it->second.median_ms) it->second = *t;
+    const auto r = measurer.retime(configs, o.baseline);
+    if (!r) continue;
+    for (size_t i = 0; i < top.size(); ++i) {
+      times.rounds_of[top[i].kernel_name].push_back(r->timings[i].median_ms);
+      runs[top[i].kernel_name] += r->timings[i].runs;
     }
-    if (o.baseline) {
-      const auto [ms, name] = measurer.baseline();
-      times.baseline_name = name;
-      if (ms > 0 && (times.baseline_ms < 0 || ms < times.baseline_ms)) times.baseline_ms = ms;
-    }
+    times.baseline_name = r->baseline_name;
+    if (r->baseline_ms > 0) times.baseline_rounds.push_back(r->baseline_ms);
   }
   static const std::string kNote = "timed again in the final round";
   for (CandidateRecord& c : top) {
-    const auto it = times.best_of.find(c.kernel_name);
-    if (it == times.best_of.end()) continue;
-    c.median_ms = it->second.median_ms;
-    c.min_ms = it->second.min_ms;
-    c.max_ms = it->second.max_ms;
-    c.runs = it->second.runs;
+    const auto it = times.rounds_of.find(c.kernel_name);
+    if (it == times.rounds_of.end()) continue;
+    const Timing t = over_rounds(it->second, runs[c.kernel_name]);
+    c.median_ms = t.median_ms;
+    c.min_ms = t.min_ms;
+    c.max_ms = t.max_ms;
+    c.runs = t.runs;
     c.tflops = report.problem.flops() / (c.median_ms * 1e-3) / 1e12;
     if (c.message.rfind(kNote, 0) != 0) c.message = kNote + (c.message.empty() ? "" : "; " + c.message);
     db.record(report.device.key, report.problem, c);
   }
 }
 
-// The final round: the finalists and cuBLAS timed again, interleaved. When the round leaves a
+// The final round: the finalists and cuBLAS timed again, in turns. When the round leaves a
 // candidate outside it the fastest (the finalists timed slower than in the search: the clocks
 // moved), that candidate was timed in other conditions; it is timed again beside the round's
-// fastest, so that the winner is always one the final round compared (at most 3 such rounds).
+// fastest, whose earlier rounds are set aside so that the two meet the same clocks (at most 3
+// such rounds). The winner is thus always one the final round compared.
 void final_round(Measurer& measurer, TuningDb& db, const TuneReport& report, const TuneOptions& o,
                  double& baseline_ms, std::string& baseline_name) {
   std::vector<CandidateRecord> top =
       finalists(runnable_ok(db, report), o, default_names(report.problem, report.device.arch));
   if (top.empty() || o.final_rounds <= 0) return;
-  phase(o, fmt::format("final round: {} candidates (the fastest, and the defaults){} timed again, {} rounds",
+  phase(o, fmt::format("final round: {} candidates (the fastest, and the defaults){} timed again in turns, {} rounds",
                        top.size(), o.baseline ? " and cuBLAS" : "", o.final_rounds));
   FinalTimes times;
   for (int extra = 0; !top.empty() && !stop_requested(); ++extra) {
     time_again(measurer, db, report, o, top, times);
     const auto now = fastest(runnable_ok(db, report));
     const auto in_round = fastest(top);
-    if (extra == 3 || !now || !in_round || times.best_of.count(now->kernel_name)) break;
+    if (extra == 3 || !now || !in_round || times.rounds_of.count(now->kernel_name)) break;
     phase(o, fmt::format("final round: {} ({:.4f} ms in the search) is now the fastest; timed again beside {}",
                          now->kernel_name, now->median_ms, in_round->kernel_name));
+    times.rounds_of.erase(in_round->kernel_name);
     top = {*in_round, *now};
   }
-  if (times.baseline_ms > 0) baseline_ms = times.baseline_ms;
+  if (!times.baseline_rounds.empty()) baseline_ms = summarize(times.baseline_rounds).median_ms;
   if (!times.baseline_name.empty()) baseline_name = times.baseline_name;
 }
 

@@ -45,13 +45,25 @@ class Worker {
     return {{"event", "ready"}, {"device", device_.name}, {"setup_ms", ms}};
   }
 
-  // Times an already verified candidate again (final round), in the conditions of this moment.
+  // Times already verified candidates again (final round), and cuBLAS when asked, their runs
+  // taken in turns: a comparison between them that the clocks' drift does not decide.
   json retime(const json& request) {
-    const KernelConfig config = KernelConfig::from_json(request.at("config").dump());
-    const ReadyKernel kernel = prepare_kernel(compiler_, config, problem_, device_.arch);
-    const Timing t = time_kernel(kernel, timing_);
-    return {{"event", "timing"}, {"median_ms", t.median_ms}, {"min_ms", t.min_ms}, {"max_ms", t.max_ms},
-            {"runs", t.runs}};
+    std::vector<ReadyKernel> kernels;
+    for (const json& config : request.at("configs"))
+      kernels.push_back(prepare_kernel(compiler_, KernelConfig::from_json(config.dump()), problem_, device_.arch));
+    const ProblemData& data = verifier_->data();
+    data.reset_c(*checker_, beta_, stream_->get());
+    const GemmOperands ops = data.operands(alpha_, beta_);
+    std::vector<Timer::Launch> launches;
+    for (const ReadyKernel& k : kernels)
+      launches.push_back([&](CUstream s) { with_workspace(k.geometry, problem_, ops, s, k); });
+    const json cublas = request.value("baseline", false) ? cublas_status() : json{{"available", false}};
+    if (cublas.at("available")) launches.push_back([&](CUstream s) { cublas_->gemm(problem_, ops, s); });
+    const std::vector<Timing> t = timer_->time_together(launches, stream_->get(), timing_);
+    json answer = {{"event", "timings"}, {"timings", json::array()}, {"baseline", cublas}};
+    for (size_t i = 0; i < kernels.size(); ++i) answer["timings"].push_back(to_json(t[i]));
+    if (cublas.at("available")) answer["baseline"].update(to_json(t.back()));
+    return answer;
   }
 
   json measure(const json& request) {
@@ -70,21 +82,27 @@ class Worker {
   }
 
   json baseline() {
-    if (!cublas_) cublas_ = Cublas::load();
-    if (!cublas_) return {{"event", "baseline"}, {"available", false}, {"message", Cublas::why_not()}};
-    if (!cublas_->supports(problem_))
-      return {{"event", "baseline"},
-              {"available", false},
-              {"message", cublas_->version() + " has no 64-bit API and the problem has a size past 2^31 - 1"}};
+    json answer = cublas_status();
+    answer["event"] = "baseline";
+    if (!answer.at("available")) return answer;
     const ProblemData& data = verifier_->data();
     data.reset_c(*checker_, beta_, stream_->get());
     const GemmOperands ops = data.operands(alpha_, beta_);
-    const Timing t = timer_->time([&](CUstream s) { cublas_->gemm(problem_, ops, s); }, stream_->get(), timing_);
-    return {{"event", "baseline"}, {"available", true}, {"name", cublas_->version()},
-            {"median_ms", t.median_ms}, {"min_ms", t.min_ms}, {"max_ms", t.max_ms}, {"runs", t.runs}};
+    answer.update(to_json(timer_->time([&](CUstream s) { cublas_->gemm(problem_, ops, s); }, stream_->get(), timing_)));
+    return answer;
   }
 
  private:
+  // Whether cuBLAS can time the problem here (its name), or why not (a message).
+  json cublas_status() {
+    if (!cublas_) cublas_ = Cublas::load();
+    if (!cublas_) return {{"available", false}, {"message", Cublas::why_not()}};
+    if (!cublas_->supports(problem_))
+      return {{"available", false},
+              {"message", cublas_->version() + " has no 64-bit API and the problem has a size past 2^31 - 1"}};
+    return {{"available", true}, {"name", cublas_->version()}};
+  }
+
   void measure_into(CandidateRecord& rec, const Family& family, const TimingSettings& timing) {
     std::unique_ptr<ReadyKernel> kernel;
     try {

@@ -35,15 +35,43 @@ struct Timing {
 // Median, min and max of run times (ms), in any order; all zero with runs = 0 when there are none.
 Timing summarize(std::vector<double> times_ms);
 
-class Timer {
+// The order in which Timer::time_together takes runs of several launches: in turns, forward
+// then backward (A B B A A B ...), so that each launch's runs meet the same clocks and
+// temperature, and none always runs right after the same other. Every launch gets as many runs:
+// turns go on until each has min_runs and min_total_ms of time, or max_runs. Bookkeeping only,
+// so that a CPU test checks the order and the stops.
+class Turns {
  public:
-  explicit Timer(const DeviceInfo& device);
-  // launch enqueues one run on the stream it is given.
-  Timing time(const std::function<void(CUstream)>& launch, CUstream stream,
-              const TimingSettings& settings) const;
+  Turns(int launches, const TimingSettings& settings);
+  int next() const;     // the launch to run next; -1 when every launch has enough runs
+  void add(double ms);  // the time of the run next() named
+  std::vector<Timing> timings() const;
 
  private:
+  bool enough() const;
+  TimingSettings settings_;
+  std::vector<std::vector<double>> times_;
+  std::vector<double> totals_;
+  long long taken_ = 0;  // runs so far, over all launches
+};
+
+class Timer {
+ public:
+  using Launch = std::function<void(CUstream)>;  // enqueues one run on the stream it is given
+
+  explicit Timer(const DeviceInfo& device);
+  Timing time(const Launch& launch, CUstream stream, const TimingSettings& settings) const;
+  // Several launches timed in turns (Turns): a comparison between them that the clocks' drift
+  // (2-5% on an H100 over seconds) does not decide. No early stops; warmed up in turns.
+  std::vector<Timing> time_together(const std::vector<Launch>& launches, CUstream stream,
+                                    const TimingSettings& settings) const;
+
+ private:
+  static void warm_up(const std::vector<Launch>& launches, CUstream stream, double warmup_ms);
+  double timed_run(const Launch& launch, CUstream stream, int run, bool flush) const;
+
   DeviceBuffer flush_;  // twice the L2 size, overwritten before every timed run
+  EventHandle begin_, end_;
 };
 
 }  // namespace gemmtune
