@@ -572,7 +572,7 @@ TEST(Families, WgmmaDefaultStreamsANarrowSideWhereTilesAreFew) {
   EXPECT_EQ(w.at("CLUSTER_K"), 2) << wgmma.kernel_name(w);
   EXPECT_EQ(why_unusable(w, wide, hopper), "");
   const Problem small = make_problem(DType::bf16, Op::T, Op::N, 768, 128, 768);
-  EXPECT_EQ(wgmma.kernel_name(wgmma.default_config(small, hopper)), "gemm_wgmma_bf16_tn_24x64x64_s8_wg1_c1x1_ws_rm_ck2");
+  EXPECT_EQ(wgmma.kernel_name(wgmma.default_config(small, hopper)), "gemm_wgmma_bf16_tn_24x64x128_s5_wg1_c1x1_ws_rm_ck2");
   // Where K is split three ways or more, or the tiles are stored by TMA, through the workspace.
   const Problem few = make_problem(DType::bf16, Op::N, Op::N, 1024, 1024, 16384);
   EXPECT_EQ(wgmma.kernel_name(wgmma.default_config(few, hopper)),

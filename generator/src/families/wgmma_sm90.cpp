@@ -277,10 +277,13 @@ class WgmmaSm90Family final : public Family {
     } else if (p.flops() < 1e9) {
       // Bound by latency: the fixup of a split through the workspace costs more than the
       // k-blocks it spreads. Where A is stored along K, wgmma N narrows until the tiles fill
-      // about half the SMs, 8 stages deep (bf16 tn 768x128x768: 24x64 tiles on 64 CTAs,
-      // cuBLAS's grid; tuned 0.89-0.90x against 0.73-0.80x untuned on 64x64 tiles 5 deep), and
-      // two CTAs of a cluster split each tile's k-blocks, so that every SM streams (7.2 against
-      // 7.4-8.2 us in four exhaustive runs, within each run's spread; H100, docs/PERF.md).
+      // about half the SMs (bf16 tn 768x128x768: 24x64 tiles on 64 CTAs, cuBLAS's grid; tuned
+      // 0.89-0.90x against 0.73-0.80x untuned on 64x64 tiles 5 deep), two CTAs of a cluster
+      // split each tile's k-blocks, so that every SM streams (7.2 against 7.4-8.2 us in four
+      // exhaustive runs, within each run's spread), and a stage holds two 64-K blocks, five
+      // stages deep (768x128x768 0.98-1.00x -> 1.03-1.04x, 1024x256x1024 0.95-0.96x -> 1.00x,
+      // 1536x128x2048 0.95-0.96x -> 1.00x against one block a stage, 8 deep; 4 stages lost on
+      // 1536x128x2048, 3 on all K of 1024 or more; H100, docs/PERF.md, twelfth round).
       c.params["BM"] = 64;
       c.params["BN"] = 64;
       c.params["STAGES"] = 5;
@@ -288,7 +291,8 @@ class WgmmaSm90Family final : public Family {
       if (p.op_a == Op::T) {
         const int64_t tile_rows = std::max<int64_t>(1, arch.sms / 2 / ceil_div(p.n, 64));
         c.params["BM"] = std::min<int64_t>(64, round_up(ceil_div(p.m, tile_rows), 8));
-        c.params["STAGES"] = 8;
+        c.params["STAGES"] = 5;
+        c.params["KSUB"] = 2;
         c.params["CLUSTER_K"] = 2;  // repaired() drops it where the clusters would not fit
       }
       split_where_few = false;
