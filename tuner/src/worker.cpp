@@ -51,9 +51,7 @@ class Worker {
     std::vector<ReadyKernel> kernels;
     for (const json& config : request.at("configs"))
       kernels.push_back(prepare_kernel(compiler_, KernelConfig::from_json(config.dump()), problem_, device_.arch));
-    const ProblemData& data = verifier_->data();
-    data.reset_c(*checker_, beta_, stream_->get());
-    const GemmOperands ops = data.operands(alpha_, beta_);
+    const GemmOperands ops = operands_with_fresh_c();
     std::vector<Timer::Launch> launches;
     for (const ReadyKernel& k : kernels)
       launches.push_back([&](CUstream s) { with_workspace(k.geometry, problem_, ops, s, k); });
@@ -85,9 +83,7 @@ class Worker {
     json answer = cublas_status();
     answer["event"] = "baseline";
     if (!answer.at("available")) return answer;
-    const ProblemData& data = verifier_->data();
-    data.reset_c(*checker_, beta_, stream_->get());
-    const GemmOperands ops = data.operands(alpha_, beta_);
+    const GemmOperands ops = operands_with_fresh_c();
     answer.update(to_json(timer_->time([&](CUstream s) { cublas_->gemm(problem_, ops, s); }, stream_->get(), timing_)));
     return answer;
   }
@@ -152,10 +148,16 @@ class Worker {
     kernel.run(g, p, ops, s);
   }
 
-  Timing time_kernel(const ReadyKernel& kernel, const TimingSettings& timing) {
+  // The problem's operands, C back at its first values (beta != 0 reads it), so that every
+  // timing starts from the same data.
+  GemmOperands operands_with_fresh_c() {
     const ProblemData& data = verifier_->data();
     data.reset_c(*checker_, beta_, stream_->get());
-    const GemmOperands ops = data.operands(alpha_, beta_);
+    return data.operands(alpha_, beta_);
+  }
+
+  Timing time_kernel(const ReadyKernel& kernel, const TimingSettings& timing) {
+    const GemmOperands ops = operands_with_fresh_c();
     return timer_->time([&](CUstream s) { with_workspace(kernel.geometry, problem_, ops, s, kernel); }, stream_->get(),
                         timing);
   }
