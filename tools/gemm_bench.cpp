@@ -28,6 +28,7 @@ struct Args {
   bool json = false, overhead = false, mma_ceiling = false, read_ceiling = false;
   int device = 0;
   int repeat = 1;
+  float alpha = 1.0f, beta = 0.0f;
 };
 
 // Shapes of the built-in suites, as "M N K [dtype] [layout]".
@@ -73,10 +74,11 @@ struct Row {
 double tflops(const gt::Problem& p, double ms) { return ms > 0 ? p.flops() / (ms * 1e-3) / 1e12 : 0; }
 
 // The fewest bytes a GEMM moves: A and B read once, C written (and read when beta != 0).
-double min_bytes(const gt::Problem& p) {
-  return double(gt::dtype_size(p.dtype)) * double(p.m * p.k + p.k * p.n + p.m * p.n);
+double min_bytes(const gt::Problem& p, float beta = 0.0f) {
+  const double c_passes = beta != 0.0f ? 2 : 1;
+  return double(gt::dtype_size(p.dtype)) * (double(p.m * p.k + p.k * p.n) + c_passes * double(p.m * p.n));
 }
-double gbps(const gt::Problem& p, double ms) { return ms > 0 ? min_bytes(p) / (ms * 1e-3) / 1e9 : 0; }
+double gbps(const gt::Problem& p, double ms, float beta = 0.0f) { return ms > 0 ? min_bytes(p, beta) / (ms * 1e-3) / 1e9 : 0; }
 // Below this many FLOPs per byte a problem is bound by memory on a Hopper GPU (bf16 ~ 990
 // TFLOP/s over ~3.35 TB/s): its GB/s is the figure that matters.
 bool memory_bound(const gt::Problem& p) { return p.flops() / min_bytes(p) < 295; }
@@ -88,11 +90,11 @@ gt::Timing median_timing(std::vector<gt::Timing> t) {
 
 // Verifies the library's result, then times it and cuBLAS `repeat` times, their runs taken in
 // turns (Timer::time_together), so that every ratio comes from the same clocks and temperature.
-Row bench_one(const gt::Problem& p, gt::Library& lib, const gt::Checker& checker, const gt::Timer& timer,
-              const gt::Cublas* cublas, CUstream stream, int repeat) {
+Row bench_one(const gt::Problem& p, const Args& a, gt::Library& lib, const gt::Checker& checker,
+              const gt::Timer& timer, const gt::Cublas* cublas, CUstream stream) {
   Row row;
   row.problem = p;
-  const gt::Verifier verifier(checker, p, 1.0f, 0.0f, 42, stream);
+  const gt::Verifier verifier(checker, p, a.alpha, a.beta, 42, stream);
   auto run = [&](const gt::Problem& q, const gt::GemmOperands& o, CUstream s) {
     lib.gemm(q.dtype, q.op_a, q.op_b, q.m, q.n, q.k, o.alpha, reinterpret_cast<const void*>(o.a), q.lda,
              reinterpret_cast<const void*>(o.b), q.ldb, o.beta, reinterpret_cast<void*>(o.c), q.ldc,
@@ -106,13 +108,14 @@ Row bench_one(const gt::Problem& p, gt::Library& lib, const gt::Checker& checker
     std::cerr << "gemm-bench: WRONG RESULT from " << row.selection.kernel << ": " << v.message << "\n";
     return row;
   }
-  const gt::GemmOperands ops = verifier.data().operands(1.0f, 0.0f);
+  // With beta != 0 every run reads the C the run before it wrote, ours and cuBLAS alike.
+  const gt::GemmOperands ops = verifier.data().operands(a.alpha, a.beta);
   const gt::TimingSettings settings;
   std::vector<gt::Timing> ours, theirs;
   const bool baseline = cublas && cublas->supports(p);
   std::vector<gt::Timer::Launch> launches = {[&](CUstream s) { run(p, ops, s); }};
   if (baseline) launches.push_back([&](CUstream s) { cublas->gemm(p, ops, s); });
-  for (int r = 0; r < std::max(1, repeat); ++r) {
+  for (int r = 0; r < std::max(1, a.repeat); ++r) {
     const std::vector<gt::Timing> t = timer.time_together(launches, stream, settings);
     ours.push_back(t.front());
     if (!baseline) continue;
@@ -288,7 +291,7 @@ std::pair<double, double> summary(const std::vector<Row>& rows) {
   return {n ? std::exp(log_sum / n) : -1, worst};
 }
 
-void write_csv(const std::string& path, const std::vector<Row>& rows, const gt::DeviceInfo& dev) {
+void write_csv(const std::string& path, const std::vector<Row>& rows, const gt::DeviceInfo& dev, float beta) {
   std::ofstream out(path);
   GT_REQUIRE(out, gt::Errc::io, "cannot write {}", path);
   out << "device,dtype,layout,m,n,k,kernel,source,ours_ms,ours_tflops,ours_gbps,cublas_ms,cublas_tflops,ratio,"
@@ -299,7 +302,7 @@ void write_csv(const std::string& path, const std::vector<Row>& rows, const gt::
     out << fmt::format("\"{}\",{},{},{},{},{},{},{},{:.6f},{:.2f},{:.1f},{:.6f},{:.2f},{:.4f},{:.4f},{:.4f},{},{:.3g}\n",
                        dev.name, gt::to_string(r.problem.dtype), r.problem.layout(), r.problem.m, r.problem.n,
                        r.problem.k, r.selection.kernel, gt::to_string(r.selection.source), r.ours.median_ms,
-                       tflops(r.problem, r.ours.median_ms), gbps(r.problem, r.ours.median_ms),
+                       tflops(r.problem, r.ours.median_ms), gbps(r.problem, r.ours.median_ms, beta),
                        r.cublas_ok ? r.cublas.median_ms : -1.0, tflops(r.problem, r.cublas.median_ms),
                        r.cublas_ok ? r.ratio() : -1.0, lo, hi, r.ratios.size(), r.max_error);
   }
@@ -334,30 +337,31 @@ int run(const Args& a) {
   gt::cli::Table t({"problem", "kernel", "source", "ms", "TFLOP/s", "GB/s", "cuBLAS ms", "cuBLAS TFLOP/s", "vs cuBLAS"});
   for (const auto& p : problems) {
     std::cerr << "gemm-bench: " << p.describe() << "\n";
-    rows.push_back(bench_one(p, lib, checker, timer, cublas.get(), stream.get(), a.repeat));
+    rows.push_back(bench_one(p, a, lib, checker, timer, cublas.get(), stream.get()));
     const Row& r = rows.back();
     t.add({p.describe(), r.selection.kernel, gt::to_string(r.selection.source), gt::cli::format_ms(r.ours.median_ms),
            fmt::format("{:.1f}", tflops(p, r.ours.median_ms)),
-           memory_bound(p) ? fmt::format("{:.0f}", gbps(p, r.ours.median_ms)) : "",
+           memory_bound(p) ? fmt::format("{:.0f}", gbps(p, r.ours.median_ms, a.beta)) : "",
            r.cublas_ok ? gt::cli::format_ms(r.cublas.median_ms) : "-",
            r.cublas_ok ? fmt::format("{:.1f}", tflops(p, r.cublas.median_ms)) : "-",
            r.wrong.empty() ? ratio(r) : "WRONG"});
   }
   const auto [geomean, worst] = summary(rows);
   const auto wrong = std::count_if(rows.begin(), rows.end(), [](const Row& r) { return !r.wrong.empty(); });
-  if (!a.csv.empty()) write_csv(a.csv, rows, dev);
+  if (!a.csv.empty()) write_csv(a.csv, rows, dev, a.beta);
   if (a.json) {
     json j = json::array();
     for (const auto& r : rows)
       j.push_back({{"problem", r.problem.describe()}, {"kernel", r.selection.kernel},
                    {"source", gt::to_string(r.selection.source)}, {"ours_ms", r.ours.median_ms},
-                   {"ours_gbps", gbps(r.problem, r.ours.median_ms)},
+                   {"ours_gbps", gbps(r.problem, r.ours.median_ms, a.beta)},
                    {"cublas_ms", r.cublas_ok ? json(r.cublas.median_ms) : json(nullptr)},
                    {"ratio", r.cublas_ok ? json(r.ratio()) : json(nullptr)}, {"ratios", r.ratios}});
     std::cout << json{{"rows", j}, {"geomean", geomean}, {"worst", worst}}.dump(2) << "\n";
   } else {
-    std::cout << fmt::format("{} ({}, {} SMs){}\n", dev.name, dev.arch.name(), dev.arch.sms,
-                             cublas ? ", baseline " + cublas->version() : "")
+    std::cout << fmt::format("{} ({}, {} SMs){}{}\n", dev.name, dev.arch.name(), dev.arch.sms,
+                             cublas ? ", baseline " + cublas->version() : "",
+                             a.alpha != 1.0f || a.beta != 0.0f ? fmt::format(", alpha {} beta {}", a.alpha, a.beta) : "")
               << t.render("  ") << "vs cuBLAS = cuBLAS time / ours (above 1: faster than cuBLAS)"
               << (a.repeat > 1 ? fmt::format("; median of {} repeats, runs in turns (min-max)", a.repeat) : "") << "\n";
     if (geomean > 0) std::cout << fmt::format("geometric mean {:.3f}x, worst {:.3f}x over {} shapes\n", geomean, worst, rows.size() - wrong);
@@ -378,6 +382,8 @@ int main(int argc, char** argv) {
   app.add_option("--k", a.k);
   app.add_option("--dtype", a.dtype, "f32, f16 or bf16")->capture_default_str();
   app.add_option("--layout", a.layout, "nn, nt, tn or tt")->capture_default_str();
+  app.add_option("--alpha", a.alpha, "C = alpha * op(A) * op(B) + beta * C")->capture_default_str();
+  app.add_option("--beta", a.beta, "Not 0: every run reads C as well")->capture_default_str();
   app.add_option("--csv", a.csv, "Also write the results as CSV to this file");
   app.add_option("--db", a.db, "Tuning database (default: $GEMMTUNE_DB or ~/.cache/gemmtune/tuning.db)");
   app.add_option("--repeat", a.repeat, "Compare ours and cuBLAS (their runs in turns) this many times; report the median ratio")
