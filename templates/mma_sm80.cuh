@@ -202,6 +202,8 @@ struct Kernel {
   static_assert(SPLITS >= 1, "at least one part of K");
 
   using Acc = float[FN][2 * FM][4];
+  // beta != 0: C's old values read ahead of their stores, four pairs at a time (store16.cuh).
+  static constexpr int STORE_BATCH = 2 * FM < 4 ? 2 * FM : 4;
   static constexpr int ACC = FN * 2 * FM * 4;  // accumulators per thread
   struct Fragments {
     u32 n[FN][4];  // the mma's 16-row operand: op(B)^T
@@ -314,10 +316,12 @@ struct Kernel {
         if (n >= args.n) continue;
         u16* column = C + (long long)n * args.ldc;
         const bool pairs = (reinterpret_cast<u64>(column) & 3) == 0;
-#pragma unroll
-        for (int j = 0; j < 2 * FM; ++j)
-          store_pair<Cfg::DTYPE>(column, m0 + 8 * j + 2 * (lane % 4), args.m, pairs, args.alpha * acc[i][j][2 * h],
-                                 args.alpha * acc[i][j][2 * h + 1], args.beta);
+        auto value = [&](int j, float& v0, float& v1) {
+          v0 = args.alpha * acc[i][j][2 * h];
+          v1 = args.alpha * acc[i][j][2 * h + 1];
+        };
+        store_pairs<Cfg::DTYPE, 2 * FM, STORE_BATCH>(ColumnPairs<Cfg::DTYPE>{column, m0 + 2 * (lane % 4), args.m, pairs},
+                                                     args.beta, value, [](int) { return false; });
       }
     }
   }

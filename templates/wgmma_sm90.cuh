@@ -37,11 +37,13 @@
 #pragma once
 #include "common.cuh"
 #include "ptx/cluster.cuh"
+#include "ptx/ldmatrix.cuh"
 #include "ptx/mbarrier.cuh"
 #include "ptx/stmatrix.cuh"
 #include "ptx/tma.cuh"
 #include "ptx/wgmma.cuh"
 #include "schedule.h"
+#include "store16.cuh"
 
 namespace gemmtune {
 namespace wgmma_sm90 {
@@ -56,8 +58,8 @@ GEMMTUNE_DEVICE_INLINE void fence_registers(float (&d)[N]) {
 // Cfg provides: BM, BN (problem tile along M and N), SWAP (bool, see above), STAGES, WG
 // (consumer warpgroups), WS (bool), CLUSTER_M, CLUSTER_N (1 or 2, at most one of them 2),
 // RASTER (0: sweep tiles along M first, 1: along N first), GROUP (tiles per raster group),
-// EPILOGUE (0: stores from registers, 1: through shared memory and TMA stores when beta == 0 and
-// C is 16-byte aligned), SCHEDULE (schedule::Mode), SPLITS (split-K parts), CLUSTER_K (1, or 2
+// EPILOGUE (0: stores from registers, 1: through shared memory and TMA stores when C is 16-byte
+// aligned; with beta != 0, C comes in by TMA to the same shared memory first), SCHEDULE (schedule::Mode), SPLITS (split-K parts), CLUSTER_K (1, or 2
 // or 4 CTAs of a cluster that split a tile's k-blocks and add through distributed shared memory),
 // PINGPONG (bool),
 // OCCUPANCY (CTAs per SM: 2 lets small-tile kernels overlap one CTA's fixed costs with the
@@ -111,6 +113,8 @@ struct Kernel {
   static constexpr int C_CHUNKS = TN / 64;
   static constexpr int C_BUFFERS = TMA_STORE ? Cfg::C_BUFFERS : 0;
   static constexpr int C_BYTES = WG * C_BUFFERS * C_CHUNK_BYTES;
+  // beta != 0: a barrier per chunk buffer that C's chunk has landed in it.
+  static constexpr int C_BARRIERS = WG * C_BUFFERS;
   // CLUSTER_K: a consumer thread's float4 i of accumulators (64-row block i / GROUPS, 8-column
   // group i % GROUPS) belongs to CTA (i % GROUPS) % CLUSTER_K of the cluster, which receives the
   // other CTAs' partial sums of it: per consumer, a slot per sending CTA of OWNED float4s per
@@ -119,12 +123,15 @@ struct Kernel {
   static constexpr int OWNED = MW * ((GROUPS + CLUSTER_K - 1) / CLUSTER_K);
   static constexpr int PUSH_BYTES = CLUSTER_K > 1 ? WG * CLUSTER_K * OWNED * 128 * 16 : 0;
   static constexpr int PUSH_BARRIERS = CLUSTER_K > 1 ? 2 * WG : 0;
-  // Stages, staged C, pushed sums, alignment slack, full and empty barriers (and the pushes'),
-  // then the fixup flags (a word per consumer) and the schedule (kept in shared memory:
-  // registers are for the accumulators).
+  // Stages, staged C, pushed sums, alignment slack, full and empty barriers (and the pushes' and
+  // staged C's), then the fixup flags (a word per consumer) and the schedule (kept in shared
+  // memory: registers are for the accumulators).
   static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + C_BYTES + PUSH_BYTES + 1024 + 2 * STAGES * 8 +
-                                    PUSH_BARRIERS * 8 + 16 + sizeof(schedule::Work);
+                                    PUSH_BARRIERS * 8 + C_BARRIERS * 8 + 16 + sizeof(schedule::Work);
   static constexpr int CTAS_PER_SM = Cfg::OCCUPANCY;
+  // beta != 0, stores from registers: old values of C read ahead of their stores, a few at a
+  // time (one at a time with two CTAs an SM: more spilled there).
+  static constexpr int STORE_BATCH = TN / 8 < 4 ? TN / 8 : CTAS_PER_SM > 1 ? 1 : 4;
   // Registers move from the producer to the consumers when one CTA holds the SM; with two, each
   // keeps the even share its launch bounds give it.
   static constexpr bool REALLOCATE = WG > 1 && CTAS_PER_SM == 1;
@@ -161,6 +168,7 @@ struct Kernel {
     u64* empty;        // every consumer (of every CTA of the cluster) is done with a stage
     u64* pushed;       // CLUSTER_K, per consumer: the other CTAs' partial sums have landed
     u64* added;        // CLUSTER_K, per consumer: every other CTA has read this one's
+    u64* c_loaded;     // per consumer and C buffer: a chunk of C has landed (beta != 0)
     int* fixup;        // per consumer: "this part is the tile's last" for its warpgroup
     schedule::Work* work;
   };
@@ -176,7 +184,8 @@ struct Kernel {
     s.empty = s.full + STAGES;
     s.pushed = s.empty + STAGES;
     s.added = s.pushed + PUSH_BARRIERS / 2;
-    s.fixup = reinterpret_cast<int*>(s.empty + STAGES + PUSH_BARRIERS);
+    s.c_loaded = s.empty + STAGES + PUSH_BARRIERS;
+    s.fixup = reinterpret_cast<int*>(s.c_loaded + C_BARRIERS);
     s.work = reinterpret_cast<schedule::Work*>(s.fixup + 4);
     return s;
   }
@@ -484,8 +493,70 @@ struct Kernel {
   GEMMTUNE_DEVICE_INLINE static u32 pack(float lo, float hi) {
     return Cfg::DTYPE == 2 ? pack_bf16x2(lo, hi) : pack_f16x2(lo, hi);
   }
-  GEMMTUNE_DEVICE_INLINE static void store_one(u16* p, float v, float beta, bool read_c) {
-    *p = from_f32(read_c ? fmaf(beta, to_f32(*p), v) : v);
+  GEMMTUNE_DEVICE_INLINE static void update_one(u16* p, float v, float beta) {
+    *p = from_f32(beta != 0.0f ? fmaf(beta, to_f32(*p), v) : v);  // beta == 0: C may be uninitialised
+  }
+  // Where kernel element (r, c) sits in C: kernel rows are n (columns of C), or m with SWAP.
+  GEMMTUNE_DEVICE_INLINE static u16* c_at(const GemmArgs& args, int r, int c) {
+    u16* C = reinterpret_cast<u16*>(args.c);
+    return SWAP ? C + r + (long long)c * args.ldc : C + c + (long long)r * args.ldc;
+  }
+
+  // beta != 0, stores from registers: the consumer warpgroup fetches its part of C's tile into
+  // L2 as its main loop begins, a 128-byte line a thread in turn (one more line a column, for a
+  // column that does not start on a line), so that the epilogue's loads wait for L2.
+  GEMMTUNE_DEVICE_INLINE static void prefetch_c_lines(const GemmArgs& args, Tile t, int consumer) {
+    constexpr int ROWS = 64 * MW;              // the consumer's kernel rows
+    constexpr int COLUMNS = SWAP ? TN : ROWS;  // the columns of C they span
+    constexpr int SPAN = SWAP ? ROWS : TN;     // and the values of each, contiguous
+    constexpr int LINES = SPAN / 64 + 1;
+    const int rows_end = SWAP ? args.m : args.n, cols_end = SWAP ? args.n : args.m;
+    const int r0 = t.row0 + rows_of(consumer) * ROWS;
+    for (int i = threadIdx.x % 128; i < COLUMNS * LINES; i += 128) {
+      const int column = i / LINES, e = min(i % LINES * 64, SPAN - 1);
+      const int r = SWAP ? r0 + e : r0 + column, c = SWAP ? t.col0 + column : t.col0 + e;
+      if (r < rows_end && c < cols_end) ptx::prefetch_l2(c_at(args, r, c));
+    }
+  }
+
+  // With SWAP, kernel row r's pair j (columns c0 + 8j, + 1) sits in two columns of C: read (low
+  // half first) and written one value at a time, those past `cols_end` not at all.
+  struct AcrossPairs {
+    const GemmArgs& args;
+    int r, c0, cols_end;
+    GEMMTUNE_DEVICE_INLINE u32 read(int j) const {
+      const int c = c0 + 8 * j;
+      const u32 lo = c < cols_end ? *c_at(args, r, c) : 0, hi = c + 1 < cols_end ? *c_at(args, r, c + 1) : 0;
+      return lo | hi << 16;
+    }
+    GEMMTUNE_DEVICE_INLINE void write(int j, float v0, float v1) const {
+      const int c = c0 + 8 * j;
+      if (c < cols_end) *c_at(args, r, c) = from_f32(v0);
+      if (c + 1 < cols_end) *c_at(args, r, c + 1) = from_f32(v1);
+    }
+    GEMMTUNE_DEVICE_INLINE void update(int j, float v0, float v1, float beta) const {
+      const int c = c0 + 8 * j;
+      if (c < cols_end) update_one(c_at(args, r, c), v0, beta);
+      if (c + 1 < cols_end) update_one(c_at(args, r, c + 1), v1, beta);
+    }
+  };
+
+  // Kernel row r's values in columns c0 + 8j, c0 + 8j + 1 (acc[4j + 2h], acc[4j + 2h + 1]) to
+  // C, times alpha, plus beta times C's values when beta != 0 (store16.cuh). Without SWAP the
+  // pair is two neighbours along m in one column of C (`pairs`: 4-byte aligned).
+  GEMMTUNE_DEVICE_INLINE static void store_row(const GemmArgs& args, int r, int c0, const float (&acc)[TN / 2], int h,
+                                               int kpart, bool pairs) {
+    const float alpha = args.alpha;
+    auto value = [&](int j, float& v0, float& v1) {
+      v0 = alpha * acc[4 * j + 2 * h];
+      v1 = alpha * acc[4 * j + 2 * h + 1];
+    };
+    auto skip = [&](int j) { return CLUSTER_K > 1 && owner_of(j) != kpart; };
+    if constexpr (SWAP)
+      store_pairs<Cfg::DTYPE, TN / 8, STORE_BATCH>(AcrossPairs{args, r, c0, args.n}, args.beta, value, skip);
+    else
+      store_pairs<Cfg::DTYPE, TN / 8, STORE_BATCH>(ColumnPairs<Cfg::DTYPE>{c_at(args, r, 0), c0, args.m, pairs},
+                                                   args.beta, value, skip);
   }
 
   // Thread t of a warpgroup holds kernel rows 16*(t/32) + (t%32)/4 (+8) and column pairs
@@ -493,63 +564,61 @@ struct Kernel {
   // With CLUSTER_K, only the 8-column groups this CTA owns (kpart: its rank).
   GEMMTUNE_DEVICE_INLINE static void store(const GemmArgs& args, Tile t, int consumer, const float (&acc)[MW][TN / 2],
                                            int kpart) {
-    u16* C = reinterpret_cast<u16*>(args.c);
-    const float alpha = args.alpha, beta = args.beta;
-    const bool read_c = beta != 0.0f;  // beta == 0 must not read C: it may be uninitialised
     const int lane = threadIdx.x % 128;
     const int row = 16 * (lane / 32) + (lane % 32) / 4;
-    const int col = 2 * (lane % 4);
-    const int rows_end = SWAP ? args.m : args.n, cols_end = SWAP ? args.n : args.m;
+    const int rows_end = SWAP ? args.m : args.n;
 #pragma unroll
     for (int mb = 0; mb < MW; ++mb) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r = t.row0 + (rows_of(consumer) * MW + mb) * 64 + row + 8 * h;
         if (r >= rows_end) continue;
-        if constexpr (SWAP) {
-          // Kernel rows are m, columns n: a thread's pair sits in two columns of C.
-#pragma unroll
-          for (int j = 0; j < TN / 8; ++j) {
-            if (CLUSTER_K > 1 && owner_of(j) != kpart) continue;
-            const int n = t.col0 + 8 * j + col;
-            const float v0 = alpha * acc[mb][4 * j + 2 * h], v1 = alpha * acc[mb][4 * j + 2 * h + 1];
-            if (n < cols_end) store_one(C + r + (long long)n * args.ldc, v0, beta, read_c);
-            if (n + 1 < cols_end) store_one(C + r + (long long)(n + 1) * args.ldc, v1, beta, read_c);
-          }
-        } else {
-          u16* column = C + (long long)r * args.ldc;
-          // 4-byte stores of two m where this column starts 4-byte aligned (m is even): with an
-          // odd ldc, every other column.
-          const bool pairs = (reinterpret_cast<u64>(column) & 3) == 0;
-#pragma unroll
-          for (int j = 0; j < TN / 8; ++j) {
-            if (CLUSTER_K > 1 && owner_of(j) != kpart) continue;
-            const int m = t.col0 + 8 * j + col;
-            float v0 = alpha * acc[mb][4 * j + 2 * h], v1 = alpha * acc[mb][4 * j + 2 * h + 1];
-            if (pairs && m + 1 < cols_end) {
-              u32* p = reinterpret_cast<u32*>(column + m);
-              if (read_c) {
-                const u32 old = *p;
-                v0 = fmaf(beta, to_f32(u16(old & 0xffff)), v0);
-                v1 = fmaf(beta, to_f32(u16(old >> 16)), v1);
-              }
-              *p = pack(v0, v1);
-            } else {
-              if (m < cols_end) store_one(column + m, v0, beta, read_c);
-              if (m + 1 < cols_end) store_one(column + m + 1, v1, beta, read_c);
-            }
-          }
-        }
+        // With an odd ldc, every other column of C starts 4-byte aligned.
+        const bool pairs = !SWAP && (reinterpret_cast<u64>(c_at(args, r, 0)) & 3) == 0;
+        store_row(args, r, t.col0 + 2 * (lane % 4), acc[mb], h, kpart, pairs);
       }
     }
   }
 
-  // The same values through shared memory and TMA stores (beta == 0, C aligned): the warpgroup
-  // goes on to its next tile while the copy engine writes this one. With a buffer per chunk,
-  // all chunks are written and then stored; with fewer, each chunk is stored as soon as it is
-  // written, and a buffer is written again once the store C_BUFFERS chunks back has read it.
+  // Consumer `consumer`'s rows of C's 64-column chunk `chunk`, by TMA into its buffer `buffer`.
+  GEMMTUNE_DEVICE_INLINE static void load_c_chunk(const GemmArgs& args, const Smem& s, Tile t, int consumer, int chunk,
+                                                  int buffer) {
+    u64* bar = &s.c_loaded[consumer * C_BUFFERS + buffer];
+    ptx::mbarrier_arrive_expect_tx(bar, C_CHUNK_BYTES);  // a box partly outside C counts in full
+    ptx::tma_load_2d(s.c + (consumer * C_BUFFERS + buffer) * C_CHUNK_BYTES, &args.map_c, bar, t.col0 + chunk * 64,
+                     t.row0 + rows_of(consumer) * 64 * MW);
+  }
+
+  // C's first C_BUFFERS chunks, once the previous tile's stores have read every buffer.
+  GEMMTUNE_DEVICE_INLINE static void load_c_early(const GemmArgs& args, const Smem& s, Tile t, int consumer) {
+    if (threadIdx.x % 128 != 0) return;
+    ptx::bulk_wait_read<0>();
+#pragma unroll
+    for (int b = 0; b < C_BUFFERS; ++b) load_c_chunk(args, s, t, consumer, b, b);
+  }
+
+  // beta != 0: the producer fetches a tile's C into L2 as the tile's loads begin, so that the
+  // epilogue's loads of it wait for L2 rather than memory.
+  GEMMTUNE_DEVICE_INLINE static void prefetch_c(const GemmArgs& args, Tile t) {
+#pragma unroll
+    for (int r = 0; r < ROW_WG; ++r)
+#pragma unroll
+      for (int chunk = 0; chunk < C_CHUNKS; ++chunk)
+        ptx::tma_prefetch_2d(&args.map_c, t.col0 + chunk * 64, t.row0 + r * 64 * MW);
+  }
+
+  // The same values through shared memory and TMA stores (C aligned): the warpgroup goes on to
+  // its next tile while the copy engine writes this one. With a buffer per chunk, all chunks are
+  // written and then stored; with fewer, each chunk is stored as soon as it is written, and a
+  // buffer is written again once the store C_BUFFERS chunks back has read it.
+  // READ_C (beta != 0): each chunk of C first comes by TMA into the buffer it leaves from, once
+  // the buffer's last store has read it (the first C_BUFFERS chunks together, during the main
+  // loop where c_early, else here); each thread
+  // reads its values back with ldmatrix, the inverse of stmatrix, from where it writes them.
+  // `c_phases` holds each buffer's barrier phase, bit by bit.
+  template <bool READ_C>
   GEMMTUNE_DEVICE_INLINE static void store_tma(const GemmArgs& args, const Smem& s, Tile t, int consumer,
-                                               const float (&acc)[MW][TN / 2]) {
+                                               const float (&acc)[MW][TN / 2], u32& c_phases, bool c_early) {
     constexpr bool RING = C_BUFFERS < C_CHUNKS;
     const int lane = threadIdx.x % 128;
     const bool issuer = lane == 0;
@@ -562,12 +631,16 @@ struct Kernel {
     const int q = (lane % 32) / 8;
     const int lane_row = 16 * (lane / 32) + 8 * (q % 2) + lane % 8;
     const int n0 = t.row0 + rows_of(consumer) * 64 * MW;
+    if (READ_C && !c_early) load_c_early(args, s, t, consumer);
 #pragma unroll
     for (int chunk = 0; chunk < C_CHUNKS; ++chunk) {
       const int buffer = chunk % C_BUFFERS;
-      // The buffer is free once the stores that read it are done reading: the previous tile's
-      // (all of them) before the first chunk, the one C_BUFFERS chunks back after that.
-      if (chunk == 0 || chunk >= C_BUFFERS) {
+      if constexpr (READ_C) {
+        ptx::mbarrier_wait(&s.c_loaded[consumer * C_BUFFERS + buffer], (c_phases >> buffer) & 1);
+        c_phases ^= 1u << buffer;
+      } else if (chunk == 0 || chunk >= C_BUFFERS) {
+        // The buffer is free once the stores that read it are done reading: the previous tile's
+        // (all of them) before the first chunk, the one C_BUFFERS chunks back after that.
         if (issuer) {
           if (chunk == 0)
             ptx::bulk_wait_read<0>();
@@ -580,15 +653,22 @@ struct Kernel {
       for (int mb = 0; mb < MW; ++mb)
 #pragma unroll
         for (int u = 0; u < 8; u += 2) {
-          u32 r[4];
+          const int unit = (u + q / 2) ^ (lane % 8);
+          const u32 address =
+              ptx::smem_u32(staging + buffer * C_CHUNK_BYTES + (mb * 64 + lane_row) * 128 + unit * 16);
+          u32 old[4], r[4];
+          if constexpr (READ_C) ptx::ldmatrix_x4<false>(old, address);
 #pragma unroll
           for (int b = 0; b < 4; ++b) {
             const int i = 2 * (2 * (8 * chunk + u + b / 2) + b % 2);  // this thread's accumulator pair
-            r[b] = pack(args.alpha * acc[mb][i], args.alpha * acc[mb][i + 1]);
+            float v0 = args.alpha * acc[mb][i], v1 = args.alpha * acc[mb][i + 1];
+            if constexpr (READ_C) {
+              v0 = fmaf(args.beta, to_f32(u16(old[b] & 0xffff)), v0);
+              v1 = fmaf(args.beta, to_f32(u16(old[b] >> 16)), v1);
+            }
+            r[b] = pack(v0, v1);
           }
-          const int unit = (u + q / 2) ^ (lane % 8);
-          const int offset = buffer * C_CHUNK_BYTES + (mb * 64 + lane_row) * 128 + unit * 16;
-          ptx::stmatrix_x4(ptx::smem_u32(staging + offset), r);
+          ptx::stmatrix_x4(address, r);
         }
       if (RING || chunk == C_CHUNKS - 1) {
         ptx::fence_async_shared();
@@ -598,19 +678,27 @@ struct Kernel {
           for (int c = RING ? chunk : 0; c <= chunk; ++c)
             ptx::tma_store_2d(&args.map_c, staging + (c % C_BUFFERS) * C_CHUNK_BYTES, t.col0 + c * 64, n0);
           ptx::bulk_commit();
+          if (READ_C && chunk + C_BUFFERS < C_CHUNKS) {
+            ptx::bulk_wait_read<0>();
+            load_c_chunk(args, s, t, consumer, chunk + C_BUFFERS, buffer);
+          }
         }
       }
     }
   }
 
   GEMMTUNE_DEVICE_INLINE static bool stores_by_tma(const GemmArgs& args) {
-    return TMA_STORE && (args.flags & GEMM_ARGS_MAP_C) && args.beta == 0.0f;
+    return TMA_STORE && (args.flags & GEMM_ARGS_MAP_C);
   }
 
+  // c_early: C's first chunks were loaded during the main loop (load_c_early).
   GEMMTUNE_DEVICE_INLINE static void epilogue(const GemmArgs& args, const Smem& s, Tile t, int consumer,
-                                              const float (&acc)[MW][TN / 2], int kpart = 0) {
+                                              const float (&acc)[MW][TN / 2], u32& c_phases, bool c_early,
+                                              int kpart = 0) {
     if constexpr (TMA_STORE) {
-      if (stores_by_tma(args)) return store_tma(args, s, t, consumer, acc);
+      if (stores_by_tma(args))
+        return args.beta != 0.0f ? store_tma<true>(args, s, t, consumer, acc, c_phases, c_early)
+                                 : store_tma<false>(args, s, t, consumer, acc, c_phases, false);
     }
     store(args, t, consumer, acc, kpart);
   }
@@ -634,6 +722,7 @@ struct Kernel {
         ptx::mbarrier_init(&s.pushed[i], 1);  // this CTA's expectation; the pushes count bytes
         ptx::mbarrier_init(&s.added[i], CLUSTER_K - 1);
       }
+      for (int i = 0; i < C_BARRIERS; ++i) ptx::mbarrier_init(&s.c_loaded[i], 1);
       ptx::mbarrier_init_fence();
     }
     if constexpr (CLUSTER > 1) {
@@ -663,10 +752,12 @@ struct Kernel {
 
   GEMMTUNE_DEVICE_INLINE static void produce(const GemmArgs& args, const Smem& s, int worker, int rank, int kpart) {
     const u64 policy = SWAP ? ptx::l2_evict_first_policy() : 0;
+    const bool fetch_c = stores_by_tma(args) && args.beta != 0.0f;
     Ring ring;
     for (int i = 0; schedule::has_segment(work_in(s), worker, i); ++i) {
       const schedule::Segment seg = schedule::segment(work_in(s), worker, i);
       const Tile t = tile_of(seg.tile, rank, grid_of(args));
+      if (TMA_STORE && fetch_c) prefetch_c(args, t);
       const KRange ks = k_range(seg, kpart);
       for (int kb = ks.begin; kb < ks.end; ++kb) {
         ptx::mbarrier_wait(&s.empty[ring.stage], ring.phase ^ 1);
@@ -688,6 +779,11 @@ struct Kernel {
                                              int consumer) {
     float acc[MW][TN / 2];
     Ring ring;
+    // beta != 0 with TMA stores: C's first chunks come in while a whole tile's main loop runs
+    // (one in parts runs its epilogue only if it is the last part); `c_phases` (store_tma).
+    const bool with_c = stores_by_tma(args) && args.beta != 0.0f;
+    bool c_early = false;
+    u32 c_phases = 0;
     // Counted once (unlike the producer, whose first load waits for its loop's condition): the
     // consumers wait for the first stage anyway, and a count is one register through the loop.
     const int count = schedule::segments(work_in(s), worker);
@@ -719,9 +815,19 @@ struct Kernel {
         tile = tile_of(schedule::segment(work_in(s), worker, i).tile, rank, grid_of(args));
         keep_here(tile);
       }
+      if (!stores_by_tma(args) && args.beta != 0.0f)
+        prefetch_c_lines(args, KEEP_TILE ? tile : tile_of(schedule::segment(work_in(s), worker, i).tile, rank, grid_of(args)),
+                         consumer);
       {
         const KRange ks = k_range(schedule::segment(work_in(s), worker, i), kpart);
         if (CLUSTER_K > 1 && ks.begin == ks.end) zero(acc);  // fewer k-blocks than CTAs: adds nothing
+        // Before the main loop rather than in it: a test in the loop made a beta == 0 kernel
+        // (1024x1024x16384, split-K) 3-4% slower.
+        if (TMA_STORE && with_c) {
+          const schedule::Segment seg = schedule::segment(work_in(s), worker, i);
+          c_early = seg.parts == 1;
+          if (c_early) load_c_early(args, s, tile_of(seg.tile, rank, grid_of(args)), consumer);
+        }
         for (int kb = ks.begin; kb < ks.end; ++kb) {
           ptx::mbarrier_wait(&s.full[ring.stage], ring.phase);
           __syncwarp();
@@ -739,7 +845,8 @@ struct Kernel {
       const schedule::Segment seg = schedule::segment(work_in(s), worker, i);
       if constexpr (CLUSTER_K > 1) exchange(s, kpart, consumer, i, i + 1 < count, acc);
       if (seg.parts == 1 || reduce_parts(args, s, work_in(s), seg, rank, consumer, acc))
-        epilogue(args, s, KEEP_TILE ? tile : tile_of(seg.tile, rank, grid_of(args)), consumer, acc, kpart);
+        epilogue(args, s, KEEP_TILE ? tile : tile_of(seg.tile, rank, grid_of(args)), consumer, acc, c_phases, c_early,
+                 kpart);
     }
     finish_stores(args);
   }
@@ -778,9 +885,11 @@ struct Kernel {
     const bool issuer = threadIdx.x == 0;
     const u64 policy = SWAP && issuer ? ptx::l2_evict_first_policy() : 0;
     if (issuer) {
+      if (TMA_STORE && stores_by_tma(args) && args.beta != 0.0f) prefetch_c(args, t);
       for (int kb = 0; kb < STAGES - 1 && kb < k_blocks; ++kb) load_stage(args, s, kb, t, kb, 0, policy);
     }
     const int consumer = threadIdx.x / 128;
+    if (!stores_by_tma(args) && args.beta != 0.0f) prefetch_c_lines(args, t, consumer);
     float acc[MW][TN / 2];
     for (int kb = 0; kb < k_blocks; ++kb) {
       const int stage = kb % STAGES;
@@ -799,7 +908,8 @@ struct Kernel {
       __syncwarp();
     }
     drain<0>(acc);
-    epilogue(args, s, t, consumer, acc);
+    u32 c_phases = 0;
+    epilogue(args, s, t, consumer, acc, c_phases, false);
     finish_stores(args);
   }
 
@@ -807,6 +917,7 @@ struct Kernel {
     if (threadIdx.x == 0) {  // the descriptors' fetch overlaps the barriers' making
       ptx::tma_prefetch_descriptor(&args.map_a);
       ptx::tma_prefetch_descriptor(&args.map_b);
+      if (stores_by_tma(args)) ptx::tma_prefetch_descriptor(&args.map_c);
     }
     const Smem s = carve(smem_raw);
     if constexpr (WS)

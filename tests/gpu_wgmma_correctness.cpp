@@ -13,8 +13,9 @@ namespace {
 // One configuration per code path: schedules (data-parallel, split-K, stream-K; persistent and
 // multistage), consumer warpgroups 1-3, one or two 64-row blocks per warpgroup, wgmma N from 16
 // to 256 (non-powers of two too), both orientations (SWAP: N on wgmma's N), clusters along M and
-// along N, clusters that split K, both epilogues (the TMA store runs when beta == 0 and C is
-// aligned, the register path otherwise), stages of one or two 64-K blocks.
+// along N, clusters that split K, both epilogues (TMA stores where C is aligned, after TMA loads
+// of C when beta != 0; stores from registers otherwise, reading C a few values ahead), stages of
+// one or two 64-K blocks.
 struct Point {
   const char* what;
   int64_t bm, bn, stages, wg, ws, cluster, epilogue;
@@ -134,8 +135,12 @@ TEST_P(WgmmaSanitizer, SmallShapePerSchedule) {
                           kPoints[12], kPoints[13], kPoints[14], kPoints[15], kPoints[17], kPoints[18], kPoints[19],
                           kPoints[20], kPoints[21], kPoints[22], kPoints[23]}) {
     const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
-    const Verdict v = check(k, p, 1.0f, 0.0f);  // beta == 0: the TMA-store epilogue where configured
+    const Verdict v = check(k, p, 1.0f, 0.0f);
     EXPECT_TRUE(v.ok) << k.compiled.name << ": " << v.message;
+    if (pt.epilogue == 1) {  // and the TMA loads of C before the TMA stores
+      const Verdict with_c = check(k, p, 1.0f, 0.5f);
+      EXPECT_TRUE(with_c.ok) << k.compiled.name << " with beta = 0.5: " << with_c.message;
+    }
   }
   // Odd leading dimensions: the operands are packed (vector loads near the buffers' ends).
   p.lda += 1;

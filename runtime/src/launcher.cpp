@@ -121,9 +121,9 @@ void Launcher::launch(const LoadedKernel& kernel, const LaunchGeometry& geometry
     args.map_a = tensor_map(MapKey{ops.a, p.rows_a(), p.cols_a(), p.lda, need_a.box_rows, need_a.box_cols, p.dtype});
   if (need_b.needed)
     args.map_b = tensor_map(MapKey{ops.b, p.rows_b(), p.cols_b(), p.ldb, need_b.box_rows, need_b.box_cols, p.dtype});
-  // TMA stores write C through map_c when C is aligned and never read (beta == 0).
+  // TMA stores write C (and with beta != 0 TMA loads read it) through map_c when C is aligned.
   const TensorMapNeed& need_c = geometry.map(Operand::c);
-  if (need_c.needed && ops.beta == 0.0f && tma_aligned(ops.c, p.ldc, p.dtype)) {
+  if (need_c.needed && tma_aligned(ops.c, p.ldc, p.dtype)) {
     args.map_c = tensor_map(MapKey{ops.c, p.m, p.n, p.ldc, need_c.box_rows, need_c.box_cols, p.dtype});
     args.flags |= GEMM_ARGS_MAP_C;
   }

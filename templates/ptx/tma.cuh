@@ -19,6 +19,18 @@ GEMMTUNE_DEVICE_INLINE void tma_load_2d(void* dst, const void* map, u64* bar, in
       : "memory");
 }
 
+// Fetches the box at (c0, c1) into L2, nothing waiting for it.
+GEMMTUNE_DEVICE_INLINE void tma_prefetch_2d(const void* map, int c0, int c1) {
+  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];" ::"l"(reinterpret_cast<u64>(map)),
+               "r"(c0), "r"(c1)
+               : "memory");
+}
+
+// Fetches the 128-byte line holding p into L2 (a plain prefetch, not TMA).
+GEMMTUNE_DEVICE_INLINE void prefetch_l2(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(reinterpret_cast<u64>(p)) : "memory");
+}
+
 // An L2 cache policy that evicts first what it tags: for data read once (streamed weights), so
 // that it does not push reused data out of L2.
 GEMMTUNE_DEVICE_INLINE u64 l2_evict_first_policy() {

@@ -51,8 +51,8 @@ bool shares_b(const KernelConfig& c) { return cluster_m(c) == 2; }
 // schedule, the partial sums a cluster splitting K exchanges (a slot per CTA of the float4s of
 // accumulators each owns, and two barriers per consumer warpgroup), then the staged C tile. TMA
 // stores stage a consumer's 64-column chunks in as many buffers as fit in a block's shared
-// memory on sm_90 (all of them where they fit, at least one): derived here and given to the
-// kernel as C_BUFFERS.
+// memory on sm_90 (all of them where they fit, at least one), each with a barrier for C's loads
+// when beta != 0: derived here and given to the kernel as C_BUFFERS.
 constexpr int64_t kSmemPerBlock = 232448;
 int64_t push_bytes(const KernelConfig& c) {
   if (cluster_k(c) == 1) return 0;
@@ -64,16 +64,17 @@ int64_t fixed_smem_bytes(const KernelConfig& c) {
          kWorkBytes + push_bytes(c);
 }
 int64_t c_chunk_bytes(const KernelConfig& c) { return 64 * blocks_per_warpgroup(c) * 128; }
+int64_t c_buffers_bytes(const KernelConfig& c, int64_t buffers) {
+  return c.at("WG") * buffers * (c_chunk_bytes(c) + 8);
+}
 int64_t c_buffers(const KernelConfig& c) {
   if (!c.at("EPILOGUE")) return 0;
   const int64_t chunks = tile_cols(c) / 64;
   for (int64_t b = chunks; b > 1; --b)
-    if (fixed_smem_bytes(c) + c.at("WG") * b * c_chunk_bytes(c) <= kSmemPerBlock) return b;
+    if (fixed_smem_bytes(c) + c_buffers_bytes(c, b) <= kSmemPerBlock) return b;
   return chunks > 0 ? 1 : 0;
 }
-int64_t smem_bytes_of(const KernelConfig& c) {
-  return fixed_smem_bytes(c) + c.at("WG") * c_buffers(c) * c_chunk_bytes(c);
-}
+int64_t smem_bytes_of(const KernelConfig& c) { return fixed_smem_bytes(c) + c_buffers_bytes(c, c_buffers(c)); }
 
 struct Units {
   int64_t tiles_m, tiles_n, super_tiles, k_blocks, workers;
