@@ -320,8 +320,8 @@ struct Kernel {
           v0 = args.alpha * acc[i][j][2 * h];
           v1 = args.alpha * acc[i][j][2 * h + 1];
         };
-        store_pairs<Cfg::DTYPE, 2 * FM, STORE_BATCH>(ColumnPairs<Cfg::DTYPE>{column, m0 + 2 * (lane % 4), args.m, pairs},
-                                                     args.beta, value, [](int) { return false; });
+        const ColumnPairs<Cfg::DTYPE> at{column, m0 + 2 * (lane % 4), args.m, pairs};
+        store_pairs<Cfg::DTYPE, 2 * FM, STORE_BATCH>(at, args.beta, value, [](int) { return false; });
       }
     }
   }

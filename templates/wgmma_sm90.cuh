@@ -59,9 +59,9 @@ GEMMTUNE_DEVICE_INLINE void fence_registers(float (&d)[N]) {
 // (consumer warpgroups), WS (bool), CLUSTER_M, CLUSTER_N (1 or 2, at most one of them 2),
 // RASTER (0: sweep tiles along M first, 1: along N first), GROUP (tiles per raster group),
 // EPILOGUE (0: stores from registers, 1: through shared memory and TMA stores when C is 16-byte
-// aligned; with beta != 0, C comes in by TMA to the same shared memory first), SCHEDULE (schedule::Mode), SPLITS (split-K parts), CLUSTER_K (1, or 2
-// or 4 CTAs of a cluster that split a tile's k-blocks and add through distributed shared memory),
-// PINGPONG (bool),
+// aligned; with beta != 0, C comes in by TMA to the same shared memory first), SCHEDULE
+// (schedule::Mode), SPLITS (split-K parts), CLUSTER_K (1, or 2 or 4 CTAs of a cluster that split
+// a tile's k-blocks and add through distributed shared memory), PINGPONG (bool),
 // OCCUPANCY (CTAs per SM: 2 lets small-tile kernels overlap one CTA's fixed costs with the
 // other's loads), KSUB (64-K blocks a stage: 1 or 2), A_T, B_T (bools),
 // DTYPE (1 f16, 2 bf16).
@@ -541,41 +541,72 @@ struct Kernel {
     }
   };
 
-  // Kernel row r's values in columns c0 + 8j, c0 + 8j + 1 (acc[4j + 2h], acc[4j + 2h + 1]) to
-  // C, times alpha, plus beta times C's values when beta != 0 (store16.cuh). Without SWAP the
-  // pair is two neighbours along m in one column of C (`pairs`: 4-byte aligned).
-  GEMMTUNE_DEVICE_INLINE static void store_row(const GemmArgs& args, int r, int c0, const float (&acc)[TN / 2], int h,
-                                               int kpart, bool pairs) {
-    const float alpha = args.alpha;
-    auto value = [&](int j, float& v0, float& v1) {
-      v0 = alpha * acc[4 * j + 2 * h];
-      v1 = alpha * acc[4 * j + 2 * h + 1];
-    };
-    auto skip = [&](int j) { return CLUSTER_K > 1 && owner_of(j) != kpart; };
-    if constexpr (SWAP)
-      store_pairs<Cfg::DTYPE, TN / 8, STORE_BATCH>(AcrossPairs{args, r, c0, args.n}, args.beta, value, skip);
-    else
-      store_pairs<Cfg::DTYPE, TN / 8, STORE_BATCH>(ColumnPairs<Cfg::DTYPE>{c_at(args, r, 0), c0, args.m, pairs},
-                                                   args.beta, value, skip);
+  // Kernel row r's pairs from column c0 on (store16.cuh's accessors): across two columns of C
+  // with SWAP, else neighbours along m in one, 4-byte aligned or not (with an odd ldc, every
+  // other column is).
+  GEMMTUNE_DEVICE_INLINE static auto row_pairs(const GemmArgs& args, int r, int c0) {
+    if constexpr (SWAP) {
+      return AcrossPairs{args, r, c0, args.n};
+    } else {
+      u16* column = c_at(args, r, 0);
+      return ColumnPairs<Cfg::DTYPE>{column, c0, args.m, (reinterpret_cast<u64>(column) & 3) == 0};
+    }
   }
 
   // Thread t of a warpgroup holds kernel rows 16*(t/32) + (t%32)/4 (+8) and column pairs
-  // 8j + 2(t%4) of each 64-row block.
+  // 8j + 2(t%4) of each 64-row block: C = alpha * acc + beta * C (store16.cuh).
   // With CLUSTER_K, only the 8-column groups this CTA owns (kpart: its rank).
+  // beta != 0: a thread of a small tile reads all its old values of C before writing any (one
+  // memory latency for the tile); of a larger one, STORE_BATCH pairs of a row at a time.
   GEMMTUNE_DEVICE_INLINE static void store(const GemmArgs& args, Tile t, int consumer, const float (&acc)[MW][TN / 2],
                                            int kpart) {
+    // (A cluster of four has the most partial sums in registers: 16 pairs ahead spilled there.)
+    constexpr bool ALL_AHEAD = STORE_BATCH > 1 && MW * 2 * (TN / 8) <= (CLUSTER_K == 4 ? 8 : 32);
     const int lane = threadIdx.x % 128;
-    const int row = 16 * (lane / 32) + (lane % 32) / 4;
     const int rows_end = SWAP ? args.m : args.n;
+    const int c0 = t.col0 + 2 * (lane % 4);
+    const float alpha = args.alpha, beta = args.beta;
+    auto row_of = [&](int mb, int h) {
+      return t.row0 + (rows_of(consumer) * MW + mb) * 64 + 16 * (lane / 32) + (lane % 32) / 4 + 8 * h;
+    };
+    auto skip = [&](int j) { return CLUSTER_K > 1 && owner_of(j) != kpart; };
+    u32 old[ALL_AHEAD ? MW : 1][2][ALL_AHEAD ? TN / 8 : 1];
+    if (ALL_AHEAD && beta != 0.0f) {
+#pragma unroll
+      for (int mb = 0; mb < MW; ++mb)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = row_of(mb, h);
+          if (r >= rows_end) continue;
+          const auto at = row_pairs(args, r, c0);
+#pragma unroll
+          for (int j = 0; j < TN / 8; ++j)
+            if (!skip(j)) old[ALL_AHEAD ? mb : 0][h][ALL_AHEAD ? j : 0] = at.read(j);
+        }
+    }
 #pragma unroll
     for (int mb = 0; mb < MW; ++mb) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int r = t.row0 + (rows_of(consumer) * MW + mb) * 64 + row + 8 * h;
+        const int r = row_of(mb, h);
         if (r >= rows_end) continue;
-        // With an odd ldc, every other column of C starts 4-byte aligned.
-        const bool pairs = !SWAP && (reinterpret_cast<u64>(c_at(args, r, 0)) & 3) == 0;
-        store_row(args, r, t.col0 + 2 * (lane % 4), acc[mb], h, kpart, pairs);
+        auto value = [&](int j, float& v0, float& v1) {
+          v0 = alpha * acc[mb][4 * j + 2 * h];
+          v1 = alpha * acc[mb][4 * j + 2 * h + 1];
+        };
+        if constexpr (ALL_AHEAD) {
+          const auto at = row_pairs(args, r, c0);
+#pragma unroll
+          for (int j = 0; j < TN / 8; ++j) {
+            if (skip(j)) continue;
+            float v0, v1;
+            value(j, v0, v1);
+            if (beta != 0.0f) add_scaled<Cfg::DTYPE>(old[mb][h][j], beta, v0, v1);
+            at.write(j, v0, v1);
+          }
+        } else {
+          store_pairs<Cfg::DTYPE, TN / 8, STORE_BATCH>(row_pairs(args, r, c0), beta, value, skip);
+        }
       }
     }
   }
@@ -815,9 +846,10 @@ struct Kernel {
         tile = tile_of(schedule::segment(work_in(s), worker, i).tile, rank, grid_of(args));
         keep_here(tile);
       }
-      if (!stores_by_tma(args) && args.beta != 0.0f)
-        prefetch_c_lines(args, KEEP_TILE ? tile : tile_of(schedule::segment(work_in(s), worker, i).tile, rank, grid_of(args)),
-                         consumer);
+      if (!stores_by_tma(args) && args.beta != 0.0f) {
+        const schedule::Segment seg = schedule::segment(work_in(s), worker, i);
+        prefetch_c_lines(args, KEEP_TILE ? tile : tile_of(seg.tile, rank, grid_of(args)), consumer);
+      }
       {
         const KRange ks = k_range(schedule::segment(work_in(s), worker, i), kpart);
         if (CLUSTER_K > 1 && ks.begin == ks.end) zero(acc);  // fewer k-blocks than CTAs: adds nothing
