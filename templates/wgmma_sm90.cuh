@@ -643,10 +643,10 @@ struct Kernel {
   // written and then stored; with fewer, each chunk is stored as soon as it is written, and a
   // buffer is written again once the store C_BUFFERS chunks back has read it.
   // READ_C (beta != 0): each chunk of C first comes by TMA into the buffer it leaves from, once
-  // the buffer's last store has read it (the first C_BUFFERS chunks together, during the main
-  // loop where c_early, else here); each thread
-  // reads its values back with ldmatrix, the inverse of stmatrix, from where it writes them.
-  // `c_phases` holds each buffer's barrier phase, bit by bit.
+  // the buffer's last store has read it (the first C_BUFFERS chunks together: before the tile's
+  // main loop where c_early, else here); each thread reads its values back with ldmatrix, the
+  // inverse of stmatrix, from where it writes them. `c_phases` holds each buffer's barrier
+  // phase, bit by bit.
   template <bool READ_C>
   GEMMTUNE_DEVICE_INLINE static void store_tma(const GemmArgs& args, const Smem& s, Tile t, int consumer,
                                                const float (&acc)[MW][TN / 2], u32& c_phases, bool c_early) {
@@ -722,7 +722,7 @@ struct Kernel {
     return TMA_STORE && (args.flags & GEMM_ARGS_MAP_C);
   }
 
-  // c_early: C's first chunks were loaded during the main loop (load_c_early).
+  // c_early: C's first chunks were asked for before the tile's main loop (load_c_early).
   GEMMTUNE_DEVICE_INLINE static void epilogue(const GemmArgs& args, const Smem& s, Tile t, int consumer,
                                               const float (&acc)[MW][TN / 2], u32& c_phases, bool c_early,
                                               int kpart = 0) {
