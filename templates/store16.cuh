@@ -44,6 +44,13 @@ GEMMTUNE_DEVICE_INLINE void add_scaled(u32 old, float beta, float& v0, float& v1
   v1 = fmaf(beta, H::to_f32(u16(old >> 16)), v1);
 }
 
+// *p = v + beta * *p (beta == 0: *p is not read, it may be uninitialised).
+template <int DTYPE>
+GEMMTUNE_DEVICE_INLINE void update_one(u16* p, float v, float beta) {
+  using H = Half16<DTYPE>;
+  *p = H::from_f32(beta != 0.0f ? fmaf(beta, H::to_f32(*p), v) : v);
+}
+
 // column[m] = v0 + beta * column[m] and column[m + 1] = v1 + beta * column[m + 1], for the rows
 // below `rows`: read, updated and written in turn (each read waits for memory; where registers
 // allow, read several pairs first: read_pair, add_scaled, write_pair).
@@ -56,8 +63,8 @@ GEMMTUNE_DEVICE_INLINE void store_pair(u16* column, int m, int rows, bool pairs,
     if (read_c) add_scaled<DTYPE>(*p, beta, v0, v1);
     *p = H::pack(v0, v1);
   } else {
-    if (m < rows) column[m] = H::from_f32(read_c ? fmaf(beta, H::to_f32(column[m]), v0) : v0);
-    if (m + 1 < rows) column[m + 1] = H::from_f32(read_c ? fmaf(beta, H::to_f32(column[m + 1]), v1) : v1);
+    if (m < rows) update_one<DTYPE>(column + m, v0, beta);
+    if (m + 1 < rows) update_one<DTYPE>(column + m + 1, v1, beta);
   }
 }
 

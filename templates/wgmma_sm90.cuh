@@ -493,9 +493,6 @@ struct Kernel {
   GEMMTUNE_DEVICE_INLINE static u32 pack(float lo, float hi) {
     return Cfg::DTYPE == 2 ? pack_bf16x2(lo, hi) : pack_f16x2(lo, hi);
   }
-  GEMMTUNE_DEVICE_INLINE static void update_one(u16* p, float v, float beta) {
-    *p = from_f32(beta != 0.0f ? fmaf(beta, to_f32(*p), v) : v);  // beta == 0: C may be uninitialised
-  }
   // Where kernel element (r, c) sits in C: kernel rows are n (columns of C), or m with SWAP.
   GEMMTUNE_DEVICE_INLINE static u16* c_at(const GemmArgs& args, int r, int c) {
     u16* C = reinterpret_cast<u16*>(args.c);
@@ -536,8 +533,8 @@ struct Kernel {
     }
     GEMMTUNE_DEVICE_INLINE void update(int j, float v0, float v1, float beta) const {
       const int c = c0 + 8 * j;
-      if (c < cols_end) update_one(c_at(args, r, c), v0, beta);
-      if (c + 1 < cols_end) update_one(c_at(args, r, c + 1), v1, beta);
+      if (c < cols_end) update_one<Cfg::DTYPE>(c_at(args, r, c), v0, beta);
+      if (c + 1 < cols_end) update_one<Cfg::DTYPE>(c_at(args, r, c + 1), v1, beta);
     }
   };
 
@@ -721,6 +718,13 @@ struct Kernel {
   GEMMTUNE_DEVICE_INLINE static bool stores_by_tma(const GemmArgs& args) {
     return TMA_STORE && (args.flags & GEMM_ARGS_MAP_C);
   }
+  // beta != 0: C is read, by TMA (store_tma) or from registers (store).
+  GEMMTUNE_DEVICE_INLINE static bool loads_c_by_tma(const GemmArgs& args) {
+    return stores_by_tma(args) && args.beta != 0.0f;
+  }
+  GEMMTUNE_DEVICE_INLINE static bool loads_c_by_threads(const GemmArgs& args) {
+    return !stores_by_tma(args) && args.beta != 0.0f;
+  }
 
   // c_early: C's first chunks were asked for before the tile's main loop (load_c_early).
   GEMMTUNE_DEVICE_INLINE static void epilogue(const GemmArgs& args, const Smem& s, Tile t, int consumer,
@@ -783,7 +787,7 @@ struct Kernel {
 
   GEMMTUNE_DEVICE_INLINE static void produce(const GemmArgs& args, const Smem& s, int worker, int rank, int kpart) {
     const u64 policy = SWAP ? ptx::l2_evict_first_policy() : 0;
-    const bool fetch_c = stores_by_tma(args) && args.beta != 0.0f;
+    const bool fetch_c = loads_c_by_tma(args);
     Ring ring;
     for (int i = 0; schedule::has_segment(work_in(s), worker, i); ++i) {
       const schedule::Segment seg = schedule::segment(work_in(s), worker, i);
@@ -812,7 +816,7 @@ struct Kernel {
     Ring ring;
     // beta != 0 with TMA stores: C's first chunks come in while a whole tile's main loop runs
     // (one in parts runs its epilogue only if it is the last part); `c_phases` (store_tma).
-    const bool with_c = stores_by_tma(args) && args.beta != 0.0f;
+    const bool with_c = loads_c_by_tma(args);
     bool c_early = false;
     u32 c_phases = 0;
     // Counted once (unlike the producer, whose first load waits for its loop's condition): the
@@ -846,7 +850,7 @@ struct Kernel {
         tile = tile_of(schedule::segment(work_in(s), worker, i).tile, rank, grid_of(args));
         keep_here(tile);
       }
-      if (!stores_by_tma(args) && args.beta != 0.0f) {
+      if (loads_c_by_threads(args)) {
         const schedule::Segment seg = schedule::segment(work_in(s), worker, i);
         prefetch_c_lines(args, KEEP_TILE ? tile : tile_of(seg.tile, rank, grid_of(args)), consumer);
       }
@@ -917,11 +921,11 @@ struct Kernel {
     const bool issuer = threadIdx.x == 0;
     const u64 policy = SWAP && issuer ? ptx::l2_evict_first_policy() : 0;
     if (issuer) {
-      if (TMA_STORE && stores_by_tma(args) && args.beta != 0.0f) prefetch_c(args, t);
+      if (TMA_STORE && loads_c_by_tma(args)) prefetch_c(args, t);
       for (int kb = 0; kb < STAGES - 1 && kb < k_blocks; ++kb) load_stage(args, s, kb, t, kb, 0, policy);
     }
     const int consumer = threadIdx.x / 128;
-    if (!stores_by_tma(args) && args.beta != 0.0f) prefetch_c_lines(args, t, consumer);
+    if (loads_c_by_threads(args)) prefetch_c_lines(args, t, consumer);
     float acc[MW][TN / 2];
     for (int kb = 0; kb < k_blocks; ++kb) {
       const int stage = kb % STAGES;

@@ -78,7 +78,9 @@ double min_bytes(const gt::Problem& p, float beta = 0.0f) {
   const double c_passes = beta != 0.0f ? 2 : 1;
   return double(gt::dtype_size(p.dtype)) * (double(p.m * p.k + p.k * p.n) + c_passes * double(p.m * p.n));
 }
-double gbps(const gt::Problem& p, double ms, float beta = 0.0f) { return ms > 0 ? min_bytes(p, beta) / (ms * 1e-3) / 1e9 : 0; }
+double gbps(const gt::Problem& p, double ms, float beta = 0.0f) {
+  return ms > 0 ? min_bytes(p, beta) / (ms * 1e-3) / 1e9 : 0;
+}
 // Below this many FLOPs per byte a problem is bound by memory on a Hopper GPU (bf16 ~ 990
 // TFLOP/s over ~3.35 TB/s): its GB/s is the figure that matters.
 bool memory_bound(const gt::Problem& p) { return p.flops() / min_bytes(p) < 295; }
@@ -361,7 +363,8 @@ int run(const Args& a) {
   } else {
     std::cout << fmt::format("{} ({}, {} SMs){}{}\n", dev.name, dev.arch.name(), dev.arch.sms,
                              cublas ? ", baseline " + cublas->version() : "",
-                             a.alpha != 1.0f || a.beta != 0.0f ? fmt::format(", alpha {} beta {}", a.alpha, a.beta) : "")
+                             a.alpha != 1.0f || a.beta != 0.0f ? fmt::format(", alpha {} beta {}", a.alpha, a.beta)
+                                                                : "")
               << t.render("  ") << "vs cuBLAS = cuBLAS time / ours (above 1: faster than cuBLAS)"
               << (a.repeat > 1 ? fmt::format("; median of {} repeats, runs in turns (min-max)", a.repeat) : "") << "\n";
     if (geomean > 0) std::cout << fmt::format("geometric mean {:.3f}x, worst {:.3f}x over {} shapes\n", geomean, worst, rows.size() - wrong);
