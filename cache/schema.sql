@@ -3,8 +3,9 @@
 --
 -- Versioning: PRAGMA user_version is the number of the last migration applied. Opening a file
 -- runs every migration numbered above it, in order, each in its own transaction together with
--- its version bump. A released migration is never edited: append a new one and raise
--- TuningDb::kSchemaVersion. Unknown values are NULL (the C++ structs use -1).
+-- its version bump, with foreign keys off (so that a table can be rebuilt without cascading) and
+-- PRAGMA foreign_key_check before the commit. A released migration is never edited: append a new
+-- one and raise TuningDb::kSchemaVersion. Unknown values are NULL (the C++ structs use -1).
 -- docs/DATABASE.md describes the tables for users.
 
 -- migration 1
@@ -81,3 +82,37 @@ UPDATE candidates SET family = coalesce(json_extract(config, '$.family'), '');
 CREATE INDEX candidates_by_family ON candidates (family, template_version);
 -- Deleting candidates cascades into best: without this index every delete scans best.
 CREATE INDEX best_by_candidate ON best (candidate_id);
+
+-- migration 3
+-- problems.reads_c: whether C is read (beta != 0). Reading C moves more bytes and changes which
+-- kernel is fastest, so such problems are tuned and stored apart: reads_c joins the key.
+-- SQLite cannot alter a UNIQUE constraint, so the table is rebuilt as
+-- https://www.sqlite.org/lang_altertable.html ("Making Other Kinds Of Table Schema Changes")
+-- describes. It runs with foreign keys off (schema.cpp): with them on, dropping the old table
+-- would delete every candidate and best row (ON DELETE CASCADE). The rows keep their ids, so
+-- candidates and best still point at them; schema.cpp runs PRAGMA foreign_key_check before the
+-- commit. The new table is renamed to the old name rather than the old table renamed away:
+-- with legacy_alter_table off (SQLite's default since 3.26) renaming problems would rewrite the
+-- REFERENCES problems of candidates and best to follow the old table; this way they are left as
+-- they are, under either setting, and name the new table.
+-- Existing rows get reads_c = 0, gemm-tune's default (beta = 0); a run with another --beta was
+-- stored under the same key and cannot be told apart any more.
+CREATE TABLE problems_new (
+  id      INTEGER PRIMARY KEY,
+  dtype   TEXT    NOT NULL CHECK (dtype IN ('f32', 'f16', 'bf16')),
+  layout  TEXT    NOT NULL CHECK (layout IN ('nn', 'nt', 'tn', 'tt')),  -- op(A) op(B)
+  m       INTEGER NOT NULL CHECK (m > 0),
+  n       INTEGER NOT NULL CHECK (n > 0),
+  k       INTEGER NOT NULL CHECK (k > 0),
+  lda     INTEGER NOT NULL CHECK (lda > 0),
+  ldb     INTEGER NOT NULL CHECK (ldb > 0),
+  ldc     INTEGER NOT NULL CHECK (ldc > 0),
+  align   INTEGER NOT NULL CHECK (align IN (1, 2, 4, 8, 16)),  -- alignment class, bytes
+  reads_c INTEGER NOT NULL DEFAULT 0 CHECK (reads_c IN (0, 1)),  -- beta != 0
+  UNIQUE (dtype, layout, m, n, k, lda, ldb, ldc, align, reads_c)
+);
+INSERT INTO problems_new (id, dtype, layout, m, n, k, lda, ldb, ldc, align)
+  SELECT id, dtype, layout, m, n, k, lda, ldb, ldc, align FROM problems;
+DROP TABLE problems;
+ALTER TABLE problems_new RENAME TO problems;
+-- problems had no index of its own besides its UNIQUE key, which the new table brings along.

@@ -229,6 +229,34 @@ TEST(DbMerge, ResultsOfDifferentGpusStayApart) {
   EXPECT_EQ(out.best(h200(), w.problems[0])->winner.kernel_name, b.best(h200(), w.problems[0])->winner.kernel_name);
 }
 
+// A problem with beta != 0 and the same problem with beta = 0 are tuned apart (reading C changes
+// the fastest kernel); merging keeps the two classes, their candidates and their winners apart.
+TEST(DbMerge, ProblemsThatReadCAndThoseThatDoNotStayApart) {
+  TempDir dir;
+  const Workload w = llm_like_workload();
+  const Problem p = w.problems[0];
+  Problem q = p;
+  q.reads_c = true;
+  // With beta != 0 the order is turned around, so that the two winners differ.
+  auto other = w.candidates[0];
+  std::reverse(other.begin(), other.end());
+  for (size_t i = 0; i < other.size(); ++i) other[i].median_ms = other[i].min_ms = 1.0 + double(i);
+  TuningDb a(dir / "a.db"), b(dir / "b.db"), out(dir / "out.db");
+  tune_into(a, h100(), p, w.candidates[0]);
+  tune_into(b, h100(), q, other);
+  ASSERT_NE(a.best(h100(), p)->winner.kernel_name, b.best(h100(), q)->winner.kernel_name);
+  out.merge(a);
+  out.merge(b);
+  EXPECT_EQ(out.stats().problems, 2);
+  EXPECT_EQ(out.stats().best, 2);
+  EXPECT_EQ(out.candidates(h100(), p).size(), a.candidates(h100(), p).size());
+  EXPECT_EQ(out.candidates(h100(), q).size(), b.candidates(h100(), q).size());
+  EXPECT_EQ(out.best(h100(), p)->winner.kernel_name, a.best(h100(), p)->winner.kernel_name);
+  EXPECT_EQ(out.best(h100(), q)->winner.kernel_name, b.best(h100(), q)->winner.kernel_name);
+  EXPECT_FALSE(out.best(h100(), p)->problem.reads_c);
+  EXPECT_TRUE(out.best(h100(), q)->problem.reads_c);
+}
+
 // ---- gemm-db merge --------------------------------------------------------------------------
 
 std::string merge_command(const fs::path& out, const std::vector<fs::path>& inputs) {

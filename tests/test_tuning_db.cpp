@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <regex>
@@ -60,6 +61,12 @@ KernelConfig config_for(const Problem& p, size_t index) {
   const ArchInfo arch = ArchInfo::from_cc(90);
   const auto valid = family_for(p).space(p, arch).prune(p, arch).valid;
   return valid.at(index % valid.size());
+}
+
+// The same problem with beta != 0.
+Problem reading_c(Problem p) {
+  p.reads_c = true;
+  return p;
 }
 
 CandidateRecord candidate(const Problem& p, const std::string& name, size_t index) {
@@ -130,8 +137,10 @@ class RawDb {
     sqlite3_stmt* s = nullptr;
     sqlite3_prepare_v2(db_, sql.c_str(), -1, &s, nullptr);
     std::string out;
-    if (sqlite3_step(s) == SQLITE_ROW)
-      out = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+    if (sqlite3_step(s) == SQLITE_ROW) {
+      const auto* text = sqlite3_column_text(s, 0);
+      out = text ? reinterpret_cast<const char*>(text) : "NULL";  // group_concat of no rows
+    }
     sqlite3_finalize(s);
     return out;
   }
@@ -305,6 +314,46 @@ TEST_F(TuningDbTest, BestsLikeReturnsTheCurrentBestOfEveryShapeOfTheLayout) {
   EXPECT_EQ(sizes, (std::vector<int64_t>{256, 1024, 4096}));
 }
 
+// Reading C changes which kernel is fastest: a problem with beta != 0 is tuned and stored apart
+// from the same problem with beta = 0, and neither is ever answered with the other's results.
+TEST_F(TuningDbTest, ProblemsThatDifferOnlyInReadingCAreKeptApart) {
+  TuningDb db(db_path());
+  const Problem p = square(1024), q = reading_c(p);
+  db.record(h100(), p, ok_candidate(p, "beta0_fast", 1.0, 0));
+  db.set_best(h100(), p, "beta0_fast", version_for(p), 1.1, true);
+  EXPECT_FALSE(db.best(h100(), q)) << "q was never tuned";
+  EXPECT_TRUE(db.candidates(h100(), q).empty());
+  EXPECT_TRUE(db.bests_under_other_versions(h100(), q).empty());
+
+  db.record(h100(), q, ok_candidate(q, "beta1_fast", 1.4, 1));
+  db.record(h100(), q, ok_candidate(q, "beta1_slow", 2.0, 2));
+  EXPECT_EQ(db.candidates(h100(), p).size(), 1u);
+  EXPECT_EQ(db.candidates(h100(), q).size(), 2u);
+  // A winner of p's is not a candidate of q's.
+  EXPECT_THROW(db.set_best(h100(), q, "beta0_fast", version_for(q), 1.1, true), Error);
+  db.set_best(h100(), q, "beta1_fast", version_for(q), 1.5, true);
+
+  const auto best_p = db.best(h100(), p), best_q = db.best(h100(), q);
+  ASSERT_TRUE(best_p && best_q);
+  EXPECT_EQ(best_p->winner.kernel_name, "beta0_fast");
+  EXPECT_FALSE(best_p->problem.reads_c);
+  EXPECT_EQ(best_q->winner.kernel_name, "beta1_fast");
+  EXPECT_TRUE(best_q->problem.reads_c);
+  EXPECT_EQ(best_q->problem.describe(), q.describe());
+  const DbStats s = db.stats();
+  EXPECT_EQ(s.problems, 2);
+  EXPECT_EQ(s.best, 2);
+  EXPECT_EQ(db.problems({}).size(), 2u);
+
+  // The nearest-shape fallback sees both classes and can tell them apart.
+  const auto like = db.bests_like(h100(), DType::f32, Op::N, Op::N);
+  ASSERT_EQ(like.size(), 2u);
+  std::map<bool, std::string> winner_by_reads_c;
+  for (const auto& b : like) winner_by_reads_c[b.problem.reads_c] = b.winner.kernel_name;
+  EXPECT_EQ(winner_by_reads_c,
+            (std::map<bool, std::string>{{false, "beta0_fast"}, {true, "beta1_fast"}}));
+}
+
 TEST_F(TuningDbTest, ListProblemsStatsAndRemoveFollowTheFilters) {
   TuningDb db(db_path());
   seed_problem(db, h100(), square(1024));
@@ -349,17 +398,31 @@ TEST_F(TuningDbTest, ListProblemsStatsAndRemoveFollowTheFilters) {
   EXPECT_EQ(s.devices + s.problems + s.candidates + s.best, 0);
 }
 
-TEST_F(TuningDbTest, MigratesAVersion1FileKeepingItsRows) {
-  // Build the file as release 1 of the schema left it: migration 1 only, with data.
+// The SQL of migrations 1 to `version` of cache/schema.sql: a file as that release left it.
+std::string schema_up_to(int version) {
   std::ifstream schema_file(GEMMTUNE_SOURCE_DIR "/cache/schema.sql");
   std::stringstream schema;
   schema << schema_file.rdbuf();
-  const std::string migration_1 = schema.str().substr(0, schema.str().find("\n-- migration 2"));
+  const std::string text = schema.str();
+  const size_t next = text.find(fmt::format("\n-- migration {}\n", version + 1));
+  EXPECT_NE(next, std::string::npos) << "schema.sql has no migration " << version + 1;
+  return text.substr(0, next);
+}
+
+// Creates the file at `version` of the schema (raw connection: foreign keys off, as a file
+// may have been written by anything).
+void create_old_file(RawDb& raw, int version) {
+  raw.exec(
+      fmt::format("BEGIN; {}; PRAGMA user_version = {}; COMMIT;", schema_up_to(version), version));
+}
+
+TEST_F(TuningDbTest, MigratesAVersion1FileKeepingItsRows) {
+  // Build the file as release 1 of the schema left it: migration 1 only, with data.
   const Problem p = square(1024);
   const CandidateRecord c = ok_candidate(p, "gemm_simt_v1", 0.75);
   {
     RawDb raw(db_path());
-    raw.exec("BEGIN;" + migration_1 + "; PRAGMA user_version = 1; COMMIT;");
+    create_old_file(raw, 1);
     raw.exec(
         "INSERT INTO devices VALUES (1, 'NVIDIA H100 80GB HBM3', 90, 132, 13000, '13.0');"
         "INSERT INTO problems VALUES (7, 'f32', 'nn', 1024, 1024, 1024, 1024, 1024, 1024, 16);");
@@ -373,7 +436,7 @@ TEST_F(TuningDbTest, MigratesAVersion1FileKeepingItsRows) {
   }
 
   TuningDb db(db_path());
-  EXPECT_EQ(db.schema_version(), 2);
+  EXPECT_EQ(db.schema_version(), TuningDb::kSchemaVersion);
   const auto found = db.candidates(h100(), p);
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].kernel_name, "gemm_simt_v1");
@@ -392,6 +455,99 @@ TEST_F(TuningDbTest, MigratesAVersion1FileKeepingItsRows) {
   EXPECT_EQ(db.candidates(h100(), p).size(), 2u);
 }
 
+// A file of release 2 (before problems.reads_c): one device, two problems, a candidate of each,
+// a best row of each. Ids are not 1, 2, ... on purpose: the migration must keep them.
+void create_version_2_file(const fs::path& path, const Problem& p, const Problem& q) {
+  RawDb raw(path);
+  create_old_file(raw, 2);
+  const CandidateRecord c = ok_candidate(p, "gemm_p", 0.75);
+  const CandidateRecord d = ok_candidate(q, "gemm_q", 1.25);
+  raw.exec(
+      fmt::format("INSERT INTO devices VALUES (5, 'NVIDIA H100 80GB HBM3', 90, 132, 13000, '13.0');"
+                  "INSERT INTO problems VALUES (7, 'f32', 'nn', {0}, {0}, {0}, {0}, {0}, {0}, 16),"
+                  " (9, 'f32', 'nn', {1}, {1}, {1}, {1}, {1}, {1}, 16);",
+                  p.m, q.m));
+  raw.exec(fmt::format(
+      "INSERT INTO candidates (id, device_id, problem_id, template_version, kernel_name, family, "
+      "config, status, median_ms, min_ms, runs, measured_at) VALUES "
+      "(3, 5, 7, '{0}', 'gemm_p', 'simt', '{1}', 'ok', 0.75, 0.75, 10, '2025-01-02T03:04:05.000Z'),"
+      "(4, 5, 9, '{0}', 'gemm_q', 'simt', '{2}', 'ok', 1.25, 1.25, 10, '2025-01-02T03:04:06.000Z');"
+      "INSERT INTO best VALUES (5, 7, '{0}', 3, 0.9, 1, '2025-01-02T03:05:00.000Z'),"
+      " (5, 9, '{0}', 4, 1.5, 1, '2025-01-02T03:05:01.000Z');",
+      c.template_version, c.config.to_json(), d.config.to_json()));
+}
+
+TEST_F(TuningDbTest, MigratesAVersion2FileToReadsCKeepingEveryRowAndItsId) {
+  const Problem p = square(1024), q = square(2048);
+  create_version_2_file(db_path(), p, q);
+
+  TuningDb db(db_path());
+  EXPECT_EQ(db.schema_version(), 3);
+  {
+    RawDb raw(db_path());
+    EXPECT_EQ(raw.text("SELECT group_concat(id || ':' || reads_c, ' ') FROM "
+                       "(SELECT id, reads_c FROM problems ORDER BY id)"),
+              "7:0 9:0");
+    EXPECT_EQ(raw.text("SELECT group_concat(id || ':' || problem_id, ' ') FROM "
+                       "(SELECT id, problem_id FROM candidates ORDER BY id)"),
+              "3:7 4:9");
+    EXPECT_EQ(raw.text("SELECT group_concat(problem_id || ':' || candidate_id, ' ') FROM "
+                       "(SELECT problem_id, candidate_id FROM best ORDER BY problem_id)"),
+              "7:3 9:4");
+    EXPECT_EQ(raw.text("SELECT count(*) FROM pragma_foreign_key_check"), "0");
+    // The old problems table is gone, and its rebuild has no leftover name.
+    EXPECT_EQ(raw.text("SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_schema "
+                       "WHERE type = 'table' ORDER BY name)"),
+              "best candidates devices problems");
+  }
+  struct Expected {
+    Problem problem;
+    std::string winner;
+    int64_t id;
+  };
+  for (const Expected& e : {Expected{p, "gemm_p", 3}, Expected{q, "gemm_q", 4}}) {
+    const auto best = db.best(h100(), e.problem);
+    ASSERT_TRUE(best) << e.problem.describe();
+    EXPECT_EQ(best->winner.kernel_name, e.winner);
+    EXPECT_EQ(best->winner.id, e.id);
+    EXPECT_FALSE(best->problem.reads_c);
+    EXPECT_FALSE(db.best(h100(), reading_c(e.problem))) << "old rows are of problems with beta = 0";
+  }
+
+  // Foreign keys are on again in this connection: deleting candidates takes their best row along.
+  EXPECT_EQ(db.remove({.m = q.m}), 1);
+  const DbStats s = db.stats();
+  EXPECT_EQ(s.problems, 1);
+  EXPECT_EQ(s.candidates, 1);
+  EXPECT_EQ(s.best, 1);
+  // And candidates still refer to the new problems table: deleting a problem cascades.
+  RawDb raw(db_path());
+  raw.exec("PRAGMA foreign_keys = ON; DELETE FROM problems WHERE id = 7");
+  EXPECT_EQ(raw.text("SELECT count(*) FROM candidates"), "0");
+  EXPECT_EQ(raw.text("SELECT count(*) FROM best"), "0");
+}
+
+TEST_F(TuningDbTest, AMigrationLeavingRowsThatPointAtNothingIsRefused) {
+  const Problem p = square(1024), q = square(2048);
+  create_version_2_file(db_path(), p, q);
+  // Written by something with foreign keys off: candidate 4 refers to a problem that is gone.
+  RawDb(db_path()).exec("DELETE FROM problems WHERE id = 9");
+  try {
+    TuningDb db(db_path());
+    ADD_FAILURE() << "migrated a file with a dangling reference";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::database) << e.what();
+    const std::string message = e.what();
+    EXPECT_NE(message.find(db_path().string() + " cannot be upgraded to schema version 3"),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("foreign_key_check"), std::string::npos) << message;
+  }
+  RawDb raw(db_path());
+  EXPECT_EQ(raw.text("PRAGMA user_version"), "2") << "the migration was rolled back";
+  EXPECT_EQ(raw.text("SELECT count(*) FROM candidates"), "2");
+}
+
 void expect_database_error(const fs::path& path, const std::string& words) {
   try {
     TuningDb db(path);
@@ -406,9 +562,10 @@ void expect_database_error(const fs::path& path, const std::string& words) {
 
 TEST_F(TuningDbTest, RefusesAFileOfANewerSchemaVersion) {
   { TuningDb db(db_path()); }
-  { RawDb(db_path()).exec("PRAGMA user_version = 3"); }
+  const int newer = TuningDb::kSchemaVersion + 1;
+  { RawDb(db_path()).exec(fmt::format("PRAGMA user_version = {}", newer)); }
   expect_database_error(db_path(), "newer");
-  EXPECT_EQ(RawDb(db_path()).text("PRAGMA user_version"), "3");
+  EXPECT_EQ(RawDb(db_path()).text("PRAGMA user_version"), std::to_string(newer));
 }
 
 TEST_F(TuningDbTest, RefusesAFileThatIsNotSqlite) {
@@ -555,6 +712,58 @@ TEST_F(TuningDbTest, ExportThenImportIntoAFreshDatabaseGivesTheSameExport) {
   EXPECT_EQ(fresh.export_json({}), exported);
   // The filter applies to export too.
   EXPECT_EQ(Json::parse(fresh.export_json({.device = "A100"}))["entries"].size(), 1u);
+}
+
+TEST_F(TuningDbTest, ExportAndImportKeepWhetherAProblemReadsC) {
+  const Problem p = square(1024), q = reading_c(p);
+  std::string exported;
+  {
+    TuningDb db(db_path());
+    seed_problem(db, h100(), p, 1.0);
+    seed_problem(db, h100(), q, 2.0);
+    exported = db.export_json({});
+  }
+  const Json document = Json::parse(exported);
+  ASSERT_EQ(document["entries"].size(), 2u);
+  EXPECT_EQ(document["entries"][0]["problem"]["reads_c"], false);
+  EXPECT_EQ(document["entries"][1]["problem"]["reads_c"], true);
+  EXPECT_EQ(document["version"], 1) << "absent means false: older exports read as written";
+
+  TuningDb fresh(dir_.path() / "fresh.db");
+  EXPECT_EQ(fresh.import_json(exported).problems, 2);
+  EXPECT_EQ(fresh.export_json({}), exported);
+  ASSERT_TRUE(fresh.best(h100(), q));
+  EXPECT_TRUE(fresh.best(h100(), q)->problem.reads_c);
+  EXPECT_DOUBLE_EQ(fresh.best(h100(), q)->winner.median_ms, 2.0);
+  EXPECT_DOUBLE_EQ(fresh.best(h100(), p)->winner.median_ms, 1.0);
+}
+
+// An export of a build before reads_c has no such field: its problems did not read C.
+TEST_F(TuningDbTest, ImportingAProblemWithoutReadsCTakesItAsNotReadingC) {
+  const Problem p = square(1024), q = reading_c(p);
+  Json document;
+  {
+    TuningDb db(db_path());
+    seed_problem(db, h100(), q);
+    document = Json::parse(db.export_json({}));
+  }
+  document["entries"][0]["problem"].erase("reads_c");
+  TuningDb fresh(dir_.path() / "fresh.db");
+  fresh.import_json(document.dump());
+  ASSERT_TRUE(fresh.best(h100(), p));
+  EXPECT_FALSE(fresh.best(h100(), p)->problem.reads_c);
+  EXPECT_FALSE(fresh.best(h100(), q));
+
+  document["entries"][0]["problem"]["reads_c"] = 1;
+  try {
+    fresh.import_json(document.dump());
+    ADD_FAILURE() << "imported reads_c = 1";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("entries[0].problem.reads_c: expected true or false"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST_F(TuningDbTest, ImportMergesAndTheNewerMeasurementWins) {

@@ -18,6 +18,9 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 constexpr const char* kFormat = "gemmtune-db";
+// Still 1 with problem.reads_c: an export without it means false (older builds tuned beta = 0
+// only), so their files read as they were written. (An older build reading a newer file ignores
+// the field: a problem that reads C lands among those that do not.)
 constexpr int64_t kFormatVersion = 1;
 
 // Unknown values (-1 in the structs) are null in JSON.
@@ -41,7 +44,8 @@ Json problem_json(const Problem& p) {
           {"lda", p.lda},
           {"ldb", p.ldb},
           {"ldc", p.ldc},
-          {"align", p.align}};
+          {"align", p.align},
+          {"reads_c", p.reads_c}};
 }
 
 Json candidate_json(const CandidateRecord& c) {
@@ -202,6 +206,8 @@ Problem parse_problem(const Field& f) {
   p.ldb = f["ldb"].integer(1);
   p.ldc = f["ldc"].integer(1);
   p.align = small_integer(f["align"], 1);
+  // Absent in exports of builds before it existed, which tuned only problems with beta = 0.
+  p.reads_c = f.find("reads_c") ? f["reads_c"].boolean() : false;
   f.checked([&] { validate(p); });
   return p;
 }

@@ -62,7 +62,8 @@ struct KeyColumns {
   int count;
 };
 constexpr KeyColumns kDeviceKey{"devices", "name, cc, sms, driver, nvrtc", 5};
-constexpr KeyColumns kProblemKey{"problems", "dtype, layout, m, n, k, lda, ldb, ldc, align", 9};
+constexpr KeyColumns kProblemKey{"problems",
+                                 "dtype, layout, m, n, k, lda, ldb, ldc, align, reads_c", 10};
 
 std::vector<sql::Value> key_of(const DeviceKey& d) {
   return {d.name, int64_t(d.cc), int64_t(d.sms), int64_t(d.driver), d.nvrtc};
@@ -77,7 +78,8 @@ std::vector<sql::Value> key_of(const Problem& p) {
           p.lda,
           p.ldb,
           p.ldc,
-          int64_t(p.align)};
+          int64_t(p.align),
+          int64_t(p.reads_c)};
 }
 
 std::string placeholders(int count) {
@@ -138,7 +140,7 @@ namespace {
 // Column lists and their readers, kept side by side so that they stay in step.
 constexpr const char* kDeviceColumns = "d.name, d.cc, d.sms, d.driver, d.nvrtc";
 constexpr const char* kProblemColumns =
-    "p.dtype, p.layout, p.m, p.n, p.k, p.lda, p.ldb, p.ldc, p.align";
+    "p.dtype, p.layout, p.m, p.n, p.k, p.lda, p.ldb, p.ldc, p.align, p.reads_c";
 constexpr const char* kCandidateColumns =
     "c.id, c.kernel_name, c.template_version, c.config, c.status, c.registers, c.spills, "
     "c.smem_bytes, c.compile_ms, c.median_ms, c.min_ms, c.max_ms, c.runs, c.tflops, "
@@ -147,7 +149,7 @@ constexpr const char* kCandidatesJoined =
     "candidates c JOIN devices d ON d.id = c.device_id JOIN problems p ON p.id = c.problem_id";
 constexpr const char* kProblemOrder =
     "d.name, d.cc, d.sms, d.driver, d.nvrtc, p.dtype, p.layout, p.m, p.n, p.k, p.lda, p.ldb, "
-    "p.ldc, p.align";
+    "p.ldc, p.align, p.reads_c";
 
 DeviceKey read_device(sql::Row& row) {
   DeviceKey d;
@@ -172,6 +174,7 @@ Problem read_problem(sql::Row& row) {
   p.ldb = row.integer();
   p.ldc = row.integer();
   p.align = int(row.integer());
+  p.reads_c = row.integer() != 0;
   return p;
 }
 

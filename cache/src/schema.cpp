@@ -72,12 +72,41 @@ sqlite3* open_connection(const fs::path& path, bool read_only) {
   return db;
 }
 
+// Foreign keys off while it lives. A migration that rebuilds a table drops the old one, and with
+// them on that drop would delete every row referring to it (ON DELETE CASCADE). The pragma is a
+// no-op inside a transaction, so this wraps the migrations' transactions, never the reverse.
+class ForeignKeysOff {
+ public:
+  explicit ForeignKeysOff(sqlite3* db) : db_(db) { sql::exec(db_, "PRAGMA foreign_keys = OFF"); }
+  // On failure too: the connection may be used after a caught error. Outside a transaction the
+  // pragma cannot fail.
+  ~ForeignKeysOff() { sqlite3_exec(db_, "PRAGMA foreign_keys = ON", nullptr, nullptr, nullptr); }
+  ForeignKeysOff(const ForeignKeysOff&) = delete;
+  ForeignKeysOff& operator=(const ForeignKeysOff&) = delete;
+
+ private:
+  sqlite3* db_;
+};
+
+// With foreign keys off nothing else notices a row left pointing at nothing: refuse to commit it.
+void check_foreign_keys(sqlite3* db, const fs::path& path, int number) {
+  sql::Statement s(db, "PRAGMA foreign_key_check");
+  if (!s.step()) return;
+  GT_THROW(Errc::database,
+           "{} cannot be upgraded to schema version {}: row {} of table {} refers to a row of {} "
+           "that does not exist (PRAGMA foreign_key_check); the file was left at version {}: "
+           "restore a copy, or move it away (gemm-tune then starts a new database)",
+           path.string(), number, s.integer(1), s.text(0), s.text(2), number - 1);
+}
+
 void migrate(sqlite3* db, const fs::path& path) {
+  const ForeignKeysOff foreign_keys_off(db);
   for (int number = 1; number <= TuningDb::kSchemaVersion; ++number) {
     sql::Transaction transaction(db);
     // Another process may have migrated since we looked: decide under the write lock.
     if (checked_version(db, path) >= number) continue;
     sql::exec(db, migration_sql(number));
+    check_foreign_keys(db, path, number);
     sql::exec(db, fmt::format("PRAGMA user_version = {}", number));
     transaction.commit();
   }

@@ -26,6 +26,10 @@ struct Problem {
   // Largest power of two (in bytes, at most 16) dividing every base address and every leading
   // dimension in bytes. Kernels that need wide loads or TMA require a minimum class.
   int align = 16;
+  // Whether C is read (beta != 0). Its loads move more bytes and change which kernel is fastest,
+  // so problems that read C are tuned and stored apart from those that do not; the value of
+  // beta itself changes nothing in a kernel's speed.
+  bool reads_c = false;
 
   std::string layout() const;  // "nn", "nt", "tn", "tt"
   int64_t rows_a() const { return op_a == Op::N ? m : k; }  // rows of A as stored
@@ -34,7 +38,8 @@ struct Problem {
   int64_t cols_b() const { return op_b == Op::N ? n : k; }
   double flops() const { return 2.0 * double(m) * double(n) * double(k); }
   std::string shape() const;  // "8192x8192x8192"
-  std::string describe() const;  // "bf16 tn 8192x8192x8192 lda=8192 ldb=8192 ldc=8192 align=16"
+  // "bf16 tn 8192x8192x8192 lda=8192 ldb=8192 ldc=8192 align=16", then " beta!=0" if it reads C
+  std::string describe() const;
 };
 
 // A problem with tight leading dimensions (ld = rows) and full alignment.

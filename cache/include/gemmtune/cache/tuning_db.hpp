@@ -117,7 +117,7 @@ std::string json_of(const BestRecord& best);
 // (WAL journal, a busy timeout, and every write in its own BEGIN IMMEDIATE transaction).
 class TuningDb {
  public:
-  static constexpr int kSchemaVersion = 2;  // migrations are numbered 1..kSchemaVersion
+  static constexpr int kSchemaVersion = 3;  // migrations are numbered 1..kSchemaVersion
   enum class Mode { read_write, read_only };
 
   // Opens (creating the file and its folder in read_write mode) and migrates to
@@ -148,8 +148,8 @@ class TuningDb {
   // under another driver or NVRTC version, the most recently tuned first: the runtime's fallback
   // until the problem is tuned under the versions it runs with.
   std::vector<BestRecord> bests_under_other_versions(const DeviceKey& device, const Problem& problem) const;
-  // Current bests of the device for every shape with this dtype and layout (for the
-  // nearest-shape fallback).
+  // Current bests of the device for every shape with this dtype and layout, of problems that
+  // read C and of those that do not (problem.reads_c says which; for the nearest-shape fallback).
   std::vector<BestRecord> bests_like(const DeviceKey& device, DType dtype, Op op_a, Op op_b) const;
 
   // Best rows (current and stale, flagged) matching the filter, by device then shape.
