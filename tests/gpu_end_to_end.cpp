@@ -69,6 +69,44 @@ TEST_F(EndToEnd, TunedKernelIsStoredAndUsedByTheLibrary) {
   EXPECT_TRUE(library_result(lib, other).ok);
 }
 
+// beta != 0 reads C: another problem for the tuner and the database, whose answer for beta = 0
+// serves it only as the nearest, and says so.
+TEST_F(EndToEnd, ProblemsThatReadCAreTunedApart) {
+  const Problem zero = make_problem(DType::f32, Op::N, Op::N, 256, 192, 128);
+  Problem reads = zero;
+  reads.reads_c = true;
+  options_.families = {"simt"};
+  options_.budget.candidates = 3;
+  options_.baseline = false;
+  const TuneReport first = tune(zero, options_);
+  ASSERT_TRUE(first.best.has_value());
+  Options lib_options;
+  lib_options.db_path = options_.db_path.string();
+  {
+    Library lib(lib_options);
+    EXPECT_EQ(lib.select(zero).source, Source::tuned);
+    const Selection borrowed = lib.select(reads);
+    EXPECT_EQ(borrowed.source, Source::nearest);
+    EXPECT_NE(borrowed.note.find("tuned for 256x192x128 with beta = 0"), std::string::npos) << borrowed.note;
+    EXPECT_TRUE(check_library(lib, reads, 1.25f, 0.5f).ok);
+  }
+  options_.beta = 0.5f;
+  const TuneReport second = tune(reads, options_);
+  ASSERT_TRUE(second.best.has_value());
+  EXPECT_FALSE(second.from_db) << "the answer for beta = 0 was taken for a problem that reads C";
+  EXPECT_EQ(second.already_measured, 0);
+  const TuningDb db(options_.db_path);
+  EXPECT_EQ(db.candidates(device_.key, zero).size(), 3u);
+  EXPECT_EQ(db.candidates(device_.key, reads).size(), 3u);
+  Library lib(lib_options);
+  const Selection sel = lib.select(reads);
+  EXPECT_EQ(sel.source, Source::tuned);
+  EXPECT_EQ(sel.kernel, second.best->kernel_name);
+  EXPECT_EQ(lib.select(zero).kernel, first.best->kernel_name);
+  EXPECT_TRUE(check_library(lib, reads, 1.25f, 0.5f).ok);
+  EXPECT_TRUE(check_library(lib, zero, 1.25f, 0.0f).ok);
+}
+
 TEST_F(EndToEnd, CompleteSearchAnswersFromTheDatabaseAndForceRetunes) {
   const Problem p = make_problem(DType::f32, Op::N, Op::N, 96, 80, 64);
   options_.families = {"simt"};

@@ -69,7 +69,7 @@ TEST_F(RecordAndDevice, CallsOnADeviceLeaveTheThreadsContextAsItWas) {
         << gemmtune_last_error();
     const char* json = nullptr;
     EXPECT_EQ(gemmtune_select(0, GEMMTUNE_F32, GEMMTUNE_OP_N, GEMMTUNE_OP_N, p.m, p.n, p.k,
-                              nullptr, p.lda, nullptr, p.ldb, nullptr, p.ldc, &json),
+                              nullptr, p.lda, nullptr, p.ldb, 0.0f, nullptr, p.ldc, &json),
               GEMMTUNE_SUCCESS)
         << gemmtune_last_error();
     ASSERT_NE(json, nullptr);

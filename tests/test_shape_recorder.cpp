@@ -19,7 +19,7 @@ Problem problem(DType dtype, const char* layout, int64_t m, int64_t n, int64_t k
 // What gemm-tune --shapes makes of a line.
 Problem read_back(const std::string& line) {
   const cli::ShapeLine s = cli::parse_shape_line(line.substr(0, line.find('#')));
-  return cli::make_cli_problem(s.dtype, s.layout, s.m, s.n, s.k, s.lda, s.ldb, s.ldc);
+  return cli::problem_of_line(s, "f32", "nn", 0.0f);
 }
 
 TEST(ShapeRecorder, TightProblemsAreShapeDtypeAndLayout) {
@@ -35,6 +35,14 @@ TEST(ShapeRecorder, LeadingDimensionsAreWrittenWhereTheyAreNotTight) {
   EXPECT_EQ(shape_line(p), "300 200 100 f16 nt lda=304 ldc=320");
 }
 
+TEST(ShapeRecorder, AProblemThatReadsCSaysSo) {
+  Problem p = problem(DType::bf16, "tn", 4096, 128, 4096);
+  p.reads_c = true;  // a linear layer with a bias: beta = 1
+  p.ldc = 4100;
+  p.align = alignment_class(p.dtype, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
+  EXPECT_EQ(shape_line(p), "4096 128 4096 bf16 tn ldc=4100 beta=1");
+}
+
 TEST(ShapeRecorder, PointersLessAlignedThanTheLeadingDimensionsAreNoted) {
   Problem p = problem(DType::bf16, "tn", 4096, 8, 4096);
   p.align = 2;  // e.g. a view that starts one element into its buffer
@@ -44,9 +52,11 @@ TEST(ShapeRecorder, PointersLessAlignedThanTheLeadingDimensionsAreNoted) {
 TEST(ShapeRecorder, GemmTuneReadsEveryLineBackAsTheSameProblem) {
   std::vector<Problem> problems = {problem(DType::bf16, "tn", 11008, 8, 4096),
                                    problem(DType::f32, "nn", 48, 64, 32),
-                                   problem(DType::f16, "tt", 300, 200, 100)};
+                                   problem(DType::f16, "tt", 300, 200, 100),
+                                   problem(DType::bf16, "tn", 11008, 8, 4096)};
   problems[1].lda = 50;
   problems[2].ldb = 208;
+  problems[3].reads_c = true;
   for (Problem& p : problems) {
     p.align = alignment_class(p.dtype, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
     EXPECT_EQ(read_back(shape_line(p)).describe(), p.describe()) << shape_line(p);
@@ -61,15 +71,41 @@ TEST(ShapeRecorder, AppendsEachProblemOnceUnderAHeader) {
   EXPECT_TRUE(record_shape(file, a));
   EXPECT_FALSE(record_shape(file, a));
   EXPECT_TRUE(record_shape(file, b));
+  Problem reads_c = b;  // the same shape with beta != 0: tuned apart, so a line of its own
+  reads_c.reads_c = true;
+  EXPECT_TRUE(record_shape(file, reads_c));
+  EXPECT_FALSE(record_shape(file, reads_c));
   // gemm-tune reads the file: the header is a comment, each problem one line.
   const auto shapes = cli::read_shapes_file(file.string());
-  ASSERT_EQ(shapes.size(), 2u);
+  ASSERT_EQ(shapes.size(), 3u);
   EXPECT_EQ(shapes[0].n, 1);
   EXPECT_EQ(shapes[1].n, 2);
+  EXPECT_FALSE(shapes[1].beta.has_value());
+  EXPECT_EQ(shapes[2].n, 2);
+  EXPECT_EQ(shapes[2].beta, 1.0f);
   std::ifstream in(file);
   std::stringstream text;
   text << in.rdbuf();
   EXPECT_EQ(text.str().rfind("# Problems served without a tuned kernel (GEMMTUNE_RECORD).", 0), 0u);
+}
+
+TEST(ShapesFile, ALinesBetaDecidesWhetherItsProblemReadsC) {
+  const cli::ShapeLine half = cli::parse_shape_line("64 64 64 bf16 tn beta=0.5");
+  EXPECT_EQ(half.beta, 0.5f);
+  EXPECT_TRUE(cli::problem_of_line(half, "f32", "nn", 0.0f).reads_c);
+  // The line's beta wins over the command line's, either way.
+  EXPECT_FALSE(cli::problem_of_line(cli::parse_shape_line("64 64 64 beta=0"), "f32", "nn", 1.0f).reads_c);
+  EXPECT_TRUE(cli::problem_of_line(cli::parse_shape_line("64 64 64"), "f32", "nn", 1.0f).reads_c);
+  EXPECT_FALSE(cli::problem_of_line(cli::parse_shape_line("64x64x64 f16"), "f32", "nn", 0.0f).reads_c);
+  for (const char* bad : {"64 64 64 beta=x", "64 64 64 beta=nan", "64 64 64 beta=", "64 64 64 lda=64x"}) {
+    try {
+      cli::parse_shape_line(bad);
+      ADD_FAILURE() << bad << ": no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::invalid_argument) << bad;
+      EXPECT_NE(std::string(e.what()).find(bad), std::string::npos) << e.what();
+    }
+  }
 }
 
 TEST(ShapeRecorder, AFileThatCannotBeWrittenIsAnIoError) {

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <cmath>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -83,6 +85,28 @@ std::string Table::render(const std::string& indent) const {
   return out.str();
 }
 
+namespace {
+
+// The whole of `text` as a number, else Error(invalid_argument) naming the line.
+template <typename T>
+T parse_number(const std::string& line, const std::string& text) {
+  T value{};
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  GT_REQUIRE(ec == std::errc() && end == text.data() + text.size() && !text.empty(), Errc::invalid_argument,
+             "'{}': '{}' is not a number", line, text);
+  return value;
+}
+
+int64_t parse_integer(const std::string& line, const std::string& text) { return parse_number<int64_t>(line, text); }
+
+float parse_beta(const std::string& line, const std::string& text) {
+  const float beta = parse_number<float>(line, text);
+  GT_REQUIRE(std::isfinite(beta), Errc::invalid_argument, "'{}': beta must be finite (got {})", line, text);
+  return beta;
+}
+
+}  // namespace
+
 ShapeLine parse_shape_line(const std::string& raw) {
   std::istringstream words(raw);
   std::vector<std::string> tokens;
@@ -96,7 +120,8 @@ ShapeLine parse_shape_line(const std::string& raw) {
   std::string rest;
   if (!(shape >> s.m >> s.n >> s.k) || (shape >> rest))
     GT_THROW(Errc::invalid_argument,
-             "'{}' is not a shape (expected 'M N K' or 'MxNxK', then optional dtype, layout, lda=, ldb=, ldc=)", raw);
+             "'{}' is not a shape (expected 'M N K' or 'MxNxK', then optional dtype, layout, lda=, ldb=, ldc=, beta=)",
+             raw);
   for (size_t next = tokens[0].find('x') == std::string::npos ? 3 : 1; next < tokens.size(); ++next) {
     const std::string& t = tokens[next];
     const auto eq = t.find('=');
@@ -105,16 +130,12 @@ ShapeLine parse_shape_line(const std::string& raw) {
       continue;
     }
     const std::string key = t.substr(0, eq);
-    int64_t value = 0;
-    try {
-      value = std::stoll(t.substr(eq + 1));
-    } catch (const std::exception&) {
-      GT_THROW(Errc::invalid_argument, "'{}': '{}' is not a number", raw, t.substr(eq + 1));
-    }
-    if (key == "lda") s.lda = value;
-    else if (key == "ldb") s.ldb = value;
-    else if (key == "ldc") s.ldc = value;
-    else GT_THROW(Errc::invalid_argument, "'{}': unknown field '{}' (lda, ldb, ldc)", raw, key);
+    const std::string text = t.substr(eq + 1);
+    if (key == "beta") s.beta = parse_beta(raw, text);
+    else if (key == "lda") s.lda = parse_integer(raw, text);
+    else if (key == "ldb") s.ldb = parse_integer(raw, text);
+    else if (key == "ldc") s.ldc = parse_integer(raw, text);
+    else GT_THROW(Errc::invalid_argument, "'{}': unknown field '{}' (lda, ldb, ldc, beta)", raw, key);
   }
   return s;
 }
@@ -138,7 +159,7 @@ std::vector<ShapeLine> read_shapes_file(const std::string& path) {
 }
 
 Problem make_cli_problem(const std::string& dtype, const std::string& layout, int64_t m, int64_t n,
-                         int64_t k, int64_t lda, int64_t ldb, int64_t ldc) {
+                         int64_t k, int64_t lda, int64_t ldb, int64_t ldc, float beta) {
   GT_REQUIRE(layout.size() == 2, Errc::invalid_argument, "layout '{}' must be nn, nt, tn or tt", layout);
   GT_REQUIRE(m >= 1 && n >= 1 && k >= 1, Errc::invalid_argument,
              "M, N and K must be at least 1 (got {}x{}x{})", m, n, k);
@@ -147,8 +168,14 @@ Problem make_cli_problem(const std::string& dtype, const std::string& layout, in
   if (ldb) p.ldb = ldb;
   if (ldc) p.ldc = ldc;
   p.align = alignment_class(p.dtype, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
+  p.reads_c = beta != 0.0f;
   validate(p);
   return p;
+}
+
+Problem problem_of_line(const ShapeLine& line, const std::string& dtype, const std::string& layout, float beta) {
+  return make_cli_problem(line.dtype.empty() ? dtype : line.dtype, line.layout.empty() ? layout : line.layout, line.m,
+                          line.n, line.k, line.lda, line.ldb, line.ldc, line.beta.value_or(beta));
 }
 
 std::string format_ms(double ms) {

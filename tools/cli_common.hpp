@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,20 +33,25 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
-// "8192x8192x8192" or "8192 8192 8192", optionally followed by dtype and layout, and by
-// lda=, ldb=, ldc= for leading dimensions other than the tight ones.
+// "8192x8192x8192" or "8192 8192 8192", optionally followed by dtype and layout, by lda=, ldb=,
+// ldc= for leading dimensions other than the tight ones, and by beta= (not 0: C is read).
 struct ShapeLine {
   int64_t m = 0, n = 0, k = 0;
   std::string dtype, layout;  // empty: the command line's
   int64_t lda = 0, ldb = 0, ldc = 0;  // 0: tight
+  std::optional<float> beta;  // none: the command line's
 };
 ShapeLine parse_shape_line(const std::string& line);
 // Lines of a shapes file (comments with '#', blank lines ignored); throws Error(invalid_argument).
 std::vector<ShapeLine> read_shapes_file(const std::string& path);
 
-// A problem from the usual options; ld = 0 means tight. Throws Error(invalid_argument).
+// A problem from the usual options; ld = 0 means tight; it reads C when beta != 0. Throws
+// Error(invalid_argument).
 Problem make_cli_problem(const std::string& dtype, const std::string& layout, int64_t m, int64_t n,
-                         int64_t k, int64_t lda, int64_t ldb, int64_t ldc);
+                         int64_t k, int64_t lda, int64_t ldb, int64_t ldc, float beta = 0.0f);
+// The problem of a shapes-file line, the command line's dtype, layout and beta where the line
+// gives none.
+Problem problem_of_line(const ShapeLine& line, const std::string& dtype, const std::string& layout, float beta);
 
 std::string format_ms(double ms);
 

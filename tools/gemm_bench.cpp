@@ -40,7 +40,13 @@ std::vector<std::string> suite(const std::string& name) {
   GT_THROW(gt::Errc::invalid_argument, "unknown suite '{}' (default, small, llm)", name);
 }
 
-std::vector<gt::Problem> problems_of(const Args& a) {
+// A problem and the beta it runs with (a shape's beta=, else --beta).
+struct Case {
+  gt::Problem problem;
+  float beta = 0.0f;
+};
+
+std::vector<Case> cases_of(const Args& a) {
   std::vector<gt::cli::ShapeLine> lines;
   if (a.m || a.n || a.k)
     lines.push_back({a.m, a.n, a.k, "", ""});
@@ -48,15 +54,15 @@ std::vector<gt::Problem> problems_of(const Args& a) {
     lines = gt::cli::read_shapes_file(a.shapes);
   else
     for (const auto& s : suite(a.suite)) lines.push_back(gt::cli::parse_shape_line(s));
-  std::vector<gt::Problem> out;
+  std::vector<Case> out;
   for (const auto& l : lines)
-    out.push_back(gt::cli::make_cli_problem(l.dtype.empty() ? a.dtype : l.dtype, l.layout.empty() ? a.layout : l.layout,
-                                            l.m, l.n, l.k, l.lda, l.ldb, l.ldc));
+    out.push_back({gt::cli::problem_of_line(l, a.dtype, a.layout, a.beta), l.beta.value_or(a.beta)});
   return out;
 }
 
 struct Row {
   gt::Problem problem;
+  float beta = 0.0f;
   gt::Selection selection;
   gt::Timing ours, cublas;  // the median repeat of each
   bool cublas_ok = false;
@@ -74,13 +80,11 @@ struct Row {
 double tflops(const gt::Problem& p, double ms) { return ms > 0 ? p.flops() / (ms * 1e-3) / 1e12 : 0; }
 
 // The fewest bytes a GEMM moves: A and B read once, C written (and read when beta != 0).
-double min_bytes(const gt::Problem& p, float beta = 0.0f) {
-  const double c_passes = beta != 0.0f ? 2 : 1;
+double min_bytes(const gt::Problem& p) {
+  const double c_passes = p.reads_c ? 2 : 1;
   return double(gt::dtype_size(p.dtype)) * (double(p.m * p.k + p.k * p.n) + c_passes * double(p.m * p.n));
 }
-double gbps(const gt::Problem& p, double ms, float beta = 0.0f) {
-  return ms > 0 ? min_bytes(p, beta) / (ms * 1e-3) / 1e9 : 0;
-}
+double gbps(const gt::Problem& p, double ms) { return ms > 0 ? min_bytes(p) / (ms * 1e-3) / 1e9 : 0; }
 // Below this many FLOPs per byte a problem is bound by memory on a Hopper GPU (bf16 ~ 990
 // TFLOP/s over ~3.35 TB/s): its GB/s is the figure that matters.
 bool memory_bound(const gt::Problem& p) { return p.flops() / min_bytes(p) < 295; }
@@ -92,11 +96,13 @@ gt::Timing median_timing(std::vector<gt::Timing> t) {
 
 // Verifies the library's result, then times it and cuBLAS `repeat` times, their runs taken in
 // turns (Timer::time_together), so that every ratio comes from the same clocks and temperature.
-Row bench_one(const gt::Problem& p, const Args& a, gt::Library& lib, const gt::Checker& checker,
+Row bench_one(const Case& c, const Args& a, gt::Library& lib, const gt::Checker& checker,
               const gt::Timer& timer, const gt::Cublas* cublas, CUstream stream) {
+  const gt::Problem& p = c.problem;
   Row row;
   row.problem = p;
-  const gt::Verifier verifier(checker, p, a.alpha, a.beta, 42, stream);
+  row.beta = c.beta;
+  const gt::Verifier verifier(checker, p, a.alpha, c.beta, 42, stream);
   auto run = [&](const gt::Problem& q, const gt::GemmOperands& o, CUstream s) {
     lib.gemm(q.dtype, q.op_a, q.op_b, q.m, q.n, q.k, o.alpha, reinterpret_cast<const void*>(o.a), q.lda,
              reinterpret_cast<const void*>(o.b), q.ldb, o.beta, reinterpret_cast<void*>(o.c), q.ldc,
@@ -111,7 +117,7 @@ Row bench_one(const gt::Problem& p, const Args& a, gt::Library& lib, const gt::C
     return row;
   }
   // With beta != 0 every run reads the C the run before it wrote, ours and cuBLAS alike.
-  const gt::GemmOperands ops = verifier.data().operands(a.alpha, a.beta);
+  const gt::GemmOperands ops = verifier.data().operands(a.alpha, c.beta);
   const gt::TimingSettings settings;
   std::vector<gt::Timing> ours, theirs;
   const bool baseline = cublas && cublas->supports(p);
@@ -293,25 +299,25 @@ std::pair<double, double> summary(const std::vector<Row>& rows) {
   return {n ? std::exp(log_sum / n) : -1, worst};
 }
 
-void write_csv(const std::string& path, const std::vector<Row>& rows, const gt::DeviceInfo& dev, float beta) {
+void write_csv(const std::string& path, const std::vector<Row>& rows, const gt::DeviceInfo& dev) {
   std::ofstream out(path);
   GT_REQUIRE(out, gt::Errc::io, "cannot write {}", path);
   out << "device,dtype,layout,m,n,k,kernel,source,ours_ms,ours_tflops,ours_gbps,cublas_ms,cublas_tflops,ratio,"
-         "ratio_min,ratio_max,repeats,max_error\n";
+         "ratio_min,ratio_max,repeats,max_error,beta\n";
   for (const auto& r : rows) {
     const double lo = r.ratios.empty() ? -1 : *std::min_element(r.ratios.begin(), r.ratios.end());
     const double hi = r.ratios.empty() ? -1 : *std::max_element(r.ratios.begin(), r.ratios.end());
-    out << fmt::format("\"{}\",{},{},{},{},{},{},{},{:.6f},{:.2f},{:.1f},{:.6f},{:.2f},{:.4f},{:.4f},{:.4f},{},{:.3g}\n",
+    out << fmt::format("\"{}\",{},{},{},{},{},{},{},{:.6f},{:.2f},{:.1f},{:.6f},{:.2f},{:.4f},{:.4f},{:.4f},{},{:.3g},{}\n",
                        dev.name, gt::to_string(r.problem.dtype), r.problem.layout(), r.problem.m, r.problem.n,
                        r.problem.k, r.selection.kernel, gt::to_string(r.selection.source), r.ours.median_ms,
-                       tflops(r.problem, r.ours.median_ms), gbps(r.problem, r.ours.median_ms, beta),
+                       tflops(r.problem, r.ours.median_ms), gbps(r.problem, r.ours.median_ms),
                        r.cublas_ok ? r.cublas.median_ms : -1.0, tflops(r.problem, r.cublas.median_ms),
-                       r.cublas_ok ? r.ratio() : -1.0, lo, hi, r.ratios.size(), r.max_error);
+                       r.cublas_ok ? r.ratio() : -1.0, lo, hi, r.ratios.size(), r.max_error, r.beta);
   }
 }
 
 int run(const Args& a) {
-  const auto problems = problems_of(a);
+  const std::vector<Case> cases = cases_of(a);
   GT_REQUIRE(gt::cu::available(), gt::Errc::no_device, "no GPU: {}", gt::cu::unavailable_reason());
   gt::ensure_context();
   const gt::DeviceInfo dev = gt::query_device(gt::current_device());
@@ -332,31 +338,34 @@ int run(const Args& a) {
     return 0;
   }
   if (a.read_ceiling) {
+    std::vector<gt::Problem> problems;
+    for (const Case& c : cases) problems.push_back(c.problem);
     measure_read_ceiling(problems, dev, checker, timer, cublas.get(), stream.get(), a.json);
     return 0;
   }
   std::vector<Row> rows;
   gt::cli::Table t({"problem", "kernel", "source", "ms", "TFLOP/s", "GB/s", "cuBLAS ms", "cuBLAS TFLOP/s", "vs cuBLAS"});
-  for (const auto& p : problems) {
+  for (const Case& c : cases) {
+    const gt::Problem& p = c.problem;
     std::cerr << "gemm-bench: " << p.describe() << "\n";
-    rows.push_back(bench_one(p, a, lib, checker, timer, cublas.get(), stream.get()));
+    rows.push_back(bench_one(c, a, lib, checker, timer, cublas.get(), stream.get()));
     const Row& r = rows.back();
     t.add({p.describe(), r.selection.kernel, gt::to_string(r.selection.source), gt::cli::format_ms(r.ours.median_ms),
            fmt::format("{:.1f}", tflops(p, r.ours.median_ms)),
-           memory_bound(p) ? fmt::format("{:.0f}", gbps(p, r.ours.median_ms, a.beta)) : "",
+           memory_bound(p) ? fmt::format("{:.0f}", gbps(p, r.ours.median_ms)) : "",
            r.cublas_ok ? gt::cli::format_ms(r.cublas.median_ms) : "-",
            r.cublas_ok ? fmt::format("{:.1f}", tflops(p, r.cublas.median_ms)) : "-",
            r.wrong.empty() ? ratio(r) : "WRONG"});
   }
   const auto [geomean, worst] = summary(rows);
   const auto wrong = std::count_if(rows.begin(), rows.end(), [](const Row& r) { return !r.wrong.empty(); });
-  if (!a.csv.empty()) write_csv(a.csv, rows, dev, a.beta);
+  if (!a.csv.empty()) write_csv(a.csv, rows, dev);
   if (a.json) {
     json j = json::array();
     for (const auto& r : rows)
       j.push_back({{"problem", r.problem.describe()}, {"kernel", r.selection.kernel},
                    {"source", gt::to_string(r.selection.source)}, {"ours_ms", r.ours.median_ms},
-                   {"ours_gbps", gbps(r.problem, r.ours.median_ms, a.beta)},
+                   {"beta", r.beta}, {"ours_gbps", gbps(r.problem, r.ours.median_ms)},
                    {"cublas_ms", r.cublas_ok ? json(r.cublas.median_ms) : json(nullptr)},
                    {"ratio", r.cublas_ok ? json(r.ratio()) : json(nullptr)}, {"ratios", r.ratios}});
     std::cout << json{{"rows", j}, {"geomean", geomean}, {"worst", worst}}.dump(2) << "\n";
@@ -379,14 +388,16 @@ int main(int argc, char** argv) {
   CLI::App app{"gemm-bench: gemmtune's kernels against cuBLAS over a list of shapes"};
   Args a;
   app.add_option("--suite", a.suite, "Built-in shapes: default, small, llm")->capture_default_str();
-  app.add_option("--shapes", a.shapes, "File of shapes, one per line: 'M N K [dtype] [layout]'");
+  app.add_option("--shapes", a.shapes,
+                 "File of shapes, one per line: 'M N K [dtype] [layout] [lda=] [ldb=] [ldc=] [beta=]'");
   app.add_option("--m", a.m, "One shape instead of a suite");
   app.add_option("--n", a.n);
   app.add_option("--k", a.k);
   app.add_option("--dtype", a.dtype, "f32, f16 or bf16")->capture_default_str();
   app.add_option("--layout", a.layout, "nn, nt, tn or tt")->capture_default_str();
   app.add_option("--alpha", a.alpha, "C = alpha * op(A) * op(B) + beta * C")->capture_default_str();
-  app.add_option("--beta", a.beta, "Not 0: every run reads C as well")->capture_default_str();
+  app.add_option("--beta", a.beta, "Not 0: every run reads C as well (a shape's beta= overrides it)")
+      ->capture_default_str();
   app.add_option("--csv", a.csv, "Also write the results as CSV to this file");
   app.add_option("--db", a.db, "Tuning database (default: $GEMMTUNE_DB or ~/.cache/gemmtune/tuning.db)");
   app.add_option("--repeat", a.repeat, "Compare ours and cuBLAS (their runs in turns) this many times; report the median ratio")

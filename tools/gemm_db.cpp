@@ -196,7 +196,8 @@ int list_bests(const Options& opts) {
                     "cuBLAS ms", "ratio", "state", "tuned_at"});
   for (const auto& b : bests)
     table.add({b.device.name, std::string(to_string(b.problem.dtype)), b.problem.layout(),
-               b.problem.shape(), b.winner.config.family, b.winner.kernel_name,
+               b.problem.shape() + (b.problem.reads_c ? " beta!=0" : ""), b.winner.config.family,
+               b.winner.kernel_name,
                cli::format_ms(b.winner.median_ms), tflops_text(b.winner.tflops),
                cli::format_ms(b.baseline_ms), ratio_text(cublas_ratio(b)),
                state_of(b, here), b.tuned_at});

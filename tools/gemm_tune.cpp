@@ -42,8 +42,11 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option("--ldb", a.ldb, "Leading dimension of B (default: rows of B as stored)");
   app.add_option("--ldc", a.ldc, "Leading dimension of C (default: M)");
   app.add_option("--alpha", a.alpha, "alpha")->capture_default_str();
-  app.add_option("--beta", a.beta, "beta (0: C is never read)")->capture_default_str();
-  app.add_option("--shapes", a.shapes, "File of shapes, one per line: 'M N K [dtype] [layout]'");
+  app.add_option("--beta", a.beta,
+                 "beta (0: C is never read); problems that read C are tuned and stored apart from those that do not")
+      ->capture_default_str();
+  app.add_option("--shapes", a.shapes,
+                 "File of shapes, one per line: 'M N K [dtype] [layout] [lda=] [ldb=] [ldc=] [beta=]'");
   app.add_option("--db", a.db,
                  "Tuning database (default: $GEMMTUNE_DB or ~/.cache/gemmtune/tuning.db); %t: the shard index");
   app.add_option("--budget", a.budget, "Stop after this many candidates (40) or this long (300s, 5m)");
@@ -88,13 +91,12 @@ std::vector<gt::Problem> problems_of(const Args& a) {
     GT_REQUIRE(a.m == 0 && a.n == 0 && a.k == 0, gt::Errc::invalid_argument,
                "give either --shapes or --m/--n/--k, not both");
     for (const auto& s : gt::cli::read_shapes_file(a.shapes))
-      out.push_back(gt::cli::make_cli_problem(s.dtype.empty() ? a.dtype : s.dtype,
-                                              s.layout.empty() ? a.layout : s.layout, s.m, s.n, s.k, s.lda, s.ldb, s.ldc));
+      out.push_back(gt::cli::problem_of_line(s, a.dtype, a.layout, a.beta));
     return out;
   }
   GT_REQUIRE(a.m != 0 || a.n != 0 || a.k != 0, gt::Errc::invalid_argument,
              "give the shape with --m, --n and --k (or a file with --shapes)");
-  out.push_back(gt::cli::make_cli_problem(a.dtype, a.layout, a.m, a.n, a.k, a.lda, a.ldb, a.ldc));
+  out.push_back(gt::cli::make_cli_problem(a.dtype, a.layout, a.m, a.n, a.k, a.lda, a.ldb, a.ldc, a.beta));
   return out;
 }
 

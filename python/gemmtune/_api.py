@@ -231,17 +231,12 @@ def _linear_operands(x, w, bias, backend):
     return backend.rows(x, vx), wt, tuple(vx.shape[:-1]) + (vw.shape[0],)
 
 
-def linear_operands(x, w, backend):
-    """x as rows (N x in) and w.T (in x out): the operands of x @ w.T."""
-    return _linear_operands(x, w, None, backend)[:2]
-
-
 def run_linear(x, w, bias, stream, backend):
     x_rows, wt, shape = _linear_operands(x, w, bias, backend)
-    out, beta = None, 0.0
+    out, beta = None, _linear_beta(bias)
     if bias is not None:
         # The bias enters as C with beta = 1: one pass over the output, added in f32.
-        out, beta = backend.bias_rows(bias, math.prod(shape[:-1]), shape[-1]), 1.0
+        out = backend.bias_rows(bias, math.prod(shape[:-1]), shape[-1])
     y = run_matmul(x_rows, wt, out, 1.0, beta, stream, backend, like=x, names=("x", "w", "bias"))
     return y.reshape(shape)
 
@@ -259,24 +254,30 @@ def linear(x, w, bias=None, *, stream=None):
 # Which kernel, which problem
 
 
-def problem(a, b, out=None):
-    """The column-major GEMM problem gemmtune runs for matmul(a, b, out): what gemm-tune tunes.
-    Needs no GPU (torch tensors on any device, even 'meta', will do)."""
+def problem(a, b, out=None, *, beta=0.0):
+    """The column-major GEMM problem gemmtune runs for matmul(a, b, out, beta=beta): what
+    gemm-tune tunes (beta only counts for whether it is 0). Needs no GPU (torch tensors on any
+    device, even 'meta', will do)."""
     ops = _operands(a, b, out, need_gpu=False)
     if ops.plan is None:
         raise Error(f"a is {shape_text(ops.a.shape)} and b is {shape_text(ops.b.shape)}: "
                     "gemmtune needs M, N and K >= 1")
-    return ops.plan.problem
+    return ops.plan.problem._replace(reads_c=beta != 0)
 
 
-def problem_linear(x, w):
-    """The column-major GEMM problem gemmtune runs for linear(x, w). Needs no GPU."""
-    return problem(*linear_operands(x, w, _backend_of(x, w)))
+def problem_linear(x, w, bias=None):
+    """The column-major GEMM problem gemmtune runs for linear(x, w, bias): with a bias, C
+    holds it and is read (beta = 1). Needs no GPU."""
+    return problem(*_linear_operands(x, w, bias, _backend_of(x, w))[:2], beta=_linear_beta(bias))
 
 
-def select(a, b, out=None):
-    """Which kernel matmul(a, b, out) uses on its GPU, and why (a Selection). Loads or compiles
-    that kernel, as the call would."""
+def _linear_beta(bias):
+    return 0.0 if bias is None else 1.0
+
+
+def select(a, b, out=None, *, beta=0.0):
+    """Which kernel matmul(a, b, out, beta=beta) uses on its GPU, and why (a Selection).
+    Loads or compiles that kernel, as the call would."""
     ops = _operands(a, b, out)
     if ops.plan is None:
         raise Error("an empty product runs no kernel")
@@ -285,16 +286,16 @@ def select(a, b, out=None):
     text = ctypes.c_char_p()
     check(library().gemmtune_select(
         ops.device, DTYPES[p.dtype], OPS[p.layout[0]], OPS[p.layout[1]], p.m, p.n, p.k,
-        first.ptr, p.lda, second.ptr, p.ldb, ops.c.ptr if ops.c else None, p.ldc,
+        first.ptr, p.lda, second.ptr, p.ldb, beta, ops.c.ptr if ops.c else None, p.ldc,
         ctypes.byref(text)))
     fields = json.loads(text.value.decode())
     return Selection(fields["source"], fields["kernel"], fields["family"], fields["config"],
                      fields["note"], fields["device"])
 
 
-def select_linear(x, w):
-    """Which kernel linear(x, w) uses on its GPU, and why (a Selection)."""
-    return select(*linear_operands(x, w, _backend_of(x, w)))
+def select_linear(x, w, bias=None):
+    """Which kernel linear(x, w, bias) uses on its GPU, and why (a Selection)."""
+    return select(*_linear_operands(x, w, bias, _backend_of(x, w))[:2], beta=_linear_beta(bias))
 
 
 def _backend_of(*operands):
@@ -317,7 +318,8 @@ def record(problem, path=None):
     appended = ctypes.c_int(0)
     check(library().gemmtune_record_problem(
         os.fsencode(path), DTYPES[dtype], OPS[layout[0]], OPS[layout[1]], problem.m, problem.n,
-        problem.k, problem.lda, problem.ldb, problem.ldc, ctypes.byref(appended)))
+        problem.k, problem.lda, problem.ldb, 1.0 if problem.reads_c else 0.0, problem.ldc,
+        ctypes.byref(appended)))
     return bool(appended.value)
 
 

@@ -57,11 +57,11 @@ def _declare(lib):
     lib.gemmtune_gemm.argtypes = lib.gemmtune_gemm_on_device.argtypes[1:]
     lib.gemmtune_gemm.restype = status
     lib.gemmtune_select.argtypes = [
-        i32, i32, i32, i32, i64, i64, i64, ptr, i64, ptr, i64, ptr, i64,
+        i32, i32, i32, i32, i64, i64, i64, ptr, i64, ptr, i64, f32, ptr, i64,
         ctypes.POINTER(ctypes.c_char_p)]
     lib.gemmtune_select.restype = status
     lib.gemmtune_record_problem.argtypes = [
-        ctypes.c_char_p, i32, i32, i32, i64, i64, i64, i64, i64, i64, ctypes.POINTER(i32)]
+        ctypes.c_char_p, i32, i32, i32, i64, i64, i64, i64, i64, f32, i64, ctypes.POINTER(i32)]
     lib.gemmtune_record_problem.restype = status
     lib.gemmtune_last_error.argtypes = []
     lib.gemmtune_last_error.restype = ctypes.c_char_p

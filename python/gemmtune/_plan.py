@@ -19,16 +19,18 @@ class Problem(NamedTuple):
     lda: int
     ldb: int
     ldc: int
+    reads_c: bool = False  # beta != 0: tuned and stored apart from the problem that does not
 
     def shape_line(self):
         """The problem as a line of gemm-tune's shapes file, as GEMMTUNE_RECORD writes it:
-        leading dimensions only where they are not tight."""
+        leading dimensions only where they are not tight, then beta=1 if it reads C."""
         tight = (self.m if self.layout[0] == "n" else self.k,
                  self.k if self.layout[1] == "n" else self.n, self.m)
         extra = "".join(f" {name}={ld}" for name, ld, tight_ld in
                         zip(("lda", "ldb", "ldc"), (self.lda, self.ldb, self.ldc), tight)
                         if ld != tight_ld)
-        return f"{self.m} {self.n} {self.k} {self.dtype} {self.layout}{extra}"
+        beta = " beta=1" if self.reads_c else ""
+        return f"{self.m} {self.n} {self.k} {self.dtype} {self.layout}{extra}{beta}"
 
 
 class Plan(NamedTuple):

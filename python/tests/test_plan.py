@@ -67,8 +67,9 @@ def test_every_layout_computes_a_times_b(m, n, k):
 def test_linear_is_tn_with_out_features_as_m():
     # y = x @ w.T, x: 8 tokens x 4096, w: 11008 x 4096 (out x in): llm-shapes.txt's convention.
     plan = plan_matmul("bf16", (8, 4096), (4096, 1), (4096, 11008), (1, 4096))
-    assert tuple(plan.problem) == ("bf16", "tn", 11008, 8, 4096, 4096, 4096, 11008)
+    assert tuple(plan.problem) == ("bf16", "tn", 11008, 8, 4096, 4096, 4096, 11008, False)
     assert plan.problem.shape_line() == "11008 8 4096 bf16 tn"
+    assert plan.problem._replace(reads_c=True).shape_line() == "11008 8 4096 bf16 tn beta=1"
 
 
 def test_shape_line_names_only_leading_dimensions_that_are_not_tight():

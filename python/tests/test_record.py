@@ -21,10 +21,15 @@ def test_lines_are_in_gemm_tunes_format_with_a_header(tmp_path):
     assert gemmtune.record(Problem("bf16", "tn", 11008, 8, 4096, 4096, 4096, 11008), path)
     assert gemmtune.record(Problem("f32", "nn", 48, 64, 32, 50, 32, 48), path)
     assert gemmtune.record(Problem("f16", "nt", 64, 48, 32, 72, 48, 64), path)
+    # The first problem again with beta != 0 (a linear layer with a bias): tuned apart.
+    assert gemmtune.record(Problem("bf16", "tn", 11008, 8, 4096, 4096, 4096, 11008, True), path)
     text = path.read_text()
     assert text.startswith("# Problems served without a tuned kernel (GEMMTUNE_RECORD).")
     assert problem_lines(path) == ["11008 8 4096 bf16 tn", "48 64 32 f32 nn lda=50",
-                                   "64 48 32 f16 nt lda=72"]
+                                   "64 48 32 f16 nt lda=72", "11008 8 4096 bf16 tn beta=1"]
+    # The library writes what Problem.shape_line says.
+    assert problem_lines(path)[-1] == Problem("bf16", "tn", 11008, 8, 4096, 4096, 4096, 11008,
+                                              True).shape_line()
 
 
 def test_a_problem_already_listed_is_not_appended_again(tmp_path):

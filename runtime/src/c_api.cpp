@@ -1,5 +1,7 @@
 // The C API: the C++ API behind a status code and a thread-local message.
 #include <nlohmann/json.hpp>
+
+#include <cmath>
 #include <string>
 
 #include "gemmtune/gemmtune.h"
@@ -59,7 +61,8 @@ void check_enums(gemmtune_dtype dtype, gemmtune_op op_a, gemmtune_op op_b) {
 // such on any machine.
 gemmtune::Problem checked_problem(gemmtune_dtype dtype, gemmtune_op op_a, gemmtune_op op_b,
                                   int64_t m, int64_t n, int64_t k, const void* a, int64_t lda,
-                                  const void* b, int64_t ldb, const void* c, int64_t ldc) {
+                                  const void* b, int64_t ldb, float beta, const void* c,
+                                  int64_t ldc) {
   check_enums(dtype, op_a, op_b);
   gemmtune::Problem p;
   p.dtype = static_cast<gemmtune::DType>(dtype);
@@ -68,8 +71,14 @@ gemmtune::Problem checked_problem(gemmtune_dtype dtype, gemmtune_op op_a, gemmtu
   p.m = m, p.n = n, p.k = k;
   p.lda = lda, p.ldb = ldb, p.ldc = ldc;
   p.align = gemmtune::alignment_class(p.dtype, a, b, c, lda, ldb, ldc);
+  p.reads_c = beta != 0.0f;
   gemmtune::validate(p);
   return p;
+}
+
+// A call's beta (gemmtune_gemm checks it with alpha, where the library runs it).
+void require_finite(float beta) {
+  GT_REQUIRE(std::isfinite(beta), gemmtune::Errc::invalid_argument, "beta must be finite (got {})", beta);
 }
 
 // The selection and the device key the tuning database is searched with (after the lookup, so
@@ -111,7 +120,7 @@ gemmtune_status gemmtune_gemm_on_device(int device, gemmtune_dtype dtype, gemmtu
                                         int64_t ldb, float beta, void* c, int64_t ldc,
                                         void* stream) {
   return guarded([&] {
-    checked_problem(dtype, op_a, op_b, m, n, k, a, lda, b, ldb, c, ldc);
+    checked_problem(dtype, op_a, op_b, m, n, k, a, lda, b, ldb, beta, c, ldc);
     gemmtune::DeviceScope scope(device);
     gemmtune::gemm(static_cast<gemmtune::DType>(dtype), static_cast<gemmtune::Op>(op_a),
                    static_cast<gemmtune::Op>(op_b), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
@@ -121,12 +130,14 @@ gemmtune_status gemmtune_gemm_on_device(int device, gemmtune_dtype dtype, gemmtu
 
 gemmtune_status gemmtune_select(int device, gemmtune_dtype dtype, gemmtune_op op_a,
                                 gemmtune_op op_b, int64_t m, int64_t n, int64_t k, const void* a,
-                                int64_t lda, const void* b, int64_t ldb, const void* c,
+                                int64_t lda, const void* b, int64_t ldb, float beta, const void* c,
                                 int64_t ldc, const char** selection) {
   return guarded([&] {
     GT_REQUIRE(selection != nullptr, gemmtune::Errc::invalid_argument,
                "selection_json is a null pointer");
-    const gemmtune::Problem p = checked_problem(dtype, op_a, op_b, m, n, k, a, lda, b, ldb, c, ldc);
+    require_finite(beta);
+    const gemmtune::Problem p =
+        checked_problem(dtype, op_a, op_b, m, n, k, a, lda, b, ldb, beta, c, ldc);
     gemmtune::DeviceScope scope(device);
     last_selection = selection_json(gemmtune::default_library().select(p));
     *selection = last_selection.c_str();
@@ -135,12 +146,14 @@ gemmtune_status gemmtune_select(int device, gemmtune_dtype dtype, gemmtune_op op
 
 gemmtune_status gemmtune_record_problem(const char* path, gemmtune_dtype dtype, gemmtune_op op_a,
                                         gemmtune_op op_b, int64_t m, int64_t n, int64_t k,
-                                        int64_t lda, int64_t ldb, int64_t ldc, int* appended) {
+                                        int64_t lda, int64_t ldb, float beta, int64_t ldc,
+                                        int* appended) {
   return guarded([&] {
     GT_REQUIRE(path != nullptr && *path != '\0', gemmtune::Errc::invalid_argument,
                "the shapes file path is empty");
+    require_finite(beta);
     const gemmtune::Problem p =
-        checked_problem(dtype, op_a, op_b, m, n, k, nullptr, lda, nullptr, ldb, nullptr, ldc);
+        checked_problem(dtype, op_a, op_b, m, n, k, nullptr, lda, nullptr, ldb, beta, nullptr, ldc);
     const bool wrote = gemmtune::record_shape(path, p);
     if (appended) *appended = wrote ? 1 : 0;
   });

@@ -35,14 +35,15 @@ struct ProblemKey {
     const Problem& q = o.p;
     return p.dtype == q.dtype && p.op_a == q.op_a && p.op_b == q.op_b && p.m == q.m &&
            p.n == q.n && p.k == q.k && p.lda == q.lda && p.ldb == q.ldb && p.ldc == q.ldc &&
-           p.align == q.align;
+           p.align == q.align && p.reads_c == q.reads_c;
   }
 };
 
 struct ProblemKeyHash {
   size_t operator()(const ProblemKey& key) const noexcept {
     const Problem& p = key.p;
-    size_t h = size_t(p.dtype) * 31 + size_t(p.op_a) * 7 + size_t(p.op_b) + size_t(p.align) * 131;
+    size_t h = size_t(p.dtype) * 31 + size_t(p.op_a) * 7 + size_t(p.op_b) + size_t(p.align) * 131 +
+               size_t(p.reads_c) * 1031;
     for (int64_t v : {p.m, p.n, p.k, p.lda, p.ldb, p.ldc}) h = h * 1000003u ^ size_t(v);
     return h;
   }
@@ -63,10 +64,18 @@ struct DeviceState {
   Workspaces workspaces;  // split-K partial sums and counters, one buffer per stream
 };
 
-// Sum of |log| size ratios; infinite when any dimension differs by more than 2x, where a tile
-// tuned for one shape says little about the other (a 4096^3 winner fills 1024^3 badly).
+// What a problem tuned with the other beta class costs in the nearest-shape search: as much as
+// a dimension 1.25x away. The shape decides most of the choice (tiles against waves) and reading
+// C shifts it (docs/PERF.md, run 178: tuned with beta = 1, bf16 8192x8192x1024 picks a 192x128
+// tile, with beta = 0 a 256x128 one): the same shape tuned with the other beta is preferred to
+// shapes tuned with the same beta more than 1.25x away, and closer ones to it.
+const double kOtherBetaDistance = std::log(1.25);
+
+// Sum of |log| size ratios, plus kOtherBetaDistance when one reads C and the other does not;
+// infinite when any dimension differs by more than 2x, where a tile tuned for one shape says
+// little about the other (a 4096^3 winner fills 1024^3 badly).
 double shape_distance(const Problem& a, const Problem& b) {
-  double total = 0;
+  double total = a.reads_c == b.reads_c ? 0 : kOtherBetaDistance;
   for (auto [x, y] : {std::pair{a.m, b.m}, std::pair{a.n, b.n}, std::pair{a.k, b.k}}) {
     const double d = std::abs(std::log(double(x) / double(y)));
     if (d > std::log(2.0) + 1e-9) return std::numeric_limits<double>::infinity();
@@ -94,6 +103,12 @@ std::string versions_note(const DeviceKey& tuned, const DeviceKey& here) {
   return fmt::format("tuned on this GPU under driver {} and NVRTC {} (this process: driver {}, NVRTC {}); "
                      "gemm-tune re-tunes it for these",
                      tuned.driver, tuned.nvrtc, here.driver, here.nvrtc);
+}
+
+// " with beta = 0" / " with beta != 0" where the tuned problem's class is not the call's.
+std::string beta_note(const Problem& call, const Problem& tuned) {
+  if (call.reads_c == tuned.reads_c) return "";
+  return tuned.reads_c ? " with beta != 0" : " with beta = 0";
 }
 
 // GEMMTUNE_RECORD must never fail a call: a warning says why the file was not written.
@@ -200,7 +215,7 @@ struct Library::Impl {
         }
         if (nearest) {
           sel.source = Source::nearest;
-          sel.note = "tuned for " + nearest->problem.shape();
+          sel.note = "tuned for " + nearest->problem.shape() + beta_note(p, nearest->problem);
           return {nearest->winner.config, sel};
         }
       } catch (const Error& e) {
@@ -282,6 +297,7 @@ void Library::gemm(DType dtype, Op op_a, Op op_b, int64_t m, int64_t n, int64_t 
   p.ldb = ldb;
   p.ldc = ldc;
   p.align = alignment_class(dtype, a, b, c, lda, ldb, ldc);
+  p.reads_c = beta != 0.0f;
   validate(p);
   GT_REQUIRE(a != nullptr, Errc::invalid_argument, "A is a null pointer");
   GT_REQUIRE(b != nullptr, Errc::invalid_argument, "B is a null pointer");

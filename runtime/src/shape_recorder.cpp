@@ -72,6 +72,7 @@ std::string shape_line(const Problem& p) {
   if (p.lda != tight.lda) line += fmt::format(" lda={}", p.lda);
   if (p.ldb != tight.ldb) line += fmt::format(" ldb={}", p.ldb);
   if (p.ldc != tight.ldc) line += fmt::format(" ldc={}", p.ldc);
+  if (p.reads_c) line += " beta=1";
   const int ld_align = alignment_class(p.dtype, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
   if (p.align < ld_align) line += fmt::format("  # align={}", p.align);
   return line;

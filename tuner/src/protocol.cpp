@@ -4,7 +4,7 @@ namespace gemmtune {
 
 nlohmann::json to_json(const Problem& p) {
   return {{"dtype", std::string(to_string(p.dtype))}, {"layout", p.layout()}, {"m", p.m}, {"n", p.n},
-          {"k", p.k}, {"lda", p.lda}, {"ldb", p.ldb}, {"ldc", p.ldc}, {"align", p.align}};
+          {"k", p.k}, {"lda", p.lda}, {"ldb", p.ldb}, {"ldc", p.ldc}, {"align", p.align}, {"reads_c", p.reads_c}};
 }
 
 Problem problem_from_json(const nlohmann::json& j) {
@@ -20,6 +20,7 @@ Problem problem_from_json(const nlohmann::json& j) {
   p.ldb = j.at("ldb");
   p.ldc = j.at("ldc");
   p.align = j.at("align");
+  p.reads_c = j.at("reads_c");
   return p;
 }
 

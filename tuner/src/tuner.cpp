@@ -237,10 +237,16 @@ class Measurer {
   }
 
  private:
+  // The beta of the measurements: the problem says whether C is read (TuneOptions::beta).
+  float measured_beta() const {
+    if (!problem_.reads_c) return 0.0f;
+    return options_.beta != 0.0f ? options_.beta : 1.0f;
+  }
+
   void ensure_ready() {
     if (ready_ && client_.running()) return;
     const nlohmann::json setup = {{"cmd", "setup"},           {"device", ordinal_}, {"problem", to_json(problem_)},
-                                  {"alpha", options_.alpha},  {"beta", options_.beta},
+                                  {"alpha", options_.alpha},  {"beta", measured_beta()},
                                   {"seed", options_.seed},    {"timing", to_json(options_.timing)},
                                   {"settle_ms", options_.settle_ms}};
     auto answer = client_.call(setup.dump(), options_.setup_timeout_s);

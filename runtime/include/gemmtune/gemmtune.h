@@ -48,20 +48,23 @@ gemmtune_status gemmtune_gemm_on_device(int device, gemmtune_dtype dtype, gemmtu
  * JSON object: {"source": "tuned" | "other_version" | "nearest" | "fallback", "kernel", "family",
  * "config", "note", "device": the key the tuning database was searched with: {"name", "cc", "sms",
  * "driver", "nvrtc"}}. The pointers only count for their alignment and may be NULL (then the
- * leading dimensions alone decide it). Looks the kernel up and compiles or loads it, as the
+ * leading dimensions alone decide it); beta only counts for whether it is 0 (a call that reads C
+ * is tuned apart from one that does not). Looks the kernel up and compiles or loads it, as the
  * call would. *selection_json stays valid until the next gemmtune_select in this thread. */
 gemmtune_status gemmtune_select(int device, gemmtune_dtype dtype, gemmtune_op op_a,
                                 gemmtune_op op_b, int64_t m, int64_t n, int64_t k, const void* a,
-                                int64_t lda, const void* b, int64_t ldb, const void* c,
+                                int64_t lda, const void* b, int64_t ldb, float beta, const void* c,
                                 int64_t ldc, const char** selection_json);
 
 /* What GEMMTUNE_RECORD=FILE does for every problem the library serves without a tuned kernel:
  * append the problem to the file at `path` as a line of gemm-tune's shapes file
- * ("M N K dtype layout [lda= ldb= ldc=]"), unless a line already names it. Safe from several
- * processes at once (a file lock). Needs no GPU. *appended (may be NULL): 1 if it wrote a line. */
+ * ("M N K dtype layout [lda= ldb= ldc=] [beta=1]": beta=1 when beta != 0, as gemm-tune keeps
+ * problems that read C apart), unless a line already names it. Safe from several processes at
+ * once (a file lock). Needs no GPU. *appended (may be NULL): 1 if it wrote a line. */
 gemmtune_status gemmtune_record_problem(const char* path, gemmtune_dtype dtype, gemmtune_op op_a,
                                         gemmtune_op op_b, int64_t m, int64_t n, int64_t k,
-                                        int64_t lda, int64_t ldb, int64_t ldc, int* appended);
+                                        int64_t lda, int64_t ldb, float beta, int64_t ldc,
+                                        int* appended);
 
 /* The message of the last failed call in this thread ("" after a success). */
 const char* gemmtune_last_error(void);

@@ -40,6 +40,8 @@ struct TuneOptions {
   std::filesystem::path db_path;  // empty: default_db_path()
   Budget budget;
   bool force = false;             // re-tune even when the database has the answer
+  // The problem decides whether C is read (Problem::reads_c): one that reads C is measured with
+  // this beta, or 1 when it is 0; one that does not, with beta = 0.
   float alpha = 1.0f, beta = 0.0f;
   uint64_t seed = 1;
   unsigned compile_threads = 0;   // 0: one per hardware thread
