@@ -110,7 +110,8 @@ TEST_F(CompileFamilies, WgmmaTmaStoresThroughFewerBuffersThanChunks) {
   }
 }
 
-// The defaults that stream a narrow side where tiles are few (64 rows, split-K, wgmma N 128).
+// The defaults that stream a narrow side where tiles are few (64 rows, split-K, wgmma N 128), and
+// that of a large problem that reads C (192x128, no cluster).
 TEST_F(CompileFamilies, WgmmaNarrowFewDefaultsCompileWithoutSpills) {
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
   const Family& family = find_family("wgmma_sm90");
@@ -119,6 +120,9 @@ TEST_F(CompileFamilies, WgmmaNarrowFewDefaultsCompileWithoutSpills) {
     configs.push_back(family.default_config(make_problem(DType::bf16, parse_op(layout[0]), parse_op(layout[1]), 4096, 128, 11008), arch));
     configs.push_back(family.default_config(make_problem(DType::f16, parse_op(layout[0]), parse_op(layout[1]), 128, 4096, 4096), arch));
   }
+  Problem reads_c = make_problem(DType::bf16, Op::N, Op::N, 8192, 8192, 1024);
+  reads_c.reads_c = true;
+  configs.push_back(family.default_config(reads_c, arch));
   expect_compile_without_spills(family, configs, arch);
 }
 

@@ -92,6 +92,38 @@ TEST(WgmmaGeometry, RaggedDefaultsTakeTheTileThatFillsTheRounds) {
   }
 }
 
+// Large problems with short K that read C: no cluster, and 192x128 tiles (three chunks of C, all
+// staged) from twelve waves of 256x128 tiles on; the same shapes with beta = 0 keep 256x128 tiles
+// with a cluster of two, and so do those with long K.
+TEST(WgmmaGeometry, LargeDefaultsThatReadCDropTheClusterAndTakeThreeChunkTilesFromTwelveWaves) {
+  const Family& f = find_family("wgmma_sm90");
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  struct Case {
+    int64_t m, n, k;
+    Op op_a;
+    int64_t bm, cluster;  // with beta != 0
+  };
+  const Case cases[] = {
+      {8192, 8192, 1024, Op::N, 192, 11},  // 2048 tiles of 256x128: 15.5 waves
+      {16384, 4096, 2048, Op::T, 192, 11},
+      {8192, 4096, 1024, Op::N, 256, 11},  // 7.8 waves
+      {4096, 4096, 1024, Op::T, 256, 11},
+      {8192, 8192, 4096, Op::N, 256, 12},  // long K: the epilogue weighs little
+  };
+  for (const Case& k : cases) {
+    Problem p = make_problem(DType::bf16, k.op_a, Op::N, k.m, k.n, k.k);
+    const KernelConfig zero = f.default_config(p, arch);
+    EXPECT_EQ(zero.at("BM"), 256) << p.describe() << ": " << f.kernel_name(zero);
+    EXPECT_EQ(zero.at("CLUSTER"), 12) << p.describe() << ": " << f.kernel_name(zero);
+    p.reads_c = true;
+    const KernelConfig c = f.default_config(p, arch);
+    EXPECT_EQ(c.at("BM"), k.bm) << p.describe() << ": " << f.kernel_name(c);
+    EXPECT_EQ(c.at("BN"), 128) << p.describe() << ": " << f.kernel_name(c);
+    EXPECT_EQ(c.at("CLUSTER"), k.cluster) << p.describe() << ": " << f.kernel_name(c);
+    EXPECT_EQ(c.at("EPILOGUE"), 1) << p.describe() << ": " << f.kernel_name(c);
+  }
+}
+
 TEST(WgmmaGeometry, DefaultsAreValidForEveryShapeClass) {
   const Family& f = find_family("wgmma_sm90");
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
@@ -100,13 +132,15 @@ TEST(WgmmaGeometry, DefaultsAreValidForEveryShapeClass) {
                                {768, 128, 768},   {2500, 3500, 4500}, {8192, 8192, 1024}, {1, 1, 1},
                                {100, 100, 100},   {8192, 8192, 8192}, {1024, 1024, 16384}};
   for (const char* layout : {"nn", "nt", "tn", "tt"})
-    for (const auto& s : shapes) {
-      const Problem p = make_problem(DType::bf16, parse_op(layout[0]), parse_op(layout[1]), s[0], s[1], s[2]);
-      const KernelConfig c = f.default_config(p, arch);
-      const Constraint* broken = f.space(p, arch).first_violation(c, p, arch);
-      EXPECT_EQ(broken, nullptr) << f.kernel_name(c) << " on " << p.describe() << " breaks "
-                                 << (broken ? broken->name : "");
-    }
+    for (const auto& s : shapes)
+      for (const bool reads_c : {false, true}) {
+        Problem p = make_problem(DType::bf16, parse_op(layout[0]), parse_op(layout[1]), s[0], s[1], s[2]);
+        p.reads_c = reads_c;
+        const KernelConfig c = f.default_config(p, arch);
+        const Constraint* broken = f.space(p, arch).first_violation(c, p, arch);
+        EXPECT_EQ(broken, nullptr) << f.kernel_name(c) << " on " << p.describe() << " breaks "
+                                   << (broken ? broken->name : "");
+      }
 }
 
 TEST(LibraryOptions, FamilyRestrictionNamesKnownFamilies) {

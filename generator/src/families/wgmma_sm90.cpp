@@ -254,6 +254,19 @@ class WgmmaSm90Family final : public Family {
     return true;
   }
 
+  // Large problems that read C, with K short enough that their epilogues weigh: no cluster (its
+  // two CTAs would wait on each other's epilogues, longer with C's loads), and from twelve
+  // waves of 256x128 tiles on, 192x128 tiles, whose three chunks of C all fit in staging
+  // buffers and are all requested before the tile's main loop (bf16 nn with beta = 1, tuned on
+  // the H100, docs/PERF.md run 180: 192x128 without a cluster won on 8192x8192x{512,1024,2048}
+  // and 16384x8192x1024, 0.96-1.03x cuBLAS against 0.90-0.96x for 256x128 with a cluster;
+  // 256x128 without one on 4096x4096x1024 and 8192x4096x1024, 3.9 and 7.8 waves).
+  static void make_large_reading_c(KernelConfig& c, const Problem& p, const ArchInfo& arch) {
+    c.params["CLUSTER"] = 11;
+    if (ceil_div(p.m, 256) * ceil_div(p.n, 128) < 12 * arch.sms) return;
+    c.params["BM"] = 192;
+  }
+
   // A configuration per shape class, from the winners of gemm-tune on the H100 (docs/PERF.md,
   // issue 7): decode and other skinny problems put the skinny side on wgmma's N and stream the
   // weights through a 5-8 stage pipeline, data-parallel while the tiles fill half the SMs;
@@ -317,6 +330,8 @@ class WgmmaSm90Family final : public Family {
       c.params["STAGES"] = 4;
     } else if (make_ragged(c, p, arch)) {
       one_wave_tma_store = c.at("EPILOGUE") == 1;
+    } else if (p.reads_c && p.k <= 2048) {
+      make_large_reading_c(c, p, arch);
     }
     // Clusters pay with several waves of tiles, or with half a wave and long K (multicast
     // halves what the L2 delivers per k-block: bf16 tn 1000x3000x5000 went from 0.51x to 0.70x);
