@@ -159,6 +159,33 @@ TEST_F(GemmDbCli, ListFiltersAndPrintsJson) {
   EXPECT_EQ(Json::parse(gemm_db({"--json", "list", "--m", "4096"}).out).size(), 0u);
 }
 
+// The same shape tuned with beta != 0 is a problem of its own: listed apart, marked, filtered.
+TEST_F(GemmDbCli, ProblemsThatReadCAreListedApartAndFilteredByBeta) {
+  Problem reads_c = f32_2048;
+  reads_c.reads_c = true;
+  {
+    TuningDb db(db_path());
+    db.record(kH100, reads_c, candidate(reads_c, "gemm_simt_beta1", CandidateStatus::ok, 2.2));
+    db.set_best(kH100, reads_c, "gemm_simt_beta1", version_for(reads_c), 2.5, true);
+  }
+  const Outcome all = gemm_db({"list"});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_TRUE(contains(all.out, "2048x2048x2048 beta!=0")) << all.out;
+  const Json reading = Json::parse(gemm_db({"list", "--beta", "1", "--json"}).out);
+  ASSERT_EQ(reading.size(), 1u);
+  EXPECT_EQ(reading[0]["winner"]["kernel_name"], "gemm_simt_beta1");
+  EXPECT_EQ(reading[0]["problem"]["reads_c"], true);
+  const Json not_reading = Json::parse(gemm_db({"list", "--beta", "0", "--m", "2048", "--json"}).out);
+  ASSERT_EQ(not_reading.size(), 1u);
+  EXPECT_EQ(not_reading[0]["winner"]["kernel_name"], "gemm_simt_fast_2048x2048x2048");
+  // delete takes only the class asked for.
+  const Outcome removed = gemm_db({"delete", "--m", "2048", "--beta", "0.5"});
+  ASSERT_EQ(removed.exit_code, 0) << removed.err;
+  const Json left = Json::parse(gemm_db({"list", "--m", "2048", "--json"}).out);
+  ASSERT_EQ(left.size(), 1u);
+  EXPECT_EQ(left[0]["problem"]["reads_c"], false);
+}
+
 TEST_F(GemmDbCli, ShowRanksCandidatesAndSaysWhyTheWinnerWon) {
   const Outcome run = gemm_db({"show", "--m", "2048", "--n", "2048", "--k", "2048"});
   ASSERT_EQ(run.exit_code, 0) << run.err;

@@ -60,6 +60,7 @@ void print_json(const Json& json) {
 struct FilterArgs {
   std::string device, dtype, layout;
   int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;  // 0: not given
+  std::optional<double> beta;  // only whether it is 0 counts
 };
 
 struct Options {
@@ -93,6 +94,7 @@ void add_filter_options(CLI::App& sub, FilterArgs& args) {
   sub.add_option("--m", args.m, "M")->check(kPositive);
   sub.add_option("--n", args.n, "N")->check(kPositive);
   sub.add_option("--k", args.k, "K")->check(kPositive);
+  sub.add_option("--beta", args.beta, "Only problems that read C (not 0: tuned with beta != 0) or that do not (0)");
 }
 
 void add_ld_options(CLI::App& sub, FilterArgs& args) {
@@ -121,11 +123,13 @@ DbFilter to_filter(const FilterArgs& args) {
   }
   f.m = given(args.m), f.n = given(args.n), f.k = given(args.k);
   f.lda = given(args.lda), f.ldb = given(args.ldb), f.ldc = given(args.ldc);
+  if (args.beta) f.reads_c = *args.beta != 0;
   return f;
 }
 
 bool is_empty(const DbFilter& f) {
-  return !f.device && !f.dtype && !f.layout && !f.m && !f.n && !f.k && !f.lda && !f.ldb && !f.ldc;
+  return !f.device && !f.dtype && !f.layout && !f.m && !f.n && !f.k && !f.lda && !f.ldb && !f.ldc &&
+         !f.reads_c;
 }
 
 // ---------------------------------------------------------------------------------------------

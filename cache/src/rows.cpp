@@ -132,6 +132,7 @@ sql::Conditions matching(const DbFilter& f) {
       {"p.lda = ?", &f.lda}, {"p.ldb = ?", &f.ldb}, {"p.ldc = ?", &f.ldc}};
   for (const auto& [clause, value] : sizes)
     if (value->has_value()) where.add(clause, {**value});
+  if (f.reads_c) where.add("p.reads_c = ?", {int64_t(*f.reads_c)});
   return where;
 }
 

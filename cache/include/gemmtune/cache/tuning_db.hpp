@@ -91,6 +91,7 @@ struct DbFilter {
   std::optional<std::string> layout;  // "nn", ...
   std::optional<int64_t> m, n, k;
   std::optional<int64_t> lda, ldb, ldc;  // to tell apart problems of one shape
+  std::optional<bool> reads_c;           // beta != 0, or beta = 0
 };
 
 struct DbStats {
