@@ -226,7 +226,7 @@ gt::Timing time_read(const gt::LoadedKernel& kernel, CUdeviceptr data, size_t by
 }
 
 // A memory-bound problem's read ceiling: a plain read of as many bytes as it moves at least (A, B
-// and C once), and cuBLAS's time on it (-1: no baseline).
+// and C once; C twice where it reads C), and cuBLAS's time on it (-1: no baseline).
 struct ReadCeiling {
   size_t bytes = 0;
   double read_ms = -1, cublas_ms = -1;
@@ -241,7 +241,8 @@ ReadCeiling read_ceiling(const gt::Problem& p, const gt::LoadedKernel& kernel, C
   r.read_ms = time_read(kernel, data.ptr(), r.bytes, sink, dev, timer, stream).median_ms;
   if (cublas && cublas->supports(p)) {
     const gt::ProblemData pd(p, checker, 42, stream);
-    const gt::GemmOperands ops = pd.operands(1.0f, 0.0f);
+    // With beta = 1 where the problem reads C: the bytes above count C twice, and so does cuBLAS.
+    const gt::GemmOperands ops = pd.operands(1.0f, p.reads_c ? 1.0f : 0.0f);
     r.cublas_ms = timer.time([&](CUstream s) { cublas->gemm(p, ops, s); }, stream, gt::TimingSettings{}).median_ms;
   }
   return r;
