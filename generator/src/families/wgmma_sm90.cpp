@@ -139,10 +139,11 @@ double packing_us(const Problem& p, const ArchInfo& a) {
 
 // Tile sizes worth trying along a dimension of size d: the usual ones, the non-powers of two
 // that cut wave quantization, d itself rounded to 8 when it fits one tile (skinny problems), and
-// narrow ones where the problem is bound by latency.
+// where the problem is bound by latency every narrower multiple of 8 (the default there narrows
+// wgmma N to whatever multiple of 8 fills about half the SMs: bf16 tn 500x300x700 takes 40).
 std::vector<int64_t> tile_values(int64_t d, bool narrow) {
   std::vector<int64_t> v = {64, 96, 128, 160, 192, 224, 256};
-  if (narrow) v.insert(v.begin(), {16, 24, 32, 48});
+  if (narrow) v.insert(v.begin(), {8, 16, 24, 32, 40, 48, 56});
   if (d <= 256 && std::find(v.begin(), v.end(), round_up(d, 8)) == v.end()) v.push_back(round_up(d, 8));
   return v;
 }
@@ -220,7 +221,9 @@ class WgmmaSm90Family final : public Family {
     const int64_t rows = std::min<int64_t>(2 * ceil_div(wide, 128) >= arch.sms ? 128 : 64, round_up(wide, 64));
     c.params["SWAP"] = swap;
     c.params[swap ? "BM" : "BN"] = rows;
-    c.params[swap ? "BN" : "BM"] = round_up(swap ? p.n : p.m, 8);
+    // wgmma N in steps of 8, or of 64 where the narrow operand is stored along M or N
+    // (mn_major_in_chunks: bf16 nn 16x4096x4096).
+    c.params[swap ? "BN" : "BM"] = round_up(swap ? p.n : p.m, q_kmajor(c) ? 8 : 64);
     c.params["WG"] = rows / 64;
     c.params["CLUSTER"] = 11;
     c.params["EPILOGUE"] = 0;
