@@ -33,7 +33,8 @@
 // workspace: each part stores its fp32 partial sums and counts itself on the tile's counter;
 // the last part adds all partials in part order, runs the epilogue and zeroes the counter.
 //
-// Tails in M, N and K are zero-filled by TMA; stores are predicated. beta == 0 never reads C.
+// Tails in M, N and K are zero-filled by TMA; stores are predicated. beta == 0 never reads C; a
+// kernel built without READS_C has no code that reads C at all and takes beta == 0 alone.
 #pragma once
 #include "common.cuh"
 #include "ptx/cluster.cuh"
@@ -64,7 +65,8 @@ GEMMTUNE_DEVICE_INLINE void fence_registers(float (&d)[N]) {
 // a tile's k-blocks and add through distributed shared memory), PINGPONG (bool),
 // OCCUPANCY (CTAs per SM: 2 lets small-tile kernels overlap one CTA's fixed costs with the
 // other's loads), KSUB (64-K blocks a stage: 1 or 2), A_T, B_T (bools),
-// DTYPE (1 f16, 2 bf16).
+// DTYPE (1 f16, 2 bf16), READS_C (bool: the kernel can apply beta != 0; without it the kernel
+// computes C = alpha * AB whatever beta says, and the runtime refuses beta != 0).
 template <class Cfg>
 struct Kernel {
   static constexpr bool SWAP = Cfg::SWAP;
@@ -105,6 +107,10 @@ struct Kernel {
   static constexpr int CLUSTER_CTAS = CLUSTER * CLUSTER_K;
   static constexpr bool TMA_STORE = Cfg::EPILOGUE == 1;
   static constexpr int SCHEDULE = Cfg::SCHEDULE;
+  // The code that reads C costs a kernel with beta == 0 by its presence alone (1-2% on bf16
+  // 2048^3, where a test of beta at the start of the kernel gained nothing; H100, docs/PERF.md
+  // runs 183-184): a problem that never reads C gets a kernel without it.
+  static constexpr bool READS_C = Cfg::READS_C;
   // The C tile staged for TMA stores: per consumer warpgroup, TN/64 chunks of (64*MW rows of
   // 128 bytes), 128-byte swizzled like the loads, through Cfg::C_BUFFERS chunk buffers (the
   // family's choice: all of them where they fit beside the stages, else as many as fit, reused
@@ -562,7 +568,7 @@ struct Kernel {
     const int lane = threadIdx.x % 128;
     const int rows_end = SWAP ? args.m : args.n;
     const int c0 = t.col0 + 2 * (lane % 4);
-    const float alpha = args.alpha, beta = args.beta;
+    const float alpha = args.alpha, beta = beta_of(args);
     auto row_of = [&](int mb, int h) {
       return t.row0 + (rows_of(consumer) * MW + mb) * 64 + 16 * (lane / 32) + (lane % 32) / 4 + 8 * h;
     };
@@ -718,12 +724,14 @@ struct Kernel {
   GEMMTUNE_DEVICE_INLINE static bool stores_by_tma(const GemmArgs& args) {
     return TMA_STORE && (args.flags & GEMM_ARGS_MAP_C);
   }
+  // beta, or 0 in a kernel built without READS_C (the compiler then drops every read of C).
+  GEMMTUNE_DEVICE_INLINE static float beta_of(const GemmArgs& args) { return READS_C ? args.beta : 0.0f; }
   // beta != 0: C is read, by TMA (store_tma) or from registers (store).
   GEMMTUNE_DEVICE_INLINE static bool loads_c_by_tma(const GemmArgs& args) {
-    return stores_by_tma(args) && args.beta != 0.0f;
+    return stores_by_tma(args) && beta_of(args) != 0.0f;
   }
   GEMMTUNE_DEVICE_INLINE static bool loads_c_by_threads(const GemmArgs& args) {
-    return !stores_by_tma(args) && args.beta != 0.0f;
+    return !stores_by_tma(args) && beta_of(args) != 0.0f;
   }
 
   // c_early: C's first chunks were asked for before the tile's main loop (load_c_early).
@@ -731,9 +739,11 @@ struct Kernel {
                                               const float (&acc)[MW][TN / 2], u32& c_phases, bool c_early,
                                               int kpart = 0) {
     if constexpr (TMA_STORE) {
-      if (stores_by_tma(args))
-        return args.beta != 0.0f ? store_tma<true>(args, s, t, consumer, acc, c_phases, c_early)
-                                 : store_tma<false>(args, s, t, consumer, acc, c_phases, false);
+      if (stores_by_tma(args)) {
+        if constexpr (READS_C)
+          if (args.beta != 0.0f) return store_tma<true>(args, s, t, consumer, acc, c_phases, c_early);
+        return store_tma<false>(args, s, t, consumer, acc, c_phases, false);
+      }
     }
     store(args, t, consumer, acc, kpart);
   }
@@ -976,6 +986,7 @@ struct GemmtuneWgmmaDefault {
   static constexpr int SCHEDULE = 0, SPLITS = 1, CLUSTER_K = 1, OCCUPANCY = 1, KSUB = 1;
   static constexpr bool PINGPONG = false, A_T = false, B_T = false;
   static constexpr int DTYPE = 2;
+  static constexpr bool READS_C = true;
 };
 extern "C" __global__ void __launch_bounds__(gemmtune::wgmma_sm90::Kernel<GemmtuneWgmmaDefault>::THREADS,
                                              gemmtune::wgmma_sm90::Kernel<GemmtuneWgmmaDefault>::CTAS_PER_SM)

@@ -36,7 +36,7 @@ class GpuTest : public ::testing::Test {
           workspaces_.provide(s, g, ops);
           k.run(g, q, ops, s);
         },
-        stream_->get());
+        stream_->get(), k.geometry.reads_c);
   }
 
   // Runs the kernel `runs` times on the same inputs (C reset to the same values before each run,

@@ -51,7 +51,7 @@ const Point kPoints[] = {
 
 // wgmma N must come in 64-column chunks when its operand is stored along M or N (the family's
 // constraint mn_major_in_chunks): such layouts get the nearest multiple of 64.
-KernelConfig config_of(const Point& pt, const Problem& p) {
+KernelConfig config_of(const Point& pt, const Problem& p, bool reads_c = true) {
   const bool q_kmajor = pt.swap ? p.op_b == Op::N : p.op_a == Op::T;
   int64_t bm = pt.bm, bn = pt.bn;
   int64_t& cols = pt.swap ? bn : bm;
@@ -61,7 +61,8 @@ KernelConfig config_of(const Point& pt, const Problem& p) {
                        {"WS", pt.ws}, {"CLUSTER", pt.cluster}, {"RASTER", p.m >= p.n ? 0 : 1},
                        {"GROUP", pt.cluster == 21 ? 3 : 8}, {"EPILOGUE", pt.epilogue},
                        {"SCHEDULE", pt.schedule}, {"SPLITS", pt.splits}, {"CLUSTER_K", pt.cluster_k},
-                       {"PINGPONG", pt.pingpong}, {"OCCUPANCY", pt.occupancy}, {"KSUB", pt.ksub}}};
+                       {"PINGPONG", pt.pingpong}, {"OCCUPANCY", pt.occupancy}, {"KSUB", pt.ksub},
+                       {"READS_C", reads_c}}};
 }
 
 class WgmmaCorrectness : public test::GpuTest, public ::testing::WithParamInterface<std::tuple<std::string, std::string>> {
@@ -120,6 +121,41 @@ TEST_P(WgmmaCorrectness, PingPongTurnsOverManyTiles) {
   }
 }
 
+// Kernels built for beta = 0 alone (READS_C = 0, what a problem that does not read C is tuned
+// with): right on NaN-filled C on odd shapes and on a problem large enough that its points are
+// sampled (with every element of a smaller one checked); refused with beta != 0, by the launch
+// and by the verifier, rather than run without reading C.
+class WgmmaBetaZero : public WgmmaCorrectness {};
+
+TEST_P(WgmmaBetaZero, KernelsWithoutCodeThatReadsC) {
+  const auto [dtype_name, layout] = GetParam();
+  const int64_t shapes[][3] = {{300, 200, 100}, {257, 129, 40}, {1, 333, 200}, {333, 1, 200}, {1100, 900, 300}};
+  int checked = 0;
+  for (const auto& s : shapes) {
+    const Problem p = make_problem(parse_dtype(dtype_name), parse_op(layout[0]), parse_op(layout[1]), s[0], s[1], s[2]);
+    const Verifier verifier(*checker_, p, 0.5f, 0.0f, 7, stream_->get());
+    for (const Point& pt : {kPoints[0], kPoints[1], kPoints[3], kPoints[4], kPoints[6], kPoints[7], kPoints[8],
+                            kPoints[12], kPoints[15], kPoints[18], kPoints[21]}) {
+      const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p, false), p, device_.arch);
+      ASSERT_FALSE(k.geometry.reads_c) << k.compiled.name;
+      const Verdict v = check(k, verifier);
+      EXPECT_TRUE(v.ok) << k.compiled.name << " (" << pt.what << ") on " << p.describe() << ": " << v.message;
+      ++checked;
+    }
+  }
+  EXPECT_EQ(checked, 5 * 11);
+  const Problem p = make_problem(parse_dtype(dtype_name), parse_op(layout[0]), parse_op(layout[1]), 300, 200, 100);
+  const ReadyKernel k = prepare_kernel(compiler_, config_of(kPoints[0], p, false), p, device_.arch);
+  const ProblemData data(p, *checker_, 3, stream_->get());
+  EXPECT_THROW(k.run(p, data.operands(1.0f, 0.5f), stream_->get()), Error);
+  const Verdict refused = check(k, p, 1.0f, 0.5f);
+  EXPECT_FALSE(refused.ok);
+  EXPECT_NE(refused.message.find("built for beta = 0"), std::string::npos) << refused.message;
+}
+
+INSTANTIATE_TEST_SUITE_P(Bf16Layouts, WgmmaBetaZero,
+                         ::testing::Combine(::testing::Values("bf16"), ::testing::Values("nn", "nt", "tn", "tt")));
+
 INSTANTIATE_TEST_SUITE_P(LayoutsAndTypes, WgmmaCorrectness,
                          ::testing::Combine(::testing::Values("bf16", "f16"),
                                             ::testing::Values("nn", "nt", "tn", "tt")));
@@ -141,6 +177,12 @@ TEST_P(WgmmaSanitizer, SmallShapePerSchedule) {
       const Verdict with_c = check(k, p, 1.0f, 0.5f);
       EXPECT_TRUE(with_c.ok) << k.compiled.name << " with beta = 0.5: " << with_c.message;
     }
+  }
+  // Built for beta = 0 alone: the TMA-store and register-store paths without C's loads.
+  for (const Point& pt : {kPoints[0], kPoints[1]}) {
+    const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p, false), p, device_.arch);
+    const Verdict v = check(k, p, 1.0f, 0.0f);
+    EXPECT_TRUE(v.ok) << k.compiled.name << ": " << v.message;
   }
   // Odd leading dimensions: the operands are packed (vector loads near the buffers' ends).
   p.lda += 1;

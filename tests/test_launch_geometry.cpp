@@ -138,7 +138,77 @@ TEST(WgmmaGeometry, DefaultsAreValidForEveryShapeClass) {
         p.reads_c = reads_c;
         const KernelConfig c = f.default_config(p, arch);
         EXPECT_EQ(why_unusable(c, p, arch), "") << f.kernel_name(c) << " on " << p.describe();
+        EXPECT_EQ(f.geometry(c, p, arch).reads_c, reads_c) << f.kernel_name(c) << " on " << p.describe();
       }
+}
+
+// A problem that does not read C gets a kernel without the code that does (READS_C = 0, derived
+// from the problem); its launch says so, and its name tells it from the other.
+TEST(WgmmaGeometry, ProblemsThatDoNotReadCGetKernelsWithoutItsCode) {
+  const Family& f = find_family("wgmma_sm90");
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  Problem zero = make_problem(DType::bf16, Op::N, Op::N, 2048, 2048, 2048), reading = zero;
+  reading.reads_c = true;
+  const KernelConfig for_zero = f.default_config(zero, arch), for_reading = f.default_config(reading, arch);
+  EXPECT_EQ(for_zero.at("READS_C"), 0);
+  EXPECT_EQ(for_reading.at("READS_C"), 1);
+  EXPECT_FALSE(f.geometry(for_zero, zero, arch).reads_c);
+  EXPECT_TRUE(f.geometry(for_reading, reading, arch).reads_c);
+  EXPECT_EQ(f.kernel_name(for_zero).find("_readsc"), std::string::npos) << f.kernel_name(for_zero);
+  EXPECT_EQ(f.kernel_name(for_reading), f.kernel_name(for_zero) + "_readsc");
+  // Each is a point of its own problem's space only.
+  EXPECT_NE(why_unusable(for_zero, reading, arch).find("READS_C=0 is not among"), std::string::npos);
+  EXPECT_NE(why_unusable(for_reading, zero, arch).find("READS_C=1 is not among"), std::string::npos);
+}
+
+// The launch refuses beta != 0 on a kernel built for beta == 0 (it would drop C) and passes beta
+// through otherwise.
+TEST(LaunchArgs, BetaIsRefusedOnAKernelBuiltForBetaZero) {
+  const Problem p = make_problem(DType::bf16, Op::N, Op::N, 64, 64, 64);
+  LaunchGeometry g;
+  GemmOperands ops;
+  ops.beta = 0.5f;
+  EXPECT_EQ(plain_args(g, p, ops).beta, 0.5f);
+  g.reads_c = false;
+  try {
+    plain_args(g, p, ops);
+    ADD_FAILURE() << "beta = 0.5 was accepted by a kernel built for beta = 0";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("built for beta = 0"), std::string::npos) << e.what();
+  }
+  ops.beta = 0.0f;
+  EXPECT_EQ(plain_args(g, p, ops).beta, 0.0f);
+}
+
+// The nearest tuned shape serves a call through its winner with the derived parameters made for
+// the call (the library's nearest-shape path): a winner tuned with beta = 0 for m >= n becomes
+// valid for a call with beta != 0 and m < n (READS_C and RASTER follow the call); what either
+// space searches stays as tuned.
+TEST(DerivedParams, AWinnerIsRemadeForTheCallsProblem) {
+  const Family& f = find_family("wgmma_sm90");
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  const Problem tuned = make_problem(DType::bf16, Op::T, Op::N, 4096, 3500, 4096);
+  Problem call = make_problem(DType::bf16, Op::T, Op::N, 3800, 4096, 4096);
+  call.reads_c = true;
+  const KernelConfig winner = f.default_config(tuned, arch);
+  ASSERT_EQ(winner.at("RASTER"), 0);
+  ASSERT_NE(why_unusable(winner, call, arch), "");
+  const KernelConfig made = with_derived_params(winner, tuned, call, arch);
+  EXPECT_EQ(made.at("READS_C"), 1);
+  EXPECT_EQ(made.at("RASTER"), 1);
+  EXPECT_EQ(why_unusable(made, call, arch), "") << f.kernel_name(made);
+  KernelConfig rest = made;
+  rest.params["READS_C"] = winner.at("READS_C");
+  rest.params["RASTER"] = winner.at("RASTER");
+  EXPECT_EQ(rest.params, winner.params) << "only the derived parameters change";
+  // SPLITS is searched where the tiles are few (1024^2) and pinned to 1 where they are not
+  // (2048^2): a split winner stays split, and so unusable there, rather than made into another kernel.
+  const Problem few = make_problem(DType::bf16, Op::N, Op::N, 1024, 1024, 16384);
+  const Problem many = make_problem(DType::bf16, Op::N, Op::N, 2048, 2048, 16384);
+  const KernelConfig split = f.default_config(few, arch);
+  ASSERT_GT(split.at("SPLITS"), 1) << f.kernel_name(split);
+  EXPECT_EQ(with_derived_params(split, few, many, arch).at("SPLITS"), split.at("SPLITS"));
 }
 
 TEST(LibraryOptions, FamilyRestrictionNamesKnownFamilies) {

@@ -199,4 +199,20 @@ std::string why_unusable(const KernelConfig& config, const Problem& problem, con
   return {};
 }
 
+KernelConfig with_derived_params(KernelConfig config, const Problem& tuned, const Problem& problem,
+                                 const ArchInfo& arch) {
+  const Family* family = production_family(config.family);
+  if (family == nullptr || !family->unsupported_reason(tuned, arch).empty() ||
+      !family->unsupported_reason(problem, arch).empty())
+    return config;
+  const SearchSpace before = family->space(tuned, arch);
+  for (const auto& param : family->space(problem, arch).params) {
+    const auto was = std::find_if(before.params.begin(), before.params.end(),
+                                  [&](const Param& p) { return p.name == param.name; });
+    if (param.values.size() == 1 && was != before.params.end() && was->values.size() == 1)
+      config.params[param.name] = param.values.front();
+  }
+  return config;
+}
+
 }  // namespace gemmtune

@@ -73,6 +73,9 @@ uint32_t LoadedKernel::resident_ctas(const LaunchGeometry& g, int sms) const {
 }
 
 GemmArgs plain_args(const LaunchGeometry& g, const Problem& p, const GemmOperands& ops) {
+  GT_REQUIRE(g.reads_c || ops.beta == 0.0f, Errc::invalid_argument,
+             "beta = {} on a kernel built for beta = 0 ({}): select a kernel for the problem with beta != 0", ops.beta,
+             p.describe());
   GemmArgs args{};
   args.a = ops.a;
   args.b = ops.b;

@@ -203,20 +203,24 @@ struct Library::Impl {
           sel.note = versions_note(other.device, dev.key);
           return {other.winner.config, sel};
         }
+        // A winner of another shape, its derived parameters made for this one (with_derived_params).
         const BestRecord* nearest = nullptr;
+        KernelConfig nearest_config;
         double nearest_distance = std::numeric_limits<double>::max();
         const auto like = tdb->bests_like(dev.key, p.dtype, p.op_a, p.op_b);
         for (const auto& b : like) {
           const double d = shape_distance(p, b.problem);
-          if (std::isfinite(d) && d < nearest_distance && trustworthy(b, dev.arch) && usable(b.winner.config)) {
-            nearest = &b;
-            nearest_distance = d;
-          }
+          if (!std::isfinite(d) || d >= nearest_distance || !trustworthy(b, dev.arch)) continue;
+          KernelConfig adapted = with_derived_params(b.winner.config, b.problem, p, dev.arch);
+          if (!usable(adapted)) continue;
+          nearest = &b;
+          nearest_config = std::move(adapted);
+          nearest_distance = d;
         }
         if (nearest) {
           sel.source = Source::nearest;
           sel.note = "tuned for " + nearest->problem.shape() + beta_note(p, nearest->problem);
-          return {nearest->winner.config, sel};
+          return {nearest_config, sel};
         }
       } catch (const Error& e) {
         // A damaged file can open fine and fail only here: say so once, then do without it.

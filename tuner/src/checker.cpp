@@ -245,9 +245,15 @@ Verifier::~Verifier() = default;
 
 const ProblemData& Verifier::data() const { return cases_.front()->data; }
 
-Verdict Verifier::verify(const RunFn& run, CUstream stream) const {
+Verdict Verifier::verify(const RunFn& run, CUstream stream, bool kernel_reads_c) const {
   Verdict total;
+  if (!kernel_reads_c && cases_.front()->beta != 0.0f) {
+    total.ok = false;
+    total.message = fmt::format("the kernel was built for beta = 0 and cannot apply beta = {}", cases_.front()->beta);
+    return total;
+  }
   for (const auto& cs : cases_) {
+    if (!kernel_reads_c && cs->beta != 0.0f) continue;  // the other beta path, which it does not have
     const Problem& p = cs->data.problem;
     cs->data.reset_c(checker_, cs->beta, stream);
     run(p, cs->data.operands(cs->alpha, cs->beta), stream);

@@ -125,7 +125,7 @@ class Worker {
           [&](const Problem& p, const GemmOperands& ops, CUstream s) {
             with_workspace(family.geometry(rec.config, p, device_.arch), p, ops, s, *kernel);
           },
-          stream_->get());
+          stream_->get(), kernel->geometry.reads_c);
       rec.max_error = v.max_error;
       if (!v.ok) {
         rec.status = CandidateStatus::wrong_result;

@@ -30,6 +30,7 @@ bool swapped(const KernelConfig& c) { return c.at("SWAP") != 0; }
 int64_t tile_rows(const KernelConfig& c) { return swapped(c) ? c.at("BM") : c.at("BN"); }
 int64_t tile_cols(const KernelConfig& c) { return swapped(c) ? c.at("BN") : c.at("BM"); }
 bool pingpong(const KernelConfig& c) { return c.at("PINGPONG") != 0; }
+bool reads_c(const KernelConfig& c) { return c.at("READS_C") != 0; }
 // Consumer warpgroups that share a tile's rows: all of them, or one with ping-pong.
 int64_t row_warpgroups(const KernelConfig& c) { return pingpong(c) ? 1 : c.at("WG"); }
 int64_t blocks_per_warpgroup(const KernelConfig& c) { return tile_rows(c) / (64 * row_warpgroups(c)); }
@@ -205,6 +206,9 @@ class WgmmaSm90Family final : public Family {
         // stages, against 0.0256-0.0259 ms at one, eight stages; H100, docs/PERF.md, eleventh
         // round).
         {"KSUB", skinny || few ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{1}, true},
+        // Whether the kernel has the code that reads C (derived: the problem's beta != 0). Its
+        // mere presence cost bf16 2048^3 with beta = 0 1-2% (H100, docs/PERF.md runs 183-184).
+        {"READS_C", {p.reads_c ? 1 : 0}},
     };
     s.constraints = constraints();
     return s;
@@ -286,7 +290,7 @@ class WgmmaSm90Family final : public Family {
     c.params = {{"BM", 256}, {"BN", 128}, {"SWAP", 0}, {"STAGES", 4}, {"WG", 2}, {"WS", 1},
                 {"CLUSTER", 12}, {"RASTER", p.m >= p.n ? 0 : 1}, {"GROUP", 8}, {"EPILOGUE", 1},
                 {"SCHEDULE", schedule::DATA_PARALLEL}, {"SPLITS", 1}, {"CLUSTER_K", 1}, {"PINGPONG", 0},
-                {"OCCUPANCY", 1}, {"KSUB", 1}};
+                {"OCCUPANCY", 1}, {"KSUB", 1}, {"READS_C", p.reads_c ? 1 : 0}};
     const auto tiles_of = [&](int64_t bm, int64_t bn) { return ceil_div(p.m, bm) * ceil_div(p.n, bn); };
     bool split_where_few = true, one_wave_tma_store = false;
     if (skinny_n(p) || skinny_m(p)) {
@@ -352,12 +356,13 @@ class WgmmaSm90Family final : public Family {
     if (c.at("SCHEDULE") == schedule::SPLIT_K) schedule = fmt::format("_splitk{}", c.at("SPLITS"));
     if (c.at("SCHEDULE") == schedule::STREAM_K) schedule = "_streamk";
     if (cluster_k(c) > 1) schedule = fmt::format("_ck{}", cluster_k(c));
-    return fmt::format("gemm_wgmma_{}_{}{}_{}x{}x{}_s{}_wg{}_c{}x{}_{}_r{}{}{}{}{}{}", to_string(c.dtype),
+    return fmt::format("gemm_wgmma_{}_{}{}_{}x{}x{}_s{}_wg{}_c{}x{}_{}_r{}{}{}{}{}{}{}", to_string(c.dtype),
                        to_char(c.op_a), to_char(c.op_b), c.at("BM"), c.at("BN"), stage_k(c), c.at("STAGES"),
                        c.at("WG"), cluster_m(c), cluster_n(c), c.at("WS") ? (pingpong(c) ? "pingpong" : "ws") : "ms",
                        c.at("RASTER") ? "n" : "m", c.at("GROUP") == 8 ? "" : fmt::format("_g{}", c.at("GROUP")),
                        swapped(c) ? "_swap" : "", schedule, c.at("EPILOGUE") ? "_tmastore" : "",
-                       c.at("OCCUPANCY") > 1 ? fmt::format("_o{}", c.at("OCCUPANCY")) : "");
+                       c.at("OCCUPANCY") > 1 ? fmt::format("_o{}", c.at("OCCUPANCY")) : "",
+                       reads_c(c) ? "_readsc" : "");
   }
 
   std::string emit(const KernelConfig& c) const override {
@@ -369,11 +374,12 @@ class WgmmaSm90Family final : public Family {
                      "  static constexpr int EPILOGUE = {}, C_BUFFERS = {}, SCHEDULE = {}, SPLITS = {}, CLUSTER_K = {};\n"
                      "  static constexpr int OCCUPANCY = {}, KSUB = {};\n"
                      "  static constexpr bool PINGPONG = {}, A_T = {}, B_T = {};\n"
-                     "  static constexpr int DTYPE = {};\n",
+                     "  static constexpr int DTYPE = {};\n"
+                     "  static constexpr bool READS_C = {};\n",
                      c.at("BM"), c.at("BN"), c.at("STAGES"), c.at("WG"), swapped(c), c.at("WS") != 0,
                      cluster_m(c), cluster_n(c), c.at("RASTER"), c.at("GROUP"), c.at("EPILOGUE"), c_buffers(c),
                      c.at("SCHEDULE"), c.at("SPLITS"), cluster_k(c), c.at("OCCUPANCY"), c.at("KSUB"), pingpong(c),
-                     c.op_a == Op::T, c.op_b == Op::T, c.dtype == DType::bf16 ? 2 : 1),
+                     c.op_a == Op::T, c.op_b == Op::T, c.dtype == DType::bf16 ? 2 : 1, reads_c(c)),
          smem_static_assert("K::SMEM_BYTES", smem_bytes_of(c)), "K::THREADS, K::CTAS_PER_SM",
          "  extern __shared__ __align__(1024) unsigned char gemmtune_smem[];\n"
          "  K::run(args, gemmtune_smem);\n"});
@@ -413,6 +419,7 @@ class WgmmaSm90Family final : public Family {
     g.map(Operand::a) = box_of(a_kmajor(c), swap ? tile_rows(c) : tile_cols(c), shares_a(c));
     g.map(Operand::b) = box_of(b_kmajor(c), swap ? tile_cols(c) : tile_rows(c), shares_b(c));
     if (c.at("EPILOGUE")) g.map(Operand::c) = {true, 64, uint32_t(64 * blocks_per_warpgroup(c))};
+    g.reads_c = reads_c(c);
     return g;
   }
 

@@ -49,13 +49,18 @@ struct LaunchGeometry {
   uint64_t counter_bytes = 0;
   // Tensor maps by Operand, passed as GemmArgs::map_a/b/c. A and B read through TMA need
   // 16-byte aligned addresses and leading dimensions: the runtime packs an operand that is not
-  // into an aligned copy first. C's map (TMA stores) is made only when beta == 0 and C is
-  // aligned, and then GEMM_ARGS_MAP_C is set; otherwise the kernel stores from registers.
+  // into an aligned copy first. C's map (TMA stores, and TMA loads of C when beta != 0) is
+  // made only when C is aligned, and then GEMM_ARGS_MAP_C is set; otherwise the kernel stores
+  // from registers.
   std::array<TensorMapNeed, 3> maps{};
   // Divisors of the kernel's tile mapping (raster_divisors of templates/raster.h for grouped
   // tiles), passed with their multipliers as GemmArgs::divisors: a kernel's division by a launch
   // value costs ~20 dependent instructions, and a CTA's first load waits on the mapping.
   uint32_t divisors[2] = {1, 1};
+  // Whether the kernel can apply beta != 0. One built for beta == 0 alone has no code that reads
+  // C; the runtime refuses to launch it with beta != 0 (plain_args), and the verifier checks it
+  // with beta == 0 only.
+  bool reads_c = true;
 
   const TensorMapNeed& map(Operand operand) const { return maps[size_t(operand)]; }
   TensorMapNeed& map(Operand operand) { return maps[size_t(operand)]; }
@@ -150,6 +155,14 @@ void register_family(const Family& family);
 // value of the family's search space, and every constraint holds. Otherwise why not, for people.
 // Rows of a tuning database pass this before the library (or an import) trusts them.
 std::string why_unusable(const KernelConfig& config, const Problem& problem, const ArchInfo& arch);
+
+// `config`, tuned for `tuned`, made for `problem`: each parameter that the family's spaces for
+// both problems pin to one value is derived from the problem (wgmma's RASTER, READS_C) and takes
+// the value `problem` gives it. So a winner tuned with beta = 0 can serve a call with beta != 0
+// as the nearest shape, and the reverse. What either space searches stays as tuned (why_unusable
+// then says whether it suits `problem`); a config of a family this build lacks comes back as is.
+KernelConfig with_derived_params(KernelConfig config, const Problem& tuned, const Problem& problem,
+                                 const ArchInfo& arch);
 // Families that can solve the problem on the architecture, best first.
 std::vector<const Family*> families_for(const Problem& problem, const ArchInfo& arch);
 // The configuration for a problem nobody tuned, from `families` (best first, not empty): the

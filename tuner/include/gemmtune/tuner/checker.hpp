@@ -70,7 +70,9 @@ class Verifier {
            CUstream stream);
   ~Verifier();
   using RunFn = std::function<void(const Problem&, const GemmOperands&, CUstream)>;
-  Verdict verify(const RunFn& run, CUstream stream) const;
+  // `kernel_reads_c` false: the kernel was built for beta == 0 alone (LaunchGeometry::reads_c),
+  // so the cases with beta != 0 are left out; such a kernel fails a problem with beta != 0.
+  Verdict verify(const RunFn& run, CUstream stream, bool kernel_reads_c = true) const;
   // The data of the problem itself, for timing.
   const ProblemData& data() const;
 
