@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <map>
 #include <set>
 
 #include "gemmtune/error.hpp"
@@ -177,6 +178,17 @@ TEST_F(CompileFamilies, WgmmaClusterSplitKCompilesWithoutSpills) {
     expect_compile_without_spills(family, covering_sample(split, 3), arch);
     EXPECT_EQ(family.geometry(split.front(), p, arch).cluster[0], uint32_t(ctas)) << family.kernel_name(split.front());
   }
+  // A cluster of four: the valid point with the most accumulators for each number of consumer
+  // warpgroups (cluster_of_four_fits_registers' limits) compiles without spills.
+  std::map<int64_t, KernelConfig> largest;
+  const auto accumulators = [](const KernelConfig& c) {
+    const bool swap = c.at("SWAP") != 0;
+    return (swap ? c.at("BM") : c.at("BN")) / (64 * c.at("WG")) * (swap ? c.at("BN") : c.at("BM")) / 2;
+  };
+  for (const KernelConfig& c : cluster_splits(family, p, arch, 4))
+    if (!largest.count(c.at("WG")) || accumulators(c) > accumulators(largest.at(c.at("WG")))) largest[c.at("WG")] = c;
+  EXPECT_EQ(largest.size(), 3u);
+  for (const auto& [wg, c] : largest) expect_compile_without_spills(family, {c}, arch);
   const Problem few = make_problem(DType::bf16, Op::N, Op::N, 1024, 1024, 16384);
   const KernelConfig whole = with(family.default_config(few, arch), {{"SCHEDULE", 0}, {"SPLITS", 1}, {"EPILOGUE", 0},
                                                                      {"CLUSTER_K", 2}, {"STAGES", 4}});  // 64 KB of slots
@@ -209,6 +221,12 @@ TEST_F(CompileFamilies, WgmmaClusterSplitKConstraints) {
   EXPECT_FALSE(holds("cluster_k_for_few_tiles", c, make_problem(DType::bf16, Op::T, Op::N, 4096, 4096, 768)));
   EXPECT_FALSE(holds("cluster_k_for_few_tiles", c, make_problem(DType::bf16, Op::T, Op::N, 768, 128, 192)))
       << "three k-blocks";
+  // The points that spilled: 128x128 on one consumer warpgroup, 192x128 on two.
+  const KernelConfig one = with(c, {{"BM", 128}, {"BN", 128}, {"SWAP", 0}, {"WG", 1}, {"CLUSTER_K", 4}});
+  EXPECT_FALSE(holds("cluster_of_four_fits_registers", one, p));
+  EXPECT_TRUE(holds("cluster_of_four_fits_registers", with(one, {{"CLUSTER_K", 2}}), p));
+  EXPECT_FALSE(holds("cluster_of_four_fits_registers", with(one, {{"BM", 192}, {"WG", 2}}), p));
+  EXPECT_TRUE(holds("cluster_of_four_fits_registers", with(one, {{"BM", 64}, {"WG", 2}}), p));
 }
 
 // Four consumer warpgroups would ask setmaxnreg for more registers than the producer gives up

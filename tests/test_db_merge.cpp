@@ -237,8 +237,9 @@ TEST(DbMerge, ProblemsThatReadCAndThoseThatDoNotStayApart) {
   const Problem p = w.problems[0];
   Problem q = p;
   q.reads_c = true;
-  // With beta != 0 the order is turned around, so that the two winners differ.
-  auto other = w.candidates[0];
+  // The candidates of the problem that reads C (the Hopper family builds them with READS_C = 1),
+  // timed in the order opposite to the others', so that the two winners differ.
+  auto other = candidates_of(q, w.candidates[0].size());
   std::reverse(other.begin(), other.end());
   for (size_t i = 0; i < other.size(); ++i) other[i].median_ms = other[i].min_ms = 1.0 + double(i);
   TuningDb a(dir / "a.db"), b(dir / "b.db"), out(dir / "out.db");

@@ -637,6 +637,16 @@ class WgmmaSm90Family final : public Family {
                return cluster_k(c) * ceil_div(p.m, c.at("BM")) * ceil_div(p.n, c.at("BN")) <= a.sms &&
                       ceil_div(p.k, stage_k(c)) >= 2 * cluster_k(c);
              }),
+        // The partial sums a cluster of four exchanges stay in registers beside the
+        // accumulators: beyond these counts ptxas spilled (bf16 tn 768x128x768, sm_90a: 40-120
+        // bytes with 128 accumulators on one consumer warpgroup, 8-56 with 56-96 on two, 32 with
+        // 64 on three; none for clusters of two).
+        rule("cluster_of_four_fits_registers",
+             "a cluster of four splits K for at most 96 accumulators a thread (one consumer warpgroup), 48 (two), 32 (three)",
+             [](const KernelConfig& c, const Problem&, const ArchInfo&) {
+               const int64_t most[] = {0, 96, 48, 32};
+               return cluster_k(c) != 4 || accumulators(c) <= most[c.at("WG")];
+             }),
         rule("cluster_has_pairs", "a cluster of two needs two tiles along its direction",
              [](const KernelConfig& c, const Problem& p, const ArchInfo&) {
                if (cluster_m(c) == 2) return ceil_div(p.m, c.at("BM")) >= 2;
