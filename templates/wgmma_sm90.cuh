@@ -119,8 +119,9 @@ struct Kernel {
   static constexpr int C_CHUNKS = TN / 64;
   static constexpr int C_BUFFERS = TMA_STORE ? Cfg::C_BUFFERS : 0;
   static constexpr int C_BYTES = WG * C_BUFFERS * C_CHUNK_BYTES;
-  // beta != 0: a barrier per chunk buffer that C's chunk has landed in it.
-  static constexpr int C_BARRIERS = WG * C_BUFFERS;
+  // beta != 0: a barrier per chunk buffer that C's chunk has landed in it, and one per consumer
+  // that its buffers are free for the next tile's chunks (the producer loads them).
+  static constexpr int C_BARRIERS = C_BUFFERS ? WG * (C_BUFFERS + 1) : 0;
   // CLUSTER_K: a consumer thread's float4 i of accumulators (64-row block i / GROUPS, 8-column
   // group i % GROUPS) belongs to CTA (i % GROUPS) % CLUSTER_K of the cluster, which receives the
   // other CTAs' partial sums of it: per consumer, a slot per sending CTA of OWNED float4s per
@@ -175,6 +176,7 @@ struct Kernel {
     u64* pushed;       // CLUSTER_K, per consumer: the other CTAs' partial sums have landed
     u64* added;        // CLUSTER_K, per consumer: every other CTA has read this one's
     u64* c_loaded;     // per consumer and C buffer: a chunk of C has landed (beta != 0)
+    u64* c_free;       // per consumer: the last tile's stores have read its C buffers
     int* fixup;        // per consumer: "this part is the tile's last" for its warpgroup
     schedule::Work* work;
   };
@@ -191,6 +193,7 @@ struct Kernel {
     s.pushed = s.empty + STAGES;
     s.added = s.pushed + PUSH_BARRIERS / 2;
     s.c_loaded = s.empty + STAGES + PUSH_BARRIERS;
+    s.c_free = s.c_loaded + WG * C_BUFFERS;
     s.fixup = reinterpret_cast<int*>(s.c_loaded + C_BARRIERS);
     s.work = reinterpret_cast<schedule::Work*>(s.fixup + 4);
     return s;
@@ -624,15 +627,23 @@ struct Kernel {
   }
 
   // C's first C_BUFFERS chunks, once the previous tile's stores have read every buffer.
-  GEMMTUNE_DEVICE_INLINE static void load_c_early(const GemmArgs& args, const Smem& s, Tile t, int consumer) {
+  GEMMTUNE_DEVICE_INLINE static void load_first_c_chunks(const GemmArgs& args, const Smem& s, Tile t, int consumer) {
     if (threadIdx.x % 128 != 0) return;
     ptx::bulk_wait_read<0>();
 #pragma unroll
     for (int b = 0; b < C_BUFFERS; ++b) load_c_chunk(args, s, t, consumer, b, b);
   }
 
-  // beta != 0: the producer fetches a tile's C into L2 as the tile's loads begin, so that the
-  // epilogue's loads of it wait for L2 rather than memory.
+  // The consumer's C buffers are free once its last tile's stores have read them: it says so to
+  // the producer, which loads the next tile's first chunks (fetch_c).
+  GEMMTUNE_DEVICE_INLINE static void free_c_buffers(const Smem& s, int consumer) {
+    if (threadIdx.x % 128 != 0) return;
+    ptx::bulk_wait_read<0>();
+    ptx::mbarrier_arrive(&s.c_free[consumer]);
+  }
+
+  // beta != 0: the producer fetches a tile's C into L2 ahead of the epilogue's loads of it, so
+  // that they wait for L2 rather than memory.
   GEMMTUNE_DEVICE_INLINE static void prefetch_c(const GemmArgs& args, Tile t) {
 #pragma unroll
     for (int r = 0; r < ROW_WG; ++r)
@@ -641,15 +652,40 @@ struct Kernel {
         ptx::tma_prefetch_2d(&args.map_c, t.col0 + chunk * 64, t.row0 + r * 64 * MW);
   }
 
+  // beta != 0 with TMA stores, by the producer once the ring holds segment i's first STAGES
+  // k-blocks (c_block): where the segment is a whole tile (its epilogue runs here), the first
+  // C_BUFFERS chunks of each of its consumers into their buffers, once that consumer has begun
+  // the tile (its buffers are free then); the CTA's first tile also into L2 (prefetch_c), later
+  // tiles as their loads begin. Asked for any earlier, C's reads held up the first fill (bf16
+  // 2048^3, one tile a CTA: 0.93x -> 0.97x with beta = 1), or the wait for free buffers held up
+  // the next tile's loads during the epilogue (8192x8192x1024: 0.96x -> 0.88x); H100, docs/PERF.md
+  // runs 192-194. `free_phases` holds each consumer's c_free phase, bit by bit.
+  GEMMTUNE_DEVICE_INLINE static void fetch_c(const GemmArgs& args, const Smem& s, Tile t,
+                                             const schedule::Segment& seg, int i, u32& free_phases) {
+    if (i == 0) prefetch_c(args, t);
+    if (seg.parts != 1) return;  // the tile's last part, known only at its end, loads C itself
+#pragma unroll
+    for (int consumer = 0; consumer < WG; ++consumer) {
+      if (PINGPONG && consumer != i % 2) continue;
+      ptx::mbarrier_wait(&s.c_free[consumer], (free_phases >> consumer) & 1);
+      free_phases ^= 1u << consumer;
+#pragma unroll
+      for (int b = 0; b < C_BUFFERS; ++b) load_c_chunk(args, s, t, consumer, b, b);
+    }
+  }
+  // The k-block after whose load fetch_c runs: the ring's first fill (the last k-block of a
+  // shorter part; ks.begin - 1, before the loads, for a part without k-blocks).
+  GEMMTUNE_DEVICE_INLINE static int c_block(KRange ks) { return min(ks.begin + STAGES - 1, ks.end - 1); }
+
   // The same values through shared memory and TMA stores (C aligned): the warpgroup goes on to
   // its next tile while the copy engine writes this one. With a buffer per chunk, all chunks are
   // written and then stored; with fewer, each chunk is stored as soon as it is written, and a
   // buffer is written again once the store C_BUFFERS chunks back has read it.
   // READ_C (beta != 0): each chunk of C first comes by TMA into the buffer it leaves from, once
-  // the buffer's last store has read it (the first C_BUFFERS chunks together: before the tile's
-  // main loop where c_early, else here); each thread reads its values back with ldmatrix, the
-  // inverse of stmatrix, from where it writes them. `c_phases` holds each buffer's barrier
-  // phase, bit by bit.
+  // the buffer's last store has read it (the first C_BUFFERS chunks together: by the producer
+  // during the tile's main loop where c_early, else here); each thread reads its values back
+  // with ldmatrix, the inverse of stmatrix, from where it writes them. `c_phases` holds each
+  // buffer's barrier phase, bit by bit.
   template <bool READ_C>
   GEMMTUNE_DEVICE_INLINE static void store_tma(const GemmArgs& args, const Smem& s, Tile t, int consumer,
                                                const float (&acc)[MW][TN / 2], u32& c_phases, bool c_early) {
@@ -665,7 +701,7 @@ struct Kernel {
     const int q = (lane % 32) / 8;
     const int lane_row = 16 * (lane / 32) + 8 * (q % 2) + lane % 8;
     const int n0 = t.row0 + rows_of(consumer) * 64 * MW;
-    if (READ_C && !c_early) load_c_early(args, s, t, consumer);
+    if (READ_C && !c_early) load_first_c_chunks(args, s, t, consumer);
 #pragma unroll
     for (int chunk = 0; chunk < C_CHUNKS; ++chunk) {
       const int buffer = chunk % C_BUFFERS;
@@ -734,7 +770,7 @@ struct Kernel {
     return !stores_by_tma(args) && beta_of(args) != 0.0f;
   }
 
-  // c_early: C's first chunks were asked for before the tile's main loop (load_c_early).
+  // c_early: C's first chunks were asked for during the tile's main loop (fetch_c).
   GEMMTUNE_DEVICE_INLINE static void epilogue(const GemmArgs& args, const Smem& s, Tile t, int consumer,
                                               const float (&acc)[MW][TN / 2], u32& c_phases, bool c_early,
                                               int kpart = 0) {
@@ -797,16 +833,20 @@ struct Kernel {
 
   GEMMTUNE_DEVICE_INLINE static void produce(const GemmArgs& args, const Smem& s, int worker, int rank, int kpart) {
     const u64 policy = SWAP ? ptx::l2_evict_first_policy() : 0;
-    const bool fetch_c = loads_c_by_tma(args);
+    const bool with_c = loads_c_by_tma(args);
+    u32 free_phases = 0;
     Ring ring;
     for (int i = 0; schedule::has_segment(work_in(s), worker, i); ++i) {
       const schedule::Segment seg = schedule::segment(work_in(s), worker, i);
       const Tile t = tile_of(seg.tile, rank, grid_of(args));
-      if (TMA_STORE && fetch_c) prefetch_c(args, t);
       const KRange ks = k_range(seg, kpart);
+      const int c_kb = c_block(ks);
+      if (TMA_STORE && with_c && i > 0) prefetch_c(args, t);
+      if (TMA_STORE && with_c && c_kb < ks.begin) fetch_c(args, s, t, seg, i, free_phases);
       for (int kb = ks.begin; kb < ks.end; ++kb) {
         ptx::mbarrier_wait(&s.empty[ring.stage], ring.phase ^ 1);
         load_stage(args, s, ring.stage, t, kb, rank, policy);
+        if (TMA_STORE && with_c && kb == c_kb) fetch_c(args, s, t, seg, i, free_phases);
         ring.advance();
       }
     }
@@ -867,12 +907,11 @@ struct Kernel {
       {
         const KRange ks = k_range(schedule::segment(work_in(s), worker, i), kpart);
         if (CLUSTER_K > 1 && ks.begin == ks.end) zero(acc);  // fewer k-blocks than CTAs: adds nothing
-        // Before the main loop rather than in it: a test in the loop made a beta == 0 kernel
-        // (1024x1024x16384, split-K) 3-4% slower.
+        // The producer loads C's first chunks once the buffers are free (fetch_c): a test in this
+        // loop made a kernel 3-6% slower on 1024x1024x16384 (split-K, H100 runs 169-170, 192).
         if (TMA_STORE && with_c) {
-          const schedule::Segment seg = schedule::segment(work_in(s), worker, i);
-          c_early = seg.parts == 1;
-          if (c_early) load_c_early(args, s, tile_of(seg.tile, rank, grid_of(args)), consumer);
+          c_early = schedule::segment(work_in(s), worker, i).parts == 1;
+          if (c_early) free_c_buffers(s, consumer);
         }
         for (int kb = ks.begin; kb < ks.end; ++kb) {
           ptx::mbarrier_wait(&s.full[ring.stage], ring.phase);

@@ -53,7 +53,8 @@ bool shares_b(const KernelConfig& c) { return cluster_m(c) == 2; }
 // accumulators each owns, and two barriers per consumer warpgroup), then the staged C tile. TMA
 // stores stage a consumer's 64-column chunks in as many buffers as fit in a block's shared
 // memory on sm_90 (all of them where they fit, at least one), each with a barrier for C's loads
-// when beta != 0: derived here and given to the kernel as C_BUFFERS.
+// when beta != 0, and a barrier per consumer that its buffers are free: derived here and given
+// to the kernel as C_BUFFERS.
 constexpr int64_t kSmemPerBlock = 232448;
 int64_t push_bytes(const KernelConfig& c) {
   if (cluster_k(c) == 1) return 0;
@@ -66,7 +67,7 @@ int64_t fixed_smem_bytes(const KernelConfig& c) {
 }
 int64_t c_chunk_bytes(const KernelConfig& c) { return 64 * blocks_per_warpgroup(c) * 128; }
 int64_t c_buffers_bytes(const KernelConfig& c, int64_t buffers) {
-  return c.at("WG") * buffers * (c_chunk_bytes(c) + 8);
+  return buffers ? c.at("WG") * (buffers * (c_chunk_bytes(c) + 8) + 8) : 0;
 }
 int64_t c_buffers(const KernelConfig& c) {
   if (!c.at("EPILOGUE")) return 0;
