@@ -106,15 +106,17 @@ TEST_P(WgmmaCorrectness, OddShapesBetaAndLeadingDimensions) {
 
 // Ping-pong with more tiles than workers: each warpgroup computes every other tile of its
 // worker, whose main loop (16 k-blocks) is longer than the pipeline it skips. TMA stores through
-// fewer buffers than chunks: a tile's first chunk reuses a buffer the previous tile's stores read.
+// fewer buffers than chunks: a tile's first chunk reuses a buffer the previous tile's stores read;
+// with beta != 0 the producer loads each whole tile's first chunks once the consumer has freed
+// its buffers, tile after tile, and stream-K mixes whole tiles with parts that load C themselves.
 // Clusters that split K over several tiles each: the pushed sums' buffer is reused, round after
 // round. Stages of two 64-K blocks go round their ring over several tiles too.
 TEST_P(WgmmaCorrectness, PingPongTurnsOverManyTiles) {
   const auto [dtype_name, layout] = GetParam();
   const Problem p = make_problem(parse_dtype(dtype_name), parse_op(layout[0]), parse_op(layout[1]), 2000, 1300, 1000);
   const Verifier verifier(*checker_, p, 1.0f, 0.5f, 5, stream_->get());
-  for (const Point& pt : {kPoints[12], kPoints[13], kPoints[15], kPoints[16], kPoints[17], kPoints[18], kPoints[19],
-                          kPoints[20], kPoints[21], kPoints[23]}) {
+  for (const Point& pt : {kPoints[0], kPoints[7], kPoints[12], kPoints[13], kPoints[15], kPoints[16], kPoints[17],
+                          kPoints[18], kPoints[19], kPoints[20], kPoints[21], kPoints[23]}) {
     const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
     const Verdict v = check(k, verifier);
     EXPECT_TRUE(v.ok) << k.compiled.name << " (" << pt.what << "): " << v.message;
