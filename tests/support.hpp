@@ -53,7 +53,14 @@ inline CommandResult run_command(const std::string& command, bool with_stderr = 
   return r;
 }
 
-inline std::string tool(const std::string& name) { return std::string(GEMMTUNE_BIN_DIR) + "/" + name; }
+// A tool or worker built with the tests: beside the running test binary, where it is when the
+// build folder was copied to another machine, else where it was built.
+inline std::string tool(const std::string& name) {
+  std::error_code error;
+  const auto beside = std::filesystem::read_symlink("/proc/self/exe", error).parent_path() / name;
+  if (!error && std::filesystem::exists(beside, error)) return beside.string();
+  return std::string(GEMMTUNE_BIN_DIR) + "/" + name;
+}
 
 // `count` bytes from a fixed seed: a file that is nothing in particular.
 inline std::string random_bytes(size_t count, unsigned seed) {

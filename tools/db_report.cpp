@@ -78,8 +78,7 @@ std::string problem_label(const Problem& p) {
   if (p.lda != tight.lda) label += fmt::format(" lda={}", p.lda);
   if (p.ldb != tight.ldb) label += fmt::format(" ldb={}", p.ldb);
   if (p.ldc != tight.ldc) label += fmt::format(" ldc={}", p.ldc);
-  if (p.reads_c) label += " beta!=0";
-  return label;
+  return label + p.beta_mark();
 }
 
 double cublas_tflops(const BestRecord& best) {

@@ -200,7 +200,7 @@ int list_bests(const Options& opts) {
                     "cuBLAS ms", "ratio", "state", "tuned_at"});
   for (const auto& b : bests)
     table.add({b.device.name, std::string(to_string(b.problem.dtype)), b.problem.layout(),
-               b.problem.shape() + (b.problem.reads_c ? " beta!=0" : ""), b.winner.config.family,
+               b.problem.shape() + b.problem.beta_mark(), b.winner.config.family,
                b.winner.kernel_name,
                cli::format_ms(b.winner.median_ms), tflops_text(b.winner.tflops),
                cli::format_ms(b.baseline_ms), ratio_text(cublas_ratio(b)),
@@ -236,12 +236,18 @@ cli::Table candidate_table(const std::vector<CandidateRecord>& candidates,
   return table;
 }
 
+// `stale`: candidates measured with other templates, left out (after a template change every
+// earlier result of its family is stale; without a word, a tuned problem looked untuned).
 void print_problem(const DeviceKey& device, const Problem& problem,
                    const std::vector<CandidateRecord>& candidates,
-                   const std::optional<BestRecord>& best) {
+                   const std::optional<BestRecord>& best, size_t stale) {
   std::cout << device_text(device) << '\n' << problem.describe() << "\n\n";
   std::cout << candidate_table(candidates, best).render() << '\n';
-  std::cout << (best ? why_it_won(*best, candidates) : "no current best yet") << "\n\n";
+  std::cout << (best ? why_it_won(*best, candidates) : "no current best yet") << "\n";
+  if (stale)
+    std::cout << fmt::format("{} candidate{} measured with other templates left out (--all-versions shows them)\n",
+                             stale, stale == 1 ? "" : "s");
+  std::cout << '\n';
 }
 
 Json problem_json(const DeviceKey& device, const Problem& problem,
@@ -271,7 +277,8 @@ int show_problem(const Options& opts) {
     if (opts.json)
       out.push_back(problem_json(device, problem, candidates, best));
     else
-      print_problem(device, problem, candidates, best);
+      print_problem(device, problem, candidates, best,
+                    db->candidates(device, problem, true).size() - candidates.size());
   }
   if (opts.json) print_json(out);
   return 0;

@@ -58,9 +58,11 @@ std::string Problem::layout() const { return {to_char(op_a), to_char(op_b)}; }
 
 std::string Problem::shape() const { return fmt::format("{}x{}x{}", m, n, k); }
 
+std::string Problem::beta_mark() const { return reads_c ? " beta!=0" : ""; }
+
 std::string Problem::describe() const {
   return fmt::format("{} {} {} lda={} ldb={} ldc={} align={}{}", to_string(dtype), layout(), shape(),
-                     lda, ldb, ldc, align, reads_c ? " beta!=0" : "");
+                     lda, ldb, ldc, align, beta_mark());
 }
 
 Problem make_problem(DType dtype, Op op_a, Op op_b, int64_t m, int64_t n, int64_t k) {

@@ -38,7 +38,8 @@ struct Problem {
   int64_t cols_b() const { return op_b == Op::N ? n : k; }
   double flops() const { return 2.0 * double(m) * double(n) * double(k); }
   std::string shape() const;  // "8192x8192x8192"
-  // "bf16 tn 8192x8192x8192 lda=8192 ldb=8192 ldc=8192 align=16", then " beta!=0" if it reads C
+  std::string beta_mark() const;  // " beta!=0" if it reads C, else ""
+  // "bf16 tn 8192x8192x8192 lda=8192 ldb=8192 ldc=8192 align=16", then the beta mark
   std::string describe() const;
 };
 
