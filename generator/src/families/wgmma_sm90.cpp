@@ -237,29 +237,82 @@ class WgmmaSm90Family final : public Family {
     return 2 * ceil_div(wide, rows) < arch.sms;
   }
 
-  // Ragged problems whose 256x128 tiles waste a tenth of their rounds more than 192x128 or
-  // 128x192 tiles would: the tile that fills the SMs' rounds best, set as gemm-tune's winners on
-  // the H100 were (bf16 nn 2500x3500x4500: 192x128, 4 stages, 2.30x cuBLAS; bf16 tn
-  // 1000x3000x5000: 128x192 with three consumer warpgroups, 5 stages, a cluster along M and TMA
-  // stores, 0.98x; 256x128 stream-K made 1.83x and 0.73x). Returns whether it took one.
-  static bool make_ragged(KernelConfig& c, const Problem& p, const ArchInfo& arch) {
-    const auto filled = [&](int64_t bm, int64_t bn) {
-      KernelConfig t = c;
-      t.params["BM"] = bm;
-      t.params["BN"] = bn;
-      t.params["CLUSTER"] = 11;
-      return wave_efficiency(units_of(t, p, arch));
-    };
-    const double wide = filled(192, 128), tall = filled(128, 192);
-    if (std::max(wide, tall) < filled(256, 128) + 0.1) return false;
-    const bool w = wide >= tall;
-    c.params["BM"] = w ? 192 : 128;
-    c.params["BN"] = w ? 128 : 192;
-    c.params["STAGES"] = w ? 4 : 5;
-    c.params["WG"] = w ? 2 : 3;
-    c.params["CLUSTER"] = w ? 12 : 21;
-    c.params["EPILOGUE"] = w ? 0 : 1;
+  // Where 256x128 tiles leave a tenth of the SMs' rounds idle: the tiling whose rounds cost
+  // least, a round costing its tile's area times how much dearer that tile computes it: 256x128
+  // (1), 128x192 with three consumer warpgroups, five stages and TMA stores (1.04), 192x128 with
+  // register stores (1.05 + 0.3 * 1024 / K: its epilogue weighs more as K shortens), or 256x128
+  // tiles in stream-K where it can pay (streams_k_well), the work spread evenly (1.15). Set on 41
+  // bf16 shapes whose defaults had taken stream-K or 192x128 (H100, docs/PERF.md runs 199-203):
+  // 128x192 where it saves a round (tn 3584x4096x4096 0.97x, 2048x1536x1024 0.97x; 256x128:
+  // 0.96x, 0.85x), 256x128 where the rounds' areas tie (tn 3072x3584x8192 0.92x; 128x192:
+  // 0.88x), 192x128 with long K where it saves a round (tn 9216x1024x8192 0.96x; 256x128: 0.79x),
+  // stream-K where the last round would be nearly empty (tn 5120x2560x4096 0.94x, 8704x1536x8192
+  // 0.96x; the best data-parallel tile: 0.89x, 0.90x). On 16 shapes drawn at random among those
+  // whose default it changes: 0.80x -> 1.00x, worst 0.40x -> 0.85x (run 204). Returns whether it
+  // took a tile other than 256x128.
+  static bool make_filling(KernelConfig& c, const Problem& p, const ArchInfo& arch) {
+    const KernelConfig whole = with_paying_cluster(c, p, arch);
+    const Units big = units_of(whole, p, arch);
+    if (wave_efficiency(big) >= 0.9) return false;
+    KernelConfig tall = c, wide = c;
+    set_tile(tall, 128, 192);
+    set_tile(wide, 192, 128);
+    const double whole_cost = rounds_cost(whole, p, arch, 1.0);
+    const double tall_cost = rounds_cost(tall, p, arch, 1.04);
+    const double wide_cost = rounds_cost(wide, p, arch, 1.05 + 0.3 * 1024 / double(p.k));
+    const double best = std::min({whole_cost, tall_cost, wide_cost});
+    const double streamed =
+        double(big.super_tiles) / double(big.workers) * 256 * 128 * cluster_ctas(whole) * 1.15;
+    if (streams_k_well(big) && streamed < best) {
+      c.params["SCHEDULE"] = schedule::STREAM_K;
+      return false;
+    }
+    if (whole_cost == best) return false;
+    c = wide_cost < tall_cost ? wide : tall;
     return true;
+  }
+
+  // 128x192 tiles: three consumer warpgroups, five stages, TMA stores, a cluster along M;
+  // 192x128: two, four stages, register stores, a cluster along N.
+  static void set_tile(KernelConfig& c, int64_t bm, int64_t bn) {
+    const bool tall = bn == 192;
+    c.params["BM"] = bm;
+    c.params["BN"] = bn;
+    c.params["STAGES"] = tall ? 5 : 4;
+    c.params["WG"] = tall ? 3 : 2;
+    c.params["CLUSTER"] = tall ? 21 : 12;
+    c.params["EPILOGUE"] = tall ? 1 : 0;
+  }
+
+  // The rounds of a configuration's work units (its cluster as the default keeps it: an odd
+  // count of tiles along the cluster pays a round's share) times their area, `dearer` for a
+  // tile that computes the same area slower.
+  static double rounds_cost(const KernelConfig& c, const Problem& p, const ArchInfo& arch,
+                            double dearer) {
+    const KernelConfig t = with_paying_cluster(c, p, arch);
+    const Units u = units_of(t, p, arch);
+    return double(ceil_div(u.super_tiles, u.workers) * t.at("BM") * t.at("BN") * cluster_ctas(t)) *
+           dearer;
+  }
+
+  // Clusters pay with several waves of tiles, or with half a wave and long K (multicast halves
+  // what the L2 delivers per k-block: bf16 tn 1000x3000x5000 went from 0.51x to 0.70x).
+  static KernelConfig with_paying_cluster(KernelConfig c, const Problem& p, const ArchInfo& arch) {
+    const int64_t tiles = ceil_div(p.m, c.at("BM")) * ceil_div(p.n, c.at("BN"));
+    const bool long_k_wave = p.k > 4096 && 2 * tiles >= arch.sms;
+    if (tiles < 2 * arch.sms && !long_k_wave) c.params["CLUSTER"] = 11;
+    return c;
+  }
+
+  // Stream-K can pay only where data-parallel tiles would leave the last of two or more rounds
+  // nine tenths empty and K is long enough (64 k-blocks or more) that its fixups weigh little.
+  // Everywhere else it lost to data-parallel tiles, by up to half (tn 2048x1536x1024 0.48x
+  // against 0.97x; H100, docs/PERF.md runs 199-201): its staggered k-ranges share little in L2
+  // (tn 3072x3584x8192 read 875 MB from DRAM, data-parallel tiles 222 MB), and idle SMs leave
+  // their power to the busy ones.
+  static bool streams_k_well(const Units& u) {
+    return u.super_tiles >= 2 * u.workers && u.k_blocks >= 64 &&
+           10 * (u.super_tiles % u.workers) <= u.workers;
   }
 
   // Large problems that read C, with K short enough that their epilogues weigh: no cluster (its
@@ -280,12 +333,12 @@ class WgmmaSm90Family final : public Family {
   // weights through a 5-8 stage pipeline, data-parallel while the tiles fill half the SMs;
   // small problems take 64x64 tiles, whole; problems with a side of 128 or less whose tiles are
   // few are streamed like decode; mid-size ones 128x128 tiles where even those leave
-  // SMs idle, one wave of 256x128 tiles with TMA stores where those fill one; ragged ones the
-  // tile that fills the rounds best; large ones 256x128 tiles four stages deep with a cluster of
-  // two sharing A and TMA stores through two chunk buffers per warpgroup (cuBLAS's own layout on
-  // these problems; 1.6-3.4% faster than three stages with the whole tile staged on bf16 tn
-  // 4096^3 to 11008x4096x4096 and nn 8192x8192x1024, H100, docs/PERF.md). Split-K or stream-K
-  // takes up waves the tiles do not fill.
+  // SMs idle, one wave of 256x128 tiles with TMA stores where those fill one; where 256x128
+  // tiles waste rounds, the tiling whose rounds cost least (make_filling); large ones 256x128
+  // tiles four stages deep with a cluster of two sharing A and TMA stores through two chunk
+  // buffers per warpgroup (cuBLAS's own layout on these problems; 1.6-3.4% faster than three
+  // stages with the whole tile staged on bf16 tn 4096^3 to 11008x4096x4096 and nn
+  // 8192x8192x1024, H100, docs/PERF.md). Split-K takes up a wave the tiles do not fill.
   KernelConfig default_config(const Problem& p, const ArchInfo& arch) const override {
     KernelConfig c{"wgmma_sm90", p.dtype, p.op_a, p.op_b, {}};
     c.params = {{"BM", 256}, {"BN", 128}, {"SWAP", 0}, {"STAGES", 4}, {"WG", 2}, {"WS", 1},
@@ -329,26 +382,23 @@ class WgmmaSm90Family final : public Family {
       one_wave_tma_store = true;
     } else if (tiles_of(256, 128) < arch.sms && p.k <= 4096) {
       // One wave of 256x128 tiles: four stages, TMA stores (bf16 2048^3: 0.98x cuBLAS, where
-      // 128x128 tiles, two per SM, made 0.91x).
-      c.params["STAGES"] = 4;
+      // 128x128 tiles, two per SM, made 0.91x), unless another tiling's rounds cost less.
+      make_filling(c, p, arch);
       one_wave_tma_store = true;
     } else if (p.m < 512 || p.n < 256) {
       c.params["BM"] = 128;
       c.params["CLUSTER"] = 11;
       c.params["STAGES"] = 4;
-    } else if (make_ragged(c, p, arch)) {
+    } else if (make_filling(c, p, arch)) {
       one_wave_tma_store = c.at("EPILOGUE") == 1;
     } else if (p.reads_c && p.k <= 2048) {
       make_large_reading_c(c, p, arch);
     }
-    // Clusters pay with several waves of tiles, or with half a wave and long K (multicast
-    // halves what the L2 delivers per k-block: bf16 tn 1000x3000x5000 went from 0.51x to 0.70x);
-    // register stores where a CTA has one tile, but where one wave of tiles measured faster
+    // Register stores where a CTA has one tile, but where one wave of tiles measured faster
     // with TMA stores.
-    const int64_t tiles = tiles_of(c.at("BM"), c.at("BN"));
-    const bool long_k_wave = p.k > 4096 && 2 * tiles >= arch.sms;
-    if (tiles < 2 * arch.sms && !long_k_wave) c.params["CLUSTER"] = 11;
-    if (tiles <= arch.sms && !one_wave_tma_store) c.params["EPILOGUE"] = 0;
+    c = with_paying_cluster(c, p, arch);
+    if (tiles_of(c.at("BM"), c.at("BN")) <= arch.sms && !one_wave_tma_store)
+      c.params["EPILOGUE"] = 0;
     return repaired(with_fitting_stages(split_where_few ? with_schedule(c, p, arch) : c, arch), p, arch);
   }
 
@@ -474,11 +524,12 @@ class WgmmaSm90Family final : public Family {
 
  private:
   // The schedule of a default, where whole waves waste more than a tenth of the rounds: split-K
-  // into about one wave of parts when the tiles leave SMs idle (stream-K's staggered k-ranges
-  // would share little in L2 there), else stream-K. A split in two of tiles stored from
-  // registers goes to two CTAs of a cluster, which add through shared memory instead of the
-  // workspace (bf16 tn 4096x128x11008, 64x128 tiles: 1.06-1.09x cuBLAS against 0.98-0.99x split
-  // through the workspace; H100, docs/PERF.md).
+  // into about one wave of parts when the tiles leave SMs idle, else data-parallel tiles: stream-K
+  // over fewer tiles than SMs lost to them on all five shapes measured (0.48-0.66x against
+  // 0.84-0.97x; docs/PERF.md run 199). A split in two of tiles stored from registers goes to two
+  // CTAs of a cluster, which add through shared memory instead of the workspace (bf16 tn
+  // 4096x128x11008, 64x128 tiles: 1.06-1.09x cuBLAS against 0.98-0.99x split through the workspace;
+  // H100, docs/PERF.md).
   static KernelConfig with_schedule(KernelConfig c, const Problem& p, const ArchInfo& arch) {
     const Units u = units_of(c, p, arch);
     if (!c.at("WS") || wave_efficiency(u) >= 0.9) return c;
@@ -492,10 +543,10 @@ class WgmmaSm90Family final : public Family {
         c.params["CLUSTER_K"] = 2;  // data-parallel tiles, each split by its cluster
         return c;
       }
-      c.params["SCHEDULE"] = best > 1 ? schedule::SPLIT_K : schedule::STREAM_K;
-      c.params["SPLITS"] = best;
-    } else {
-      c.params["SCHEDULE"] = schedule::STREAM_K;
+      if (best > 1) {
+        c.params["SCHEDULE"] = schedule::SPLIT_K;
+        c.params["SPLITS"] = best;
+      }
     }
     return c;
   }
