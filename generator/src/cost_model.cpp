@@ -36,7 +36,11 @@ Cost roofline(const Problem& p, const ArchInfo& arch, const TileWork& w) {
   cost.tiles = ceil_div(p.m, w.tile_m) * ceil_div(p.n, w.tile_n) * splits;
   cost.tiles_per_sm = ceil_div(cost.tiles, arch.sms);
   // Tiles on the busiest SM: whole tiles, or an even share of them when the work is balanced.
-  const double busiest = w.balanced ? std::max(double(cost.tiles) / arch.sms, 1.0 / arch.sms) : double(cost.tiles_per_sm);
+  // Balancing gains nothing below a wave: a tile split over two SMs ends when both halves and
+  // their sum are done, and the SMs that data-parallel tiles leave idle lend their power to the
+  // busy ones (stream-K over fewer tiles than SMs lost to data-parallel tiles on all five shapes
+  // measured, 0.48-0.66x cuBLAS against 0.84-0.97x; H100, docs/PERF.md run 199).
+  const double busiest = w.balanced ? std::max(double(cost.tiles) / arch.sms, 1.0) : double(cost.tiles_per_sm);
 
   // An SM that holds fewer CTAs than the configuration was made for hides latency less well.
   const double resident = double(std::min<int64_t>(cost.tiles_per_sm, w.ctas_per_sm));
