@@ -490,7 +490,8 @@ class WgmmaSm90Family final : public Family {
   // L2 hits: its CTAs run staggered k-ranges (tn 3072x3584x8192 read 875 MB from DRAM against
   // 222 MB data-parallel, run 200); an operand TMA cannot read in place is packed first.
   // Stream-K's 1.16 and three warpgroups' 1.03 are fitted to the 302 timings of the suite's
-  // compute-bound shapes in run 206's tuning, each shape on its own scale; register stores' 1.5
+  // compute-bound shapes in run 206's tuning, each shape on its own scale (make_filling's 1.15
+  // for stream-K came from other shapes, runs 199-203); register stores' 1.5
   // epilogues a tile (TMA stores leave 0.3 unhidden) to runs 199-200's 192x128 tiles, and
   // checked on those timings (docs/PERF.md run 207).
   TileWork tile_work(const KernelConfig& c, const Problem& p, const ArchInfo& a) const override {
