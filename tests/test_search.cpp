@@ -248,9 +248,10 @@ TEST(CostModel, MeasuredWinnersAreAmongTheFirstCandidates) {
   }
 }
 
-// Four tilings of 16 bf16 shapes whose 256x128 tiles leave part of the last wave idle, measured on
-// the H100 (docs/PERF.md runs 199-200, cuBLAS time / ours, the mean of two rounds): stream-K,
-// 256x128 data-parallel, 128x192 with three consumer warpgroups, 192x128 with register stores.
+// Four kernels of 16 bf16 shapes whose 256x128 tiles leave part of the last wave idle, measured on
+// the H100 (docs/PERF.md runs 199-200, cuBLAS time / ours, the mean of two rounds): the default
+// of the time (stream-K, mostly of 256x128 tiles), the same tiles data-parallel, 128x192 with
+// three consumer warpgroups, 192x128 with register stores. A kernel listed twice is one pair less.
 // The model orders at least four in five of the pairs that differ by 2% or more as measured, so
 // that a ranked search measures the fast ones first (the model before docs/PERF.md run 207,
 // which took stream-K as perfectly balanced, ordered 31 of the 86).
