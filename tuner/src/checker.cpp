@@ -151,20 +151,24 @@ struct Verifier::Case {
   float alpha, beta;
   bool all_points;
   int points = 0;
+  std::vector<int> sampled_rows, sampled_cols;  // kept until the Verifier's stream is synchronized
   DeviceBuffer rows, cols, ref, scale;
 
   Case(const Checker& checker, const Problem& p, float alpha_, float beta_, uint64_t seed, CUstream stream)
       : data(p, checker, seed, stream), alpha(alpha_), beta(beta_) {
     const int64_t elements = p.m * p.n;
     all_points = elements <= (int64_t(1) << 18);
-    std::vector<int> r, c;
-    if (!all_points) sample_points(p, seed, r, c);
-    points = all_points ? int(elements) : int(r.size());
+    if (!all_points) sample_points(p, seed, sampled_rows, sampled_cols);
+    points = all_points ? int(elements) : int(sampled_rows.size());
     if (!all_points) {
-      rows = DeviceBuffer(r.size() * sizeof(int));
-      cols = DeviceBuffer(c.size() * sizeof(int));
-      GT_CU(cuMemcpyHtoD(rows.ptr(), r.data(), rows.bytes()));
-      GT_CU(cuMemcpyHtoD(cols.ptr(), c.data(), cols.bytes()));
+      rows = DeviceBuffer(sampled_rows.size() * sizeof(int));
+      cols = DeviceBuffer(sampled_cols.size() * sizeof(int));
+      // On the reference's stream: a plain cuMemcpyHtoD from pageable memory returns before its
+      // DMA lands and is not ordered with a non-blocking stream, so the reference could read
+      // stale points (seen on an H200 with 16 test processes sharing the GPU: every candidate
+      // "wrong" at 4056 of 4096 points).
+      GT_CU(cuMemcpyHtoDAsync(rows.ptr(), sampled_rows.data(), rows.bytes(), stream));
+      GT_CU(cuMemcpyHtoDAsync(cols.ptr(), sampled_cols.data(), cols.bytes(), stream));
     }
     ref = DeviceBuffer(size_t(points) * sizeof(double));
     scale = DeviceBuffer(size_t(points) * sizeof(double));

@@ -14,7 +14,7 @@ namespace gemmtune::cu {
   X(cuDevicePrimaryCtxRelease) X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxGetDevice) X(cuCtxGetId) \
   X(cuCtxSynchronize) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)           \
   X(cuFuncSetAttribute) X(cuFuncGetAttribute) X(cuLaunchKernelEx) X(cuMemAlloc) X(cuMemFree) \
-  X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoDAsync) X(cuMemsetD32Async) X(cuMemsetD16Async) X(cuMemsetD8Async) \
+  X(cuMemcpyHtoDAsync) X(cuMemcpyDtoH) X(cuMemcpyDtoDAsync) X(cuMemsetD32Async) X(cuMemsetD16Async) X(cuMemsetD8Async) \
   X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamGetCtx)              \
   X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize)                  \
   X(cuEventElapsedTime) X(cuGetErrorName) X(cuGetErrorString) X(cuTensorMapEncodeTiled)      \
