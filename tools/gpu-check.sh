@@ -16,9 +16,9 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,temperatur
   2>&1 | tee -a "$out/gpu-info.txt"
 
 # The correctness tests run side by side, one process a case: their time is NVRTC compiling on
-# the CPU (over 20 minutes one after another), and processes sharing the GPU also check that
-# nothing depends on having it alone (the verifier's sampled points once did). The rest (timing,
-# tuning, fault injection) run one at a time.
+# the CPU (about 20 minutes one after another on an H200 machine), and processes sharing the GPU
+# also check that nothing depends on having it alone (the verifier's sampled points once did).
+# The rest (timing, tuning, fault injection) run one at a time.
 parallel='Correctness|WgmmaBetaZero|Sanitizer|Mma80Unaligned|GemvAlignment'
 echo "== GPU tests (ctest -L gpu): correctness cases in parallel, then the rest one at a time"
 if ! ctest --test-dir "$build" -L gpu -R "$parallel" --output-on-failure -j "$(nproc)" >"$out/ctest-gpu.log" 2>&1; then
