@@ -163,8 +163,8 @@ struct Verifier::Case {
     if (!all_points) {
       rows = DeviceBuffer(sampled_rows.size() * sizeof(int));
       cols = DeviceBuffer(sampled_cols.size() * sizeof(int));
-      // On the reference's stream: a plain cuMemcpyHtoD from pageable memory returns before its
-      // DMA lands and is not ordered with a non-blocking stream, so the reference could read
+      // On the reference's stream: a plain cuMemcpyHtoD from pageable memory may return before
+      // its DMA lands and is not ordered with a non-blocking stream, so the reference could read
       // stale points (seen on an H200 with 16 test processes sharing the GPU: every candidate
       // "wrong" at 4056 of 4096 points).
       GT_CU(cuMemcpyHtoDAsync(rows.ptr(), sampled_rows.data(), rows.bytes(), stream));
