@@ -128,6 +128,9 @@ struct Kernel {
   // thread, 128 apart; and a barrier that they have landed, one that they have been read.
   static constexpr int GROUPS = TN / 8;
   static constexpr int OWNED = MW * ((GROUPS + CLUSTER_K - 1) / CLUSTER_K);
+  // CTAs 0 to OWNERS - 1 own column groups. With fewer groups than CTAs (wgmma N 8 or 16 in a
+  // cluster of four, N 8 in one of two) the others own none: they push all their sums, get none.
+  static constexpr int OWNERS = GROUPS < CLUSTER_K ? GROUPS : CLUSTER_K;
   static constexpr int PUSH_BYTES = CLUSTER_K > 1 ? WG * CLUSTER_K * OWNED * 128 * 16 : 0;
   static constexpr int PUSH_BARRIERS = CLUSTER_K > 1 ? 2 * WG : 0;
   // Stages, staged C, pushed sums, alignment slack, full and empty barriers (and the pushes' and
@@ -446,12 +449,23 @@ struct Kernel {
     return MW * ((GROUPS - kpart + CLUSTER_K - 1) / CLUSTER_K);
   }
 
+  // CLUSTER_K: the owners other than CTA `kpart`. Each tells it, round after round, that it has
+  // read what this CTA pushed (its `added` barrier counts them); the lone owner of wgmma N 8
+  // pushes nothing and waits for no one. Known at compile time where every CTA owns groups
+  // (worked out from kpart, a register, a cluster of four with wgmma N 64 spilled at 255).
+  GEMMTUNE_DEVICE_INLINE static bool owns_groups(int kpart) { return OWNERS == CLUSTER_K || kpart < OWNERS; }
+  GEMMTUNE_DEVICE_INLINE static int other_owners(int kpart) { return OWNERS - (owns_groups(kpart) ? 1 : 0); }
+
   // CLUSTER_K: every CTA of the cluster has a partial sum of the tile. Each pushes the float4s
   // it does not own into their owners' shared memory (st.async, counted in bytes on the owner's
   // barrier), then adds the ones it owns over the CTAs in rank order (the same C on every run,
   // whichever CTA finishes first) and goes on to store them. An owner tells each sender that
   // its slot is free again, unless no round follows (nothing may land in a CTA that has
   // exited). `round` counts this consumer's exchanges, for the barriers' parity.
+  // Only owners tell: a CTA's `added` then completes a phase only after its own pushes of that
+  // round have been read, so it is never two phases ahead of its waiter, whose parity would name
+  // the wrong phase. (Told by CTAs that own nothing, the lone owner of wgmma N 8 saw its first
+  // phase complete before it waited for the one before it, and waited forever: H200, run 217.)
   GEMMTUNE_DEVICE_INLINE static void exchange(const Smem& s, int kpart, int consumer, int round, bool more,
                                               float (&acc)[MW][TN / 2]) {
     const int lane = threadIdx.x % 128;
@@ -459,7 +473,8 @@ struct Kernel {
     const u32 parity = round & 1;
     if (lane == 0)
       ptx::mbarrier_arrive_expect_tx(&s.pushed[consumer], (CLUSTER_K - 1) * owned_by(kpart) * 128 * 16);
-    ptx::mbarrier_wait(&s.added[consumer], parity ^ 1);  // every owner has read the previous round
+    if (other_owners(kpart) > 0)
+      ptx::mbarrier_wait(&s.added[consumer], parity ^ 1);  // every owner has read the previous round
 #pragma unroll
     for (int i = 0; i < ACC / 4; ++i) {
       const int owner = owner_of(i);
@@ -486,7 +501,7 @@ struct Kernel {
       a[3] = sum.w;
     }
     ptx::named_barrier(1 + WG + consumer, 128);  // every thread has read its slots
-    if (lane == 0 && more)
+    if (lane == 0 && more && owns_groups(kpart))
       for (int cta = 0; cta < CLUSTER_K; ++cta)
         if (cta != kpart) ptx::mbarrier_arrive_cluster(&s.added[consumer], u32(cta));
   }
@@ -792,7 +807,8 @@ struct Kernel {
   // ---- schedules ----------------------------------------------------------------------------
 
   // Barriers and the schedule, made by thread 0 and visible to the CTA (cluster) afterwards.
-  GEMMTUNE_DEVICE_INLINE static void init_shared(const Smem& s, int consumers_per_stage, const schedule::Work& work) {
+  GEMMTUNE_DEVICE_INLINE static void init_shared(const Smem& s, int consumers_per_stage, const schedule::Work& work,
+                                                 int kpart = 0) {
     if (threadIdx.x == 0) {
       *s.work = work;
       for (int i = 0; i < STAGES; ++i) {
@@ -801,7 +817,7 @@ struct Kernel {
       }
       for (int i = 0; i < PUSH_BARRIERS / 2; ++i) {
         ptx::mbarrier_init(&s.pushed[i], 1);  // this CTA's expectation; the pushes count bytes
-        ptx::mbarrier_init(&s.added[i], CLUSTER_K - 1);
+        ptx::mbarrier_init(&s.added[i], max(1, other_owners(kpart)));  // unused where 0
       }
       for (int i = 0; i < C_BARRIERS; ++i) ptx::mbarrier_init(&s.c_loaded[i], 1);
       ptx::mbarrier_init_fence();
@@ -942,7 +958,7 @@ struct Kernel {
     const int kpart = CLUSTER_K > 1 ? cta : 0;  // share of each tile's k-blocks
     const Grid g = grid_of(args);
     const int worker = blockIdx.x / CLUSTER_CTAS;
-    init_shared(s, ROW_WG * CLUSTER, work_of(g, gridDim.x / CLUSTER_CTAS));
+    init_shared(s, ROW_WG * CLUSTER, work_of(g, gridDim.x / CLUSTER_CTAS), kpart);
     const int warpgroup = threadIdx.x / 128;
     if (warpgroup == 0) {
       if (REALLOCATE) ptx::setmaxnreg_dec<PRODUCER_REGS>();

@@ -47,6 +47,9 @@ const Point kPoints[] = {
     {"swapped (decode), two 64-K blocks a stage", 64, 32, 6, 1, 1, 11, 0, 1, 0, 1, 0, 1, 1, 2},
     {"swapped, two 64-K blocks a stage, cluster along M", 64, 32, 6, 1, 1, 21, 0, 1, 0, 1, 0, 1, 1, 2},
     {"swapped, two 64-K blocks a stage, a cluster splits K", 64, 128, 4, 1, 1, 11, 0, 1, 0, 1, 0, 1, 2, 2},
+    {"swapped (decode), wgmma N 8, a cluster of four splits K: one CTA owns every column", 128, 8, 8, 1, 1, 11, 0, 1,
+     0, 1, 0, 1, 4},
+    {"swapped, wgmma N 16, a cluster of four splits K: two CTAs own columns", 64, 16, 6, 1, 1, 11, 0, 1, 0, 1, 0, 1, 4},
 };
 
 // wgmma N must come in 64-column chunks when its operand is stored along M or N (the family's
@@ -110,13 +113,15 @@ TEST_P(WgmmaCorrectness, OddShapesBetaAndLeadingDimensions) {
 // with beta != 0 the producer loads each whole tile's first chunks once the consumer has freed
 // its buffers, tile after tile, and stream-K mixes whole tiles with parts that load C themselves.
 // Clusters that split K over several tiles each: the pushed sums' buffer is reused, round after
-// round. Stages of two 64-K blocks go round their ring over several tiles too.
+// round, also where CTAs that own no columns push sums they never receive (wgmma N 8 and 16).
+// Stages of two 64-K blocks go round their ring over several tiles too.
 TEST_P(WgmmaCorrectness, PingPongTurnsOverManyTiles) {
   const auto [dtype_name, layout] = GetParam();
   const Problem p = make_problem(parse_dtype(dtype_name), parse_op(layout[0]), parse_op(layout[1]), 2000, 1300, 1000);
   const Verifier verifier(*checker_, p, 1.0f, 0.5f, 5, stream_->get());
   for (const Point& pt : {kPoints[0], kPoints[7], kPoints[12], kPoints[13], kPoints[15], kPoints[16], kPoints[17],
-                          kPoints[18], kPoints[19], kPoints[20], kPoints[21], kPoints[23]}) {
+                          kPoints[18], kPoints[19], kPoints[20], kPoints[21], kPoints[23], kPoints[24],
+                          kPoints[25]}) {
     const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
     const Verdict v = check(k, verifier);
     EXPECT_TRUE(v.ok) << k.compiled.name << " (" << pt.what << "): " << v.message;

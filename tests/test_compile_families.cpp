@@ -157,7 +157,7 @@ KernelConfig with(KernelConfig c, std::initializer_list<std::pair<const char*, i
   return c;
 }
 
-// The valid points of bf16 tn 768x128x768 (bound by latency) whose clusters split K in `ctas`.
+// The valid points of a problem whose clusters split K in `ctas`.
 std::vector<KernelConfig> cluster_splits(const Family& family, const Problem& p, const ArchInfo& arch, int64_t ctas) {
   std::vector<KernelConfig> out;
   for (const KernelConfig& c : family.space(p, arch).prune(p, arch).valid)
@@ -195,6 +195,15 @@ TEST_F(CompileFamilies, WgmmaClusterSplitKCompilesWithoutSpills) {
   const Constraint* broken = family.space(few, arch).first_violation(whole, few, arch);
   ASSERT_EQ(broken, nullptr) << family.kernel_name(whole) << " breaks " << broken->name;
   expect_compile_without_spills(family, {whole}, arch);
+  // Clusters of four in which some CTAs own no columns (swapped, wgmma N 8 or 16: fewer 8-column
+  // groups than CTAs, one or two owners; their exchange differs): a point of each width.
+  std::map<int64_t, KernelConfig> few_owners;  // by wgmma N
+  for (int64_t tokens : {1, 16})
+    for (const KernelConfig& c : cluster_splits(family, make_problem(DType::bf16, Op::T, Op::N, 4096, tokens, 4096),
+                                                arch, 4))
+      if (c.at("SWAP") == 1 && c.at("BN") < 32) few_owners.emplace(c.at("BN"), c);
+  EXPECT_EQ(few_owners.size(), 2u);
+  for (const auto& [n, c] : few_owners) expect_compile_without_spills(family, {c}, arch);
 }
 
 // The family rejects a split in a cluster with multicast, split-K or TMA stores, where the
