@@ -176,7 +176,7 @@ TEST_P(WgmmaSanitizer, SmallShapePerSchedule) {
   Problem p = make_problem(parse_dtype(dtype_name), parse_op(layout[0]), parse_op(layout[1]), 300, 260, 130);
   for (const Point& pt : {kPoints[0], kPoints[1], kPoints[4], kPoints[6], kPoints[7], kPoints[8], kPoints[10],
                           kPoints[12], kPoints[13], kPoints[14], kPoints[15], kPoints[17], kPoints[18], kPoints[19],
-                          kPoints[20], kPoints[21], kPoints[22], kPoints[23]}) {
+                          kPoints[20], kPoints[21], kPoints[22], kPoints[23], kPoints[24], kPoints[25]}) {
     const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
     const Verdict v = check(k, p, 1.0f, 0.0f);
     EXPECT_TRUE(v.ok) << k.compiled.name << ": " << v.message;
