@@ -14,7 +14,9 @@ typedef unsigned int u32;
 typedef unsigned long long u64;
 
 // 16-bit float conversions through PTX: NVRTC then needs no cuda_fp16.h / cuda_bf16.h.
-GEMMTUNE_DEVICE_INLINE float bf16_to_f32(u16 x) { return __uint_as_float(u32(x) << 16); }
+GEMMTUNE_DEVICE_INLINE float bf16_to_f32(u16 x) {
+  return __uint_as_float(u32(x) << 16);
+}
 GEMMTUNE_DEVICE_INLINE float f16_to_f32(u16 x) {
   float f;
   asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(x));

@@ -28,10 +28,10 @@ struct GemmArgs {
   int n;
   int k;
   float alpha;
-  float beta;  // beta == 0: C is never read (it may hold NaN)
+  float beta;   // beta == 0: C is never read (it may hold NaN)
   int tiles_m;  // output tiles along M and N, for tile schedulers
   int tiles_n;
-  int flags;    // GEMM_ARGS_MAP_C: map_c describes C (TMA stores allowed)
+  int flags;  // GEMM_ARGS_MAP_C: map_c describes C (TMA stores allowed)
   // Scratch of the size the family's launch plan asks for (LaunchGeometry::workspace_bytes), or
   // 0: split-K partial sums, say. Its contents are undefined at launch.
   unsigned long long workspace;

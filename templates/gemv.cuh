@@ -46,24 +46,31 @@ GEMMTUNE_DEVICE_INLINE Bits<BYTES> load_global(const unsigned char* p) {
   Bits<BYTES> b;
   if constexpr (BYTES == 16 && STREAM)
     asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-        : "=r"(b.w[0]), "=r"(b.w[1]), "=r"(b.w[2]), "=r"(b.w[3]) : "l"(p), "l"(evict_first_policy()));
+        : "=r"(b.w[0]), "=r"(b.w[1]), "=r"(b.w[2]), "=r"(b.w[3])
+        : "l"(p), "l"(evict_first_policy()));
   else if constexpr (BYTES == 16)
     asm("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
-        : "=r"(b.w[0]), "=r"(b.w[1]), "=r"(b.w[2]), "=r"(b.w[3]) : "l"(p));
+        : "=r"(b.w[0]), "=r"(b.w[1]), "=r"(b.w[2]), "=r"(b.w[3])
+        : "l"(p));
   else if constexpr (BYTES == 8 && STREAM)
     asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;"
-        : "=r"(b.w[0]), "=r"(b.w[1]) : "l"(p), "l"(evict_first_policy()));
+        : "=r"(b.w[0]), "=r"(b.w[1])
+        : "l"(p), "l"(evict_first_policy()));
   else if constexpr (BYTES == 8)
     asm("ld.global.nc.v2.u32 {%0, %1}, [%2];" : "=r"(b.w[0]), "=r"(b.w[1]) : "l"(p));
   else if constexpr (BYTES == 4 && STREAM)
-    asm("ld.global.nc.L1::no_allocate.L2::cache_hint.u32 %0, [%1], %2;" : "=r"(b.w[0]) : "l"(p), "l"(evict_first_policy()));
+    asm("ld.global.nc.L1::no_allocate.L2::cache_hint.u32 %0, [%1], %2;"
+        : "=r"(b.w[0])
+        : "l"(p), "l"(evict_first_policy()));
   else if constexpr (BYTES == 4)
     asm("ld.global.nc.u32 %0, [%1];" : "=r"(b.w[0]) : "l"(p));
   else {
     static_assert(BYTES == 2, "vectors of 2, 4, 8 or 16 bytes");
     u16 h;
     if constexpr (STREAM)
-      asm("ld.global.nc.L1::no_allocate.L2::cache_hint.u16 %0, [%1], %2;" : "=h"(h) : "l"(p), "l"(evict_first_policy()));
+      asm("ld.global.nc.L1::no_allocate.L2::cache_hint.u16 %0, [%1], %2;"
+          : "=h"(h)
+          : "l"(p), "l"(evict_first_policy()));
     else
       asm("ld.global.nc.u16 %0, [%1];" : "=h"(h) : "l"(p));
     b.w[0] = h;
@@ -76,10 +83,14 @@ GEMMTUNE_DEVICE_INLINE Bits<BYTES> load_shared(const unsigned char* p) {
   Bits<BYTES> b;
   if constexpr (BYTES == 16) {
     const uint4 t = *reinterpret_cast<const uint4*>(p);
-    b.w[0] = t.x; b.w[1] = t.y; b.w[2] = t.z; b.w[3] = t.w;
+    b.w[0] = t.x;
+    b.w[1] = t.y;
+    b.w[2] = t.z;
+    b.w[3] = t.w;
   } else if constexpr (BYTES == 8) {
     const uint2 t = *reinterpret_cast<const uint2*>(p);
-    b.w[0] = t.x; b.w[1] = t.y;
+    b.w[0] = t.x;
+    b.w[1] = t.y;
   } else if constexpr (BYTES == 4) {
     b.w[0] = *reinterpret_cast<const u32*>(p);
   } else {
@@ -95,8 +106,10 @@ GEMMTUNE_DEVICE_INLINE float element(const Bits<BYTES>& b, int e) {
     return __uint_as_float(b.w[e]);
   } else {
     const u32 word = b.w[e / 2];
-    if constexpr (DTYPE == 2) return __uint_as_float(e % 2 ? (word & 0xffff0000u) : (word << 16));
-    else return f16_to_f32(u16(e % 2 ? word >> 16 : word & 0xffffu));
+    if constexpr (DTYPE == 2)
+      return __uint_as_float(e % 2 ? (word & 0xffff0000u) : (word << 16));
+    else
+      return f16_to_f32(u16(e % 2 ? word >> 16 : word & 0xffffu));
   }
 }
 
@@ -134,7 +147,8 @@ struct Kernel {
   static_assert(XCHUNK % (32 * VEC) == 0, "staged chunks hold whole warp steps");
 
   // The matrix-vector view of the problem (top of the file). W(r, k) is at
-  // w + (DOT ? r * ldw + k : k * ldw + r) * ES; x(k) at x + k * incx * ES; y(r) at y + r * incy * ES.
+  // w + (DOT ? r * ldw + k : k * ldw + r) * ES; x(k) at x + k * incx * ES; y(r) at y + r * incy *
+  // ES.
   struct View {
     const unsigned char* w;
     const unsigned char* x;
@@ -169,8 +183,9 @@ struct Kernel {
 
   // ---- dot: a warp owns ROWS whole outputs ----
 
-  GEMMTUNE_DEVICE_INLINE static void run_dot(const GemmArgs& args, const View& v, long long row_first,
-                                             long long k_begin, long long k_end, unsigned char* smem) {
+  GEMMTUNE_DEVICE_INLINE static void run_dot(const GemmArgs& args, const View& v,
+                                             long long row_first, long long k_begin,
+                                             long long k_end, unsigned char* smem) {
     __shared__ float sums[BLOCK_ROWS];
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const long long row0 = row_first + warp * ROWS;
@@ -198,7 +213,8 @@ struct Kernel {
 #pragma unroll
     for (int i = 0; i < ROWS; ++i)
 #pragma unroll
-      for (int offset = 16; offset > 0; offset /= 2) acc[i] += __shfl_xor_sync(0xffffffffu, acc[i], offset);
+      for (int offset = 16; offset > 0; offset /= 2)
+        acc[i] += __shfl_xor_sync(0xffffffffu, acc[i], offset);
     if (lane == 0)
 #pragma unroll
       for (int i = 0; i < ROWS; ++i) sums[warp * ROWS + i] = acc[i];
@@ -207,11 +223,14 @@ struct Kernel {
   }
 
   // x(kc .. kc + len) into shared memory, as stored (one element per thread and step).
-  GEMMTUNE_DEVICE_INLINE static void stage_x(const View& v, long long kc, int len, unsigned char* smem) {
+  GEMMTUNE_DEVICE_INLINE static void stage_x(const View& v, long long kc, int len,
+                                             unsigned char* smem) {
     for (int i = threadIdx.x; i < len; i += THREADS) {
       const u32 bits = load_global<ES, false>(v.x + (kc + i) * v.incx * ES).w[0];
-      if constexpr (ES == 4) reinterpret_cast<u32*>(smem)[i] = bits;
-      else reinterpret_cast<u16*>(smem)[i] = u16(bits);
+      if constexpr (ES == 4)
+        reinterpret_cast<u32*>(smem)[i] = bits;
+      else
+        reinterpret_cast<u16*>(smem)[i] = u16(bits);
     }
   }
 
@@ -219,9 +238,11 @@ struct Kernel {
   // lane + 32, ..., UNROLL at a time, then the elements past the last whole vector (end of K).
   // x(k0 + j) is at x + j * ES, in shared memory or global.
   template <bool X_SHARED>
-  GEMMTUNE_DEVICE_INLINE static void dot_range(const unsigned char* const (&w_row)[ROWS], long long k0, int len,
-                                               const unsigned char* x, int lane, float (&acc)[ROWS]) {
-    const long long vectors = len / VEC;  // 64-bit: vi + 32 * UNROLL may pass 2^31 when K is near it
+  GEMMTUNE_DEVICE_INLINE static void dot_range(const unsigned char* const (&w_row)[ROWS],
+                                               long long k0, int len, const unsigned char* x,
+                                               int lane, float (&acc)[ROWS]) {
+    const long long vectors =
+        len / VEC;  // 64-bit: vi + 32 * UNROLL may pass 2^31 when K is near it
     long long vi = lane;
     for (; vi + 32 * (UNROLL - 1) < vectors; vi += 32 * UNROLL) {
       Bits<VB> w[ROWS][UNROLL];
@@ -246,27 +267,32 @@ struct Kernel {
       for (int i = 0; i < ROWS; ++i) {
         const Bits<VB> w = load_global<VB, true>(w_row[i] + (k0 + vi * VEC) * ES);
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) acc[i] = fmaf(element<DTYPE>(w, e), element<DTYPE>(xv, e), acc[i]);
+        for (int e = 0; e < VEC; ++e)
+          acc[i] = fmaf(element<DTYPE>(w, e), element<DTYPE>(xv, e), acc[i]);
       }
     }
     for (long long j = vectors * VEC + lane; j < len; j += 32) {
       const float xj = element<DTYPE>(load_x<ES, X_SHARED>(x + j * ES), 0);
 #pragma unroll
       for (int i = 0; i < ROWS; ++i)
-        acc[i] = fmaf(element<DTYPE>(load_global<ES, true>(w_row[i] + (k0 + j) * ES), 0), xj, acc[i]);
+        acc[i] =
+            fmaf(element<DTYPE>(load_global<ES, true>(w_row[i] + (k0 + j) * ES), 0), xj, acc[i]);
     }
   }
 
   template <int BYTES, bool X_SHARED>
   GEMMTUNE_DEVICE_INLINE static Bits<BYTES> load_x(const unsigned char* p) {
-    if constexpr (X_SHARED) return load_shared<BYTES>(p);
-    else return load_global<BYTES, false>(p);
+    if constexpr (X_SHARED)
+      return load_shared<BYTES>(p);
+    else
+      return load_global<BYTES, false>(p);
   }
 
   // ---- axpy: a lane owns ROWS vectors of VEC outputs; the warps share K ----
 
-  GEMMTUNE_DEVICE_INLINE static void run_axpy(const GemmArgs& args, const View& v, long long row_first,
-                                              long long k_begin, long long k_end, unsigned char* smem) {
+  GEMMTUNE_DEVICE_INLINE static void run_axpy(const GemmArgs& args, const View& v,
+                                              long long row_first, long long k_begin,
+                                              long long k_end, unsigned char* smem) {
     float* red = reinterpret_cast<float*>(smem);  // [WARPS][BLOCK_ROWS]
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const long long r0 = row_first + lane * VEC;  // vector i starts at r0 + i * 32 * VEC
@@ -282,7 +308,8 @@ struct Kernel {
 #pragma unroll
     for (int i = 0; i < ROWS; ++i)
 #pragma unroll
-      for (int e = 0; e < VEC; ++e) red[warp * BLOCK_ROWS + i * 32 * VEC + lane * VEC + e] = acc[i][e];
+      for (int e = 0; e < VEC; ++e)
+        red[warp * BLOCK_ROWS + i * 32 * VEC + lane * VEC + e] = acc[i][e];
     __syncthreads();
     store_rows(args, v, row_first, [&](int j) {
       float s = red[j];
@@ -294,8 +321,9 @@ struct Kernel {
 
   // This warp's columns of the slice: groups of UNROLL, every WARPS-th group.
   template <bool GUARD>
-  GEMMTUNE_DEVICE_INLINE static void axpy_range(const View& v, long long r0, long long k_begin, long long k_end,
-                                                int warp, float (&acc)[ROWS][VEC]) {
+  GEMMTUNE_DEVICE_INLINE static void axpy_range(const View& v, long long r0, long long k_begin,
+                                                long long k_end, int warp,
+                                                float (&acc)[ROWS][VEC]) {
     for (long long kb = k_begin + warp * UNROLL; kb < k_end; kb += WARPS * UNROLL) {
       if (kb + UNROLL <= k_end) {
         axpy_columns<GUARD, UNROLL>(v, r0, kb, acc);
@@ -308,7 +336,8 @@ struct Kernel {
   // acc[i][e] += W(r0 + i * 32 * VEC + e, kb + u) * x(kb + u) for u < U. GUARD: some rows are
   // past the end (the last row block).
   template <bool GUARD, int U>
-  GEMMTUNE_DEVICE_INLINE static void axpy_columns(const View& v, long long r0, long long kb, float (&acc)[ROWS][VEC]) {
+  GEMMTUNE_DEVICE_INLINE static void axpy_columns(const View& v, long long r0, long long kb,
+                                                  float (&acc)[ROWS][VEC]) {
     Bits<VB> w[ROWS][U];
 #pragma unroll
     for (int u = 0; u < U; ++u)
@@ -323,7 +352,8 @@ struct Kernel {
       }
     float x[U];
 #pragma unroll
-    for (int u = 0; u < U; ++u) x[u] = element<DTYPE>(load_global<ES, false>(v.x + (kb + u) * v.incx * ES), 0);
+    for (int u = 0; u < U; ++u)
+      x[u] = element<DTYPE>(load_global<ES, false>(v.x + (kb + u) * v.incx * ES), 0);
 #pragma unroll
     for (int u = 0; u < U; ++u)
 #pragma unroll
@@ -341,8 +371,10 @@ struct Kernel {
     for (int e = 0; e < VEC; ++e) {
       if (e >= count) break;
       const u32 bits = load_global<ES, true>(p + e * ES).w[0];
-      if constexpr (ES == 4) b.w[e] = bits;
-      else b.w[e / 2] |= bits << (16 * (e % 2));
+      if constexpr (ES == 4)
+        b.w[e] = bits;
+      else
+        b.w[e / 2] |= bits << (16 * (e % 2));
     }
     return b;
   }
@@ -354,14 +386,16 @@ struct Kernel {
   // last to arrive adds all slices in slice order (the same bits whichever block that is) and
   // sets the counter back to zero for the next launch.
   template <class SumOf>
-  GEMMTUNE_DEVICE_INLINE static void store_rows(const GemmArgs& args, const View& v, long long row_first,
-                                                SumOf sum_of) {
+  GEMMTUNE_DEVICE_INLINE static void store_rows(const GemmArgs& args, const View& v,
+                                                long long row_first, SumOf sum_of) {
     const int count = int(v.rows - row_first < BLOCK_ROWS ? v.rows - row_first : BLOCK_ROWS);
     if (gridDim.y == 1) {
-      for (int j = threadIdx.x; j < count; j += THREADS) write_output(args, v, row_first + j, sum_of(j));
+      for (int j = threadIdx.x; j < count; j += THREADS)
+        write_output(args, v, row_first + j, sum_of(j));
       return;
     }
-    if (args.workspace == 0 || args.counters == 0) __trap();  // a split launch without them: fail loudly
+    if (args.workspace == 0 || args.counters == 0)
+      __trap();  // a split launch without them: fail loudly
     unsigned* counter = reinterpret_cast<unsigned*>(args.counters) + blockIdx.x;
     float* partials = reinterpret_cast<float*>(args.workspace);
     for (int j = threadIdx.x; j < count; j += THREADS)
@@ -382,10 +416,12 @@ struct Kernel {
     if (threadIdx.x == 0) atomicExch(counter, 0u);
   }
 
-  GEMMTUNE_DEVICE_INLINE static void write_output(const GemmArgs& args, const View& v, long long r, float sum) {
+  GEMMTUNE_DEVICE_INLINE static void write_output(const GemmArgs& args, const View& v, long long r,
+                                                  float sum) {
     unsigned char* p = v.y + r * v.incy * ES;
     float out = args.alpha * sum;
-    if (args.beta != 0.0f) out = fmaf(args.beta, load_as_f32(p, 0, DTYPE), out);  // beta == 0: C may be NaN
+    if (args.beta != 0.0f)
+      out = fmaf(args.beta, load_as_f32(p, 0, DTYPE), out);  // beta == 0: C may be NaN
     store_from_f32(p, 0, DTYPE, out);
   }
 };
@@ -397,20 +433,24 @@ struct Kernel {
 // Defaults, so that `nvcc -arch=sm_90 -cubin -x cu gemv.cuh` builds and disassembles both
 // orientations offline: bf16 tn with N == 1 (dot) and bf16 nn with N == 1 (axpy, K split).
 struct GemmtuneGemvDotDefault {
-  static constexpr int DTYPE = 2, SIDE = 0, THREADS = 256, ROWS = 2, UNROLL = 4, KSPLIT = 1, VEC = 8;
+  static constexpr int DTYPE = 2, SIDE = 0, THREADS = 256, ROWS = 2, UNROLL = 4, KSPLIT = 1,
+                       VEC = 8;
   static constexpr int XCHUNK = 8192;
   static constexpr bool A_T = true, B_T = false;
 };
 struct GemmtuneGemvAxpyDefault {
-  static constexpr int DTYPE = 2, SIDE = 0, THREADS = 256, ROWS = 1, UNROLL = 4, KSPLIT = 16, VEC = 8;
+  static constexpr int DTYPE = 2, SIDE = 0, THREADS = 256, ROWS = 1, UNROLL = 4, KSPLIT = 16,
+                       VEC = 8;
   static constexpr int XCHUNK = 8192;
   static constexpr bool A_T = false, B_T = false;
 };
-extern "C" __global__ void __launch_bounds__(256, 1) gemm_gemv_default_dot(const __grid_constant__ GemmArgs args) {
+extern "C" __global__ void __launch_bounds__(256, 1)
+    gemm_gemv_default_dot(const __grid_constant__ GemmArgs args) {
   extern __shared__ __align__(16) unsigned char gemmtune_smem[];
   gemmtune::gemv::Kernel<GemmtuneGemvDotDefault>::run(args, gemmtune_smem);
 }
-extern "C" __global__ void __launch_bounds__(256, 1) gemm_gemv_default_axpy(const __grid_constant__ GemmArgs args) {
+extern "C" __global__ void __launch_bounds__(256, 1)
+    gemm_gemv_default_axpy(const __grid_constant__ GemmArgs args) {
   extern __shared__ __align__(16) unsigned char gemmtune_smem[];
   gemmtune::gemv::Kernel<GemmtuneGemvAxpyDefault>::run(args, gemmtune_smem);
 }

@@ -27,8 +27,8 @@ GEMMTUNE_DEVICE_INLINE u32 operand_bits(u32 seed, int DTYPE) {
 template <int DTYPE>
 GEMMTUNE_DEVICE_INLINE void issue(int iterations, float* out) {
   const u32 seed = blockIdx.x * blockDim.x + threadIdx.x;
-  const u32 a[4] = {operand_bits(seed, DTYPE), operand_bits(seed + 1, DTYPE), operand_bits(seed + 2, DTYPE),
-                    operand_bits(seed + 3, DTYPE)};
+  const u32 a[4] = {operand_bits(seed, DTYPE), operand_bits(seed + 1, DTYPE),
+                    operand_bits(seed + 2, DTYPE), operand_bits(seed + 3, DTYPE)};
   const u32 b0 = operand_bits(seed + 4, DTYPE), b1 = operand_bits(seed + 5, DTYPE);
   float acc[CHAINS][4];
 #pragma unroll

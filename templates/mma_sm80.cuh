@@ -43,7 +43,8 @@ struct SwizzledTile {
   static constexpr int BYTES = ROWS * ROW_BYTES;
   static constexpr int ROWS_PER_LINE = CHUNKS >= 8 ? 1 : 8 / CHUNKS;
   static constexpr int XOR_MASK = (CHUNKS >= 8 ? 8 : CHUNKS) - 1;
-  static_assert(CHUNKS >= 2 && (CHUNKS & (CHUNKS - 1)) == 0, "rows of 2^n chunks, at least 32 bytes");
+  static_assert(CHUNKS >= 2 && (CHUNKS & (CHUNKS - 1)) == 0,
+                "rows of 2^n chunks, at least 32 bytes");
 
   GEMMTUNE_DEVICE_INLINE static int swizzle(int row) { return (row / ROWS_PER_LINE) & XOR_MASK; }
   GEMMTUNE_DEVICE_INLINE static u32 offset(int row, int chunk) {
@@ -63,8 +64,10 @@ struct Operand {
   // Each thread copies the same chunk column of PER_THREAD rows, ROW_STEP apart.
   static constexpr int ROW_STEP = THREADS / CHUNKS;
   static constexpr int PER_THREAD = ROWS / ROW_STEP;
-  static_assert(THREADS % CHUNKS == 0 && ROWS % ROW_STEP == 0, "every thread copies whole chunks, as many as the others");
-  static_assert(VEC == 8 || VEC == 4 || VEC == 2 || VEC == 1, "8, 4, 2 or 1 values per global copy");
+  static_assert(THREADS % CHUNKS == 0 && ROWS % ROW_STEP == 0,
+                "every thread copies whole chunks, as many as the others");
+  static_assert(VEC == 8 || VEC == 4 || VEC == 2 || VEC == 1,
+                "8, 4, 2 or 1 values per global copy");
 
   // ---- global -> shared -------------------------------------------------------------------
 
@@ -90,18 +93,21 @@ struct Operand {
       const int row = int(threadIdx.x) / CHUNKS, chunk = int(threadIdx.x) % CHUNKS;
 #pragma unroll
       for (int p = 0; p < PHASES; ++p) dst[p] = Tile::offset(row + p * ROW_STEP, chunk);
-      next = reinterpret_cast<const u16*>(operand) + (long long)strided_of(mn0, k0) * ld + contiguous_of(mn0, k0);
+      next = reinterpret_cast<const u16*>(operand) + (long long)strided_of(mn0, k0) * ld +
+             contiguous_of(mn0, k0);
     }
 
     // Copies the k-tile of the block tile at (mn0, k0) (the one after the last copied) into the
     // tile at shared address `tile`. GUARD: the tile crosses an edge of the operand
     // (mn_size x k_size); values past it become zeros.
     template <bool GUARD>
-    GEMMTUNE_DEVICE_INLINE void copy(u32 tile, int mn0, int k0, u64 operand, long long ld, int mn_size, int k_size) {
+    GEMMTUNE_DEVICE_INLINE void copy(u32 tile, int mn0, int k0, u64 operand, long long ld,
+                                     int mn_size, int k_size) {
       const int strided_end = K_MAJOR ? mn_size : k_size;
       const int s0 = strided_of(mn0, k0);
       const int valid_contiguous = (K_MAJOR ? k_size : mn_size) - contiguous_of(mn0, k0);
-      const u16* origin = reinterpret_cast<const u16*>(operand);  // read nowhere: a valid address for empty copies
+      const u16* origin =
+          reinterpret_cast<const u16*>(operand);  // read nowhere: a valid address for empty copies
       const long long row_step = ROW_STEP * ld;
       const u16* src = next;
 #pragma unroll
@@ -116,11 +122,13 @@ struct Operand {
 
     // Eight values (fewer when `valid` < 8: the rest are zeros) from src to the shared chunk dst.
     template <bool GUARD>
-    GEMMTUNE_DEVICE_INLINE static void copy_chunk(u32 dst, const u16* src, int valid, const u16* origin) {
+    GEMMTUNE_DEVICE_INLINE static void copy_chunk(u32 dst, const u16* src, int valid,
+                                                  const u16* origin) {
       if constexpr (VEC == 8) {
         if (!GUARD) return ptx::cp_async_16(dst, src);
         const int bytes = 2 * max(0, min(8, valid));
-        ptx::cp_async_16(dst, bytes > 0 ? src : origin, u32(bytes));  // nothing is read when bytes == 0
+        ptx::cp_async_16(dst, bytes > 0 ? src : origin,
+                         u32(bytes));  // nothing is read when bytes == 0
       } else if constexpr (VEC > 1) {
 #pragma unroll
         for (int p = 0; p < 8; p += VEC) {
@@ -153,7 +161,8 @@ struct Operand {
   // offset of step x is that of step 0 XOR 32x: one register per operand.
   static constexpr int KSTEPS = BK / 16;
   static constexpr int BLOCKS = WARP_MN / 16;
-  static_assert(K_MAJOR || (WARP_MN / 8) % (2 * BLOCKS) == 0, "MN blocks stay below the warp's chunk offset");
+  static_assert(K_MAJOR || (WARP_MN / 8) % (2 * BLOCKS) == 0,
+                "MN blocks stay below the warp's chunk offset");
   template <bool A_SIDE>
   struct FragmentReader {
     u32 lane;  // this lane's offset in block (0, 0) of its warp's tile
@@ -169,7 +178,8 @@ struct Operand {
 
     GEMMTUNE_DEVICE_INLINE void read(u32 (&r)[4], u32 tile, int i, int kk) const {
       const int along_rows = K_MAJOR ? i : kk, along_chunks = K_MAJOR ? kk : i;
-      const u32 address = tile + (lane ^ u32(32 * along_chunks)) + u32(16 * along_rows * Tile::ROW_BYTES);
+      const u32 address =
+          tile + (lane ^ u32(32 * along_chunks)) + u32(16 * along_rows * Tile::ROW_BYTES);
       ptx::ldmatrix_x4<!K_MAJOR>(r, address);
     }
   };
@@ -186,7 +196,8 @@ struct Kernel {
   static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
   static constexpr int KK = BK / 16;  // mma k-steps per stage
   static constexpr int FN = WN / 16;  // 16-row mma fragments along N per warp (from B)
-  static constexpr int FM = WM / 16;  // ldmatrix.x4 along M per warp (from A): two 8-column fragments each
+  static constexpr int FM =
+      WM / 16;  // ldmatrix.x4 along M per warp (from A): two 8-column fragments each
   // A is K-major when transposed; B when not.
   using OpA = Operand<BM, BK, Cfg::A_T, THREADS, Cfg::VEC, WM>;
   using OpB = Operand<BN, BK, !Cfg::B_T, THREADS, Cfg::VEC, WN>;
@@ -259,15 +270,20 @@ struct Kernel {
   };
 
   // First row (M) and column (N) of this warp's tile in the block tile.
-  GEMMTUNE_DEVICE_INLINE static int warp_m() { return int(threadIdx.x / 32) % WARPS_M * WM; }
-  GEMMTUNE_DEVICE_INLINE static int warp_n() { return int(threadIdx.x / 32) / WARPS_M * WN; }
+  GEMMTUNE_DEVICE_INLINE static int warp_m() {
+    return int(threadIdx.x / 32) % WARPS_M * WM;
+  }
+  GEMMTUNE_DEVICE_INLINE static int warp_n() {
+    return int(threadIdx.x / 32) / WARPS_M * WN;
+  }
 
   GEMMTUNE_DEVICE_INLINE static void multiply(Acc& acc, const Fragments& f) {
 #pragma unroll
     for (int i = 0; i < FN; ++i)
 #pragma unroll
       for (int j = 0; j < 2 * FM; ++j)
-        ptx::mma_16816<Cfg::DTYPE>(acc[i][j], f.n[i], f.m[j / 2][2 * (j % 2)], f.m[j / 2][2 * (j % 2) + 1]);
+        ptx::mma_16816<Cfg::DTYPE>(acc[i][j], f.n[i], f.m[j / 2][2 * (j % 2)],
+                                   f.m[j / 2][2 * (j % 2) + 1]);
   }
 
   // Accumulates k-tiles [k_begin, k_end) into acc. STAGES-1 tiles are in flight ahead of the
@@ -321,7 +337,8 @@ struct Kernel {
           v1 = args.alpha * acc[i][j][2 * h + 1];
         };
         const ColumnPairs<Cfg::DTYPE> at{column, m0 + 2 * (lane % 4), args.m, pairs};
-        store_pairs<Cfg::DTYPE, 2 * FM, STORE_BATCH>(at, args.beta, value, [](int) { return false; });
+        store_pairs<Cfg::DTYPE, 2 * FM, STORE_BATCH>(at, args.beta, value,
+                                                     [](int) { return false; });
       }
     }
   }
@@ -330,7 +347,8 @@ struct Kernel {
 
   // A slot's partial sums: each thread's float4s THREADS apart, so that a block's stores coalesce.
   GEMMTUNE_DEVICE_INLINE static float4* partial_of(const GemmArgs& args, int slot) {
-    return reinterpret_cast<float4*>(args.workspace) + (long long)slot * (THREADS * ACC / 4) + threadIdx.x;
+    return reinterpret_cast<float4*>(args.workspace) + (long long)slot * (THREADS * ACC / 4) +
+           threadIdx.x;
   }
 
   // acc (+)= this thread's partial sums at `from`.
@@ -350,7 +368,8 @@ struct Kernel {
   // This block's part of the tile is done: store it and count it. The last part to arrive adds
   // every part's partial sums in part order into acc and returns true (it runs the epilogue).
   GEMMTUNE_DEVICE_INLINE static bool reduce_parts(const GemmArgs& args, const schedule::Work& w,
-                                                  const schedule::Segment& seg, unsigned char* smem, Acc& acc) {
+                                                  const schedule::Segment& seg, unsigned char* smem,
+                                                  Acc& acc) {
     float4* mine = partial_of(args, seg.slot);
     const float* a = &acc[0][0][0];
 #pragma unroll
@@ -368,15 +387,16 @@ struct Kernel {
     if (!*last) return false;
     __threadfence();
     add_partial<false>(partial_of(args, schedule::slot_of(w, seg.tile, 0)), acc);
-    for (int part = 1; part < seg.parts; ++part) add_partial<true>(partial_of(args, schedule::slot_of(w, seg.tile, part)), acc);
+    for (int part = 1; part < seg.parts; ++part)
+      add_partial<true>(partial_of(args, schedule::slot_of(w, seg.tile, part)), acc);
     return true;
   }
 
   // One block per (tile, part of K): with SPLITS == 1, one per tile over all of K.
   GEMMTUNE_DEVICE_INLINE static void run(const GemmArgs& args, unsigned char* smem) {
     const int k_tiles = (args.k + BK - 1) / BK;
-    const schedule::Work w = schedule::make_work(schedule::SPLIT_K, args.tiles_m * args.tiles_n, k_tiles,
-                                                 int(gridDim.x), SPLITS);
+    const schedule::Work w = schedule::make_work(schedule::SPLIT_K, args.tiles_m * args.tiles_n,
+                                                 k_tiles, int(gridDim.x), SPLITS);
     const schedule::Segment seg = schedule::segment(w, int(blockIdx.x), 0);
     int tile_m, tile_n;
     grouped_tile(seg.tile, args.tiles_m, Cfg::GROUP, args.divisors, tile_m, tile_n);
@@ -404,11 +424,13 @@ struct Kernel {
 // the template offline:
 //   nvcc -x cu -gencode=arch=compute_80,code=sm_80 -cubin -I templates templates/mma_sm80.cuh
 struct GemmtuneMma80Default {
-  static constexpr int BM = 128, BN = 128, BK = 32, WM = 64, WN = 64, STAGES = 4, GROUP = 8, VEC = 8, SPLITS = 1;
+  static constexpr int BM = 128, BN = 128, BK = 32, WM = 64, WN = 64, STAGES = 4, GROUP = 8,
+                       VEC = 8, SPLITS = 1;
   static constexpr bool A_T = true, B_T = false;
   static constexpr int DTYPE = 2;
 };
-extern "C" __global__ void __launch_bounds__(gemmtune::mma_sm80::Kernel<GemmtuneMma80Default>::THREADS, 1)
+extern "C" __global__ void __launch_bounds__(
+    gemmtune::mma_sm80::Kernel<GemmtuneMma80Default>::THREADS, 1)
     gemm_mma80_default(const __grid_constant__ GemmArgs args) {
   extern __shared__ __align__(128) unsigned char gemmtune_smem[];
   gemmtune::mma_sm80::Kernel<GemmtuneMma80Default>::run(args, gemmtune_smem);

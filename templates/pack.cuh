@@ -11,7 +11,7 @@ GEMMTUNE_DEVICE_INLINE uint4 load8_unaligned(const unsigned char* p) {
   const uint4* block = reinterpret_cast<const uint4*>(address & ~15ull);
   const uint4 lo = block[0], hi = block[1];
   const gemmtune::u32 w[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-  const int word = int(address & 15) / 4;           // first word of the 16 bytes
+  const int word = int(address & 15) / 4;              // first word of the 16 bytes
   const gemmtune::u32 shift = (address & 2) ? 16 : 0;  // and the half-word inside it
   gemmtune::u32 out[4];
 #pragma unroll
@@ -33,7 +33,8 @@ GEMMTUNE_DEVICE_INLINE uint4 load8_unaligned(const unsigned char* p) {
 // padded ld) hold whatever follows in memory or zeros: TMA never reads them. Sizes and indices
 // are 64-bit: an operand may hold more than 2^31 elements.
 extern "C" __global__ void gemmtune_pack16(unsigned long long src, long long src_ld, long long rows,
-                                           long long cols, unsigned long long dst, long long dst_ld) {
+                                           long long cols, unsigned long long dst,
+                                           long long dst_ld) {
   const long long chunks_per_column = (rows + 7) / 8;
   const long long total = chunks_per_column * cols;
   const gemmtune::u16* in = reinterpret_cast<const gemmtune::u16*>(src);

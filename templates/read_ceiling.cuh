@@ -41,6 +41,7 @@ GEMMTUNE_DEVICE_INLINE void read_all(const uint4* p, u64 n, u32* out) {
 }  // namespace ceiling
 }  // namespace gemmtune
 
-extern "C" __global__ void gemmtune_read_ceiling(const uint4* p, unsigned long long n, unsigned* out) {
+extern "C" __global__ void gemmtune_read_ceiling(const uint4* p, unsigned long long n,
+                                                 unsigned* out) {
   gemmtune::ceiling::read_all(p, n, out);
 }

@@ -31,13 +31,13 @@ enum Mode { DATA_PARALLEL = 0, SPLIT_K = 1, STREAM_K = 2 };
 
 struct Work {
   int mode;
-  int tiles;        // output tiles (work units: cluster-sized groups of tiles for clusters)
-  int k_blocks;     // k-blocks of one tile
-  int workers;      // W
-  int splits;       // SPLIT_K: parts per tile, 1 <= S <= k_blocks
-  int sk_tiles;     // STREAM_K: tiles 0 .. sk_tiles-1 are stream-K, the rest data-parallel
-  int sk_workers;   // STREAM_K: workers with a stream-K run (min(W, sk_tiles * k_blocks))
-  int sk_iters;     // STREAM_K: sk_tiles * k_blocks
+  int tiles;       // output tiles (work units: cluster-sized groups of tiles for clusters)
+  int k_blocks;    // k-blocks of one tile
+  int workers;     // W
+  int splits;      // SPLIT_K: parts per tile, 1 <= S <= k_blocks
+  int sk_tiles;    // STREAM_K: tiles 0 .. sk_tiles-1 are stream-K, the rest data-parallel
+  int sk_workers;  // STREAM_K: workers with a stream-K run (min(W, sk_tiles * k_blocks))
+  int sk_iters;    // STREAM_K: sk_tiles * k_blocks
 };
 
 // One piece of a worker's work: k-blocks [k_begin, k_end) of `tile`, part `part` of `parts`.
@@ -48,8 +48,12 @@ struct Segment {
   int slot;  // workspace slot of this part's partial sums (when parts > 1)
 };
 
-GEMMTUNE_HOST_DEVICE int min_of(int a, int b) { return a < b ? a : b; }
-GEMMTUNE_HOST_DEVICE int max_of(int a, int b) { return a > b ? a : b; }
+GEMMTUNE_HOST_DEVICE int min_of(int a, int b) {
+  return a < b ? a : b;
+}
+GEMMTUNE_HOST_DEVICE int max_of(int a, int b) {
+  return a > b ? a : b;
+}
 
 GEMMTUNE_HOST_DEVICE Work make_work(int mode, int tiles, int k_blocks, int workers, int splits) {
   Work w;
@@ -67,9 +71,11 @@ GEMMTUNE_HOST_DEVICE Work make_work(int mode, int tiles, int k_blocks, int worke
 }
 
 // Whether the 32-bit arithmetic of this file holds for a launch of at most `workers` workers.
-GEMMTUNE_HOST_DEVICE bool fits_in_int(long long tiles, long long k_blocks, long long workers, long long splits) {
+GEMMTUNE_HOST_DEVICE bool fits_in_int(long long tiles, long long k_blocks, long long workers,
+                                      long long splits) {
   const long long limit = 1ll << 31;
-  return tiles * splits < limit && 2 * workers * k_blocks * workers < limit && tiles * k_blocks < limit;
+  return tiles * splits < limit && 2 * workers * k_blocks * workers < limit &&
+         tiles * k_blocks < limit;
 }
 
 // Stream-K: the first k-iteration of worker `worker`'s run (runs are as equal as integers allow).

@@ -17,10 +17,14 @@ template <int VEC>
 GEMMTUNE_DEVICE_INLINE void load_vec(float (&dst)[VEC], const float* p) {
   if constexpr (VEC == 4) {
     const float4 t = *reinterpret_cast<const float4*>(p);
-    dst[0] = t.x; dst[1] = t.y; dst[2] = t.z; dst[3] = t.w;
+    dst[0] = t.x;
+    dst[1] = t.y;
+    dst[2] = t.z;
+    dst[3] = t.w;
   } else if constexpr (VEC == 2) {
     const float2 t = *reinterpret_cast<const float2*>(p);
-    dst[0] = t.x; dst[1] = t.y;
+    dst[0] = t.x;
+    dst[1] = t.y;
   } else {
     dst[0] = *p;
   }
@@ -198,13 +202,21 @@ struct Kernel {
       float a[TM], b[TN];
 #pragma unroll
       for (int i = 0; i < TM / 4; ++i) {
-        const float4 t = *reinterpret_cast<const float4*>(sA + kk * (BM + PAD_A) + row0 + i * TX * 4);
-        a[4 * i] = t.x; a[4 * i + 1] = t.y; a[4 * i + 2] = t.z; a[4 * i + 3] = t.w;
+        const float4 t =
+            *reinterpret_cast<const float4*>(sA + kk * (BM + PAD_A) + row0 + i * TX * 4);
+        a[4 * i] = t.x;
+        a[4 * i + 1] = t.y;
+        a[4 * i + 2] = t.z;
+        a[4 * i + 3] = t.w;
       }
 #pragma unroll
       for (int j = 0; j < TN / 4; ++j) {
-        const float4 t = *reinterpret_cast<const float4*>(sB + kk * (BN + PAD_B) + col0 + j * TY * 4);
-        b[4 * j] = t.x; b[4 * j + 1] = t.y; b[4 * j + 2] = t.z; b[4 * j + 3] = t.w;
+        const float4 t =
+            *reinterpret_cast<const float4*>(sB + kk * (BN + PAD_B) + col0 + j * TY * 4);
+        b[4 * j] = t.x;
+        b[4 * j + 1] = t.y;
+        b[4 * j + 2] = t.z;
+        b[4 * j + 3] = t.w;
       }
 #pragma unroll
       for (int i = 0; i < TM; ++i)

@@ -8,8 +8,12 @@ namespace gemmtune {
 // Conversions of one 16-bit type (DTYPE 1: f16, 2: bf16).
 template <int DTYPE>
 struct Half16 {
-  GEMMTUNE_DEVICE_INLINE static float to_f32(u16 x) { return DTYPE == 2 ? bf16_to_f32(x) : f16_to_f32(x); }
-  GEMMTUNE_DEVICE_INLINE static u16 from_f32(float x) { return DTYPE == 2 ? f32_to_bf16(x) : f32_to_f16(x); }
+  GEMMTUNE_DEVICE_INLINE static float to_f32(u16 x) {
+    return DTYPE == 2 ? bf16_to_f32(x) : f16_to_f32(x);
+  }
+  GEMMTUNE_DEVICE_INLINE static u16 from_f32(float x) {
+    return DTYPE == 2 ? f32_to_bf16(x) : f32_to_f16(x);
+  }
   GEMMTUNE_DEVICE_INLINE static u32 pack(float lo, float hi) {
     return DTYPE == 2 ? pack_bf16x2(lo, hi) : pack_f16x2(lo, hi);
   }
@@ -26,7 +30,8 @@ GEMMTUNE_DEVICE_INLINE u32 read_pair(const u16* column, int m, int rows, bool pa
 
 // column[m] = v0 and column[m + 1] = v1, for the rows below `rows`.
 template <int DTYPE>
-GEMMTUNE_DEVICE_INLINE void write_pair(u16* column, int m, int rows, bool pairs, float v0, float v1) {
+GEMMTUNE_DEVICE_INLINE void write_pair(u16* column, int m, int rows, bool pairs, float v0,
+                                       float v1) {
   using H = Half16<DTYPE>;
   if (pairs && m + 1 < rows) {
     *reinterpret_cast<u32*>(column + m) = H::pack(v0, v1);
@@ -55,7 +60,8 @@ GEMMTUNE_DEVICE_INLINE void update_one(u16* p, float v, float beta) {
 // below `rows`: read, updated and written in turn (each read waits for memory; where registers
 // allow, read several pairs first: read_pair, add_scaled, write_pair).
 template <int DTYPE>
-GEMMTUNE_DEVICE_INLINE void store_pair(u16* column, int m, int rows, bool pairs, float v0, float v1, float beta) {
+GEMMTUNE_DEVICE_INLINE void store_pair(u16* column, int m, int rows, bool pairs, float v0, float v1,
+                                       float beta) {
   using H = Half16<DTYPE>;
   const bool read_c = beta != 0.0f;  // beta == 0 must not read C: it may be uninitialised
   if (pairs && m + 1 < rows) {
@@ -74,7 +80,9 @@ struct ColumnPairs {
   u16* column;
   int m0, rows;
   bool pairs;
-  GEMMTUNE_DEVICE_INLINE u32 read(int j) const { return read_pair(column, m0 + 8 * j, rows, pairs); }
+  GEMMTUNE_DEVICE_INLINE u32 read(int j) const {
+    return read_pair(column, m0 + 8 * j, rows, pairs);
+  }
   GEMMTUNE_DEVICE_INLINE void write(int j, float v0, float v1) const {
     write_pair<DTYPE>(column, m0 + 8 * j, rows, pairs, v0, v1);
   }

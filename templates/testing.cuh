@@ -23,7 +23,8 @@ GEMMTUNE_DEVICE_INLINE float normal(u64 seed, u64 index) {
   return sqrtf(-2.0f * logf(u1)) * cospif(2.0f * u2);
 }
 
-GEMMTUNE_DEVICE_INLINE double element(unsigned long long p, long long row, long long col, long long ld, int dtype) {
+GEMMTUNE_DEVICE_INLINE double element(unsigned long long p, long long row, long long col,
+                                      long long ld, int dtype) {
   return double(load_as_f32(reinterpret_cast<const void*>(p), row + col * ld, dtype));
 }
 
@@ -50,10 +51,12 @@ extern "C" __global__ void gemmtune_reference(const CheckArgs args) {
   const long long c = cols ? cols[i] : i / args.m;
   double sum = 0.0, squares = 0.0;
   for (long long k = 0; k < args.k; ++k) {
-    const double a = args.op_a == 0 ? gemmtune::testing::element(args.a, r, k, args.lda, args.dtype)
-                                    : gemmtune::testing::element(args.a, k, r, args.lda, args.dtype);
-    const double b = args.op_b == 0 ? gemmtune::testing::element(args.b, k, c, args.ldb, args.dtype)
-                                    : gemmtune::testing::element(args.b, c, k, args.ldb, args.dtype);
+    const double a = args.op_a == 0
+                         ? gemmtune::testing::element(args.a, r, k, args.lda, args.dtype)
+                         : gemmtune::testing::element(args.a, k, r, args.lda, args.dtype);
+    const double b = args.op_b == 0
+                         ? gemmtune::testing::element(args.b, k, c, args.ldb, args.dtype)
+                         : gemmtune::testing::element(args.b, c, k, args.ldb, args.dtype);
     sum += a * b;
     squares += (a * b) * (a * b);
   }
@@ -87,13 +90,14 @@ extern "C" __global__ void gemmtune_check(const CheckArgs args) {
 }
 
 // Counts the elements of an m x n column-major matrix that are NaN or infinite.
-extern "C" __global__ void gemmtune_count_nonfinite(unsigned long long p, long long ld, int m, int n,
-                                                    int dtype, unsigned long long count) {
+extern "C" __global__ void gemmtune_count_nonfinite(unsigned long long p, long long ld, int m,
+                                                    int n, int dtype, unsigned long long count) {
   const long long total = (long long)m * n;
   unsigned local = 0;
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
        i += (long long)gridDim.x * blockDim.x) {
-    const float v = gemmtune::load_as_f32(reinterpret_cast<const void*>(p), (i % m) + (i / m) * ld, dtype);
+    const float v =
+        gemmtune::load_as_f32(reinterpret_cast<const void*>(p), (i % m) + (i / m) * ld, dtype);
     if (!isfinite(v)) ++local;
   }
   if (local) atomicAdd(reinterpret_cast<unsigned*>(count), local);

@@ -85,8 +85,8 @@ struct Kernel {
   // Named barriers: 0 the CTA's, 1 + consumer its epilogue's, 1 + WG + consumer its fixup's,
   // TURN_BARRIER + consumer its ping-pong turn.
   static constexpr int TURN_BARRIER = 1 + 2 * WG;
-  static constexpr int MW = TM / (64 * ROW_WG);     // 64-row wgmma blocks per consumer warpgroup
-  static constexpr int ACC = MW * TN / 2;    // accumulators per consumer thread
+  static constexpr int MW = TM / (64 * ROW_WG);  // 64-row wgmma blocks per consumer warpgroup
+  static constexpr int ACC = MW * TN / 2;        // accumulators per consumer thread
   static constexpr bool WS = Cfg::WS;
   static constexpr int THREADS = 128 * (WG + (WS ? 1 : 0));
   // P is op(A) (SWAP) or op(B)^T; it is K-major when its storage runs along K.
@@ -131,13 +131,14 @@ struct Kernel {
   // CTAs 0 to OWNERS - 1 own column groups. With fewer groups than CTAs (wgmma N 8 or 16 in a
   // cluster of four, N 8 in one of two) the others own none: they push all their sums, get none.
   static constexpr int OWNERS = GROUPS < CLUSTER_K ? GROUPS : CLUSTER_K;
-  static constexpr int PUSH_BYTES = CLUSTER_K > 1 ? WG * CLUSTER_K * OWNED * 128 * 16 : 0;
+  static constexpr int PUSH_BYTES = CLUSTER_K > 1 ? WG* CLUSTER_K* OWNED * 128 * 16 : 0;
   static constexpr int PUSH_BARRIERS = CLUSTER_K > 1 ? 2 * WG : 0;
   // Stages, staged C, pushed sums, alignment slack, full and empty barriers (and the pushes' and
   // staged C's), then the fixup flags (a word per consumer) and the schedule (kept in shared
   // memory: registers are for the accumulators).
-  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + C_BYTES + PUSH_BYTES + 1024 + 2 * STAGES * 8 +
-                                    PUSH_BARRIERS * 8 + C_BARRIERS * 8 + 16 + sizeof(schedule::Work);
+  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + C_BYTES + PUSH_BYTES + 1024 +
+                                    2 * STAGES * 8 + PUSH_BARRIERS * 8 + C_BARRIERS * 8 + 16 +
+                                    sizeof(schedule::Work);
   static constexpr int CTAS_PER_SM = Cfg::OCCUPANCY;
   // beta != 0, stores from registers: old values of C read ahead of their stores, a few at a
   // time (one at a time with two CTAs an SM: more spilled there).
@@ -152,20 +153,26 @@ struct Kernel {
   // setmaxnreg.inc waits until the registers it asks for are free: the consumers must not ask for
   // more than the CTA holds (its launch bounds: 65536 over THREADS threads, in units of 8) less
   // what the producer keeps, or they wait forever.
-  static_assert(!REALLOCATE || 128 * PRODUCER_REGS + 128 * WG * CONSUMER_REGS <= 65536 / THREADS / 8 * 8 * THREADS,
+  static_assert(!REALLOCATE || 128 * PRODUCER_REGS + 128 * WG * CONSUMER_REGS <=
+                                   65536 / THREADS / 8 * 8 * THREADS,
                 "the consumers' registers fit what the producer warpgroup gives up");
-  static_assert(TM % (64 * ROW_WG) == 0 && (MW == 1 || MW == 2), "kernel rows are 64 per warpgroup, once or twice");
-  static_assert(!PINGPONG || (WS && WG == 2), "ping-pong takes turns between two consumer warpgroups");
+  static_assert(TM % (64 * ROW_WG) == 0 && (MW == 1 || MW == 2),
+                "kernel rows are 64 per warpgroup, once or twice");
+  static_assert(!PINGPONG || (WS && WG == 2),
+                "ping-pong takes turns between two consumer warpgroups");
   static_assert(TN % 8 == 0 && TN >= 8 && TN <= 256, "wgmma N is a multiple of 8 up to 256");
   static_assert(Q_KMAJOR || TN % 64 == 0, "an MN-major Q comes in 64-column chunks");
   static_assert(!TMA_STORE || (!SWAP && TN % 64 == 0), "TMA stores write 64 m-values per row");
-  static_assert(!TMA_STORE || (C_BUFFERS >= 1 && C_BUFFERS <= C_CHUNKS), "one to TN/64 chunk buffers");
+  static_assert(!TMA_STORE || (C_BUFFERS >= 1 && C_BUFFERS <= C_CHUNKS),
+                "one to TN/64 chunk buffers");
   static_assert(CLUSTER <= 2 && (CLUSTER == 1 || WS), "clusters of two, warp-specialized only");
-  static_assert(CLUSTER_K == 1 || ((CLUSTER_K == 2 || CLUSTER_K == 4) && CLUSTER == 1 && WS && !PINGPONG &&
-                                   !TMA_STORE && SCHEDULE == schedule::DATA_PARALLEL),
-                "a cluster splits K in two or four for data-parallel warp-specialized tiles stored from "
-                "registers, without multicast");
-  static_assert(SCHEDULE == schedule::DATA_PARALLEL || WS, "split-K and stream-K need the persistent schedule");
+  static_assert(
+      CLUSTER_K == 1 || ((CLUSTER_K == 2 || CLUSTER_K == 4) && CLUSTER == 1 && WS && !PINGPONG &&
+                         !TMA_STORE && SCHEDULE == schedule::DATA_PARALLEL),
+      "a cluster splits K in two or four for data-parallel warp-specialized tiles stored from "
+      "registers, without multicast");
+  static_assert(SCHEDULE == schedule::DATA_PARALLEL || WS,
+                "split-K and stream-K need the persistent schedule");
   static_assert(ACC % 4 == 0, "partial sums move as float4");
   static_assert(WG <= 4, "a fixup flag per consumer in four words");
 
@@ -173,19 +180,20 @@ struct Kernel {
     unsigned char* p;  // STAGES tiles of P, then STAGES tiles of Q, then C, 1024-byte aligned
     unsigned char* q;
     unsigned char* c;
-    float4* push;      // CLUSTER_K: the other CTAs' partial sums of this one's column groups
-    u64* full;         // a stage's bytes have landed
-    u64* empty;        // every consumer (of every CTA of the cluster) is done with a stage
-    u64* pushed;       // CLUSTER_K, per consumer: the other CTAs' partial sums have landed
-    u64* added;        // CLUSTER_K, per consumer: every other CTA has read this one's
-    u64* c_loaded;     // per consumer and C buffer: a chunk of C has landed (beta != 0)
-    u64* c_free;       // per consumer: the last tile's stores have read its C buffers
-    int* fixup;        // per consumer: "this part is the tile's last" for its warpgroup
+    float4* push;   // CLUSTER_K: the other CTAs' partial sums of this one's column groups
+    u64* full;      // a stage's bytes have landed
+    u64* empty;     // every consumer (of every CTA of the cluster) is done with a stage
+    u64* pushed;    // CLUSTER_K, per consumer: the other CTAs' partial sums have landed
+    u64* added;     // CLUSTER_K, per consumer: every other CTA has read this one's
+    u64* c_loaded;  // per consumer and C buffer: a chunk of C has landed (beta != 0)
+    u64* c_free;    // per consumer: the last tile's stores have read its C buffers
+    int* fixup;     // per consumer: "this part is the tile's last" for its warpgroup
     schedule::Work* work;
   };
 
   GEMMTUNE_DEVICE_INLINE static Smem carve(unsigned char* raw) {
-    unsigned char* base = reinterpret_cast<unsigned char*>((reinterpret_cast<u64>(raw) + 1023) & ~u64(1023));
+    unsigned char* base =
+        reinterpret_cast<unsigned char*>((reinterpret_cast<u64>(raw) + 1023) & ~u64(1023));
     Smem s;
     s.p = base;
     s.q = base + STAGES * P_BYTES;
@@ -210,7 +218,9 @@ struct Kernel {
 
   // Makes the compiler work out a tile's coordinates where this is called and keep them in
   // registers: it would otherwise sink the arithmetic (two divisions, ~350 cycles) to their use.
-  GEMMTUNE_DEVICE_INLINE static void keep_here(Tile& t) { asm volatile("" : "+r"(t.row0), "+r"(t.col0)); }
+  GEMMTUNE_DEVICE_INLINE static void keep_here(Tile& t) {
+    asm volatile("" : "+r"(t.row0), "+r"(t.col0));
+  }
 
   struct Grid {
     int tiles_m, tiles_n;  // tiles along problem M and N
@@ -274,8 +284,8 @@ struct Kernel {
   // When shared by the cluster, each CTA loads half (half the rows, or half the K of each box)
   // for both.
   template <bool KMAJOR, int ROWS, bool SHARED, bool STREAMED>
-  GEMMTUNE_DEVICE_INLINE static void load_operand(unsigned char* dst, const GemmTensorMap* map, u64* bar,
-                                                  int mn0, int k0, int rank, u64 policy) {
+  GEMMTUNE_DEVICE_INLINE static void load_operand(unsigned char* dst, const GemmTensorMap* map,
+                                                  u64* bar, int mn0, int k0, int rank, u64 policy) {
     if constexpr (KMAJOR) {
       constexpr int rows = SHARED ? ROWS / 2 : ROWS;
       const int r0 = SHARED ? rank * rows : 0;
@@ -291,7 +301,8 @@ struct Kernel {
 #pragma unroll
       for (int c = 0; c < ROWS / 64; ++c) {
         if (SHARED)
-          ptx::tma_load_2d_multicast(dst + c * 8192 + kr0 * 128, map, bar, mn0 + c * 64, k0 + kr0, 0x3);
+          ptx::tma_load_2d_multicast(dst + c * 8192 + kr0 * 128, map, bar, mn0 + c * 64, k0 + kr0,
+                                     0x3);
         else if (STREAMED)
           ptx::tma_load_2d_hint(dst + c * 8192, map, bar, mn0 + c * 64, k0, policy);
         else
@@ -302,30 +313,33 @@ struct Kernel {
 
   // With SWAP (skinny problems), P is op(A): read once, so it is loaded with an L2 evict-first
   // hint and does not push the small, reused operand out of L2.
-  GEMMTUNE_DEVICE_INLINE static void load_stage(const GemmArgs& args, const Smem& s, int stage, Tile t, int kb,
-                                                int rank, u64 policy) {
+  GEMMTUNE_DEVICE_INLINE static void load_stage(const GemmArgs& args, const Smem& s, int stage,
+                                                Tile t, int kb, int rank, u64 policy) {
     u64* bar = &s.full[stage];
     ptx::mbarrier_arrive_expect_tx(bar, STAGE_BYTES);
     const GemmTensorMap* p_map = SWAP ? &args.map_a : &args.map_b;
     const GemmTensorMap* q_map = SWAP ? &args.map_b : &args.map_a;
 #pragma unroll
     for (int sub = 0; sub < KSUB; ++sub) {
-      load_operand<P_KMAJOR, TM, SHARE_P, SWAP>(s.p + stage * P_BYTES + sub * P_SUB_BYTES, p_map, bar, t.row0,
-                                                kb * BK + SUB_K * sub, rank, policy);
-      load_operand<Q_KMAJOR, TN, SHARE_Q, false>(s.q + stage * Q_BYTES + sub * Q_SUB_BYTES, q_map, bar, t.col0,
-                                                 kb * BK + SUB_K * sub, rank, policy);
+      load_operand<P_KMAJOR, TM, SHARE_P, SWAP>(s.p + stage * P_BYTES + sub * P_SUB_BYTES, p_map,
+                                                bar, t.row0, kb * BK + SUB_K * sub, rank, policy);
+      load_operand<Q_KMAJOR, TN, SHARE_Q, false>(s.q + stage * Q_BYTES + sub * Q_SUB_BYTES, q_map,
+                                                 bar, t.col0, kb * BK + SUB_K * sub, rank, policy);
     }
   }
 
   // Which 64*MW rows of a tile consumer warpgroup `consumer` computes (ping-pong: all of them).
-  GEMMTUNE_DEVICE_INLINE static int rows_of(int consumer) { return PINGPONG ? 0 : consumer; }
+  GEMMTUNE_DEVICE_INLINE static int rows_of(int consumer) {
+    return PINGPONG ? 0 : consumer;
+  }
 
   // ---- math ---------------------------------------------------------------------------------
 
   // Descriptors of 16-K slice kk, in sub-block kk / SLICES: K-major slices are 32 bytes apart
   // inside a 128-byte row; MN-major slices are 16 rows (2 KB) apart, and 64-row chunks 8 KB apart.
   GEMMTUNE_DEVICE_INLINE static u64 p_descriptor(const Smem& s, int stage, int block, int kk) {
-    const u32 base = ptx::smem_u32(s.p + stage * P_BYTES + (kk / SLICES) * P_SUB_BYTES + block * 8192);
+    const u32 base =
+        ptx::smem_u32(s.p + stage * P_BYTES + (kk / SLICES) * P_SUB_BYTES + block * 8192);
     return P_KMAJOR ? ptx::smem_descriptor(base + (kk % SLICES) * 32, 16, 1024)
                     : ptx::smem_descriptor(base + (kk % SLICES) * 2048, 8192, 1024);
   }
@@ -346,8 +360,8 @@ struct Kernel {
     for (int kk = 0; kk < BK / 16; ++kk)
 #pragma unroll
       for (int mb = 0; mb < MW; ++mb)
-        Mma::mma(acc[mb], p_descriptor(s, stage, rows_of(consumer) * MW + mb, kk), q_descriptor(s, stage, kk),
-                 (first && kk == 0) ? 0 : 1);
+        Mma::mma(acc[mb], p_descriptor(s, stage, rows_of(consumer) * MW + mb, kk),
+                 q_descriptor(s, stage, kk), (first && kk == 0) ? 0 : 1);
     ptx::wgmma_commit();
 #pragma unroll
     for (int mb = 0; mb < MW; ++mb) fence_registers(acc[mb]);
@@ -373,7 +387,8 @@ struct Kernel {
   GEMMTUNE_DEVICE_INLINE static void release(const Smem& s, int stage) {
     const int lane = threadIdx.x % 128;
     if constexpr (CLUSTER > 1) {
-      if (lane < CLUSTER) ptx::mbarrier_arrive_cluster(&s.empty[stage], u32(lane));  // one CTA per lane
+      if (lane < CLUSTER)
+        ptx::mbarrier_arrive_cluster(&s.empty[stage], u32(lane));  // one CTA per lane
     } else {
       if (lane == 0) ptx::mbarrier_arrive(&s.empty[stage]);
     }
@@ -384,10 +399,13 @@ struct Kernel {
 
   // A counter per (tile in parts, CTA of the cluster, consumer warpgroup's rows), and partial
   // sums per (slot, CTA of the cluster, rows), each a consumer thread's float4s 128 apart.
-  GEMMTUNE_DEVICE_INLINE static int* counter_of(const GemmArgs& args, int tile, int rank, int consumer) {
-    return reinterpret_cast<int*>(args.counters) + (tile * CLUSTER + rank) * ROW_WG + rows_of(consumer);
+  GEMMTUNE_DEVICE_INLINE static int* counter_of(const GemmArgs& args, int tile, int rank,
+                                                int consumer) {
+    return reinterpret_cast<int*>(args.counters) + (tile * CLUSTER + rank) * ROW_WG +
+           rows_of(consumer);
   }
-  GEMMTUNE_DEVICE_INLINE static float4* partial_of(const GemmArgs& args, int slot, int rank, int consumer) {
+  GEMMTUNE_DEVICE_INLINE static float4* partial_of(const GemmArgs& args, int slot, int rank,
+                                                   int consumer) {
     return reinterpret_cast<float4*>(args.workspace) +
            ((long long)(slot * CLUSTER + rank) * ROW_WG + rows_of(consumer)) * (128 * ACC / 4);
   }
@@ -408,9 +426,10 @@ struct Kernel {
 
   // This consumer's part of the tile is done: store it, count it; the last part to arrive adds
   // every part's partial sums in part order into acc and returns true (it runs the epilogue).
-  GEMMTUNE_DEVICE_INLINE static bool reduce_parts(const GemmArgs& args, const Smem& s, const schedule::Work& w,
-                                                  const schedule::Segment& seg, int rank, int consumer,
-                                                  float (&acc)[MW][TN / 2]) {
+  GEMMTUNE_DEVICE_INLINE static bool reduce_parts(const GemmArgs& args, const Smem& s,
+                                                  const schedule::Work& w,
+                                                  const schedule::Segment& seg, int rank,
+                                                  int consumer, float (&acc)[MW][TN / 2]) {
     const int lane = threadIdx.x % 128;
     float4* mine = partial_of(args, seg.slot, rank, consumer) + lane;
 #pragma unroll
@@ -430,7 +449,8 @@ struct Kernel {
     if (!s.fixup[consumer]) return false;
     __threadfence();
     for (int part = 0; part < seg.parts; ++part) {
-      const float4* from = partial_of(args, schedule::slot_of(w, seg.tile, part), rank, consumer) + lane;
+      const float4* from =
+          partial_of(args, schedule::slot_of(w, seg.tile, part), rank, consumer) + lane;
       if (part == 0)
         add_partial<false>(from, acc);
       else
@@ -441,7 +461,9 @@ struct Kernel {
 
   // CLUSTER_K: which CTA of the cluster owns float4 i of a consumer thread's accumulators, and
   // where the others' partial sums of it land there.
-  GEMMTUNE_DEVICE_INLINE static int owner_of(int i) { return (i % GROUPS) % CLUSTER_K; }
+  GEMMTUNE_DEVICE_INLINE static int owner_of(int i) {
+    return (i % GROUPS) % CLUSTER_K;
+  }
   GEMMTUNE_DEVICE_INLINE static int slot_of_owned(int i) {
     return (i / GROUPS) * (OWNED / MW) + (i % GROUPS) / CLUSTER_K;
   }
@@ -453,8 +475,12 @@ struct Kernel {
   // read what this CTA pushed (its `added` barrier counts them); the lone owner of wgmma N 8
   // pushes nothing and waits for no one. Known at compile time where every CTA owns groups
   // (worked out from kpart, a register, a cluster of four with wgmma N 64 spilled at 255).
-  GEMMTUNE_DEVICE_INLINE static bool owns_groups(int kpart) { return OWNERS == CLUSTER_K || kpart < OWNERS; }
-  GEMMTUNE_DEVICE_INLINE static int other_owners(int kpart) { return OWNERS - (owns_groups(kpart) ? 1 : 0); }
+  GEMMTUNE_DEVICE_INLINE static bool owns_groups(int kpart) {
+    return OWNERS == CLUSTER_K || kpart < OWNERS;
+  }
+  GEMMTUNE_DEVICE_INLINE static int other_owners(int kpart) {
+    return OWNERS - (owns_groups(kpart) ? 1 : 0);
+  }
 
   // CLUSTER_K: every CTA of the cluster has a partial sum of the tile. Each pushes the float4s
   // it does not own into their owners' shared memory (st.async, counted in bytes on the owner's
@@ -466,22 +492,24 @@ struct Kernel {
   // round have been read, so it is never two phases ahead of its waiter, whose parity would name
   // the wrong phase. (Told by CTAs that own nothing, the lone owner of wgmma N 8 saw its first
   // phase complete before it waited for the one before it, and waited forever: H200, run 217.)
-  GEMMTUNE_DEVICE_INLINE static void exchange(const Smem& s, int kpart, int consumer, int round, bool more,
-                                              float (&acc)[MW][TN / 2]) {
+  GEMMTUNE_DEVICE_INLINE static void exchange(const Smem& s, int kpart, int consumer, int round,
+                                              bool more, float (&acc)[MW][TN / 2]) {
     const int lane = threadIdx.x % 128;
     float4* slots = s.push + consumer * CLUSTER_K * OWNED * 128 + lane;  // [sender][owned][lane]
     const u32 parity = round & 1;
     if (lane == 0)
-      ptx::mbarrier_arrive_expect_tx(&s.pushed[consumer], (CLUSTER_K - 1) * owned_by(kpart) * 128 * 16);
+      ptx::mbarrier_arrive_expect_tx(&s.pushed[consumer],
+                                     (CLUSTER_K - 1) * owned_by(kpart) * 128 * 16);
     if (other_owners(kpart) > 0)
-      ptx::mbarrier_wait(&s.added[consumer], parity ^ 1);  // every owner has read the previous round
+      ptx::mbarrier_wait(&s.added[consumer],
+                         parity ^ 1);  // every owner has read the previous round
 #pragma unroll
     for (int i = 0; i < ACC / 4; ++i) {
       const int owner = owner_of(i);
       if (owner == kpart) continue;
       const float* a = &acc[(4 * i) / (TN / 2)][(4 * i) % (TN / 2)];
-      ptx::st_async_v4(slots + (kpart * OWNED + slot_of_owned(i)) * 128, &s.pushed[consumer], u32(owner),
-                       make_float4(a[0], a[1], a[2], a[3]));
+      ptx::st_async_v4(slots + (kpart * OWNED + slot_of_owned(i)) * 128, &s.pushed[consumer],
+                       u32(owner), make_float4(a[0], a[1], a[2], a[3]));
     }
     ptx::mbarrier_wait_cluster(&s.pushed[consumer], parity);
 #pragma unroll
@@ -547,7 +575,8 @@ struct Kernel {
     int r, c0, cols_end;
     GEMMTUNE_DEVICE_INLINE u32 read(int j) const {
       const int c = c0 + 8 * j;
-      const u32 lo = c < cols_end ? *c_at(args, r, c) : 0, hi = c + 1 < cols_end ? *c_at(args, r, c + 1) : 0;
+      const u32 lo = c < cols_end ? *c_at(args, r, c) : 0,
+                hi = c + 1 < cols_end ? *c_at(args, r, c + 1) : 0;
       return lo | hi << 16;
     }
     GEMMTUNE_DEVICE_INLINE void write(int j, float v0, float v1) const {
@@ -579,8 +608,8 @@ struct Kernel {
   // With CLUSTER_K, only the 8-column groups this CTA owns (kpart: its rank).
   // beta != 0: a thread of a small tile reads all its old values of C before writing any (one
   // memory latency for the tile); of a larger one, STORE_BATCH pairs of a row at a time.
-  GEMMTUNE_DEVICE_INLINE static void store(const GemmArgs& args, Tile t, int consumer, const float (&acc)[MW][TN / 2],
-                                           int kpart) {
+  GEMMTUNE_DEVICE_INLINE static void store(const GemmArgs& args, Tile t, int consumer,
+                                           const float (&acc)[MW][TN / 2], int kpart) {
     // (A cluster of four has the most partial sums in registers: 16 pairs ahead spilled there.)
     constexpr bool ALL_AHEAD = STORE_BATCH > 1 && MW * 2 * (TN / 8) <= (CLUSTER_K == 4 ? 8 : 32);
     const int lane = threadIdx.x % 128;
@@ -588,7 +617,8 @@ struct Kernel {
     const int c0 = t.col0 + 2 * (lane % 4);
     const float alpha = args.alpha, beta = beta_of(args);
     auto row_of = [&](int mb, int h) {
-      return t.row0 + (rows_of(consumer) * MW + mb) * 64 + 16 * (lane / 32) + (lane % 32) / 4 + 8 * h;
+      return t.row0 + (rows_of(consumer) * MW + mb) * 64 + 16 * (lane / 32) + (lane % 32) / 4 +
+             8 * h;
     };
     auto skip = [&](int j) { return CLUSTER_K > 1 && owner_of(j) != kpart; };
     u32 old[ALL_AHEAD ? MW : 1][2][ALL_AHEAD ? TN / 8 : 1];
@@ -633,16 +663,17 @@ struct Kernel {
   }
 
   // Consumer `consumer`'s rows of C's 64-column chunk `chunk`, by TMA into its buffer `buffer`.
-  GEMMTUNE_DEVICE_INLINE static void load_c_chunk(const GemmArgs& args, const Smem& s, Tile t, int consumer, int chunk,
-                                                  int buffer) {
+  GEMMTUNE_DEVICE_INLINE static void load_c_chunk(const GemmArgs& args, const Smem& s, Tile t,
+                                                  int consumer, int chunk, int buffer) {
     u64* bar = &s.c_loaded[consumer * C_BUFFERS + buffer];
     ptx::mbarrier_arrive_expect_tx(bar, C_CHUNK_BYTES);  // a box partly outside C counts in full
-    ptx::tma_load_2d(s.c + (consumer * C_BUFFERS + buffer) * C_CHUNK_BYTES, &args.map_c, bar, t.col0 + chunk * 64,
-                     t.row0 + rows_of(consumer) * 64 * MW);
+    ptx::tma_load_2d(s.c + (consumer * C_BUFFERS + buffer) * C_CHUNK_BYTES, &args.map_c, bar,
+                     t.col0 + chunk * 64, t.row0 + rows_of(consumer) * 64 * MW);
   }
 
   // C's first C_BUFFERS chunks, once the previous tile's stores have read every buffer.
-  GEMMTUNE_DEVICE_INLINE static void load_first_c_chunks(const GemmArgs& args, const Smem& s, Tile t, int consumer) {
+  GEMMTUNE_DEVICE_INLINE static void load_first_c_chunks(const GemmArgs& args, const Smem& s,
+                                                         Tile t, int consumer) {
     if (threadIdx.x % 128 != 0) return;
     ptx::bulk_wait_read<0>();
 #pragma unroll
@@ -676,7 +707,8 @@ struct Kernel {
   // the next tile's loads during the epilogue (8192x8192x1024: 0.96x -> 0.88x); H100, docs/PERF.md
   // runs 192-194. `free_phases` holds each consumer's c_free phase, bit by bit.
   GEMMTUNE_DEVICE_INLINE static void fetch_c(const GemmArgs& args, const Smem& s, Tile t,
-                                             const schedule::Segment& seg, int i, u32& free_phases) {
+                                             const schedule::Segment& seg, int i,
+                                             u32& free_phases) {
     if (i == 0) prefetch_c(args, t);
     if (seg.parts != 1) return;  // the tile's last part, known only at its end, loads C itself
 #pragma unroll
@@ -690,7 +722,9 @@ struct Kernel {
   }
   // The k-block after whose load fetch_c runs: the ring's first fill (the last k-block of a
   // shorter part; ks.begin - 1, before the loads, for a part without k-blocks).
-  GEMMTUNE_DEVICE_INLINE static int c_block(KRange ks) { return min(ks.begin + STAGES - 1, ks.end - 1); }
+  GEMMTUNE_DEVICE_INLINE static int c_block(KRange ks) {
+    return min(ks.begin + STAGES - 1, ks.end - 1);
+  }
 
   // The same values through shared memory and TMA stores (C aligned): the warpgroup goes on to
   // its next tile while the copy engine writes this one. With a buffer per chunk, all chunks are
@@ -702,8 +736,9 @@ struct Kernel {
   // with ldmatrix, the inverse of stmatrix, from where it writes them. `c_phases` holds each
   // buffer's barrier phase, bit by bit.
   template <bool READ_C>
-  GEMMTUNE_DEVICE_INLINE static void store_tma(const GemmArgs& args, const Smem& s, Tile t, int consumer,
-                                               const float (&acc)[MW][TN / 2], u32& c_phases, bool c_early) {
+  GEMMTUNE_DEVICE_INLINE static void store_tma(const GemmArgs& args, const Smem& s, Tile t,
+                                               int consumer, const float (&acc)[MW][TN / 2],
+                                               u32& c_phases, bool c_early) {
     constexpr bool RING = C_BUFFERS < C_CHUNKS;
     const int lane = threadIdx.x % 128;
     const bool issuer = lane == 0;
@@ -739,13 +774,14 @@ struct Kernel {
 #pragma unroll
         for (int u = 0; u < 8; u += 2) {
           const int unit = (u + q / 2) ^ (lane % 8);
-          const u32 address =
-              ptx::smem_u32(staging + buffer * C_CHUNK_BYTES + (mb * 64 + lane_row) * 128 + unit * 16);
+          const u32 address = ptx::smem_u32(staging + buffer * C_CHUNK_BYTES +
+                                            (mb * 64 + lane_row) * 128 + unit * 16);
           u32 old[4], r[4];
           if constexpr (READ_C) ptx::ldmatrix_x4<false>(old, address);
 #pragma unroll
           for (int b = 0; b < 4; ++b) {
-            const int i = 2 * (2 * (8 * chunk + u + b / 2) + b % 2);  // this thread's accumulator pair
+            const int i =
+                2 * (2 * (8 * chunk + u + b / 2) + b % 2);  // this thread's accumulator pair
             float v0 = args.alpha * acc[mb][i], v1 = args.alpha * acc[mb][i + 1];
             if constexpr (READ_C) {
               v0 = fmaf(args.beta, to_f32(u16(old[b] & 0xffff)), v0);
@@ -761,7 +797,8 @@ struct Kernel {
         if (issuer) {
 #pragma unroll
           for (int c = RING ? chunk : 0; c <= chunk; ++c)
-            ptx::tma_store_2d(&args.map_c, staging + (c % C_BUFFERS) * C_CHUNK_BYTES, t.col0 + c * 64, n0);
+            ptx::tma_store_2d(&args.map_c, staging + (c % C_BUFFERS) * C_CHUNK_BYTES,
+                              t.col0 + c * 64, n0);
           ptx::bulk_commit();
           if (READ_C && chunk + C_BUFFERS < C_CHUNKS) {
             ptx::bulk_wait_read<0>();
@@ -776,7 +813,9 @@ struct Kernel {
     return TMA_STORE && (args.flags & GEMM_ARGS_MAP_C);
   }
   // beta, or 0 in a kernel built without READS_C (the compiler then drops every read of C).
-  GEMMTUNE_DEVICE_INLINE static float beta_of(const GemmArgs& args) { return READS_C ? args.beta : 0.0f; }
+  GEMMTUNE_DEVICE_INLINE static float beta_of(const GemmArgs& args) {
+    return READS_C ? args.beta : 0.0f;
+  }
   // beta != 0: C is read, by TMA (store_tma) or from registers (store).
   GEMMTUNE_DEVICE_INLINE static bool loads_c_by_tma(const GemmArgs& args) {
     return stores_by_tma(args) && beta_of(args) != 0.0f;
@@ -786,13 +825,14 @@ struct Kernel {
   }
 
   // c_early: C's first chunks were asked for during the tile's main loop (fetch_c).
-  GEMMTUNE_DEVICE_INLINE static void epilogue(const GemmArgs& args, const Smem& s, Tile t, int consumer,
-                                              const float (&acc)[MW][TN / 2], u32& c_phases, bool c_early,
-                                              int kpart = 0) {
+  GEMMTUNE_DEVICE_INLINE static void epilogue(const GemmArgs& args, const Smem& s, Tile t,
+                                              int consumer, const float (&acc)[MW][TN / 2],
+                                              u32& c_phases, bool c_early, int kpart = 0) {
     if constexpr (TMA_STORE) {
       if (stores_by_tma(args)) {
         if constexpr (READS_C)
-          if (args.beta != 0.0f) return store_tma<true>(args, s, t, consumer, acc, c_phases, c_early);
+          if (args.beta != 0.0f)
+            return store_tma<true>(args, s, t, consumer, acc, c_phases, c_early);
         return store_tma<false>(args, s, t, consumer, acc, c_phases, false);
       }
     }
@@ -807,8 +847,8 @@ struct Kernel {
   // ---- schedules ----------------------------------------------------------------------------
 
   // Barriers and the schedule, made by thread 0 and visible to the CTA (cluster) afterwards.
-  GEMMTUNE_DEVICE_INLINE static void init_shared(const Smem& s, int consumers_per_stage, const schedule::Work& work,
-                                                 int kpart = 0) {
+  GEMMTUNE_DEVICE_INLINE static void init_shared(const Smem& s, int consumers_per_stage,
+                                                 const schedule::Work& work, int kpart = 0) {
     if (threadIdx.x == 0) {
       *s.work = work;
       for (int i = 0; i < STAGES; ++i) {
@@ -847,7 +887,8 @@ struct Kernel {
     }
   };
 
-  GEMMTUNE_DEVICE_INLINE static void produce(const GemmArgs& args, const Smem& s, int worker, int rank, int kpart) {
+  GEMMTUNE_DEVICE_INLINE static void produce(const GemmArgs& args, const Smem& s, int worker,
+                                             int rank, int kpart) {
     const u64 policy = SWAP ? ptx::l2_evict_first_policy() : 0;
     const bool with_c = loads_c_by_tma(args);
     u32 free_phases = 0;
@@ -876,8 +917,8 @@ struct Kernel {
       }
   }
 
-  GEMMTUNE_DEVICE_INLINE static void consume(const GemmArgs& args, const Smem& s, int worker, int rank, int kpart,
-                                             int consumer) {
+  GEMMTUNE_DEVICE_INLINE static void consume(const GemmArgs& args, const Smem& s, int worker,
+                                             int rank, int kpart, int consumer) {
     float acc[MW][TN / 2];
     Ring ring;
     // beta != 0 with TMA stores: C's first chunks come in while a whole tile's main loop runs
@@ -922,7 +963,8 @@ struct Kernel {
       }
       {
         const KRange ks = k_range(schedule::segment(work_in(s), worker, i), kpart);
-        if (CLUSTER_K > 1 && ks.begin == ks.end) zero(acc);  // fewer k-blocks than CTAs: adds nothing
+        if (CLUSTER_K > 1 && ks.begin == ks.end)
+          zero(acc);  // fewer k-blocks than CTAs: adds nothing
         // The producer loads C's first chunks once the buffers are free (fetch_c): a test in this
         // loop made a kernel 3-6% slower on 1024x1024x16384 (split-K, H100 runs 169-170, 192).
         if (TMA_STORE && with_c) {
@@ -939,15 +981,16 @@ struct Kernel {
           ring.advance();
         }
       }
-      if (PINGPONG && i + 1 < count) ptx::named_barrier_arrive(TURN_BARRIER + 1 - consumer, 256);  // its turn
+      if (PINGPONG && i + 1 < count)
+        ptx::named_barrier_arrive(TURN_BARRIER + 1 - consumer, 256);  // its turn
       drain<0>(acc);
       if (previous >= 0) release(s, previous);
       // The segment again rather than kept in registers through the main loop.
       const schedule::Segment seg = schedule::segment(work_in(s), worker, i);
       if constexpr (CLUSTER_K > 1) exchange(s, kpart, consumer, i, i + 1 < count, acc);
       if (seg.parts == 1 || reduce_parts(args, s, work_in(s), seg, rank, consumer, acc))
-        epilogue(args, s, KEEP_TILE ? tile : tile_of(seg.tile, rank, grid_of(args)), consumer, acc, c_phases, c_early,
-                 kpart);
+        epilogue(args, s, KEEP_TILE ? tile : tile_of(seg.tile, rank, grid_of(args)), consumer, acc,
+                 c_phases, c_early, kpart);
     }
     finish_stores(args);
   }
@@ -987,7 +1030,8 @@ struct Kernel {
     const u64 policy = SWAP && issuer ? ptx::l2_evict_first_policy() : 0;
     if (issuer) {
       if (TMA_STORE && loads_c_by_tma(args)) prefetch_c(args, t);
-      for (int kb = 0; kb < STAGES - 1 && kb < k_blocks; ++kb) load_stage(args, s, kb, t, kb, 0, policy);
+      for (int kb = 0; kb < STAGES - 1 && kb < k_blocks; ++kb)
+        load_stage(args, s, kb, t, kb, 0, policy);
     }
     const int consumer = threadIdx.x / 128;
     if (loads_c_by_threads(args)) prefetch_c_lines(args, t, consumer);
@@ -1037,14 +1081,16 @@ struct Kernel {
 struct GemmtuneWgmmaDefault {
   static constexpr int BM = 256, BN = 128, STAGES = 4, WG = 2;
   static constexpr bool SWAP = false, WS = true;
-  static constexpr int CLUSTER_M = 1, CLUSTER_N = 2, RASTER = 0, GROUP = 8, EPILOGUE = 1, C_BUFFERS = 2;
+  static constexpr int CLUSTER_M = 1, CLUSTER_N = 2, RASTER = 0, GROUP = 8, EPILOGUE = 1,
+                       C_BUFFERS = 2;
   static constexpr int SCHEDULE = 0, SPLITS = 1, CLUSTER_K = 1, OCCUPANCY = 1, KSUB = 1;
   static constexpr bool PINGPONG = false, A_T = false, B_T = false;
   static constexpr int DTYPE = 2;
   static constexpr bool READS_C = true;
 };
-extern "C" __global__ void __launch_bounds__(gemmtune::wgmma_sm90::Kernel<GemmtuneWgmmaDefault>::THREADS,
-                                             gemmtune::wgmma_sm90::Kernel<GemmtuneWgmmaDefault>::CTAS_PER_SM)
+extern "C" __global__ void __launch_bounds__(
+    gemmtune::wgmma_sm90::Kernel<GemmtuneWgmmaDefault>::THREADS,
+    gemmtune::wgmma_sm90::Kernel<GemmtuneWgmmaDefault>::CTAS_PER_SM)
     gemm_wgmma_default(const __grid_constant__ GemmArgs args) {
   extern __shared__ __align__(1024) unsigned char gemmtune_smem[];
   gemmtune::wgmma_sm90::Kernel<GemmtuneWgmmaDefault>::run(args, gemmtune_smem);

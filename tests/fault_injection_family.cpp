@@ -21,12 +21,15 @@ class FaultInjectionFamily final : public Family {
     return KernelConfig{"fault_injection", p.dtype, p.op_a, p.op_b, {{"MODE", 1}}};
   }
   std::string kernel_name(const KernelConfig& c) const override {
-    return fmt::format("gemm_fault_injection_{}_mode{}", c.at("MODE") == 1 ? "fault" : "hang", c.at("MODE"));
+    return fmt::format("gemm_fault_injection_{}_mode{}", c.at("MODE") == 1 ? "fault" : "hang",
+                       c.at("MODE"));
   }
   std::string emit(const KernelConfig& c) const override {
-    const std::string body = c.at("MODE") == 1
-                                 ? "  *reinterpret_cast<volatile int*>(8ull + args.c * 0) = 1;  // illegal address\n"
-                                 : "  while (clock64() >= 0) __nanosleep(1000);  // never finishes: the clock is 64-bit\n";
+    const std::string body =
+        c.at("MODE") == 1
+            ? "  *reinterpret_cast<volatile int*>(8ull + args.c * 0) = 1;  // illegal address\n"
+            : "  while (clock64() >= 0) __nanosleep(1000);  // never finishes: the clock is "
+              "64-bit\n";
     return fmt::format(
         "#include \"gemm_args.h\"\n"
         "extern \"C\" __global__ void {}(const __grid_constant__ GemmArgs args) {{\n{}}}\n",

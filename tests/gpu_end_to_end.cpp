@@ -14,8 +14,9 @@ namespace {
 class EndToEnd : public test::TuneTest {
  protected:
   // Runs the library on the problem and checks the result like any candidate.
-  Verdict library_result(Library& lib, const Problem& p) { return check_library(lib, p, 1.25f, 0.5f, 9); }
-
+  Verdict library_result(Library& lib, const Problem& p) {
+    return check_library(lib, p, 1.25f, 0.5f, 9);
+  }
 };
 
 TEST_F(EndToEnd, TunedKernelIsStoredAndUsedByTheLibrary) {
@@ -27,7 +28,8 @@ TEST_F(EndToEnd, TunedKernelIsStoredAndUsedByTheLibrary) {
   EXPECT_EQ(first.measured.size(), 4u);
   EXPECT_FALSE(first.complete) << "a budget of 4 does not cover the space";
   EXPECT_GT(first.baseline_ms, 0) << first.baseline_name;
-  for (const auto& c : first.measured) EXPECT_EQ(c.status, CandidateStatus::ok) << c.kernel_name << ": " << c.message;
+  for (const auto& c : first.measured)
+    EXPECT_EQ(c.status, CandidateStatus::ok) << c.kernel_name << ": " << c.message;
 
   // An incomplete search resumes: only candidates not measured yet are measured.
   const TuneReport second = tune(p, options_);
@@ -36,7 +38,8 @@ TEST_F(EndToEnd, TunedKernelIsStoredAndUsedByTheLibrary) {
   EXPECT_EQ(second.measured.size(), 4u);
   std::set<std::string> names;
   for (const auto& c : first.measured) names.insert(c.kernel_name);
-  for (const auto& c : second.measured) EXPECT_EQ(names.count(c.kernel_name), 0u) << "measured twice: " << c.kernel_name;
+  for (const auto& c : second.measured)
+    EXPECT_EQ(names.count(c.kernel_name), 0u) << "measured twice: " << c.kernel_name;
 
   const TuningDb db(options_.db_path);
   const auto best = db.best(device_.key, p);
@@ -87,7 +90,8 @@ TEST_F(EndToEnd, ProblemsThatReadCAreTunedApart) {
     EXPECT_EQ(lib.select(zero).source, Source::tuned);
     const Selection borrowed = lib.select(reads);
     EXPECT_EQ(borrowed.source, Source::nearest);
-    EXPECT_NE(borrowed.note.find("tuned for 256x192x128 with beta = 0"), std::string::npos) << borrowed.note;
+    EXPECT_NE(borrowed.note.find("tuned for 256x192x128 with beta = 0"), std::string::npos)
+        << borrowed.note;
     EXPECT_TRUE(check_library(lib, reads, 1.25f, 0.5f).ok);
   }
   options_.beta = 0.5f;
@@ -155,16 +159,20 @@ TEST_F(EndToEnd, ResultsOfAnotherDriverAreUsedUntilTunedAgain) {
   EXPECT_EQ(before.source, Source::other_version);
   EXPECT_STREQ(to_string(before.source), "other_version");
   EXPECT_EQ(before.kernel, simt.kernel_name(c));
-  EXPECT_NE(before.note.find(fmt::format("driver {} and NVRTC 12.4", older.driver)), std::string::npos) << before.note;
+  EXPECT_NE(before.note.find(fmt::format("driver {} and NVRTC 12.4", older.driver)),
+            std::string::npos)
+      << before.note;
   EXPECT_TRUE(library_result(lib, p).ok);
   // Another shape does not borrow it: only the exact problem.
-  EXPECT_EQ(lib.select(make_problem(DType::f32, Op::N, Op::N, 352, 192, 128)).source, Source::fallback);
+  EXPECT_EQ(lib.select(make_problem(DType::f32, Op::N, Op::N, 352, 192, 128)).source,
+            Source::fallback);
 
   options_.families = {"simt"};
   options_.baseline = false;
   options_.budget.candidates = 2;
   const TuneReport retuned = tune(p, options_);
-  EXPECT_FALSE(retuned.from_db) << "a complete search under another driver is no answer for this one";
+  EXPECT_FALSE(retuned.from_db)
+      << "a complete search under another driver is no answer for this one";
   EXPECT_EQ(retuned.measured.size(), 2u);
   lib.reload();
   EXPECT_EQ(lib.select(p).source, Source::tuned);
@@ -233,7 +241,8 @@ TEST_F(EndToEnd, LaunchesTimedInTurnsComeBackInTheirOrder) {
   s.min_total_ms = 50;
   auto fill = [&](int times) {
     return [&, times](CUstream st) {
-      for (int i = 0; i < times; ++i) GT_CU(cuMemsetD32Async(buffer.ptr(), uint32_t(i), buffer.bytes() / 4, st));
+      for (int i = 0; i < times; ++i)
+        GT_CU(cuMemsetD32Async(buffer.ptr(), uint32_t(i), buffer.bytes() / 4, st));
     };
   };
   const std::vector<Timing> t = timer.time_together({fill(1), fill(2), fill(1)}, stream_->get(), s);

@@ -36,7 +36,8 @@ TEST_F(FaultIsolation, FaultAndHangAreRecordedAndSurvived) {
   const TuneReport r = tune(p, o);
   ASSERT_EQ(r.measured.size(), 3u);
   EXPECT_EQ(r.measured[0].status, CandidateStatus::fault) << r.measured[0].message;
-  EXPECT_NE(r.measured[0].message.find("ILLEGAL_ADDRESS"), std::string::npos) << r.measured[0].message;
+  EXPECT_NE(r.measured[0].message.find("ILLEGAL_ADDRESS"), std::string::npos)
+      << r.measured[0].message;
   EXPECT_EQ(r.measured[1].status, CandidateStatus::timeout) << r.measured[1].message;
   EXPECT_EQ(r.measured[2].status, CandidateStatus::ok) << r.measured[2].message;
   ASSERT_TRUE(r.best.has_value());

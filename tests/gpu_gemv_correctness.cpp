@@ -23,17 +23,24 @@ struct Point {
 const Point kPoints[] = {
     {256, 2, 4, 1},  // the default's shape
     {128, 1, 4, 1},  // the smallest block
-    {128, 4, 2, 3},
-    {256, 1, 8, 8},
-    {256, 4, 4, 32},
+    {128, 4, 2, 3}, {256, 1, 8, 8}, {256, 4, 4, 32},
 };
 
-int64_t widest_vector(const Problem& p) { return std::max(1, std::min(16, p.align) / dtype_size(p.dtype)); }
+int64_t widest_vector(const Problem& p) {
+  return std::max(1, std::min(16, p.align) / dtype_size(p.dtype));
+}
 
 KernelConfig config_of(const Point& pt, const Problem& p, int side) {
-  return KernelConfig{"gemv", p.dtype, p.op_a, p.op_b,
-                      {{"SIDE", side}, {"THREADS", pt.threads}, {"ROWS", pt.rows}, {"UNROLL", pt.unroll},
-                       {"KSPLIT", pt.ksplit}, {"VEC", widest_vector(p)}}};
+  return KernelConfig{"gemv",
+                      p.dtype,
+                      p.op_a,
+                      p.op_b,
+                      {{"SIDE", side},
+                       {"THREADS", pt.threads},
+                       {"ROWS", pt.rows},
+                       {"UNROLL", pt.unroll},
+                       {"KSPLIT", pt.ksplit},
+                       {"VEC", widest_vector(p)}}};
 }
 
 // SIDE 0 serves N == 1, SIDE 1 serves M == 1; both serve M == N == 1.
@@ -44,14 +51,17 @@ std::vector<int> sides_of(const Problem& p) {
   return out;
 }
 
-int64_t stored_bytes(int64_t ld, int64_t cols, DType d) { return ld * cols * dtype_size(d); }
+int64_t stored_bytes(int64_t ld, int64_t cols, DType d) {
+  return ld * cols * dtype_size(d);
+}
 
 class GemvTest : public test::GpuTest {
  protected:
   void SetUp() override {
     test::GpuTest::SetUp();
     if (IsSkipped()) return;
-    const std::string why = find_family("gemv").unsupported_reason(make_problem(DType::bf16, Op::T, Op::N, 64, 1, 64), device_.arch);
+    const std::string why = find_family("gemv").unsupported_reason(
+        make_problem(DType::bf16, Op::T, Op::N, 64, 1, 64), device_.arch);
     if (!why.empty()) GTEST_SKIP() << "gemv on " << device_.arch.name() << ": " << why;
   }
 
@@ -59,7 +69,8 @@ class GemvTest : public test::GpuTest {
   const ReadyKernel& kernel(const KernelConfig& config, const Problem& p) {
     const std::string name = find_family("gemv").kernel_name(config);
     auto it = kernels_.find(name);
-    if (it == kernels_.end()) it = kernels_.emplace(name, prepare_kernel(compiler_, config, p, device_.arch)).first;
+    if (it == kernels_.end())
+      it = kernels_.emplace(name, prepare_kernel(compiler_, config, p, device_.arch)).first;
     return it->second;
   }
 
@@ -72,17 +83,22 @@ class GemvTest : public test::GpuTest {
     if (g.counter_bytes) expect_zero_counters(k, ops.counters, g.counter_bytes, s);
   }
 
-  void expect_zero_counters(const ReadyKernel& k, CUdeviceptr counters, uint64_t bytes, CUstream s) {
+  void expect_zero_counters(const ReadyKernel& k, CUdeviceptr counters, uint64_t bytes,
+                            CUstream s) {
     std::vector<unsigned char> host(bytes);
     GT_CU(cuStreamSynchronize(s));
     GT_CU(cuMemcpyDtoH(host.data(), counters, bytes));
-    const auto nonzero = std::count_if(host.begin(), host.end(), [](unsigned char b) { return b != 0; });
-    EXPECT_EQ(nonzero, 0) << k.compiled.name << " left " << nonzero << " of " << bytes << " counter bytes non-zero";
+    const auto nonzero =
+        std::count_if(host.begin(), host.end(), [](unsigned char b) { return b != 0; });
+    EXPECT_EQ(nonzero, 0) << k.compiled.name << " left " << nonzero << " of " << bytes
+                          << " counter bytes non-zero";
   }
 
   // Runs on copies of the operands placed `offset` bytes past an aligned address.
-  void launch_shifted(const ReadyKernel& k, const Problem& q, const GemmOperands& ops, CUstream s, int offset) {
-    const int64_t a_bytes = stored_bytes(q.lda, q.cols_a(), q.dtype), b_bytes = stored_bytes(q.ldb, q.cols_b(), q.dtype),
+  void launch_shifted(const ReadyKernel& k, const Problem& q, const GemmOperands& ops, CUstream s,
+                      int offset) {
+    const int64_t a_bytes = stored_bytes(q.lda, q.cols_a(), q.dtype),
+                  b_bytes = stored_bytes(q.ldb, q.cols_b(), q.dtype),
                   c_bytes = stored_bytes(q.ldc, q.n, q.dtype);
     const DeviceBuffer a(size_t(a_bytes) + 16), b(size_t(b_bytes) + 16), c(size_t(c_bytes) + 16);
     GT_CU(cuMemcpyDtoDAsync(a.ptr() + offset, ops.a, size_t(a_bytes), s));
@@ -95,7 +111,8 @@ class GemvTest : public test::GpuTest {
 
   // The verifier's checks (independent reference, both beta paths, NaN-poisoned C), with the
   // operands `offset` bytes off alignment when offset > 0.
-  Verdict check_gemv(const ReadyKernel& k, const Problem& p, float alpha, float beta, int offset = 0) {
+  Verdict check_gemv(const ReadyKernel& k, const Problem& p, float alpha, float beta,
+                     int offset = 0) {
     const Verifier v(*checker_, p, alpha, beta, 5, stream_->get());
     return v.verify(
         [&](const Problem& q, const GemmOperands& ops, CUstream s) {
@@ -110,16 +127,20 @@ class GemvTest : public test::GpuTest {
   std::map<std::string, ReadyKernel> kernels_;
 };
 
-class GemvCorrectness : public GemvTest, public ::testing::WithParamInterface<std::tuple<std::string, std::string>> {};
+class GemvCorrectness : public GemvTest,
+                        public ::testing::WithParamInterface<std::tuple<std::string, std::string>> {
+};
 
 TEST_P(GemvCorrectness, ShapesLayoutsLeadingDimensionsSplitsAndBeta) {
   const auto [dtype_name, layout] = GetParam();
   const DType dtype = parse_dtype(dtype_name);
-  const int64_t shapes[][3] = {{1, 1, 1},       {1, 1, 777},   {300, 1, 1},    {1000, 1, 999}, {257, 1, 4100},
-                               {33, 1, 20000},  {1, 300, 1},   {1, 1000, 999}, {1, 257, 4100}, {1, 33, 20000}};
+  const int64_t shapes[][3] = {{1, 1, 1},      {1, 1, 777},    {300, 1, 1}, {1000, 1, 999},
+                               {257, 1, 4100}, {33, 1, 20000}, {1, 300, 1}, {1, 1000, 999},
+                               {1, 257, 4100}, {1, 33, 20000}};
   int checked = 0;
   for (const auto& s : shapes) {
-    for (int64_t extra_ld : {0, 3}) {  // 3: odd leading dimensions (a strided x where ld is its stride)
+    for (int64_t extra_ld :
+         {0, 3}) {  // 3: odd leading dimensions (a strided x where ld is its stride)
       Problem p = make_problem(dtype, parse_op(layout[0]), parse_op(layout[1]), s[0], s[1], s[2]);
       p.lda += extra_ld;
       p.ldb += extra_ld;
@@ -130,8 +151,8 @@ TEST_P(GemvCorrectness, ShapesLayoutsLeadingDimensionsSplitsAndBeta) {
           const ReadyKernel& k = kernel(config_of(pt, p, side), p);
           for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, std::pair{-0.5f, 1.5f}}) {
             const Verdict v = check_gemv(k, p, alpha, beta);
-            EXPECT_TRUE(v.ok) << k.compiled.name << " on " << p.describe() << " alpha=" << alpha << " beta=" << beta
-                              << ": " << v.message;
+            EXPECT_TRUE(v.ok) << k.compiled.name << " on " << p.describe() << " alpha=" << alpha
+                              << " beta=" << beta << ": " << v.message;
             ++checked;
           }
         }
@@ -187,16 +208,18 @@ TEST_F(GemvTest, SplitKIsBitwiseReproducible) {
     Point point;
   };
   const Case cases[] = {
-      {DType::bf16, "nn", 4096, 1, 8192, {256, 1, 4, 16}},    // axpy
-      {DType::bf16, "tn", 512, 1, 65536, {256, 2, 4, 8}},     // dot, x read through L1
-      {DType::f16, "tt", 700, 1, 30000, {128, 2, 4, 2}},      // dot, x staged in two chunks per slice
-      {DType::f32, "nn", 1, 3000, 20000, {256, 4, 2, 32}},    // M == 1, dot
+      {DType::bf16, "nn", 4096, 1, 8192, {256, 1, 4, 16}},  // axpy
+      {DType::bf16, "tn", 512, 1, 65536, {256, 2, 4, 8}},   // dot, x read through L1
+      {DType::f16, "tt", 700, 1, 30000, {128, 2, 4, 2}},    // dot, x staged in two chunks per slice
+      {DType::f32, "nn", 1, 3000, 20000, {256, 4, 2, 32}},  // M == 1, dot
   };
   for (const Case& cs : cases) {
-    const Problem p = make_problem(cs.dtype, parse_op(cs.layout[0]), parse_op(cs.layout[1]), cs.m, cs.n, cs.k);
+    const Problem p =
+        make_problem(cs.dtype, parse_op(cs.layout[0]), parse_op(cs.layout[1]), cs.m, cs.n, cs.k);
     const KernelConfig config = config_of(cs.point, p, p.n == 1 ? 0 : 1);
     const ReadyKernel& k = kernel(config, p);
-    ASSERT_GT(k.family->geometry(config, p, device_.arch).grid[1], 1u) << k.compiled.name << ": K is not split";
+    ASSERT_GT(k.family->geometry(config, p, device_.arch).grid[1], 1u)
+        << k.compiled.name << ": K is not split";
     const Verdict v = check_gemv(k, p, 1.25f, 0.0f);
     EXPECT_TRUE(v.ok) << k.compiled.name << " on " << p.describe() << ": " << v.message;
     const ProblemData data(p, *checker_, 11, stream_->get());
@@ -210,7 +233,8 @@ TEST_F(GemvTest, SplitKIsBitwiseReproducible) {
         GT_CU(cuMemcpyDtoH(run == 0 ? first.data() : again.data(), data.c.ptr(), c_bytes));
         if (run > 0) {
           EXPECT_EQ(std::memcmp(first.data(), again.data(), c_bytes), 0)
-              << k.compiled.name << " on " << p.describe() << " beta=" << beta << ": run " << run << " differs from run 0";
+              << k.compiled.name << " on " << p.describe() << " beta=" << beta << ": run " << run
+              << " differs from run 0";
         }
       }
     }
@@ -235,7 +259,8 @@ TEST_F(GemvTest, SanitizerSmallShapes) {
       p.align = 2;
       const ReadyKernel& k = kernel(config_of(kPoints[2], p, n == 1 ? 0 : 1), p);
       const Verdict v = check_gemv(k, p, 1.0f, 0.5f, 2);
-      EXPECT_TRUE(v.ok) << k.compiled.name << " on " << p.describe() << " (pointers 2 bytes off): " << v.message;
+      EXPECT_TRUE(v.ok) << k.compiled.name << " on " << p.describe()
+                        << " (pointers 2 bytes off): " << v.message;
     }
   }
 }
@@ -247,7 +272,8 @@ TEST_F(GemvTest, LibraryDefaultsIncludingSplitK) {
   options.use_database = false;
   Library lib(options);
   for (const char* layout : {"tn", "nn"}) {
-    const Problem p = make_problem(DType::bf16, parse_op(layout[0]), parse_op(layout[1]), 4096, 1, 4096);
+    const Problem p =
+        make_problem(DType::bf16, parse_op(layout[0]), parse_op(layout[1]), 4096, 1, 4096);
     const Selection sel = lib.select(p);
     EXPECT_EQ(sel.family, "gemv") << p.describe() << " chose " << sel.kernel;
     const Verdict verdict = check_library(lib, p);

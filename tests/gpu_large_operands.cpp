@@ -15,7 +15,9 @@ struct LargeCase {
   float beta;
 };
 
-void PrintTo(const LargeCase& c, std::ostream* out) { *out << c.problem.describe() << " beta=" << c.beta; }
+void PrintTo(const LargeCase& c, std::ostream* out) {
+  *out << c.problem.describe() << " beta=" << c.beta;
+}
 
 // A problem with tight leading dimensions, then lda replaced when given.
 Problem problem_of(DType dtype, Op op_a, int64_t m, int64_t n, int64_t k, int64_t lda = 0) {
@@ -25,7 +27,9 @@ Problem problem_of(DType dtype, Op op_a, int64_t m, int64_t n, int64_t k, int64_
   return p;
 }
 
-int64_t elements_of_a(const Problem& p) { return p.lda * p.cols_a(); }
+int64_t elements_of_a(const Problem& p) {
+  return p.lda * p.cols_a();
+}
 
 class LargeOperands : public test::GpuTest, public ::testing::WithParamInterface<LargeCase> {
  protected:
@@ -40,7 +44,8 @@ class LargeOperands : public test::GpuTest, public ::testing::WithParamInterface
   // and a packed copy of A when TMA cannot read it in place.
   static int64_t bytes_needed(const Problem& p) {
     const int64_t esize = dtype_size(p.dtype);
-    return (elements_of_a(p) * 2 + p.ldb * p.cols_b() + 2 * p.ldc * p.n) * esize + (int64_t(1) << 30);
+    return (elements_of_a(p) * 2 + p.ldb * p.cols_b() + 2 * p.ldc * p.n) * esize +
+           (int64_t(1) << 30);
   }
 
   bool fits_in_free_memory(const Problem& p) {
@@ -49,7 +54,6 @@ class LargeOperands : public test::GpuTest, public ::testing::WithParamInterface
     return int64_t(free) > bytes_needed(p);
   }
 
-
   test::TempDir dir_;
   Options options_;
 };
@@ -57,8 +61,10 @@ class LargeOperands : public test::GpuTest, public ::testing::WithParamInterface
 TEST_P(LargeOperands, LibraryResultIsRight) {
   const LargeCase& c = GetParam();
   const Problem& p = c.problem;
-  if (families_for(p, device_.arch).empty()) GTEST_SKIP() << "no family serves " << p.describe() << " here";
-  if (!fits_in_free_memory(p)) GTEST_SKIP() << p.describe() << " needs " << bytes_needed(p) / 1e9 << " GB";
+  if (families_for(p, device_.arch).empty())
+    GTEST_SKIP() << "no family serves " << p.describe() << " here";
+  if (!fits_in_free_memory(p))
+    GTEST_SKIP() << p.describe() << " needs " << bytes_needed(p) / 1e9 << " GB";
   Library lib(options_);
   const Selection s = lib.select(p);
   const Verdict v = check_library(lib, p, 1.25f, c.beta, 17);
@@ -79,26 +85,33 @@ const std::vector<LargeCase> kCases = {
     {"bf16_nn_M_at_2to30", problem_of(DType::bf16, Op::N, kMaxDimension, 2, 2), 0.0f},
     {"f32_nn_M_at_2to30", problem_of(DType::f32, Op::N, kMaxDimension, 1, 1), 0.5f},
     // A leading dimension past 2^31 (64-bit in the kernel arguments and in the tensor map).
-    {"bf16_nn_lda_past_2to31", problem_of(DType::bf16, Op::N, 64, 64, 2, (int64_t(1) << 31) + 64), 0.0f},
+    {"bf16_nn_lda_past_2to31", problem_of(DType::bf16, Op::N, 64, 64, 2, (int64_t(1) << 31) + 64),
+     0.0f},
 };
 
 INSTANTIATE_TEST_SUITE_P(Sizes, LargeOperands, ::testing::ValuesIn(kCases),
-                         [](const ::testing::TestParamInfo<LargeCase>& param_info) { return param_info.param.name; });
+                         [](const ::testing::TestParamInfo<LargeCase>& param_info) {
+                           return param_info.param.name;
+                         });
 
 // The baseline must not cut a leading dimension past 2^31 to int: it uses the 64-bit API, or
 // says it cannot.
 TEST_F(LargeOperands, CublasBaselineHandlesALeadingDimensionPast2To31) {
   const Problem p = problem_of(DType::bf16, Op::N, 64, 64, 2, (int64_t(1) << 31) + 64);
-  if (!fits_in_free_memory(p)) GTEST_SKIP() << p.describe() << " needs " << bytes_needed(p) / 1e9 << " GB";
+  if (!fits_in_free_memory(p))
+    GTEST_SKIP() << p.describe() << " needs " << bytes_needed(p) / 1e9 << " GB";
   const auto cublas = Cublas::load();
   if (!cublas) GTEST_SKIP() << "no cuBLAS: " << Cublas::why_not();
   if (!cublas->supports(p)) {
-    EXPECT_THROW(cublas->gemm(p, {}, stream_->get()), Error) << "an unsupported problem must be refused";
-    GTEST_SKIP() << cublas->version() << " has no 64-bit API: the baseline is skipped for such problems";
+    EXPECT_THROW(cublas->gemm(p, {}, stream_->get()), Error)
+        << "an unsupported problem must be refused";
+    GTEST_SKIP() << cublas->version()
+                 << " has no 64-bit API: the baseline is skipped for such problems";
   }
   const Verifier verifier(*checker_, p, 1.25f, 0.0f, 17, stream_->get());
-  const Verdict v = verifier.verify([&](const Problem& q, const GemmOperands& o, CUstream s) { cublas->gemm(q, o, s); },
-                                    stream_->get());
+  const Verdict v = verifier.verify(
+      [&](const Problem& q, const GemmOperands& o, CUstream s) { cublas->gemm(q, o, s); },
+      stream_->get());
   EXPECT_TRUE(v.ok) << cublas->version() << " on " << p.describe() << ": " << v.message;
 }
 

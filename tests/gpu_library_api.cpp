@@ -32,7 +32,8 @@ class LibraryApi : public test::GpuTest {
 
 TEST_F(LibraryApi, BadInputIsAClearError) {
   Library lib(options_);
-  const ProblemData d(make_problem(DType::f32, Op::N, Op::N, 64, 64, 64), *checker_, 1, stream_->get());
+  const ProblemData d(make_problem(DType::f32, Op::N, Op::N, 64, 64, 64), *checker_, 1,
+                      stream_->get());
   const void* a = reinterpret_cast<const void*>(d.a.ptr());
   const void* b = reinterpret_cast<const void*>(d.b.ptr());
   void* c = reinterpret_cast<void*>(d.c.ptr());
@@ -53,8 +54,9 @@ TEST_F(LibraryApi, BadInputIsAClearError) {
          [&] { lib.gemm(DType::f32, Op::N, Op::N, 64, 64, 64, 1, nullptr, 64, b, 64, 0, c, 64); });
   expect(Errc::invalid_argument, "C is a null pointer",
          [&] { lib.gemm(DType::f32, Op::N, Op::N, 64, 64, 64, 1, a, 64, b, 64, 0, nullptr, 64); });
-  expect(Errc::invalid_argument, "finite",
-         [&] { lib.gemm(DType::f32, Op::N, Op::N, 64, 64, 64, std::nanf(""), a, 64, b, 64, 0, c, 64); });
+  expect(Errc::invalid_argument, "finite", [&] {
+    lib.gemm(DType::f32, Op::N, Op::N, 64, 64, 64, std::nanf(""), a, 64, b, 64, 0, c, 64);
+  });
 }
 
 TEST_F(LibraryApi, CApiReportsStatusAndMessage) {
@@ -69,9 +71,10 @@ TEST_F(LibraryApi, CApiReportsStatusAndMessage) {
                            d.b.as<float>(), p.ldb, 0.0f, d.c.as<float>(), p.ldc, nullptr),
             GEMMTUNE_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(gemmtune_last_error()).find("lda (10)"), std::string::npos);
-  EXPECT_EQ(gemmtune_gemm(static_cast<gemmtune_dtype>(7), GEMMTUNE_OP_N, GEMMTUNE_OP_N, 1, 1, 1, 1.0f,
-                          d.a.as<float>(), 1, d.b.as<float>(), 1, 0.0f, d.c.as<float>(), 1, nullptr),
-            GEMMTUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      gemmtune_gemm(static_cast<gemmtune_dtype>(7), GEMMTUNE_OP_N, GEMMTUNE_OP_N, 1, 1, 1, 1.0f,
+                    d.a.as<float>(), 1, d.b.as<float>(), 1, 0.0f, d.c.as<float>(), 1, nullptr),
+      GEMMTUNE_ERROR_INVALID_ARGUMENT);
   EXPECT_STREQ(gemmtune_status_string(GEMMTUNE_ERROR_NO_DEVICE), "no device");
 }
 
@@ -80,10 +83,12 @@ TEST_F(LibraryApi, ResultsAreRightFromManyThreadsOnTheirOwnStreams) {
   std::vector<std::thread> threads;
   std::vector<Problem> problems;
   for (int t = 0; t < 8; ++t)
-    problems.push_back(make_problem(DType::f32, t % 2 ? Op::T : Op::N, t / 2 % 2 ? Op::T : Op::N, 64 + 37 * t,
-                                    96 + 11 * t, 33 + 50 * t));
+    problems.push_back(make_problem(DType::f32, t % 2 ? Op::T : Op::N, t / 2 % 2 ? Op::T : Op::N,
+                                    64 + 37 * t, 96 + 11 * t, 33 + 50 * t));
   std::vector<std::unique_ptr<ProblemData>> data;
-  for (int t = 0; t < 8; ++t) data.push_back(std::make_unique<ProblemData>(problems[size_t(t)], *checker_, 10 + t, stream_->get()));
+  for (int t = 0; t < 8; ++t)
+    data.push_back(
+        std::make_unique<ProblemData>(problems[size_t(t)], *checker_, 10 + t, stream_->get()));
   stream_->synchronize();
   for (int t = 0; t < 8; ++t)
     threads.emplace_back([&, t] {
@@ -92,9 +97,10 @@ TEST_F(LibraryApi, ResultsAreRightFromManyThreadsOnTheirOwnStreams) {
       const ProblemData& d = *data[size_t(t)];
       StreamHandle s;
       for (int i = 0; i < 20; ++i)
-        lib.gemm(p.dtype, p.op_a, p.op_b, p.m, p.n, p.k, 1.0f, reinterpret_cast<const void*>(d.a.ptr()), p.lda,
-                 reinterpret_cast<const void*>(d.b.ptr()), p.ldb, 0.0f, reinterpret_cast<void*>(d.c.ptr()), p.ldc,
-                 reinterpret_cast<Stream>(s.get()));
+        lib.gemm(p.dtype, p.op_a, p.op_b, p.m, p.n, p.k, 1.0f,
+                 reinterpret_cast<const void*>(d.a.ptr()), p.lda,
+                 reinterpret_cast<const void*>(d.b.ptr()), p.ldb, 0.0f,
+                 reinterpret_cast<void*>(d.c.ptr()), p.ldc, reinterpret_cast<Stream>(s.get()));
       s.synchronize();
     });
   for (auto& th : threads) th.join();
@@ -112,12 +118,14 @@ TEST_F(LibraryApi, ResultsAreRightFromManyThreadsOnTheirOwnStreams) {
 TEST_F(LibraryApi, PackedOperandsFromThreadsSharingAStreamAreTheirOwn) {
   const Problem any = make_problem(DType::bf16, Op::N, Op::N, 64, 64, 64);
   if (!find_family("wgmma_sm90").unsupported_reason(any, device_.arch).empty())
-    GTEST_SKIP() << "packing is for TMA (the wgmma family, sm_90a); this GPU is " << device_.arch.name();
+    GTEST_SKIP() << "packing is for TMA (the wgmma family, sm_90a); this GPU is "
+                 << device_.arch.name();
   options_.families = "wgmma_sm90";  // mma_sm80 would read these operands in place
   Library lib(options_);
   std::vector<Problem> problems;
   for (int t = 0; t < 6; ++t) {
-    Problem p = make_problem(DType::bf16, Op::N, t % 2 ? Op::T : Op::N, 300 + 97 * t, 200 + 61 * t, 150 + 83 * t);
+    Problem p = make_problem(DType::bf16, Op::N, t % 2 ? Op::T : Op::N, 300 + 97 * t, 200 + 61 * t,
+                             150 + 83 * t);
     p.lda += 1;  // odd: packed
     p.ldb += 3;
     p.align = alignment_class(p.dtype, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
@@ -132,9 +140,9 @@ TEST_F(LibraryApi, PackedOperandsFromThreadsSharingAStreamAreTheirOwn) {
   auto call = [&](size_t t, CUstream s) {
     const Problem& p = problems[t];
     const ProblemData& d = *data[t];
-    lib.gemm(p.dtype, p.op_a, p.op_b, p.m, p.n, p.k, 1.0f, reinterpret_cast<const void*>(d.a.ptr()), p.lda,
-             reinterpret_cast<const void*>(d.b.ptr()), p.ldb, 0.0f, reinterpret_cast<void*>(d.c.ptr()), p.ldc,
-             reinterpret_cast<Stream>(s));
+    lib.gemm(p.dtype, p.op_a, p.op_b, p.m, p.n, p.k, 1.0f, reinterpret_cast<const void*>(d.a.ptr()),
+             p.lda, reinterpret_cast<const void*>(d.b.ptr()), p.ldb, 0.0f,
+             reinterpret_cast<void*>(d.c.ptr()), p.ldc, reinterpret_cast<Stream>(s));
   };
   auto download = [&](size_t t, std::vector<uint16_t>& out) {
     out.resize(size_t(problems[t].ldc * problems[t].n));
@@ -159,7 +167,8 @@ TEST_F(LibraryApi, PackedOperandsFromThreadsSharingAStreamAreTheirOwn) {
   one.synchronize();
   for (size_t t = 0; t < problems.size(); ++t) {
     download(t, shared[t]);
-    EXPECT_TRUE(shared[t] == alone[t]) << problems[t].describe() << ": calls from threads on one stream differ";
+    EXPECT_TRUE(shared[t] == alone[t])
+        << problems[t].describe() << ": calls from threads on one stream differ";
   }
 }
 
@@ -173,13 +182,15 @@ TEST_F(LibraryApi, EachDtypeIsComputedRightOrRefusedAsUnsupported) {
       const ProblemData d(p, *checker_, 4, stream_->get());
       EXPECT_NE(device_.arch.cc, 90) << "Hopper must serve " << to_string(dtype);
       try {
-        lib.gemm(dtype, Op::N, Op::T, p.m, p.n, p.k, 1, reinterpret_cast<const void*>(d.a.ptr()), p.lda,
-                 reinterpret_cast<const void*>(d.b.ptr()), p.ldb, 0, reinterpret_cast<void*>(d.c.ptr()), p.ldc);
+        lib.gemm(dtype, Op::N, Op::T, p.m, p.n, p.k, 1, reinterpret_cast<const void*>(d.a.ptr()),
+                 p.lda, reinterpret_cast<const void*>(d.b.ptr()), p.ldb, 0,
+                 reinterpret_cast<void*>(d.c.ptr()), p.ldc);
         ADD_FAILURE() << "no error for " << to_string(dtype) << " on " << device_.arch.name();
       } catch (const Error& e) {
         EXPECT_EQ(e.code(), Errc::unsupported) << e.what();
-        EXPECT_NE(std::string(e.what()).find(fmt::format("{} nt on {}", to_string(dtype), device_.name)),
-                  std::string::npos)
+        EXPECT_NE(
+            std::string(e.what()).find(fmt::format("{} nt on {}", to_string(dtype), device_.name)),
+            std::string::npos)
             << e.what();
       }
       continue;
@@ -192,7 +203,9 @@ TEST_F(LibraryApi, EachDtypeIsComputedRightOrRefusedAsUnsupported) {
 // Collects what gemmtune logs while it lives.
 class LogCapture {
  public:
-  LogCapture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(text_)) { log().sinks().push_back(sink_); }
+  LogCapture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(text_)) {
+    log().sinks().push_back(sink_);
+  }
   ~LogCapture() {
     auto& sinks = log().sinks();
     sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
@@ -241,7 +254,8 @@ TEST_F(LibraryApi, ADamagedDatabaseIsReportedOnceAndTheDefaultsAreUsed) {
   {
     sqlite3* raw = nullptr;
     sqlite3_open((dir_ / "photos.db").c_str(), &raw);
-    sqlite3_exec(raw, "PRAGMA application_id = 42; CREATE TABLE photos (path TEXT)", nullptr, nullptr, nullptr);
+    sqlite3_exec(raw, "PRAGMA application_id = 42; CREATE TABLE photos (path TEXT)", nullptr,
+                 nullptr, nullptr);
     sqlite3_close(raw);
   }
   for (const char* name : {"truncated.db", "random.db", "photos.db"}) {
@@ -257,7 +271,8 @@ TEST_F(LibraryApi, ADamagedDatabaseIsReportedOnceAndTheDefaultsAreUsed) {
     const Verdict verdict = check_library(lib, tuned, 1.0f, 0.0f, 8);
     EXPECT_TRUE(verdict.ok) << name << ": " << verdict.message;
     EXPECT_EQ(captured.lines_with(path), 1) << name << ": " << captured.text();
-    EXPECT_EQ(captured.lines_with("using the built-in defaults"), 1) << name << ": " << captured.text();
+    EXPECT_EQ(captured.lines_with("using the built-in defaults"), 1)
+        << name << ": " << captured.text();
   }
 }
 
@@ -295,8 +310,10 @@ TEST_F(LibraryApi, RowsThatAreNoValidProductionConfigAreSkippedWithAWarning) {
     EXPECT_EQ(s.source, Source::fallback) << q.describe();
     EXPECT_EQ(s.family, "simt");
   }
-  EXPECT_NE(captured.text().find("not using planted_fault (fault_injection)"), std::string::npos) << captured.text();
-  EXPECT_NE(captured.text().find("not using planted_vec8 (simt) for " + p2.describe() + ": VEC=8 is not among"),
+  EXPECT_NE(captured.text().find("not using planted_fault (fault_injection)"), std::string::npos)
+      << captured.text();
+  EXPECT_NE(captured.text().find("not using planted_vec8 (simt) for " + p2.describe() +
+                                 ": VEC=8 is not among"),
             std::string::npos)
       << captured.text();
   const Verdict verdict = check_library(lib, p, 1.0f, 0.0f, 8);

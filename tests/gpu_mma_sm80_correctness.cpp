@@ -38,12 +38,24 @@ const Point kSplitPoints[] = {
     {128, 128, 64, 32, 64, 3, 6},
 };
 
-int64_t widest_vector(const Problem& p) { return std::min(8, std::max(1, p.align / 2)); }
+int64_t widest_vector(const Problem& p) {
+  return std::min(8, std::max(1, p.align / 2));
+}
 
 KernelConfig config_of(const Point& pt, const Problem& p) {
-  return KernelConfig{"mma_sm80", p.dtype, p.op_a, p.op_b,
-                      {{"BM", pt.bm}, {"BN", pt.bn}, {"BK", pt.bk}, {"WM", pt.wm}, {"WN", pt.wn},
-                       {"STAGES", pt.stages}, {"GROUP", 8}, {"VEC", widest_vector(p)}, {"SPLITS", pt.splits}}};
+  return KernelConfig{"mma_sm80",
+                      p.dtype,
+                      p.op_a,
+                      p.op_b,
+                      {{"BM", pt.bm},
+                       {"BN", pt.bn},
+                       {"BK", pt.bk},
+                       {"WM", pt.wm},
+                       {"WN", pt.wn},
+                       {"STAGES", pt.stages},
+                       {"GROUP", 8},
+                       {"VEC", widest_vector(p)},
+                       {"SPLITS", pt.splits}}};
 }
 
 // Leading dimensions rounded up to 8 values (16 bytes), plus `extra`: 0 keeps the problem 16-byte
@@ -65,7 +77,9 @@ class Mma80Test : public test::GpuTest {
   void SetUp() override {
     test::GpuTest::SetUp();
     if (IsSkipped()) return;
-    const std::string why = find_family("mma_sm80").unsupported_reason(make_problem(DType::bf16, Op::N, Op::N, 64, 64, 64), device_.arch);
+    const std::string why =
+        find_family("mma_sm80")
+            .unsupported_reason(make_problem(DType::bf16, Op::N, Op::N, 64, 64, 64), device_.arch);
     if (!why.empty()) GTEST_SKIP() << why << "; this GPU is " << device_.arch.name();
   }
 
@@ -74,8 +88,8 @@ class Mma80Test : public test::GpuTest {
     ASSERT_GT(k.loaded->occupancy(k.geometry), 0) << k.compiled.name;
     for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, std::pair{0.5f, -1.5f}}) {
       const Verdict v = check(k, p, alpha, beta);
-      EXPECT_TRUE(v.ok) << k.compiled.name << " on " << p.describe() << " alpha=" << alpha << " beta=" << beta << ": "
-                        << v.message;
+      EXPECT_TRUE(v.ok) << k.compiled.name << " on " << p.describe() << " alpha=" << alpha
+                        << " beta=" << beta << ": " << v.message;
       ++checked_;
     }
   }
@@ -83,11 +97,14 @@ class Mma80Test : public test::GpuTest {
   int checked_ = 0;
 };
 
-class Mma80Correctness : public Mma80Test, public ::testing::WithParamInterface<std::tuple<std::string, std::string>> {
+class Mma80Correctness
+    : public Mma80Test,
+      public ::testing::WithParamInterface<std::tuple<std::string, std::string>> {
  protected:
   Problem problem(const int64_t (&s)[3]) const {
     const auto& [dtype, layout] = GetParam();
-    return make_problem(parse_dtype(dtype), parse_op(layout[0]), parse_op(layout[1]), s[0], s[1], s[2]);
+    return make_problem(parse_dtype(dtype), parse_op(layout[0]), parse_op(layout[1]), s[0], s[1],
+                        s[2]);
   }
 };
 
@@ -103,7 +120,8 @@ TEST_P(Mma80Correctness, OddShapesAndBetaForEveryConfiguration) {
 TEST_P(Mma80Correctness, EveryAlignmentOfLeadingDimensions) {
   for (const auto& s : kShapes) {
     for (int64_t extra : {4, 2, 1})
-      for (const Point& pt : {kPoints[0], kPoints[2]}) expect_right(pt, with_leading_dimensions(problem(s), extra));
+      for (const Point& pt : {kPoints[0], kPoints[2]})
+        expect_right(pt, with_leading_dimensions(problem(s), extra));
     expect_right(kPoints[1], problem(s));  // tight
   }
   EXPECT_EQ(checked_, 7 * (3 * 2 + 1) * 2);
@@ -114,7 +132,8 @@ TEST_P(Mma80Correctness, EveryAlignmentOfLeadingDimensions) {
 TEST_P(Mma80Correctness, SplitKOnOddShapesAndBeta) {
   for (const auto& s : kShapes)
     for (const Point& pt : kSplitPoints) expect_right(pt, with_leading_dimensions(problem(s), 0));
-  for (const Point& pt : {kSplitPoints[0], kSplitPoints[2]}) expect_right(pt, with_leading_dimensions(problem(kShapes[6]), 1));
+  for (const Point& pt : {kSplitPoints[0], kSplitPoints[2]})
+    expect_right(pt, with_leading_dimensions(problem(kShapes[6]), 1));
   EXPECT_EQ(checked_, (7 * 4 + 2) * 2);
 }
 
@@ -142,8 +161,10 @@ class Mma80Unaligned : public Mma80Test, public ::testing::WithParamInterface<st
 
 TEST_P(Mma80Unaligned, BaseAddressesOfEveryAlignmentClass) {
   const std::string layout = GetParam();
-  const Problem base = with_leading_dimensions(make_problem(DType::bf16, parse_op(layout[0]), parse_op(layout[1]), 270, 190, 150), 0);
-  const size_t a_bytes = size_t(base.lda * base.cols_a() * 2), b_bytes = size_t(base.ldb * base.cols_b() * 2),
+  const Problem base = with_leading_dimensions(
+      make_problem(DType::bf16, parse_op(layout[0]), parse_op(layout[1]), 270, 190, 150), 0);
+  const size_t a_bytes = size_t(base.lda * base.cols_a() * 2),
+               b_bytes = size_t(base.ldb * base.cols_b() * 2),
                c_bytes = size_t(base.ldc * base.n * 2);
   const DeviceBuffer a(a_bytes + 16), b(b_bytes + 16), c(c_bytes + 16);
   // Offsets in bytes of A, B and C: 2-, 4- and 8-byte alignment classes, one operand at a time.
@@ -161,12 +182,14 @@ TEST_P(Mma80Unaligned, BaseAddressesOfEveryAlignmentClass) {
             GT_CU(cuMemcpyDtoDAsync(pa, ops.a, a_bytes, s));
             GT_CU(cuMemcpyDtoDAsync(pb, ops.b, b_bytes, s));
             GT_CU(cuMemcpyDtoDAsync(pc, ops.c, c_bytes, s));  // NaN when beta == 0
-            k.run(k.family->geometry(k.config, q, device_.arch), q, GemmOperands{pa, pb, pc, ops.alpha, ops.beta}, s);
+            k.run(k.family->geometry(k.config, q, device_.arch), q,
+                  GemmOperands{pa, pb, pc, ops.alpha, ops.beta}, s);
             GT_CU(cuMemcpyDtoDAsync(ops.c, pc, c_bytes, s));
           },
           stream_->get());
-      EXPECT_TRUE(v.ok) << k.compiled.name << " with A+" << off[0] << " B+" << off[1] << " C+" << off[2] << " bytes on "
-                        << p.describe() << " beta=" << beta << ": " << v.message;
+      EXPECT_TRUE(v.ok) << k.compiled.name << " with A+" << off[0] << " B+" << off[1] << " C+"
+                        << off[2] << " bytes on " << p.describe() << " beta=" << beta << ": "
+                        << v.message;
     }
   }
 }
@@ -179,10 +202,12 @@ class Mma80Sanitizer : public Mma80Test, public ::testing::WithParamInterface<st
 
 TEST_P(Mma80Sanitizer, SmallShapes) {
   const std::string layout = GetParam();
-  const Problem p = with_leading_dimensions(make_problem(DType::bf16, parse_op(layout[0]), parse_op(layout[1]), 300, 260, 130), 0);
+  const Problem p = with_leading_dimensions(
+      make_problem(DType::bf16, parse_op(layout[0]), parse_op(layout[1]), 300, 260, 130), 0);
   for (const Point& pt : {kPoints[0], kPoints[3], kPoints[5]}) expect_right(pt, p);
   expect_right(kPoints[1], with_leading_dimensions(p, 1));
-  expect_right(kPoints[2], with_leading_dimensions(make_problem(p.dtype, p.op_a, p.op_b, 77, 20, 9), 2));
+  expect_right(kPoints[2],
+               with_leading_dimensions(make_problem(p.dtype, p.op_a, p.op_b, 77, 20, 9), 2));
   for (const Point& pt : kSplitPoints) expect_right(pt, p);
 }
 
@@ -197,11 +222,12 @@ TEST_F(Mma80Test, LibraryRestrictedToTheFamilyServesCalls) {
   options.cache_dir = (dir / "cache").string();
   options.families = "mma_sm80";
   Library lib(options);
-  const Problem problems[] = {make_problem(DType::bf16, Op::T, Op::N, 1000, 700, 300),
-                              make_problem(DType::f16, Op::N, Op::T, 513, 64, 129),
-                              make_problem(DType::bf16, Op::N, Op::N, 4096, 16, 512),
-                              make_problem(DType::f16, Op::T, Op::T, 77, 1500, 65),
-                              make_problem(DType::bf16, Op::N, Op::N, 500, 300, 2000)};  // split-K default
+  const Problem problems[] = {
+      make_problem(DType::bf16, Op::T, Op::N, 1000, 700, 300),
+      make_problem(DType::f16, Op::N, Op::T, 513, 64, 129),
+      make_problem(DType::bf16, Op::N, Op::N, 4096, 16, 512),
+      make_problem(DType::f16, Op::T, Op::T, 77, 1500, 65),
+      make_problem(DType::bf16, Op::N, Op::N, 500, 300, 2000)};  // split-K default
   for (const Problem& p : problems) {
     const Selection sel = lib.select(p);
     EXPECT_EQ(sel.family, "mma_sm80") << p.describe();

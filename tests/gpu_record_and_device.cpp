@@ -68,8 +68,8 @@ TEST_F(RecordAndDevice, CallsOnADeviceLeaveTheThreadsContextAsItWas) {
               GEMMTUNE_SUCCESS)
         << gemmtune_last_error();
     const char* json = nullptr;
-    EXPECT_EQ(gemmtune_select(0, GEMMTUNE_F32, GEMMTUNE_OP_N, GEMMTUNE_OP_N, p.m, p.n, p.k,
-                              nullptr, p.lda, nullptr, p.ldb, 0.0f, nullptr, p.ldc, &json),
+    EXPECT_EQ(gemmtune_select(0, GEMMTUNE_F32, GEMMTUNE_OP_N, GEMMTUNE_OP_N, p.m, p.n, p.k, nullptr,
+                              p.lda, nullptr, p.ldb, 0.0f, nullptr, p.ldc, &json),
               GEMMTUNE_SUCCESS)
         << gemmtune_last_error();
     ASSERT_NE(json, nullptr);
@@ -78,13 +78,14 @@ TEST_F(RecordAndDevice, CallsOnADeviceLeaveTheThreadsContextAsItWas) {
         << json;
     GT_CU(cuCtxGetCurrent(&current));
     EXPECT_EQ(current, nullptr) << "the thread's context was changed";
-    EXPECT_EQ(gemmtune_gemm_on_device(99, GEMMTUNE_F32, GEMMTUNE_OP_N, GEMMTUNE_OP_N, p.m, p.n,
-                                      p.k, 1.0f, d.a.as<float>(), p.lda, d.b.as<float>(), p.ldb,
-                                      0.0f, d.c.as<float>(), p.ldc, nullptr),
+    EXPECT_EQ(gemmtune_gemm_on_device(99, GEMMTUNE_F32, GEMMTUNE_OP_N, GEMMTUNE_OP_N, p.m, p.n, p.k,
+                                      1.0f, d.a.as<float>(), p.lda, d.b.as<float>(), p.ldb, 0.0f,
+                                      d.c.as<float>(), p.ldc, nullptr),
               GEMMTUNE_ERROR_INVALID_ARGUMENT);
     EXPECT_NE(std::string(gemmtune_last_error()).find("there is no GPU 99"), std::string::npos)
         << gemmtune_last_error();
-  }).join();
+  })
+      .join();
 }
 
 }  // namespace

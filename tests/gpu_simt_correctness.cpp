@@ -9,11 +9,46 @@ namespace {
 // shapes 4x8 and 8x4 lanes.
 std::vector<KernelConfig> reduced_space(const Problem& p, const ArchInfo& arch) {
   const std::vector<std::map<std::string, int64_t>> points = {
-      {{"BM", 128}, {"BN", 128}, {"BK", 8}, {"WM", 64}, {"WN", 32}, {"TM", 8}, {"TN", 8}, {"STAGES", 2}},
-      {{"BM", 64}, {"BN", 64}, {"BK", 8}, {"WM", 32}, {"WN", 32}, {"TM", 4}, {"TN", 8}, {"STAGES", 1}},
-      {{"BM", 64}, {"BN", 128}, {"BK", 16}, {"WM", 32}, {"WN", 64}, {"TM", 8}, {"TN", 8}, {"STAGES", 2}},
-      {{"BM", 256}, {"BN", 128}, {"BK", 8}, {"WM", 64}, {"WN", 64}, {"TM", 16}, {"TN", 8}, {"STAGES", 2}},
-      {{"BM", 128}, {"BN", 64}, {"BK", 16}, {"WM", 32}, {"WN", 32}, {"TM", 8}, {"TN", 4}, {"STAGES", 1}},
+      {{"BM", 128},
+       {"BN", 128},
+       {"BK", 8},
+       {"WM", 64},
+       {"WN", 32},
+       {"TM", 8},
+       {"TN", 8},
+       {"STAGES", 2}},
+      {{"BM", 64},
+       {"BN", 64},
+       {"BK", 8},
+       {"WM", 32},
+       {"WN", 32},
+       {"TM", 4},
+       {"TN", 8},
+       {"STAGES", 1}},
+      {{"BM", 64},
+       {"BN", 128},
+       {"BK", 16},
+       {"WM", 32},
+       {"WN", 64},
+       {"TM", 8},
+       {"TN", 8},
+       {"STAGES", 2}},
+      {{"BM", 256},
+       {"BN", 128},
+       {"BK", 8},
+       {"WM", 64},
+       {"WN", 64},
+       {"TM", 16},
+       {"TN", 8},
+       {"STAGES", 2}},
+      {{"BM", 128},
+       {"BN", 64},
+       {"BK", 16},
+       {"WM", 32},
+       {"WN", 32},
+       {"TM", 8},
+       {"TN", 4},
+       {"STAGES", 1}},
   };
   const Family& simt = find_family("simt");
   const SearchSpace space = simt.space(p, arch);
@@ -33,7 +68,8 @@ class SimtCorrectness : public test::GpuTest, public ::testing::WithParamInterfa
 TEST_P(SimtCorrectness, OddShapesLayoutsLeadingDimensionsAndBeta) {
   const std::string layout = GetParam();
   const Op op_a = parse_op(layout[0]), op_b = parse_op(layout[1]);
-  const int64_t shapes[][3] = {{1, 1, 1}, {17, 33, 65}, {1000, 1, 999}, {257, 255, 513}, {128, 128, 128}};
+  const int64_t shapes[][3] = {
+      {1, 1, 1}, {17, 33, 65}, {1000, 1, 999}, {257, 255, 513}, {128, 128, 128}};
   for (const auto& s : shapes) {
     for (int64_t extra_ld : {0, 5, 8}) {
       Problem p = make_problem(DType::f32, op_a, op_b, s[0], s[1], s[2]);

@@ -23,7 +23,8 @@ class GpuTest : public ::testing::Test {
 
   // Runs a kernel through the verifier: both beta paths, NaN-poisoned output, every element of
   // small problems.
-  Verdict check(const ReadyKernel& k, const Problem& p, float alpha, float beta, uint64_t seed = 5) {
+  Verdict check(const ReadyKernel& k, const Problem& p, float alpha, float beta,
+                uint64_t seed = 5) {
     const Verifier v(*checker_, p, alpha, beta, seed, stream_->get());
     return check(k, v);
   }
@@ -41,8 +42,8 @@ class GpuTest : public ::testing::Test {
 
   // Runs the kernel `runs` times on the same inputs (C reset to the same values before each run,
   // alpha 1, beta 0.5): whether every run wrote bitwise the C of the first.
-  ::testing::AssertionResult same_bits_every_run(const ReadyKernel& k, const Problem& p, const ProblemData& data,
-                                                 int runs = 5) {
+  ::testing::AssertionResult same_bits_every_run(const ReadyKernel& k, const Problem& p,
+                                                 const ProblemData& data, int runs = 5) {
     std::vector<uint16_t> first, again(size_t(p.ldc * p.n));
     for (int run = 0; run < runs; ++run) {
       data.reset_c(*checker_, 0.5f, stream_->get());
@@ -61,13 +62,14 @@ class GpuTest : public ::testing::Test {
 
   // Runs the library on the problem (and on the verifier's smaller problems) and checks the
   // results like any candidate's.
-  Verdict check_library(Library& lib, const Problem& p, float alpha = 1.0f, float beta = 0.0f, uint64_t seed = 9) {
+  Verdict check_library(Library& lib, const Problem& p, float alpha = 1.0f, float beta = 0.0f,
+                        uint64_t seed = 9) {
     const Verifier v(*checker_, p, alpha, beta, seed, stream_->get());
     return v.verify(
         [&](const Problem& q, const GemmOperands& o, CUstream s) {
-          lib.gemm(q.dtype, q.op_a, q.op_b, q.m, q.n, q.k, o.alpha, reinterpret_cast<const void*>(o.a), q.lda,
-                   reinterpret_cast<const void*>(o.b), q.ldb, o.beta, reinterpret_cast<void*>(o.c), q.ldc,
-                   reinterpret_cast<Stream>(s));
+          lib.gemm(q.dtype, q.op_a, q.op_b, q.m, q.n, q.k, o.alpha,
+                   reinterpret_cast<const void*>(o.a), q.lda, reinterpret_cast<const void*>(o.b),
+                   q.ldb, o.beta, reinterpret_cast<void*>(o.c), q.ldc, reinterpret_cast<Stream>(s));
         },
         stream_->get());
   }

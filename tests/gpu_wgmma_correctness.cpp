@@ -4,8 +4,8 @@
 #include <iterator>
 #include <vector>
 
-#include "gpu_support.hpp"
 #include "gemmtune/runtime/driver.hpp"
+#include "gpu_support.hpp"
 
 namespace gemmtune {
 namespace {
@@ -45,11 +45,14 @@ const Point kPoints[] = {
     {"a cluster of four splits K, wgmma N 48", 48, 64, 4, 1, 1, 11, 0, 0, 0, 1, 0, 1, 4},
     {"swapped, a cluster splits K", 64, 32, 8, 1, 1, 11, 0, 1, 0, 1, 0, 1, 2},
     {"swapped (decode), two 64-K blocks a stage", 64, 32, 6, 1, 1, 11, 0, 1, 0, 1, 0, 1, 1, 2},
-    {"swapped, two 64-K blocks a stage, cluster along M", 64, 32, 6, 1, 1, 21, 0, 1, 0, 1, 0, 1, 1, 2},
-    {"swapped, two 64-K blocks a stage, a cluster splits K", 64, 128, 4, 1, 1, 11, 0, 1, 0, 1, 0, 1, 2, 2},
-    {"swapped (decode), wgmma N 8, a cluster of four splits K: one CTA owns every column", 128, 8, 8, 1, 1, 11, 0, 1,
-     0, 1, 0, 1, 4},
-    {"swapped, wgmma N 16, a cluster of four splits K: two CTAs own columns", 64, 16, 6, 1, 1, 11, 0, 1, 0, 1, 0, 1, 4},
+    {"swapped, two 64-K blocks a stage, cluster along M", 64, 32, 6, 1, 1, 21, 0, 1, 0, 1, 0, 1, 1,
+     2},
+    {"swapped, two 64-K blocks a stage, a cluster splits K", 64, 128, 4, 1, 1, 11, 0, 1, 0, 1, 0, 1,
+     2, 2},
+    {"swapped (decode), wgmma N 8, a cluster of four splits K: one CTA owns every column", 128, 8,
+     8, 1, 1, 11, 0, 1, 0, 1, 0, 1, 4},
+    {"swapped, wgmma N 16, a cluster of four splits K: two CTAs own columns", 64, 16, 6, 1, 1, 11,
+     0, 1, 0, 1, 0, 1, 4},
 };
 
 // wgmma N must come in 64-column chunks when its operand is stored along M or N (the family's
@@ -59,21 +62,39 @@ KernelConfig config_of(const Point& pt, const Problem& p, bool reads_c = true) {
   int64_t bm = pt.bm, bn = pt.bn;
   int64_t& cols = pt.swap ? bn : bm;
   if (!q_kmajor) cols = (cols + 63) / 64 * 64;
-  return KernelConfig{"wgmma_sm90", p.dtype, p.op_a, p.op_b,
-                      {{"BM", bm}, {"BN", bn}, {"SWAP", pt.swap}, {"STAGES", pt.stages}, {"WG", pt.wg},
-                       {"WS", pt.ws}, {"CLUSTER", pt.cluster}, {"RASTER", p.m >= p.n ? 0 : 1},
-                       {"GROUP", pt.cluster == 21 ? 3 : 8}, {"EPILOGUE", pt.epilogue},
-                       {"SCHEDULE", pt.schedule}, {"SPLITS", pt.splits}, {"CLUSTER_K", pt.cluster_k},
-                       {"PINGPONG", pt.pingpong}, {"OCCUPANCY", pt.occupancy}, {"KSUB", pt.ksub},
+  return KernelConfig{"wgmma_sm90",
+                      p.dtype,
+                      p.op_a,
+                      p.op_b,
+                      {{"BM", bm},
+                       {"BN", bn},
+                       {"SWAP", pt.swap},
+                       {"STAGES", pt.stages},
+                       {"WG", pt.wg},
+                       {"WS", pt.ws},
+                       {"CLUSTER", pt.cluster},
+                       {"RASTER", p.m >= p.n ? 0 : 1},
+                       {"GROUP", pt.cluster == 21 ? 3 : 8},
+                       {"EPILOGUE", pt.epilogue},
+                       {"SCHEDULE", pt.schedule},
+                       {"SPLITS", pt.splits},
+                       {"CLUSTER_K", pt.cluster_k},
+                       {"PINGPONG", pt.pingpong},
+                       {"OCCUPANCY", pt.occupancy},
+                       {"KSUB", pt.ksub},
                        {"READS_C", reads_c}}};
 }
 
-class WgmmaCorrectness : public test::GpuTest, public ::testing::WithParamInterface<std::tuple<std::string, std::string>> {
+class WgmmaCorrectness
+    : public test::GpuTest,
+      public ::testing::WithParamInterface<std::tuple<std::string, std::string>> {
  protected:
   void SetUp() override {
     test::GpuTest::SetUp();
     if (IsSkipped()) return;
-    if (!find_family("wgmma_sm90").unsupported_reason(make_problem(DType::bf16, Op::N, Op::N, 64, 64, 64), device_.arch).empty())
+    if (!find_family("wgmma_sm90")
+             .unsupported_reason(make_problem(DType::bf16, Op::N, Op::N, 64, 64, 64), device_.arch)
+             .empty())
       GTEST_SKIP() << "the wgmma family needs sm_90a; this GPU is " << device_.arch.name();
   }
 };
@@ -97,8 +118,8 @@ TEST_P(WgmmaCorrectness, OddShapesBetaAndLeadingDimensions) {
           const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
           ASSERT_GT(k.loaded->occupancy(k.geometry), 0) << k.compiled.name;
           const Verdict v = check(k, verifier);
-          EXPECT_TRUE(v.ok) << k.compiled.name << " (" << pt.what << ") on " << p.describe() << " alpha=" << alpha
-                            << " beta=" << beta << ": " << v.message;
+          EXPECT_TRUE(v.ok) << k.compiled.name << " (" << pt.what << ") on " << p.describe()
+                            << " alpha=" << alpha << " beta=" << beta << ": " << v.message;
           ++checked;
         }
       }
@@ -117,11 +138,12 @@ TEST_P(WgmmaCorrectness, OddShapesBetaAndLeadingDimensions) {
 // Stages of two 64-K blocks go round their ring over several tiles too.
 TEST_P(WgmmaCorrectness, PingPongTurnsOverManyTiles) {
   const auto [dtype_name, layout] = GetParam();
-  const Problem p = make_problem(parse_dtype(dtype_name), parse_op(layout[0]), parse_op(layout[1]), 2000, 1300, 1000);
+  const Problem p = make_problem(parse_dtype(dtype_name), parse_op(layout[0]), parse_op(layout[1]),
+                                 2000, 1300, 1000);
   const Verifier verifier(*checker_, p, 1.0f, 0.5f, 5, stream_->get());
-  for (const Point& pt : {kPoints[0], kPoints[7], kPoints[12], kPoints[13], kPoints[15], kPoints[16], kPoints[17],
-                          kPoints[18], kPoints[19], kPoints[20], kPoints[21], kPoints[23], kPoints[24],
-                          kPoints[25]}) {
+  for (const Point& pt : {kPoints[0], kPoints[7], kPoints[12], kPoints[13], kPoints[15],
+                          kPoints[16], kPoints[17], kPoints[18], kPoints[19], kPoints[20],
+                          kPoints[21], kPoints[23], kPoints[24], kPoints[25]}) {
     const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
     const Verdict v = check(k, verifier);
     EXPECT_TRUE(v.ok) << k.compiled.name << " (" << pt.what << "): " << v.message;
@@ -136,22 +158,26 @@ class WgmmaBetaZero : public WgmmaCorrectness {};
 
 TEST_P(WgmmaBetaZero, KernelsWithoutCodeThatReadsC) {
   const auto [dtype_name, layout] = GetParam();
-  const int64_t shapes[][3] = {{300, 200, 100}, {257, 129, 40}, {1, 333, 200}, {333, 1, 200}, {1100, 900, 300}};
+  const int64_t shapes[][3] = {
+      {300, 200, 100}, {257, 129, 40}, {1, 333, 200}, {333, 1, 200}, {1100, 900, 300}};
   int checked = 0;
   for (const auto& s : shapes) {
-    const Problem p = make_problem(parse_dtype(dtype_name), parse_op(layout[0]), parse_op(layout[1]), s[0], s[1], s[2]);
+    const Problem p = make_problem(parse_dtype(dtype_name), parse_op(layout[0]),
+                                   parse_op(layout[1]), s[0], s[1], s[2]);
     const Verifier verifier(*checker_, p, 0.5f, 0.0f, 7, stream_->get());
-    for (const Point& pt : {kPoints[0], kPoints[1], kPoints[3], kPoints[4], kPoints[6], kPoints[7], kPoints[8],
-                            kPoints[12], kPoints[15], kPoints[18], kPoints[21]}) {
+    for (const Point& pt : {kPoints[0], kPoints[1], kPoints[3], kPoints[4], kPoints[6], kPoints[7],
+                            kPoints[8], kPoints[12], kPoints[15], kPoints[18], kPoints[21]}) {
       const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p, false), p, device_.arch);
       ASSERT_FALSE(k.geometry.reads_c) << k.compiled.name;
       const Verdict v = check(k, verifier);
-      EXPECT_TRUE(v.ok) << k.compiled.name << " (" << pt.what << ") on " << p.describe() << ": " << v.message;
+      EXPECT_TRUE(v.ok) << k.compiled.name << " (" << pt.what << ") on " << p.describe() << ": "
+                        << v.message;
       ++checked;
     }
   }
   EXPECT_EQ(checked, 5 * 11);
-  const Problem p = make_problem(parse_dtype(dtype_name), parse_op(layout[0]), parse_op(layout[1]), 300, 200, 100);
+  const Problem p = make_problem(parse_dtype(dtype_name), parse_op(layout[0]), parse_op(layout[1]),
+                                 300, 200, 100);
   const ReadyKernel k = prepare_kernel(compiler_, config_of(kPoints[0], p, false), p, device_.arch);
   const ProblemData data(p, *checker_, 3, stream_->get());
   EXPECT_THROW(k.run(p, data.operands(1.0f, 0.5f), stream_->get()), Error);
@@ -161,7 +187,8 @@ TEST_P(WgmmaBetaZero, KernelsWithoutCodeThatReadsC) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Bf16Layouts, WgmmaBetaZero,
-                         ::testing::Combine(::testing::Values("bf16"), ::testing::Values("nn", "nt", "tn", "tt")));
+                         ::testing::Combine(::testing::Values("bf16"),
+                                            ::testing::Values("nn", "nt", "tn", "tt")));
 
 INSTANTIATE_TEST_SUITE_P(LayoutsAndTypes, WgmmaCorrectness,
                          ::testing::Combine(::testing::Values("bf16", "f16"),
@@ -173,10 +200,12 @@ class WgmmaSanitizer : public WgmmaCorrectness {};
 
 TEST_P(WgmmaSanitizer, SmallShapePerSchedule) {
   const auto [dtype_name, layout] = GetParam();
-  Problem p = make_problem(parse_dtype(dtype_name), parse_op(layout[0]), parse_op(layout[1]), 300, 260, 130);
-  for (const Point& pt : {kPoints[0], kPoints[1], kPoints[4], kPoints[6], kPoints[7], kPoints[8], kPoints[10],
-                          kPoints[12], kPoints[13], kPoints[14], kPoints[15], kPoints[17], kPoints[18], kPoints[19],
-                          kPoints[20], kPoints[21], kPoints[22], kPoints[23], kPoints[24], kPoints[25]}) {
+  Problem p = make_problem(parse_dtype(dtype_name), parse_op(layout[0]), parse_op(layout[1]), 300,
+                           260, 130);
+  for (const Point& pt :
+       {kPoints[0],  kPoints[1],  kPoints[4],  kPoints[6],  kPoints[7],  kPoints[8],  kPoints[10],
+        kPoints[12], kPoints[13], kPoints[14], kPoints[15], kPoints[17], kPoints[18], kPoints[19],
+        kPoints[20], kPoints[21], kPoints[22], kPoints[23], kPoints[24], kPoints[25]}) {
     const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
     const Verdict v = check(k, p, 1.0f, 0.0f);
     EXPECT_TRUE(v.ok) << k.compiled.name << ": " << v.message;
@@ -201,16 +230,17 @@ TEST_P(WgmmaSanitizer, SmallShapePerSchedule) {
   EXPECT_TRUE(v.ok) << k.compiled.name << " on " << p.describe() << ": " << v.message;
 }
 
-// Split-K, stream-K and clusters that split K reduce in a fixed order: the same inputs give bitwise the same C, run
-// after run, whichever part of a tile finishes last. K is long, so that tiles have many parts
-// (and ping-pong warpgroups skip segments longer than the pipeline).
+// Split-K, stream-K and clusters that split K reduce in a fixed order: the same inputs give bitwise
+// the same C, run after run, whichever part of a tile finishes last. K is long, so that tiles have
+// many parts (and ping-pong warpgroups skip segments longer than the pipeline).
 TEST_P(WgmmaCorrectness, SplitKAndStreamKAreBitwiseDeterministic) {
   const auto [dtype_name, layout] = GetParam();
-  const Problem p = make_problem(parse_dtype(dtype_name), parse_op(layout[0]), parse_op(layout[1]), 1000, 72, 8000);
+  const Problem p = make_problem(parse_dtype(dtype_name), parse_op(layout[0]), parse_op(layout[1]),
+                                 1000, 72, 8000);
   const ProblemData data(p, *checker_, 11, stream_->get());
   const Verifier verifier(*checker_, p, 1.0f, 0.5f, 5, stream_->get());
-  for (const Point& pt :
-       {kPoints[6], kPoints[7], kPoints[8], kPoints[9], kPoints[13], kPoints[14], kPoints[19], kPoints[20]}) {
+  for (const Point& pt : {kPoints[6], kPoints[7], kPoints[8], kPoints[9], kPoints[13], kPoints[14],
+                          kPoints[19], kPoints[20]}) {
     const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
     // Right too: workers here run several long segments (ping-pong turns, stream-K runs).
     const Verdict v = check(k, verifier);
@@ -219,7 +249,9 @@ TEST_P(WgmmaCorrectness, SplitKAndStreamKAreBitwiseDeterministic) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Bf16, WgmmaSanitizer, ::testing::Combine(::testing::Values("bf16"), ::testing::Values("nn", "tn")));
+INSTANTIATE_TEST_SUITE_P(Bf16, WgmmaSanitizer,
+                         ::testing::Combine(::testing::Values("bf16"),
+                                            ::testing::Values("nn", "tn")));
 
 }  // namespace
 }  // namespace gemmtune

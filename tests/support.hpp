@@ -19,7 +19,8 @@ class TempDir {
  public:
   TempDir() {
     std::random_device rd;
-    path_ = std::filesystem::temp_directory_path() / ("gemmtune-test-" + std::to_string(rd()) + std::to_string(rd()));
+    path_ = std::filesystem::temp_directory_path() /
+            ("gemmtune-test-" + std::to_string(rd()) + std::to_string(rd()));
     std::filesystem::create_directories(path_);
   }
   ~TempDir() {
@@ -76,7 +77,8 @@ class EditableTemplates {
  public:
   EditableTemplates() {
     for (const auto& f : embedded_templates()) contents_.emplace_back(f.content);
-    for (size_t i = 0; i < contents_.size(); ++i) files_.push_back({embedded_templates()[i].path, contents_[i]});
+    for (size_t i = 0; i < contents_.size(); ++i)
+      files_.push_back({embedded_templates()[i].path, contents_[i]});
   }
   EditableTemplates(const EditableTemplates&) = delete;  // files_ views contents_
   EditableTemplates& operator=(const EditableTemplates&) = delete;
@@ -101,9 +103,9 @@ class EditableTemplates {
 }  // namespace gemmtune::test
 
 // GPU tests say plainly why they skipped.
-#define GEMMTUNE_REQUIRE_GPU()                                                              \
-  do {                                                                                      \
-    if (!::gemmtune::cu::available())                                                       \
-      GTEST_SKIP() << "no GPU here (" << ::gemmtune::cu::unavailable_reason()               \
-                   << "): GPU tests run on the GPU machine (tools/gpu-check.sh)";           \
+#define GEMMTUNE_REQUIRE_GPU()                                                    \
+  do {                                                                            \
+    if (!::gemmtune::cu::available())                                             \
+      GTEST_SKIP() << "no GPU here (" << ::gemmtune::cu::unavailable_reason()     \
+                   << "): GPU tests run on the GPU machine (tools/gpu-check.sh)"; \
   } while (0)

@@ -13,7 +13,8 @@ namespace gemmtune {
 namespace {
 
 KernelSource tiny_kernel(const std::string& body = "p[threadIdx.x] = 1.0f;") {
-  return make_source("tiny_kernel", "extern \"C\" __global__ void tiny_kernel(float* p) { " + body + " }\n");
+  return make_source("tiny_kernel",
+                     "extern \"C\" __global__ void tiny_kernel(float* p) { " + body + " }\n");
 }
 
 TEST(Ptxas, ReportIsParsed) {
@@ -78,7 +79,8 @@ TEST(Compiler, CacheHitsAndRebuildsACorruptEntry) {
   const CompiledKernel rebuilt = compiler.compile(tiny_kernel(), arch);
   EXPECT_FALSE(rebuilt.from_cache) << "a corrupt entry must be rebuilt, never loaded";
   EXPECT_EQ(rebuilt.cubin, first.cubin);
-  EXPECT_TRUE(compiler.compile(tiny_kernel(), arch).from_cache) << "the rebuilt entry is stored again";
+  EXPECT_TRUE(compiler.compile(tiny_kernel(), arch).from_cache)
+      << "the rebuilt entry is stored again";
 }
 
 // A cubin depends on every template its unit includes: after an edit (or an upgrade of gemmtune,
@@ -87,9 +89,10 @@ TEST(Compiler, EditingAnIncludedTemplateIsACacheMiss) {
   test::TempDir dir;
   const ArchInfo arch = ArchInfo::from_name("sm_80");
   // Includes common.cuh, which includes gemm_args.h: the edit below is two levels down.
-  const KernelSource source = make_source(
-      "uses_common", "#include \"common.cuh\"\nextern \"C\" __global__ void uses_common(float* p) {\n"
-                     "  p[threadIdx.x] = gemmtune::bf16_to_f32(gemmtune::u16(threadIdx.x));\n}\n");
+  const KernelSource source =
+      make_source("uses_common",
+                  "#include \"common.cuh\"\nextern \"C\" __global__ void uses_common(float* p) {\n"
+                  "  p[threadIdx.x] = gemmtune::bf16_to_f32(gemmtune::u16(threadIdx.x));\n}\n");
   const Compiler original(true, dir.path());
   ASSERT_FALSE(original.compile(source, arch).from_cache);
   ASSERT_TRUE(original.compile(source, arch).from_cache);
@@ -102,8 +105,10 @@ TEST(Compiler, EditingAnIncludedTemplateIsACacheMiss) {
   edited.append("gemm_args.h", "\nstruct AddedByAnUpgrade { int x; };\n");
   const Compiler upgraded(true, dir.path(), edited.files());
   EXPECT_FALSE(upgraded.compile(source, arch).from_cache) << "a stale cubin was loaded";
-  EXPECT_TRUE(upgraded.compile(source, arch).from_cache) << "the new build is cached under its own key";
-  EXPECT_TRUE(original.compile(source, arch).from_cache) << "and the old one is still there for the old templates";
+  EXPECT_TRUE(upgraded.compile(source, arch).from_cache)
+      << "the new build is cached under its own key";
+  EXPECT_TRUE(original.compile(source, arch).from_cache)
+      << "and the old one is still there for the old templates";
 }
 
 // The generated unit checks that the family's shared-memory size is the kernel's: were the two
@@ -114,17 +119,21 @@ TEST(Compiler, ASharedMemoryMismatchStopsTheCompile) {
   const Problem p = make_problem(DType::f32, Op::N, Op::N, 256, 256, 256);
   const KernelConfig config = simt.default_config(p, arch);
   const KernelSource good = emit_source(simt, config);
-  const std::string expected = fmt::format("K::SMEM_BYTES == {}", simt.geometry(config, p, arch).smem_bytes);
+  const std::string expected =
+      fmt::format("K::SMEM_BYTES == {}", simt.geometry(config, p, arch).smem_bytes);
   const size_t at = good.code.find(expected);
   ASSERT_NE(at, std::string::npos) << good.code;
   std::string drifted = good.code;
-  drifted.replace(at, expected.size(), fmt::format("K::SMEM_BYTES == {}", simt.geometry(config, p, arch).smem_bytes + 16));
+  drifted.replace(
+      at, expected.size(),
+      fmt::format("K::SMEM_BYTES == {}", simt.geometry(config, p, arch).smem_bytes + 16));
   try {
     Compiler(false).compile(make_source(good.name, drifted), arch);
     FAIL() << "a unit whose family and kernel disagree on shared memory compiled";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), Errc::compile);
-    EXPECT_NE(std::string(e.what()).find("the family launches with"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("the family launches with"), std::string::npos)
+        << e.what();
   }
   EXPECT_FALSE(Compiler(false).compile(good, arch).cubin.empty());
 }

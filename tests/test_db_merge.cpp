@@ -19,8 +19,12 @@ namespace {
 namespace fs = std::filesystem;
 using test::TempDir;
 
-DeviceKey h100() { return {"NVIDIA H100 80GB HBM3", 90, 132, 13000, "13.0"}; }
-DeviceKey h200() { return {"NVIDIA H200", 90, 132, 13000, "13.0"}; }
+DeviceKey h100() {
+  return {"NVIDIA H100 80GB HBM3", 90, 132, 13000, "13.0"};
+}
+DeviceKey h200() {
+  return {"NVIDIA H200", 90, 132, 13000, "13.0"};
+}
 
 // Real configurations of a family for the problem, so that every record is one gemm-tune writes.
 std::vector<CandidateRecord> candidates_of(const Problem& p, size_t count) {
@@ -57,8 +61,8 @@ void time_candidates(std::vector<CandidateRecord>& candidates, std::mt19937& rng
 }
 
 // What tune() does with a problem: record every candidate, then mark the fastest as the best.
-void tune_into(TuningDb& db, const DeviceKey& device, const Problem& p, const std::vector<CandidateRecord>& cands,
-               bool complete = true) {
+void tune_into(TuningDb& db, const DeviceKey& device, const Problem& p,
+               const std::vector<CandidateRecord>& cands, bool complete = true) {
   std::optional<CandidateRecord> best;
   for (const auto& c : cands) {
     db.record(device, p, c);
@@ -75,10 +79,14 @@ struct Workload {
 Workload llm_like_workload() {
   Workload w;
   std::mt19937 rng(7);
-  for (const auto& [m, n, k, dtype] : std::vector<std::tuple<int, int, int, DType>>{
-           {4096, 4096, 4096, DType::bf16}, {11008, 4096, 4096, DType::bf16}, {4096, 1, 4096, DType::bf16},
-           {6144, 32, 4096, DType::bf16}, {1024, 1024, 1024, DType::f32}, {500, 300, 700, DType::bf16},
-           {2500, 3500, 4500, DType::bf16}}) {
+  for (const auto& [m, n, k, dtype] :
+       std::vector<std::tuple<int, int, int, DType>>{{4096, 4096, 4096, DType::bf16},
+                                                     {11008, 4096, 4096, DType::bf16},
+                                                     {4096, 1, 4096, DType::bf16},
+                                                     {6144, 32, 4096, DType::bf16},
+                                                     {1024, 1024, 1024, DType::f32},
+                                                     {500, 300, 700, DType::bf16},
+                                                     {2500, 3500, 4500, DType::bf16}}) {
     w.problems.push_back(make_problem(dtype, Op::T, Op::N, m, n, k));
     auto cands = candidates_of(w.problems.back(), 24);
     time_candidates(cands, rng);
@@ -87,7 +95,8 @@ Workload llm_like_workload() {
   return w;
 }
 
-std::map<std::string, std::string> winners(const TuningDb& db, const DeviceKey& device, const Workload& w) {
+std::map<std::string, std::string> winners(const TuningDb& db, const DeviceKey& device,
+                                           const Workload& w) {
   std::map<std::string, std::string> out;
   for (const auto& p : w.problems) {
     const auto best = db.best(device, p);
@@ -97,8 +106,8 @@ std::map<std::string, std::string> winners(const TuningDb& db, const DeviceKey& 
 }
 
 // The problem's winner after merging a, then b, into dir/ab.db, and b, then a, into dir/ba.db.
-std::pair<std::string, std::string> merged_both_ways(const fs::path& dir, const TuningDb& a, const TuningDb& b,
-                                                     const Problem& p) {
+std::pair<std::string, std::string> merged_both_ways(const fs::path& dir, const TuningDb& a,
+                                                     const TuningDb& b, const Problem& p) {
   TuningDb ab(dir / "ab.db"), ba(dir / "ba.db");
   ab.merge(a);
   ab.merge(b);
@@ -111,18 +120,22 @@ TEST(DbMerge, ShardDatabasesMergeIntoTheChoicesOfOneRunInAnyOrder) {
   TempDir dir;
   const Workload w = llm_like_workload();
   TuningDb single(dir / "single.db");
-  for (size_t i = 0; i < w.problems.size(); ++i) tune_into(single, h100(), w.problems[i], w.candidates[i]);
+  for (size_t i = 0; i < w.problems.size(); ++i)
+    tune_into(single, h100(), w.problems[i], w.candidates[i]);
 
   for (int shards : {1, 2, 3, 5}) {
     std::vector<std::unique_ptr<TuningDb>> parts;
-    for (int s = 0; s < shards; ++s) parts.push_back(std::make_unique<TuningDb>(dir / fmt::format("s{}-{}.db", shards, s)));
+    for (int s = 0; s < shards; ++s)
+      parts.push_back(std::make_unique<TuningDb>(dir / fmt::format("s{}-{}.db", shards, s)));
     for (size_t i = 0; i < w.problems.size(); ++i)
       tune_into(*parts[i % size_t(shards)], h100(), w.problems[i], w.candidates[i]);
-    TuningDb forward(dir / fmt::format("forward{}.db", shards)), backward(dir / fmt::format("backward{}.db", shards));
+    TuningDb forward(dir / fmt::format("forward{}.db", shards)),
+        backward(dir / fmt::format("backward{}.db", shards));
     for (int s = 0; s < shards; ++s) forward.merge(*parts[size_t(s)]);
     for (int s = shards - 1; s >= 0; --s) backward.merge(*parts[size_t(s)]);
     EXPECT_EQ(winners(forward, h100(), w), winners(single, h100(), w)) << shards << " shards";
-    EXPECT_EQ(winners(backward, h100(), w), winners(single, h100(), w)) << shards << " shards, reversed";
+    EXPECT_EQ(winners(backward, h100(), w), winners(single, h100(), w))
+        << shards << " shards, reversed";
     EXPECT_EQ(forward.stats().candidates, single.stats().candidates);
     EXPECT_EQ(forward.stats().best, single.stats().best);
     for (const auto& p : w.problems) EXPECT_TRUE(forward.best(h100(), p)->complete) << p.describe();
@@ -140,7 +153,8 @@ TEST(DbMerge, EveryCandidateIsKeptAndTheBestIsChosenAgainOverAllOfThem) {
   }
   // Two runs of one problem measured different halves; the second's best is slower, but its
   // search was complete, and it measured cuBLAS.
-  const std::vector<CandidateRecord> first(cands.begin(), cands.begin() + 5), second(cands.begin() + 5, cands.end());
+  const std::vector<CandidateRecord> first(cands.begin(), cands.begin() + 5),
+      second(cands.begin() + 5, cands.end());
   TuningDb a(dir / "a.db"), b(dir / "b.db"), out(dir / "out.db");
   tune_into(a, h100(), p, first, false);
   tune_into(b, h100(), p, second, true);
@@ -199,8 +213,9 @@ TEST(DbMerge, TiesAreBrokenTheSameWayByEveryReader) {
     c.runs = 20;
   }
   const std::string first_by_name =
-      std::min_element(cands.begin(), cands.end(), [](auto& x, auto& y) { return x.kernel_name < y.kernel_name; })
-          ->kernel_name;
+      std::min_element(cands.begin(), cands.end(), [](auto& x, auto& y) {
+        return x.kernel_name < y.kernel_name;
+      })->kernel_name;
   TuningDb a(dir / "a.db"), b(dir / "b.db");
   tune_into(a, h100(), p, {cands[0], cands[1]});
   tune_into(b, h100(), p, {cands[2], cands[3]});
@@ -225,8 +240,10 @@ TEST(DbMerge, ResultsOfDifferentGpusStayApart) {
   out.merge(a);
   out.merge(b);
   EXPECT_EQ(out.stats().devices, 2);
-  EXPECT_EQ(out.best(h100(), w.problems[0])->winner.kernel_name, a.best(h100(), w.problems[0])->winner.kernel_name);
-  EXPECT_EQ(out.best(h200(), w.problems[0])->winner.kernel_name, b.best(h200(), w.problems[0])->winner.kernel_name);
+  EXPECT_EQ(out.best(h100(), w.problems[0])->winner.kernel_name,
+            a.best(h100(), w.problems[0])->winner.kernel_name);
+  EXPECT_EQ(out.best(h200(), w.problems[0])->winner.kernel_name,
+            b.best(h200(), w.problems[0])->winner.kernel_name);
 }
 
 // A problem with beta != 0 and the same problem with beta = 0 are tuned apart (reading C changes
@@ -271,12 +288,14 @@ TEST(GemmDbMerge, MergesFilesAndSaysWhat) {
   const Workload w = llm_like_workload();
   {
     TuningDb a(dir / "a.db"), b(dir / "b.db");
-    for (size_t i = 0; i < w.problems.size(); ++i) tune_into(i % 2 ? b : a, h100(), w.problems[i], w.candidates[i]);
+    for (size_t i = 0; i < w.problems.size(); ++i)
+      tune_into(i % 2 ? b : a, h100(), w.problems[i], w.candidates[i]);
   }
   const auto r = test::run_command(merge_command(dir / "out.db", {dir / "a.db", dir / "b.db"}));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_NE(r.output.find("merged " + (dir / "a.db").string()), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find(fmt::format("{} problems", w.problems.size())), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(fmt::format("{} problems", w.problems.size())), std::string::npos)
+      << r.output;
   TuningDb out(dir / "out.db");
   size_t total = 0;
   for (const auto& c : w.candidates) total += c.size();
@@ -286,19 +305,27 @@ TEST(GemmDbMerge, MergesFilesAndSaysWhat) {
 TEST(GemmDbMerge, RefusesFilesThatAreNotGemmtuneDatabasesBeforeWritingAnything) {
   TempDir dir;
   const Workload w = llm_like_workload();
-  { TuningDb good(dir / "good.db"); tune_into(good, h100(), w.problems[0], w.candidates[0]); }
+  {
+    TuningDb good(dir / "good.db");
+    tune_into(good, h100(), w.problems[0], w.candidates[0]);
+  }
   std::ofstream(dir / "notes.txt") << "not a database at all\n" << std::string(4096, 'x');
   {
     sqlite3* foreign = nullptr;
     sqlite3_open((dir / "photos.db").c_str(), &foreign);
-    sqlite3_exec(foreign, "CREATE TABLE photos (id INTEGER PRIMARY KEY)", nullptr, nullptr, nullptr);
+    sqlite3_exec(foreign, "CREATE TABLE photos (id INTEGER PRIMARY KEY)", nullptr, nullptr,
+                 nullptr);
     sqlite3_close(foreign);
   }
-  for (const auto& [bad, says] : std::vector<std::pair<std::string, std::string>>{
-           {"notes.txt", "SQLITE_NOTADB"}, {"photos.db", "another program"}, {"missing.db", "no tuning database"}}) {
+  for (const auto& [bad, says] :
+       std::vector<std::pair<std::string, std::string>>{{"notes.txt", "SQLITE_NOTADB"},
+                                                        {"photos.db", "another program"},
+                                                        {"missing.db", "no tuning database"}}) {
     const auto r = test::run_command(merge_command(dir / "out.db", {dir / "good.db", dir / bad}));
     EXPECT_EQ(r.exit_code, 1) << r.output;
-    EXPECT_NE(r.output.find("gemm-db: error: cannot merge " + (dir / bad).string()), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("gemm-db: error: cannot merge " + (dir / bad).string()),
+              std::string::npos)
+        << r.output;
     EXPECT_NE(r.output.find(says), std::string::npos) << r.output;
     EXPECT_FALSE(fs::exists(dir / "out.db")) << "nothing is written when an input is bad";
   }
@@ -312,17 +339,19 @@ TEST(GemmDbMerge, TwoConcurrentMergesIntoOneFileLoseNothing) {
   const Workload w = llm_like_workload();
   {
     TuningDb a(dir / "a.db"), b(dir / "b.db");
-    for (size_t i = 0; i < w.problems.size(); ++i) tune_into(i % 2 ? b : a, h100(), w.problems[i], w.candidates[i]);
+    for (size_t i = 0; i < w.problems.size(); ++i)
+      tune_into(i % 2 ? b : a, h100(), w.problems[i], w.candidates[i]);
   }
   size_t total = 0;
   for (const auto& c : w.candidates) total += c.size();
   TuningDb single(dir / "single.db");
-  for (size_t i = 0; i < w.problems.size(); ++i) tune_into(single, h100(), w.problems[i], w.candidates[i]);
+  for (size_t i = 0; i < w.problems.size(); ++i)
+    tune_into(single, h100(), w.problems[i], w.candidates[i]);
   for (int round = 0; round < 3; ++round) {
     const fs::path out = dir / fmt::format("out{}.db", round);
-    const auto r = test::run_command("(" + merge_command(out, {dir / "a.db"}) + " & " + merge_command(out, {dir / "b.db"}) +
-                                     " & wait) > " + (dir / "log.txt").string() + " 2>&1; cat " +
-                                     (dir / "log.txt").string());
+    const auto r = test::run_command(
+        "(" + merge_command(out, {dir / "a.db"}) + " & " + merge_command(out, {dir / "b.db"}) +
+        " & wait) > " + (dir / "log.txt").string() + " 2>&1; cat " + (dir / "log.txt").string());
     EXPECT_EQ(r.output.find("error"), std::string::npos) << r.output;
     TuningDb merged(out);
     EXPECT_EQ(merged.stats().candidates, int64_t(total)) << r.output;

@@ -175,7 +175,8 @@ TEST_F(GemmDbCli, ProblemsThatReadCAreListedApartAndFilteredByBeta) {
   ASSERT_EQ(reading.size(), 1u);
   EXPECT_EQ(reading[0]["winner"]["kernel_name"], "gemm_simt_beta1");
   EXPECT_EQ(reading[0]["problem"]["reads_c"], true);
-  const Json not_reading = Json::parse(gemm_db({"list", "--beta", "0", "--m", "2048", "--json"}).out);
+  const Json not_reading =
+      Json::parse(gemm_db({"list", "--beta", "0", "--m", "2048", "--json"}).out);
   ASSERT_EQ(not_reading.size(), 1u);
   EXPECT_EQ(not_reading[0]["winner"]["kernel_name"], "gemm_simt_fast_2048x2048x2048");
   // delete takes only the class asked for.
@@ -207,16 +208,19 @@ TEST_F(GemmDbCli, ShowRanksCandidatesAndSaysWhyTheWinnerWon) {
 TEST_F(GemmDbCli, ShowCountsTheStaleCandidatesItLeavesOut) {
   {
     TuningDb db(db_path());
-    CandidateRecord old = candidate(f32_2048, "gemm_simt_older_templates", CandidateStatus::ok, 1.5);
+    CandidateRecord old =
+        candidate(f32_2048, "gemm_simt_older_templates", CandidateStatus::ok, 1.5);
     old.template_version = "an-earlier-template";
     db.record(kH100, f32_2048, old);
   }
   const Outcome run = gemm_db({"show", "--m", "2048", "--n", "2048", "--k", "2048"});
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_FALSE(contains(run.out, "gemm_simt_older_templates")) << run.out;
-  EXPECT_TRUE(contains(run.out, "1 candidate measured with other templates left out (--all-versions shows them)"))
+  EXPECT_TRUE(contains(
+      run.out, "1 candidate measured with other templates left out (--all-versions shows them)"))
       << run.out;
-  const Outcome all = gemm_db({"show", "--m", "2048", "--n", "2048", "--k", "2048", "--all-versions"});
+  const Outcome all =
+      gemm_db({"show", "--m", "2048", "--n", "2048", "--k", "2048", "--all-versions"});
   EXPECT_TRUE(contains(all.out, "gemm_simt_older_templates")) << all.out;
   EXPECT_FALSE(contains(all.out, "left out")) << all.out;
 }
@@ -339,7 +343,8 @@ TEST_F(GemmDbCli, AFileThatIsNotADatabaseIsAnErrorNotACrash) {
   const Outcome run = gemm_db({"list"}, file("notes.db"));
   EXPECT_EQ(run.signal, 0);
   EXPECT_EQ(run.exit_code, 1);
-  EXPECT_TRUE(contains(run.err, "gemm-db: error: " + file("notes.db").string() + " is not an SQLite database"))
+  EXPECT_TRUE(contains(
+      run.err, "gemm-db: error: " + file("notes.db").string() + " is not an SQLite database"))
       << run.err;
   EXPECT_TRUE(contains(run.err, "SQLITE_NOTADB")) << run.err;
 }
@@ -351,18 +356,21 @@ TEST_F(GemmDbCli, ListShowsResultsOfAnotherDriverOrNvrtcAsSuch) {
   older.nvrtc = "11.8";
   {
     TuningDb db(db_path());
-    db.record(older, f32_2048, candidate(f32_2048, "gemm_simt_under_11_8", CandidateStatus::ok, 3.0));
+    db.record(older, f32_2048,
+              candidate(f32_2048, "gemm_simt_under_11_8", CandidateStatus::ok, 3.0));
     db.set_best(older, f32_2048, "gemm_simt_under_11_8", version_for(f32_2048), -1, true);
   }
   const Json rows = Json::parse(gemm_db({"list", "--json"}).out);
   ASSERT_EQ(rows.size(), 3u);
   for (const auto& row : rows)
-    EXPECT_EQ(row["state"], row["device"]["nvrtc"] == "11.8" ? "other version" : "current") << row.dump();
+    EXPECT_EQ(row["state"], row["device"]["nvrtc"] == "11.8" ? "other version" : "current")
+        << row.dump();
   const Outcome text = gemm_db({"list", "--m", "2048"});
   ASSERT_EQ(text.exit_code, 0) << text.err;
   const std::string line = text.out.substr(text.out.find("gemm_simt_under_11_8"));
   EXPECT_TRUE(contains(line.substr(0, line.find('\n')), "other version")) << text.out;
-  EXPECT_TRUE(contains(text.out, "other version: tuned under another CUDA driver or NVRTC")) << text.out;
+  EXPECT_TRUE(contains(text.out, "other version: tuned under another CUDA driver or NVRTC"))
+      << text.out;
 }
 
 // A damaged file, random bytes and another program's SQLite file: every subcommand says what is
@@ -375,15 +383,22 @@ TEST_F(GemmDbCli, ADamagedOrForeignFileIsRefusedSayingWhatIsWrong) {
   {
     sqlite3* other = nullptr;
     ASSERT_EQ(sqlite3_open(file("photos.db").c_str(), &other), SQLITE_OK);
-    sqlite3_exec(other, "CREATE TABLE photos (id INTEGER PRIMARY KEY, path TEXT)", nullptr, nullptr, nullptr);
+    sqlite3_exec(other, "CREATE TABLE photos (id INTEGER PRIMARY KEY, path TEXT)", nullptr, nullptr,
+                 nullptr);
     sqlite3_close(other);
   }
   write_text_file(file("export.json"), export_all());
   const std::vector<std::pair<std::string, std::string>> files = {
-      {"truncated.db", "is damaged"}, {"random.db", "is not an SQLite database"}, {"photos.db", "another program"}};
+      {"truncated.db", "is damaged"},
+      {"random.db", "is not an SQLite database"},
+      {"photos.db", "another program"}};
   const std::vector<std::vector<std::string>> commands = {
-      {"list"}, {"stats"}, {"export"}, {"show", "--m", "2048", "--n", "2048", "--k", "2048"},
-      {"import", file("export.json").string()}, {"delete", "--all"}};
+      {"list"},
+      {"stats"},
+      {"export"},
+      {"show", "--m", "2048", "--n", "2048", "--k", "2048"},
+      {"import", file("export.json").string()},
+      {"delete", "--all"}};
   for (const auto& [name, says] : files) {
     const std::string before = read_text(file(name));
     for (const auto& args : commands) {
@@ -408,7 +423,8 @@ TEST_F(GemmDbCli, ImportRefusesTheTestFamilyAndChangesNothing) {
   const std::string before = export_all();
   const Outcome run = gemm_db({"import", file("planted.json").string()});
   EXPECT_EQ(run.exit_code, 2) << run.err;
-  EXPECT_TRUE(contains(run.err, "entries[0].candidates[0].config.family: unknown kernel family 'fault_injection'"))
+  EXPECT_TRUE(contains(
+      run.err, "entries[0].candidates[0].config.family: unknown kernel family 'fault_injection'"))
       << run.err;
   EXPECT_EQ(export_all(), before);
 }

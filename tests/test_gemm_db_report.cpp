@@ -42,7 +42,9 @@ int count(const std::string& text, const std::string& part) {
   return n;
 }
 
-std::string quoted(const fs::path& path) { return fmt::format("'{}'", path.string()); }
+std::string quoted(const fs::path& path) {
+  return fmt::format("'{}'", path.string());
+}
 
 // The chromium command line of the issue: headless, no network of its own, a fresh profile.
 std::string chromium(const fs::path& profile, const std::string& action, const fs::path& page) {
@@ -59,7 +61,8 @@ std::string chromium(const fs::path& profile, const std::string& action, const f
 void make_configs_real(nlohmann::json& document) {
   for (auto& e : document["entries"]) {
     const auto& q = e["problem"];
-    Problem p = make_problem(parse_dtype(q["dtype"].get<std::string>()), parse_op(q["layout"].get<std::string>()[0]),
+    Problem p = make_problem(parse_dtype(q["dtype"].get<std::string>()),
+                             parse_op(q["layout"].get<std::string>()[0]),
                              parse_op(q["layout"].get<std::string>()[1]), q["m"], q["n"], q["k"]);
     p.lda = q["lda"], p.ldb = q["ldb"], p.ldc = q["ldc"], p.align = q["align"];
     const ArchInfo arch = ArchInfo::from_cc(e["device"]["cc"]);
@@ -71,7 +74,8 @@ void make_configs_real(nlohmann::json& document) {
       // Pruning a skinny problem's space takes seconds: once per family, problem and GPU (it was
       // once per candidate, 12-24 times, ~230 s a test).
       static std::map<std::string, std::vector<KernelConfig>> valid_of;
-      auto [at, added] = valid_of.try_emplace(fmt::format("{} {} {}", family.name(), p.describe(), arch.name()));
+      auto [at, added] =
+          valid_of.try_emplace(fmt::format("{} {} {}", family.name(), p.describe(), arch.name()));
       if (added) at->second = family.space(p, arch).prune(p, arch).valid;
       const std::vector<KernelConfig>& valid = at->second;
       ASSERT_GT(valid.size(), next) << p.describe();
@@ -90,7 +94,8 @@ void make_configs_real(nlohmann::json& document) {
 class GemmDbReport : public ::testing::Test {
  protected:
   void SetUp() override {
-    nlohmann::json document = nlohmann::json::parse(read_text(fs::path(GEMMTUNE_SOURCE_DIR) / "tests/data/report-demo.json"));
+    nlohmann::json document = nlohmann::json::parse(
+        read_text(fs::path(GEMMTUNE_SOURCE_DIR) / "tests/data/report-demo.json"));
     make_configs_real(document);
     std::string json = document.dump();
     for (const char* family : {"simt", "wgmma_sm90"})
@@ -125,7 +130,7 @@ TEST_F(GemmDbReport, WritesOneSelfContainedPage) {
   for (const char* expected :
        {"NVIDIA H100 80GB HBM3", "NVIDIA H200", "bf16 tn 11008x4096x4096", "f32 nn 4096x4096x4096",
         "winner: ", "faster than the runner-up", "no winner yet",  // the unfinished problem
-        "Stale results", "0f1e2d3c4b5a6978",                      // the stale row
+        "Stale results", "0f1e2d3c4b5a6978",                       // the stale row
         "failed candidates", "out_of_resources"})
     EXPECT_TRUE(contains(html, expected)) << expected;
 }
@@ -148,8 +153,8 @@ TEST_F(GemmDbReport, BadUsageIsOneLineAndANonZeroExit) {
                                 quoted(dir_ / "none.db"), quoted(page())));
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_TRUE(contains(run.output, "no tuning database at")) << run.output;
-  run = run_command(fmt::format("{} --db {} report --html {}", test::tool("gemm-db"),
-                                quoted(db()), quoted(dir_ / "no/such/folder/r.html")));
+  run = run_command(fmt::format("{} --db {} report --html {}", test::tool("gemm-db"), quoted(db()),
+                                quoted(dir_ / "no/such/folder/r.html")));
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_TRUE(contains(run.output, "cannot write")) << run.output;
 }
@@ -172,9 +177,10 @@ TEST_F(GemmDbReport, ChromiumDrawsEveryPlot) {
   EXPECT_EQ(canvases, 18);
 
   if (const auto keep = env_var("GEMMTUNE_REPORT_SCREENSHOT")) {
-    const auto shot = run_command(
-        chromium(dir_ / "profile2", "--hide-scrollbars --window-size=1240,2300 --screenshot=" +
-                                        fs::absolute(*keep).string(), page()));
+    const auto shot = run_command(chromium(
+        dir_ / "profile2",
+        "--hide-scrollbars --window-size=1240,2300 --screenshot=" + fs::absolute(*keep).string(),
+        page()));
     EXPECT_EQ(shot.exit_code, 0) << shot.output;
     EXPECT_TRUE(fs::exists(*keep));
   }

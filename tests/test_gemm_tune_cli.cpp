@@ -1,14 +1,12 @@
 // gemm-tune and gemm-bench on bad input: a clear one-line message, a non-zero exit, no crash.
 // And --dry-run --json, which needs no GPU.
 #include <gtest/gtest.h>
-
-#include <set>
 #include <sqlite3.h>
 
-#include <nlohmann/json.hpp>
-
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include "gemmtune/cache/tuning_db.hpp"
@@ -33,7 +31,8 @@ void expect_usage_error(const std::string& args, const std::string& message) {
   EXPECT_EQ(r.signal, 0) << "crashed: " << args;
   EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
   EXPECT_NE(r.output.find("gemm-tune: error: "), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find(message), std::string::npos) << "expected '" << message << "' in: " << r.output;
+  EXPECT_NE(r.output.find(message), std::string::npos)
+      << "expected '" << message << "' in: " << r.output;
 }
 
 TEST(GemmTuneCli, BadInput) {
@@ -49,7 +48,8 @@ TEST(GemmTuneCli, BadInput) {
   expect_usage_error("--m abc --n 8 --k 8", "--m");
   expect_usage_error("--shapes /nonexistent/shapes.txt", "cannot read the shapes file");
   expect_usage_error("--m 8 --n 8 --k 8 --dry-run --arch sm_99", "unknown architecture 'sm_99'");
-  expect_usage_error("--m 8 --n 8 --k 8 --dtype bf16 --dry-run --families simt", "family 'simt' cannot solve bf16");
+  expect_usage_error("--m 8 --n 8 --k 8 --dtype bf16 --dry-run --families simt",
+                     "family 'simt' cannot solve bf16");
   expect_usage_error("--m 8 --n 8 --k 8 --dry-run --families nope", "unknown kernel family 'nope'");
 }
 
@@ -70,7 +70,8 @@ TEST(GemmTuneCli, WithoutGpuTuningSaysSo) {
   const auto r = run_command(tool("gemm-tune") + " --m 64 --n 64 --k 64");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("no GPU"), std::string::npos) << r.output;
-  EXPECT_NE(r.output.find("--dry-run"), std::string::npos) << "it points to what works: " << r.output;
+  EXPECT_NE(r.output.find("--dry-run"), std::string::npos)
+      << "it points to what works: " << r.output;
 }
 
 // Runs `gemm-tune <args> --dry-run --arch <arch> --json` with an empty kernel cache and checks that
@@ -78,8 +79,8 @@ TEST(GemmTuneCli, WithoutGpuTuningSaysSo) {
 nlohmann::json expect_dry_run(const std::string& args, size_t candidates, const std::string& family,
                               const std::string& prefix, const std::string& arch = "sm_90a") {
   test::TempDir dir;
-  const auto r = run_command("GEMMTUNE_CACHE_DIR=" + dir.path().string() + " " + tool("gemm-tune") + " " + args +
-                                 " --dry-run --arch " + arch + " --json",
+  const auto r = run_command("GEMMTUNE_CACHE_DIR=" + dir.path().string() + " " + tool("gemm-tune") +
+                                 " " + args + " --dry-run --arch " + arch + " --json",
                              false);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   const auto j = nlohmann::json::parse(r.output);
@@ -95,7 +96,8 @@ nlohmann::json expect_dry_run(const std::string& args, size_t candidates, const 
 }
 
 TEST(GemmTuneCli, DryRunJsonListsCandidates) {
-  const auto j = expect_dry_run("--m 300 --n 200 --k 100 --budget 4", 4, "simt", "gemm_simt_f32_nn_");
+  const auto j =
+      expect_dry_run("--m 300 --n 200 --k 100 --budget 4", 4, "simt", "gemm_simt_f32_nn_");
   EXPECT_EQ(j.at("compiled"), 4);
   EXPECT_EQ(j.at("failed"), 0);
   EXPECT_GT(j.at("pruned").get<int>(), 0);
@@ -103,12 +105,13 @@ TEST(GemmTuneCli, DryRunJsonListsCandidates) {
 
 // On Hopper both tensor-core families are searched; each family's default is measured first.
 TEST(GemmTuneCli, DryRunListsTheWgmmaFamilyForBf16) {
-  expect_dry_run("--m 4096 --n 4096 --k 4096 --dtype bf16 --budget 3 --families wgmma_sm90", 3, "wgmma_sm90",
-                 "gemm_wgmma_bf16_nn_");
+  expect_dry_run("--m 4096 --n 4096 --k 4096 --dtype bf16 --budget 3 --families wgmma_sm90", 3,
+                 "wgmma_sm90", "gemm_wgmma_bf16_nn_");
   test::TempDir dir;
-  const auto r = run_command("GEMMTUNE_CACHE_DIR=" + dir.path().string() + " " + tool("gemm-tune") +
-                                 " --m 4096 --n 4096 --k 4096 --dtype bf16 --dry-run --list --arch sm_90a --json",
-                             false);
+  const auto r = run_command(
+      "GEMMTUNE_CACHE_DIR=" + dir.path().string() + " " + tool("gemm-tune") +
+          " --m 4096 --n 4096 --k 4096 --dtype bf16 --dry-run --list --arch sm_90a --json",
+      false);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto listed = nlohmann::json::parse(r.output);
   std::set<std::string> families;
@@ -119,32 +122,36 @@ TEST(GemmTuneCli, DryRunListsTheWgmmaFamilyForBf16) {
 // One token through a layer: the gemv family comes first, with the most promising candidates.
 nlohmann::json expect_dry_run_any(const std::string& args) {
   test::TempDir dir;
-  const auto r = run_command("GEMMTUNE_CACHE_DIR=" + dir.path().string() + " " + tool("gemm-tune") + " " + args +
-                                 " --dry-run --list --arch sm_90a --json",
+  const auto r = run_command("GEMMTUNE_CACHE_DIR=" + dir.path().string() + " " + tool("gemm-tune") +
+                                 " " + args + " --dry-run --list --arch sm_90a --json",
                              false);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   return nlohmann::json::parse(r.output);
 }
 
 TEST(GemmTuneCli, DryRunListsTheGemvFamilyForOneColumn) {
-  expect_dry_run("--m 4096 --n 1 --k 4096 --dtype bf16 --layout tn --budget 3 --families gemv", 3, "gemv",
-                 "gemm_gemv_bf16_tn_n1_dot_");
+  expect_dry_run("--m 4096 --n 1 --k 4096 --dtype bf16 --layout tn --budget 3 --families gemv", 3,
+                 "gemv", "gemm_gemv_bf16_tn_n1_dot_");
   // Without --families: every family's default first, the gemv family's before all others.
-  const auto all = expect_dry_run_any("--m 4096 --n 1 --k 4096 --dtype bf16 --layout tn --budget 1");
+  const auto all =
+      expect_dry_run_any("--m 4096 --n 1 --k 4096 --dtype bf16 --layout tn --budget 1");
   EXPECT_EQ(all.at("candidates").at(0).at("family"), "gemv");
 }
 
 TEST(GemmTuneCli, DryRunListsTheMmaFamilyForBf16OnAmpere) {
-  const auto j = expect_dry_run("--m 4096 --n 4096 --k 4096 --dtype bf16 --layout tn --budget 3", 3, "mma_sm80",
-                                "gemm_mma80_bf16_tn_", "sm_80");
+  const auto j = expect_dry_run("--m 4096 --n 4096 --k 4096 --dtype bf16 --layout tn --budget 3", 3,
+                                "mma_sm80", "gemm_mma80_bf16_tn_", "sm_80");
   EXPECT_EQ(j.at("arch"), "sm_80");
   EXPECT_GT(j.at("pruned_by").at("widest_vector").get<int>(), 0);
 }
 
 TEST(GemmTuneCli, WgmmaNeedsHopper) {
-  expect_usage_error("--m 64 --n 64 --k 64 --dtype bf16 --dry-run --arch sm_80 --families wgmma_sm90",
-                     "family 'wgmma_sm90' cannot solve bf16 nn 64x64x64");
-  const auto r = run_command(tool("gemm-tune") + " --m 64 --n 64 --k 64 --dtype bf16 --dry-run --arch sm_80 --families wgmma_sm90");
+  expect_usage_error(
+      "--m 64 --n 64 --k 64 --dtype bf16 --dry-run --arch sm_80 --families wgmma_sm90",
+      "family 'wgmma_sm90' cannot solve bf16 nn 64x64x64");
+  const auto r = run_command(
+      tool("gemm-tune") +
+      " --m 64 --n 64 --k 64 --dtype bf16 --dry-run --arch sm_80 --families wgmma_sm90");
   EXPECT_NE(r.output.find("needs sm_90a"), std::string::npos) << r.output;
 }
 
@@ -153,12 +160,15 @@ TEST(GemmTuneCli, WgmmaNeedsHopper) {
 TEST(GemmTuneCli, RefusesADatabaseFileThatIsNotAGemmtuneDatabase) {
   test::TempDir dir;
   std::ofstream(dir / "random.db", std::ios::binary) << test::random_bytes(20000, 7);
-  std::ofstream(dir / "notes.db", std::ios::binary) << "remember the milk\n" + std::string(5000, 'x');
+  std::ofstream(dir / "notes.db", std::ios::binary)
+      << "remember the milk\n" + std::string(5000, 'x');
   {
     sqlite3* other = nullptr;
     ASSERT_EQ(sqlite3_open((dir / "photos.db").c_str(), &other), SQLITE_OK);
-    sqlite3_exec(other, "CREATE TABLE photos (id INTEGER PRIMARY KEY, path TEXT);"
-                        "INSERT INTO photos (path) VALUES ('beach.jpg')", nullptr, nullptr, nullptr);
+    sqlite3_exec(other,
+                 "CREATE TABLE photos (id INTEGER PRIMARY KEY, path TEXT);"
+                 "INSERT INTO photos (path) VALUES ('beach.jpg')",
+                 nullptr, nullptr, nullptr);
     sqlite3_close(other);
   }
   {
@@ -177,17 +187,18 @@ TEST(GemmTuneCli, RefusesADatabaseFileThatIsNotAGemmtuneDatabase) {
   }
   const std::string whole = read_bytes(dir / "tuning.db");
   std::ofstream(dir / "truncated.db", std::ios::binary) << whole.substr(0, whole.size() / 2);
-  for (const auto& [name, says] : std::vector<std::pair<std::string, std::string>>{
-           {"random.db", "is not an SQLite database"},
-           {"notes.db", "is not an SQLite database"},
-           {"photos.db", "another program"},
-           {"truncated.db", "is damaged"}}) {
+  for (const auto& [name, says] :
+       std::vector<std::pair<std::string, std::string>>{{"random.db", "is not an SQLite database"},
+                                                        {"notes.db", "is not an SQLite database"},
+                                                        {"photos.db", "another program"},
+                                                        {"truncated.db", "is damaged"}}) {
     const auto path = dir / name;
     const std::string before = read_bytes(path);
     const auto r = run_command(tool("gemm-tune") + " --m 64 --n 64 --k 64 --db " + path.string());
     EXPECT_EQ(r.signal, 0) << name;
     EXPECT_EQ(r.exit_code, 1) << name << ": " << r.output;
-    EXPECT_NE(r.output.find("gemm-tune: error: " + path.string()), std::string::npos) << name << ": " << r.output;
+    EXPECT_NE(r.output.find("gemm-tune: error: " + path.string()), std::string::npos)
+        << name << ": " << r.output;
     EXPECT_NE(r.output.find(says), std::string::npos) << name << ": " << r.output;
     EXPECT_EQ(read_bytes(path), before) << name << " was changed";
   }
@@ -204,8 +215,9 @@ TEST(GemmTuneCli, TheTestFamilyIsUnknownToTheTools) {
 TEST(GemmTuneCli, ACandidateThatCannotBeCompiledIsRecordedAndTheRunGoesOn) {
   test::TempDir dir;
   std::ofstream(dir / "a_file") << "not a folder";
-  const auto r = run_command("GEMMTUNE_CACHE_DIR=" + (dir / "cache").string() + " GEMMTUNE_DUMP_SOURCE=" +
-                                 (dir / "a_file").string() + " " + tool("gemm-tune") +
+  const auto r = run_command("GEMMTUNE_CACHE_DIR=" + (dir / "cache").string() +
+                                 " GEMMTUNE_DUMP_SOURCE=" + (dir / "a_file").string() + " " +
+                                 tool("gemm-tune") +
                                  " --m 64 --n 64 --k 64 --dry-run --arch sm_80 --budget 2 --json",
                              false);
   EXPECT_EQ(r.signal, 0);
@@ -215,15 +227,17 @@ TEST(GemmTuneCli, ACandidateThatCannotBeCompiledIsRecordedAndTheRunGoesOn) {
   EXPECT_EQ(j.at("failed"), 2);
   for (const auto& c : j.at("candidates")) {
     EXPECT_EQ(c.at("status"), "compile_error");
-    EXPECT_NE(c.at("message").get<std::string>().find("GEMMTUNE_DUMP_SOURCE=" + (dir / "a_file").string()),
+    EXPECT_NE(c.at("message").get<std::string>().find("GEMMTUNE_DUMP_SOURCE=" +
+                                                      (dir / "a_file").string()),
               std::string::npos)
         << c.at("message");
   }
 }
 
 TEST(GemmBenchCli, BadInput) {
-  for (const std::string args : {"--suite nope", "--m 0 --n 4 --k 4", "--dtype q8", "--bogus",
-                                  "--read-ceiling --dtype q8", "--read-ceiling --shapes /nonexistent/shapes.txt"}) {
+  for (const std::string args :
+       {"--suite nope", "--m 0 --n 4 --k 4", "--dtype q8", "--bogus", "--read-ceiling --dtype q8",
+        "--read-ceiling --shapes /nonexistent/shapes.txt"}) {
     const auto r = run_command(tool("gemm-bench") + " " + args);
     EXPECT_EQ(r.signal, 0) << args;
     EXPECT_NE(r.exit_code, 0) << args;

@@ -1,10 +1,10 @@
 // gemm-tune on many hosts, without a GPU: --shard and the launchers' variables pick each
-// process's part of a shape list (checked with --dry-run --list, which compiles nothing), and the options
-// of the ranked search and of several GPUs say clearly what is wrong with them.
+// process's part of a shape list (checked with --dry-run --list, which compiles nothing), and the
+// options of the ranked search and of several GPUs say clearly what is wrong with them.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "support.hpp"
@@ -21,8 +21,10 @@ const char* kShapes =
     "2048 2048 2048 bf16 nn\n1024 1024 1024 f32 nn\n500 300 700 bf16 nn\n";
 
 // The problems a `gemm-tune --dry-run --list` run lists, with the given environment and options.
-std::vector<std::string> planned_problems(const std::string& env, const std::string& args, const test::TempDir& dir) {
-  const auto r = run_command(env + " " + tool("gemm-tune") + " --dry-run --list --arch sm_90a --json --shapes " +
+std::vector<std::string> planned_problems(const std::string& env, const std::string& args,
+                                          const test::TempDir& dir) {
+  const auto r = run_command(env + " " + tool("gemm-tune") +
+                                 " --dry-run --list --arch sm_90a --json --shapes " +
                                  (dir / "shapes.txt").string() + " " + args,
                              false);
   EXPECT_EQ(r.exit_code, 0) << r.output;
@@ -48,7 +50,8 @@ TEST_F(GemmTuneShards, ShardsOfTheListCoverItExactlyOnce) {
   for (int count : {1, 2, 3, 7, 9}) {
     std::multiset<std::string> seen;
     for (int index = 0; index < count; ++index)
-      for (const auto& p : planned_problems("", "--shard " + std::to_string(index) + "/" + std::to_string(count), dir_))
+      for (const auto& p : planned_problems(
+               "", "--shard " + std::to_string(index) + "/" + std::to_string(count), dir_))
         seen.insert(p);
     EXPECT_EQ(seen.size(), all.size()) << count << " shards";
     for (const auto& p : all) EXPECT_EQ(seen.count(p), 1u) << p << " in " << count << " shards";
@@ -66,13 +69,16 @@ TEST_F(GemmTuneShards, LaunchersVariablesChooseTheShard) {
 }
 
 TEST_F(GemmTuneShards, SaysWhichShardItTunes) {
-  const auto r = run_command("SLURM_STEP_ID=0 SLURM_PROCID=2 SLURM_NTASKS=3 " + tool("gemm-tune") +
-                             " --dry-run --list --arch sm_90a --shapes " + (dir_ / "shapes.txt").string());
+  const auto r =
+      run_command("SLURM_STEP_ID=0 SLURM_PROCID=2 SLURM_NTASKS=3 " + tool("gemm-tune") +
+                  " --dry-run --list --arch sm_90a --shapes " + (dir_ / "shapes.txt").string());
   EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("shard 2/3 (from SLURM_PROCID/SLURM_NTASKS): 2 of 7 shapes"), std::string::npos)
+  EXPECT_NE(r.output.find("shard 2/3 (from SLURM_PROCID/SLURM_NTASKS): 2 of 7 shapes"),
+            std::string::npos)
       << r.output;
   // More processes than shapes: the extra ones have nothing to do, and say so.
-  const auto idle = run_command(tool("gemm-tune") + " --dry-run --list --arch sm_90a --m 64 --n 64 --k 64 --shard 1/2");
+  const auto idle = run_command(tool("gemm-tune") +
+                                " --dry-run --list --arch sm_90a --m 64 --n 64 --k 64 --shard 1/2");
   EXPECT_EQ(idle.exit_code, 0) << idle.output;
   EXPECT_NE(idle.output.find("this shard has no shapes"), std::string::npos) << idle.output;
 }
@@ -83,19 +89,22 @@ TEST_F(GemmTuneShards, BadShardsAndDevicesAreUsageErrors) {
            {"--shard x", "expected I/N"},
            {"--device 1 --devices all", "either --device or --devices"},
            {"--margin -1", "--margin"}}) {
-    const auto r = run_command(tool("gemm-tune") + " --dry-run --list --m 64 --n 64 --k 64 " + args);
+    const auto r =
+        run_command(tool("gemm-tune") + " --dry-run --list --m 64 --n 64 --k 64 " + args);
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
     EXPECT_NE(r.output.find(says), std::string::npos) << args << "\n" << r.output;
   }
-  const auto env = run_command("RANK=4 WORLD_SIZE=2 " + tool("gemm-tune") + " --dry-run --list --m 64 --n 64 --k 64");
+  const auto env = run_command("RANK=4 WORLD_SIZE=2 " + tool("gemm-tune") +
+                               " --dry-run --list --m 64 --n 64 --k 64");
   EXPECT_EQ(env.exit_code, 2) << env.output;
   EXPECT_NE(env.output.find("RANK/WORLD_SIZE"), std::string::npos) << env.output;
 }
 
 TEST_F(GemmTuneShards, ListShowsCandidatesInTheCostModelsOrderWithoutCompiling) {
-  const auto r = run_command("GEMMTUNE_CACHE_DIR=" + (dir_ / "cache").string() + " " + tool("gemm-tune") +
-                                 " --dry-run --list --arch sm_90a --m 8192 --n 8192 --k 8192 --dtype bf16 --json",
-                             false);
+  const auto r = run_command(
+      "GEMMTUNE_CACHE_DIR=" + (dir_ / "cache").string() + " " + tool("gemm-tune") +
+          " --dry-run --list --arch sm_90a --m 8192 --n 8192 --k 8192 --dtype bf16 --json",
+      false);
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto j = nlohmann::json::parse(r.output);
   ASSERT_GT(j.at("candidates").size(), 10u);

@@ -12,7 +12,9 @@
 namespace gemmtune {
 namespace {
 
-Problem square(int64_t n, DType d = DType::f32) { return make_problem(d, Op::N, Op::N, n, n, n); }
+Problem square(int64_t n, DType d = DType::f32) {
+  return make_problem(d, Op::N, Op::N, n, n, n);
+}
 
 template <class F>
 std::string error_of(F&& f, Errc expected) {
@@ -29,42 +31,51 @@ std::string error_of(F&& f, Errc expected) {
 TEST(Problem, ValidationNamesTheBadField) {
   Problem p = square(64);
   p.m = 0;
-  EXPECT_NE(error_of([&] { validate(p); }, Errc::invalid_argument).find("M must be at least 1"), std::string::npos);
+  EXPECT_NE(error_of([&] { validate(p); }, Errc::invalid_argument).find("M must be at least 1"),
+            std::string::npos);
   p = square(64);
   p.k = -5;
-  EXPECT_NE(error_of([&] { validate(p); }, Errc::invalid_argument).find("K must be at least 1"), std::string::npos);
+  EXPECT_NE(error_of([&] { validate(p); }, Errc::invalid_argument).find("K must be at least 1"),
+            std::string::npos);
   p = make_problem(DType::f32, Op::T, Op::N, 64, 32, 100);
   p.lda = 99;  // A is stored K x M when transposed: lda >= K
-  EXPECT_NE(error_of([&] { validate(p); }, Errc::invalid_argument).find("lda (99)"), std::string::npos);
+  EXPECT_NE(error_of([&] { validate(p); }, Errc::invalid_argument).find("lda (99)"),
+            std::string::npos);
   p = square(64);
   p.ldc = 63;
-  EXPECT_NE(error_of([&] { validate(p); }, Errc::invalid_argument).find("ldc (63)"), std::string::npos);
+  EXPECT_NE(error_of([&] { validate(p); }, Errc::invalid_argument).find("ldc (63)"),
+            std::string::npos);
   p = square(64);
   p.m = int64_t(1) << 32;
   p.lda = p.ldc = p.m;
-  EXPECT_NE(error_of([&] { validate(p); }, Errc::invalid_argument).find("at most 2^30"), std::string::npos);
+  EXPECT_NE(error_of([&] { validate(p); }, Errc::invalid_argument).find("at most 2^30"),
+            std::string::npos);
 }
 
 // Kernels count rows, columns and tiles in int: dimensions stop at 2^30, where every such count
 // and bound still fits; element offsets are 64-bit, so operands may be far larger than 2^31.
 TEST(Problem, SizesPast2To31AreAcceptedWhereKernelsAre64BitAndRefusedElsewhere) {
-  EXPECT_NO_THROW(validate(make_problem(DType::bf16, Op::N, Op::N, 8192, 8, 300000)));  // A: 2.5e9 elements
+  EXPECT_NO_THROW(
+      validate(make_problem(DType::bf16, Op::N, Op::N, 8192, 8, 300000)));  // A: 2.5e9 elements
   EXPECT_NO_THROW(validate(make_problem(DType::f32, Op::T, Op::N, kMaxDimension, 2, 2)));
   for (Problem p : {make_problem(DType::f32, Op::N, Op::N, kMaxDimension + 1, 1, 1),
                     make_problem(DType::f32, Op::N, Op::N, 1, kMaxDimension + 1, 1),
                     make_problem(DType::bf16, Op::T, Op::T, 1, 1, int64_t(1) << 31)})
-    EXPECT_NE(error_of([&] { validate(p); }, Errc::invalid_argument).find("must be at most 2^30 = 1073741824"),
+    EXPECT_NE(error_of([&] { validate(p); }, Errc::invalid_argument)
+                  .find("must be at most 2^30 = 1073741824"),
               std::string::npos);
   // A leading dimension may exceed 2^31 (it is 64-bit everywhere), not the size of memory.
   Problem wide = make_problem(DType::bf16, Op::N, Op::N, 64, 64, 2);
   wide.lda = (int64_t(1) << 31) + 64;
   EXPECT_NO_THROW(validate(wide));
   wide.lda = int64_t(1) << 62;
-  EXPECT_NE(error_of([&] { validate(wide); }, Errc::invalid_argument).find("A spans more than 2^62 bytes"),
+  EXPECT_NE(error_of([&] { validate(wide); }, Errc::invalid_argument)
+                .find("A spans more than 2^62 bytes"),
             std::string::npos);
   Problem tall_c = make_problem(DType::f32, Op::N, Op::N, 64, 3, 2);
   tall_c.ldc = int64_t(1) << 61;
-  EXPECT_NE(error_of([&] { validate(tall_c); }, Errc::invalid_argument).find("C spans"), std::string::npos);
+  EXPECT_NE(error_of([&] { validate(tall_c); }, Errc::invalid_argument).find("C spans"),
+            std::string::npos);
 }
 
 // A grid holds 2^31 - 1 blocks: a count past that is refused, never wrapped to a small grid.
@@ -73,17 +84,20 @@ TEST(LaunchGeometry, GridsThatWouldOverflowAreRefused) {
   const Problem huge = make_problem(DType::f32, Op::N, Op::N, kMaxDimension, kMaxDimension, 1);
   const Family& simt = find_family("simt");
   const KernelConfig c = simt.default_config(huge, arch);
-  EXPECT_NE(error_of([&] { simt.geometry(c, huge, arch); }, Errc::invalid_argument).find("more than a grid holds"),
+  EXPECT_NE(error_of([&] { simt.geometry(c, huge, arch); }, Errc::invalid_argument)
+                .find("more than a grid holds"),
             std::string::npos);
   const Problem big = make_problem(DType::f32, Op::N, Op::N, kMaxDimension, 64, 1);
   EXPECT_EQ(simt.geometry(c, big, arch).grid[0], uint32_t(kMaxDimension / c.at("BM")));
   const Family& wgmma = find_family("wgmma_sm90");
   const Problem huge16 = make_problem(DType::bf16, Op::N, Op::N, kMaxDimension, kMaxDimension, 1);
   // No configuration is valid there (its schedule's int bounds): take one of a real problem.
-  KernelConfig w = wgmma.default_config(make_problem(DType::bf16, Op::N, Op::N, 4096, 4096, 4096), arch);
+  KernelConfig w =
+      wgmma.default_config(make_problem(DType::bf16, Op::N, Op::N, 4096, 4096, 4096), arch);
   for (int64_t ws : {0, 1}) {
     w.params["WS"] = ws;
-    EXPECT_NE(error_of([&] { wgmma.geometry(w, huge16, arch); }, Errc::invalid_argument).find("more than a grid"),
+    EXPECT_NE(error_of([&] { wgmma.geometry(w, huge16, arch); }, Errc::invalid_argument)
+                  .find("more than a grid"),
               std::string::npos);
   }
   EXPECT_EQ(grid_extent((int64_t(1) << 31) - 1), uint32_t((int64_t(1) << 31) - 1));
@@ -104,7 +118,9 @@ TEST(Problem, AlignmentClass) {
   EXPECT_EQ(alignment_class(DType::f32, nullptr, nullptr, nullptr, 1023, 1024, 1024), 4);
   EXPECT_EQ(alignment_class(DType::bf16, nullptr, nullptr, nullptr, 1026, 1024, 1024), 4);
   EXPECT_EQ(alignment_class(DType::bf16, nullptr, nullptr, nullptr, 1025, 1024, 1024), 2);
-  EXPECT_EQ(alignment_class(DType::f32, reinterpret_cast<void*>(0x1008), nullptr, nullptr, 64, 64, 64), 8);
+  EXPECT_EQ(
+      alignment_class(DType::f32, reinterpret_cast<void*>(0x1008), nullptr, nullptr, 64, 64, 64),
+      8);
   EXPECT_EQ(make_problem(DType::f32, Op::N, Op::N, 17, 33, 65).align, 4);
 }
 
@@ -120,7 +136,8 @@ TEST(Problem, ParsingRejectsUnknownNames) {
 
 TEST(KernelConfig, JsonRoundTrip) {
   const Family& f = find_family("simt");
-  const KernelConfig c = f.default_config(make_problem(DType::f32, Op::T, Op::N, 512, 256, 128), ArchInfo{});
+  const KernelConfig c =
+      f.default_config(make_problem(DType::f32, Op::T, Op::N, 512, 256, 128), ArchInfo{});
   const KernelConfig back = KernelConfig::from_json(c.to_json());
   EXPECT_EQ(back, c);
   error_of([] { KernelConfig::from_json("{\"family\": 3}"); }, Errc::invalid_argument);
@@ -212,7 +229,8 @@ TEST(SearchSpace, EveryValidConfigFitsSharedMemoryOfItsArch) {
     const ArchInfo arch = ArchInfo::from_name(name);
     const Problem p = square(1024);
     for (const auto& c : f.space(p, arch).prune(p, arch).valid)
-      EXPECT_LE(f.geometry(c, p, arch).smem_bytes, uint32_t(arch.smem_per_block)) << f.kernel_name(c);
+      EXPECT_LE(f.geometry(c, p, arch).smem_bytes, uint32_t(arch.smem_per_block))
+          << f.kernel_name(c);
   }
 }
 
@@ -222,7 +240,8 @@ TEST(Emission, NamesAndHashesAreUniqueAndTheHashIsOfNameAndCode) {
   const Family& f = find_family("simt");
   const ArchInfo arch;
   for (const char* layout : {"nn", "nt", "tn", "tt"}) {
-    const Problem p = make_problem(DType::f32, parse_op(layout[0]), parse_op(layout[1]), 2048, 2048, 2048);
+    const Problem p =
+        make_problem(DType::f32, parse_op(layout[0]), parse_op(layout[1]), 2048, 2048, 2048);
     std::set<std::string> names, hashes;
     const auto valid = f.space(p, arch).prune(p, arch).valid;
     for (const auto& c : valid) {
@@ -242,10 +261,22 @@ TEST(Emission, NamesAndHashesAreUniqueAndTheHashIsOfNameAndCode) {
 TEST(Emission, TheUnitCarriesTheConfigAndChecksSharedMemory) {
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
   const Family& simt = find_family("simt");
-  const KernelConfig c{"simt", DType::f32, Op::T, Op::N,
-                       {{"BM", 128}, {"BN", 64}, {"BK", 8}, {"WM", 64}, {"WN", 32}, {"TM", 8}, {"TN", 8}, {"VEC", 4}, {"STAGES", 2}}};
+  const KernelConfig c{"simt",
+                       DType::f32,
+                       Op::T,
+                       Op::N,
+                       {{"BM", 128},
+                        {"BN", 64},
+                        {"BK", 8},
+                        {"WM", 64},
+                        {"WN", 32},
+                        {"TM", 8},
+                        {"TN", 8},
+                        {"VEC", 4},
+                        {"STAGES", 2}}};
   const std::string code = simt.emit(c);
-  EXPECT_NE(code.find("static constexpr int BM = 128, BN = 64, BK = 8;"), std::string::npos) << code;
+  EXPECT_NE(code.find("static constexpr int BM = 128, BN = 64, BK = 8;"), std::string::npos)
+      << code;
   EXPECT_NE(code.find("static constexpr bool A_T = true, B_T = false;"), std::string::npos) << code;
   // 2 stages * 8 * (128 + 4 + 64 + 4) floats: both copies pad (A is transposed, B is not).
   EXPECT_NE(code.find("static_assert(K::SMEM_BYTES == 12800,"), std::string::npos) << code;
@@ -254,7 +285,8 @@ TEST(Emission, TheUnitCarriesTheConfigAndChecksSharedMemory) {
       const Problem p = make_problem(dtype, Op::N, Op::T, 4096, 4096, 4096);
       if (!f->unsupported_reason(p, arch).empty()) continue;
       for (const auto& point : f->space(p, arch).prune(p, arch).valid) {
-        const std::string expected = fmt::format("static_assert(K::SMEM_BYTES == {},", f->geometry(point, p, arch).smem_bytes);
+        const std::string expected = fmt::format("static_assert(K::SMEM_BYTES == {},",
+                                                 f->geometry(point, p, arch).smem_bytes);
         EXPECT_NE(f->emit(point).find(expected), std::string::npos) << f->kernel_name(point);
       }
     }
@@ -263,8 +295,8 @@ TEST(Emission, TheUnitCarriesTheConfigAndChecksSharedMemory) {
   const Problem axpy = make_problem(DType::bf16, Op::N, Op::N, 4096, 1, 4096);
   int axpy_points = 0;
   for (const auto& point : gemv.space(axpy, arch).prune(axpy, arch).valid) {
-    const std::string expected =
-        fmt::format("static_assert(K::AXPY_SMEM_BYTES == {},", gemv.geometry(point, axpy, arch).smem_bytes);
+    const std::string expected = fmt::format("static_assert(K::AXPY_SMEM_BYTES == {},",
+                                             gemv.geometry(point, axpy, arch).smem_bytes);
     EXPECT_NE(gemv.emit(point).find(expected), std::string::npos) << gemv.kernel_name(point);
     ++axpy_points;
   }
@@ -273,27 +305,45 @@ TEST(Emission, TheUnitCarriesTheConfigAndChecksSharedMemory) {
 
 TEST(Emission, KernelNamesSayWhatTheyAre) {
   const Family& f = find_family("simt");
-  KernelConfig c{"simt", DType::f32, Op::T, Op::N,
-                 {{"BM", 128}, {"BN", 64}, {"BK", 8}, {"WM", 64}, {"WN", 32}, {"TM", 8}, {"TN", 8}, {"VEC", 4}, {"STAGES", 2}}};
+  KernelConfig c{"simt",
+                 DType::f32,
+                 Op::T,
+                 Op::N,
+                 {{"BM", 128},
+                  {"BN", 64},
+                  {"BK", 8},
+                  {"WM", 64},
+                  {"WN", 32},
+                  {"TM", 8},
+                  {"TN", 8},
+                  {"VEC", 4},
+                  {"STAGES", 2}}};
   EXPECT_EQ(f.kernel_name(c), "gemm_simt_f32_tn_128x64x8_w64x32_t8x8_v4_s2");
 }
 
 TEST(Templates, IncludesAreFoundTransitively) {
-  EXPECT_EQ(quoted_includes("#include \"a.h\"\n  #  include   \"ptx/b.cuh\" // x\n#include <c>\n// #include \"d\"\n"
-                            "#define X \"#include \\\"e\\\"\"\n#include \"f"),
-            (std::vector<std::string>{"a.h", "ptx/b.cuh"}));
+  EXPECT_EQ(
+      quoted_includes(
+          "#include \"a.h\"\n  #  include   \"ptx/b.cuh\" // x\n#include <c>\n// #include \"d\"\n"
+          "#define X \"#include \\\"e\\\"\"\n#include \"f"),
+      (std::vector<std::string>{"a.h", "ptx/b.cuh"}));
   EXPECT_EQ(template_closure({"simt.cuh"}),
-            (std::vector<std::string>{"common.cuh", "gemm_args.h", "host_device.h", "raster.h", "simt.cuh"}));
+            (std::vector<std::string>{"common.cuh", "gemm_args.h", "host_device.h", "raster.h",
+                                      "simt.cuh"}));
   EXPECT_EQ(template_closure({"wgmma_sm90.cuh", "pack.cuh"}),
-            (std::vector<std::string>{"common.cuh", "gemm_args.h", "host_device.h", "pack.cuh", "ptx/cluster.cuh",
-                                      "ptx/ldmatrix.cuh", "ptx/mbarrier.cuh", "ptx/stmatrix.cuh", "ptx/tma.cuh",
-                                      "ptx/wgmma.cuh", "raster.h", "schedule.h", "store16.cuh", "wgmma_sm90.cuh"}));
+            (std::vector<std::string>{"common.cuh", "gemm_args.h", "host_device.h", "pack.cuh",
+                                      "ptx/cluster.cuh", "ptx/ldmatrix.cuh", "ptx/mbarrier.cuh",
+                                      "ptx/stmatrix.cuh", "ptx/tma.cuh", "ptx/wgmma.cuh",
+                                      "raster.h", "schedule.h", "store16.cuh", "wgmma_sm90.cuh"}));
   // Names that are no template (system headers) are not followed; cycles end.
-  const std::string a = "#include \"b.h\"\n#include \"cuda_fp16.h\"\n", b = "#pragma once\n#include \"a.h\"\n";
+  const std::string a = "#include \"b.h\"\n#include \"cuda_fp16.h\"\n",
+                    b = "#pragma once\n#include \"a.h\"\n";
   const std::vector<EmbeddedFile> cyclic = {{"a.h", a}, {"b.h", b}};
   EXPECT_EQ(template_closure({"a.h"}, cyclic), (std::vector<std::string>{"a.h", "b.h"}));
   // A generated unit depends on what its template includes, not on other templates.
-  const std::string unit = emit_source(find_family("simt"), find_family("simt").default_config(square(64), ArchInfo{})).code;
+  const std::string unit =
+      emit_source(find_family("simt"), find_family("simt").default_config(square(64), ArchInfo{}))
+          .code;
   test::EditableTemplates edited;
   const std::string digest = included_templates_digest(unit);
   EXPECT_EQ(included_templates_digest(unit, edited.files()), digest);
@@ -313,31 +363,39 @@ TEST(Mma80, ServesHalfPrecisionFromSm80AfterWgmmaOnHopper) {
     return out;
   };
   for (const char* arch : {"sm_80", "sm_86", "sm_89", "sm_90"})
-    EXPECT_EQ(names(families_for(bf16, ArchInfo::from_name(arch))), std::vector<std::string>{"mma_sm80"}) << arch;
-  EXPECT_EQ(names(families_for(bf16, ArchInfo::from_name("sm_90a"))), (std::vector<std::string>{"wgmma_sm90", "mma_sm80"}));
-  EXPECT_EQ(names(families_for(square(512), ArchInfo::from_name("sm_80"))), std::vector<std::string>{"simt"});
+    EXPECT_EQ(names(families_for(bf16, ArchInfo::from_name(arch))),
+              std::vector<std::string>{"mma_sm80"})
+        << arch;
+  EXPECT_EQ(names(families_for(bf16, ArchInfo::from_name("sm_90a"))),
+            (std::vector<std::string>{"wgmma_sm90", "mma_sm80"}));
+  EXPECT_EQ(names(families_for(square(512), ArchInfo::from_name("sm_80"))),
+            std::vector<std::string>{"simt"});
   ArchInfo turing = ArchInfo::from_name("sm_80");
   turing.cc = 75;
-  EXPECT_NE(find_family("mma_sm80").unsupported_reason(bf16, turing).find("sm_80 or newer"), std::string::npos);
+  EXPECT_NE(find_family("mma_sm80").unsupported_reason(bf16, turing).find("sm_80 or newer"),
+            std::string::npos);
 }
 
 TEST(Mma80, DefaultIsValidForEveryProblemClassAndArch) {
   const Family& f = find_family("mma_sm80");
-  const int64_t shapes[][3] = {{1, 1, 1}, {4096, 16, 4096}, {300, 200, 100}, {8192, 8192, 8192}, {77, 5000, 33}};
+  const int64_t shapes[][3] = {
+      {1, 1, 1}, {4096, 16, 4096}, {300, 200, 100}, {8192, 8192, 8192}, {77, 5000, 33}};
   for (const char* arch_name : {"sm_80", "sm_86", "sm_89", "sm_90a"}) {
     const ArchInfo arch = ArchInfo::from_name(arch_name);
     for (const auto& s : shapes)
       for (const char* layout : {"nn", "nt", "tn", "tt"})
-        for (int64_t extra_ld : {0, 1, 2, 4}) {  // alignment classes 16 (or less for odd sizes), 2, 4, 8
-          Problem p = make_problem(DType::f16, parse_op(layout[0]), parse_op(layout[1]), s[0], s[1], s[2]);
+        for (int64_t extra_ld :
+             {0, 1, 2, 4}) {  // alignment classes 16 (or less for odd sizes), 2, 4, 8
+          Problem p =
+              make_problem(DType::f16, parse_op(layout[0]), parse_op(layout[1]), s[0], s[1], s[2]);
           p.lda = (p.lda + 7) / 8 * 8 + extra_ld;
           p.ldb = (p.ldb + 7) / 8 * 8 + extra_ld;
           p.ldc = (p.ldc + 7) / 8 * 8 + extra_ld;
           p.align = alignment_class(p.dtype, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
           const KernelConfig c = f.default_config(p, arch);
           const Constraint* broken = f.space(p, arch).first_violation(c, p, arch);
-          EXPECT_EQ(broken, nullptr) << f.kernel_name(c) << " on " << p.describe() << " for " << arch_name << ": "
-                                     << (broken ? broken->name : "");
+          EXPECT_EQ(broken, nullptr) << f.kernel_name(c) << " on " << p.describe() << " for "
+                                     << arch_name << ": " << (broken ? broken->name : "");
           EXPECT_EQ(c.at("VEC"), std::min(8, p.align / 2)) << p.describe();
         }
   }
@@ -381,8 +439,19 @@ TEST(Mma80, SpaceSaysWhyAPointIsPruned) {
 TEST(Mma80, NamesAndGeometry) {
   const Family& f = find_family("mma_sm80");
   const Problem p = make_problem(DType::bf16, Op::T, Op::N, 1000, 300, 77);
-  const KernelConfig c{"mma_sm80", DType::bf16, Op::T, Op::N,
-                       {{"BM", 128}, {"BN", 128}, {"BK", 32}, {"WM", 64}, {"WN", 64}, {"STAGES", 4}, {"GROUP", 8}, {"VEC", 8}, {"SPLITS", 1}}};
+  const KernelConfig c{"mma_sm80",
+                       DType::bf16,
+                       Op::T,
+                       Op::N,
+                       {{"BM", 128},
+                        {"BN", 128},
+                        {"BK", 32},
+                        {"WM", 64},
+                        {"WN", 64},
+                        {"STAGES", 4},
+                        {"GROUP", 8},
+                        {"VEC", 8},
+                        {"SPLITS", 1}}};
   EXPECT_EQ(f.kernel_name(c), "gemm_mma80_bf16_tn_128x128x32_w64x64_s4_g8_v8");
   const LaunchGeometry g = f.geometry(c, p, ArchInfo::from_name("sm_80"));
   EXPECT_EQ(g.tiles_m, 8u);
@@ -429,7 +498,8 @@ TEST(Mma80, SplitKOnlyWhereTilesAreFew) {
   EXPECT_EQ(space.first_violation(c, small, arch)->name, "split_k_fills_the_gpu");
   const Problem short_k = make_problem(DType::bf16, Op::N, Op::N, 500, 300, 64);
   c.params["SPLITS"] = 3;  // 2 k-tiles
-  EXPECT_EQ(f.space(short_k, arch).first_violation(c, short_k, arch)->name, "split_k_fills_the_gpu");
+  EXPECT_EQ(f.space(short_k, arch).first_violation(c, short_k, arch)->name,
+            "split_k_fills_the_gpu");
   int split = 0;
   for (const auto& v : space.prune(small, arch).valid) split += v.at("SPLITS") > 1;
   EXPECT_GT(split, 0);
@@ -444,7 +514,8 @@ TEST(Mma80, EmissionIsUniqueAcrossTheSpace) {
   const Family& f = find_family("mma_sm80");
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
   for (const char* layout : {"nn", "tt"}) {
-    const Problem p = make_problem(DType::f16, parse_op(layout[0]), parse_op(layout[1]), 2048, 2048, 2048);
+    const Problem p =
+        make_problem(DType::f16, parse_op(layout[0]), parse_op(layout[1]), 2048, 2048, 2048);
     std::set<std::string> names, hashes;
     const auto valid = f.space(p, arch).prune(p, arch).valid;
     for (const auto& c : valid) {
@@ -461,11 +532,23 @@ TEST(Mma80, CostModelPrefersTilesThatFitTheProblem) {
   const Family& f = find_family("mma_sm80");
   const ArchInfo arch = ArchInfo::from_name("sm_80");
   auto config = [](int64_t bm, int64_t bn, int64_t wm, int64_t wn) {
-    return KernelConfig{"mma_sm80", DType::bf16, Op::T, Op::N,
-                        {{"BM", bm}, {"BN", bn}, {"BK", 32}, {"WM", wm}, {"WN", wn}, {"STAGES", 4}, {"GROUP", 8}, {"VEC", 8}, {"SPLITS", 1}}};
+    return KernelConfig{"mma_sm80",
+                        DType::bf16,
+                        Op::T,
+                        Op::N,
+                        {{"BM", bm},
+                         {"BN", bn},
+                         {"BK", 32},
+                         {"WM", wm},
+                         {"WN", wn},
+                         {"STAGES", 4},
+                         {"GROUP", 8},
+                         {"VEC", 8},
+                         {"SPLITS", 1}}};
   };
   const Problem large = make_problem(DType::bf16, Op::T, Op::N, 8192, 8192, 8192);
-  EXPECT_LT(f.predicted_ms(config(128, 128, 64, 64), large, arch), f.predicted_ms(config(64, 64, 32, 32), large, arch));
+  EXPECT_LT(f.predicted_ms(config(128, 128, 64, 64), large, arch),
+            f.predicted_ms(config(64, 64, 32, 32), large, arch));
   const Problem decode = make_problem(DType::bf16, Op::T, Op::N, 8192, 16, 8192);
   EXPECT_LT(f.predicted_ms(config(128, 32, 32, 32), decode, arch),
             f.predicted_ms(config(128, 256, 64, 64), decode, arch));
@@ -478,7 +561,9 @@ TEST(Families, TemplateVersionCoversEveryIncludedTemplate) {
   const Family& wgmma = find_family("wgmma_sm90");
   const std::string version = template_version(simt);
   EXPECT_EQ(version.size(), 16u);
-  EXPECT_EQ(version, templates_digest({"common.cuh", "gemm_args.h", "host_device.h", "raster.h", "simt.cuh"}).substr(0, 16));
+  EXPECT_EQ(version,
+            templates_digest({"common.cuh", "gemm_args.h", "host_device.h", "raster.h", "simt.cuh"})
+                .substr(0, 16));
   EXPECT_NE(version, template_version(wgmma));
   test::EditableTemplates edited;
   edited.append("pack.cuh", "\n// only the wgmma family runs the packing kernel\n");
@@ -503,7 +588,8 @@ TEST(Families, OnlyProductionFamiliesAreFoundUnlessATestRegistersOne) {
   EXPECT_EQ(production_family("fault_injection"), nullptr);
   const Problem p = square(64);
   const KernelConfig fault = test::fault_injection_family().default_config(p, ArchInfo{});
-  EXPECT_NE(why_unusable(fault, p, ArchInfo{}).find("unknown kernel family 'fault_injection'"), std::string::npos);
+  EXPECT_NE(why_unusable(fault, p, ArchInfo{}).find("unknown kernel family 'fault_injection'"),
+            std::string::npos);
 }
 
 TEST(Families, WhyUnusableJudgesAStoredConfigForAProblem) {
@@ -515,10 +601,13 @@ TEST(Families, WhyUnusableJudgesAStoredConfigForAProblem) {
   EXPECT_EQ(why_unusable(c, p, ampere), "");
   Problem misaligned = p;
   misaligned.align = 4;
-  EXPECT_NE(why_unusable(c, misaligned, hopper).find("breaks constraint vector_alignment"), std::string::npos);
-  EXPECT_NE(why_unusable(c, square(1024, DType::bf16), hopper).find("computes f32 only"), std::string::npos);
+  EXPECT_NE(why_unusable(c, misaligned, hopper).find("breaks constraint vector_alignment"),
+            std::string::npos);
+  EXPECT_NE(why_unusable(c, square(1024, DType::bf16), hopper).find("computes f32 only"),
+            std::string::npos);
   c.op_a = Op::T;
-  EXPECT_NE(why_unusable(c, p, hopper).find("the config is for f32 tn, the problem is f32 nn"), std::string::npos);
+  EXPECT_NE(why_unusable(c, p, hopper).find("the config is for f32 tn, the problem is f32 nn"),
+            std::string::npos);
   const Problem b = square(1024, DType::bf16);
   const KernelConfig w = find_family("wgmma_sm90").default_config(b, hopper);
   EXPECT_EQ(why_unusable(w, b, hopper), "");
@@ -541,7 +630,8 @@ TEST(Families, DefaultsAreValidPointsAlsoForSizesPast2To31) {
       make_problem(DType::f32, Op::N, Op::N, 8192, 8, 270000),
       with_lda(make_problem(DType::f32, Op::T, Op::N, 8192, 8, 270000), 270001),
       make_problem(DType::bf16, Op::N, Op::N, kMaxDimension, 2, 2),
-      make_problem(DType::bf16, Op::N, Op::N, 65536, 8, 4096),  // tall and skinny: had no valid point
+      make_problem(DType::bf16, Op::N, Op::N, 65536, 8,
+                   4096),  // tall and skinny: had no valid point
       make_problem(DType::f32, Op::N, Op::N, kMaxDimension, 1, 1),
       with_lda(make_problem(DType::bf16, Op::N, Op::N, 64, 64, 2), (int64_t(1) << 31) + 64),
       make_problem(DType::bf16, Op::T, Op::N, 4096, 4096, 4096),
@@ -549,7 +639,8 @@ TEST(Families, DefaultsAreValidPointsAlsoForSizesPast2To31) {
   };
   for (const Problem& p : problems)
     for (const Family* f : families_for(p, hopper))
-      EXPECT_EQ(why_unusable(f->default_config(p, hopper), p, hopper), "") << f->name() << " on " << p.describe();
+      EXPECT_EQ(why_unusable(f->default_config(p, hopper), p, hopper), "")
+          << f->name() << " on " << p.describe();
 }
 
 // A side that one wgmma N covers, on a problem whose 128x128 tiles leave SMs idle, is streamed
@@ -572,7 +663,8 @@ TEST(Families, WgmmaDefaultStreamsANarrowSideWhereTilesAreFew) {
   EXPECT_EQ(w.at("CLUSTER_K"), 2) << wgmma.kernel_name(w);
   EXPECT_EQ(why_unusable(w, wide, hopper), "");
   const Problem small = make_problem(DType::bf16, Op::T, Op::N, 768, 128, 768);
-  EXPECT_EQ(wgmma.kernel_name(wgmma.default_config(small, hopper)), "gemm_wgmma_bf16_tn_24x64x128_s5_wg1_c1x1_ws_rm_ck2");
+  EXPECT_EQ(wgmma.kernel_name(wgmma.default_config(small, hopper)),
+            "gemm_wgmma_bf16_tn_24x64x128_s5_wg1_c1x1_ws_rm_ck2");
   // Where K is split three ways or more, or the tiles are stored by TMA, through the workspace.
   const Problem few = make_problem(DType::bf16, Op::N, Op::N, 1024, 1024, 16384);
   EXPECT_EQ(wgmma.kernel_name(wgmma.default_config(few, hopper)),

@@ -51,8 +51,8 @@ class KernelCacheTest : public ::testing::Test {
  protected:
   TempDir dir_;
   KernelCache cache_{dir_.path() / "kernels"};
-  static constexpr KernelCache::KeyParts kParts{"5f3a9c", "templates-1", "-arch=sm_90a -std=c++17", "13.0",
-                                                 "sm_90a"};
+  static constexpr KernelCache::KeyParts kParts{"5f3a9c", "templates-1", "-arch=sm_90a -std=c++17",
+                                                "13.0", "sm_90a"};
   const std::string key_ = KernelCache::key(kParts);
 };
 
@@ -104,7 +104,8 @@ TEST_F(KernelCacheTest, KeyChangesWithEveryPart) {
 // missed: a known answer pins it. Change it only with the key's composition, on purpose (old
 // entries are then simply never hit again).
 TEST_F(KernelCacheTest, KeyIsAKnownFunctionOfItsParts) {
-  EXPECT_EQ(key_, hash_hex("gemmtune kernel cache v1|6:5f3a9c|11:templates-1|23:-arch=sm_90a -std=c++17|4:13.0|6:sm_90a"));
+  EXPECT_EQ(key_, hash_hex("gemmtune kernel cache v1|6:5f3a9c|11:templates-1|23:-arch=sm_90a "
+                           "-std=c++17|4:13.0|6:sm_90a"));
   EXPECT_EQ(key_, "0c8092b4034830e6585fa064a8990a0c");
 }
 

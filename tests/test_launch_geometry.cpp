@@ -1,5 +1,5 @@
-// runtime: the grid of persistent launches, launch geometry of the families, library options (no GPU
-// needed).
+// runtime: the grid of persistent launches, launch geometry of the families, library options (no
+// GPU needed).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -57,8 +57,14 @@ TEST(WgmmaGeometry, StreamKTakesEveryResidentCtaAndAWorkspace) {
   // 2500 x 3500: 10 x 28 tiles of 256 x 128, 280 tiles on 132 SMs: a partial third wave.
   const Problem p = make_problem(DType::bf16, Op::N, Op::N, 2500, 3500, 4500);
   KernelConfig c = f.default_config(p, arch);
-  for (const auto& [param, value] : {std::pair<const char*, int64_t>{"BM", 256}, {"BN", 128}, {"WG", 2}, {"STAGES", 3},
-                                     {"CLUSTER", 12}, {"EPILOGUE", 0}, {"SCHEDULE", 2}, {"SPLITS", 1}})
+  for (const auto& [param, value] : {std::pair<const char*, int64_t>{"BM", 256},
+                                     {"BN", 128},
+                                     {"WG", 2},
+                                     {"STAGES", 3},
+                                     {"CLUSTER", 12},
+                                     {"EPILOGUE", 0},
+                                     {"SCHEDULE", 2},
+                                     {"SPLITS", 1}})
     c.params[param] = value;
   ASSERT_EQ(f.space(p, arch).first_violation(c, p, arch), nullptr) << f.kernel_name(c);
   const LaunchGeometry g = f.geometry(c, p, arch);
@@ -141,18 +147,21 @@ TEST(WgmmaGeometry, LargeDefaultsThatReadCDropTheClusterAndTakeThreeChunkTilesFr
 TEST(WgmmaGeometry, DefaultsAreValidForEveryShapeClass) {
   const Family& f = find_family("wgmma_sm90");
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
-  const int64_t shapes[][3] = {{4096, 1, 4096},   {11008, 8, 4096},  {6144, 32, 4096}, {28672, 64, 8192},
-                               {4096, 128, 11008}, {16, 4096, 4096},  {20, 30, 40},     {500, 300, 700},
-                               {768, 128, 768},   {2500, 3500, 4500}, {8192, 8192, 1024}, {1, 1, 1},
-                               {100, 100, 100},   {8192, 8192, 8192}, {1024, 1024, 16384}};
+  const int64_t shapes[][3] = {{4096, 1, 4096},    {11008, 8, 4096},   {6144, 32, 4096},
+                               {28672, 64, 8192},  {4096, 128, 11008}, {16, 4096, 4096},
+                               {20, 30, 40},       {500, 300, 700},    {768, 128, 768},
+                               {2500, 3500, 4500}, {8192, 8192, 1024}, {1, 1, 1},
+                               {100, 100, 100},    {8192, 8192, 8192}, {1024, 1024, 16384}};
   for (const char* layout : {"nn", "nt", "tn", "tt"})
     for (const auto& s : shapes)
       for (const bool reads_c : {false, true}) {
-        Problem p = make_problem(DType::bf16, parse_op(layout[0]), parse_op(layout[1]), s[0], s[1], s[2]);
+        Problem p =
+            make_problem(DType::bf16, parse_op(layout[0]), parse_op(layout[1]), s[0], s[1], s[2]);
         p.reads_c = reads_c;
         const KernelConfig c = f.default_config(p, arch);
         EXPECT_EQ(why_unusable(c, p, arch), "") << f.kernel_name(c) << " on " << p.describe();
-        EXPECT_EQ(f.geometry(c, p, arch).reads_c, reads_c) << f.kernel_name(c) << " on " << p.describe();
+        EXPECT_EQ(f.geometry(c, p, arch).reads_c, reads_c)
+            << f.kernel_name(c) << " on " << p.describe();
       }
 }
 
@@ -163,7 +172,8 @@ TEST(WgmmaGeometry, ProblemsThatDoNotReadCGetKernelsWithoutItsCode) {
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
   Problem zero = make_problem(DType::bf16, Op::N, Op::N, 2048, 2048, 2048), reading = zero;
   reading.reads_c = true;
-  const KernelConfig for_zero = f.default_config(zero, arch), for_reading = f.default_config(reading, arch);
+  const KernelConfig for_zero = f.default_config(zero, arch),
+                     for_reading = f.default_config(reading, arch);
   EXPECT_EQ(for_zero.at("READS_C"), 0);
   EXPECT_EQ(for_reading.at("READS_C"), 1);
   EXPECT_FALSE(f.geometry(for_zero, zero, arch).reads_c);
@@ -171,8 +181,10 @@ TEST(WgmmaGeometry, ProblemsThatDoNotReadCGetKernelsWithoutItsCode) {
   EXPECT_EQ(f.kernel_name(for_zero).find("_readsc"), std::string::npos) << f.kernel_name(for_zero);
   EXPECT_EQ(f.kernel_name(for_reading), f.kernel_name(for_zero) + "_readsc");
   // Each is a point of its own problem's space only.
-  EXPECT_NE(why_unusable(for_zero, reading, arch).find("READS_C=0 is not among"), std::string::npos);
-  EXPECT_NE(why_unusable(for_reading, zero, arch).find("READS_C=1 is not among"), std::string::npos);
+  EXPECT_NE(why_unusable(for_zero, reading, arch).find("READS_C=0 is not among"),
+            std::string::npos);
+  EXPECT_NE(why_unusable(for_reading, zero, arch).find("READS_C=1 is not among"),
+            std::string::npos);
 }
 
 // The launch refuses beta != 0 on a kernel built for beta == 0 (it would drop C) and passes beta
@@ -217,7 +229,8 @@ TEST(DerivedParams, AWinnerIsRemadeForTheCallsProblem) {
   rest.params["RASTER"] = winner.at("RASTER");
   EXPECT_EQ(rest.params, winner.params) << "only the derived parameters change";
   // SPLITS is searched where the tiles are few (1024^2) and pinned to 1 where they are not
-  // (2048^2): a split winner stays split, and so unusable there, rather than made into another kernel.
+  // (2048^2): a split winner stays split, and so unusable there, rather than made into another
+  // kernel.
   const Problem few = make_problem(DType::bf16, Op::N, Op::N, 1024, 1024, 16384);
   const Problem many = make_problem(DType::bf16, Op::N, Op::N, 2048, 2048, 16384);
   const KernelConfig split = f.default_config(few, arch);
@@ -237,7 +250,8 @@ TEST(LibraryOptions, FamilyRestrictionNamesKnownFamilies) {
     FAIL() << "no error for an unknown family";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), Errc::invalid_argument);
-    EXPECT_NE(std::string(e.what()).find("unknown kernel family 'nope'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("unknown kernel family 'nope'"), std::string::npos)
+        << e.what();
   }
 }
 

@@ -14,7 +14,7 @@ namespace gemmtune::schedule {
 namespace {
 
 struct Coverage {
-  std::vector<int> times;  // tile * k_blocks + k-block -> how often computed
+  std::vector<int> times;                        // tile * k_blocks + k-block -> how often computed
   std::map<int, std::vector<Segment>> parts_of;  // tile -> its segments
 };
 
@@ -28,7 +28,8 @@ Coverage cover(const Work& w) {
       EXPECT_LT(s.k_begin, s.k_end) << "empty segment";
       EXPECT_GE(s.tile, 0);
       EXPECT_LT(s.tile, w.tiles);
-      for (int kb = s.k_begin; kb < s.k_end; ++kb) ++c.times[size_t(s.tile) * size_t(w.k_blocks) + size_t(kb)];
+      for (int kb = s.k_begin; kb < s.k_end; ++kb)
+        ++c.times[size_t(s.tile) * size_t(w.k_blocks) + size_t(kb)];
       c.parts_of[s.tile].push_back(s);
     }
     EXPECT_EQ(i, segments(w, worker)) << "worker " << worker;
@@ -37,11 +38,13 @@ Coverage cover(const Work& w) {
 }
 
 void expect_exact_cover(const Work& w) {
-  SCOPED_TRACE(testing::Message() << "mode " << w.mode << ", " << w.tiles << " tiles x " << w.k_blocks
-                                  << " k-blocks, " << w.workers << " workers, " << w.splits << " splits");
+  SCOPED_TRACE(testing::Message() << "mode " << w.mode << ", " << w.tiles << " tiles x "
+                                  << w.k_blocks << " k-blocks, " << w.workers << " workers, "
+                                  << w.splits << " splits");
   const Coverage c = cover(w);
   for (size_t i = 0; i < c.times.size(); ++i)
-    ASSERT_EQ(c.times[i], 1) << "tile " << i / size_t(w.k_blocks) << " k-block " << i % size_t(w.k_blocks);
+    ASSERT_EQ(c.times[i], 1) << "tile " << i / size_t(w.k_blocks) << " k-block "
+                             << i % size_t(w.k_blocks);
   std::set<int> slots_used;
   for (const auto& [tile, segs] : c.parts_of) {
     const int parts = segs.front().parts;

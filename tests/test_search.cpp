@@ -42,14 +42,17 @@ CandidateRecord named(const std::string& name, CandidateRecord c) {
 // faster; failed records and slower defaults never win; without a default the fastest does.
 TEST(Winner, TheDefaultStaysUnlessAnotherIsFasterByMoreThanTheMargin) {
   const std::set<std::string> defaults = {"default", "other_default"};
-  const std::vector<CandidateRecord> close = {named("fast", timed(1.000)), named("default", timed(1.009)),
-                                              named("other_default", timed(1.005)), named("broken", failed())};
+  const std::vector<CandidateRecord> close = {
+      named("fast", timed(1.000)), named("default", timed(1.009)),
+      named("other_default", timed(1.005)), named("broken", failed())};
   EXPECT_EQ(choose_winner(close, defaults, 0.01)->kernel_name, "other_default");
   EXPECT_EQ(choose_winner(close, defaults, 0.0)->kernel_name, "fast");
-  const std::vector<CandidateRecord> far = {named("fast", timed(1.000)), named("default", timed(1.02))};
+  const std::vector<CandidateRecord> far = {named("fast", timed(1.000)),
+                                            named("default", timed(1.02))};
   EXPECT_EQ(choose_winner(far, defaults, 0.01)->kernel_name, "fast");
   EXPECT_EQ(choose_winner(far, {}, 0.5)->kernel_name, "fast");
-  const std::vector<CandidateRecord> default_failed = {named("default", failed()), named("slow", timed(2.0))};
+  const std::vector<CandidateRecord> default_failed = {named("default", failed()),
+                                                       named("slow", timed(2.0))};
   EXPECT_EQ(choose_winner(default_failed, defaults, 0.01)->kernel_name, "slow");
   EXPECT_FALSE(choose_winner({named("default", failed())}, defaults, 0.01).has_value());
 }
@@ -97,7 +100,8 @@ TEST(RankedSearch, StopsWhenTheBestHasNotImprovedForPatienceCandidates) {
   search.add(1.0, timed(1.1));
   EXPECT_TRUE(search.rest_cannot_win(1.0)) << "three in a row without a 1% gain";
   RankedSearch again(s);
-  for (double ms : {1.0, 1.2, 1.3, 0.9, 1.1}) again.add(1.0, timed(ms));  // 0.9: a 10% gain resets it
+  for (double ms : {1.0, 1.2, 1.3, 0.9, 1.1})
+    again.add(1.0, timed(ms));  // 0.9: a 10% gain resets it
   EXPECT_FALSE(again.rest_cannot_win(1.0));
 }
 
@@ -208,10 +212,10 @@ TEST(CostModel, AGemvIsBoundByReadingTheMatrix) {
 
 TEST(CostModel, OccupancyIsLimitedByThreadsSharedMemoryAndRegisters) {
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
-  EXPECT_EQ(ctas_per_sm(arch, 256, 0, 0), 8);                 // 2048 threads
-  EXPECT_EQ(ctas_per_sm(arch, 128, 100 * 1024, 0), 2);         // 228 KB of shared memory
-  EXPECT_EQ(ctas_per_sm(arch, 256, 0, 250), 1);                // 256 x 256 registers
-  EXPECT_EQ(ctas_per_sm(arch, 1024, 200 * 1024, 255), 1);      // never below one
+  EXPECT_EQ(ctas_per_sm(arch, 256, 0, 0), 8);              // 2048 threads
+  EXPECT_EQ(ctas_per_sm(arch, 128, 100 * 1024, 0), 2);     // 228 KB of shared memory
+  EXPECT_EQ(ctas_per_sm(arch, 256, 0, 250), 1);            // 256 x 256 registers
+  EXPECT_EQ(ctas_per_sm(arch, 1024, 200 * 1024, 255), 1);  // never below one
 }
 
 // The structure (search.hpp) of a listed candidate.
@@ -224,16 +228,20 @@ std::string structure_of(const DryRunEntry& e, const Problem& problem, const Arc
 TEST(CostModel, MeasuredWinnersAreAmongTheFirstCandidates) {
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
   const std::vector<std::pair<Problem, std::string>> winners = {
-      {make_problem(DType::f32, Op::N, Op::N, 8192, 8192, 8192), "gemm_simt_f32_nn_256x128x16_w64x64_t16x8_v4_s2"},
-      {make_problem(DType::f32, Op::N, Op::N, 4096, 4096, 4096), "gemm_simt_f32_nn_128x256x8_w64x64_t16x8_v4_s2"},
-      {make_problem(DType::f32, Op::N, Op::N, 1024, 1024, 1024), "gemm_simt_f32_nn_128x64x16_w64x32_t8x8_v4_s2"},
+      {make_problem(DType::f32, Op::N, Op::N, 8192, 8192, 8192),
+       "gemm_simt_f32_nn_256x128x16_w64x64_t16x8_v4_s2"},
+      {make_problem(DType::f32, Op::N, Op::N, 4096, 4096, 4096),
+       "gemm_simt_f32_nn_128x256x8_w64x64_t16x8_v4_s2"},
+      {make_problem(DType::f32, Op::N, Op::N, 1024, 1024, 1024),
+       "gemm_simt_f32_nn_128x64x16_w64x32_t8x8_v4_s2"},
       {make_problem(DType::bf16, Op::N, Op::N, 8192, 8192, 8192),
        "gemm_wgmma_bf16_nn_256x128x64_s3_wg2_c1x1_ws_rm_tmastore"},
       // H100: one wave of tiles, TMA stores through two of four chunk buffers (0.98x cuBLAS).
       {make_problem(DType::bf16, Op::N, Op::N, 2048, 2048, 2048),
        "gemm_wgmma_bf16_nn_256x128x64_s4_wg2_c1x1_ws_rm_tmastore"},
       // H100: lda 500 is not 16-byte aligned; wgmma's packing kernel costs more than it gains.
-      {make_problem(DType::bf16, Op::N, Op::N, 500, 300, 700), "gemm_mma80_bf16_nn_64x64x64_w32x32_s5_g8_v4_splitk2"},
+      {make_problem(DType::bf16, Op::N, Op::N, 500, 300, 700),
+       "gemm_mma80_bf16_nn_64x64x64_w32x32_s5_g8_v4_splitk2"},
   };
   for (const auto& [problem, name] : winners) {
     const DryRunReport plan = dry_run(problem, arch, 1, {}, {}, 0, false);
@@ -244,7 +252,8 @@ TEST(CostModel, MeasuredWinnersAreAmongTheFirstCandidates) {
     size_t rank = 0;
     while (structure_of(plan.candidates[rank], problem, arch) != structure) ++rank;
     EXPECT_FALSE(plan.candidates[rank].refinement);
-    EXPECT_LT(rank, size_t(SearchSettings{}.min_candidates)) << name << "'s structure ranks " << rank + 1;
+    EXPECT_LT(rank, size_t(SearchSettings{}.min_candidates))
+        << name << "'s structure ranks " << rank + 1;
   }
 }
 
@@ -259,85 +268,134 @@ TEST(CostModel, OrdersTheTilingsOfAPartialWaveAsMeasured) {
   struct Measured {
     const char* layout;
     int64_t m, n, k;
-    std::vector<std::pair<const char*, double>> kernels;  // name after gemm_wgmma_bf16_<layout>_, ratio
+    std::vector<std::pair<const char*, double>>
+        kernels;  // name after gemm_wgmma_bf16_<layout>_, ratio
   };
   const std::vector<Measured> shapes = {
-      {"nn", 4608, 3072, 4096,
+      {"nn",
+       4608,
+       3072,
+       4096,
        {{"256x128x64_s4_wg2_c1x2_ws_rm_streamk_tmastore", 0.810},
         {"256x128x64_s4_wg2_c1x2_ws_rm_tmastore", 0.880},
         {"128x192x64_s5_wg3_c2x1_ws_rm_tmastore", 0.890},
         {"192x128x64_s4_wg2_c1x2_ws_rm", 0.820}}},
-      {"nn", 6656, 1536, 1024,
+      {"nn",
+       6656,
+       1536,
+       1024,
        {{"256x128x64_s4_wg2_c1x2_ws_rm_streamk_tmastore", 0.630},
         {"256x128x64_s4_wg2_c1x2_ws_rm_tmastore", 0.905},
         {"128x192x64_s5_wg3_c2x1_ws_rm_tmastore", 0.880},
         {"192x128x64_s4_wg2_c1x2_ws_rm", 0.640}}},
-      {"nn", 7168, 1024, 8192,
+      {"nn",
+       7168,
+       1024,
+       8192,
        {{"256x128x64_s4_wg2_c1x2_ws_rm_streamk_tmastore", 0.715},
         {"256x128x64_s4_wg2_c1x2_ws_rm_tmastore", 1.010},
         {"128x192x64_s5_wg3_c2x1_ws_rm_tmastore", 0.870},
         {"192x128x64_s4_wg2_c1x2_ws_rm", 0.850}}},
-      {"tn", 10240, 2560, 1024,
+      {"tn",
+       10240,
+       2560,
+       1024,
        {{"256x128x64_s4_wg2_c1x2_ws_rm_streamk_tmastore", 0.820},
         {"256x128x64_s4_wg2_c1x2_ws_rm_tmastore", 0.950},
         {"128x192x64_s5_wg3_c2x1_ws_rm_tmastore", 0.945},
         {"192x128x64_s4_wg2_c1x2_ws_rm", 0.680}}},
-      {"tn", 1024, 2560, 4096,
+      {"tn",
+       1024,
+       2560,
+       4096,
        {{"256x128x64_s4_wg2_c1x1_ws_rn_streamk_tmastore", 0.590},
         {"256x128x64_s4_wg2_c1x1_ws_rn_tmastore", 0.760},
         {"128x192x64_s5_wg3_c1x1_ws_rn_tmastore", 0.900},
         {"192x128x64_s4_wg2_c1x1_ws_rn", 0.800}}},
-      {"tn", 1024, 4608, 4096,
+      {"tn",
+       1024,
+       4608,
+       4096,
        {{"192x128x64_s4_wg2_c1x1_ws_rn_streamk", 0.500},
         {"192x128x64_s4_wg2_c1x1_ws_rn", 0.695},
         {"128x192x64_s5_wg3_c1x1_ws_rn_tmastore", 0.840},
         {"192x128x64_s4_wg2_c1x1_ws_rn", 0.695}}},
-      {"tn", 1536, 1536, 4096,
+      {"tn",
+       1536,
+       1536,
+       4096,
        {{"256x128x64_s4_wg2_c1x1_ws_rm_streamk_tmastore", 0.660},
         {"256x128x64_s4_wg2_c1x1_ws_rm_tmastore", 0.695},
         {"128x192x64_s5_wg3_c1x1_ws_rm_tmastore", 0.845},
         {"192x128x64_s4_wg2_c1x1_ws_rm", 0.750}}},
-      {"tn", 1536, 3584, 4096,
+      {"tn",
+       1536,
+       3584,
+       4096,
        {{"128x192x64_s5_wg3_c1x1_ws_rn_streamk_tmastore", 0.485},
         {"128x192x64_s5_wg3_c1x1_ws_rn_tmastore", 0.880},
         {"128x192x64_s5_wg3_c1x1_ws_rn_tmastore", 0.890},
         {"192x128x64_s4_wg2_c1x1_ws_rn", 0.805}}},
-      {"tn", 2048, 14848, 4096,
+      {"tn",
+       2048,
+       14848,
+       4096,
        {{"256x128x64_s4_wg2_c1x2_ws_rn_streamk_tmastore", 1.035},
         {"256x128x64_s4_wg2_c1x2_ws_rn_tmastore", 0.990},
         {"128x192x64_s5_wg3_c2x1_ws_rn_tmastore", 1.015},
         {"192x128x64_s4_wg2_c1x2_ws_rn", 0.945}}},
-      {"tn", 2048, 1536, 1024,
+      {"tn",
+       2048,
+       1536,
+       1024,
        {{"256x128x64_s4_wg2_c1x1_ws_rm_streamk_tmastore", 0.480},
         {"256x128x64_s4_wg2_c1x1_ws_rm_tmastore", 0.850},
         {"128x192x64_s5_wg3_c1x1_ws_rm_tmastore", 0.970},
         {"192x128x64_s4_wg2_c1x1_ws_rm", 0.740}}},
-      {"tn", 2048, 7168, 4096,
+      {"tn",
+       2048,
+       7168,
+       4096,
        {{"256x128x64_s4_wg2_c1x2_ws_rn_streamk_tmastore", 0.880},
         {"256x128x64_s4_wg2_c1x2_ws_rn_tmastore", 0.960},
         {"128x192x64_s5_wg3_c2x1_ws_rn_tmastore", 0.975},
         {"192x128x64_s4_wg2_c1x2_ws_rn", 0.910}}},
-      {"tn", 2560, 2560, 4096,
+      {"tn",
+       2560,
+       2560,
+       4096,
        {{"256x128x64_s4_wg2_c1x1_ws_rm_streamk_tmastore", 0.705},
         {"256x128x64_s4_wg2_c1x1_ws_rm_tmastore", 0.875},
         {"128x192x64_s5_wg3_c2x1_ws_rm_tmastore", 0.770},
         {"192x128x64_s4_wg2_c1x2_ws_rm", 0.705}}},
-      {"tn", 3072, 3584, 8192,
+      {"tn",
+       3072,
+       3584,
+       8192,
        {{"256x128x64_s4_wg2_c1x2_ws_rn_streamk_tmastore", 0.665},
         {"256x128x64_s4_wg2_c1x2_ws_rn_tmastore", 0.915},
         {"128x192x64_s5_wg3_c2x1_ws_rn_tmastore", 0.880},
         {"192x128x64_s4_wg2_c1x2_ws_rn", 0.860}}},
-      {"tn", 3584, 4096, 4096,
+      {"tn",
+       3584,
+       4096,
+       4096,
        {{"256x128x64_s4_wg2_c1x2_ws_rn_streamk_tmastore", 0.880},
         {"256x128x64_s4_wg2_c1x2_ws_rn_tmastore", 0.960},
         {"128x192x64_s5_wg3_c2x1_ws_rn_tmastore", 0.975},
         {"192x128x64_s4_wg2_c1x2_ws_rn", 0.900}}},
-      {"tn", 5120, 2560, 4096,
+      {"tn",
+       5120,
+       2560,
+       4096,
        {{"256x128x64_s4_wg2_c1x2_ws_rm_streamk_tmastore", 0.945},
         {"256x128x64_s4_wg2_c1x2_ws_rm_tmastore", 0.870},
         {"128x192x64_s5_wg3_c2x1_ws_rm_tmastore", 0.890},
         {"192x128x64_s4_wg2_c1x2_ws_rm", 0.820}}},
-      {"tn", 8704, 1536, 8192,
+      {"tn",
+       8704,
+       1536,
+       8192,
        {{"256x128x64_s4_wg2_c1x2_ws_rm_streamk_tmastore", 0.960},
         {"256x128x64_s4_wg2_c1x2_ws_rm_tmastore", 0.860},
         {"128x192x64_s5_wg3_c2x1_ws_rm_tmastore", 0.880},
@@ -346,9 +404,11 @@ TEST(CostModel, OrdersTheTilingsOfAPartialWaveAsMeasured) {
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
   int pairs = 0, agree = 0;
   for (const Measured& s : shapes) {
-    const Problem p = make_problem(DType::bf16, parse_op(s.layout[0]), parse_op(s.layout[1]), s.m, s.n, s.k);
+    const Problem p =
+        make_problem(DType::bf16, parse_op(s.layout[0]), parse_op(s.layout[1]), s.m, s.n, s.k);
     std::map<std::string, double> predicted;
-    for (const DryRunEntry& e : dry_run(p, arch, 1, {}, {}, 0, false).candidates) predicted[e.name] = e.predicted_ms;
+    for (const DryRunEntry& e : dry_run(p, arch, 1, {}, {}, 0, false).candidates)
+      predicted[e.name] = e.predicted_ms;
     auto predicted_of = [&](const char* kernel) {
       const std::string name = fmt::format("gemm_wgmma_bf16_{}_{}", s.layout, kernel);
       EXPECT_TRUE(predicted.count(name)) << name << " is not a candidate";
@@ -367,7 +427,6 @@ TEST(CostModel, OrdersTheTilingsOfAPartialWaveAsMeasured) {
   EXPECT_GE(5 * agree, 4 * pairs) << agree << " of " << pairs << " pairs in the measured order";
 }
 
-
 // Untuned problems take the first family's default, unless its launch packs an operand and
 // another family's default is predicted faster: small unaligned problems go to mma_sm80, large
 // unaligned ones stay with wgmma_sm90 (the packing is a small part of their time), and aligned
@@ -375,17 +434,21 @@ TEST(CostModel, OrdersTheTilingsOfAPartialWaveAsMeasured) {
 // (gemv's measured bandwidth beats what the model gives it on 28672x1x8192).
 TEST(CostModel, UntunedDefaultAvoidsPackingOnlyWhereItPays) {
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
-  auto family_of = [&](const Problem& p) { return untuned_default(families_for(p, arch), p, arch).family; };
+  auto family_of = [&](const Problem& p) {
+    return untuned_default(families_for(p, arch), p, arch).family;
+  };
   const Problem small = make_problem(DType::bf16, Op::N, Op::N, 500, 300, 700);
   ASSERT_LT(small.align, 16);
   EXPECT_EQ(family_of(small), "mma_sm80");
   EXPECT_EQ(untuned_default(families_for(small, arch), small, arch).at("SPLITS"), 2);
   EXPECT_EQ(family_of(make_problem(DType::bf16, Op::N, Op::N, 2500, 3500, 4500)), "wgmma_sm90");
-  EXPECT_EQ(family_of(make_problem(DType::bf16, Op::N, Op::N, 512, 320, 704)), "wgmma_sm90");  // aligned
+  EXPECT_EQ(family_of(make_problem(DType::bf16, Op::N, Op::N, 512, 320, 704)),
+            "wgmma_sm90");  // aligned
   const Problem gemv = make_problem(DType::bf16, Op::T, Op::N, 28672, 1, 8192);
   const KernelConfig wgmma = find_family("wgmma_sm90").default_config(gemv, arch);
-  ASSERT_LT(find_family("wgmma_sm90").predicted_ms(wgmma, gemv, arch),
-            find_family("gemv").predicted_ms(find_family("gemv").default_config(gemv, arch), gemv, arch));
+  ASSERT_LT(
+      find_family("wgmma_sm90").predicted_ms(wgmma, gemv, arch),
+      find_family("gemv").predicted_ms(find_family("gemv").default_config(gemv, arch), gemv, arch));
   EXPECT_EQ(family_of(gemv), "gemv");
   EXPECT_EQ(family_of(make_problem(DType::f32, Op::N, Op::N, 500, 300, 700)), "simt");
 }
@@ -396,7 +459,8 @@ TEST(CostModel, EveryValidCandidateOfTheSuiteGetsAFinitePositiveTimeInAFixedOrde
                            make_problem(DType::bf16, Op::T, Op::N, 28672, 64, 8192),
                            make_problem(DType::bf16, Op::N, Op::N, 2500, 3500, 4500),
                            make_problem(DType::f32, Op::T, Op::T, 500, 300, 700)}) {
-    const DryRunReport a = dry_run(p, arch, 1, {}, {}, 0, false), b = dry_run(p, arch, 1, {}, {}, 0, false);
+    const DryRunReport a = dry_run(p, arch, 1, {}, {}, 0, false),
+                       b = dry_run(p, arch, 1, {}, {}, 0, false);
     ASSERT_FALSE(a.candidates.empty());
     ASSERT_EQ(a.candidates.size(), b.candidates.size());
     // Each family's default first; then the first point of every other structure, then the
@@ -443,7 +507,8 @@ TEST(Shard, ParsesIndexOverCount) {
   EXPECT_EQ(s.count, 5);
   EXPECT_TRUE(s.sharded());
   EXPECT_FALSE(Shard::parse("0/1").sharded());
-  for (const char* bad : {"5/5", "-1/3", "1", "a/b", "1/0", "1/2/3", "1/ 2"}) EXPECT_THROW(Shard::parse(bad), Error) << bad;
+  for (const char* bad : {"5/5", "-1/3", "1", "a/b", "1/0", "1/2/3", "1/ 2"})
+    EXPECT_THROW(Shard::parse(bad), Error) << bad;
 }
 
 Shard::Getenv environment(std::map<std::string, std::string> vars) {
@@ -454,11 +519,13 @@ Shard::Getenv environment(std::map<std::string, std::string> vars) {
 }
 
 TEST(Shard, ReadsTheRankAndSizeThatLaunchersSet) {
-  const Shard slurm = Shard::from_environment(environment({{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}, {"SLURM_STEP_ID", "0"}}));
+  const Shard slurm = Shard::from_environment(
+      environment({{"SLURM_PROCID", "3"}, {"SLURM_NTASKS", "4"}, {"SLURM_STEP_ID", "0"}}));
   EXPECT_EQ(slurm.index, 3);
   EXPECT_EQ(slurm.count, 4);
   EXPECT_EQ(slurm.source, "SLURM_PROCID/SLURM_NTASKS");
-  const Shard mpi = Shard::from_environment(environment({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}}));
+  const Shard mpi = Shard::from_environment(
+      environment({{"OMPI_COMM_WORLD_RANK", "1"}, {"OMPI_COMM_WORLD_SIZE", "2"}}));
   EXPECT_EQ(mpi.index, 1);
   EXPECT_EQ(mpi.count, 2);
   const Shard pmi = Shard::from_environment(environment({{"PMI_RANK", "0"}, {"PMI_SIZE", "8"}}));
@@ -467,7 +534,8 @@ TEST(Shard, ReadsTheRankAndSizeThatLaunchersSet) {
   EXPECT_EQ(torch.index, 5);
   EXPECT_FALSE(Shard::from_environment(environment({})).sharded());
   // A batch script has the job's SLURM_PROCID and SLURM_NTASKS too; only a step (srun) shards.
-  EXPECT_FALSE(Shard::from_environment(environment({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}})).sharded());
+  EXPECT_FALSE(Shard::from_environment(environment({{"SLURM_PROCID", "0"}, {"SLURM_NTASKS", "4"}}))
+                   .sharded());
   EXPECT_THROW(Shard::from_environment(environment({{"RANK", "6"}, {"WORLD_SIZE", "6"}})), Error);
 }
 

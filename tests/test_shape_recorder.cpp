@@ -50,10 +50,9 @@ TEST(ShapeRecorder, PointersLessAlignedThanTheLeadingDimensionsAreNoted) {
 }
 
 TEST(ShapeRecorder, GemmTuneReadsEveryLineBackAsTheSameProblem) {
-  std::vector<Problem> problems = {problem(DType::bf16, "tn", 11008, 8, 4096),
-                                   problem(DType::f32, "nn", 48, 64, 32),
-                                   problem(DType::f16, "tt", 300, 200, 100),
-                                   problem(DType::bf16, "tn", 11008, 8, 4096)};
+  std::vector<Problem> problems = {
+      problem(DType::bf16, "tn", 11008, 8, 4096), problem(DType::f32, "nn", 48, 64, 32),
+      problem(DType::f16, "tt", 300, 200, 100), problem(DType::bf16, "tn", 11008, 8, 4096)};
   problems[1].lda = 50;
   problems[2].ldb = 208;
   problems[3].reads_c = true;
@@ -94,10 +93,13 @@ TEST(ShapesFile, ALinesBetaDecidesWhetherItsProblemReadsC) {
   EXPECT_EQ(half.beta, 0.5f);
   EXPECT_TRUE(cli::problem_of_line(half, "f32", "nn", 0.0f).reads_c);
   // The line's beta wins over the command line's, either way.
-  EXPECT_FALSE(cli::problem_of_line(cli::parse_shape_line("64 64 64 beta=0"), "f32", "nn", 1.0f).reads_c);
+  EXPECT_FALSE(
+      cli::problem_of_line(cli::parse_shape_line("64 64 64 beta=0"), "f32", "nn", 1.0f).reads_c);
   EXPECT_TRUE(cli::problem_of_line(cli::parse_shape_line("64 64 64"), "f32", "nn", 1.0f).reads_c);
-  EXPECT_FALSE(cli::problem_of_line(cli::parse_shape_line("64x64x64 f16"), "f32", "nn", 0.0f).reads_c);
-  for (const char* bad : {"64 64 64 beta=x", "64 64 64 beta=nan", "64 64 64 beta=", "64 64 64 lda=64x"}) {
+  EXPECT_FALSE(
+      cli::problem_of_line(cli::parse_shape_line("64x64x64 f16"), "f32", "nn", 0.0f).reads_c);
+  for (const char* bad :
+       {"64 64 64 beta=x", "64 64 64 beta=nan", "64 64 64 beta=", "64 64 64 lda=64x"}) {
     try {
       cli::parse_shape_line(bad);
       ADD_FAILURE() << bad << ": no error";

@@ -610,7 +610,8 @@ TEST_F(TuningDbTest, ATruncatedFileIsDamagedForWritersAndReaders) {
     ADD_FAILURE() << "read a truncated file";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), Errc::database) << e.what();
-    EXPECT_NE(std::string(e.what()).find(truncated.string() + " is damaged"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(truncated.string() + " is damaged"), std::string::npos)
+        << e.what();
   }
   EXPECT_EQ(file_bytes(truncated), whole.substr(0, whole.size() / 2));
 }
@@ -799,7 +800,8 @@ struct BadDocument {
 
 // Each spoiled document (entries[entry] spoiled) is refused with Error(invalid_argument) saying
 // where, and the database stays as it was.
-void expect_each_refused(TuningDb& db, const Json& valid, size_t entry, const std::vector<BadDocument>& cases) {
+void expect_each_refused(TuningDb& db, const Json& valid, size_t entry,
+                         const std::vector<BadDocument>& cases) {
   const std::string before = db.export_json({});
   for (const auto& bad : cases) {
     Json document = valid;
@@ -809,7 +811,8 @@ void expect_each_refused(TuningDb& db, const Json& valid, size_t entry, const st
       ADD_FAILURE() << bad.name << ": imported";
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), Errc::invalid_argument) << bad.name;
-      EXPECT_NE(std::string(e.what()).find(bad.expected), std::string::npos) << bad.name << ": " << e.what();
+      EXPECT_NE(std::string(e.what()).find(bad.expected), std::string::npos)
+          << bad.name << ": " << e.what();
     }
     EXPECT_EQ(db.export_json({}), before) << bad.name << " changed the database";
   }
@@ -875,12 +878,16 @@ TEST_F(TuningDbTest, ImportAcceptsOnlyConfigsThisBuildCanRun) {
   ASSERT_EQ(valid["entries"][1]["candidates"][1]["kernel_name"], "fast");  // this build's
 
   const std::vector<BadDocument> cases = {
-      {"the test family", [](Json& e) { e["candidates"][0]["config"]["family"] = "fault_injection"; },
-       "entries[1].candidates[0].config.family: unknown kernel family 'fault_injection' (this build has "},
+      {"the test family",
+       [](Json& e) { e["candidates"][0]["config"]["family"] = "fault_injection"; },
+       "entries[1].candidates[0].config.family: unknown kernel family 'fault_injection' (this "
+       "build has "},
       {"an unknown family", [](Json& e) { e["candidates"][1]["config"]["family"] = "mma_sm70"; },
        "entries[1].candidates[1].config.family: unknown kernel family 'mma_sm70'"},
-      {"a value outside the space", [](Json& e) { e["candidates"][1]["config"]["params"]["VEC"] = 8; },
-       "entries[1].candidates[1].config: VEC=8 is not among the values of the simt family (1, 2, 4)"},
+      {"a value outside the space",
+       [](Json& e) { e["candidates"][1]["config"]["params"]["VEC"] = 8; },
+       "entries[1].candidates[1].config: VEC=8 is not among the values of the simt family (1, 2, "
+       "4)"},
       {"a missing parameter", [](Json& e) { e["candidates"][1]["config"]["params"].erase("TM"); },
        "entries[1].candidates[1].config: parameter TM is missing"},
       {"an extra parameter", [](Json& e) { e["candidates"][1]["config"]["params"]["EVIL"] = 1; },
@@ -889,7 +896,8 @@ TEST_F(TuningDbTest, ImportAcceptsOnlyConfigsThisBuildCanRun) {
        "entries[1].candidates[1].config: breaks constraint widest_vector"},
       {"a family that cannot solve the problem",
        [](Json& e) {
-         e["candidates"][1]["config"] = Json::parse(config_for(square(1024, DType::bf16), 0).to_json());
+         e["candidates"][1]["config"] =
+             Json::parse(config_for(square(1024, DType::bf16), 0).to_json());
          e["candidates"][1]["config"]["dtype"] = "f32";
          e["candidates"][1]["template_version"] = template_version(find_family("wgmma_sm90"));
        },
@@ -924,7 +932,7 @@ TEST_F(TuningDbTest, BestsUnderOtherVersionsAreOfTheSameGpuAndProblem) {
   EXPECT_EQ(found[0].winner.kernel_name, "fast_" + p.shape());
 
   std::this_thread::sleep_for(std::chrono::milliseconds(5));  // tuned_at has milliseconds
-  seed_problem(db, older_nvrtc, p, 3.0);                       // tuned later: first
+  seed_problem(db, older_nvrtc, p, 3.0);                      // tuned later: first
   found = db.bests_under_other_versions(h100(), p);
   ASSERT_EQ(found.size(), 2u);
   EXPECT_EQ(found[0].device, older_nvrtc);

@@ -11,7 +11,8 @@
 namespace gemmtune {
 namespace {
 
-std::filesystem::path script(const test::TempDir& dir, const std::string& name, const std::string& body) {
+std::filesystem::path script(const test::TempDir& dir, const std::string& name,
+                             const std::string& body) {
   const auto path = dir / name;
   std::ofstream(path) << "#!/bin/sh\n" << body << "\n";
   std::filesystem::permissions(path, std::filesystem::perms::owner_all);
@@ -41,8 +42,9 @@ TEST(WorkerClient, ADeadWorkerIsReportedWithItsLogAndRestarted) {
   test::TempDir dir;
   const auto marker = dir / "started";
   WorkerClient w(script(dir, "dies",
-                        "echo x >> " + marker.string() + "\n"
-                        "read line; echo \"fatal: device on fire\" >&2; exit 3"));
+                        "echo x >> " + marker.string() +
+                            "\n"
+                            "read line; echo \"fatal: device on fire\" >&2; exit 3"));
   EXPECT_FALSE(w.call("work", 10).has_value());
   EXPECT_NE(w.failure().find("exit code 3"), std::string::npos) << w.failure();
   EXPECT_NE(w.failure().find("device on fire"), std::string::npos) << w.failure();

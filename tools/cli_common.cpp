@@ -18,7 +18,8 @@ int guarded_main(const char* tool, const std::function<int()>& body) {
   } catch (const Error& e) {
     std::string msg = e.what();
     // Compile errors carry a whole log: the first line is the message.
-    if (e.code() != Errc::compile && msg.find('\n') != std::string::npos) msg = msg.substr(0, msg.find('\n'));
+    if (e.code() != Errc::compile && msg.find('\n') != std::string::npos)
+      msg = msg.substr(0, msg.find('\n'));
     std::cerr << tool << ": error: " << msg << "\n";
     return e.code() == Errc::invalid_argument ? 2 : 1;
   } catch (const std::exception& e) {
@@ -56,9 +57,12 @@ void Table::add(std::vector<std::string> row) {
 namespace {
 bool numeric(const std::string& s) {
   if (s.empty()) return false;
-  return std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '%' || c == 'x' || c == 'e' || c == '+';
-  }) && std::isdigit(static_cast<unsigned char>(s.front() == '-' ? s[1 % s.size()] : s.front()));
+  return std::all_of(s.begin(), s.end(),
+                     [](char c) {
+                       return std::isdigit(static_cast<unsigned char>(c)) || c == '.' || c == '-' ||
+                              c == '%' || c == 'x' || c == 'e' || c == '+';
+                     }) &&
+         std::isdigit(static_cast<unsigned char>(s.front() == '-' ? s[1 % s.size()] : s.front()));
 }
 }  // namespace
 
@@ -76,7 +80,8 @@ std::string Table::render(const std::string& indent) const {
     out << indent;
     for (size_t i = 0; i < row.size(); ++i) {
       const std::string pad(width[i] - row[i].size(), ' ');
-      out << (i ? "  " : "") << (right[i] ? pad + row[i] : row[i] + (i + 1 < row.size() ? pad : ""));
+      out << (i ? "  " : "")
+          << (right[i] ? pad + row[i] : row[i] + (i + 1 < row.size() ? pad : ""));
     }
     out << "\n";
   };
@@ -92,16 +97,19 @@ template <typename T>
 T parse_number(const std::string& line, const std::string& text) {
   T value{};
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  GT_REQUIRE(ec == std::errc() && end == text.data() + text.size() && !text.empty(), Errc::invalid_argument,
-             "'{}': '{}' is not a number", line, text);
+  GT_REQUIRE(ec == std::errc() && end == text.data() + text.size() && !text.empty(),
+             Errc::invalid_argument, "'{}': '{}' is not a number", line, text);
   return value;
 }
 
-int64_t parse_integer(const std::string& line, const std::string& text) { return parse_number<int64_t>(line, text); }
+int64_t parse_integer(const std::string& line, const std::string& text) {
+  return parse_number<int64_t>(line, text);
+}
 
 float parse_beta(const std::string& line, const std::string& text) {
   const float beta = parse_number<float>(line, text);
-  GT_REQUIRE(std::isfinite(beta), Errc::invalid_argument, "'{}': beta must be finite (got {})", line, text);
+  GT_REQUIRE(std::isfinite(beta), Errc::invalid_argument, "'{}': beta must be finite (got {})",
+             line, text);
   return beta;
 }
 
@@ -114,15 +122,18 @@ ShapeLine parse_shape_line(const std::string& raw) {
   ShapeLine s;
   // The shape: "MxNxK" as one word, or three words.
   std::string dims = tokens.empty() ? "" : tokens[0];
-  if (dims.find('x') == std::string::npos && tokens.size() >= 3) dims = tokens[0] + "x" + tokens[1] + "x" + tokens[2];
+  if (dims.find('x') == std::string::npos && tokens.size() >= 3)
+    dims = tokens[0] + "x" + tokens[1] + "x" + tokens[2];
   std::replace(dims.begin(), dims.end(), 'x', ' ');
   std::istringstream shape(dims);
   std::string rest;
   if (!(shape >> s.m >> s.n >> s.k) || (shape >> rest))
     GT_THROW(Errc::invalid_argument,
-             "'{}' is not a shape (expected 'M N K' or 'MxNxK', then optional dtype, layout, lda=, ldb=, ldc=, beta=)",
+             "'{}' is not a shape (expected 'M N K' or 'MxNxK', then optional dtype, layout, lda=, "
+             "ldb=, ldc=, beta=)",
              raw);
-  for (size_t next = tokens[0].find('x') == std::string::npos ? 3 : 1; next < tokens.size(); ++next) {
+  for (size_t next = tokens[0].find('x') == std::string::npos ? 3 : 1; next < tokens.size();
+       ++next) {
     const std::string& t = tokens[next];
     const auto eq = t.find('=');
     if (eq == std::string::npos) {
@@ -131,11 +142,16 @@ ShapeLine parse_shape_line(const std::string& raw) {
     }
     const std::string key = t.substr(0, eq);
     const std::string text = t.substr(eq + 1);
-    if (key == "beta") s.beta = parse_beta(raw, text);
-    else if (key == "lda") s.lda = parse_integer(raw, text);
-    else if (key == "ldb") s.ldb = parse_integer(raw, text);
-    else if (key == "ldc") s.ldc = parse_integer(raw, text);
-    else GT_THROW(Errc::invalid_argument, "'{}': unknown field '{}' (lda, ldb, ldc, beta)", raw, key);
+    if (key == "beta")
+      s.beta = parse_beta(raw, text);
+    else if (key == "lda")
+      s.lda = parse_integer(raw, text);
+    else if (key == "ldb")
+      s.ldb = parse_integer(raw, text);
+    else if (key == "ldc")
+      s.ldc = parse_integer(raw, text);
+    else
+      GT_THROW(Errc::invalid_argument, "'{}': unknown field '{}' (lda, ldb, ldc, beta)", raw, key);
   }
   return s;
 }
@@ -160,7 +176,8 @@ std::vector<ShapeLine> read_shapes_file(const std::string& path) {
 
 Problem make_cli_problem(const std::string& dtype, const std::string& layout, int64_t m, int64_t n,
                          int64_t k, int64_t lda, int64_t ldb, int64_t ldc, float beta) {
-  GT_REQUIRE(layout.size() == 2, Errc::invalid_argument, "layout '{}' must be nn, nt, tn or tt", layout);
+  GT_REQUIRE(layout.size() == 2, Errc::invalid_argument, "layout '{}' must be nn, nt, tn or tt",
+             layout);
   GT_REQUIRE(m >= 1 && n >= 1 && k >= 1, Errc::invalid_argument,
              "M, N and K must be at least 1 (got {}x{}x{})", m, n, k);
   Problem p = make_problem(parse_dtype(dtype), parse_op(layout[0]), parse_op(layout[1]), m, n, k);
@@ -173,9 +190,11 @@ Problem make_cli_problem(const std::string& dtype, const std::string& layout, in
   return p;
 }
 
-Problem problem_of_line(const ShapeLine& line, const std::string& dtype, const std::string& layout, float beta) {
-  return make_cli_problem(line.dtype.empty() ? dtype : line.dtype, line.layout.empty() ? layout : line.layout, line.m,
-                          line.n, line.k, line.lda, line.ldb, line.ldc, line.beta.value_or(beta));
+Problem problem_of_line(const ShapeLine& line, const std::string& dtype, const std::string& layout,
+                        float beta) {
+  return make_cli_problem(line.dtype.empty() ? dtype : line.dtype,
+                          line.layout.empty() ? layout : line.layout, line.m, line.n, line.k,
+                          line.lda, line.ldb, line.ldc, line.beta.value_or(beta));
 }
 
 std::string format_ms(double ms) {

@@ -2,7 +2,6 @@
 // What the command-line tools share: the error policy (one line on stderr, non-zero exit,
 // never a core dump), aligned tables, and problem parsing.
 #include <CLI/CLI.hpp>
-
 #include <functional>
 #include <optional>
 #include <string>
@@ -37,9 +36,9 @@ class Table {
 // ldc= for leading dimensions other than the tight ones, and by beta= (not 0: C is read).
 struct ShapeLine {
   int64_t m = 0, n = 0, k = 0;
-  std::string dtype, layout;  // empty: the command line's
+  std::string dtype, layout;          // empty: the command line's
   int64_t lda = 0, ldb = 0, ldc = 0;  // 0: tight
-  std::optional<float> beta;  // none: the command line's
+  std::optional<float> beta;          // none: the command line's
 };
 ShapeLine parse_shape_line(const std::string& line);
 // Lines of a shapes file (comments with '#', blank lines ignored); throws Error(invalid_argument).
@@ -51,7 +50,8 @@ Problem make_cli_problem(const std::string& dtype, const std::string& layout, in
                          int64_t k, int64_t lda, int64_t ldb, int64_t ldc, float beta = 0.0f);
 // The problem of a shapes-file line, the command line's dtype, layout and beta where the line
 // gives none.
-Problem problem_of_line(const ShapeLine& line, const std::string& dtype, const std::string& layout, float beta);
+Problem problem_of_line(const ShapeLine& line, const std::string& dtype, const std::string& layout,
+                        float beta);
 
 std::string format_ms(double ms);
 

@@ -36,7 +36,8 @@ struct GpuReport {
 };
 
 GpuReport& gpu_of(std::vector<GpuReport>& gpus, const DeviceKey& device) {
-  auto it = std::find_if(gpus.begin(), gpus.end(), [&](const auto& g) { return g.device == device; });
+  auto it =
+      std::find_if(gpus.begin(), gpus.end(), [&](const auto& g) { return g.device == device; });
   if (it != gpus.end()) return *it;
   gpus.push_back(GpuReport{device, {}, {}});
   return gpus.back();
@@ -60,11 +61,20 @@ std::string escape(std::string_view text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -113,7 +123,8 @@ Json candidates_json(const ProblemReport& p) {
   Json list = Json::array();
   for (const auto& c : p.candidates)
     if (c.status == CandidateStatus::ok)
-      list.push_back({{"kernel", c.kernel_name}, {"tflops", c.tflops}, {"winner", is_winner(c, p.best)}});
+      list.push_back(
+          {{"kernel", c.kernel_name}, {"tflops", c.tflops}, {"winner", is_winner(c, p.best)}});
   return list;
 }
 
@@ -136,7 +147,8 @@ Json gpu_json(const GpuReport& gpu, size_t index) {
 
 // JSON inside <script>: "</" would end the element.
 std::string script_safe(std::string json) {
-  for (size_t at = 0; (at = json.find("</", at)) != std::string::npos; at += 3) json.replace(at, 2, "<\\/");
+  for (size_t at = 0; (at = json.find("</", at)) != std::string::npos; at += 3)
+    json.replace(at, 2, "<\\/");
   return json;
 }
 
@@ -196,9 +208,10 @@ std::string problems_table(const GpuReport& gpu) {
     const int failed = failures(p);
     const int ok = int(p.candidates.size()) - failed;
     if (!p.best) {
-      out += fmt::format("<tr><td>{}</td><td colspan=4 class=muted>no winner yet (the tuning run "
-                         "did not finish)</td><td class=num>{} / {}</td><td></td></tr>\n",
-                         escape(problem_label(p.problem)), ok, failed);
+      out += fmt::format(
+          "<tr><td>{}</td><td colspan=4 class=muted>no winner yet (the tuning run "
+          "did not finish)</td><td class=num>{} / {}</td><td></td></tr>\n",
+          escape(problem_label(p.problem)), ok, failed);
       continue;
     }
     const double ratio = cublas_ratio(*p.best);
@@ -206,10 +219,13 @@ std::string problems_table(const GpuReport& gpu) {
         "<tr class=\"{}\"><td>{}</td><td><code>{}</code> ({})</td><td class=num>{}</td>"
         "<td class=num>{}</td><td class=\"num ratio\">{}</td><td class=num>{} / {}</td>"
         "<td>{}</td></tr>\n",
-        ratio < 0 ? "" : ratio >= 1 ? "faster" : "slower", escape(problem_label(p.problem)),
-        escape(p.best->winner.kernel_name), escape(p.best->winner.config.family),
-        number(p.best->winner.tflops), number(cublas_tflops(*p.best)), ratio_text(ratio), ok,
-        failed, escape(minutes(p.best->tuned_at)));
+        ratio < 0    ? ""
+        : ratio >= 1 ? "faster"
+                     : "slower",
+        escape(problem_label(p.problem)), escape(p.best->winner.kernel_name),
+        escape(p.best->winner.config.family), number(p.best->winner.tflops),
+        number(cublas_tflops(*p.best)), ratio_text(ratio), ok, failed,
+        escape(minutes(p.best->tuned_at)));
   }
   return out + "</table>\n";
 }
@@ -228,9 +244,10 @@ std::string failures_details(const ProblemReport& p) {
   std::string summary;
   for (const auto& [status, count] : by_status)
     summary += fmt::format("{}{} {}", summary.empty() ? "" : ", ", count, status);
-  return fmt::format("<details><summary>{} failed candidates: {}</summary><table><tr><th>kernel"
-                     "</th><th>status</th><th>message</th></tr>\n{}</table></details>\n",
-                     failed, summary, rows);
+  return fmt::format(
+      "<details><summary>{} failed candidates: {}</summary><table><tr><th>kernel"
+      "</th><th>status</th><th>message</th></tr>\n{}</table></details>\n",
+      failed, summary, rows);
 }
 
 std::string problem_article(const ProblemReport& p, const std::string& id) {
@@ -241,9 +258,10 @@ std::string problem_article(const ProblemReport& p, const std::string& id) {
                                    : "no winner yet: the tuning run did not finish"));
   const auto ok = p.candidates.size() - size_t(failures(p));
   if (ok > 0)
-    out += fmt::format("<canvas id=\"{}\" width=\"1100\" height=\"220\" role=\"img\" aria-label="
-                       "\"TFLOP/s of the {} candidates that passed verification\"></canvas>\n",
-                       id, ok);
+    out += fmt::format(
+        "<canvas id=\"{}\" width=\"1100\" height=\"220\" role=\"img\" aria-label="
+        "\"TFLOP/s of the {} candidates that passed verification\"></canvas>\n",
+        id, ok);
   return out + failures_details(p) + "</article>\n";
 }
 
@@ -276,15 +294,17 @@ std::string gpu_section(const GpuReport& gpu, size_t index, ReportCounts& counts
     out += fmt::format(
         "<h3>TFLOP/s per problem</h3><canvas id=\"{}\" width=\"{}\" height=\"320\" role=\"img\" "
         "aria-label=\"gemmtune and cuBLAS TFLOP/s per problem\"></canvas>\n"
-        "<h3>cuBLAS time / ours</h3><p class=muted>Above 1: faster than cuBLAS (green), measured in "
+        "<h3>cuBLAS time / ours</h3><p class=muted>Above 1: faster than cuBLAS (green), measured "
+        "in "
         "the same run, interleaved.</p><canvas id=\"{}\" width=\"{}\" height=\"260\" role=\"img\" "
         "aria-label=\"ratio to cuBLAS per problem\"></canvas>\n",
         element_id(index, "tflops"), width, element_id(index, "ratio"), width);
     counts.charts += 2;
   }
   out += problems_table(gpu);
-  out += "<h3>Every candidate, per problem</h3><p class=muted>Each bar is one kernel that passed "
-         "verification, fastest first; red is the winner, the dashed line cuBLAS.</p>\n";
+  out +=
+      "<h3>Every candidate, per problem</h3><p class=muted>Each bar is one kernel that passed "
+      "verification, fastest first; red is the winner, the dashed line cuBLAS.</p>\n";
   for (size_t i = 0; i < gpu.problems.size(); ++i) {
     out += problem_article(gpu.problems[i], element_id(index, "problem", i));
     counts.charts += gpu.problems[i].candidates.size() > size_t(failures(gpu.problems[i]));
@@ -371,15 +391,17 @@ std::string html_report(const TuningDb& db, const DbFilter& filter, ReportCounts
   counts.gpus = int(gpus.size());
   std::string body;
   for (size_t i = 0; i < gpus.size(); ++i) body += gpu_section(gpus[i], i, counts);
-  std::string out = "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-                    "<title>gemmtune tuning report</title><style>";
+  std::string out =
+      "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<title>gemmtune tuning report</title><style>";
   out += kStyle;
   out += "</style></head>\n<body>\n<h1>gemmtune tuning report</h1>\n";
   out += fmt::format("<div class=muted>{} · {} GPUs, {} problems, {} candidates</div>\n",
                      escape(db.path().string()), counts.gpus, counts.problems, counts.candidates);
 #ifndef GEMMTUNE_HAVE_CHART_JS
-  out += "<p class=note>This gemm-db was built without Chart.js (Debian's libjs-chart.js): "
-         "tables only. Install it and rebuild for the plots.</p>\n";
+  out +=
+      "<p class=note>This gemm-db was built without Chart.js (Debian's libjs-chart.js): "
+      "tables only. Install it and rebuild for the plots.</p>\n";
   counts.charts = 0;
 #endif
   if (gpus.empty()) out += "<p>No tuning results match.</p>\n";

@@ -5,8 +5,8 @@
 #include <cmath>
 #include <fstream>
 #include <iostream>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli_common.hpp"
 #include "gemmtune/gemmtune.hpp"
@@ -33,10 +33,12 @@ struct Args {
 
 // Shapes of the built-in suites, as "M N K [dtype] [layout]".
 std::vector<std::string> suite(const std::string& name) {
-  if (name == "default") return {"1024 1024 1024", "2048 2048 2048", "4096 4096 4096", "8192 8192 8192"};
+  if (name == "default")
+    return {"1024 1024 1024", "2048 2048 2048", "4096 4096 4096", "8192 8192 8192"};
   if (name == "small") return {"1 1 1", "17 33 65", "257 255 513", "1024 1024 1024"};
-  if (name == "llm") return {"8192 8192 8192", "4096 4096 4096", "2048 2048 2048", "4096 14336 4096",
-                             "8192 8192 1024", "128 8192 8192"};
+  if (name == "llm")
+    return {"8192 8192 8192",  "4096 4096 4096", "2048 2048 2048",
+            "4096 14336 4096", "8192 8192 1024", "128 8192 8192"};
   GT_THROW(gt::Errc::invalid_argument, "unknown suite '{}' (default, small, llm)", name);
 }
 
@@ -56,7 +58,8 @@ std::vector<Case> cases_of(const Args& a) {
     for (const auto& s : suite(a.suite)) lines.push_back(gt::cli::parse_shape_line(s));
   std::vector<Case> out;
   for (const auto& l : lines)
-    out.push_back({gt::cli::problem_of_line(l, a.dtype, a.layout, a.beta), l.beta.value_or(a.beta)});
+    out.push_back(
+        {gt::cli::problem_of_line(l, a.dtype, a.layout, a.beta), l.beta.value_or(a.beta)});
   return out;
 }
 
@@ -77,20 +80,28 @@ struct Row {
   }
 };
 
-double tflops(const gt::Problem& p, double ms) { return ms > 0 ? p.flops() / (ms * 1e-3) / 1e12 : 0; }
+double tflops(const gt::Problem& p, double ms) {
+  return ms > 0 ? p.flops() / (ms * 1e-3) / 1e12 : 0;
+}
 
 // The fewest bytes a GEMM moves: A and B read once, C written (and read when beta != 0).
 double min_bytes(const gt::Problem& p) {
   const double c_passes = p.reads_c ? 2 : 1;
-  return double(gt::dtype_size(p.dtype)) * (double(p.m * p.k + p.k * p.n) + c_passes * double(p.m * p.n));
+  return double(gt::dtype_size(p.dtype)) *
+         (double(p.m * p.k + p.k * p.n) + c_passes * double(p.m * p.n));
 }
-double gbps(const gt::Problem& p, double ms) { return ms > 0 ? min_bytes(p) / (ms * 1e-3) / 1e9 : 0; }
+double gbps(const gt::Problem& p, double ms) {
+  return ms > 0 ? min_bytes(p) / (ms * 1e-3) / 1e9 : 0;
+}
 // Below this many FLOPs per byte a problem is bound by memory on a Hopper GPU (bf16 ~ 990
 // TFLOP/s over ~3.35 TB/s): its GB/s is the figure that matters.
-bool memory_bound(const gt::Problem& p) { return p.flops() / min_bytes(p) < 295; }
+bool memory_bound(const gt::Problem& p) {
+  return p.flops() / min_bytes(p) < 295;
+}
 
 gt::Timing median_timing(std::vector<gt::Timing> t) {
-  std::sort(t.begin(), t.end(), [](const gt::Timing& a, const gt::Timing& b) { return a.median_ms < b.median_ms; });
+  std::sort(t.begin(), t.end(),
+            [](const gt::Timing& a, const gt::Timing& b) { return a.median_ms < b.median_ms; });
   return t[t.size() / 2];
 }
 
@@ -104,16 +115,17 @@ Row bench_one(const Case& c, const Args& a, gt::Library& lib, const gt::Checker&
   row.beta = c.beta;
   const gt::Verifier verifier(checker, p, a.alpha, c.beta, 42, stream);
   auto run = [&](const gt::Problem& q, const gt::GemmOperands& o, CUstream s) {
-    lib.gemm(q.dtype, q.op_a, q.op_b, q.m, q.n, q.k, o.alpha, reinterpret_cast<const void*>(o.a), q.lda,
-             reinterpret_cast<const void*>(o.b), q.ldb, o.beta, reinterpret_cast<void*>(o.c), q.ldc,
-             reinterpret_cast<gt::Stream>(s));
+    lib.gemm(q.dtype, q.op_a, q.op_b, q.m, q.n, q.k, o.alpha, reinterpret_cast<const void*>(o.a),
+             q.lda, reinterpret_cast<const void*>(o.b), q.ldb, o.beta, reinterpret_cast<void*>(o.c),
+             q.ldc, reinterpret_cast<gt::Stream>(s));
   };
   const gt::Verdict v = verifier.verify(run, stream);
   row.max_error = v.max_error;
   row.selection = lib.select(p);
   if (!v.ok) {
     row.wrong = v.message;
-    std::cerr << "gemm-bench: WRONG RESULT from " << row.selection.kernel << ": " << v.message << "\n";
+    std::cerr << "gemm-bench: WRONG RESULT from " << row.selection.kernel << ": " << v.message
+              << "\n";
     return row;
   }
   // With beta != 0 every run reads the C the run before it wrote, ours and cuBLAS alike.
@@ -144,14 +156,15 @@ void measure_overhead(gt::Library& lib, const gt::Checker& checker, CUstream str
   const gt::ProblemData data(p, checker, 7, stream);
   const auto ops = data.operands(1.0f, 0.0f);
   auto call = [&] {
-    lib.gemm(p.dtype, p.op_a, p.op_b, p.m, p.n, p.k, 1.0f, reinterpret_cast<const void*>(ops.a), p.lda,
-             reinterpret_cast<const void*>(ops.b), p.ldb, 0.0f, reinterpret_cast<void*>(ops.c), p.ldc,
-             reinterpret_cast<gt::Stream>(stream));
+    lib.gemm(p.dtype, p.op_a, p.op_b, p.m, p.n, p.k, 1.0f, reinterpret_cast<const void*>(ops.a),
+             p.lda, reinterpret_cast<const void*>(ops.b), p.ldb, 0.0f,
+             reinterpret_cast<void*>(ops.c), p.ldc, reinterpret_cast<gt::Stream>(stream));
   };
   call();
   const gt::Selection sel = lib.select(p);
   const gt::DeviceInfo dev = gt::query_device(gt::current_device());
-  const gt::ReadyKernel bare = gt::prepare_kernel(gt::Compiler(), gt::KernelConfig::from_json(sel.config), p, dev.arch);
+  const gt::ReadyKernel bare =
+      gt::prepare_kernel(gt::Compiler(), gt::KernelConfig::from_json(sel.config), p, dev.arch);
   const GemmArgs args = gt::plain_args(bare.geometry, p, ops);
   auto per_call_us = [&](const std::function<void()>& enqueue) {
     std::vector<double> batches;
@@ -159,27 +172,37 @@ void measure_overhead(gt::Library& lib, const gt::Checker& checker, CUstream str
       GT_CU(cuStreamSynchronize(stream));
       const auto t0 = std::chrono::steady_clock::now();
       for (int i = 0; i < 200; ++i) enqueue();
-      batches.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / 200);
+      batches.push_back(
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+          200);
     }
     GT_CU(cuStreamSynchronize(stream));
     std::sort(batches.begin(), batches.end());
     return batches[batches.size() / 2];
   };
   const double library_us = per_call_us(call);
-  const double bare_us = per_call_us([&] { gt::launch_kernel(bare.loaded->function(), bare.geometry, args, stream); });
+  const double bare_us =
+      per_call_us([&] { gt::launch_kernel(bare.loaded->function(), bare.geometry, args, stream); });
   if (as_json)
-    std::cout << json{{"overhead_us", library_us - bare_us}, {"library_call_us", library_us}, {"bare_launch_us", bare_us}}.dump() << "\n";
+    std::cout << json{{"overhead_us", library_us - bare_us},
+                      {"library_call_us", library_us},
+                      {"bare_launch_us", bare_us}}
+                     .dump()
+              << "\n";
   else
-    std::cout << fmt::format("per-call overhead: library {:.2f} us, bare cuLaunchKernelEx {:.2f} us: {:.2f} us more per call\n",
-                             library_us, bare_us, library_us - bare_us);
+    std::cout << fmt::format(
+        "per-call overhead: library {:.2f} us, bare cuLaunchKernelEx {:.2f} us: {:.2f} us more per "
+        "call\n",
+        library_us, bare_us, library_us - bare_us);
 }
 
 // The issue rate of mma.sync.m16n8k16 from registers (templates/mma_ceiling.cuh): the ceiling
 // of the mma_sm80 family on this GPU, whatever feeds it.
-void measure_mma_ceiling(const gt::DeviceInfo& dev, const gt::Timer& timer, CUstream stream, bool as_json) {
+void measure_mma_ceiling(const gt::DeviceInfo& dev, const gt::Timer& timer, CUstream stream,
+                         bool as_json) {
   const gt::Compiler compiler(false);
-  const gt::CompiledKernel compiled =
-      compiler.compile(gt::make_source("gemmtune_mma_ceiling", "#include \"mma_ceiling.cuh\"\n"), dev.arch);
+  const gt::CompiledKernel compiled = compiler.compile(
+      gt::make_source("gemmtune_mma_ceiling", "#include \"mma_ceiling.cuh\"\n"), dev.arch);
   // 4 blocks of 8 warps per SM, each warp 8 chains of `iterations` mma: milliseconds per launch.
   const uint32_t blocks = uint32_t(4 * dev.arch.sms), threads = 256;
   int iterations = 20000;
@@ -188,30 +211,35 @@ void measure_mma_ceiling(const gt::DeviceInfo& dev, const gt::Timer& timer, CUst
   const double flops = double(blocks) * (threads / 32) * iterations * 8 * (2.0 * 16 * 8 * 16);
   gt::TimingSettings settings;
   settings.flush_l2 = false;
-  json j = {{"device", dev.name}, {"arch", dev.arch.name()}, {"instruction", "mma.sync.aligned.m16n8k16 f32 accumulate"}};
+  json j = {{"device", dev.name},
+            {"arch", dev.arch.name()},
+            {"instruction", "mma.sync.aligned.m16n8k16 f32 accumulate"}};
   std::string text;
   for (const char* dtype : {"bf16", "f16"}) {
     const gt::LoadedKernel kernel(compiled, std::string("gemmtune_mma_ceiling_") + dtype, 0);
     void* params[] = {&iterations, &out};
-    const gt::Timing t = timer.time([&](CUstream s) { gt::launch_raw(kernel.function(), blocks, threads, params, s); },
-                                    stream, settings);
+    const gt::Timing t = timer.time(
+        [&](CUstream s) { gt::launch_raw(kernel.function(), blocks, threads, params, s); }, stream,
+        settings);
     const double tflops = flops / (t.median_ms * 1e-3) / 1e12;
     j[std::string(dtype) + "_tflops"] = tflops;
     j[std::string(dtype) + "_median_ms"] = t.median_ms;
-    text += fmt::format("  {:<5} {:8.1f} TFLOP/s  ({:.3f} ms per launch, median of {} runs)\n", dtype, tflops, t.median_ms,
-                        t.runs);
+    text += fmt::format("  {:<5} {:8.1f} TFLOP/s  ({:.3f} ms per launch, median of {} runs)\n",
+                        dtype, tflops, t.median_ms, t.runs);
   }
   if (as_json)
     std::cout << j.dump(2) << "\n";
   else
-    std::cout << fmt::format("mma.sync.m16n8k16 from registers (f32 accumulation) on {} ({}, {} SMs):\n{}", dev.name,
-                             dev.arch.name(), dev.arch.sms, text);
+    std::cout << fmt::format(
+        "mma.sync.m16n8k16 from registers (f32 accumulation) on {} ({}, {} SMs):\n{}", dev.name,
+        dev.arch.name(), dev.arch.sms, text);
 }
 
 // The fastest plain read of `bytes` (templates/read_ceiling.cuh) over a few launch shapes, timed
 // like the GEMMs (the L2 flushed before each run).
-gt::Timing time_read(const gt::LoadedKernel& kernel, CUdeviceptr data, size_t bytes, CUdeviceptr sink,
-                     const gt::DeviceInfo& dev, const gt::Timer& timer, CUstream stream) {
+gt::Timing time_read(const gt::LoadedKernel& kernel, CUdeviceptr data, size_t bytes,
+                     CUdeviceptr sink, const gt::DeviceInfo& dev, const gt::Timer& timer,
+                     CUstream stream) {
   unsigned long long vectors = bytes / 16;
   std::optional<gt::Timing> best;
   for (const uint32_t per_sm : {2u, 4u})
@@ -219,7 +247,8 @@ gt::Timing time_read(const gt::LoadedKernel& kernel, CUdeviceptr data, size_t by
       void* params[] = {&data, &vectors, &sink};
       const uint32_t blocks = per_sm * uint32_t(dev.arch.sms);
       const gt::Timing t = timer.time(
-          [&](CUstream s) { gt::launch_raw(kernel.function(), blocks, threads, params, s); }, stream, gt::TimingSettings{});
+          [&](CUstream s) { gt::launch_raw(kernel.function(), blocks, threads, params, s); },
+          stream, gt::TimingSettings{});
       if (!best || t.median_ms < best->median_ms) best = t;
     }
   return *best;
@@ -232,18 +261,22 @@ struct ReadCeiling {
   double read_ms = -1, cublas_ms = -1;
 };
 
-ReadCeiling read_ceiling(const gt::Problem& p, const gt::LoadedKernel& kernel, CUdeviceptr sink, const gt::DeviceInfo& dev,
-                         const gt::Checker& checker, const gt::Timer& timer, const gt::Cublas* cublas, CUstream stream) {
+ReadCeiling read_ceiling(const gt::Problem& p, const gt::LoadedKernel& kernel, CUdeviceptr sink,
+                         const gt::DeviceInfo& dev, const gt::Checker& checker,
+                         const gt::Timer& timer, const gt::Cublas* cublas, CUstream stream) {
   ReadCeiling r;
   r.bytes = size_t(min_bytes(p));
   const gt::DeviceBuffer data(r.bytes);
-  GT_CU(cuMemsetD32Async(data.ptr(), 0x3f803f80u, r.bytes / 4, stream));  // bf16 ones: any pattern reads alike
+  GT_CU(cuMemsetD32Async(data.ptr(), 0x3f803f80u, r.bytes / 4,
+                         stream));  // bf16 ones: any pattern reads alike
   r.read_ms = time_read(kernel, data.ptr(), r.bytes, sink, dev, timer, stream).median_ms;
   if (cublas && cublas->supports(p)) {
     const gt::ProblemData pd(p, checker, 42, stream);
     // With beta = 1 where the problem reads C: the bytes above count C twice, and so does cuBLAS.
     const gt::GemmOperands ops = pd.operands(1.0f, p.reads_c ? 1.0f : 0.0f);
-    r.cublas_ms = timer.time([&](CUstream s) { cublas->gemm(p, ops, s); }, stream, gt::TimingSettings{}).median_ms;
+    r.cublas_ms =
+        timer.time([&](CUstream s) { cublas->gemm(p, ops, s); }, stream, gt::TimingSettings{})
+            .median_ms;
   }
   return r;
 }
@@ -251,11 +284,11 @@ ReadCeiling read_ceiling(const gt::Problem& p, const gt::LoadedKernel& kernel, C
 // For each memory-bound problem, its read ceiling: cuBLAS time / read time is the most a kernel
 // that moves those bytes could gain over cuBLAS there. Compute-bound problems are skipped.
 void measure_read_ceiling(const std::vector<gt::Problem>& problems, const gt::DeviceInfo& dev,
-                          const gt::Checker& checker, const gt::Timer& timer, const gt::Cublas* cublas,
-                          CUstream stream, bool as_json) {
+                          const gt::Checker& checker, const gt::Timer& timer,
+                          const gt::Cublas* cublas, CUstream stream, bool as_json) {
   const gt::Compiler compiler(false);
-  const gt::CompiledKernel compiled =
-      compiler.compile(gt::make_source("gemmtune_read_ceiling", "#include \"read_ceiling.cuh\"\n"), dev.arch);
+  const gt::CompiledKernel compiled = compiler.compile(
+      gt::make_source("gemmtune_read_ceiling", "#include \"read_ceiling.cuh\"\n"), dev.arch);
   const gt::LoadedKernel kernel(compiled, "gemmtune_read_ceiling", 0);
   const gt::DeviceBuffer sink(sizeof(uint32_t));
   gt::cli::Table t({"problem", "MB", "read ms", "GB/s", "cuBLAS ms", "cuBLAS / read"});
@@ -265,18 +298,26 @@ void measure_read_ceiling(const std::vector<gt::Problem>& problems, const gt::De
     const ReadCeiling r = read_ceiling(p, kernel, sink.ptr(), dev, checker, timer, cublas, stream);
     const bool baseline = r.cublas_ms > 0;
     t.add({p.describe(), fmt::format("{:.1f}", r.bytes / 1e6), gt::cli::format_ms(r.read_ms),
-           fmt::format("{:.0f}", gbps(p, r.read_ms)), baseline ? gt::cli::format_ms(r.cublas_ms) : "-",
+           fmt::format("{:.0f}", gbps(p, r.read_ms)),
+           baseline ? gt::cli::format_ms(r.cublas_ms) : "-",
            baseline ? fmt::format("{:.2f}x", r.cublas_ms / r.read_ms) : "-"});
-    rows.push_back({{"problem", p.describe()}, {"bytes", r.bytes}, {"read_ms", r.read_ms}, {"read_gbps", gbps(p, r.read_ms)},
+    rows.push_back({{"problem", p.describe()},
+                    {"bytes", r.bytes},
+                    {"read_ms", r.read_ms},
+                    {"read_gbps", gbps(p, r.read_ms)},
                     {"cublas_ms", baseline ? json(r.cublas_ms) : json(nullptr)}});
   }
   if (as_json) {
-    std::cout << json{{"device", dev.name}, {"arch", dev.arch.name()}, {"rows", rows}}.dump(2) << "\n";
+    std::cout << json{{"device", dev.name}, {"arch", dev.arch.name()}, {"rows", rows}}.dump(2)
+              << "\n";
     return;
   }
-  std::cout << fmt::format("a plain read of each memory-bound problem's bytes on {} ({}, {} SMs), the L2 flushed first:\n",
-                           dev.name, dev.arch.name(), dev.arch.sms)
-            << t.render("  ") << "cuBLAS / read = the most a kernel that moves these bytes could gain over cuBLAS\n";
+  std::cout << fmt::format(
+                   "a plain read of each memory-bound problem's bytes on {} ({}, {} SMs), the L2 "
+                   "flushed first:\n",
+                   dev.name, dev.arch.name(), dev.arch.sms)
+            << t.render("  ")
+            << "cuBLAS / read = the most a kernel that moves these bytes could gain over cuBLAS\n";
   if (rows.empty()) std::cout << "(no memory-bound problem in the list)\n";
 }
 
@@ -303,17 +344,20 @@ std::pair<double, double> summary(const std::vector<Row>& rows) {
 void write_csv(const std::string& path, const std::vector<Row>& rows, const gt::DeviceInfo& dev) {
   std::ofstream out(path);
   GT_REQUIRE(out, gt::Errc::io, "cannot write {}", path);
-  out << "device,dtype,layout,m,n,k,kernel,source,ours_ms,ours_tflops,ours_gbps,cublas_ms,cublas_tflops,ratio,"
+  out << "device,dtype,layout,m,n,k,kernel,source,ours_ms,ours_tflops,ours_gbps,cublas_ms,cublas_"
+         "tflops,ratio,"
          "ratio_min,ratio_max,repeats,max_error,beta\n";
   for (const auto& r : rows) {
     const double lo = r.ratios.empty() ? -1 : *std::min_element(r.ratios.begin(), r.ratios.end());
     const double hi = r.ratios.empty() ? -1 : *std::max_element(r.ratios.begin(), r.ratios.end());
-    out << fmt::format("\"{}\",{},{},{},{},{},{},{},{:.6f},{:.2f},{:.1f},{:.6f},{:.2f},{:.4f},{:.4f},{:.4f},{},{:.3g},{}\n",
-                       dev.name, gt::to_string(r.problem.dtype), r.problem.layout(), r.problem.m, r.problem.n,
-                       r.problem.k, r.selection.kernel, gt::to_string(r.selection.source), r.ours.median_ms,
-                       tflops(r.problem, r.ours.median_ms), gbps(r.problem, r.ours.median_ms),
-                       r.cublas_ok ? r.cublas.median_ms : -1.0, tflops(r.problem, r.cublas.median_ms),
-                       r.cublas_ok ? r.ratio() : -1.0, lo, hi, r.ratios.size(), r.max_error, r.beta);
+    out << fmt::format(
+        "\"{}\",{},{},{},{},{},{},{},{:.6f},{:.2f},{:.1f},{:.6f},{:.2f},{:.4f},{:.4f},{:.4f},{},{:."
+        "3g},{}\n",
+        dev.name, gt::to_string(r.problem.dtype), r.problem.layout(), r.problem.m, r.problem.n,
+        r.problem.k, r.selection.kernel, gt::to_string(r.selection.source), r.ours.median_ms,
+        tflops(r.problem, r.ours.median_ms), gbps(r.problem, r.ours.median_ms),
+        r.cublas_ok ? r.cublas.median_ms : -1.0, tflops(r.problem, r.cublas.median_ms),
+        r.cublas_ok ? r.ratio() : -1.0, lo, hi, r.ratios.size(), r.max_error, r.beta);
   }
 }
 
@@ -345,40 +389,53 @@ int run(const Args& a) {
     return 0;
   }
   std::vector<Row> rows;
-  gt::cli::Table t({"problem", "kernel", "source", "ms", "TFLOP/s", "GB/s", "cuBLAS ms", "cuBLAS TFLOP/s", "vs cuBLAS"});
+  gt::cli::Table t({"problem", "kernel", "source", "ms", "TFLOP/s", "GB/s", "cuBLAS ms",
+                    "cuBLAS TFLOP/s", "vs cuBLAS"});
   for (const Case& c : cases) {
     const gt::Problem& p = c.problem;
     std::cerr << "gemm-bench: " << p.describe() << "\n";
     rows.push_back(bench_one(c, a, lib, checker, timer, cublas.get(), stream.get()));
     const Row& r = rows.back();
-    t.add({p.describe(), r.selection.kernel, gt::to_string(r.selection.source), gt::cli::format_ms(r.ours.median_ms),
-           fmt::format("{:.1f}", tflops(p, r.ours.median_ms)),
+    t.add({p.describe(), r.selection.kernel, gt::to_string(r.selection.source),
+           gt::cli::format_ms(r.ours.median_ms), fmt::format("{:.1f}", tflops(p, r.ours.median_ms)),
            memory_bound(p) ? fmt::format("{:.0f}", gbps(p, r.ours.median_ms)) : "",
            r.cublas_ok ? gt::cli::format_ms(r.cublas.median_ms) : "-",
            r.cublas_ok ? fmt::format("{:.1f}", tflops(p, r.cublas.median_ms)) : "-",
            r.wrong.empty() ? ratio(r) : "WRONG"});
   }
   const auto [geomean, worst] = summary(rows);
-  const auto wrong = std::count_if(rows.begin(), rows.end(), [](const Row& r) { return !r.wrong.empty(); });
+  const auto wrong =
+      std::count_if(rows.begin(), rows.end(), [](const Row& r) { return !r.wrong.empty(); });
   if (!a.csv.empty()) write_csv(a.csv, rows, dev);
   if (a.json) {
     json j = json::array();
     for (const auto& r : rows)
-      j.push_back({{"problem", r.problem.describe()}, {"kernel", r.selection.kernel},
-                   {"source", gt::to_string(r.selection.source)}, {"ours_ms", r.ours.median_ms},
-                   {"beta", r.beta}, {"ours_gbps", gbps(r.problem, r.ours.median_ms)},
+      j.push_back({{"problem", r.problem.describe()},
+                   {"kernel", r.selection.kernel},
+                   {"source", gt::to_string(r.selection.source)},
+                   {"ours_ms", r.ours.median_ms},
+                   {"beta", r.beta},
+                   {"ours_gbps", gbps(r.problem, r.ours.median_ms)},
                    {"cublas_ms", r.cublas_ok ? json(r.cublas.median_ms) : json(nullptr)},
-                   {"ratio", r.cublas_ok ? json(r.ratio()) : json(nullptr)}, {"ratios", r.ratios}});
+                   {"ratio", r.cublas_ok ? json(r.ratio()) : json(nullptr)},
+                   {"ratios", r.ratios}});
     std::cout << json{{"rows", j}, {"geomean", geomean}, {"worst", worst}}.dump(2) << "\n";
   } else {
     std::cout << fmt::format("{} ({}, {} SMs){}{}\n", dev.name, dev.arch.name(), dev.arch.sms,
                              cublas ? ", baseline " + cublas->version() : "",
-                             a.alpha != 1.0f || a.beta != 0.0f ? fmt::format(", alpha {} beta {}", a.alpha, a.beta)
-                                                                : "")
+                             a.alpha != 1.0f || a.beta != 0.0f
+                                 ? fmt::format(", alpha {} beta {}", a.alpha, a.beta)
+                                 : "")
               << t.render("  ") << "vs cuBLAS = cuBLAS time / ours (above 1: faster than cuBLAS)"
-              << (a.repeat > 1 ? fmt::format("; median of {} repeats, runs in turns (min-max)", a.repeat) : "") << "\n";
-    if (geomean > 0) std::cout << fmt::format("geometric mean {:.3f}x, worst {:.3f}x over {} shapes\n", geomean, worst, rows.size() - wrong);
-    if (wrong) std::cout << fmt::format("{} shapes gave WRONG results (stderr says which)\n", wrong);
+              << (a.repeat > 1
+                      ? fmt::format("; median of {} repeats, runs in turns (min-max)", a.repeat)
+                      : "")
+              << "\n";
+    if (geomean > 0)
+      std::cout << fmt::format("geometric mean {:.3f}x, worst {:.3f}x over {} shapes\n", geomean,
+                               worst, rows.size() - wrong);
+    if (wrong)
+      std::cout << fmt::format("{} shapes gave WRONG results (stderr says which)\n", wrong);
   }
   return wrong ? 1 : 0;
 }
@@ -389,24 +446,32 @@ int main(int argc, char** argv) {
   CLI::App app{"gemm-bench: gemmtune's kernels against cuBLAS over a list of shapes"};
   Args a;
   app.add_option("--suite", a.suite, "Built-in shapes: default, small, llm")->capture_default_str();
-  app.add_option("--shapes", a.shapes,
-                 "File of shapes, one per line: 'M N K [dtype] [layout] [lda=] [ldb=] [ldc=] [beta=]'");
+  app.add_option(
+      "--shapes", a.shapes,
+      "File of shapes, one per line: 'M N K [dtype] [layout] [lda=] [ldb=] [ldc=] [beta=]'");
   app.add_option("--m", a.m, "One shape instead of a suite");
   app.add_option("--n", a.n);
   app.add_option("--k", a.k);
   app.add_option("--dtype", a.dtype, "f32, f16 or bf16")->capture_default_str();
   app.add_option("--layout", a.layout, "nn, nt, tn or tt")->capture_default_str();
   app.add_option("--alpha", a.alpha, "C = alpha * op(A) * op(B) + beta * C")->capture_default_str();
-  app.add_option("--beta", a.beta, "Not 0: every run reads C as well (a shape's beta= overrides it)")
+  app.add_option("--beta", a.beta,
+                 "Not 0: every run reads C as well (a shape's beta= overrides it)")
       ->capture_default_str();
   app.add_option("--csv", a.csv, "Also write the results as CSV to this file");
-  app.add_option("--db", a.db, "Tuning database (default: $GEMMTUNE_DB or ~/.cache/gemmtune/tuning.db)");
-  app.add_option("--repeat", a.repeat, "Compare ours and cuBLAS (their runs in turns) this many times; report the median ratio")
+  app.add_option("--db", a.db,
+                 "Tuning database (default: $GEMMTUNE_DB or ~/.cache/gemmtune/tuning.db)");
+  app.add_option(
+         "--repeat", a.repeat,
+         "Compare ours and cuBLAS (their runs in turns) this many times; report the median ratio")
       ->check(CLI::Range(1, 100));
-  app.add_flag("--overhead", a.overhead, "Measure the library's per-call overhead over a bare launch");
-  app.add_flag("--mma-ceiling", a.mma_ceiling, "Measure the mma.sync.m16n8k16 rate from registers (the mma_sm80 ceiling)");
+  app.add_flag("--overhead", a.overhead,
+               "Measure the library's per-call overhead over a bare launch");
+  app.add_flag("--mma-ceiling", a.mma_ceiling,
+               "Measure the mma.sync.m16n8k16 rate from registers (the mma_sm80 ceiling)");
   app.add_flag("--read-ceiling", a.read_ceiling,
-               "For the memory-bound shapes: time a plain read of their bytes against cuBLAS (the most a kernel could gain)");
+               "For the memory-bound shapes: time a plain read of their bytes against cuBLAS (the "
+               "most a kernel could gain)");
   app.add_flag("--json", a.json, "JSON on stdout");
   if (int rc = gt::cli::parse("gemm-bench", app, argc, argv); rc >= 0) return rc;
   return gt::cli::guarded_main("gemm-bench", [&] { return run(a); });

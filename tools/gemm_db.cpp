@@ -27,8 +27,8 @@ using namespace gemmtune;
 namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 using cli::cublas_ratio;
-using cli::ratio_text;
 using cli::is_winner;
+using cli::ratio_text;
 using cli::why_it_won;
 
 // ---------------------------------------------------------------------------------------------
@@ -60,18 +60,18 @@ void print_json(const Json& json) {
 struct FilterArgs {
   std::string device, dtype, layout;
   int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;  // 0: not given
-  std::optional<double> beta;  // only whether it is 0 counts
+  std::optional<double> beta;                              // only whether it is 0 counts
 };
 
 struct Options {
   std::string db = default_db_path().string();
   bool json = false;
   FilterArgs filter;
-  bool all = false;           // delete: everything
-  bool all_versions = false;  // show: stale template versions too
-  std::string output;         // export
-  std::string input;          // import
-  std::string html;           // report
+  bool all = false;                // delete: everything
+  bool all_versions = false;       // show: stale template versions too
+  std::string output;              // export
+  std::string input;               // import
+  std::string html;                // report
   std::vector<std::string> merge;  // merge: OUT IN...
 };
 
@@ -94,7 +94,8 @@ void add_filter_options(CLI::App& sub, FilterArgs& args) {
   sub.add_option("--m", args.m, "M")->check(kPositive);
   sub.add_option("--n", args.n, "N")->check(kPositive);
   sub.add_option("--k", args.k, "K")->check(kPositive);
-  sub.add_option("--beta", args.beta, "Only problems that read C (not 0: tuned with beta != 0) or that do not (0)");
+  sub.add_option("--beta", args.beta,
+                 "Only problems that read C (not 0: tuned with beta != 0) or that do not (0)");
 }
 
 void add_ld_options(CLI::App& sub, FilterArgs& args) {
@@ -170,7 +171,8 @@ Software this_software() {
 // stale: other templates, never used.
 std::string state_of(const BestRecord& best, const Software& here) {
   if (!best.current) return "stale";
-  const bool same = best.device.nvrtc == here.nvrtc && (here.driver == 0 || best.device.driver == here.driver);
+  const bool same =
+      best.device.nvrtc == here.nvrtc && (here.driver == 0 || best.device.driver == here.driver);
   return same ? "current" : "other version";
 }
 
@@ -201,15 +203,15 @@ int list_bests(const Options& opts) {
   for (const auto& b : bests)
     table.add({b.device.name, std::string(to_string(b.problem.dtype)), b.problem.layout(),
                b.problem.shape() + b.problem.beta_mark(), b.winner.config.family,
-               b.winner.kernel_name,
-               cli::format_ms(b.winner.median_ms), tflops_text(b.winner.tflops),
-               cli::format_ms(b.baseline_ms), ratio_text(cublas_ratio(b)),
-               state_of(b, here), b.tuned_at});
+               b.winner.kernel_name, cli::format_ms(b.winner.median_ms),
+               tflops_text(b.winner.tflops), cli::format_ms(b.baseline_ms),
+               ratio_text(cublas_ratio(b)), state_of(b, here), b.tuned_at});
   std::cout << table.render()
             << "ratio: cuBLAS time / ours (above 1.00x: faster than cuBLAS); stale: measured "
                "with other templates, not used\n";
-  const bool others = std::any_of(bests.begin(), bests.end(),
-                                  [&](const BestRecord& b) { return state_of(b, here) == "other version"; });
+  const bool others = std::any_of(bests.begin(), bests.end(), [&](const BestRecord& b) {
+    return state_of(b, here) == "other version";
+  });
   if (others)
     std::cout << fmt::format(
         "other version: tuned under another CUDA driver or NVRTC than this machine's (driver {}, "
@@ -245,8 +247,9 @@ void print_problem(const DeviceKey& device, const Problem& problem,
   std::cout << candidate_table(candidates, best).render() << '\n';
   std::cout << (best ? why_it_won(*best, candidates) : "no current best yet") << "\n";
   if (stale)
-    std::cout << fmt::format("{} candidate{} measured with other templates left out (--all-versions shows them)\n",
-                             stale, stale == 1 ? "" : "s");
+    std::cout << fmt::format(
+        "{} candidate{} measured with other templates left out (--all-versions shows them)\n",
+        stale, stale == 1 ? "" : "s");
   std::cout << '\n';
 }
 
@@ -350,7 +353,8 @@ int import_file(const Options& opts) {
 // merge
 
 // Every input is opened (and so checked) before anything is written.
-std::vector<std::unique_ptr<TuningDb>> open_inputs(const fs::path& output, const std::vector<std::string>& inputs) {
+std::vector<std::unique_ptr<TuningDb>> open_inputs(const fs::path& output,
+                                                   const std::vector<std::string>& inputs) {
   std::vector<std::unique_ptr<TuningDb>> out;
   for (const auto& input : inputs) {
     std::error_code ec;
@@ -366,7 +370,8 @@ std::vector<std::unique_ptr<TuningDb>> open_inputs(const fs::path& output, const
 }
 
 int merge_databases(const Options& opts) {
-  GT_REQUIRE(opts.merge.size() >= 2, Errc::invalid_argument, "merge needs the output and at least one input: OUT IN...");
+  GT_REQUIRE(opts.merge.size() >= 2, Errc::invalid_argument,
+             "merge needs the output and at least one input: OUT IN...");
   const fs::path output = opts.merge[0];
   const std::vector<std::string> inputs(opts.merge.begin() + 1, opts.merge.end());
   const auto sources = open_inputs(output, inputs);
@@ -379,20 +384,26 @@ int merge_databases(const Options& opts) {
     total.problems += s.problems;
     total.candidates += s.candidates;
     total.best += s.best;
-    per_input.push_back({{"input", inputs[i]}, {"devices", s.devices}, {"problems", s.problems},
-                         {"candidates", s.candidates}, {"best", s.best}});
+    per_input.push_back({{"input", inputs[i]},
+                         {"devices", s.devices},
+                         {"problems", s.problems},
+                         {"candidates", s.candidates},
+                         {"best", s.best}});
     if (!opts.json)
-      std::cout << fmt::format("merged {}: {} devices, {} problems, {} candidates, {} best rows added or updated\n",
-                               inputs[i], s.devices, s.problems, s.candidates, s.best);
+      std::cout << fmt::format(
+          "merged {}: {} devices, {} problems, {} candidates, {} best rows added or updated\n",
+          inputs[i], s.devices, s.problems, s.candidates, s.best);
   }
   const DbStats stats = target.stats();
   if (opts.json) {
-    print_json({{"output", output.string()}, {"inputs", per_input}, {"candidates", stats.candidates},
+    print_json({{"output", output.string()},
+                {"inputs", per_input},
+                {"candidates", stats.candidates},
                 {"best", stats.best}});
     return 0;
   }
-  std::cout << fmt::format("{} now holds {} problems, {} candidates, {} best rows\n", output.string(),
-                           stats.problems, stats.candidates, stats.best);
+  std::cout << fmt::format("{} now holds {} problems, {} candidates, {} best rows\n",
+                           output.string(), stats.problems, stats.candidates, stats.best);
   return 0;
 }
 
@@ -467,8 +478,11 @@ int write_report(const Options& opts) {
   out.close();
   GT_REQUIRE(out, Errc::io, "cannot write {}", opts.html);
   if (opts.json)
-    print_json({{"html", opts.html}, {"gpus", counts.gpus}, {"problems", counts.problems},
-                {"candidates", counts.candidates}, {"charts", counts.charts}});
+    print_json({{"html", opts.html},
+                {"gpus", counts.gpus},
+                {"problems", counts.problems},
+                {"candidates", counts.candidates},
+                {"charts", counts.charts}});
   else
     std::cout << fmt::format("wrote {}: {} GPUs, {} problems, {} candidates, {} charts\n",
                              opts.html, counts.gpus, counts.problems, counts.candidates,
@@ -505,8 +519,11 @@ Subcommands add_subcommands(CLI::App& app, Options& opts) {
       ->check(CLI::ExistingFile);
 
   sub.merger = app.add_subcommand(
-      "merge", "Merge databases into OUT (created if needed): every candidate, the best chosen again");
-  sub.merger->add_option("databases", opts.merge, "OUT IN... (tuning databases)")->required()->expected(2, -1);
+      "merge",
+      "Merge databases into OUT (created if needed): every candidate, the best chosen again");
+  sub.merger->add_option("databases", opts.merge, "OUT IN... (tuning databases)")
+      ->required()
+      ->expected(2, -1);
 
   sub.stats = app.add_subcommand("stats", "Counts, file size and schema version");
 
@@ -529,9 +546,10 @@ int run(const Subcommands& sub, const Options& opts) {
   if (sub.stats->parsed()) return show_stats(opts);
   if (sub.remover->parsed()) return delete_problems(opts);
   if (sub.report->parsed()) return write_report(opts);
-  GT_THROW(Errc::invalid_argument,
-           "a subcommand is required: list, show, export, import, merge, stats, delete or report (see "
-           "gemm-db --help)");
+  GT_THROW(
+      Errc::invalid_argument,
+      "a subcommand is required: list, show, export, import, merge, stats, delete or report (see "
+      "gemm-db --help)");
 }
 
 }  // namespace

@@ -24,7 +24,8 @@ struct Args {
   float alpha = 1.0f, beta = 0.0f;
   std::string db, budget, shapes, arch, families, devices, shard;
   int top = 5;
-  bool json = false, force = false, dry_run = false, list_only = false, no_baseline = false, exhaustive = false;
+  bool json = false, force = false, dry_run = false, list_only = false, no_baseline = false,
+       exhaustive = false;
   double timeout = 60;
   double margin = gt::SearchSettings{}.stop_margin;
   unsigned threads = 0;
@@ -43,35 +44,54 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option("--ldc", a.ldc, "Leading dimension of C (default: M)");
   app.add_option("--alpha", a.alpha, "alpha")->capture_default_str();
   app.add_option("--beta", a.beta,
-                 "beta (0: C is never read); problems that read C are tuned and stored apart from those that do not")
+                 "beta (0: C is never read); problems that read C are tuned and stored apart from "
+                 "those that do not")
       ->capture_default_str();
-  app.add_option("--shapes", a.shapes,
-                 "File of shapes, one per line: 'M N K [dtype] [layout] [lda=] [ldb=] [ldc=] [beta=]'");
+  app.add_option(
+      "--shapes", a.shapes,
+      "File of shapes, one per line: 'M N K [dtype] [layout] [lda=] [ldb=] [ldc=] [beta=]'");
   app.add_option("--db", a.db,
-                 "Tuning database (default: $GEMMTUNE_DB or ~/.cache/gemmtune/tuning.db); %t: the shard index");
-  app.add_option("--budget", a.budget, "Stop after this many candidates (40) or this long (300s, 5m)");
-  app.add_option("--top", a.top, "How many of the best candidates to show")->capture_default_str()->check(CLI::Range(0, 10000));
+                 "Tuning database (default: $GEMMTUNE_DB or ~/.cache/gemmtune/tuning.db); %t: the "
+                 "shard index");
+  app.add_option("--budget", a.budget,
+                 "Stop after this many candidates (40) or this long (300s, 5m)");
+  app.add_option("--top", a.top, "How many of the best candidates to show")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 10000));
   app.add_option("--families", a.families, "Only these kernel families (comma-separated)");
-  app.add_option("--timeout", a.timeout, "Seconds a candidate may take before it counts as hung")->capture_default_str()->check(CLI::Range(0.1, 86400.0));
+  app.add_option("--timeout", a.timeout, "Seconds a candidate may take before it counts as hung")
+      ->capture_default_str()
+      ->check(CLI::Range(0.1, 86400.0));
   app.add_option("--threads", a.threads, "Compile threads (default: one per core)");
-  app.add_option("--device", a.device, "GPU ordinal")->capture_default_str()->check(CLI::Range(0, 63));
-  app.add_option("--devices", a.devices, "Spread the shapes over these GPUs: 'all' or ordinals, e.g. 0,1");
-  app.add_option("--shard", a.shard,
-                 "Tune the I-th of N parts of the shapes (I/N; default: from SLURM_PROCID/SLURM_NTASKS, "
-                 "OMPI_COMM_WORLD_RANK/_SIZE, PMI_RANK/_SIZE or RANK/WORLD_SIZE); %t in --db is I");
+  app.add_option("--device", a.device, "GPU ordinal")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 63));
+  app.add_option("--devices", a.devices,
+                 "Spread the shapes over these GPUs: 'all' or ordinals, e.g. 0,1");
+  app.add_option(
+      "--shard", a.shard,
+      "Tune the I-th of N parts of the shapes (I/N; default: from SLURM_PROCID/SLURM_NTASKS, "
+      "OMPI_COMM_WORLD_RANK/_SIZE, PMI_RANK/_SIZE or RANK/WORLD_SIZE); %t in --db is I");
   app.add_option("--seed", a.seed, "Seed of the random test data")->capture_default_str();
-  app.add_option("--arch", a.arch, "Architecture for --dry-run: sm_80, sm_86, sm_89, sm_90, sm_90a (default: the GPU's, else sm_90a)");
-  app.add_flag("--dry-run", a.dry_run, "No GPU: enumerate, prune and compile the candidates, report ptxas figures");
-  app.add_flag("--list", a.list_only,
-               "With --dry-run: list the candidates (and their parameters) in the cost model's order with "
-               "predicted times, without compiling");
+  app.add_option("--arch", a.arch,
+                 "Architecture for --dry-run: sm_80, sm_86, sm_89, sm_90, sm_90a (default: the "
+                 "GPU's, else sm_90a)");
+  app.add_flag("--dry-run", a.dry_run,
+               "No GPU: enumerate, prune and compile the candidates, report ptxas figures");
+  app.add_flag(
+      "--list", a.list_only,
+      "With --dry-run: list the candidates (and their parameters) in the cost model's order with "
+      "predicted times, without compiling");
   app.add_flag("--force", a.force, "Tune again even if the database has the shape");
   app.add_option("--margin", a.margin,
-                 "Ranked search: stop when the cost model puts the rest this much above the best (0.10: 10%)")
-      ->capture_default_str()->check(CLI::Range(0.0, 10.0));
-  app.add_flag("--exhaustive", a.exhaustive,
-               "Measure every valid candidate and time each fully (default: in the cost model's order, "
-               "until the rest cannot win)");
+                 "Ranked search: stop when the cost model puts the rest this much above the best "
+                 "(0.10: 10%)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 10.0));
+  app.add_flag(
+      "--exhaustive", a.exhaustive,
+      "Measure every valid candidate and time each fully (default: in the cost model's order, "
+      "until the rest cannot win)");
   app.add_flag("--no-baseline", a.no_baseline, "Do not time cuBLAS");
   app.add_flag("--json", a.json, "Print JSON on stdout instead of tables");
 }
@@ -96,7 +116,8 @@ std::vector<gt::Problem> problems_of(const Args& a) {
   }
   GT_REQUIRE(a.m != 0 || a.n != 0 || a.k != 0, gt::Errc::invalid_argument,
              "give the shape with --m, --n and --k (or a file with --shapes)");
-  out.push_back(gt::cli::make_cli_problem(a.dtype, a.layout, a.m, a.n, a.k, a.lda, a.ldb, a.ldc, a.beta));
+  out.push_back(
+      gt::cli::make_cli_problem(a.dtype, a.layout, a.m, a.n, a.k, a.lda, a.ldb, a.ldc, a.beta));
   return out;
 }
 
@@ -107,11 +128,13 @@ void print_progress(const gt::Progress& p) {
     return;
   }
   const gt::CandidateRecord& c = *p.candidate;
-  const std::string timing = c.status == gt::CandidateStatus::ok
-                                 ? fmt::format("{:>9} ms {:7.1f} TFLOP/s", gt::cli::format_ms(c.median_ms), c.tflops)
-                                 : std::string(30, ' ');
-  std::cerr << fmt::format("{}[{:>4}/{}] {:<16} {} {}{}\n", gpu, p.index, p.total, gt::to_string(c.status), timing,
-                           c.kernel_name, c.median_ms > 0 && c.median_ms == p.best_ms ? "  *best" : "");
+  const std::string timing =
+      c.status == gt::CandidateStatus::ok
+          ? fmt::format("{:>9} ms {:7.1f} TFLOP/s", gt::cli::format_ms(c.median_ms), c.tflops)
+          : std::string(30, ' ');
+  std::cerr << fmt::format("{}[{:>4}/{}] {:<16} {} {}{}\n", gpu, p.index, p.total,
+                           gt::to_string(c.status), timing, c.kernel_name,
+                           c.median_ms > 0 && c.median_ms == p.best_ms ? "  *best" : "");
 }
 
 // ---- dry run -------------------------------------------------------------------------------
@@ -119,14 +142,28 @@ void print_progress(const gt::Progress& p) {
 json dry_run_json(const gt::DryRunReport& r) {
   json cands = json::array();
   for (const auto& c : r.candidates)
-    cands.push_back({{"name", c.name}, {"family", c.family}, {"config", c.config.params}, {"status", c.status},
+    cands.push_back({{"name", c.name},
+                     {"family", c.family},
+                     {"config", c.config.params},
+                     {"status", c.status},
                      {"registers", c.registers},
-                     {"spills", c.spills}, {"smem_bytes", c.smem_bytes}, {"compile_ms", c.compile_ms},
-                     {"compile_cpu_ms", c.compile_cpu_ms}, {"predicted_ms", c.predicted_ms},
-                     {"refinement", c.refinement}, {"cached", c.from_cache}, {"message", c.message}});
-  return {{"problem", r.problem.describe()}, {"arch", r.arch}, {"enumerated", r.enumerated},
-          {"pruned", r.pruned}, {"pruned_by", r.pruned_by}, {"compiled", r.compiled},
-          {"failed", r.failed}, {"seconds", r.seconds}, {"candidates", cands}};
+                     {"spills", c.spills},
+                     {"smem_bytes", c.smem_bytes},
+                     {"compile_ms", c.compile_ms},
+                     {"compile_cpu_ms", c.compile_cpu_ms},
+                     {"predicted_ms", c.predicted_ms},
+                     {"refinement", c.refinement},
+                     {"cached", c.from_cache},
+                     {"message", c.message}});
+  return {{"problem", r.problem.describe()},
+          {"arch", r.arch},
+          {"enumerated", r.enumerated},
+          {"pruned", r.pruned},
+          {"pruned_by", r.pruned_by},
+          {"compiled", r.compiled},
+          {"failed", r.failed},
+          {"seconds", r.seconds},
+          {"candidates", cands}};
 }
 
 void print_list(const gt::DryRunReport& r) {
@@ -137,36 +174,44 @@ void print_list(const gt::DryRunReport& r) {
            fmt::format("{:.1f}", r.problem.flops() / (c.predicted_ms * 1e-3) / 1e12),
            c.refinement ? "refinement" : "structure"});
   std::cout << "candidates of " << r.problem.describe() << " for " << r.arch
-            << ", in the order a ranked search takes them: one point of each structure, then the other points\n"
+            << ", in the order a ranked search takes them: one point of each structure, then the "
+               "other points\n"
             << t.render("  ")
-            << fmt::format("{} configurations: {} pruned, {} valid\n", r.enumerated, r.pruned, r.candidates.size());
+            << fmt::format("{} configurations: {} pruned, {} valid\n", r.enumerated, r.pruned,
+                           r.candidates.size());
 }
 
 void print_dry_run(const gt::DryRunReport& r) {
-  gt::cli::Table t({"kernel", "family", "status", "regs", "spills", "smem", "predicted ms", "compile ms", "CPU ms"});
+  gt::cli::Table t({"kernel", "family", "status", "regs", "spills", "smem", "predicted ms",
+                    "compile ms", "CPU ms"});
   std::vector<double> times, cpu_times;
   int spilling = 0;
   for (const auto& c : r.candidates) {
     t.add({c.name, c.family, c.status, std::to_string(c.registers), std::to_string(c.spills),
            std::to_string(c.smem_bytes), gt::cli::format_ms(c.predicted_ms),
-           fmt::format("{:.0f}{}", c.compile_ms, c.from_cache ? " (cached)" : ""), fmt::format("{:.0f}", c.compile_cpu_ms)});
+           fmt::format("{:.0f}{}", c.compile_ms, c.from_cache ? " (cached)" : ""),
+           fmt::format("{:.0f}", c.compile_cpu_ms)});
     if (c.status == "compiled" && !c.from_cache) {
       times.push_back(c.compile_ms);
       cpu_times.push_back(c.compile_cpu_ms);
     }
     spilling += c.spills > 0;
   }
-  std::cout << "dry run: " << r.problem.describe() << " for " << r.arch << ", in the cost model's order\n"
+  std::cout << "dry run: " << r.problem.describe() << " for " << r.arch
+            << ", in the cost model's order\n"
             << t.render("  ");
   const auto median = [](std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v.empty() ? 0.0 : v[v.size() / 2];
   };
   std::cout << fmt::format(
-      "{} configurations: {} pruned, {} compiled, {} failed, {} with spills; {} compiled now, median {:.0f} ms "
+      "{} configurations: {} pruned, {} compiled, {} failed, {} with spills; {} compiled now, "
+      "median {:.0f} ms "
       "({:.0f} ms CPU); {:.1f} s\n",
-      r.enumerated, r.pruned, r.compiled, r.failed, spilling, times.size(), median(times), median(cpu_times), r.seconds);
-  for (const auto& [name, count] : r.pruned_by) std::cout << fmt::format("  pruned by {}: {}\n", name, count);
+      r.enumerated, r.pruned, r.compiled, r.failed, spilling, times.size(), median(times),
+      median(cpu_times), r.seconds);
+  for (const auto& [name, count] : r.pruned_by)
+    std::cout << fmt::format("  pruned by {}: {}\n", name, count);
 }
 
 int run_dry(const Args& a, const std::vector<gt::Problem>& problems) {
@@ -174,12 +219,14 @@ int run_dry(const Args& a, const std::vector<gt::Problem>& problems) {
   if (arch.empty()) arch = gt::cu::available() ? gt::query_device(a.device).arch.name() : "sm_90a";
   const gt::ArchInfo info = gt::ArchInfo::from_name(arch);
   const gt::Budget budget = gt::Budget::parse(a.budget);
-  GT_REQUIRE(!budget.seconds, gt::Errc::invalid_argument, "--dry-run takes a budget in candidates, not time");
+  GT_REQUIRE(!budget.seconds, gt::Errc::invalid_argument,
+             "--dry-run takes a budget in candidates, not time");
   json all = json::array();
   int failed = 0;
   for (const auto& p : problems) {
-    const auto report = gt::dry_run(p, info, a.threads, split(a.families), a.list_only ? nullptr : print_progress,
-                                    budget.candidates.value_or(0), !a.list_only);
+    const auto report =
+        gt::dry_run(p, info, a.threads, split(a.families), a.list_only ? nullptr : print_progress,
+                    budget.candidates.value_or(0), !a.list_only);
     failed += report.failed;
     if (a.json)
       all.push_back(dry_run_json(report));
@@ -199,23 +246,41 @@ std::string ratio_text(double baseline_ms, double ms) {
 }
 
 json candidate_json(const gt::CandidateRecord& c) {
-  return {{"kernel", c.kernel_name}, {"family", c.config.family}, {"status", gt::to_string(c.status)},
-          {"median_ms", c.median_ms}, {"min_ms", c.min_ms}, {"max_ms", c.max_ms}, {"tflops", c.tflops},
-          {"registers", c.registers}, {"spills", c.spills}, {"config", json::parse(c.config.to_json())}};
+  return {{"kernel", c.kernel_name},
+          {"family", c.config.family},
+          {"status", gt::to_string(c.status)},
+          {"median_ms", c.median_ms},
+          {"min_ms", c.min_ms},
+          {"max_ms", c.max_ms},
+          {"tflops", c.tflops},
+          {"registers", c.registers},
+          {"spills", c.spills},
+          {"config", json::parse(c.config.to_json())}};
 }
 
 json tune_json(const gt::TuneReport& r, const std::vector<gt::CandidateRecord>& top) {
-  json j = {{"problem", r.problem.describe()}, {"device", r.device.name}, {"gpu", r.device.ordinal},
-            {"arch", r.device.arch.name()}, {"from_db", r.from_db}, {"complete", r.complete},
-            {"interrupted", r.interrupted}, {"seconds", r.seconds}, {"enumerated", r.enumerated},
-            {"pruned", r.pruned}, {"already_measured", r.already_measured}, {"measured", r.measured.size()},
-            {"stopped_by_model", r.stopped_by_model}, {"ruled_out", r.ruled_out},
-            {"baseline_ms", r.baseline_ms}, {"baseline", r.baseline_name}};
+  json j = {{"problem", r.problem.describe()},
+            {"device", r.device.name},
+            {"gpu", r.device.ordinal},
+            {"arch", r.device.arch.name()},
+            {"from_db", r.from_db},
+            {"complete", r.complete},
+            {"interrupted", r.interrupted},
+            {"seconds", r.seconds},
+            {"enumerated", r.enumerated},
+            {"pruned", r.pruned},
+            {"already_measured", r.already_measured},
+            {"measured", r.measured.size()},
+            {"stopped_by_model", r.stopped_by_model},
+            {"ruled_out", r.ruled_out},
+            {"baseline_ms", r.baseline_ms},
+            {"baseline", r.baseline_name}};
   if (!r.error.empty()) j["error"] = r.error;
   if (r.best) {
     j["best"] = candidate_json(*r.best);
     j["peak_fraction"] = r.best->tflops / r.device.peak_tflops(r.problem.dtype);
-    j["ratio_to_cublas"] = r.baseline_ms > 0 ? json(r.baseline_ms / r.best->median_ms) : json(nullptr);
+    j["ratio_to_cublas"] =
+        r.baseline_ms > 0 ? json(r.baseline_ms / r.best->median_ms) : json(nullptr);
   }
   j["top"] = json::array();
   for (const auto& c : top) j["top"].push_back(candidate_json(c));
@@ -224,8 +289,9 @@ json tune_json(const gt::TuneReport& r, const std::vector<gt::CandidateRecord>& 
 
 void print_tune(const gt::TuneReport& r, const std::vector<gt::CandidateRecord>& top) {
   const double peak = r.device.peak_tflops(r.problem.dtype);
-  std::cout << fmt::format("{} on GPU {}, {} ({}, {} SMs)\n", r.problem.describe(), r.device.ordinal, r.device.name,
-                           r.device.arch.name(), r.device.arch.sms);
+  std::cout << fmt::format("{} on GPU {}, {} ({}, {} SMs)\n", r.problem.describe(),
+                           r.device.ordinal, r.device.name, r.device.arch.name(),
+                           r.device.arch.sms);
   if (!r.error.empty()) {
     std::cout << "not tuned: " << r.error << "\n";
     return;
@@ -233,8 +299,9 @@ void print_tune(const gt::TuneReport& r, const std::vector<gt::CandidateRecord>&
   gt::cli::Table t({"rank", "kernel", "ms", "TFLOP/s", "% peak", "vs cuBLAS"});
   int rank = 0;
   for (const auto& c : top)
-    t.add({std::to_string(++rank), c.kernel_name, gt::cli::format_ms(c.median_ms), fmt::format("{:.1f}", c.tflops),
-           fmt::format("{:.0f}%", 100 * c.tflops / peak), ratio_text(r.baseline_ms, c.median_ms)});
+    t.add({std::to_string(++rank), c.kernel_name, gt::cli::format_ms(c.median_ms),
+           fmt::format("{:.1f}", c.tflops), fmt::format("{:.0f}%", 100 * c.tflops / peak),
+           ratio_text(r.baseline_ms, c.median_ms)});
   if (r.baseline_ms > 0) {
     const double tflops = r.problem.flops() / (r.baseline_ms * 1e-3) / 1e12;
     t.add({"", r.baseline_name, gt::cli::format_ms(r.baseline_ms), fmt::format("{:.1f}", tflops),
@@ -246,33 +313,40 @@ void print_tune(const gt::TuneReport& r, const std::vector<gt::CandidateRecord>&
     return;
   }
   const auto& b = *r.best;
-  std::cout << fmt::format("winner: {} ({}) {} ms, {:.1f} TFLOP/s, {:.0f}% of the {:.0f} TFLOP/s peak", b.kernel_name,
-                           b.config.family, gt::cli::format_ms(b.median_ms), b.tflops, 100 * b.tflops / peak, peak);
+  std::cout << fmt::format(
+      "winner: {} ({}) {} ms, {:.1f} TFLOP/s, {:.0f}% of the {:.0f} TFLOP/s peak", b.kernel_name,
+      b.config.family, gt::cli::format_ms(b.median_ms), b.tflops, 100 * b.tflops / peak, peak);
   if (r.baseline_ms > 0)
-    std::cout << fmt::format("; cuBLAS {} ms; ratio {} (cuBLAS time / ours)", gt::cli::format_ms(r.baseline_ms),
+    std::cout << fmt::format("; cuBLAS {} ms; ratio {} (cuBLAS time / ours)",
+                             gt::cli::format_ms(r.baseline_ms),
                              ratio_text(r.baseline_ms, b.median_ms));
   else if (!r.baseline_name.empty())
     std::cout << "; no cuBLAS baseline: " << r.baseline_name;
   // The winner is not the table's first when a preferred kernel was within the margin of it: a
   // family's default in a tuning, or the winner a tuning named when `gemm-db merge` combined two.
-  if (!top.empty() && top.front().kernel_name != b.kernel_name && top.front().median_ms < b.median_ms)
-    std::cout << fmt::format("; kept within {:.0f}% of the fastest (a family's default, or a merged tuning's winner)",
-                             100 * gt::kWinnerMargin);
+  if (!top.empty() && top.front().kernel_name != b.kernel_name &&
+      top.front().median_ms < b.median_ms)
+    std::cout << fmt::format(
+        "; kept within {:.0f}% of the fastest (a family's default, or a merged tuning's winner)",
+        100 * gt::kWinnerMargin);
   std::cout << "\n";
   if (r.from_db) {
-    std::cout << fmt::format("answered from the database in {:.3f} s ({} search); --force tunes again\n",
-                             r.seconds, r.complete ? "complete" : "partial");
+    std::cout << fmt::format(
+        "answered from the database in {:.3f} s ({} search); --force tunes again\n", r.seconds,
+        r.complete ? "complete" : "partial");
   } else {
     int failures = 0;
     for (const auto& c : r.measured) failures += c.status != gt::CandidateStatus::ok;
-    std::cout << fmt::format("measured {} candidates ({} failed, {} measured before, {} pruned{}) in {:.1f} s{}\n",
-                             r.measured.size(), failures, r.already_measured, r.pruned,
-                             r.stopped_by_model ? fmt::format(", {} ruled out by the cost model", r.ruled_out) : "",
-                             r.seconds, r.interrupted ? "; interrupted: run again to measure the rest" : "");
+    std::cout << fmt::format(
+        "measured {} candidates ({} failed, {} measured before, {} pruned{}) in {:.1f} s{}\n",
+        r.measured.size(), failures, r.already_measured, r.pruned,
+        r.stopped_by_model ? fmt::format(", {} ruled out by the cost model", r.ruled_out) : "",
+        r.seconds, r.interrupted ? "; interrupted: run again to measure the rest" : "");
   }
 }
 
-std::vector<gt::CandidateRecord> top_candidates(const gt::TuningDb& db, const gt::TuneReport& r, int top) {
+std::vector<gt::CandidateRecord> top_candidates(const gt::TuningDb& db, const gt::TuneReport& r,
+                                                int top) {
   std::vector<gt::CandidateRecord> out;
   for (auto& c : db.candidates(r.device.key, r.problem))
     if (c.status == gt::CandidateStatus::ok && int(out.size()) < top) out.push_back(std::move(c));
@@ -302,10 +376,11 @@ std::vector<int> device_ordinals(const Args& a) {
   for (const auto& item : split(a.devices)) {
     int ordinal = -1;
     const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), ordinal);
-    GT_REQUIRE(ec == std::errc() && end == item.data() + item.size() && ordinal >= 0, gt::Errc::invalid_argument,
+    GT_REQUIRE(ec == std::errc() && end == item.data() + item.size() && ordinal >= 0,
+               gt::Errc::invalid_argument,
                "--devices '{}': expected 'all' or GPU ordinals such as 0,1", a.devices);
-    GT_REQUIRE(ordinal < count, gt::Errc::invalid_argument, "--devices: there is no GPU {} (this machine has {})",
-               ordinal, count);
+    GT_REQUIRE(ordinal < count, gt::Errc::invalid_argument,
+               "--devices: there is no GPU {} (this machine has {})", ordinal, count);
     GT_REQUIRE(std::find(out.begin(), out.end(), ordinal) == out.end(), gt::Errc::invalid_argument,
                "--devices: GPU {} is listed twice", ordinal);
     out.push_back(ordinal);
@@ -336,26 +411,31 @@ std::vector<std::string> summary_row(const gt::TuneReport& r) {
   std::vector<std::string> row = {r.problem.describe(), std::to_string(r.device.ordinal)};
   if (!r.best) {
     row.push_back(!r.error.empty() ? "error: " + r.error.substr(0, r.error.find('\n'))
-                                   : r.interrupted ? "interrupted" : "no candidate passed");
+                  : r.interrupted  ? "interrupted"
+                                   : "no candidate passed");
     return row;
   }
   const auto& b = *r.best;
-  const std::string source = r.from_db ? "database" : fmt::format("{} measured, {:.1f} s", r.measured.size(), r.seconds);
-  row.insert(row.end(), {b.kernel_name, gt::cli::format_ms(b.median_ms), fmt::format("{:.1f}", b.tflops),
-                         gt::cli::format_ms(r.baseline_ms), ratio_text(r.baseline_ms, b.median_ms), source});
+  const std::string source =
+      r.from_db ? "database" : fmt::format("{} measured, {:.1f} s", r.measured.size(), r.seconds);
+  row.insert(row.end(),
+             {b.kernel_name, gt::cli::format_ms(b.median_ms), fmt::format("{:.1f}", b.tflops),
+              gt::cli::format_ms(r.baseline_ms), ratio_text(r.baseline_ms, b.median_ms), source});
   return row;
 }
 
-int run_tune(const Args& a, const std::vector<gt::Problem>& problems, const std::filesystem::path& db) {
+int run_tune(const Args& a, const std::vector<gt::Problem>& problems,
+             const std::filesystem::path& db) {
   check_database(db);
-  GT_REQUIRE(gt::cu::available(), gt::Errc::no_device, "no GPU: {} (--dry-run compiles without one)",
-             gt::cu::unavailable_reason());
+  GT_REQUIRE(gt::cu::available(), gt::Errc::no_device,
+             "no GPU: {} (--dry-run compiles without one)", gt::cu::unavailable_reason());
   const std::vector<int> ordinals = device_ordinals(a);
   for (int ordinal : ordinals) {
     const gt::DeviceInfo device = gt::query_device(ordinal);
     GT_REQUIRE(a.arch.empty() || gt::ArchInfo::from_name(a.arch).name() == device.arch.name(),
-               gt::Errc::invalid_argument, "--arch {} does not match GPU {} ({}): --arch is for --dry-run", a.arch,
-               ordinal, device.arch.name());
+               gt::Errc::invalid_argument,
+               "--arch {} does not match GPU {} ({}): --arch is for --dry-run", a.arch, ordinal,
+               device.arch.name());
   }
   gt::TuneOptions options = tune_options(a, db);
   // Lines of several GPUs interleave: say which GPU each is about.
@@ -378,23 +458,28 @@ int run_tune(const Args& a, const std::vector<gt::Problem>& problems, const std:
   };
   const auto start = std::chrono::steady_clock::now();
   const auto reports = gt::tune_on_devices(problems, options, ordinals, on_report);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // One problem on one GPU fails as it always did: the error is the program's.
   if (reports.size() == 1 && reports[0].failure) std::rethrow_exception(reports[0].failure);
 
   int failed = 0;
-  gt::cli::Table summary({"problem", "GPU", "winner", "ms", "TFLOP/s", "cuBLAS ms", "vs cuBLAS", "source"});
+  gt::cli::Table summary(
+      {"problem", "GPU", "winner", "ms", "TFLOP/s", "cuBLAS ms", "vs cuBLAS", "source"});
   for (const auto& r : reports) {
     failed += !r.error.empty();
     summary.add(summary_row(r));
   }
   if (a.json) {
-    std::cout << (all.size() == 1 ? all[0] : json{{"problems", all}, {"seconds", seconds}, {"gpus", ordinals}}).dump(2)
+    std::cout << (all.size() == 1
+                      ? all[0]
+                      : json{{"problems", all}, {"seconds", seconds}, {"gpus", ordinals}})
+                     .dump(2)
               << "\n";
   } else {
     if (reports.size() > 1)
-      std::cout << fmt::format("\nsummary: {} problems on {} GPU{} in {:.1f} s\n", problems.size(), ordinals.size(),
-                               ordinals.size() > 1 ? "s" : "", seconds)
+      std::cout << fmt::format("\nsummary: {} problems on {} GPU{} in {:.1f} s\n", problems.size(),
+                               ordinals.size(), ordinals.size() > 1 ? "s" : "", seconds)
                 << summary.render("  ");
     std::cout << "database: " << options.db_path.string() << "\n";
   }
@@ -411,12 +496,13 @@ gt::Shard shard_of(const Args& a) {
   });
 }
 
-std::vector<gt::Problem> this_shard(const std::vector<gt::Problem>& problems, const gt::Shard& shard) {
+std::vector<gt::Problem> this_shard(const std::vector<gt::Problem>& problems,
+                                    const gt::Shard& shard) {
   if (!shard.sharded()) return problems;
   std::vector<gt::Problem> out;
   for (size_t i : shard.items(problems.size())) out.push_back(problems[i]);
-  std::cerr << fmt::format("gemm-tune: shard {}/{} (from {}): {} of {} shapes\n", shard.index, shard.count,
-                           shard.source, out.size(), problems.size());
+  std::cerr << fmt::format("gemm-tune: shard {}/{} (from {}): {} of {} shapes\n", shard.index,
+                           shard.count, shard.source, out.size(), problems.size());
   return out;
 }
 

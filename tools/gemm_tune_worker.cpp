@@ -11,5 +11,6 @@ int main(int argc, char**) {
     std::cerr << "gemm-tune-worker is started by gemm-tune and takes no arguments\n";
     return 2;
   }
-  return gemmtune::cli::guarded_main("gemm-tune-worker", [] { return gemmtune::run_worker(std::cin, std::cout); });
+  return gemmtune::cli::guarded_main("gemm-tune-worker",
+                                     [] { return gemmtune::run_worker(std::cin, std::cout); });
 }

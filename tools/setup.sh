@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(cmake ninja-build g++ nlohmann-json3-dev libspdlog-dev libfmt-dev libcli11-dev
-          libsqlite3-dev libgtest-dev
+          libsqlite3-dev libgtest-dev clang-format
           # the Python package's tests; the report's plots (inlined into the page); the browser
           # that renders the report in its test
           python3-pytest libjs-chart.js chromium)

@@ -3,8 +3,8 @@
 // transaction: a bad file changes nothing.
 #include <algorithm>
 #include <limits>
-#include <set>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "gemmtune/cache/tuning_db.hpp"
 #include "gemmtune/generator/family.hpp"
@@ -259,7 +259,8 @@ rows::BestChoice parse_best(const Field& f, const std::vector<CandidateRecord>& 
 // in. A candidate measured with this build's templates of its family could be run by the library
 // or the tuner, so its parameters must also be a valid point of the family for the problem on the
 // device's architecture; one of another template version is history, never run.
-void check_runnable(const Field& config, const CandidateRecord& c, const Problem& problem, const ArchInfo& arch) {
+void check_runnable(const Field& config, const CandidateRecord& c, const Problem& problem,
+                    const ArchInfo& arch) {
   const Family* family = production_family(c.config.family);
   if (family == nullptr) config["family"].fail(why_unusable(c.config, problem, arch));
   if (c.template_version != template_version(*family)) return;
@@ -324,9 +325,11 @@ void merge_entry(sqlite3* db, const ImportEntry& entry, ImportSummary& summary) 
   std::set<std::string> versions;
   for (const auto& candidate : entry.candidates) versions.insert(candidate.template_version);
   for (const auto& version : versions) {
-    const auto incoming = std::find_if(entry.best.begin(), entry.best.end(),
-                                       [&](const rows::BestChoice& b) { return b.template_version == version; });
-    summary.best += rows::rechoose_best(db, at, version, incoming == entry.best.end() ? nullptr : &*incoming);
+    const auto incoming =
+        std::find_if(entry.best.begin(), entry.best.end(),
+                     [&](const rows::BestChoice& b) { return b.template_version == version; });
+    summary.best +=
+        rows::rechoose_best(db, at, version, incoming == entry.best.end() ? nullptr : &*incoming);
   }
 }
 

@@ -231,10 +231,12 @@ std::vector<ProblemRow> select_problems(sqlite3* db, const sql::Conditions& wher
 
 std::vector<CandidateRecord> select_candidates(sqlite3* db, const sql::Conditions& where) {
   // The order of ranks_before().
-  sql::Statement s(db, fmt::format("SELECT {} FROM {} WHERE {} ORDER BY c.status <> 'ok', "
-                                   "CASE WHEN c.status = 'ok' THEN c.median_ms END, "
-                                   "CASE WHEN c.status = 'ok' THEN c.min_ms END, c.kernel_name, c.template_version",
-                                   kCandidateColumns, kCandidatesJoined, where.sql()));
+  sql::Statement s(
+      db,
+      fmt::format("SELECT {} FROM {} WHERE {} ORDER BY c.status <> 'ok', "
+                  "CASE WHEN c.status = 'ok' THEN c.median_ms END, "
+                  "CASE WHEN c.status = 'ok' THEN c.min_ms END, c.kernel_name, c.template_version",
+                  kCandidateColumns, kCandidatesJoined, where.sql()));
   s.bind_all(where.values());
   std::vector<CandidateRecord> out;
   while (s.step()) {
@@ -360,7 +362,8 @@ bool upsert_best(sqlite3* db, const ProblemRow& at, const BestChoice& best, Merg
 namespace {
 
 // The best row of the pair and template version, as a BestChoice naming its winner.
-std::optional<BestChoice> stored_best(sqlite3* db, const ProblemRow& at, const std::string& version) {
+std::optional<BestChoice> stored_best(sqlite3* db, const ProblemRow& at,
+                                      const std::string& version) {
   sql::Statement s(db,
                    "SELECT c.kernel_name, b.baseline_ms, b.complete, b.tuned_at FROM best b "
                    "JOIN candidates c ON c.id = b.candidate_id "
@@ -377,10 +380,10 @@ bool rechoose_best(sqlite3* db, const ProblemRow& at, const std::string& templat
   const auto stored = stored_best(db, at, template_version);
   if (!incoming_row && !stored) return false;  // never tuned to the end here: no best to choose
   const BestChoice& incoming = incoming_row ? *incoming_row : *stored;
-  const auto ok = select_candidates(db, sql::Conditions()
-                                            .add(pair_is(at.device_id, at.problem_id))
-                                            .add("c.template_version = ? AND c.status = 'ok'",
-                                                 {template_version}));
+  const auto ok = select_candidates(
+      db, sql::Conditions()
+              .add(pair_is(at.device_id, at.problem_id))
+              .add("c.template_version = ? AND c.status = 'ok'", {template_version}));
   if (ok.empty()) return false;  // a later failed measurement of the winner stands
   BestChoice chosen = incoming;
   std::set<std::string> named = {incoming.kernel_name};

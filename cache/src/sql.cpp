@@ -46,21 +46,25 @@ int check(sqlite3* db, int result, const char* call, const char* file, int line)
   if (result == SQLITE_OK || result == SQLITE_ROW || result == SQLITE_DONE) return result;
   const char* path_text = db ? sqlite3_db_filename(db, "main") : nullptr;
   const std::string path = path_text && *path_text ? path_text : "(unknown)";
-  const std::string why = fmt::format("{}: {}", error_name(result), db ? sqlite3_errmsg(db) : sqlite3_errstr(result));
+  const std::string why =
+      fmt::format("{}: {}", error_name(result), db ? sqlite3_errmsg(db) : sqlite3_errstr(result));
   // The two a user meets with a bad --db say what the file is and what to do about it.
   switch (result & 0xff) {
     case SQLITE_NOTADB:
-      throw_error_at(Errc::database, file, line,
-                     fmt::format("{} is not an SQLite database ({}), so no gemmtune tuning database: pass "
-                                 "another --db or set GEMMTUNE_DB",
-                                 path, why));
+      throw_error_at(
+          Errc::database, file, line,
+          fmt::format("{} is not an SQLite database ({}), so no gemmtune tuning database: pass "
+                      "another --db or set GEMMTUNE_DB",
+                      path, why));
     case SQLITE_CORRUPT:
-      throw_error_at(Errc::database, file, line,
-                     fmt::format("{} is damaged ({}): move it away (gemm-tune then starts a new database) "
-                                 "or restore a copy",
-                                 path, why));
+      throw_error_at(
+          Errc::database, file, line,
+          fmt::format("{} is damaged ({}): move it away (gemm-tune then starts a new database) "
+                      "or restore a copy",
+                      path, why));
     default:
-      throw_error_at(Errc::database, file, line, fmt::format("database {}: {} [in {}]", path, why, call));
+      throw_error_at(Errc::database, file, line,
+                     fmt::format("database {}: {} [in {}]", path, why, call));
   }
 }
 

@@ -71,14 +71,17 @@ bool ranks_before(const CandidateRecord& a, const CandidateRecord& b) {
 }
 
 std::optional<CandidateRecord> choose_winner(const std::vector<CandidateRecord>& records,
-                                             const std::set<std::string>& preferred, double margin) {
+                                             const std::set<std::string>& preferred,
+                                             double margin) {
   std::optional<CandidateRecord> best, best_preferred;
   for (const CandidateRecord& r : records) {
     if (r.status != CandidateStatus::ok) continue;
     if (!best || ranks_before(r, *best)) best = r;
-    if (preferred.count(r.kernel_name) && (!best_preferred || ranks_before(r, *best_preferred))) best_preferred = r;
+    if (preferred.count(r.kernel_name) && (!best_preferred || ranks_before(r, *best_preferred)))
+      best_preferred = r;
   }
-  if (best_preferred && best_preferred->median_ms <= best->median_ms * (1 + margin)) return best_preferred;
+  if (best_preferred && best_preferred->median_ms <= best->median_ms * (1 + margin))
+    return best_preferred;
   return best;
 }
 
@@ -149,8 +152,9 @@ std::vector<BestRecord> TuningDb::bests_under_other_versions(const DeviceKey& de
                     {device.name, int64_t(device.cc), int64_t(device.sms), int64_t(device.driver),
                      device.nvrtc})
                .add(rows::problem_is(problem))));
-  std::stable_sort(found.begin(), found.end(),
-                   [](const BestRecord& a, const BestRecord& b) { return a.tuned_at > b.tuned_at; });
+  std::stable_sort(found.begin(), found.end(), [](const BestRecord& a, const BestRecord& b) {
+    return a.tuned_at > b.tuned_at;
+  });
   return found;
 }
 

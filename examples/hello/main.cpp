@@ -1,10 +1,10 @@
 // The smallest program that uses gemmtune as an installed package: C = A * B in f32 on the GPU,
 // checked on the CPU. Exits 2 with a clear message when there is no GPU.
 #include <cuda_runtime.h>
-#include <gemmtune/gemmtune.hpp>
 
 #include <cmath>
 #include <cstdio>
+#include <gemmtune/gemmtune.hpp>
 #include <vector>
 
 int main() {
@@ -14,7 +14,8 @@ int main() {
   for (int i = 0; i < k * n; ++i) b[i] = float(i % 5) - 2.0f;
 
   float *da = nullptr, *db = nullptr, *dc = nullptr;
-  if (cudaMalloc(&da, a.size() * 4) != cudaSuccess || cudaMalloc(&db, b.size() * 4) != cudaSuccess ||
+  if (cudaMalloc(&da, a.size() * 4) != cudaSuccess ||
+      cudaMalloc(&db, b.size() * 4) != cudaSuccess ||
       cudaMalloc(&dc, c.size() * 4) != cudaSuccess) {
     std::fprintf(stderr, "hello: no GPU: %s\n", cudaGetErrorString(cudaGetLastError()));
     return 2;

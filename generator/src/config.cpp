@@ -18,19 +18,37 @@ ArchInfo ArchInfo::from_name(std::string_view name) {
   if (a.arch_specific) s.remove_suffix(1);
   // Ceilings of a typical part: A100 SXM, RTX 3090, RTX 4090, H100 SXM.
   if (s == "80") {
-    a.cc = 80; a.sms = 108; a.smem_per_block = 163 * 1024; a.smem_per_sm = 164 * 1024;
-    a.clock_ghz = 1.41; a.dram_gb_per_s = 2039; a.l2_bytes = 40 << 20;
+    a.cc = 80;
+    a.sms = 108;
+    a.smem_per_block = 163 * 1024;
+    a.smem_per_sm = 164 * 1024;
+    a.clock_ghz = 1.41;
+    a.dram_gb_per_s = 2039;
+    a.l2_bytes = 40 << 20;
   } else if (s == "86") {
-    a.cc = 86; a.sms = 84; a.smem_per_block = 99 * 1024; a.smem_per_sm = 100 * 1024;
-    a.clock_ghz = 1.70; a.dram_gb_per_s = 936; a.l2_bytes = 6 << 20;
+    a.cc = 86;
+    a.sms = 84;
+    a.smem_per_block = 99 * 1024;
+    a.smem_per_sm = 100 * 1024;
+    a.clock_ghz = 1.70;
+    a.dram_gb_per_s = 936;
+    a.l2_bytes = 6 << 20;
   } else if (s == "89") {
-    a.cc = 89; a.sms = 128; a.smem_per_block = 99 * 1024; a.smem_per_sm = 100 * 1024;
-    a.clock_ghz = 2.52; a.dram_gb_per_s = 1008; a.l2_bytes = 72 << 20;
+    a.cc = 89;
+    a.sms = 128;
+    a.smem_per_block = 99 * 1024;
+    a.smem_per_sm = 100 * 1024;
+    a.clock_ghz = 2.52;
+    a.dram_gb_per_s = 1008;
+    a.l2_bytes = 72 << 20;
   } else if (s == "90") {
-    a.cc = 90; a.sms = 132; a.smem_per_block = 227 * 1024; a.smem_per_sm = 228 * 1024;
+    a.cc = 90;
+    a.sms = 132;
+    a.smem_per_block = 227 * 1024;
+    a.smem_per_sm = 228 * 1024;
   } else {
-    GT_THROW(Errc::invalid_argument, "unknown architecture '{}' (expected sm_80, sm_86, sm_89, sm_90 or sm_90a)",
-             name);
+    GT_THROW(Errc::invalid_argument,
+             "unknown architecture '{}' (expected sm_80, sm_86, sm_89, sm_90 or sm_90a)", name);
   }
   GT_REQUIRE(!a.arch_specific || a.cc == 90, Errc::invalid_argument,
              "'{}': only sm_90 has an arch-specific ('a') target here", name);
@@ -87,7 +105,8 @@ KernelConfig KernelConfig::from_json(std::string_view text) {
     c.family = j.at("family").get<std::string>();
     c.dtype = parse_dtype(j.at("dtype").get<std::string>());
     auto layout = j.at("layout").get<std::string>();
-    GT_REQUIRE(layout.size() == 2, Errc::invalid_argument, "layout '{}' is not two letters", layout);
+    GT_REQUIRE(layout.size() == 2, Errc::invalid_argument, "layout '{}' is not two letters",
+               layout);
     c.op_a = parse_op(layout[0]);
     c.op_b = parse_op(layout[1]);
     c.params = j.at("params").get<std::map<std::string, int64_t>>();

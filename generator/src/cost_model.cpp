@@ -11,13 +11,18 @@ constexpr double kL2OverDram = 3.0;        // L2 bandwidth over DRAM bandwidth (
 constexpr double kSmBytesPerClock = 64.0;  // what one SM can pull from L2 per clock
 constexpr double kLatencyUs = 0.8;         // from issuing a load to its data, DRAM
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
-int max_threads_per_sm(const ArchInfo& arch) { return arch.cc == 86 || arch.cc == 89 ? 1536 : 2048; }
+int max_threads_per_sm(const ArchInfo& arch) {
+  return arch.cc == 86 || arch.cc == 89 ? 1536 : 2048;
+}
 
 }  // namespace
 
-int ctas_per_sm(const ArchInfo& arch, int64_t threads, int64_t smem_bytes, int64_t registers_per_thread) {
+int ctas_per_sm(const ArchInfo& arch, int64_t threads, int64_t smem_bytes,
+                int64_t registers_per_thread) {
   int64_t fit = 32;
   if (threads > 0) fit = std::min<int64_t>(fit, max_threads_per_sm(arch) / threads);
   // Each block also holds 1 KB of shared memory reserved by the system.
@@ -40,7 +45,8 @@ Cost roofline(const Problem& p, const ArchInfo& arch, const TileWork& w) {
   // their sum are done, and the SMs that data-parallel tiles leave idle lend their power to the
   // busy ones (stream-K over fewer tiles than SMs lost to data-parallel tiles on all five shapes
   // measured, 0.48-0.66x cuBLAS against 0.84-0.97x; H100, docs/PERF.md run 199).
-  const double busiest = w.balanced ? std::max(double(cost.tiles) / arch.sms, 1.0) : double(cost.tiles_per_sm);
+  const double busiest =
+      w.balanced ? std::max(double(cost.tiles) / arch.sms, 1.0) : double(cost.tiles_per_sm);
 
   // An SM that holds fewer CTAs than the configuration was made for hides latency less well.
   const double resident = double(std::min<int64_t>(cost.tiles_per_sm, w.ctas_per_sm));
@@ -51,12 +57,14 @@ Cost roofline(const Problem& p, const ArchInfo& arch, const TileWork& w) {
 
   const double element = dtype_size(p.dtype);
   const double dram_bytes_per_ms = arch.dram_gb_per_s * 1e6;
-  const double unique_bytes = double(p.m * p.k + p.k * p.n + p.m * p.n) * element + w.workspace_bytes;
+  const double unique_bytes =
+      double(p.m * p.k + p.k * p.n + p.m * p.n) * element + w.workspace_bytes;
   const double tile_bytes = double(w.tile_m + w.tile_n) * double(k_slice) * element * w.l2_traffic;
   const double dram_ms = unique_bytes / dram_bytes_per_ms;
   const double l2_ms = double(cost.tiles) * tile_bytes / (kL2OverDram * dram_bytes_per_ms);
   double sm_bytes_per_ms = kSmBytesPerClock * arch.clock_ghz * 1e6;
-  if (w.bytes_in_flight > 0) sm_bytes_per_ms = std::min(sm_bytes_per_ms, resident * w.bytes_in_flight / kLatencyUs * 1e3);
+  if (w.bytes_in_flight > 0)
+    sm_bytes_per_ms = std::min(sm_bytes_per_ms, resident * w.bytes_in_flight / kLatencyUs * 1e3);
   const double sm_ms = busiest * tile_bytes / sm_bytes_per_ms;
   cost.memory_ms = std::max({dram_ms, l2_ms, sm_ms});
 

@@ -59,7 +59,8 @@ std::vector<std::string> template_closure(const std::vector<std::string>& roots,
   return {seen.begin(), seen.end()};
 }
 
-std::string templates_digest(const std::vector<std::string>& closure, const std::vector<EmbeddedFile>& files) {
+std::string templates_digest(const std::vector<std::string>& closure,
+                             const std::vector<EmbeddedFile>& files) {
   std::string all;
   for (const auto& path : closure) {
     const EmbeddedFile* file = find_file(path, files);
@@ -72,7 +73,8 @@ std::string templates_digest(const std::vector<std::string>& closure, const std:
   return hash_hex(all);
 }
 
-std::string included_templates_digest(std::string_view code, const std::vector<EmbeddedFile>& files) {
+std::string included_templates_digest(std::string_view code,
+                                      const std::vector<EmbeddedFile>& files) {
   return templates_digest(template_closure(quoted_includes(code), files), files);
 }
 

@@ -8,7 +8,8 @@
 
 namespace gemmtune {
 
-TileWork Family::tile_work(const KernelConfig& config, const Problem& problem, const ArchInfo& arch) const {
+TileWork Family::tile_work(const KernelConfig& config, const Problem& problem,
+                           const ArchInfo& arch) const {
   const LaunchGeometry g = geometry(config, problem, arch);
   TileWork w;
   w.tile_m = (problem.m + g.tiles_m - 1) / g.tiles_m;
@@ -19,7 +20,8 @@ TileWork Family::tile_work(const KernelConfig& config, const Problem& problem, c
   return w;
 }
 
-double Family::predicted_ms(const KernelConfig& config, const Problem& problem, const ArchInfo& arch) const {
+double Family::predicted_ms(const KernelConfig& config, const Problem& problem,
+                            const ArchInfo& arch) const {
   return roofline(problem, arch, tile_work(config, problem, arch)).total_ms;
 }
 
@@ -73,16 +75,16 @@ std::string generated_unit(const UnitSource& unit) {
       "{body}"
       "}}\n",
       fmt::arg("name", unit.name), fmt::arg("header", unit.header), fmt::arg("config", unit.config),
-      fmt::arg("kernel", unit.kernel), fmt::arg("checks", unit.checks), fmt::arg("bounds", unit.launch_bounds),
-      fmt::arg("body", unit.body));
+      fmt::arg("kernel", unit.kernel), fmt::arg("checks", unit.checks),
+      fmt::arg("bounds", unit.launch_bounds), fmt::arg("body", unit.body));
 }
 
 const std::vector<const Family*>& all_families() {
   // Best first: when several families solve a problem, the tuner searches all of them, and the
   // library's untuned default is the first one's. gemv serves only N == 1 or M == 1; on sm_90
   // wgmma_sm90 serves bf16/f16 before mma_sm80; on sm_80-89 mma_sm80 serves them.
-  static const std::vector<const Family*> families = {&gemv_family(), &wgmma_sm90_family(), &mma_sm80_family(),
-                                                      &simt_family()};
+  static const std::vector<const Family*> families = {&gemv_family(), &wgmma_sm90_family(),
+                                                      &mma_sm80_family(), &simt_family()};
   return families;
 }
 
@@ -153,7 +155,8 @@ namespace {
 
 std::string family_names() {
   std::string out;
-  for (const Family* f : all_families()) out += fmt::format("{}{}", out.empty() ? "" : ", ", f->name());
+  for (const Family* f : all_families())
+    out += fmt::format("{}{}", out.empty() ? "" : ", ", f->name());
   return out;
 }
 
@@ -169,8 +172,8 @@ std::string why_not_a_point(const KernelConfig& config, const SearchSpace& space
     auto it = config.params.find(param.name);
     if (it == config.params.end()) return fmt::format("parameter {} is missing", param.name);
     if (std::find(param.values.begin(), param.values.end(), it->second) == param.values.end())
-      return fmt::format("{}={} is not among the values of the {} family ({})", param.name, it->second,
-                         space.family, values_text(param.values));
+      return fmt::format("{}={} is not among the values of the {} family ({})", param.name,
+                         it->second, space.family, values_text(param.values));
   }
   for (const auto& [name, value] : config.params) {
     const bool known = std::any_of(space.params.begin(), space.params.end(),
@@ -185,12 +188,13 @@ std::string why_not_a_point(const KernelConfig& config, const SearchSpace& space
 std::string why_unusable(const KernelConfig& config, const Problem& problem, const ArchInfo& arch) {
   const Family* family = production_family(config.family);
   if (family == nullptr)
-    return fmt::format("unknown kernel family '{}' (this build has {})", config.family, family_names());
+    return fmt::format("unknown kernel family '{}' (this build has {})", config.family,
+                       family_names());
   if (std::string why = family->unsupported_reason(problem, arch); !why.empty()) return why;
   if (config.dtype != problem.dtype || config.op_a != problem.op_a || config.op_b != problem.op_b)
     return fmt::format("the config is for {} {}, the problem is {} {}", to_string(config.dtype),
-                       std::string{to_char(config.op_a), to_char(config.op_b)}, to_string(problem.dtype),
-                       problem.layout());
+                       std::string{to_char(config.op_a), to_char(config.op_b)},
+                       to_string(problem.dtype), problem.layout());
   const SearchSpace space = family->space(problem, arch);
   if (std::string why = why_not_a_point(config, space); !why.empty()) return why;
   if (const Constraint* broken = space.first_violation(config, problem, arch))

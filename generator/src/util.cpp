@@ -10,7 +10,8 @@ namespace gemmtune {
 std::string hash_hex(std::string_view data) {
   // FNV-1a, 128-bit: offset basis and prime from the FNV reference.
   unsigned __int128 h = (unsigned __int128)0x6c62272e07bb0142ULL << 64 | 0x62b821756295c58dULL;
-  const unsigned __int128 prime = (unsigned __int128)0x0000000001000000ULL << 64 | 0x000000000000013BULL;
+  const unsigned __int128 prime =
+      (unsigned __int128)0x0000000001000000ULL << 64 | 0x000000000000013BULL;
   for (unsigned char c : data) {
     h ^= c;
     h *= prime;
@@ -38,8 +39,8 @@ std::filesystem::path default_db_path() {
 
 spdlog::logger& log() {
   static std::shared_ptr<spdlog::logger> logger = [] {
-    auto l = std::make_shared<spdlog::logger>("gemmtune",
-                                              std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
+    auto l = std::make_shared<spdlog::logger>(
+        "gemmtune", std::make_shared<spdlog::sinks::stderr_color_sink_mt>());
     l->set_pattern("[gemmtune %l] %v");
     auto level = spdlog::level::warn;
     if (auto text = env_var("GEMMTUNE_LOG_LEVEL")) level = spdlog::level::from_str(*text);
@@ -49,7 +50,9 @@ spdlog::logger& log() {
   return *logger;
 }
 
-void throw_error(Errc code, const std::string& message) { throw Error(code, message); }
+void throw_error(Errc code, const std::string& message) {
+  throw Error(code, message);
+}
 
 void throw_error_at(Errc code, const char* file, int line, const std::string& message) {
   // Caller mistakes read best without a source location; everything else carries it.

@@ -1,7 +1,6 @@
 // The C API: the C++ API behind a status code and a thread-local message.
-#include <nlohmann/json.hpp>
-
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "gemmtune/gemmtune.h"
@@ -18,15 +17,24 @@ thread_local std::string last_selection;
 gemmtune_status status_of(gemmtune::Errc code) {
   using gemmtune::Errc;
   switch (code) {
-    case Errc::invalid_argument: return GEMMTUNE_ERROR_INVALID_ARGUMENT;
-    case Errc::unsupported: return GEMMTUNE_ERROR_UNSUPPORTED;
-    case Errc::no_device: return GEMMTUNE_ERROR_NO_DEVICE;
-    case Errc::cuda: return GEMMTUNE_ERROR_CUDA;
-    case Errc::compile: return GEMMTUNE_ERROR_COMPILE;
-    case Errc::database: return GEMMTUNE_ERROR_DATABASE;
-    case Errc::io: return GEMMTUNE_ERROR_IO;
-    case Errc::timeout: return GEMMTUNE_ERROR_TIMEOUT;
-    case Errc::internal: return GEMMTUNE_ERROR_INTERNAL;
+    case Errc::invalid_argument:
+      return GEMMTUNE_ERROR_INVALID_ARGUMENT;
+    case Errc::unsupported:
+      return GEMMTUNE_ERROR_UNSUPPORTED;
+    case Errc::no_device:
+      return GEMMTUNE_ERROR_NO_DEVICE;
+    case Errc::cuda:
+      return GEMMTUNE_ERROR_CUDA;
+    case Errc::compile:
+      return GEMMTUNE_ERROR_COMPILE;
+    case Errc::database:
+      return GEMMTUNE_ERROR_DATABASE;
+    case Errc::io:
+      return GEMMTUNE_ERROR_IO;
+    case Errc::timeout:
+      return GEMMTUNE_ERROR_TIMEOUT;
+    case Errc::internal:
+      return GEMMTUNE_ERROR_INTERNAL;
   }
   return GEMMTUNE_ERROR_INTERNAL;
 }
@@ -78,21 +86,25 @@ gemmtune::Problem checked_problem(gemmtune_dtype dtype, gemmtune_op op_a, gemmtu
 
 // A call's beta (gemmtune_gemm checks it with alpha, where the library runs it).
 void require_finite(float beta) {
-  GT_REQUIRE(std::isfinite(beta), gemmtune::Errc::invalid_argument, "beta must be finite (got {})", beta);
+  GT_REQUIRE(std::isfinite(beta), gemmtune::Errc::invalid_argument, "beta must be finite (got {})",
+             beta);
 }
 
 // The selection and the device key the tuning database is searched with (after the lookup, so
 // the context is current).
 std::string selection_json(const gemmtune::Selection& s) {
   const gemmtune::DeviceKey key = gemmtune::query_device(gemmtune::current_device()).key;
-  return nlohmann::ordered_json{
-      {"source", gemmtune::to_string(s.source)},
-      {"kernel", s.kernel},
-      {"family", s.family},
-      {"config", nlohmann::ordered_json::parse(s.config)},
-      {"note", s.note},
-      {"device", {{"name", key.name}, {"cc", key.cc}, {"sms", key.sms}, {"driver", key.driver},
-                  {"nvrtc", key.nvrtc}}}}
+  return nlohmann::ordered_json{{"source", gemmtune::to_string(s.source)},
+                                {"kernel", s.kernel},
+                                {"family", s.family},
+                                {"config", nlohmann::ordered_json::parse(s.config)},
+                                {"note", s.note},
+                                {"device",
+                                 {{"name", key.name},
+                                  {"cc", key.cc},
+                                  {"sms", key.sms},
+                                  {"driver", key.driver},
+                                  {"nvrtc", key.nvrtc}}}}
       .dump();
 }
 
@@ -111,7 +123,8 @@ gemmtune_status gemmtune_gemm(gemmtune_dtype dtype, gemmtune_op op_a, gemmtune_o
 gemmtune_status gemmtune_sgemm(gemmtune_op op_a, gemmtune_op op_b, int64_t m, int64_t n, int64_t k,
                                float alpha, const float* a, int64_t lda, const float* b,
                                int64_t ldb, float beta, float* c, int64_t ldc, void* stream) {
-  return gemmtune_gemm(GEMMTUNE_F32, op_a, op_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, stream);
+  return gemmtune_gemm(GEMMTUNE_F32, op_a, op_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
+                       stream);
 }
 
 gemmtune_status gemmtune_gemm_on_device(int device, gemmtune_dtype dtype, gemmtune_op op_a,
@@ -159,20 +172,32 @@ gemmtune_status gemmtune_record_problem(const char* path, gemmtune_dtype dtype, 
   });
 }
 
-const char* gemmtune_last_error(void) { return last_error.c_str(); }
+const char* gemmtune_last_error(void) {
+  return last_error.c_str();
+}
 
 const char* gemmtune_status_string(gemmtune_status status) {
   switch (status) {
-    case GEMMTUNE_SUCCESS: return "success";
-    case GEMMTUNE_ERROR_INVALID_ARGUMENT: return "invalid argument";
-    case GEMMTUNE_ERROR_UNSUPPORTED: return "unsupported";
-    case GEMMTUNE_ERROR_NO_DEVICE: return "no device";
-    case GEMMTUNE_ERROR_CUDA: return "CUDA error";
-    case GEMMTUNE_ERROR_COMPILE: return "compile error";
-    case GEMMTUNE_ERROR_DATABASE: return "database error";
-    case GEMMTUNE_ERROR_IO: return "I/O error";
-    case GEMMTUNE_ERROR_TIMEOUT: return "timeout";
-    case GEMMTUNE_ERROR_INTERNAL: return "internal error";
+    case GEMMTUNE_SUCCESS:
+      return "success";
+    case GEMMTUNE_ERROR_INVALID_ARGUMENT:
+      return "invalid argument";
+    case GEMMTUNE_ERROR_UNSUPPORTED:
+      return "unsupported";
+    case GEMMTUNE_ERROR_NO_DEVICE:
+      return "no device";
+    case GEMMTUNE_ERROR_CUDA:
+      return "CUDA error";
+    case GEMMTUNE_ERROR_COMPILE:
+      return "compile error";
+    case GEMMTUNE_ERROR_DATABASE:
+      return "database error";
+    case GEMMTUNE_ERROR_IO:
+      return "I/O error";
+    case GEMMTUNE_ERROR_TIMEOUT:
+      return "timeout";
+    case GEMMTUNE_ERROR_INTERNAL:
+      return "internal error";
   }
   return "unknown status";
 }

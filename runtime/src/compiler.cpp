@@ -17,12 +17,13 @@ namespace gemmtune {
 namespace {
 
 [[noreturn]] void throw_nvrtc(nvrtcResult r, const char* call, const char* file, int line) {
-  throw_error_at(Errc::compile, file, line, fmt::format("{} failed: {}", call, nvrtcGetErrorString(r)));
+  throw_error_at(Errc::compile, file, line,
+                 fmt::format("{} failed: {}", call, nvrtcGetErrorString(r)));
 }
 
-#define GT_NVRTC(call)                                                      \
-  do {                                                                      \
-    const nvrtcResult gt_r_ = (call);                                       \
+#define GT_NVRTC(call)                                                         \
+  do {                                                                         \
+    const nvrtcResult gt_r_ = (call);                                          \
     if (gt_r_ != NVRTC_SUCCESS) throw_nvrtc(gt_r_, #call, __FILE__, __LINE__); \
   } while (0)
 
@@ -104,7 +105,8 @@ std::string nvrtc_identity() {
     if (dladdr(reinterpret_cast<void*>(&nvrtcVersion), &info) != 0 && info.dli_fname != nullptr) {
       const std::filesystem::path file = std::filesystem::canonical(info.dli_fname, error);
       const auto size = error ? 0 : std::filesystem::file_size(file, error);
-      const auto time = error ? std::filesystem::file_time_type{} : std::filesystem::last_write_time(file, error);
+      const auto time =
+          error ? std::filesystem::file_time_type{} : std::filesystem::last_write_time(file, error);
       if (!error)
         id += fmt::format(" {} {} {}", file.string(), size, time.time_since_epoch().count());
     }
@@ -130,7 +132,8 @@ PtxasReport parse_ptxas_report(std::string_view log_view, std::string_view name)
   if (pos == std::string::npos) return r;
   const std::string tail = log.substr(pos);
   std::smatch m;
-  static const std::regex frame(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
+  static const std::regex frame(
+      R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
   static const std::regex used(R"(Used (\d+) registers)");
   static const std::regex smem(R"((\d+) bytes smem)");
   if (std::regex_search(tail, m, frame)) {
@@ -149,7 +152,8 @@ PtxasReport parse_ptxas_report(std::string_view log_view, std::string_view name)
   return r;
 }
 
-Compiler::Compiler(bool use_cache, std::optional<std::filesystem::path> dir, std::vector<EmbeddedFile> templates)
+Compiler::Compiler(bool use_cache, std::optional<std::filesystem::path> dir,
+                   std::vector<EmbeddedFile> templates)
     : templates_(std::move(templates)) {
   if (use_cache && !env_var("GEMMTUNE_NO_KERNEL_CACHE"))
     cache_.emplace(dir ? *dir : cache_dir() / "kernels");
@@ -159,8 +163,8 @@ std::vector<std::string> Compiler::options(const ArchInfo& arch) const {
   // -minimal leaves out the runtime API declarations (textures, device launches, driver
   // types) that no template uses: 8% less compile time, byte-identical cubins (docs/PERF.md).
   // -v: the ptxas report (registers, spills) is part of every result.
-  std::vector<std::string> opts = {
-      "--gpu-architecture=" + arch.name(), "-std=c++17", "-minimal", "--ptxas-options=-v", "-DNDEBUG"};
+  std::vector<std::string> opts = {"--gpu-architecture=" + arch.name(), "-std=c++17", "-minimal",
+                                   "--ptxas-options=-v", "-DNDEBUG"};
   if (env_var("GEMMTUNE_LINEINFO")) opts.push_back("-lineinfo");
   return opts;
 }
@@ -169,11 +173,12 @@ CompiledKernel Compiler::compile(const KernelSource& source, const ArchInfo& arc
   const auto opts = options(arch);
   // Everything the cubin depends on: a change to any included template, an option, NVRTC or the
   // target is a miss, never a stale binary.
-  const std::string key = KernelCache::key({.source_hash = source.hash,
-                                            .templates_hash = included_templates_digest(source.code, templates_),
-                                            .options = join(opts),
-                                            .nvrtc = nvrtc_identity(),
-                                            .arch = arch.name()});
+  const std::string key =
+      KernelCache::key({.source_hash = source.hash,
+                        .templates_hash = included_templates_digest(source.code, templates_),
+                        .options = join(opts),
+                        .nvrtc = nvrtc_identity(),
+                        .arch = arch.name()});
   dump("GEMMTUNE_DUMP_SOURCE", source.name, ".cu", source.code);
   if (cache_) {
     if (auto hit = cache_->load(key)) {
@@ -218,7 +223,8 @@ CompiledKernel Compiler::compile_uncached(const KernelSource& source, const Arch
              arch.name(), nvrtcGetErrorString(result), join(opts), k.log);
   }
   k.cubin = program.cubin();
-  k.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  k.compile_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   k.compile_cpu_ms = thread_cpu_ms() - cpu_start;
   k.report = parse_ptxas_report(k.log, k.name);
   if (env_var("GEMMTUNE_DUMP_PTX")) {

@@ -58,7 +58,8 @@ DeviceInfo query_device(int ordinal) {
   d.arch.clock_ghz = d.sm_clock_khz * 1e-6;
   const double memory_khz = attribute(dev, CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
   const double bus_bits = attribute(dev, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
-  if (memory_khz > 0 && bus_bits > 0) d.arch.dram_gb_per_s = memory_khz * 1e3 * 2 * bus_bits / 8 / 1e9;
+  if (memory_khz > 0 && bus_bits > 0)
+    d.arch.dram_gb_per_s = memory_khz * 1e3 * 2 * bus_bits / 8 / 1e9;
   if (d.l2_bytes > 0) d.arch.l2_bytes = d.l2_bytes;
   size_t total = 0;
   GT_CU(cuDeviceTotalMem(&total, dev));
@@ -82,8 +83,8 @@ CUcontext ensure_context() {
 CUcontext make_current(int ordinal) {
   const int count = device_count();
   GT_REQUIRE(count > 0, Errc::no_device, "no GPU: the CUDA driver found no device");
-  GT_REQUIRE(ordinal >= 0 && ordinal < count, Errc::invalid_argument, "there is no GPU {} (this machine has {})",
-             ordinal, count);
+  GT_REQUIRE(ordinal >= 0 && ordinal < count, Errc::invalid_argument,
+             "there is no GPU {} (this machine has {})", ordinal, count);
   CUdevice dev;
   GT_CU(cuDeviceGet(&dev, ordinal));
   // Retained for the life of the process, as the CUDA runtime does.

@@ -27,15 +27,16 @@ Loaded load() {
   std::string missing;
 #define GEMMTUNE_STRINGIFY2(x) #x
 #define GEMMTUNE_STRINGIFY(x) GEMMTUNE_STRINGIFY2(x)
-#define GEMMTUNE_DRIVER_LOAD(fn)                                                   \
+#define GEMMTUNE_DRIVER_LOAD(fn)                                                           \
   out.api.fn = reinterpret_cast<decltype(out.api.fn)>(dlsym(lib, GEMMTUNE_STRINGIFY(fn))); \
-  if (out.api.fn == nullptr) missing += std::string(missing.empty() ? "" : ", ") + GEMMTUNE_STRINGIFY(fn);
+  if (out.api.fn == nullptr)                                                               \
+    missing += std::string(missing.empty() ? "" : ", ") + GEMMTUNE_STRINGIFY(fn);
   GEMMTUNE_DRIVER_FUNCTIONS(GEMMTUNE_DRIVER_LOAD)
 #undef GEMMTUNE_DRIVER_LOAD
   if (!missing.empty()) {
     out.error = "the CUDA driver lacks " + missing + ": it is older than CUDA " +
-                std::to_string(CUDA_VERSION / 1000) + "." + std::to_string(CUDA_VERSION % 1000 / 10) +
-                "; update the NVIDIA driver";
+                std::to_string(CUDA_VERSION / 1000) + "." +
+                std::to_string(CUDA_VERSION % 1000 / 10) + "; update the NVIDIA driver";
     return out;
   }
   const CUresult init = out.api.cuInit(0);
@@ -70,7 +71,9 @@ bool available() noexcept {
   }
 }
 
-std::string unavailable_reason() { return loaded().error; }
+std::string unavailable_reason() {
+  return loaded().error;
+}
 
 std::string error_text(CUresult result) {
   const char* name = nullptr;

@@ -15,8 +15,9 @@ namespace gemmtune {
 // The host must see GemmArgs exactly as NVRTC does (templates/gemm_args.h).
 static_assert(sizeof(GemmTensorMap) == 128 && alignof(GemmTensorMap) == 64);
 static_assert(sizeof(GemmTensorMap) == sizeof(CUtensorMap));
-static_assert(offsetof(GemmArgs, a) == 384 && offsetof(GemmArgs, m) == 432 && offsetof(GemmArgs, workspace) == 464 &&
-              offsetof(GemmArgs, counters) == 472 && offsetof(GemmArgs, divisors) == 480);
+static_assert(offsetof(GemmArgs, a) == 384 && offsetof(GemmArgs, m) == 432 &&
+              offsetof(GemmArgs, workspace) == 464 && offsetof(GemmArgs, counters) == 472 &&
+              offsetof(GemmArgs, divisors) == 480);
 static_assert(sizeof(GemmArgs) == 512);
 
 LoadedKernel::LoadedKernel(const CompiledKernel& compiled, uint32_t dynamic_smem)
@@ -31,7 +32,8 @@ LoadedKernel::LoadedKernel(const CompiledKernel& compiled, std::string entry, ui
     cu::throw_cu(r, "cuModuleGetFunction", __FILE__, __LINE__);
   }
   if (dynamic_smem > 48 * 1024)
-    GT_CU(cuFuncSetAttribute(function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(dynamic_smem)));
+    GT_CU(cuFuncSetAttribute(function_, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                             int(dynamic_smem)));
 }
 
 LoadedKernel::~LoadedKernel() {
@@ -58,11 +60,13 @@ int LoadedKernel::occupancy(const LaunchGeometry& g) const {
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
     int clusters = 0;
-    if (cu::api().cuOccupancyMaxActiveClusters(&clusters, function_, &cfg) != CUDA_SUCCESS) return 0;
+    if (cu::api().cuOccupancyMaxActiveClusters(&clusters, function_, &cfg) != CUDA_SUCCESS)
+      return 0;
     return clusters;
   }
   int blocks = 0;
-  GT_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, function_, int(threads), g.smem_bytes));
+  GT_CU(
+      cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, function_, int(threads), g.smem_bytes));
   return blocks;
 }
 
@@ -74,8 +78,9 @@ uint32_t LoadedKernel::resident_ctas(const LaunchGeometry& g, int sms) const {
 
 GemmArgs plain_args(const LaunchGeometry& g, const Problem& p, const GemmOperands& ops) {
   GT_REQUIRE(g.reads_c || ops.beta == 0.0f, Errc::invalid_argument,
-             "beta = {} on a kernel built for beta = 0 ({}): select a kernel for the problem with beta != 0", ops.beta,
-             p.describe());
+             "beta = {} on a kernel built for beta = 0 ({}): select a kernel for the problem with "
+             "beta != 0",
+             ops.beta, p.describe());
   GemmArgs args{};
   args.a = ops.a;
   args.b = ops.b;
@@ -96,7 +101,8 @@ GemmArgs plain_args(const LaunchGeometry& g, const Problem& p, const GemmOperand
   return args;
 }
 
-void launch_raw(CUfunction function, uint32_t grid, uint32_t block, void** params, CUstream stream) {
+void launch_raw(CUfunction function, uint32_t grid, uint32_t block, void** params,
+                CUstream stream) {
   CUlaunchConfig cfg{};
   cfg.gridDimX = grid;
   cfg.gridDimY = 1;
@@ -108,7 +114,8 @@ void launch_raw(CUfunction function, uint32_t grid, uint32_t block, void** param
   GT_CU(cuLaunchKernelEx(&cfg, function, params, nullptr));
 }
 
-void launch_kernel(CUfunction function, const LaunchGeometry& g, const GemmArgs& args, CUstream stream) {
+void launch_kernel(CUfunction function, const LaunchGeometry& g, const GemmArgs& args,
+                   CUstream stream) {
   CUlaunchConfig cfg{};
   cfg.gridDimX = g.grid[0];
   cfg.gridDimY = g.grid[1];
@@ -176,8 +183,8 @@ std::shared_ptr<Launcher> context_launcher(const Compiler& compiler, const ArchI
 
 }  // namespace
 
-ReadyKernel prepare_kernel(const Compiler& compiler, const KernelConfig& config, const Problem& problem,
-                           const ArchInfo& arch) {
+ReadyKernel prepare_kernel(const Compiler& compiler, const KernelConfig& config,
+                           const Problem& problem, const ArchInfo& arch) {
   ReadyKernel k;
   k.family = &find_family(config.family);
   k.config = config;

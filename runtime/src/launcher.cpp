@@ -15,7 +15,9 @@
 namespace gemmtune {
 namespace {
 
-bool tma_aligned(CUdeviceptr p, int64_t ld, DType dtype) { return p % 16 == 0 && tma_ld_aligned(ld, dtype); }
+bool tma_aligned(CUdeviceptr p, int64_t ld, DType dtype) {
+  return p % 16 == 0 && tma_ld_aligned(ld, dtype);
+}
 
 // How much of the L2 a TMA load pulls in around what it reads. Rows that start on 128-byte
 // lines take 256 bytes (the next k-block's half too); rows off the lines take 128: with 256,
@@ -28,7 +30,9 @@ CUtensorMapL2promotion l2_promotion(CUdeviceptr p, int64_t ld, DType dtype) {
 }
 
 // Packed rows start on 128-byte lines (64 values), where TMA reads them fastest.
-int64_t packed_ld(int64_t rows) { return (rows + 63) / 64 * 64; }
+int64_t packed_ld(int64_t rows) {
+  return (rows + 63) / 64 * 64;
+}
 
 KernelSource pack_source() {
   return make_source("gemmtune_pack16", "// operand packing for TMA\n#include \"pack.cuh\"\n");
@@ -45,7 +49,8 @@ struct Launcher::MapKey {
   bool operator<(const MapKey& o) const { return tie() < o.tie(); }
 };
 
-Launcher::Launcher(Compiler compiler, ArchInfo arch) : compiler_(std::move(compiler)), arch_(arch) {}
+Launcher::Launcher(Compiler compiler, ArchInfo arch)
+    : compiler_(std::move(compiler)), arch_(arch) {}
 Launcher::~Launcher() = default;
 
 // Encoding a map costs microseconds per call: maps are kept (the key is everything a map encodes).
@@ -58,10 +63,12 @@ GemmTensorMap Launcher::tensor_map(const MapKey& key) {
   const cuuint64_t strides[1] = {cuuint64_t(key.ld * dtype_size(key.dtype))};
   const cuuint32_t box[2] = {key.box0, key.box1};
   const cuuint32_t element_strides[2] = {1, 1};
-  const auto type = key.dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  const auto type =
+      key.dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   GT_CU(cuTensorMapEncodeTiled(&map, type, 2, reinterpret_cast<void*>(key.ptr), dims, strides, box,
-                               element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                               l2_promotion(key.ptr, key.ld, key.dtype), CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+                               element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                               CU_TENSOR_MAP_SWIZZLE_128B, l2_promotion(key.ptr, key.ld, key.dtype),
+                               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
   GemmTensorMap out;
   std::memcpy(&out, &map, sizeof(out));
   maps_.emplace(key, out);
@@ -81,22 +88,24 @@ CUdeviceptr Launcher::pack(Operand operand, CUdeviceptr src, int64_t rows, int64
       pack_ = std::make_unique<LoadedKernel>(pack_compiled_, "gemmtune_pack16", 0);
     }
   }
-  const CUdeviceptr dst = packed_.at_least(stream, int(operand), uint64_t(packed_ld * cols * 2), false);
+  const CUdeviceptr dst =
+      packed_.at_least(stream, int(operand), uint64_t(packed_ld * cols * 2), false);
   unsigned long long s = src, d = dst;
   long long src_ld = ld, dst_ld = packed_ld;
   long long r = rows, c = cols;  // 64-bit, as gemmtune_pack16 takes them
   void* params[] = {&s, &src_ld, &r, &c, &d, &dst_ld};
   const int64_t chunks = (rows + 7) / 8 * cols;
-  launch_raw(pack_->function(), uint32_t(std::clamp<int64_t>((chunks + 255) / 256, 1, 8 * 65535)), 256, params,
-             stream);
+  launch_raw(pack_->function(), uint32_t(std::clamp<int64_t>((chunks + 255) / 256, 1, 8 * 65535)),
+             256, params, stream);
   return dst;
 }
 
-void Launcher::launch(const LoadedKernel& kernel, const LaunchGeometry& geometry, const Problem& problem,
-                      const GemmOperands& operands, CUstream stream) {
+void Launcher::launch(const LoadedKernel& kernel, const LaunchGeometry& geometry,
+                      const Problem& problem, const GemmOperands& operands, CUstream stream) {
   GT_REQUIRE((geometry.workspace_bytes == 0 || operands.workspace != 0) &&
                  (geometry.counter_bytes == 0 || operands.counters != 0),
-             Errc::internal, "{} needs a workspace of {} bytes and {} bytes of counters, and got none",
+             Errc::internal,
+             "{} needs a workspace of {} bytes and {} bytes of counters, and got none",
              kernel.name(), geometry.workspace_bytes, geometry.counter_bytes);
   GemmOperands ops = operands;
   Problem p = problem;
@@ -118,13 +127,16 @@ void Launcher::launch(const LoadedKernel& kernel, const LaunchGeometry& geometry
   }
   GemmArgs args = plain_args(geometry, p, ops);
   if (need_a.needed)
-    args.map_a = tensor_map(MapKey{ops.a, p.rows_a(), p.cols_a(), p.lda, need_a.box_rows, need_a.box_cols, p.dtype});
+    args.map_a = tensor_map(
+        MapKey{ops.a, p.rows_a(), p.cols_a(), p.lda, need_a.box_rows, need_a.box_cols, p.dtype});
   if (need_b.needed)
-    args.map_b = tensor_map(MapKey{ops.b, p.rows_b(), p.cols_b(), p.ldb, need_b.box_rows, need_b.box_cols, p.dtype});
+    args.map_b = tensor_map(
+        MapKey{ops.b, p.rows_b(), p.cols_b(), p.ldb, need_b.box_rows, need_b.box_cols, p.dtype});
   // TMA stores write C (and with beta != 0 TMA loads read it) through map_c when C is aligned.
   const TensorMapNeed& need_c = geometry.map(Operand::c);
   if (need_c.needed && tma_aligned(ops.c, p.ldc, p.dtype)) {
-    args.map_c = tensor_map(MapKey{ops.c, p.m, p.n, p.ldc, need_c.box_rows, need_c.box_cols, p.dtype});
+    args.map_c =
+        tensor_map(MapKey{ops.c, p.m, p.n, p.ldc, need_c.box_rows, need_c.box_cols, p.dtype});
     args.flags |= GEMM_ARGS_MAP_C;
   }
   launch_kernel(kernel.function(), geometry, args, stream);

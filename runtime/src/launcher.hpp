@@ -21,8 +21,8 @@ class Launcher {
  private:
   struct MapKey;
   GemmTensorMap tensor_map(const MapKey& key);
-  CUdeviceptr pack(Operand operand, CUdeviceptr src, int64_t rows, int64_t cols, int64_t ld, int64_t packed_ld,
-                   CUstream stream);
+  CUdeviceptr pack(Operand operand, CUdeviceptr src, int64_t rows, int64_t cols, int64_t ld,
+                   int64_t packed_ld, CUstream stream);
 
   Compiler compiler_;
   ArchInfo arch_;

@@ -19,10 +19,14 @@ namespace gemmtune {
 
 const char* to_string(Source source) noexcept {
   switch (source) {
-    case Source::tuned: return "tuned";
-    case Source::other_version: return "other_version";
-    case Source::nearest: return "nearest";
-    case Source::fallback: return "fallback";
+    case Source::tuned:
+      return "tuned";
+    case Source::other_version:
+      return "other_version";
+    case Source::nearest:
+      return "nearest";
+    case Source::fallback:
+      return "fallback";
   }
   return "?";
 }
@@ -33,9 +37,9 @@ struct ProblemKey {
   Problem p;
   bool operator==(const ProblemKey& o) const {
     const Problem& q = o.p;
-    return p.dtype == q.dtype && p.op_a == q.op_a && p.op_b == q.op_b && p.m == q.m &&
-           p.n == q.n && p.k == q.k && p.lda == q.lda && p.ldb == q.ldb && p.ldc == q.ldc &&
-           p.align == q.align && p.reads_c == q.reads_c;
+    return p.dtype == q.dtype && p.op_a == q.op_a && p.op_b == q.op_b && p.m == q.m && p.n == q.n &&
+           p.k == q.k && p.lda == q.lda && p.ldb == q.ldb && p.ldc == q.ldc && p.align == q.align &&
+           p.reads_c == q.reads_c;
   }
 };
 
@@ -100,9 +104,10 @@ bool trustworthy(const BestRecord& best, const ArchInfo& arch) {
 }
 
 std::string versions_note(const DeviceKey& tuned, const DeviceKey& here) {
-  return fmt::format("tuned on this GPU under driver {} and NVRTC {} (this process: driver {}, NVRTC {}); "
-                     "gemm-tune re-tunes it for these",
-                     tuned.driver, tuned.nvrtc, here.driver, here.nvrtc);
+  return fmt::format(
+      "tuned on this GPU under driver {} and NVRTC {} (this process: driver {}, NVRTC {}); "
+      "gemm-tune re-tunes it for these",
+      tuned.driver, tuned.nvrtc, here.driver, here.nvrtc);
 }
 
 // " with beta = 0" / " with beta != 0" where the tuned problem's class is not the call's.
@@ -128,7 +133,8 @@ std::vector<std::string> family_filter(const Options& options) {
   std::vector<std::string> names;
   for (size_t start = 0; start <= list.size();) {
     const size_t comma = std::min(list.find(',', start), list.size());
-    if (comma > start) names.push_back(std::string(find_family(list.substr(start, comma - start)).name()));
+    if (comma > start)
+      names.push_back(std::string(find_family(list.substr(start, comma - start)).name()));
     start = comma + 1;
   }
   return names;
@@ -156,7 +162,8 @@ struct Library::Impl {
         only_families(family_filter(options)),
         compiler(true, options.cache_dir.empty()
                            ? std::optional<std::filesystem::path>{}
-                           : std::optional<std::filesystem::path>{std::filesystem::path(options.cache_dir) / "kernels"}) {}
+                           : std::optional<std::filesystem::path>{
+                                 std::filesystem::path(options.cache_dir) / "kernels"}) {}
 
   // The database, opened once, read-only; none when it does not exist yet or cannot be read.
   TuningDb* database() {
@@ -169,7 +176,8 @@ struct Library::Impl {
     try {
       db = std::make_unique<TuningDb>(path, TuningDb::Mode::read_only);
     } catch (const Error& e) {
-      log().warn("tuning database {} not used ({}); using the built-in defaults", path.string(), e.what());
+      log().warn("tuning database {} not used ({}); using the built-in defaults", path.string(),
+                 e.what());
     }
     return db.get();
   }
@@ -186,24 +194,28 @@ struct Library::Impl {
     auto families = families_for(p, dev.arch);
     std::erase_if(families, [&](const Family* f) { return !allowed(only_families, f->name()); });
     GT_REQUIRE(!families.empty(), Errc::unsupported, "no kernel family{} supports {} {} on {} ({})",
-               only_families.empty() ? "" : " of GEMMTUNE_FAMILIES / Options::families", to_string(p.dtype),
-               p.layout(), dev.name, dev.arch.name());
-    auto usable = [&](const KernelConfig& c) { return allowed(only_families, c.family) && fits(c, p, dev.arch); };
+               only_families.empty() ? "" : " of GEMMTUNE_FAMILIES / Options::families",
+               to_string(p.dtype), p.layout(), dev.name, dev.arch.name());
+    auto usable = [&](const KernelConfig& c) {
+      return allowed(only_families, c.family) && fits(c, p, dev.arch);
+    };
     Selection sel;
     if (TuningDb* tdb = database()) {
       try {
-        if (auto best = tdb->best(dev.key, p);
-            best && trustworthy(*best, dev.arch) && allowed(only_families, best->winner.config.family)) {
+        if (auto best = tdb->best(dev.key, p); best && trustworthy(*best, dev.arch) &&
+                                               allowed(only_families, best->winner.config.family)) {
           sel.source = Source::tuned;
           return {best->winner.config, sel};
         }
         for (const auto& other : tdb->bests_under_other_versions(dev.key, p)) {
-          if (!trustworthy(other, dev.arch) || !allowed(only_families, other.winner.config.family)) continue;
+          if (!trustworthy(other, dev.arch) || !allowed(only_families, other.winner.config.family))
+            continue;
           sel.source = Source::other_version;
           sel.note = versions_note(other.device, dev.key);
           return {other.winner.config, sel};
         }
-        // A winner of another shape, its derived parameters made for this one (with_derived_params).
+        // A winner of another shape, its derived parameters made for this one
+        // (with_derived_params).
         const BestRecord* nearest = nullptr;
         KernelConfig nearest_config;
         double nearest_distance = std::numeric_limits<double>::max();
@@ -224,8 +236,8 @@ struct Library::Impl {
         }
       } catch (const Error& e) {
         // A damaged file can open fine and fail only here: say so once, then do without it.
-        log().warn("tuning database {} cannot be read ({}); using the built-in defaults", db->path().string(),
-                   e.what());
+        log().warn("tuning database {} cannot be read ({}); using the built-in defaults",
+                   db->path().string(), e.what());
         db.reset();
       }
     }
@@ -240,7 +252,8 @@ struct Library::Impl {
     const std::string name = family.kernel_name(config);
     auto it = state.kernels.find(name);
     if (it != state.kernels.end()) return it->second;
-    auto kernel = std::make_shared<const ReadyKernel>(prepare_kernel(compiler, config, p, state.info.arch));
+    auto kernel =
+        std::make_shared<const ReadyKernel>(prepare_kernel(compiler, config, p, state.info.arch));
     state.kernels.emplace(name, kernel);
     return kernel;
   }

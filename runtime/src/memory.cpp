@@ -21,17 +21,25 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& o) noexcept {
   return *this;
 }
 
-StreamHandle::StreamHandle() { GT_CU(cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING)); }
+StreamHandle::StreamHandle() {
+  GT_CU(cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING));
+}
 StreamHandle::~StreamHandle() {
   if (stream_) cu::api().cuStreamDestroy(stream_);
 }
-void StreamHandle::synchronize() const { GT_CU(cuStreamSynchronize(stream_)); }
+void StreamHandle::synchronize() const {
+  GT_CU(cuStreamSynchronize(stream_));
+}
 
-EventHandle::EventHandle() { GT_CU(cuEventCreate(&event_, CU_EVENT_DEFAULT)); }
+EventHandle::EventHandle() {
+  GT_CU(cuEventCreate(&event_, CU_EVENT_DEFAULT));
+}
 EventHandle::~EventHandle() {
   if (event_) cu::api().cuEventDestroy(event_);
 }
-void EventHandle::record(CUstream stream) const { GT_CU(cuEventRecord(event_, stream)); }
+void EventHandle::record(CUstream stream) const {
+  GT_CU(cuEventRecord(event_, stream));
+}
 float EventHandle::since(const EventHandle& start) const {
   float ms = 0;
   GT_CU(cuEventElapsedTime(&ms, start.event_, event_));

@@ -33,7 +33,8 @@ bool lists(const std::string& text, const std::string& key) {
 }
 
 [[noreturn]] void throw_io(const std::string& what, const std::filesystem::path& file) {
-  GT_THROW(Errc::io, "GEMMTUNE_RECORD: cannot {} {}: {}", what, file.string(), std::strerror(errno));
+  GT_THROW(Errc::io, "GEMMTUNE_RECORD: cannot {} {}: {}", what, file.string(),
+           std::strerror(errno));
 }
 
 std::string read_all(int fd, const std::filesystem::path& file) {

@@ -30,7 +30,8 @@ CUdeviceptr StreamBuffers::at_least(CUstream stream, int slot, uint64_t bytes, b
 void StreamBuffers::zero_fill(int slot) {
   std::lock_guard lock(mutex_);
   for (auto& [key, buffer] : buffers_)
-    if (key.second == slot && buffer.ptr) GT_CU(cuMemsetD8Async(buffer.ptr, 0, buffer.bytes, key.first));
+    if (key.second == slot && buffer.ptr)
+      GT_CU(cuMemsetD8Async(buffer.ptr, 0, buffer.bytes, key.first));
 }
 
 void Workspaces::provide(CUstream stream, const LaunchGeometry& geometry, GemmOperands& ops) {
@@ -38,6 +39,8 @@ void Workspaces::provide(CUstream stream, const LaunchGeometry& geometry, GemmOp
   ops.workspace = buffers_.at_least(stream, kScratch, geometry.workspace_bytes, true);
 }
 
-void Workspaces::clear() { buffers_.zero_fill(kCounters); }
+void Workspaces::clear() {
+  buffers_.zero_fill(kCounters);
+}
 
 }  // namespace gemmtune

@@ -16,9 +16,11 @@ GEMMTUNE_DEVICE_INLINE u32 cluster_ctarank() {
 // their 16 bytes on that CTA's barrier at the same offset as `bar` (which expects them).
 GEMMTUNE_DEVICE_INLINE void st_async_v4(const void* local, const u64* bar, u32 cta, float4 v) {
   const u32 remote = cluster_smem_u32(local, cta), remote_bar = cluster_smem_u32(bar, cta);
-  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, [%5];" ::"r"(remote),
-               "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w), "r"(remote_bar)
-               : "memory");
+  asm volatile(
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, "
+      "[%5];" ::"r"(remote),
+      "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w), "r"(remote_bar)
+      : "memory");
 }
 
 // The two halves of a cluster barrier, for a thread that has work to do before it needs the
@@ -28,7 +30,9 @@ GEMMTUNE_DEVICE_INLINE void st_async_v4(const void* local, const u64* bar, u32 c
 GEMMTUNE_DEVICE_INLINE void cluster_arrive_relaxed() {
   asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
 }
-GEMMTUNE_DEVICE_INLINE void cluster_wait() { asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory"); }
+GEMMTUNE_DEVICE_INLINE void cluster_wait() {
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
 
 // Gives up registers (producer) or takes them (consumers); every thread of the warpgroup.
 template <int REGS>

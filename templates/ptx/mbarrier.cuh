@@ -6,7 +6,9 @@
 namespace gemmtune {
 namespace ptx {
 
-GEMMTUNE_DEVICE_INLINE u32 smem_u32(const void* p) { return static_cast<u32>(__cvta_generic_to_shared(p)); }
+GEMMTUNE_DEVICE_INLINE u32 smem_u32(const void* p) {
+  return static_cast<u32>(__cvta_generic_to_shared(p));
+}
 
 // The address of the same shared-memory location in CTA `cta` of this cluster.
 GEMMTUNE_DEVICE_INLINE u32 cluster_smem_u32(const void* p, u32 cta) {
@@ -16,7 +18,8 @@ GEMMTUNE_DEVICE_INLINE u32 cluster_smem_u32(const void* p, u32 cta) {
 }
 
 GEMMTUNE_DEVICE_INLINE void mbarrier_init(u64* bar, u32 arrivals) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(arrivals) : "memory");
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(arrivals)
+               : "memory");
 }
 
 // Makes initialised barriers visible to the async proxy and to the other CTAs of the cluster.
@@ -26,7 +29,8 @@ GEMMTUNE_DEVICE_INLINE void mbarrier_init_fence() {
 
 // One arrival that also announces `bytes` of copies that will complete on this barrier.
 GEMMTUNE_DEVICE_INLINE void mbarrier_arrive_expect_tx(u64* bar, u32 bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)), "r"(bytes)
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)),
+               "r"(bytes)
                : "memory");
 }
 
@@ -37,13 +41,15 @@ GEMMTUNE_DEVICE_INLINE void mbarrier_arrive(u64* bar) {
 // Arrives on the barrier at the same offset in CTA `cta` of this cluster. CTA-scope release: it
 // only says "done reading" (wgmma reads are complete by then), so no cluster-wide fence is paid.
 GEMMTUNE_DEVICE_INLINE void mbarrier_arrive_cluster(u64* bar, u32 cta) {
-  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(cluster_smem_u32(bar, cta)) : "memory");
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(cluster_smem_u32(bar, cta))
+               : "memory");
 }
 
 GEMMTUNE_DEVICE_INLINE bool mbarrier_try_wait(u64* bar, u32 parity) {
   u32 done;
   asm volatile(
-      "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+      "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, "
+      "0, p;\n}"
       : "=r"(done)
       : "r"(smem_u32(bar)), "r"(parity)
       : "memory");
@@ -62,7 +68,8 @@ GEMMTUNE_DEVICE_INLINE void mbarrier_wait_cluster(u64* bar, u32 parity) {
   u32 done = 0;
   while (!done) {
     asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}"
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], "
+        "%2;\n selp.u32 %0, 1, 0, p;\n}"
         : "=r"(done)
         : "r"(smem_u32(bar)), "r"(parity)
         : "memory");

@@ -10,9 +10,10 @@ namespace ptx {
 
 // Volatile and "memory": what it writes is read by TMA stores after a proxy fence and a barrier.
 GEMMTUNE_DEVICE_INLINE void stmatrix_x4(u32 shared_address, const u32 (&r)[4]) {
-  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(shared_address),
-               "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
-               : "memory");
+  asm volatile(
+      "stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};" ::"r"(shared_address),
+      "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3])
+      : "memory");
 }
 
 }  // namespace ptx

@@ -21,7 +21,8 @@ GEMMTUNE_DEVICE_INLINE void tma_load_2d(void* dst, const void* map, u64* bar, in
 
 // Fetches the box at (c0, c1) into L2, nothing waiting for it.
 GEMMTUNE_DEVICE_INLINE void tma_prefetch_2d(const void* map, int c0, int c1) {
-  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];" ::"l"(reinterpret_cast<u64>(map)),
+  asm volatile("cp.async.bulk.prefetch.tensor.2d.L2.global.tile [%0, {%1, %2}];" ::"l"(
+                   reinterpret_cast<u64>(map)),
                "r"(c0), "r"(c1)
                : "memory");
 }
@@ -40,19 +41,22 @@ GEMMTUNE_DEVICE_INLINE u64 l2_evict_first_policy() {
 }
 
 // tma_load_2d with an L2 cache policy (l2_evict_first_policy).
-GEMMTUNE_DEVICE_INLINE void tma_load_2d_hint(void* dst, const void* map, u64* bar, int c0, int c1, u64 policy) {
+GEMMTUNE_DEVICE_INLINE void tma_load_2d_hint(void* dst, const void* map, u64* bar, int c0, int c1,
+                                             u64 policy) {
   asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_hint"
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::cache_"
+      "hint"
       " [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(smem_u32(dst)),
       "l"(reinterpret_cast<u64>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "l"(policy)
       : "memory");
 }
 
 // The same copy, delivered to dst and bar at the same offsets in every CTA of `cta_mask`.
-GEMMTUNE_DEVICE_INLINE void tma_load_2d_multicast(void* dst, const void* map, u64* bar, int c0, int c1,
-                                                  u16 cta_mask) {
+GEMMTUNE_DEVICE_INLINE void tma_load_2d_multicast(void* dst, const void* map, u64* bar, int c0,
+                                                  int c1, u16 cta_mask) {
   asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::"
+      "cluster"
       " [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(smem_u32(dst)),
       "l"(reinterpret_cast<u64>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "h"(cta_mask)
       : "memory");
@@ -61,12 +65,15 @@ GEMMTUNE_DEVICE_INLINE void tma_load_2d_multicast(void* dst, const void* map, u6
 // Copies the box at (c0, c1) from shared memory to global memory (out-of-bounds parts are not
 // written); completes as part of this thread's bulk group.
 GEMMTUNE_DEVICE_INLINE void tma_store_2d(const void* map, const void* src, int c0, int c1) {
-  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%2, %3}], [%1];" ::"l"(
-                   reinterpret_cast<u64>(map)),
-               "r"(smem_u32(src)), "r"(c0), "r"(c1)
-               : "memory");
+  asm volatile(
+      "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group [%0, {%2, %3}], [%1];" ::"l"(
+          reinterpret_cast<u64>(map)),
+      "r"(smem_u32(src)), "r"(c0), "r"(c1)
+      : "memory");
 }
-GEMMTUNE_DEVICE_INLINE void bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+GEMMTUNE_DEVICE_INLINE void bulk_commit() {
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
 // All but the PENDING most recent groups of committed stores have finished reading shared
 // memory (it may be overwritten).
 template <int PENDING = 0>
@@ -74,9 +81,13 @@ GEMMTUNE_DEVICE_INLINE void bulk_wait_read() {
   asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(PENDING) : "memory");
 }
 // The committed stores are complete.
-GEMMTUNE_DEVICE_INLINE void bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+GEMMTUNE_DEVICE_INLINE void bulk_wait() {
+  asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+}
 // Shared-memory writes of this thread become visible to TMA (the async proxy).
-GEMMTUNE_DEVICE_INLINE void fence_async_shared() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+GEMMTUNE_DEVICE_INLINE void fence_async_shared() {
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+}
 
 // Synchronises `threads` threads on named barrier `id` (0 is __syncthreads').
 GEMMTUNE_DEVICE_INLINE void named_barrier(int id, int threads) {

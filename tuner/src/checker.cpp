@@ -16,9 +16,13 @@ uint32_t blocks_for(int64_t count) {
   return uint32_t(std::clamp<int64_t>((count + kBlock - 1) / kBlock, 1, 65535));
 }
 
-int dtype_code(DType d) { return d == DType::f32 ? 0 : d == DType::f16 ? 1 : 2; }
+int dtype_code(DType d) {
+  return d == DType::f32 ? 0 : d == DType::f16 ? 1 : 2;
+}
 
-int64_t stored_elements(int64_t ld, int64_t cols) { return ld * cols; }
+int64_t stored_elements(int64_t ld, int64_t cols) {
+  return ld * cols;
+}
 
 KernelSource testing_source() {
   return make_source("gemmtune_testing", "// verification kernels\n#include \"testing.cuh\"\n");
@@ -50,9 +54,12 @@ CheckArgs base_args(const ProblemData& d, float alpha, float beta) {
 
 double tolerance(DType dtype) {
   switch (dtype) {
-    case DType::f32: return 1e-4;
-    case DType::f16: return 4e-3;   // output rounding alone: 2^-11 of |ref|
-    case DType::bf16: return 1e-2;  // output rounding alone: 2^-8 of |ref|
+    case DType::f32:
+      return 1e-4;
+    case DType::f16:
+      return 4e-3;  // output rounding alone: 2^-11 of |ref|
+    case DType::bf16:
+      return 1e-2;  // output rounding alone: 2^-8 of |ref|
   }
   return 1e-2;
 }
@@ -95,7 +102,8 @@ Verdict Checker::compare(CheckArgs args, CUstream stream) const {
   args.bad = scratch_.ptr() + 4;
   GT_CU(cuMemsetD32Async(scratch_.ptr(), 0, 2, stream));
   void* params[] = {&args};
-  launch_raw(check_->function(), uint32_t((args.points + kBlock - 1) / kBlock), kBlock, params, stream);
+  launch_raw(check_->function(), uint32_t((args.points + kBlock - 1) / kBlock), kBlock, params,
+             stream);
   uint32_t host[2] = {};
   GT_CU(cuStreamSynchronize(stream));
   GT_CU(cuMemcpyDtoH(host, scratch_.ptr(), sizeof(host)));
@@ -154,7 +162,8 @@ struct Verifier::Case {
   std::vector<int> sampled_rows, sampled_cols;  // kept until the Verifier's stream is synchronized
   DeviceBuffer rows, cols, ref, scale;
 
-  Case(const Checker& checker, const Problem& p, float alpha_, float beta_, uint64_t seed, CUstream stream)
+  Case(const Checker& checker, const Problem& p, float alpha_, float beta_, uint64_t seed,
+       CUstream stream)
       : data(p, checker, seed, stream), alpha(alpha_), beta(beta_) {
     const int64_t elements = p.m * p.n;
     all_points = elements <= (int64_t(1) << 18);
@@ -186,7 +195,8 @@ struct Verifier::Case {
   }
 
   // Corners, the last rows and columns (tails), and random points.
-  static void sample_points(const Problem& p, uint64_t seed, std::vector<int>& r, std::vector<int>& c) {
+  static void sample_points(const Problem& p, uint64_t seed, std::vector<int>& r,
+                            std::vector<int>& c) {
     std::mt19937_64 rng(seed);
     auto add = [&](int64_t i, int64_t j) {
       r.push_back(int(std::clamp<int64_t>(i, 0, p.m - 1)));
@@ -239,25 +249,31 @@ Verifier::Verifier(const Checker& checker, const Problem& problem, float alpha, 
   const float other_beta = beta == 0.0f ? 0.75f : 0.0f;
   constexpr int64_t kSecondCopyLimit = int64_t(1) << 30;
   const bool sampled = !cases_.front()->all_points;
-  const Problem probe = sampled || data_bytes(problem) > kSecondCopyLimit ? smaller_probe(problem) : problem;
-  if (sampled) cases_.push_back(std::make_unique<Case>(checker, probe, alpha, beta, seed + 7, stream));
+  const Problem probe =
+      sampled || data_bytes(problem) > kSecondCopyLimit ? smaller_probe(problem) : problem;
+  if (sampled)
+    cases_.push_back(std::make_unique<Case>(checker, probe, alpha, beta, seed + 7, stream));
   cases_.push_back(std::make_unique<Case>(checker, probe, alpha, other_beta, seed + 11, stream));
   GT_CU(cuStreamSynchronize(stream));
 }
 
 Verifier::~Verifier() = default;
 
-const ProblemData& Verifier::data() const { return cases_.front()->data; }
+const ProblemData& Verifier::data() const {
+  return cases_.front()->data;
+}
 
 Verdict Verifier::verify(const RunFn& run, CUstream stream, bool kernel_reads_c) const {
   Verdict total;
   if (!kernel_reads_c && cases_.front()->beta != 0.0f) {
     total.ok = false;
-    total.message = fmt::format("the kernel was built for beta = 0 and cannot apply beta = {}", cases_.front()->beta);
+    total.message = fmt::format("the kernel was built for beta = 0 and cannot apply beta = {}",
+                                cases_.front()->beta);
     return total;
   }
   for (const auto& cs : cases_) {
-    if (!kernel_reads_c && cs->beta != 0.0f) continue;  // the other beta path, which it does not have
+    if (!kernel_reads_c && cs->beta != 0.0f)
+      continue;  // the other beta path, which it does not have
     const Problem& p = cs->data.problem;
     cs->data.reset_c(checker_, cs->beta, stream);
     run(p, cs->data.operands(cs->alpha, cs->beta), stream);
@@ -272,11 +288,13 @@ Verdict Verifier::verify(const RunFn& run, CUstream stream, bool kernel_reads_c)
       return total;
     }
     if (!cs->all_points) {
-      const int64_t nonfinite = checker_.count_nonfinite(cs->data.c.ptr(), p.ldc, p.m, p.n, p.dtype, stream);
+      const int64_t nonfinite =
+          checker_.count_nonfinite(cs->data.c.ptr(), p.ldc, p.m, p.n, p.dtype, stream);
       if (nonfinite > 0) {
         total.ok = false;
         total.bad += nonfinite;
-        total.message = fmt::format("{} elements of C are NaN/Inf or unwritten on {}", nonfinite, p.describe());
+        total.message =
+            fmt::format("{} elements of C are NaN/Inf or unwritten on {}", nonfinite, p.describe());
         return total;
       }
     }

@@ -19,7 +19,9 @@ cudaDataType data_type(DType d) {
   return d == DType::f32 ? CUDA_R_32F : d == DType::f16 ? CUDA_R_16F : CUDA_R_16BF;
 }
 
-cublasOperation_t op(Op o) { return o == Op::N ? CUBLAS_OP_N : CUBLAS_OP_T; }
+cublasOperation_t op(Op o) {
+  return o == Op::N ? CUBLAS_OP_N : CUBLAS_OP_T;
+}
 
 // The 32-bit API takes sizes and leading dimensions as int: a cast would silently wrap.
 bool fits_int(const Problem& p) {
@@ -42,10 +44,10 @@ struct Cublas::Impl {
                             int, const void*, void*, cudaDataType, int, cublasComputeType_t,
                             cublasGemmAlgo_t) = nullptr;
   // The 64-bit API (cuBLAS 12 and later): used whenever the library has it.
-  cublasStatus_t (*gemm_ex_64)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int64_t, int64_t,
-                               int64_t, const void*, const void*, cudaDataType, int64_t, const void*,
-                               cudaDataType, int64_t, const void*, void*, cudaDataType, int64_t,
-                               cublasComputeType_t, cublasGemmAlgo_t) = nullptr;
+  cublasStatus_t (*gemm_ex_64)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int64_t,
+                               int64_t, int64_t, const void*, const void*, cudaDataType, int64_t,
+                               const void*, cudaDataType, int64_t, const void*, void*, cudaDataType,
+                               int64_t, cublasComputeType_t, cublasGemmAlgo_t) = nullptr;
   decltype(&::cublasGetVersion_v2) get_version = nullptr;
   cublasHandle_t handle = nullptr;
 };
@@ -78,7 +80,9 @@ std::unique_ptr<Cublas> Cublas::load() {
   return std::unique_ptr<Cublas>(new Cublas(std::move(impl)));
 }
 
-std::string Cublas::why_not() { return load_error(); }
+std::string Cublas::why_not() {
+  return load_error();
+}
 
 Cublas::Cublas(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
@@ -93,25 +97,29 @@ std::string Cublas::version() const {
   return fmt::format("cuBLAS {}.{}.{}", v / 10000, v / 100 % 100, v % 100);
 }
 
-bool Cublas::supports(const Problem& problem) const { return impl_->gemm_ex_64 || fits_int(problem); }
+bool Cublas::supports(const Problem& problem) const {
+  return impl_->gemm_ex_64 || fits_int(problem);
+}
 
 void Cublas::gemm(const Problem& p, const GemmOperands& o, CUstream stream) const {
   GT_REQUIRE(supports(p), Errc::unsupported,
              "{} has no 64-bit API (cublasGemmEx_64) and {} has a size past 2^31 - 1: no cuBLAS "
              "baseline for it",
              version(), p.describe());
-  GT_REQUIRE(impl_->set_stream(impl_->handle, reinterpret_cast<cudaStream_t>(stream)) == CUBLAS_STATUS_SUCCESS,
+  GT_REQUIRE(impl_->set_stream(impl_->handle, reinterpret_cast<cudaStream_t>(stream)) ==
+                 CUBLAS_STATUS_SUCCESS,
              Errc::cuda, "cublasSetStream failed");
   const cudaDataType t = data_type(p.dtype);
   const auto a = reinterpret_cast<const void*>(o.a), b = reinterpret_cast<const void*>(o.b);
   const auto c = reinterpret_cast<void*>(o.c);
   const cublasStatus_t s =
       impl_->gemm_ex_64
-          ? impl_->gemm_ex_64(impl_->handle, op(p.op_a), op(p.op_b), p.m, p.n, p.k, &o.alpha, a, t, p.lda, b, t,
-                              p.ldb, &o.beta, c, t, p.ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
-          : impl_->gemm_ex(impl_->handle, op(p.op_a), op(p.op_b), int(p.m), int(p.n), int(p.k), &o.alpha, a, t,
-                           int(p.lda), b, t, int(p.ldb), &o.beta, c, t, int(p.ldc), CUBLAS_COMPUTE_32F,
-                           CUBLAS_GEMM_DEFAULT);
+          ? impl_->gemm_ex_64(impl_->handle, op(p.op_a), op(p.op_b), p.m, p.n, p.k, &o.alpha, a, t,
+                              p.lda, b, t, p.ldb, &o.beta, c, t, p.ldc, CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT)
+          : impl_->gemm_ex(impl_->handle, op(p.op_a), op(p.op_b), int(p.m), int(p.n), int(p.k),
+                           &o.alpha, a, t, int(p.lda), b, t, int(p.ldb), &o.beta, c, t, int(p.ldc),
+                           CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   GT_REQUIRE(s == CUBLAS_STATUS_SUCCESS, Errc::cuda, "cublasGemmEx failed with status {}", int(s));
 }
 

@@ -52,7 +52,8 @@ std::vector<Group> group_devices(const std::vector<int>& ordinals) {
   std::vector<Group> groups;
   for (int ordinal : ordinals) {
     DeviceInfo info = query_device(ordinal);
-    auto same = std::find_if(groups.begin(), groups.end(), [&](const Group& g) { return g.devices[0].key == info.key; });
+    auto same = std::find_if(groups.begin(), groups.end(),
+                             [&](const Group& g) { return g.devices[0].key == info.key; });
     if (same == groups.end()) same = groups.insert(groups.end(), Group{});
     same->devices.push_back(std::move(info));
   }
@@ -95,7 +96,8 @@ class Runner {
       report.problem = problems_[index];
       report.device = group.devices[0];
       report.interrupted = stop_requested();
-      if (!report.interrupted) report.error = "no GPU of this model is left to tune it: " + group.last_error;
+      if (!report.interrupted)
+        report.error = "no GPU of this model is left to tune it: " + group.last_error;
       deliver(group, index, std::move(report));
     }
   }
@@ -134,7 +136,8 @@ class Runner {
 
 }  // namespace
 
-std::vector<TuneReport> tune_on_devices(const std::vector<Problem>& problems, const TuneOptions& options,
+std::vector<TuneReport> tune_on_devices(const std::vector<Problem>& problems,
+                                        const TuneOptions& options,
                                         const std::vector<int>& ordinals,
                                         const std::function<void(const TuneReport&)>& on_report) {
   GT_REQUIRE(!ordinals.empty(), Errc::invalid_argument, "no GPU to tune on");
@@ -145,7 +148,8 @@ std::vector<TuneReport> tune_on_devices(const std::vector<Problem>& problems, co
   Runner runner(problems, shared, on_report);
   std::vector<std::thread> threads;
   for (Group& group : groups) {
-    group.work = std::make_unique<WorkList>(problems, group.devices[0].arch, group.devices.size() > 1);
+    group.work =
+        std::make_unique<WorkList>(problems, group.devices[0].arch, group.devices.size() > 1);
     group.reports.resize(problems.size());
     for (const DeviceInfo& device : group.devices)
       threads.emplace_back([&runner, &group, &device] { runner.serve(group, device); });

@@ -20,9 +20,12 @@ const Nvml& nvml() {
     void* lib = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!lib) return n;
     n.init = reinterpret_cast<int (*)()>(dlsym(lib, "nvmlInit_v2"));
-    n.by_bus_id = reinterpret_cast<int (*)(const char*, void**)>(dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2"));
-    n.clock = reinterpret_cast<int (*)(void*, int, unsigned*)>(dlsym(lib, "nvmlDeviceGetClockInfo"));
-    n.temperature = reinterpret_cast<int (*)(void*, int, unsigned*)>(dlsym(lib, "nvmlDeviceGetTemperature"));
+    n.by_bus_id = reinterpret_cast<int (*)(const char*, void**)>(
+        dlsym(lib, "nvmlDeviceGetHandleByPciBusId_v2"));
+    n.clock =
+        reinterpret_cast<int (*)(void*, int, unsigned*)>(dlsym(lib, "nvmlDeviceGetClockInfo"));
+    n.temperature =
+        reinterpret_cast<int (*)(void*, int, unsigned*)>(dlsym(lib, "nvmlDeviceGetTemperature"));
     n.ok = n.init && n.by_bus_id && n.clock && n.temperature && n.init() == 0;
     return n;
   }();

@@ -3,8 +3,16 @@
 namespace gemmtune {
 
 nlohmann::json to_json(const Problem& p) {
-  return {{"dtype", std::string(to_string(p.dtype))}, {"layout", p.layout()}, {"m", p.m}, {"n", p.n},
-          {"k", p.k}, {"lda", p.lda}, {"ldb", p.ldb}, {"ldc", p.ldc}, {"align", p.align}, {"reads_c", p.reads_c}};
+  return {{"dtype", std::string(to_string(p.dtype))},
+          {"layout", p.layout()},
+          {"m", p.m},
+          {"n", p.n},
+          {"k", p.k},
+          {"lda", p.lda},
+          {"ldb", p.ldb},
+          {"ldc", p.ldc},
+          {"align", p.align},
+          {"reads_c", p.reads_c}};
 }
 
 Problem problem_from_json(const nlohmann::json& j) {
@@ -25,9 +33,14 @@ Problem problem_from_json(const nlohmann::json& j) {
 }
 
 nlohmann::json to_json(const TimingSettings& t) {
-  return {{"min_runs", t.min_runs}, {"max_runs", t.max_runs}, {"min_total_ms", t.min_total_ms},
-          {"warmup_ms", t.warmup_ms}, {"flush_l2", t.flush_l2}, {"abort_above_ms", t.abort_above_ms},
-          {"abort_after_runs", t.abort_after_runs}, {"enough_above_ms", t.enough_above_ms}};
+  return {{"min_runs", t.min_runs},
+          {"max_runs", t.max_runs},
+          {"min_total_ms", t.min_total_ms},
+          {"warmup_ms", t.warmup_ms},
+          {"flush_l2", t.flush_l2},
+          {"abort_above_ms", t.abort_above_ms},
+          {"abort_after_runs", t.abort_after_runs},
+          {"enough_above_ms", t.enough_above_ms}};
 }
 
 TimingSettings timing_from_json(const nlohmann::json& j) {
@@ -52,12 +65,20 @@ Timing result_timing_from_json(const nlohmann::json& j) {
 }
 
 nlohmann::json to_json(const CandidateRecord& c) {
-  return {{"kernel_name", c.kernel_name}, {"template_version", c.template_version},
+  return {{"kernel_name", c.kernel_name},
+          {"template_version", c.template_version},
           {"config", nlohmann::json::parse(c.config.to_json())},
-          {"status", std::string(to_string(c.status))}, {"registers", c.registers},
-          {"spills", c.spills}, {"smem_bytes", c.smem_bytes}, {"compile_ms", c.compile_ms},
-          {"median_ms", c.median_ms}, {"min_ms", c.min_ms}, {"max_ms", c.max_ms},
-          {"runs", c.runs}, {"tflops", c.tflops}, {"max_error", c.max_error},
+          {"status", std::string(to_string(c.status))},
+          {"registers", c.registers},
+          {"spills", c.spills},
+          {"smem_bytes", c.smem_bytes},
+          {"compile_ms", c.compile_ms},
+          {"median_ms", c.median_ms},
+          {"min_ms", c.min_ms},
+          {"max_ms", c.max_ms},
+          {"runs", c.runs},
+          {"tflops", c.tflops},
+          {"max_error", c.max_error},
           {"message", c.message}};
 }
 

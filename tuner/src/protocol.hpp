@@ -1,9 +1,13 @@
 #pragma once
 // The messages between the tuner and its worker process: one JSON object per line.
-//   tuner -> worker: {"cmd":"setup", device, problem, alpha, beta, seed, timing}   worker: {"event":"ready"}
-//                    {"cmd":"measure", "id", "config", [early stops]}       worker: {"event":"result", candidate}
-//                    {"cmd":"baseline"}                                     worker: {"event":"baseline", ...}
-//                    {"cmd":"retime", "configs", "baseline"}   worker: {"event":"timings", timings, baseline}
+//   tuner -> worker: {"cmd":"setup", device, problem, alpha, beta, seed, timing}   worker:
+//   {"event":"ready"}
+//                    {"cmd":"measure", "id", "config", [early stops]}       worker:
+//                    {"event":"result", candidate}
+//                    {"cmd":"baseline"}                                     worker:
+//                    {"event":"baseline", ...}
+//                    {"cmd":"retime", "configs", "baseline"}   worker: {"event":"timings", timings,
+//                    baseline}
 //                      (verified candidates, and cuBLAS when asked, timed again in turns)
 //                    {"cmd":"quit"}
 // A worker that hits a sticky CUDA error answers, then exits: its context is poisoned.

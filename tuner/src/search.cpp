@@ -4,7 +4,8 @@
 
 namespace gemmtune {
 
-void RankedSearch::add(double predicted_ms, const CandidateRecord& measured, const std::string& structure) {
+void RankedSearch::add(double predicted_ms, const CandidateRecord& measured,
+                       const std::string& structure) {
   if (measured.status != CandidateStatus::ok || measured.median_ms <= 0) return;
   ++timed_;
   const bool improved = best_ms_ < 0 || measured.median_ms < best_ms_ * (1 - settings_.improvement);
@@ -23,17 +24,21 @@ bool RankedSearch::rest_cannot_win(double predicted_ms) const {
   return predicted_ms * best_ratio_ > best_ms_ * (1 + settings_.stop_margin);
 }
 
-std::optional<double> RankedSearch::estimate_ms(double predicted_ms, const std::string& structure) const {
+std::optional<double> RankedSearch::estimate_ms(double predicted_ms,
+                                                const std::string& structure) const {
   const auto it = structure_ratio_.find(structure);
   if (it == structure_ratio_.end()) return std::nullopt;
   return predicted_ms * it->second;
 }
 
-void RankedSearch::begin_refinements() { since_improvement_ = 0; }
+void RankedSearch::begin_refinements() {
+  since_improvement_ = 0;
+}
 
 bool RankedSearch::refinements_cannot_win(double estimated_ms) const {
   if (settings_.exhaustive || best_ms_ <= 0) return false;
-  return since_improvement_ >= settings_.patience || estimated_ms > best_ms_ * (1 + settings_.stop_margin);
+  return since_improvement_ >= settings_.patience ||
+         estimated_ms > best_ms_ * (1 + settings_.stop_margin);
 }
 
 double RankedSearch::abort_above_ms() const {

@@ -44,7 +44,8 @@ std::vector<size_t> Shard::items(size_t size) const {
 
 Shard Shard::parse(std::string_view text) {
   const size_t slash = text.find('/');
-  GT_REQUIRE(slash != std::string_view::npos, Errc::invalid_argument, "--shard '{}': expected I/N, e.g. 0/4", text);
+  GT_REQUIRE(slash != std::string_view::npos, Errc::invalid_argument,
+             "--shard '{}': expected I/N, e.g. 0/4", text);
   return make_shard(text.substr(0, slash), text.substr(slash + 1), "--shard");
 }
 

@@ -19,8 +19,11 @@ double median_of(std::vector<double> times) {
 // or, after min_runs, a median above enough_above_ms.
 bool clearly_slower(const std::vector<double>& times, double fastest_ms, const TimingSettings& s) {
   const int runs = int(times.size());
-  if (s.abort_above_ms > 0 && runs >= std::max(s.abort_after_runs, 1) && fastest_ms > s.abort_above_ms) return true;
-  return s.enough_above_ms > 0 && runs >= std::max(s.min_runs, 1) && median_of(times) > s.enough_above_ms;
+  if (s.abort_above_ms > 0 && runs >= std::max(s.abort_after_runs, 1) &&
+      fastest_ms > s.abort_above_ms)
+    return true;
+  return s.enough_above_ms > 0 && runs >= std::max(s.min_runs, 1) &&
+         median_of(times) > s.enough_above_ms;
 }
 
 }  // namespace
@@ -46,7 +49,8 @@ bool Turns::enough() const {
   if (runs == 0) return false;
   if (runs >= settings_.max_runs) return true;
   if (runs < settings_.min_runs) return false;
-  return std::all_of(totals_.begin(), totals_.end(), [&](double t) { return t >= settings_.min_total_ms; });
+  return std::all_of(totals_.begin(), totals_.end(),
+                     [&](double t) { return t >= settings_.min_total_ms; });
 }
 
 int Turns::next() const {
@@ -71,7 +75,8 @@ std::vector<Timing> Turns::timings() const {
   return out;
 }
 
-Timer::Timer(const DeviceInfo& device) : flush_(size_t(std::max<int64_t>(device.l2_bytes, 1 << 20)) * 2) {}
+Timer::Timer(const DeviceInfo& device)
+    : flush_(size_t(std::max<int64_t>(device.l2_bytes, 1 << 20)) * 2) {}
 
 // Warm-up: at least three launches of each, and warmup_ms of wall time, so that clocks settle.
 void Timer::warm_up(const std::vector<Launch>& launches, CUstream stream, double warmup_ms) {
@@ -79,7 +84,8 @@ void Timer::warm_up(const std::vector<Launch>& launches, CUstream stream, double
   for (int i = 0;; ++i) {
     for (const Launch& launch : launches) launch(stream);
     GT_CU(cuStreamSynchronize(stream));
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (i >= 2 && ms >= warmup_ms) break;
   }
 }
@@ -100,7 +106,8 @@ Timing Timer::time(const Launch& launch, CUstream stream, const TimingSettings& 
   std::vector<double> times;
   double total = 0, fastest = 0;
   bool stopped_early = false;
-  // At least one run, whatever the settings say (max_runs 0, or no minimum at all): a median needs one.
+  // At least one run, whatever the settings say (max_runs 0, or no minimum at all): a median needs
+  // one.
   auto more = [&] {
     const int runs = int(times.size());
     return runs == 0 || (runs < s.max_runs && (runs < s.min_runs || total < s.min_total_ms));

@@ -50,7 +50,8 @@ std::set<std::string> default_names(const Problem& problem, const ArchInfo& arch
 // Valid configurations of every family that applies, by predicted time (ties in a fixed order, so
 // that every run plans the same); the extras first, then the families' defaults, then the first
 // point of every other structure, then the structures' other points (search.hpp).
-std::vector<Planned> plan(const Problem& problem, const ArchInfo& arch, const std::vector<std::string>& only,
+std::vector<Planned> plan(const Problem& problem, const ArchInfo& arch,
+                          const std::vector<std::string>& only,
                           const std::vector<KernelConfig>& extra, bool only_extra, int& enumerated,
                           std::map<std::string, int>& pruned_by) {
   std::vector<Planned> out;
@@ -62,27 +63,31 @@ std::vector<Planned> plan(const Problem& problem, const ArchInfo& arch, const st
   }
   for (const auto& c : extra) {
     const Family& family = find_family(c.family);
-    out.push_back(Planned{&family, c, family.kernel_name(c), family.predicted_ms(c, problem, arch), true});
+    out.push_back(
+        Planned{&family, c, family.kernel_name(c), family.predicted_ms(c, problem, arch), true});
     ++enumerated;
   }
   if (only_extra) return out;
   std::vector<Planned> ranked;
   for (const Family* family : families_for(problem, arch)) {
-    if (!only.empty() && std::find(only.begin(), only.end(), family->name()) == only.end()) continue;
+    if (!only.empty() && std::find(only.begin(), only.end(), family->name()) == only.end())
+      continue;
     const SearchSpace space = family->space(problem, arch);
     Pruning pruning = space.prune(problem, arch);
     enumerated += int(space.size());
     for (const auto& [name, count] : pruning.pruned_by) pruned_by[name] += count;
     for (auto& c : pruning.valid) {
       std::string structure = space.structure_of(c);
-      ranked.push_back(Planned{family, c, family->kernel_name(c), family->predicted_ms(c, problem, arch), false,
+      ranked.push_back(Planned{family, c, family->kernel_name(c),
+                               family->predicted_ms(c, problem, arch), false,
                                std::move(structure)});
     }
   }
   // Ties keep the families' order and each space's enumeration order, in which a family lists
   // first the refinement values it would try first (a structure's first point is measured for it).
-  std::stable_sort(ranked.begin(), ranked.end(),
-                   [](const Planned& a, const Planned& b) { return a.predicted_ms < b.predicted_ms; });
+  std::stable_sort(ranked.begin(), ranked.end(), [](const Planned& a, const Planned& b) {
+    return a.predicted_ms < b.predicted_ms;
+  });
   // A family's default is its known good point for the shape class: measured first, so that a
   // budget never leaves the tuned kernel slower than the untuned call.
   const std::set<std::string> defaults = default_names(problem, arch);
@@ -92,8 +97,10 @@ std::vector<Planned> plan(const Problem& problem, const ArchInfo& arch, const st
   });
   std::set<std::string> structures;
   for (Planned& p : ranked) p.refinement = !structures.insert(p.structure).second;
-  std::stable_partition(ranked.begin(), ranked.end(), [](const Planned& p) { return !p.refinement; });
-  out.insert(out.end(), std::make_move_iterator(ranked.begin()), std::make_move_iterator(ranked.end()));
+  std::stable_partition(ranked.begin(), ranked.end(),
+                        [](const Planned& p) { return !p.refinement; });
+  out.insert(out.end(), std::make_move_iterator(ranked.begin()),
+             std::make_move_iterator(ranked.end()));
   return out;
 }
 
@@ -149,7 +156,8 @@ class CompileQueue {
   std::vector<std::future<CompileOutcome>> futures_;
 };
 
-CandidateRecord failed_record(const Planned& p, CandidateStatus status, const std::string& message) {
+CandidateRecord failed_record(const Planned& p, CandidateStatus status,
+                              const std::string& message) {
   CandidateRecord r;
   r.kernel_name = p.name;
   r.template_version = template_version(*p.family);
@@ -170,9 +178,11 @@ class Measurer {
   void start() { ensure_ready(); }
 
   // settle_ms: load the GPU that long first (it idled).
-  CandidateRecord measure(const Planned& p, int id, const RankedSearch& search, double settle_ms = 0) {
+  CandidateRecord measure(const Planned& p, int id, const RankedSearch& search,
+                          double settle_ms = 0) {
     ensure_ready();
-    nlohmann::json request = {{"cmd", "measure"}, {"id", id}, {"config", nlohmann::json::parse(p.config.to_json())}};
+    nlohmann::json request = {
+        {"cmd", "measure"}, {"id", id}, {"config", nlohmann::json::parse(p.config.to_json())}};
     if (settle_ms > 0) request["settle_ms"] = settle_ms;
     if (search.abort_above_ms() > 0) request["abort_above_ms"] = search.abort_above_ms();
     if (search.enough_above_ms() > 0) request["enough_above_ms"] = search.enough_above_ms();
@@ -180,15 +190,18 @@ class Measurer {
     if (!answer) {
       ready_ = false;
       const bool timed_out = client_.failure().starts_with("no answer");
-      return failed_record(p, timed_out ? CandidateStatus::timeout : CandidateStatus::fault, client_.failure());
+      return failed_record(p, timed_out ? CandidateStatus::timeout : CandidateStatus::fault,
+                           client_.failure());
     }
     const auto j = nlohmann::json::parse(*answer);
-    if (j.value("exiting", false)) {  // its context is poisoned: the next candidate gets a new worker
+    if (j.value("exiting",
+                false)) {  // its context is poisoned: the next candidate gets a new worker
       client_.stop();
       ready_ = false;
     }
     if (j.at("event") != "result") {
-      return failed_record(p, CandidateStatus::fault, "worker error: " + j.value("message", std::string("?")));
+      return failed_record(p, CandidateStatus::fault,
+                           "worker error: " + j.value("message", std::string("?")));
     }
     return candidate_from_json(j.at("candidate"));
   }
@@ -202,9 +215,12 @@ class Measurer {
   };
   std::optional<Retimed> retime(const std::vector<KernelConfig>& configs, bool with_baseline) {
     ensure_ready();
-    nlohmann::json request = {{"cmd", "retime"}, {"configs", nlohmann::json::array()}, {"baseline", with_baseline}};
-    for (const KernelConfig& c : configs) request["configs"].push_back(nlohmann::json::parse(c.to_json()));
-    auto answer = client_.call(request.dump(), options_.candidate_timeout_s * double(configs.size() + 1));
+    nlohmann::json request = {
+        {"cmd", "retime"}, {"configs", nlohmann::json::array()}, {"baseline", with_baseline}};
+    for (const KernelConfig& c : configs)
+      request["configs"].push_back(nlohmann::json::parse(c.to_json()));
+    auto answer =
+        client_.call(request.dump(), options_.candidate_timeout_s * double(configs.size() + 1));
     if (!answer) {
       ready_ = false;
       return std::nullopt;
@@ -232,7 +248,8 @@ class Measurer {
       return {-1, "cuBLAS baseline failed: " + client_.failure()};
     }
     const auto j = nlohmann::json::parse(*answer);
-    if (!j.value("available", false)) return {-1, j.value("message", std::string("cuBLAS unavailable"))};
+    if (!j.value("available", false))
+      return {-1, j.value("message", std::string("cuBLAS unavailable"))};
     return {j.at("median_ms").get<double>(), j.at("name").get<std::string>()};
   }
 
@@ -245,9 +262,13 @@ class Measurer {
 
   void ensure_ready() {
     if (ready_ && client_.running()) return;
-    const nlohmann::json setup = {{"cmd", "setup"},           {"device", ordinal_}, {"problem", to_json(problem_)},
-                                  {"alpha", options_.alpha},  {"beta", measured_beta()},
-                                  {"seed", options_.seed},    {"timing", to_json(options_.timing)},
+    const nlohmann::json setup = {{"cmd", "setup"},
+                                  {"device", ordinal_},
+                                  {"problem", to_json(problem_)},
+                                  {"alpha", options_.alpha},
+                                  {"beta", measured_beta()},
+                                  {"seed", options_.seed},
+                                  {"timing", to_json(options_.timing)},
                                   {"settle_ms", options_.settle_ms}};
     auto answer = client_.call(setup.dump(), options_.setup_timeout_s);
     GT_REQUIRE(answer, Errc::cuda, "the measuring worker could not start: {}", client_.failure());
@@ -279,7 +300,8 @@ void phase(const TuneOptions& o, std::string text) {
 std::vector<CandidateRecord> runnable_ok(const TuningDb& db, const TuneReport& report) {
   std::vector<CandidateRecord> out;
   for (auto& c : db.candidates(report.device.key, report.problem))
-    if (c.status == CandidateStatus::ok && why_unusable(c.config, report.problem, report.device.arch).empty())
+    if (c.status == CandidateStatus::ok &&
+        why_unusable(c.config, report.problem, report.device.arch).empty())
       out.push_back(std::move(c));
   return out;
 }
@@ -289,19 +311,22 @@ std::vector<CandidateRecord> runnable_ok(const TuningDb& db, const TuneReport& r
 // families' defaults, so that the winner is never a kernel that only looked faster than the
 // untuned call's in other conditions (the default is measured first, when the tuned kernels of
 // the suite on the H100 put it 4-11% behind, where the bench put it 0-4%; docs/PERF.md).
-std::vector<CandidateRecord> finalists(const std::vector<CandidateRecord>& candidates, const TuneOptions& o,
+std::vector<CandidateRecord> finalists(const std::vector<CandidateRecord>& candidates,
+                                       const TuneOptions& o,
                                        const std::set<std::string>& defaults) {
   std::vector<CandidateRecord> top;
   std::set<std::string> names;
   for (const auto& c : candidates) {
     if (c.status != CandidateStatus::ok || int(top.size()) >= o.final_candidates) continue;
-    if (!o.search.exhaustive && !top.empty() && c.median_ms > top.front().median_ms * (1 + o.search.final_margin))
+    if (!o.search.exhaustive && !top.empty() &&
+        c.median_ms > top.front().median_ms * (1 + o.search.final_margin))
       break;
     top.push_back(c);
     names.insert(c.kernel_name);
   }
   for (const auto& c : candidates)
-    if (c.status == CandidateStatus::ok && defaults.count(c.kernel_name) && !names.count(c.kernel_name))
+    if (c.status == CandidateStatus::ok && defaults.count(c.kernel_name) &&
+        !names.count(c.kernel_name))
       top.push_back(c);
   return top;
 }
@@ -352,7 +377,8 @@ void time_again(Measurer& measurer, TuningDb& db, const TuneReport& report, cons
     c.max_ms = t.max_ms;
     c.runs = t.runs;
     c.tflops = report.problem.flops() / (c.median_ms * 1e-3) / 1e12;
-    if (c.message.rfind(kNote, 0) != 0) c.message = kNote + (c.message.empty() ? "" : "; " + c.message);
+    if (c.message.rfind(kNote, 0) != 0)
+      c.message = kNote + (c.message.empty() ? "" : "; " + c.message);
     db.record(report.device.key, report.problem, c);
   }
 }
@@ -367,7 +393,8 @@ void final_round(Measurer& measurer, TuningDb& db, const TuneReport& report, con
   std::vector<CandidateRecord> top =
       finalists(runnable_ok(db, report), o, default_names(report.problem, report.device.arch));
   if (top.empty() || o.final_rounds <= 0) return;
-  phase(o, fmt::format("final round: {} candidates (the fastest, and the defaults){} timed again in turns, {} rounds",
+  phase(o, fmt::format("final round: {} candidates (the fastest, and the defaults){} timed again "
+                       "in turns, {} rounds",
                        top.size(), o.baseline ? " and cuBLAS" : "", o.final_rounds));
   FinalTimes times;
   for (int extra = 0; !top.empty() && !stop_requested(); ++extra) {
@@ -375,8 +402,10 @@ void final_round(Measurer& measurer, TuningDb& db, const TuneReport& report, con
     const auto now = fastest(runnable_ok(db, report));
     const auto in_round = fastest(top);
     if (extra == 3 || !now || !in_round || times.rounds_of.count(now->kernel_name)) break;
-    phase(o, fmt::format("final round: {} ({:.4f} ms in the search) is now the fastest; timed again beside {}",
-                         now->kernel_name, now->median_ms, in_round->kernel_name));
+    phase(o,
+          fmt::format(
+              "final round: {} ({:.4f} ms in the search) is now the fastest; timed again beside {}",
+              now->kernel_name, now->median_ms, in_round->kernel_name));
     times.rounds_of.erase(in_round->kernel_name);
     top = {*in_round, *now};
   }
@@ -389,9 +418,10 @@ void require_family(const Problem& problem, const ArchInfo& arch) {
   if (!families_for(problem, arch).empty()) return;
   std::string why;
   for (const Family* f : all_families())
-    why += fmt::format("{}{}: {}", why.empty() ? "" : "; ", f->name(), f->unsupported_reason(problem, arch));
-  GT_THROW(Errc::unsupported, "no kernel family supports {} {} on {} ({})", to_string(problem.dtype), problem.layout(),
-           arch.name(), why);
+    why += fmt::format("{}{}: {}", why.empty() ? "" : "; ", f->name(),
+                       f->unsupported_reason(problem, arch));
+  GT_THROW(Errc::unsupported, "no kernel family supports {} {} on {} ({})",
+           to_string(problem.dtype), problem.layout(), arch.name(), why);
 }
 
 }  // namespace
@@ -403,9 +433,11 @@ Budget Budget::parse(std::string_view text) {
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   const std::string_view unit(end, size_t(text.data() + text.size() - end));
   GT_REQUIRE(ec == std::errc() && value > 0, Errc::invalid_argument,
-             "budget '{}' must be a positive number of candidates (40) or seconds (300s, 5m, 1h)", text);
+             "budget '{}' must be a positive number of candidates (40) or seconds (300s, 5m, 1h)",
+             text);
   if (unit.empty() || unit == "c") {
-    GT_REQUIRE(value == double(int(value)), Errc::invalid_argument, "budget '{}': a whole number of candidates", text);
+    GT_REQUIRE(value == double(int(value)), Errc::invalid_argument,
+               "budget '{}': a whole number of candidates", text);
     b.candidates = int(value);
   } else if (unit == "s") {
     b.seconds = value;
@@ -414,7 +446,8 @@ Budget Budget::parse(std::string_view text) {
   } else if (unit == "h") {
     b.seconds = value * 3600;
   } else {
-    GT_THROW(Errc::invalid_argument, "budget '{}': unknown unit '{}' (use s, m, h, or none for candidates)", text, unit);
+    GT_THROW(Errc::invalid_argument,
+             "budget '{}': unknown unit '{}' (use s, m, h, or none for candidates)", text, unit);
   }
   return b;
 }
@@ -425,22 +458,27 @@ std::string Budget::describe() const {
   return "unlimited";
 }
 
-void request_stop() noexcept { g_stop.store(true); }
-bool stop_requested() noexcept { return g_stop.load(); }
+void request_stop() noexcept {
+  g_stop.store(true);
+}
+bool stop_requested() noexcept {
+  return g_stop.load();
+}
 
 namespace {
 
 // The valid configurations still to measure: without those this device measured before
 // (resume; their results seed the search), cut to the candidate budget. Sets the counts of the
 // report; returns the planned list and how many were left before the budget.
-std::pair<std::vector<Planned>, size_t> plan_run(TuningDb& db, TuneReport& report, const TuneOptions& o,
-                                                 RankedSearch& search) {
-  auto planned = plan(report.problem, report.device.arch, o.families, o.extra, o.only_extra, report.enumerated,
-                      report.pruned_by);
+std::pair<std::vector<Planned>, size_t> plan_run(TuningDb& db, TuneReport& report,
+                                                 const TuneOptions& o, RankedSearch& search) {
+  auto planned = plan(report.problem, report.device.arch, o.families, o.extra, o.only_extra,
+                      report.enumerated, report.pruned_by);
   for (const auto& [name, count] : report.pruned_by) report.pruned += count;
   std::map<std::string, CandidateRecord> done;
   if (!o.force)
-    for (auto& c : db.candidates(report.device.key, report.problem)) done.emplace(c.kernel_name, std::move(c));
+    for (auto& c : db.candidates(report.device.key, report.problem))
+      done.emplace(c.kernel_name, std::move(c));
   std::erase_if(planned, [&](const Planned& p) {
     const auto it = done.find(p.name);
     if (it == done.end()) return false;
@@ -449,7 +487,8 @@ std::pair<std::vector<Planned>, size_t> plan_run(TuningDb& db, TuneReport& repor
     return true;
   });
   const size_t left = planned.size();
-  if (o.budget.candidates && planned.size() > size_t(*o.budget.candidates)) planned.resize(size_t(*o.budget.candidates));
+  if (o.budget.candidates && planned.size() > size_t(*o.budget.candidates))
+    planned.resize(size_t(*o.budget.candidates));
   report.to_measure = int(planned.size());
   return {std::move(planned), left};
 }
@@ -463,7 +502,8 @@ bool out_of_time(TuneReport& report, const TuneOptions& o, Clock::time_point sta
   return true;
 }
 
-void notify_candidate(const TuneOptions& o, const TuneReport& report, size_t index, size_t total, double best_ms) {
+void notify_candidate(const TuneOptions& o, const TuneReport& report, size_t index, size_t total,
+                      double best_ms) {
   Progress p;
   p.kind = Progress::Kind::candidate;
   p.index = int(index) + 1;
@@ -477,10 +517,12 @@ void notify_candidate(const TuneOptions& o, const TuneReport& report, size_t ind
 // compile (as at the start of the second pass): as long as it idled, up to `most_ms` (the settling
 // at the run's start). An idle GPU cools and clocks up: bf16 8192^3 timed 1.463 ms after one such
 // wait, 1.560 ms in the final round (H100, docs/PERF.md).
-double settle_ms(double idle_s, double most_ms) { return idle_s > 0.1 ? std::min(1e3 * idle_s, most_ms) : 0; }
+double settle_ms(double idle_s, double most_ms) {
+  return idle_s > 0.1 ? std::min(1e3 * idle_s, most_ms) : 0;
+}
 
-// What the passes of one tuning run share: compiles on the pool, measurements by the worker (started
-// with the first), results into the search, the database and the report.
+// What the passes of one tuning run share: compiles on the pool, measurements by the worker
+// (started with the first), results into the search, the database and the report.
 struct Measuring {
   ThreadPool& pool;
   RankedSearch& search;
@@ -494,11 +536,13 @@ struct Measuring {
   // Measures `planned` in order while the compile queue works ahead, recording each result as it
   // arrives, until `rest_cannot_win` says so of the next candidate (by its index). Returns
   // whether it did.
-  bool in_order(const std::vector<Planned>& planned, const std::function<bool(size_t)>& rest_cannot_win) {
+  bool in_order(const std::vector<Planned>& planned,
+                const std::function<bool(size_t)>& rest_cannot_win) {
     CompileQueue compiles(planned, report.device.arch, pool);
     // The worker starts while the first candidates compile; one that cannot start fails the run
     // now, and the compile queue (a few ahead) is dropped with it.
-    if (!planned.empty() && !measurer) measurer.emplace(report.problem, o, report.device.ordinal).start();
+    if (!planned.empty() && !measurer)
+      measurer.emplace(report.problem, o, report.device.ordinal).start();
     for (size_t i = 0; i < planned.size(); ++i) {
       if (out_of_time(report, o, start)) return false;
       if (!planned[i].always && rest_cannot_win(i)) return true;
@@ -511,7 +555,8 @@ struct Measuring {
         ++report.compile_failed;
       } else {
         // The worker restarts after a fault.
-        rec = measurer->measure(planned[i], id, search, settle_ms(seconds_since(waiting), o.settle_ms));
+        rec = measurer->measure(planned[i], id, search,
+                                settle_ms(seconds_since(waiting), o.settle_ms));
       }
       db.record(report.device.key, report.problem, rec);
       search.add(planned[i].predicted_ms, rec, planned[i].structure);
@@ -527,8 +572,10 @@ std::vector<Planned> by_estimate(std::vector<Planned> refinements, const RankedS
                                  std::vector<double>& estimates) {
   std::vector<std::pair<double, Planned>> known;
   for (auto& p : refinements)
-    if (const auto e = search.estimate_ms(p.predicted_ms, p.structure)) known.emplace_back(*e, std::move(p));
-  std::stable_sort(known.begin(), known.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    if (const auto e = search.estimate_ms(p.predicted_ms, p.structure))
+      known.emplace_back(*e, std::move(p));
+  std::stable_sort(known.begin(), known.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<Planned> out;
   for (auto& [estimate, p] : known) {
     estimates.push_back(estimate);
@@ -545,31 +592,36 @@ void two_passes(const std::vector<Planned>& planned, Measuring& m) {
   const auto first_refinement =
       std::find_if(planned.begin(), planned.end(), [](const Planned& p) { return p.refinement; });
   const std::vector<Planned> structures(planned.begin(), first_refinement);
-  if (m.in_order(structures, [&](size_t i) { return search.rest_cannot_win(structures[i].predicted_ms); }))
-    phase(m.o, fmt::format("cost model: the structures left cannot beat {:.4g} ms by its prediction; {} of {} timed",
+  if (m.in_order(structures,
+                 [&](size_t i) { return search.rest_cannot_win(structures[i].predicted_ms); }))
+    phase(m.o, fmt::format("cost model: the structures left cannot beat {:.4g} ms by its "
+                           "prediction; {} of {} timed",
                            search.best_ms(), report.measured.size(), structures.size()));
   std::vector<double> estimates;
   const std::vector<Planned> refinements =
       by_estimate(std::vector<Planned>(first_refinement, planned.end()), search, estimates);
   if (!report.interrupted && !refinements.empty()) {
-    phase(m.o, fmt::format("refinements (stages, clusters, ...) of the structures timed: {}, by estimate; "
-                           "stopping where the estimate cannot win",
-                           refinements.size()));
+    phase(m.o, fmt::format(
+                   "refinements (stages, clusters, ...) of the structures timed: {}, by estimate; "
+                   "stopping where the estimate cannot win",
+                   refinements.size()));
     m.search.begin_refinements();
     m.in_order(refinements, [&](size_t i) { return search.refinements_cannot_win(estimates[i]); });
   }
   if (!report.interrupted && report.measured.size() < planned.size()) {
     report.stopped_by_model = true;
     report.ruled_out = int(planned.size() - report.measured.size());
-    phase(m.o, fmt::format("cost model: {} candidates ruled out; stopping after {} timed (--exhaustive measures "
-                           "them all)",
-                           report.ruled_out, search.timed()));
+    phase(m.o,
+          fmt::format(
+              "cost model: {} candidates ruled out; stopping after {} timed (--exhaustive measures "
+              "them all)",
+              report.ruled_out, search.timed()));
   }
 }
 
 // The search (--exhaustive: everything in the planned order), then the final round against cuBLAS.
-void measure_all(const std::vector<Planned>& planned, RankedSearch& search, TuningDb& db, TuneReport& report,
-                 const TuneOptions& o, Clock::time_point start) {
+void measure_all(const std::vector<Planned>& planned, RankedSearch& search, TuningDb& db,
+                 TuneReport& report, const TuneOptions& o, Clock::time_point start) {
   std::optional<ThreadPool> own_pool;
   ThreadPool& pool = o.compile_pool ? *o.compile_pool : own_pool.emplace(o.compile_threads);
   Measuring m{pool, search, db, report, o, start, planned.size(), std::nullopt};
@@ -587,8 +639,8 @@ void measure_all(const std::vector<Planned>& planned, RankedSearch& search, Tuni
 }
 
 // The stored answer, when the database has one that this run may return without measuring.
-std::optional<BestRecord> stored_answer(const TuningDb& db, const TuneReport& report, const TuneOptions& o,
-                                        bool nothing_left) {
+std::optional<BestRecord> stored_answer(const TuningDb& db, const TuneReport& report,
+                                        const TuneOptions& o, bool nothing_left) {
   if (o.force || !o.extra.empty()) return std::nullopt;
   auto best = db.best(report.device.key, report.problem);
   // A ranked search that ended is an answer; an exhaustive one wants every candidate measured.
@@ -616,18 +668,23 @@ TuneReport tune(const Problem& problem, const TuneOptions& options, int ordinal)
   TuningDb db(options.db_path.empty() ? default_db_path() : options.db_path);
 
   // A search that ran to its end answers from the database; an interrupted one resumes.
-  if (auto best = stored_answer(db, report, options, false)) return answer_from(report, *best, start);
+  if (auto best = stored_answer(db, report, options, false))
+    return answer_from(report, *best, start);
   if (options.extra.empty()) require_family(problem, report.device.arch);
 
   RankedSearch search(options.search);
   const auto [planned, left] = plan_run(db, report, options, search);
   if (planned.empty())
-    if (auto best = stored_answer(db, report, options, true)) return answer_from(report, *best, start);
-  phase(options, fmt::format("{}: {} configurations, {} pruned, {} measured before, {} to measure in the cost model's "
-                             "order (budget: {}{})",
-                             problem.describe(), report.enumerated, report.pruned, report.already_measured,
-                             report.to_measure, options.budget.describe(),
-                             options.search.exhaustive ? ", exhaustive" : ""));
+    if (auto best = stored_answer(db, report, options, true))
+      return answer_from(report, *best, start);
+  phase(
+      options,
+      fmt::format(
+          "{}: {} configurations, {} pruned, {} measured before, {} to measure in the cost model's "
+          "order (budget: {}{})",
+          problem.describe(), report.enumerated, report.pruned, report.already_measured,
+          report.to_measure, options.budget.describe(),
+          options.search.exhaustive ? ", exhaustive" : ""));
   measure_all(planned, search, db, report, options, start);
 
   // Complete: every candidate has a record, or the cost model ruled out the rest.
@@ -643,7 +700,8 @@ TuneReport tune(const Problem& problem, const TuneOptions& options, int ordinal)
 
 DryRunReport dry_run(const Problem& problem, const ArchInfo& arch, unsigned compile_threads,
                      const std::vector<std::string>& families,
-                     const std::function<void(const Progress&)>& progress, int max_candidates, bool compile) {
+                     const std::function<void(const Progress&)>& progress, int max_candidates,
+                     bool compile) {
   validate(problem);
   require_family(problem, arch);
   const auto start = Clock::now();
@@ -652,12 +710,15 @@ DryRunReport dry_run(const Problem& problem, const ArchInfo& arch, unsigned comp
   report.arch = arch.name();
   auto planned = plan(problem, arch, families, {}, false, report.enumerated, report.pruned_by);
   for (const auto& [name, count] : report.pruned_by) report.pruned += count;
-  if (max_candidates > 0 && planned.size() > size_t(max_candidates)) planned.resize(size_t(max_candidates));
+  if (max_candidates > 0 && planned.size() > size_t(max_candidates))
+    planned.resize(size_t(max_candidates));
   const Compiler compiler;
   std::vector<std::future<CompileOutcome>> futures;
   ThreadPool pool(compile_threads);
   for (const auto& p : planned)
-    if (compile) futures.push_back(pool.submit([&compiler, &p, &arch] { return compile_one(compiler, p, arch); }));
+    if (compile)
+      futures.push_back(
+          pool.submit([&compiler, &p, &arch] { return compile_one(compiler, p, arch); }));
   for (size_t i = 0; i < planned.size(); ++i) {
     DryRunEntry e;
     e.name = planned[i].name;

@@ -1,4 +1,6 @@
 // The worker process: verifies and times candidates on the GPU, one request at a time.
+#include "gemmtune/tuner/worker.hpp"
+
 #include <chrono>
 #include <iostream>
 #include <memory>
@@ -10,7 +12,6 @@
 #include "gemmtune/tuner/checker.hpp"
 #include "gemmtune/tuner/cublas.hpp"
 #include "gemmtune/tuner/timer.hpp"
-#include "gemmtune/tuner/worker.hpp"
 #include "nvml.hpp"
 #include "protocol.hpp"
 
@@ -39,9 +40,11 @@ class Worker {
     checker_ = std::make_unique<Checker>(compiler_, device_.arch);
     stream_ = std::make_unique<StreamHandle>();
     timer_ = std::make_unique<Timer>(device_);
-    verifier_ = std::make_unique<Verifier>(*checker_, problem_, alpha_, beta_, request.at("seed"), stream_->get());
+    verifier_ = std::make_unique<Verifier>(*checker_, problem_, alpha_, beta_, request.at("seed"),
+                                           stream_->get());
     settle(request.value("settle_ms", 0.0));
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     return {{"event", "ready"}, {"device", device_.name}, {"setup_ms", ms}};
   }
 
@@ -50,13 +53,16 @@ class Worker {
   json retime(const json& request) {
     std::vector<ReadyKernel> kernels;
     for (const json& config : request.at("configs"))
-      kernels.push_back(prepare_kernel(compiler_, KernelConfig::from_json(config.dump()), problem_, device_.arch));
+      kernels.push_back(prepare_kernel(compiler_, KernelConfig::from_json(config.dump()), problem_,
+                                       device_.arch));
     const GemmOperands ops = operands_with_fresh_c();
     std::vector<Timer::Launch> launches;
     for (const ReadyKernel& k : kernels)
       launches.push_back([&](CUstream s) { with_workspace(k.geometry, problem_, ops, s, k); });
-    const json cublas = request.value("baseline", false) ? cublas_status() : json{{"available", false}};
-    if (cublas.at("available")) launches.push_back([&](CUstream s) { cublas_->gemm(problem_, ops, s); });
+    const json cublas =
+        request.value("baseline", false) ? cublas_status() : json{{"available", false}};
+    if (cublas.at("available"))
+      launches.push_back([&](CUstream s) { cublas_->gemm(problem_, ops, s); });
     const std::vector<Timing> t = timer_->time_together(launches, stream_->get(), timing_);
     json answer = {{"event", "timings"}, {"timings", json::array()}, {"baseline", cublas}};
     for (size_t i = 0; i < kernels.size(); ++i) answer["timings"].push_back(to_json(t[i]));
@@ -84,7 +90,8 @@ class Worker {
     answer["event"] = "baseline";
     if (!answer.at("available")) return answer;
     const GemmOperands ops = operands_with_fresh_c();
-    answer.update(to_json(timer_->time([&](CUstream s) { cublas_->gemm(problem_, ops, s); }, stream_->get(), timing_)));
+    answer.update(to_json(timer_->time([&](CUstream s) { cublas_->gemm(problem_, ops, s); },
+                                       stream_->get(), timing_)));
     return answer;
   }
 
@@ -95,16 +102,19 @@ class Worker {
     if (!cublas_) return {{"available", false}, {"message", Cublas::why_not()}};
     if (!cublas_->supports(problem_))
       return {{"available", false},
-              {"message", cublas_->version() + " has no 64-bit API and the problem has a size past 2^31 - 1"}};
+              {"message",
+               cublas_->version() + " has no 64-bit API and the problem has a size past 2^31 - 1"}};
     return {{"available", true}, {"name", cublas_->version()}};
   }
 
   void measure_into(CandidateRecord& rec, const Family& family, const TimingSettings& timing) {
     std::unique_ptr<ReadyKernel> kernel;
     try {
-      kernel = std::make_unique<ReadyKernel>(prepare_kernel(compiler_, rec.config, problem_, device_.arch));
+      kernel = std::make_unique<ReadyKernel>(
+          prepare_kernel(compiler_, rec.config, problem_, device_.arch));
     } catch (const Error& e) {
-      rec.status = e.code() == Errc::compile ? CandidateStatus::compile_error : CandidateStatus::out_of_resources;
+      rec.status = e.code() == Errc::compile ? CandidateStatus::compile_error
+                                             : CandidateStatus::out_of_resources;
       rec.message = e.what();
       return;
     }
@@ -158,8 +168,9 @@ class Worker {
 
   Timing time_kernel(const ReadyKernel& kernel, const TimingSettings& timing) {
     const GemmOperands ops = operands_with_fresh_c();
-    return timer_->time([&](CUstream s) { with_workspace(kernel.geometry, problem_, ops, s, kernel); }, stream_->get(),
-                        timing);
+    return timer_->time(
+        [&](CUstream s) { with_workspace(kernel.geometry, problem_, ops, s, kernel); },
+        stream_->get(), timing);
   }
 
   // Keeps the GPU busy for a while before the first measurement, so that the first candidates
@@ -170,7 +181,8 @@ class Worker {
     const ProblemData& data = verifier_->data();
     const GemmOperands ops = data.operands(alpha_, beta_);
     const auto start = std::chrono::steady_clock::now();
-    while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count() < ms) {
+    while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+               .count() < ms) {
       for (int i = 0; i < 10; ++i) {
         if (cublas_ && cublas_->supports(problem_))
           cublas_->gemm(problem_, ops, stream_->get());
@@ -190,13 +202,15 @@ class Worker {
     rec.runs = t.runs;
     rec.tflops = problem_.flops() / (t.median_ms * 1e-3) / 1e12;
     if (t.stopped_early)
-      rec.message = fmt::format("timing stopped after {} runs: slower than the best so far, it cannot win", t.runs);
+      rec.message = fmt::format(
+          "timing stopped after {} runs: slower than the best so far, it cannot win", t.runs);
     if (kernel.geometry.persistent)
       rec.message += fmt::format("{}persistent grid of {} CTAs", rec.message.empty() ? "" : "; ",
                                  persistent_grid(kernel.geometry, kernel.resident_ctas).grid[0]);
     if (auto clocks = sample_clocks(device_.pci_bus_id))
-      rec.message += fmt::format("{}SM clock {} MHz, {} C after timing", rec.message.empty() ? "" : "; ",
-                                 clocks->sm_mhz, clocks->temperature_c);
+      rec.message +=
+          fmt::format("{}SM clock {} MHz, {} C after timing", rec.message.empty() ? "" : "; ",
+                      clocks->sm_mhz, clocks->temperature_c);
   }
 
  public:

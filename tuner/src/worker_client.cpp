@@ -26,7 +26,8 @@ constexpr const char* kWorkerName = "gemm-tune-worker";
 
 std::filesystem::path beside_this_library() {
   Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&find_worker), &info) == 0 || info.dli_fname == nullptr) return {};
+  if (dladdr(reinterpret_cast<void*>(&find_worker), &info) == 0 || info.dli_fname == nullptr)
+    return {};
   const std::filesystem::path lib = std::filesystem::weakly_canonical(info.dli_fname).parent_path();
   // Installed layout: lib/libgemmtune.so and bin/gemm-tune-worker.
   for (const auto& dir : {lib, lib.parent_path() / "bin"})
@@ -53,7 +54,8 @@ std::filesystem::path find_worker() {
   }
   std::error_code ec;
   const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec && std::filesystem::exists(self.parent_path() / kWorkerName)) return self.parent_path() / kWorkerName;
+  if (!ec && std::filesystem::exists(self.parent_path() / kWorkerName))
+    return self.parent_path() / kWorkerName;
   if (auto lib = beside_this_library(); !lib.empty()) return lib;
   if (auto path = env_var("PATH")) {
     std::stringstream dirs(*path);
@@ -62,8 +64,10 @@ std::filesystem::path find_worker() {
       if (!dir.empty() && std::filesystem::exists(std::filesystem::path(dir) / kWorkerName))
         return std::filesystem::path(dir) / kWorkerName;
   }
-  GT_THROW(Errc::io, "cannot find {} (beside this program, beside libgemmtune, or on the PATH); "
-           "set GEMMTUNE_WORKER to its path", kWorkerName);
+  GT_THROW(Errc::io,
+           "cannot find {} (beside this program, beside libgemmtune, or on the PATH); "
+           "set GEMMTUNE_WORKER to its path",
+           kWorkerName);
 }
 
 WorkerClient::WorkerClient(std::filesystem::path executable) : executable_(std::move(executable)) {}
@@ -77,7 +81,8 @@ WorkerClient::~WorkerClient() {
 void WorkerClient::start() {
   // A worker that dies while we write must not take the tuner down with SIGPIPE.
   struct sigaction current {};
-  if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) signal(SIGPIPE, SIG_IGN);
+  if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL)
+    signal(SIGPIPE, SIG_IGN);
   int in_pipe[2], out_pipe[2];
   GT_REQUIRE(pipe2(in_pipe, O_CLOEXEC) == 0 && pipe2(out_pipe, O_CLOEXEC) == 0, Errc::io,
              "pipe failed: {}", std::strerror(errno));
@@ -92,7 +97,8 @@ void WorkerClient::start() {
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, in_pipe[0], STDIN_FILENO);
   posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
-  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, log_.c_str(),
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0600);
   const std::string exe = executable_.string();
   char* argv[] = {const_cast<char*>(exe.c_str()), nullptr};
   const int rc = posix_spawn(&pid_, exe.c_str(), &actions, nullptr, argv, environ);
@@ -126,7 +132,8 @@ std::optional<std::string> WorkerClient::call(const std::string& request, double
       buffer_.erase(0, eol + 1);
       return line;
     }
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       kill_now();
       failure_ = fmt::format("no answer within {:.0f} s: the worker was killed", timeout_s);

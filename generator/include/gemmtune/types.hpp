@@ -11,8 +11,8 @@ enum class DType { f32, f16, bf16 };
 enum class Op { N, T };
 
 std::string_view to_string(DType dtype) noexcept;
-char to_char(Op op) noexcept;  // 'n' or 't'
-int dtype_size(DType dtype) noexcept;  // bytes per element
+char to_char(Op op) noexcept;              // 'n' or 't'
+int dtype_size(DType dtype) noexcept;      // bytes per element
 DType parse_dtype(std::string_view text);  // "f32"/"fp32"/"float", "f16"/"fp16"/"half", "bf16"
 Op parse_op(char c);
 
@@ -31,13 +31,13 @@ struct Problem {
   // beta itself changes nothing in a kernel's speed.
   bool reads_c = false;
 
-  std::string layout() const;  // "nn", "nt", "tn", "tt"
+  std::string layout() const;                               // "nn", "nt", "tn", "tt"
   int64_t rows_a() const { return op_a == Op::N ? m : k; }  // rows of A as stored
   int64_t cols_a() const { return op_a == Op::N ? k : m; }
   int64_t rows_b() const { return op_b == Op::N ? k : n; }
   int64_t cols_b() const { return op_b == Op::N ? n : k; }
   double flops() const { return 2.0 * double(m) * double(n) * double(k); }
-  std::string shape() const;  // "8192x8192x8192"
+  std::string shape() const;      // "8192x8192x8192"
   std::string beta_mark() const;  // " beta!=0" if it reads C, else ""
   // "bf16 tn 8192x8192x8192 lda=8192 ldb=8192 ldc=8192 align=16", then the beta mark
   std::string describe() const;

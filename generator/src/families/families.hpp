@@ -9,7 +9,9 @@ const Family& simt_family();
 const Family& wgmma_sm90_family();
 const Family& mma_sm80_family();
 
-inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+inline int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
 
 // Shape classes the tensor-core families choose by (K splits, pipeline depth, tile sizes).
 // Fewer 128 x 128 tiles than SMs.

@@ -16,15 +16,27 @@ constexpr int64_t kMaxSplit = 32;  // the largest KSPLIT of the space
 
 // SIDE 0: the vector is op(B) (N == 1); SIDE 1: it is op(A) (M == 1). Dot: the matrix's K runs
 // along each output; otherwise across outputs (axpy). Mirrors gemv::Kernel.
-bool side_fits(int64_t side, const Problem& p) { return side == 0 ? p.n == 1 : p.m == 1; }
-bool is_dot(int64_t side, Op op_a, Op op_b) { return side == 0 ? op_a == Op::T : op_b == Op::N; }
-bool is_dot(const KernelConfig& c) { return is_dot(c.at("SIDE"), c.op_a, c.op_b); }
+bool side_fits(int64_t side, const Problem& p) {
+  return side == 0 ? p.n == 1 : p.m == 1;
+}
+bool is_dot(int64_t side, Op op_a, Op op_b) {
+  return side == 0 ? op_a == Op::T : op_b == Op::N;
+}
+bool is_dot(const KernelConfig& c) {
+  return is_dot(c.at("SIDE"), c.op_a, c.op_b);
+}
 bool x_contiguous(const KernelConfig& c) {
   return c.at("SIDE") == 0 ? c.op_b == Op::N : c.op_a == Op::T;
 }
-int64_t element_bytes(const KernelConfig& c) { return dtype_size(c.dtype); }
-int64_t warps_of(const KernelConfig& c) { return c.at("THREADS") / 32; }
-int64_t outputs_of(const KernelConfig& c, const Problem& p) { return c.at("SIDE") == 0 ? p.m : p.n; }
+int64_t element_bytes(const KernelConfig& c) {
+  return dtype_size(c.dtype);
+}
+int64_t warps_of(const KernelConfig& c) {
+  return c.at("THREADS") / 32;
+}
+int64_t outputs_of(const KernelConfig& c, const Problem& p) {
+  return c.at("SIDE") == 0 ? p.m : p.n;
+}
 
 int64_t block_rows_of(const KernelConfig& c) {
   return gemv::block_rows(is_dot(c), int(warps_of(c)), int(c.at("ROWS")), int(c.at("VEC")));
@@ -36,7 +48,9 @@ int64_t granule_of(const KernelConfig& c) {
 int64_t step_of(const KernelConfig& c) {
   return is_dot(c) ? 32 * c.at("VEC") * c.at("UNROLL") : warps_of(c) * c.at("UNROLL");
 }
-int64_t row_blocks_of(const KernelConfig& c, const Problem& p) { return ceil_div(outputs_of(c, p), block_rows_of(c)); }
+int64_t row_blocks_of(const KernelConfig& c, const Problem& p) {
+  return ceil_div(outputs_of(c, p), block_rows_of(c));
+}
 int64_t slices_of(const KernelConfig& c, const Problem& p) {
   return gemv::slice_count(p.k, c.at("KSPLIT"), granule_of(c));
 }
@@ -44,11 +58,15 @@ int64_t slices_of(const KernelConfig& c, const Problem& p) {
 bool can_split_further(const KernelConfig& c, const Problem& p) {
   return c.at("KSPLIT") < kMaxSplit && ceil_div(p.k, 2 * c.at("KSPLIT")) >= step_of(c);
 }
-int64_t xchunk_of(const KernelConfig& c) { return kXChunkBytes / element_bytes(c); }
+int64_t xchunk_of(const KernelConfig& c) {
+  return kXChunkBytes / element_bytes(c);
+}
 
 // Mirrors gemv::Kernel: the warps' sums (axpy; a constant the generated unit checks), or the
 // staged chunk of a strided x (dot; its size depends on K).
-int64_t axpy_smem_bytes(const KernelConfig& c) { return is_dot(c) ? 0 : warps_of(c) * block_rows_of(c) * 4; }
+int64_t axpy_smem_bytes(const KernelConfig& c) {
+  return is_dot(c) ? 0 : warps_of(c) * block_rows_of(c) * 4;
+}
 int64_t smem_bytes_of(const KernelConfig& c, const Problem& p) {
   if (!is_dot(c)) return axpy_smem_bytes(c);
   if (x_contiguous(c)) return 0;
@@ -56,7 +74,9 @@ int64_t smem_bytes_of(const KernelConfig& c, const Problem& p) {
   return std::min(xchunk_of(c), slice) * element_bytes(c);
 }
 
-int64_t widest_vector(const Problem& p) { return std::max<int64_t>(1, std::min(16, p.align) / dtype_size(p.dtype)); }
+int64_t widest_vector(const Problem& p) {
+  return std::max<int64_t>(1, std::min(16, p.align) / dtype_size(p.dtype));
+}
 
 // The time a configuration should take: the matrix read once at the DRAM rate its grid can
 // sustain (SMs with work, bytes in flight per SM against Little's law), plus launch latency
@@ -69,8 +89,10 @@ double estimated_us(const KernelConfig& c, const Problem& p, const ArchInfo& arc
   const double blocks = double(row_blocks_of(c, p)) * slices;
   const double threads = double(c.at("THREADS"));
   const double resident = std::min(std::ceil(blocks / arch.sms), std::floor(2048.0 / threads));
-  const double in_flight = resident * threads * double(c.at("ROWS") * c.at("UNROLL") * c.at("VEC")) * esize;
-  const double rate = kDramBytesPerUs * std::min(1.0, blocks / arch.sms) * std::min(1.0, in_flight / kNeededInFlight);
+  const double in_flight =
+      resident * threads * double(c.at("ROWS") * c.at("UNROLL") * c.at("VEC")) * esize;
+  const double rate = kDramBytesPerUs * std::min(1.0, blocks / arch.sms) *
+                      std::min(1.0, in_flight / kNeededInFlight);
   const double bytes = outputs * double(p.k) * esize + double(p.k) * esize + 2 * outputs * esize;
   double us = bytes / rate + 2.0;
   if (slices > 1) us += 1.0 + 3 * slices * outputs * 4 / rate;
@@ -91,24 +113,29 @@ class GemvFamily final : public Family {
     SearchSpace s;
     s.family = "gemv";
     s.params = {
-        {"SIDE", {0, 1}},           // 0: N == 1, y = op(A) x; 1: M == 1, y = op(B)^T x
+        {"SIDE", {0, 1}},  // 0: N == 1, y = op(A) x; 1: M == 1, y = op(B)^T x
         {"THREADS", {128, 256}},
-        {"ROWS", {1, 2, 4}},        // outputs per warp (dot), vectors of outputs per lane (axpy)
-        {"UNROLL", {2, 4, 8}},      // loads per output in flight (dot), K columns per round (axpy)
+        {"ROWS", {1, 2, 4}},    // outputs per warp (dot), vectors of outputs per lane (axpy)
+        {"UNROLL", {2, 4, 8}},  // loads per output in flight (dot), K columns per round (axpy)
         {"KSPLIT", {1, 2, 4, 8, 16, kMaxSplit}},  // K split over blocks, deterministic reduction
-        {"VEC", {1, 2, 4, 8}},      // elements per load: the widest the alignment allows
+        {"VEC", {1, 2, 4, 8}},  // elements per load: the widest the alignment allows
     };
     s.constraints = {
         {"side_matches_shape", "SIDE 0 needs N == 1, SIDE 1 needs M == 1",
-         [](const KernelConfig& c, const Problem& p, const ArchInfo&) { return side_fits(c.at("SIDE"), p); }},
+         [](const KernelConfig& c, const Problem& p, const ArchInfo&) {
+           return side_fits(c.at("SIDE"), p);
+         }},
         {"widest_vector", "loads as wide as the alignment allows, 16 bytes at most",
-         [](const KernelConfig& c, const Problem& p, const ArchInfo&) { return c.at("VEC") == widest_vector(p); }},
+         [](const KernelConfig& c, const Problem& p, const ArchInfo&) {
+           return c.at("VEC") == widest_vector(p);
+         }},
         {"loads_in_flight", "4 to 16 loads per lane in flight: ROWS * UNROLL",
          [](const KernelConfig& c, const Problem&, const ArchInfo&) {
            const int64_t loads = c.at("ROWS") * c.at("UNROLL");
            return loads >= 4 && loads <= 16;
          }},
-        {"no_idle_rows", "a block owns no more outputs than there are, unless it is the smallest block",
+        {"no_idle_rows",
+         "a block owns no more outputs than there are, unless it is the smallest block",
          [](const KernelConfig& c, const Problem& p, const ArchInfo&) {
            const bool smallest = c.at("ROWS") == 1 && (!is_dot(c) || c.at("THREADS") == 128);
            return smallest || block_rows_of(c) <= outputs_of(c, p);
@@ -134,22 +161,25 @@ class GemvFamily final : public Family {
   KernelConfig default_config(const Problem& p, const ArchInfo& arch) const override {
     KernelConfig c{"gemv", p.dtype, p.op_a, p.op_b, {}};
     // Both sides fit when M == N == 1: prefer the one whose K runs contiguously.
-    const bool side1 = p.m == 1 && (p.n > 1 || (is_dot(1, p.op_a, p.op_b) && !is_dot(0, p.op_a, p.op_b)));
-    c.params = {{"SIDE", side1 ? 1 : 0}, {"THREADS", 256}, {"ROWS", 1}, {"UNROLL", 4}, {"KSPLIT", 1},
-                {"VEC", widest_vector(p)}};
+    const bool side1 =
+        p.m == 1 && (p.n > 1 || (is_dot(1, p.op_a, p.op_b) && !is_dot(0, p.op_a, p.op_b)));
+    c.params = {{"SIDE", side1 ? 1 : 0}, {"THREADS", 256}, {"ROWS", 1},
+                {"UNROLL", 4},           {"KSPLIT", 1},    {"VEC", widest_vector(p)}};
     if (is_dot(c)) c.params["ROWS"] = 2;
     if (block_rows_of(c) > outputs_of(c, p)) {
       c.params["ROWS"] = 1;
       if (is_dot(c)) c.params["THREADS"] = 128;
     }
-    while (row_blocks_of(c, p) * c.at("KSPLIT") < arch.sms && can_split_further(c, p)) c.params["KSPLIT"] *= 2;
+    while (row_blocks_of(c, p) * c.at("KSPLIT") < arch.sms && can_split_further(c, p))
+      c.params["KSPLIT"] *= 2;
     return c;
   }
 
   std::string kernel_name(const KernelConfig& c) const override {
-    return fmt::format("gemm_gemv_{}_{}{}_{}_{}_t{}_r{}_u{}_k{}_v{}", to_string(c.dtype), to_char(c.op_a),
-                       to_char(c.op_b), c.at("SIDE") == 0 ? "n1" : "m1", is_dot(c) ? "dot" : "axpy",
-                       c.at("THREADS"), c.at("ROWS"), c.at("UNROLL"), c.at("KSPLIT"), c.at("VEC"));
+    return fmt::format("gemm_gemv_{}_{}{}_{}_{}_t{}_r{}_u{}_k{}_v{}", to_string(c.dtype),
+                       to_char(c.op_a), to_char(c.op_b), c.at("SIDE") == 0 ? "n1" : "m1",
+                       is_dot(c) ? "dot" : "axpy", c.at("THREADS"), c.at("ROWS"), c.at("UNROLL"),
+                       c.at("KSPLIT"), c.at("VEC"));
   }
 
   // A minimum of one block per SM: without it NVRTC's ptxas trades spills for occupancy.
@@ -159,11 +189,14 @@ class GemvFamily final : public Family {
          fmt::format("  static constexpr int DTYPE = {}, SIDE = {}, THREADS = {}, ROWS = {};\n"
                      "  static constexpr int UNROLL = {}, KSPLIT = {}, VEC = {}, XCHUNK = {};\n"
                      "  static constexpr bool A_T = {}, B_T = {};\n",
-                     c.dtype == DType::f32 ? 0 : c.dtype == DType::f16 ? 1 : 2, c.at("SIDE"), c.at("THREADS"),
-                     c.at("ROWS"), c.at("UNROLL"), c.at("KSPLIT"), c.at("VEC"), xchunk_of(c), c.op_a == Op::T,
-                     c.op_b == Op::T),
+                     c.dtype == DType::f32   ? 0
+                     : c.dtype == DType::f16 ? 1
+                                             : 2,
+                     c.at("SIDE"), c.at("THREADS"), c.at("ROWS"), c.at("UNROLL"), c.at("KSPLIT"),
+                     c.at("VEC"), xchunk_of(c), c.op_a == Op::T, c.op_b == Op::T),
          // A dot kernel's shared memory (x staged) depends on K: only axpy's is a constant.
-         is_dot(c) ? std::string() : smem_static_assert("K::AXPY_SMEM_BYTES", axpy_smem_bytes(c)), "K::THREADS, 1",
+         is_dot(c) ? std::string() : smem_static_assert("K::AXPY_SMEM_BYTES", axpy_smem_bytes(c)),
+         "K::THREADS, 1",
          "  extern __shared__ __align__(16) unsigned char gemmtune_smem[];\n"
          "  K::run(args, gemmtune_smem);\n"});
   }

@@ -12,13 +12,18 @@
 namespace gemmtune {
 namespace {
 
-int64_t warps_of(const KernelConfig& c) { return (c.at("BM") / c.at("WM")) * (c.at("BN") / c.at("WN")); }
-int64_t threads_of(const KernelConfig& c) { return 32 * warps_of(c); }
+int64_t warps_of(const KernelConfig& c) {
+  return (c.at("BM") / c.at("WM")) * (c.at("BN") / c.at("WN"));
+}
+int64_t threads_of(const KernelConfig& c) {
+  return 32 * warps_of(c);
+}
 
 // Mirrors mma_sm80::Kernel::SMEM_BYTES: STAGES tiles of A and B, 16-bit values, no padding, and
 // with split-K a word that says which part arrived last.
 int64_t smem_bytes_of(const KernelConfig& c) {
-  return c.at("STAGES") * (c.at("BM") + c.at("BN")) * c.at("BK") * 2 + (c.at("SPLITS") > 1 ? 16 : 0);
+  return c.at("STAGES") * (c.at("BM") + c.at("BN")) * c.at("BK") * 2 +
+         (c.at("SPLITS") > 1 ? 16 : 0);
 }
 
 // Output tiles, k-tiles of one, and the parts K is cut into (at most one per k-tile, as the
@@ -39,7 +44,9 @@ Units units_of(const KernelConfig& c, const Problem& p) {
 uint64_t workspace_bytes_of(const KernelConfig& c, const Units& u) {
   return u.parts > 1 ? uint64_t(u.tiles * u.parts * c.at("BM") * c.at("BN") * 4) : 0;
 }
-uint64_t counter_bytes_of(const Units& u) { return u.parts > 1 ? uint64_t(u.tiles * 4) : 0; }
+uint64_t counter_bytes_of(const Units& u) {
+  return u.parts > 1 ? uint64_t(u.tiles * 4) : 0;
+}
 
 // Registers a thread needs: f32 accumulators, two sets of fragments (one read while the other is
 // multiplied), and up to 56 for addresses, copies and the loop (ptxas, sm_80 to sm_90, every
@@ -59,7 +66,9 @@ bool copies_divide_evenly(int64_t mn, int64_t bk, bool k_major, int64_t threads)
 
 // Values per global copy: 8 (16-byte cp.async) when the problem is 16-byte aligned, else the
 // widest its alignment allows (1: plain loads).
-int64_t widest_vector(const Problem& p) { return std::clamp<int64_t>(p.align / 2, 1, 8); }
+int64_t widest_vector(const Problem& p) {
+  return std::clamp<int64_t>(p.align / 2, 1, 8);
+}
 
 class MmaSm80Family final : public Family {
  public:
@@ -75,16 +84,18 @@ class MmaSm80Family final : public Family {
     SearchSpace s;
     s.family = "mma_sm80";
     s.params = {
-        {"BM", {64, 128, 256}},     // block tile along M
+        {"BM", {64, 128, 256}},      // block tile along M
         {"BN", {32, 64, 128, 256}},  // along N (32: few columns, as in decoding)
         {"BK", {32, 64}},
-        {"WM", {32, 64}},           // warp tile
+        {"WM", {32, 64}},  // warp tile
         {"WN", {32, 64}},
         {"STAGES", {4, 3, 5, 2}, true},  // depth of the cp.async ring (refinement: 4 first)
-        {"GROUP", {8}},             // tiles per raster group along M (a kernel parameter; one value searched)
-        {"VEC", {8, 4, 2, 1}},      // values per global copy, from the alignment
-        // Parts of K where the tiles leave SMs idle: blocks wait through the whole chain of k-tiles.
-        {"SPLITS", few_tiles(problem, arch) ? std::vector<int64_t>{1, 2, 3, 4, 6, 8} : std::vector<int64_t>{1}},
+        {"GROUP", {8}},  // tiles per raster group along M (a kernel parameter; one value searched)
+        {"VEC", {8, 4, 2, 1}},  // values per global copy, from the alignment
+        // Parts of K where the tiles leave SMs idle: blocks wait through the whole chain of
+        // k-tiles.
+        {"SPLITS", few_tiles(problem, arch) ? std::vector<int64_t>{1, 2, 3, 4, 6, 8}
+                                            : std::vector<int64_t>{1}},
     };
     s.constraints = {
         {"warps_tile_block", "warp tiles divide the block tile: BM % WM == 0, BN % WN == 0",
@@ -95,23 +106,31 @@ class MmaSm80Family final : public Family {
          [](const KernelConfig& c, const Problem&, const ArchInfo&) {
            return warps_of(c) == 4 || warps_of(c) == 8;
          }},
-        {"copies_divide_evenly", "every thread copies whole 16-byte chunks of each stage, as many as the others",
+        {"copies_divide_evenly",
+         "every thread copies whole 16-byte chunks of each stage, as many as the others",
          [](const KernelConfig& c, const Problem&, const ArchInfo&) {
            const int64_t t = threads_of(c);
            return copies_divide_evenly(c.at("BM"), c.at("BK"), c.op_a == Op::T, t) &&
                   copies_divide_evenly(c.at("BN"), c.at("BK"), c.op_b == Op::N, t);
          }},
         {"vector_alignment", "VEC values per copy need the problem aligned to 2*VEC bytes",
-         [](const KernelConfig& c, const Problem& p, const ArchInfo&) { return c.at("VEC") * 2 <= p.align; }},
+         [](const KernelConfig& c, const Problem& p, const ArchInfo&) {
+           return c.at("VEC") * 2 <= p.align;
+         }},
         {"widest_vector", "use the widest copy the alignment allows (narrower is never faster)",
-         [](const KernelConfig& c, const Problem& p, const ArchInfo&) { return c.at("VEC") == widest_vector(p); }},
-        {"plain_loads_fit", "without cp.async (VEC 1) a stage passes through registers: at most 8 chunks a thread",
+         [](const KernelConfig& c, const Problem& p, const ArchInfo&) {
+           return c.at("VEC") == widest_vector(p);
+         }},
+        {"plain_loads_fit",
+         "without cp.async (VEC 1) a stage passes through registers: at most 8 chunks a thread",
          [](const KernelConfig& c, const Problem&, const ArchInfo&) {
            const int64_t chunks = (c.at("BM") + c.at("BN")) * c.at("BK") / 8 / threads_of(c);
            return c.at("VEC") > 1 || chunks <= 8;  // sm_80: 10 or more spill at 64x64 warp tiles
          }},
         {"smem_fits", "the stages fit the shared memory of a block",
-         [](const KernelConfig& c, const Problem&, const ArchInfo& a) { return smem_bytes_of(c) <= a.smem_per_block; }},
+         [](const KernelConfig& c, const Problem&, const ArchInfo& a) {
+           return smem_bytes_of(c) <= a.smem_per_block;
+         }},
         {"registers_fit", "estimated registers per thread fit 255 and the block fits an SM",
          [](const KernelConfig& c, const Problem&, const ArchInfo& a) {
            const int64_t regs = register_estimate(c);
@@ -123,12 +142,14 @@ class MmaSm80Family final : public Family {
          }},
         // Also keeps the schedule's 32-bit arithmetic (schedule.h) safe: one segment per block,
         // at most 2 * sms blocks, and parts * k-tiles <= 8 * 2^25 (K <= 2^30).
-        {"split_k_fills_the_gpu", "split-K where the tiles leave SMs idle, into at most two blocks per SM and "
-                                  "no more parts than k-tiles",
+        {"split_k_fills_the_gpu",
+         "split-K where the tiles leave SMs idle, into at most two blocks per SM and "
+         "no more parts than k-tiles",
          [](const KernelConfig& c, const Problem& p, const ArchInfo& a) {
            if (c.at("SPLITS") == 1) return true;
            const Units u = units_of(c, p);
-           return u.tiles < a.sms && c.at("SPLITS") <= u.k_tiles && u.tiles * c.at("SPLITS") <= 2 * a.sms;
+           return u.tiles < a.sms && c.at("SPLITS") <= u.k_tiles &&
+                  u.tiles * c.at("SPLITS") <= 2 * a.sms;
          }},
     };
     return s;
@@ -144,7 +165,8 @@ class MmaSm80Family final : public Family {
     KernelConfig c{"mma_sm80", p.dtype, p.op_a, p.op_b, {}};
     c.params = {{"GROUP", 8}, {"VEC", widest_vector(p)}, {"SPLITS", 1}};
     auto tile = [&](int64_t bm, int64_t bn, int64_t bk, int64_t wm, int64_t wn, int64_t stages) {
-      c.params.insert({{"BM", bm}, {"BN", bn}, {"BK", bk}, {"WM", wm}, {"WN", wn}, {"STAGES", stages}});
+      c.params.insert(
+          {{"BM", bm}, {"BN", bn}, {"BK", bk}, {"WM", wm}, {"WN", wn}, {"STAGES", stages}});
     };
     if (p.n <= 32)  // with plain loads (2-byte aligned) BK 32 keeps the copies in registers small
       tile(128, 32, widest_vector(p) > 1 ? 64 : 32, 32, 32, 3);
@@ -162,9 +184,9 @@ class MmaSm80Family final : public Family {
 
   std::string kernel_name(const KernelConfig& c) const override {
     const std::string splits = c.at("SPLITS") > 1 ? fmt::format("_splitk{}", c.at("SPLITS")) : "";
-    return fmt::format("gemm_mma80_{}_{}{}_{}x{}x{}_w{}x{}_s{}_g{}_v{}{}", to_string(c.dtype), to_char(c.op_a),
-                       to_char(c.op_b), c.at("BM"), c.at("BN"), c.at("BK"), c.at("WM"), c.at("WN"), c.at("STAGES"),
-                       c.at("GROUP"), c.at("VEC"), splits);
+    return fmt::format("gemm_mma80_{}_{}{}_{}x{}x{}_w{}x{}_s{}_g{}_v{}{}", to_string(c.dtype),
+                       to_char(c.op_a), to_char(c.op_b), c.at("BM"), c.at("BN"), c.at("BK"),
+                       c.at("WM"), c.at("WN"), c.at("STAGES"), c.at("GROUP"), c.at("VEC"), splits);
   }
 
   // __launch_bounds__(THREADS, 1): without the 1, ptxas for sm_90 spills a register or two to
@@ -176,8 +198,9 @@ class MmaSm80Family final : public Family {
                      "  static constexpr int STAGES = {}, GROUP = {}, VEC = {}, SPLITS = {};\n"
                      "  static constexpr bool A_T = {}, B_T = {};\n"
                      "  static constexpr int DTYPE = {};\n",
-                     c.at("BM"), c.at("BN"), c.at("BK"), c.at("WM"), c.at("WN"), c.at("STAGES"), c.at("GROUP"),
-                     c.at("VEC"), c.at("SPLITS"), c.op_a == Op::T, c.op_b == Op::T, c.dtype == DType::bf16 ? 2 : 1),
+                     c.at("BM"), c.at("BN"), c.at("BK"), c.at("WM"), c.at("WN"), c.at("STAGES"),
+                     c.at("GROUP"), c.at("VEC"), c.at("SPLITS"), c.op_a == Op::T, c.op_b == Op::T,
+                     c.dtype == DType::bf16 ? 2 : 1),
          smem_static_assert("K::SMEM_BYTES", smem_bytes_of(c)), "K::THREADS, 1",
          "  extern __shared__ __align__(128) unsigned char gemmtune_smem[];\n"
          "  K::run(args, gemmtune_smem);\n"});
@@ -199,8 +222,8 @@ class MmaSm80Family final : public Family {
   }
 
   std::vector<std::string> template_files() const override {
-    return {"gemm_args.h", "common.cuh",  "ptx/cp_async.cuh", "ptx/ldmatrix.cuh",
-            "ptx/mma.cuh", "schedule.h", "store16.cuh", "mma_sm80.cuh"};
+    return {"gemm_args.h", "common.cuh", "ptx/cp_async.cuh", "ptx/ldmatrix.cuh",
+            "ptx/mma.cuh", "schedule.h", "store16.cuh",      "mma_sm80.cuh"};
   }
 
   // The cost model (generator/cost_model.hpp): mma.sync reaches about 80% of the tensor rate on

@@ -10,7 +10,9 @@
 namespace gemmtune {
 namespace {
 
-int64_t threads_of(const KernelConfig& c) { return (c.at("BM") / c.at("WM")) * (c.at("BN") / c.at("WN")) * 32; }
+int64_t threads_of(const KernelConfig& c) {
+  return (c.at("BM") / c.at("WM")) * (c.at("BN") / c.at("WN")) * 32;
+}
 
 // Mirrors simt::Kernel::SMEM_BYTES: transposing copies pad their rows by 4 floats.
 int64_t smem_bytes_of(const KernelConfig& c) {
@@ -23,10 +25,13 @@ int64_t smem_bytes_of(const KernelConfig& c) {
 int64_t register_estimate(const KernelConfig& c) {
   const int64_t tm = c.at("TM"), tn = c.at("TN");
   const int64_t prefetch = (c.at("BM") + c.at("BN")) * c.at("BK") / threads_of(c);
-  return tm * tn + tm + tn + prefetch + 72;  // calibrated on ptxas (sm_80, sm_90a): no default candidate spills
+  return tm * tn + tm + tn + prefetch +
+         72;  // calibrated on ptxas (sm_80, sm_90a): no default candidate spills
 }
 
-int widest_vector(const Problem& p) { return std::min(4, p.align / 4); }
+int widest_vector(const Problem& p) {
+  return std::min(4, p.align / 4);
+}
 
 constexpr int kGroup = 8;  // tiles per raster group along M (Cfg::GROUP)
 
@@ -93,7 +98,8 @@ class SimtFamily final : public Family {
   KernelConfig default_config(const Problem& problem, const ArchInfo&) const override {
     KernelConfig c{"simt", problem.dtype, problem.op_a, problem.op_b, {}};
     if (problem.m * problem.n >= int64_t(2048) * 2048)
-      c.params = {{"BM", 128}, {"BN", 256}, {"BK", 8}, {"WM", 64}, {"WN", 64}, {"TM", 16}, {"TN", 8}};
+      c.params = {{"BM", 128}, {"BN", 256}, {"BK", 8}, {"WM", 64},
+                  {"WN", 64},  {"TM", 16},  {"TN", 8}};
     else
       c.params = {{"BM", 64}, {"BN", 64}, {"BK", 8}, {"WM", 32}, {"WN", 32}, {"TM", 4}, {"TN", 8}};
     c.params["VEC"] = widest_vector(problem);
@@ -104,8 +110,7 @@ class SimtFamily final : public Family {
   std::string kernel_name(const KernelConfig& c) const override {
     return fmt::format("gemm_simt_{}_{}{}_{}x{}x{}_w{}x{}_t{}x{}_v{}_s{}", to_string(c.dtype),
                        to_char(c.op_a), to_char(c.op_b), c.at("BM"), c.at("BN"), c.at("BK"),
-                       c.at("WM"), c.at("WN"), c.at("TM"), c.at("TN"), c.at("VEC"),
-                       c.at("STAGES"));
+                       c.at("WM"), c.at("WN"), c.at("TM"), c.at("TN"), c.at("VEC"), c.at("STAGES"));
   }
 
   std::string emit(const KernelConfig& c) const override {
@@ -115,8 +120,9 @@ class SimtFamily final : public Family {
                      "  static constexpr int WM = {}, WN = {}, TM = {}, TN = {};\n"
                      "  static constexpr int VEC = {}, STAGES = {}, GROUP = {};\n"
                      "  static constexpr bool A_T = {}, B_T = {};\n",
-                     c.at("BM"), c.at("BN"), c.at("BK"), c.at("WM"), c.at("WN"), c.at("TM"), c.at("TN"),
-                     c.at("VEC"), c.at("STAGES"), kGroup, c.op_a == Op::T, c.op_b == Op::T),
+                     c.at("BM"), c.at("BN"), c.at("BK"), c.at("WM"), c.at("WN"), c.at("TM"),
+                     c.at("TN"), c.at("VEC"), c.at("STAGES"), kGroup, c.op_a == Op::T,
+                     c.op_b == Op::T),
          smem_static_assert("K::SMEM_BYTES", smem_bytes_of(c)), "K::THREADS",
          "  extern __shared__ float4 gemmtune_smem[];\n"
          "  K::run(args, reinterpret_cast<float*>(gemmtune_smem));\n"});

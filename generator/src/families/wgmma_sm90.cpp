@@ -15,38 +15,80 @@ namespace {
 constexpr int64_t kBK = 64;
 constexpr int64_t kWorkBytes = sizeof(schedule::Work);
 
-int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
+int64_t round_up(int64_t a, int64_t b) {
+  return ceil_div(a, b) * b;
+}
 
 // K a stage holds: KSUB blocks of 64 (one 128-byte swizzle row each).
-int64_t stage_k(const KernelConfig& c) { return kBK * c.at("KSUB"); }
-int64_t cluster_m(const KernelConfig& c) { return c.at("CLUSTER") / 10; }
-int64_t cluster_n(const KernelConfig& c) { return c.at("CLUSTER") % 10; }
-int64_t cluster_size(const KernelConfig& c) { return cluster_m(c) * cluster_n(c); }
+int64_t stage_k(const KernelConfig& c) {
+  return kBK * c.at("KSUB");
+}
+int64_t cluster_m(const KernelConfig& c) {
+  return c.at("CLUSTER") / 10;
+}
+int64_t cluster_n(const KernelConfig& c) {
+  return c.at("CLUSTER") % 10;
+}
+int64_t cluster_size(const KernelConfig& c) {
+  return cluster_m(c) * cluster_n(c);
+}
 // CTAs of a cluster that split each tile's k-blocks (CLUSTER_K), and all CTAs of a cluster.
-int64_t cluster_k(const KernelConfig& c) { return c.at("CLUSTER_K"); }
-int64_t cluster_ctas(const KernelConfig& c) { return cluster_size(c) * cluster_k(c); }
-bool swapped(const KernelConfig& c) { return c.at("SWAP") != 0; }
+int64_t cluster_k(const KernelConfig& c) {
+  return c.at("CLUSTER_K");
+}
+int64_t cluster_ctas(const KernelConfig& c) {
+  return cluster_size(c) * cluster_k(c);
+}
+bool swapped(const KernelConfig& c) {
+  return c.at("SWAP") != 0;
+}
 // Kernel rows (64-row wgmma blocks) and columns (wgmma N) of a tile; see the template's header.
-int64_t tile_rows(const KernelConfig& c) { return swapped(c) ? c.at("BM") : c.at("BN"); }
-int64_t tile_cols(const KernelConfig& c) { return swapped(c) ? c.at("BN") : c.at("BM"); }
-bool pingpong(const KernelConfig& c) { return c.at("PINGPONG") != 0; }
-bool reads_c(const KernelConfig& c) { return c.at("READS_C") != 0; }
+int64_t tile_rows(const KernelConfig& c) {
+  return swapped(c) ? c.at("BM") : c.at("BN");
+}
+int64_t tile_cols(const KernelConfig& c) {
+  return swapped(c) ? c.at("BN") : c.at("BM");
+}
+bool pingpong(const KernelConfig& c) {
+  return c.at("PINGPONG") != 0;
+}
+bool reads_c(const KernelConfig& c) {
+  return c.at("READS_C") != 0;
+}
 // Consumer warpgroups that share a tile's rows: all of them, or one with ping-pong.
-int64_t row_warpgroups(const KernelConfig& c) { return pingpong(c) ? 1 : c.at("WG"); }
-int64_t blocks_per_warpgroup(const KernelConfig& c) { return tile_rows(c) / (64 * row_warpgroups(c)); }
-int64_t accumulators(const KernelConfig& c) { return blocks_per_warpgroup(c) * tile_cols(c) / 2; }
+int64_t row_warpgroups(const KernelConfig& c) {
+  return pingpong(c) ? 1 : c.at("WG");
+}
+int64_t blocks_per_warpgroup(const KernelConfig& c) {
+  return tile_rows(c) / (64 * row_warpgroups(c));
+}
+int64_t accumulators(const KernelConfig& c) {
+  return blocks_per_warpgroup(c) * tile_cols(c) / 2;
+}
 // P (the 64-row side) is op(A) when swapped, else op(B)^T; Q the other. K-major: stored along K.
-bool a_kmajor(const KernelConfig& c) { return c.op_a == Op::T; }
-bool b_kmajor(const KernelConfig& c) { return c.op_b == Op::N; }
-bool q_kmajor(const KernelConfig& c) { return swapped(c) ? b_kmajor(c) : a_kmajor(c); }
+bool a_kmajor(const KernelConfig& c) {
+  return c.op_a == Op::T;
+}
+bool b_kmajor(const KernelConfig& c) {
+  return c.op_b == Op::N;
+}
+bool q_kmajor(const KernelConfig& c) {
+  return swapped(c) ? b_kmajor(c) : a_kmajor(c);
+}
 // The longest tile sides the problem needs: rows in 64s, columns in 8s (K-major Q) or 64s.
-int64_t rows_needed(const KernelConfig& c, const Problem& p) { return round_up(swapped(c) ? p.m : p.n, 64); }
+int64_t rows_needed(const KernelConfig& c, const Problem& p) {
+  return round_up(swapped(c) ? p.m : p.n, 64);
+}
 int64_t cols_needed(const KernelConfig& c, const Problem& p) {
   return round_up(swapped(c) ? p.n : p.m, q_kmajor(c) ? 8 : 64);
 }
 // Which operand a cluster of two shares: CTAs along M share B's tile, along N A's.
-bool shares_a(const KernelConfig& c) { return cluster_n(c) == 2; }
-bool shares_b(const KernelConfig& c) { return cluster_m(c) == 2; }
+bool shares_a(const KernelConfig& c) {
+  return cluster_n(c) == 2;
+}
+bool shares_b(const KernelConfig& c) {
+  return cluster_m(c) == 2;
+}
 
 // Mirrors wgmma_sm90::Kernel::SMEM_BYTES: stages, alignment, barriers, the fixup flags and the
 // schedule, the partial sums a cluster splitting K exchanges (a slot per CTA of the float4s of
@@ -62,10 +104,12 @@ int64_t push_bytes(const KernelConfig& c) {
   return c.at("WG") * cluster_k(c) * owned * 128 * 16 + 16 * c.at("WG");
 }
 int64_t fixed_smem_bytes(const KernelConfig& c) {
-  return c.at("STAGES") * (tile_rows(c) + tile_cols(c)) * stage_k(c) * 2 + 1024 + 16 * c.at("STAGES") + 16 +
-         kWorkBytes + push_bytes(c);
+  return c.at("STAGES") * (tile_rows(c) + tile_cols(c)) * stage_k(c) * 2 + 1024 +
+         16 * c.at("STAGES") + 16 + kWorkBytes + push_bytes(c);
 }
-int64_t c_chunk_bytes(const KernelConfig& c) { return 64 * blocks_per_warpgroup(c) * 128; }
+int64_t c_chunk_bytes(const KernelConfig& c) {
+  return 64 * blocks_per_warpgroup(c) * 128;
+}
 int64_t c_buffers_bytes(const KernelConfig& c, int64_t buffers) {
   return buffers ? c.at("WG") * (buffers * (c_chunk_bytes(c) + 8) + 8) : 0;
 }
@@ -76,7 +120,9 @@ int64_t c_buffers(const KernelConfig& c) {
     if (fixed_smem_bytes(c) + c_buffers_bytes(c, b) <= kSmemPerBlock) return b;
   return chunks > 0 ? 1 : 0;
 }
-int64_t smem_bytes_of(const KernelConfig& c) { return fixed_smem_bytes(c) + c_buffers_bytes(c, c_buffers(c)); }
+int64_t smem_bytes_of(const KernelConfig& c) {
+  return fixed_smem_bytes(c) + c_buffers_bytes(c, c_buffers(c));
+}
 
 struct Units {
   int64_t tiles_m, tiles_n, super_tiles, k_blocks, workers;
@@ -124,7 +170,8 @@ Workspace workspace_of(const KernelConfig& c, const Units& u) {
   }
   if (slots == 0) return {};
   const int64_t consumers = cluster_size(c) * row_warpgroups(c);
-  return {uint64_t(slots * cluster_size(c) * tile_rows(c) * tile_cols(c) * 4), uint64_t(counters * consumers * 4)};
+  return {uint64_t(slots * cluster_size(c) * tile_rows(c) * tile_cols(c) * 4),
+          uint64_t(counters * consumers * 4)};
 }
 
 // The launch packs an operand whose columns do not start on 16 bytes into an aligned copy first
@@ -146,7 +193,8 @@ double packing_us(const Problem& p, const ArchInfo& a) {
 std::vector<int64_t> tile_values(int64_t d, bool narrow) {
   std::vector<int64_t> v = {64, 96, 128, 160, 192, 224, 256};
   if (narrow) v.insert(v.begin(), {8, 16, 24, 32, 40, 48, 56});
-  if (d <= 256 && std::find(v.begin(), v.end(), round_up(d, 8)) == v.end()) v.push_back(round_up(d, 8));
+  if (d <= 256 && std::find(v.begin(), v.end(), round_up(d, 8)) == v.end())
+    v.push_back(round_up(d, 8));
   return v;
 }
 
@@ -156,12 +204,18 @@ bool many_waves(const Problem& p, const ArchInfo& arch) {
 }
 
 // The skinny side of a problem goes on wgmma's N (steps of 8), not on 64-row blocks.
-bool skinny_n(const Problem& p) { return p.n <= 64; }
-bool skinny_m(const Problem& p) { return p.m <= 64; }
+bool skinny_n(const Problem& p) {
+  return p.n <= 64;
+}
+bool skinny_m(const Problem& p) {
+  return p.m <= 64;
+}
 // A side that one wgmma N covers, on a problem whose 128x128 tiles leave SMs idle: streamed like
 // a skinny one, 64 rows a tile and K split (bf16 tn 4096x128x11008: 0.99-1.00x cuBLAS untuned,
 // as the tuned winner, where 128x128 tiles split in four made 0.91-0.94x; H100, docs/PERF.md).
-bool narrow_few(const Problem& p, const ArchInfo& arch) { return std::min(p.m, p.n) <= 128 && few_tiles(p, arch); }
+bool narrow_few(const Problem& p, const ArchInfo& arch) {
+  return std::min(p.m, p.n) <= 128 && few_tiles(p, arch);
+}
 
 class WgmmaSm90Family final : public Family {
  public:
@@ -181,27 +235,32 @@ class WgmmaSm90Family final : public Family {
     s.params = {
         {"BM", tile_values(p.m, narrow)},  // tile along M
         {"BN", tile_values(p.n, narrow)},  // tile along N
-        {"SWAP", p.n <= 256 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0}},  // N on wgmma's N
+        {"SWAP",
+         p.n <= 256 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0}},  // N on wgmma's N
         // Deep pipelines stream a skinny problem's operand, or keep all of a short K in flight.
         // A refinement lists first the values to measure a structure with where the model ties:
         // here the deepest pipeline that fits, up to 8, where the tiles are few or skinny (their
         // winners on the H100 ran 5 to 8 stages deep: bf16 tn 6144x32x4096 26.0 us at 8 stages,
         // 30.1 us at 4), else 4.
-        {"STAGES", skinny || few ? std::vector<int64_t>{8, 6, 5, 4, 12, 3} : std::vector<int64_t>{4, 3, 5}, true},
-        {"WG", {1, 2, 3}},    // consumer warpgroups
-        {"WS", {0, 1}},       // 1: warp-specialized persistent, 0: multistage
-        {"CLUSTER", {11, 21, 12}, true},  // CTAs along M x along N
+        {"STAGES",
+         skinny || few ? std::vector<int64_t>{8, 6, 5, 4, 12, 3} : std::vector<int64_t>{4, 3, 5},
+         true},
+        {"WG", {1, 2, 3}},                 // consumer warpgroups
+        {"WS", {0, 1}},                    // 1: warp-specialized persistent, 0: multistage
+        {"CLUSTER", {11, 21, 12}, true},   // CTAs along M x along N
         {"RASTER", {p.m >= p.n ? 0 : 1}},  // sweep tiles along the longer side first (derived)
         // Tiles per raster group: how many tile rows run together and share operand rows in L2.
         // It matters where many waves of tiles run one after the other.
-        {"GROUP", many_waves(p, arch) ? std::vector<int64_t>{8, 4, 16} : std::vector<int64_t>{8}, true},
+        {"GROUP", many_waves(p, arch) ? std::vector<int64_t>{8, 4, 16} : std::vector<int64_t>{8},
+         true},
         {"EPILOGUE", {1, 0}, true},  // 1: through shared memory + TMA store, 0: from registers
         {"SCHEDULE", {schedule::DATA_PARALLEL, schedule::SPLIT_K, schedule::STREAM_K}},
         {"SPLITS", few ? std::vector<int64_t>{1, 2, 3, 4, 6, 8} : std::vector<int64_t>{1}},
         // Two or four CTAs of a cluster split each tile's k-blocks, adding through shared memory.
         {"CLUSTER_K", few ? std::vector<int64_t>{1, 2, 4} : std::vector<int64_t>{1}},
         {"PINGPONG", {0, 1}},  // two consumer warpgroups take turns on whole tiles
-        {"OCCUPANCY", skinny || few ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{1}},  // CTAs per SM
+        {"OCCUPANCY",
+         skinny || few ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{1}},  // CTAs per SM
         // 64-K blocks a stage: two stream each row of a skinny problem's weights in 256-byte
         // pieces instead of 128 (bf16 tn 6144x32x4096: 0.0248 ms at two blocks a stage, six
         // stages, against 0.0256-0.0259 ms at one, eight stages; H100, docs/PERF.md, eleventh
@@ -223,7 +282,8 @@ class WgmmaSm90Family final : public Family {
   static bool make_skinny(KernelConfig& c, const Problem& p, const ArchInfo& arch) {
     const bool swap = p.n <= p.m;  // the narrow side on wgmma's N
     const int64_t wide = swap ? p.m : p.n;
-    const int64_t rows = std::min<int64_t>(2 * ceil_div(wide, 128) >= arch.sms ? 128 : 64, round_up(wide, 64));
+    const int64_t rows =
+        std::min<int64_t>(2 * ceil_div(wide, 128) >= arch.sms ? 128 : 64, round_up(wide, 64));
     c.params["SWAP"] = swap;
     c.params[swap ? "BM" : "BN"] = rows;
     // wgmma N in steps of 8, or of 64 where the narrow operand is stored along M or N
@@ -341,11 +401,26 @@ class WgmmaSm90Family final : public Family {
   // 8192x8192x1024, H100, docs/PERF.md). Split-K takes up a wave the tiles do not fill.
   KernelConfig default_config(const Problem& p, const ArchInfo& arch) const override {
     KernelConfig c{"wgmma_sm90", p.dtype, p.op_a, p.op_b, {}};
-    c.params = {{"BM", 256}, {"BN", 128}, {"SWAP", 0}, {"STAGES", 4}, {"WG", 2}, {"WS", 1},
-                {"CLUSTER", 12}, {"RASTER", p.m >= p.n ? 0 : 1}, {"GROUP", 8}, {"EPILOGUE", 1},
-                {"SCHEDULE", schedule::DATA_PARALLEL}, {"SPLITS", 1}, {"CLUSTER_K", 1}, {"PINGPONG", 0},
-                {"OCCUPANCY", 1}, {"KSUB", 1}, {"READS_C", p.reads_c ? 1 : 0}};
-    const auto tiles_of = [&](int64_t bm, int64_t bn) { return ceil_div(p.m, bm) * ceil_div(p.n, bn); };
+    c.params = {{"BM", 256},
+                {"BN", 128},
+                {"SWAP", 0},
+                {"STAGES", 4},
+                {"WG", 2},
+                {"WS", 1},
+                {"CLUSTER", 12},
+                {"RASTER", p.m >= p.n ? 0 : 1},
+                {"GROUP", 8},
+                {"EPILOGUE", 1},
+                {"SCHEDULE", schedule::DATA_PARALLEL},
+                {"SPLITS", 1},
+                {"CLUSTER_K", 1},
+                {"PINGPONG", 0},
+                {"OCCUPANCY", 1},
+                {"KSUB", 1},
+                {"READS_C", p.reads_c ? 1 : 0}};
+    const auto tiles_of = [&](int64_t bm, int64_t bn) {
+      return ceil_div(p.m, bm) * ceil_div(p.n, bn);
+    };
     bool split_where_few = true, one_wave_tma_store = false;
     if (skinny_n(p) || skinny_m(p)) {
       split_where_few = make_skinny(c, p, arch);
@@ -399,7 +474,8 @@ class WgmmaSm90Family final : public Family {
     c = with_paying_cluster(c, p, arch);
     if (tiles_of(c.at("BM"), c.at("BN")) <= arch.sms && !one_wave_tma_store)
       c.params["EPILOGUE"] = 0;
-    return repaired(with_fitting_stages(split_where_few ? with_schedule(c, p, arch) : c, arch), p, arch);
+    return repaired(with_fitting_stages(split_where_few ? with_schedule(c, p, arch) : c, arch), p,
+                    arch);
   }
 
   std::string kernel_name(const KernelConfig& c) const override {
@@ -407,10 +483,12 @@ class WgmmaSm90Family final : public Family {
     if (c.at("SCHEDULE") == schedule::SPLIT_K) schedule = fmt::format("_splitk{}", c.at("SPLITS"));
     if (c.at("SCHEDULE") == schedule::STREAM_K) schedule = "_streamk";
     if (cluster_k(c) > 1) schedule = fmt::format("_ck{}", cluster_k(c));
-    return fmt::format("gemm_wgmma_{}_{}{}_{}x{}x{}_s{}_wg{}_c{}x{}_{}_r{}{}{}{}{}{}{}", to_string(c.dtype),
-                       to_char(c.op_a), to_char(c.op_b), c.at("BM"), c.at("BN"), stage_k(c), c.at("STAGES"),
-                       c.at("WG"), cluster_m(c), cluster_n(c), c.at("WS") ? (pingpong(c) ? "pingpong" : "ws") : "ms",
-                       c.at("RASTER") ? "n" : "m", c.at("GROUP") == 8 ? "" : fmt::format("_g{}", c.at("GROUP")),
+    return fmt::format("gemm_wgmma_{}_{}{}_{}x{}x{}_s{}_wg{}_c{}x{}_{}_r{}{}{}{}{}{}{}",
+                       to_string(c.dtype), to_char(c.op_a), to_char(c.op_b), c.at("BM"), c.at("BN"),
+                       stage_k(c), c.at("STAGES"), c.at("WG"), cluster_m(c), cluster_n(c),
+                       c.at("WS") ? (pingpong(c) ? "pingpong" : "ws") : "ms",
+                       c.at("RASTER") ? "n" : "m",
+                       c.at("GROUP") == 8 ? "" : fmt::format("_g{}", c.at("GROUP")),
                        swapped(c) ? "_swap" : "", schedule, c.at("EPILOGUE") ? "_tmastore" : "",
                        c.at("OCCUPANCY") > 1 ? fmt::format("_o{}", c.at("OCCUPANCY")) : "",
                        reads_c(c) ? "_readsc" : "");
@@ -419,30 +497,35 @@ class WgmmaSm90Family final : public Family {
   std::string emit(const KernelConfig& c) const override {
     return generated_unit(
         {kernel_name(c), "wgmma_sm90.cuh", "gemmtune::wgmma_sm90::Kernel",
-         fmt::format("  static constexpr int BM = {}, BN = {}, STAGES = {}, WG = {};\n"
-                     "  static constexpr bool SWAP = {}, WS = {};\n"
-                     "  static constexpr int CLUSTER_M = {}, CLUSTER_N = {}, RASTER = {}, GROUP = {};\n"
-                     "  static constexpr int EPILOGUE = {}, C_BUFFERS = {}, SCHEDULE = {}, SPLITS = {}, CLUSTER_K = {};\n"
-                     "  static constexpr int OCCUPANCY = {}, KSUB = {};\n"
-                     "  static constexpr bool PINGPONG = {}, A_T = {}, B_T = {};\n"
-                     "  static constexpr int DTYPE = {};\n"
-                     "  static constexpr bool READS_C = {};\n",
-                     c.at("BM"), c.at("BN"), c.at("STAGES"), c.at("WG"), swapped(c), c.at("WS") != 0,
-                     cluster_m(c), cluster_n(c), c.at("RASTER"), c.at("GROUP"), c.at("EPILOGUE"), c_buffers(c),
-                     c.at("SCHEDULE"), c.at("SPLITS"), cluster_k(c), c.at("OCCUPANCY"), c.at("KSUB"), pingpong(c),
-                     c.op_a == Op::T, c.op_b == Op::T, c.dtype == DType::bf16 ? 2 : 1, reads_c(c)),
+         fmt::format(
+             "  static constexpr int BM = {}, BN = {}, STAGES = {}, WG = {};\n"
+             "  static constexpr bool SWAP = {}, WS = {};\n"
+             "  static constexpr int CLUSTER_M = {}, CLUSTER_N = {}, RASTER = {}, GROUP = {};\n"
+             "  static constexpr int EPILOGUE = {}, C_BUFFERS = {}, SCHEDULE = {}, SPLITS = {}, "
+             "CLUSTER_K = {};\n"
+             "  static constexpr int OCCUPANCY = {}, KSUB = {};\n"
+             "  static constexpr bool PINGPONG = {}, A_T = {}, B_T = {};\n"
+             "  static constexpr int DTYPE = {};\n"
+             "  static constexpr bool READS_C = {};\n",
+             c.at("BM"), c.at("BN"), c.at("STAGES"), c.at("WG"), swapped(c), c.at("WS") != 0,
+             cluster_m(c), cluster_n(c), c.at("RASTER"), c.at("GROUP"), c.at("EPILOGUE"),
+             c_buffers(c), c.at("SCHEDULE"), c.at("SPLITS"), cluster_k(c), c.at("OCCUPANCY"),
+             c.at("KSUB"), pingpong(c), c.op_a == Op::T, c.op_b == Op::T,
+             c.dtype == DType::bf16 ? 2 : 1, reads_c(c)),
          smem_static_assert("K::SMEM_BYTES", smem_bytes_of(c)), "K::THREADS, K::CTAS_PER_SM",
          "  extern __shared__ __align__(1024) unsigned char gemmtune_smem[];\n"
          "  K::run(args, gemmtune_smem);\n"});
   }
 
-  LaunchGeometry geometry(const KernelConfig& c, const Problem& p, const ArchInfo& arch) const override {
+  LaunchGeometry geometry(const KernelConfig& c, const Problem& p,
+                          const ArchInfo& arch) const override {
     LaunchGeometry g;
     const Units u = units_of(c, p, arch);
     g.tiles_m = uint32_t(u.tiles_m);
     g.tiles_n = uint32_t(u.tiles_n);
     // Super tiles (cluster-sized groups) in raster groups along M, or along N (Kernel::tile_of).
-    const int super_m = int(ceil_div(u.tiles_m, cluster_m(c))), super_n = int(ceil_div(u.tiles_n, cluster_n(c)));
+    const int super_m = int(ceil_div(u.tiles_m, cluster_m(c))),
+              super_n = int(ceil_div(u.tiles_n, cluster_n(c)));
     if (c.at("RASTER") == 0)
       raster_divisors(super_m, super_n, int(c.at("GROUP")), g.divisors);
     else
@@ -454,11 +537,13 @@ class WgmmaSm90Family final : public Family {
     if (c.at("WS")) {
       // Persistent: one CTA per SM (whole clusters), each a worker of the tile schedule.
       const int64_t mode = c.at("SCHEDULE");
-      const int64_t units = u.super_tiles * (mode == schedule::SPLIT_K ? std::min(c.at("SPLITS"), u.k_blocks) : 1);
+      const int64_t units =
+          u.super_tiles * (mode == schedule::SPLIT_K ? std::min(c.at("SPLITS"), u.k_blocks) : 1);
       const int64_t most = mode == schedule::STREAM_K ? u.super_tiles * u.k_blocks : units;
       g.grid = {uint32_t(std::min(most, u.workers) * cluster), 1, 1};
       g.persistent = true;
-      g.work_units = mode == schedule::STREAM_K ? 0 : grid_extent(units);  // stream-K: every resident CTA
+      g.work_units =
+          mode == schedule::STREAM_K ? 0 : grid_extent(units);  // stream-K: every resident CTA
     } else {
       g.grid = {grid_extent(u.tiles_m * u.tiles_n), 1, 1};
     }
@@ -476,7 +561,9 @@ class WgmmaSm90Family final : public Family {
 
   // The kernel's template and the operand packing its launch runs (what they include is found by
   // scanning).
-  std::vector<std::string> template_files() const override { return {"wgmma_sm90.cuh", "pack.cuh"}; }
+  std::vector<std::string> template_files() const override {
+    return {"wgmma_sm90.cuh", "pack.cuh"};
+  }
 
   // Calibrated on the ladder of docs/PERF.md and PERF-ANCHORS.md: the best kernel (wgmma N 256,
   // two consumer warpgroups, warp-specialized, TMA-store epilogue) reaches about 70% of the
@@ -504,7 +591,8 @@ class WgmmaSm90Family final : public Family {
     if (cluster_k(c) > 1) w.k_splits = std::min(cluster_k(c), u.k_blocks);
     w.balanced = c.at("SCHEDULE") == schedule::STREAM_K;
     const int64_t threads = 128 * (c.at("WG") + c.at("WS"));
-    w.ctas_per_sm = ws ? int(c.at("OCCUPANCY")) : ctas_per_sm(a, threads, smem_bytes_of(c), accumulators(c) + 40);
+    w.ctas_per_sm = ws ? int(c.at("OCCUPANCY"))
+                       : ctas_per_sm(a, threads, smem_bytes_of(c), accumulators(c) + 40);
     const double n = double(tile_cols(c));
     const double by_wg[] = {0, 0.90, 1.0, 1.03};
     w.efficiency = 0.70 * std::sqrt(1.25 * n / (64 + n)) * by_wg[c.at("WG")] * (ws ? 1.0 : 0.85) *
@@ -517,7 +605,8 @@ class WgmmaSm90Family final : public Family {
     // tile's loads (most of it when the TMA engine stores); multistage CTAs pay both per tile.
     const double epilogue = epilogue_us(a, w.tile_m, w.tile_n, p.dtype);
     w.tile_overhead_us = ws ? epilogue * (c.at("EPILOGUE") ? 0.3 : 1.5) : 1.0 + epilogue;
-    if (pingpong(c)) w.tile_overhead_us *= 0.5;  // one warpgroup's epilogue under the other's main loop
+    if (pingpong(c))
+      w.tile_overhead_us *= 0.5;  // one warpgroup's epilogue under the other's main loop
     // Partial sums out and back in: through the workspace, or (a cluster splitting K) from one
     // SM's shared memory to the other's.
     if (cluster_k(c) > 1)
@@ -568,46 +657,56 @@ class WgmmaSm90Family final : public Family {
   // fewer stages, in that order; else the most promising valid point of the space.
   KernelConfig repaired(KernelConfig c, const Problem& p, const ArchInfo& arch) const {
     const SearchSpace s = space(p, arch);
-    const std::pair<const char*, int64_t> fallbacks[] = {
-        {"SCHEDULE", schedule::DATA_PARALLEL}, {"CLUSTER", 11}, {"CLUSTER_K", 1}, {"EPILOGUE", 0},
-        {"STAGES", 5}, {"STAGES", 4}, {"STAGES", 3}};
+    const std::pair<const char*, int64_t> fallbacks[] = {{"SCHEDULE", schedule::DATA_PARALLEL},
+                                                         {"CLUSTER", 11},
+                                                         {"CLUSTER_K", 1},
+                                                         {"EPILOGUE", 0},
+                                                         {"STAGES", 5},
+                                                         {"STAGES", 4},
+                                                         {"STAGES", 3}};
     for (const auto& [param, value] : fallbacks) {
       if (s.first_violation(c, p, arch) == nullptr) return c;
       c.params[param] = value;
     }
     if (s.first_violation(c, p, arch) == nullptr) return c;
     const Pruning valid = s.prune(p, arch);
-    GT_REQUIRE(!valid.valid.empty(), Errc::internal, "the wgmma family has no valid configuration for {}",
-               p.describe());
-    return *std::min_element(valid.valid.begin(), valid.valid.end(), [&](const KernelConfig& a, const KernelConfig& b) {
-      return predicted_ms(a, p, arch) < predicted_ms(b, p, arch);
-    });
+    GT_REQUIRE(!valid.valid.empty(), Errc::internal,
+               "the wgmma family has no valid configuration for {}", p.describe());
+    return *std::min_element(valid.valid.begin(), valid.valid.end(),
+                             [&](const KernelConfig& a, const KernelConfig& b) {
+                               return predicted_ms(a, p, arch) < predicted_ms(b, p, arch);
+                             });
   }
 
   static std::vector<Constraint> constraints() {
-    auto rule = [](const char* name, const char* description,
-                   std::function<bool(const KernelConfig&, const Problem&, const ArchInfo&)> holds) {
-      return Constraint{name, description, std::move(holds)};
-    };
+    auto rule =
+        [](const char* name, const char* description,
+           std::function<bool(const KernelConfig&, const Problem&, const ArchInfo&)> holds) {
+          return Constraint{name, description, std::move(holds)};
+        };
     return {
         rule("warpgroup_rows", "a tile's kernel rows are 64 per consumer warpgroup, once or twice",
              [](const KernelConfig& c, const Problem&, const ArchInfo&) {
                const int64_t mw = blocks_per_warpgroup(c);
                return tile_rows(c) % (64 * row_warpgroups(c)) == 0 && (mw == 1 || mw == 2);
              }),
-        rule("pingpong_takes_two", "ping-pong: two consumer warpgroups of the persistent schedule take turns",
+        rule("pingpong_takes_two",
+             "ping-pong: two consumer warpgroups of the persistent schedule take turns",
              [](const KernelConfig& c, const Problem&, const ArchInfo&) {
                return !pingpong(c) || (c.at("WS") == 1 && c.at("WG") == 2);
              }),
-        rule("pingpong_needs_turns", "ping-pong where every CTA has two tiles or more to take turns on",
+        rule("pingpong_needs_turns",
+             "ping-pong where every CTA has two tiles or more to take turns on",
              [](const KernelConfig& c, const Problem& p, const ArchInfo& a) {
-               return !pingpong(c) || ceil_div(p.m, c.at("BM")) * ceil_div(p.n, c.at("BN")) >= 2 * a.sms;
+               return !pingpong(c) ||
+                      ceil_div(p.m, c.at("BM")) * ceil_div(p.n, c.at("BN")) >= 2 * a.sms;
              }),
         rule("wgmma_n", "wgmma's N (the tile's kernel columns) is a multiple of 8 from 8 to 256",
              [](const KernelConfig& c, const Problem&, const ArchInfo&) {
                return tile_cols(c) % 8 == 0 && tile_cols(c) >= 8 && tile_cols(c) <= 256;
              }),
-        rule("accumulators_fit", "f32 accumulators per consumer thread: 128 at most (96 with 3 warpgroups)",
+        rule("accumulators_fit",
+             "f32 accumulators per consumer thread: 128 at most (96 with 3 warpgroups)",
              [](const KernelConfig& c, const Problem&, const ArchInfo&) {
                return accumulators(c) <= (c.at("WG") == 3 ? 96 : 128);
              }),
@@ -615,40 +714,51 @@ class WgmmaSm90Family final : public Family {
         // there is): 128 accumulators leave too few for stream-K's fixup, or split-K's with
         // wgmma N 256 (ptxas spills 8-16 registers; split-K with N 128 does not).
         rule("fixup_fits_one_warpgroup",
-             "one consumer warpgroup with 128 accumulators: no stream-K, split-K only with wgmma N up to 128",
+             "one consumer warpgroup with 128 accumulators: no stream-K, split-K only with wgmma N "
+             "up to 128",
              [](const KernelConfig& c, const Problem&, const ArchInfo&) {
-               if (c.at("WG") != 1 || accumulators(c) < 128 || c.at("SCHEDULE") == schedule::DATA_PARALLEL) return true;
+               if (c.at("WG") != 1 || accumulators(c) < 128 ||
+                   c.at("SCHEDULE") == schedule::DATA_PARALLEL)
+                 return true;
                return c.at("SCHEDULE") == schedule::SPLIT_K && tile_cols(c) <= 128;
              }),
-        rule("mn_major_in_chunks", "an operand stored along M or N on wgmma's N comes in 64-column chunks",
+        rule("mn_major_in_chunks",
+             "an operand stored along M or N on wgmma's N comes in 64-column chunks",
              [](const KernelConfig& c, const Problem&, const ArchInfo&) {
                return q_kmajor(c) || tile_cols(c) % 64 == 0;
              }),
-        rule("skinny_side_on_wgmma_n", "a side of 64 or less goes on wgmma's N (N: SWAP = 1, M: SWAP = 0)",
+        rule("skinny_side_on_wgmma_n",
+             "a side of 64 or less goes on wgmma's N (N: SWAP = 1, M: SWAP = 0)",
              [](const KernelConfig& c, const Problem& p, const ArchInfo&) {
                if (skinny_n(p) && !skinny_m(p)) return swapped(c);
                if (skinny_m(p) && !skinny_n(p)) return !swapped(c);
                return true;
              }),
-        rule("tile_not_past_problem", "no tile side longer than its dimension needs (rows in 64s, columns in 8s or 64-column chunks)",
+        rule("tile_not_past_problem",
+             "no tile side longer than its dimension needs (rows in 64s, columns in 8s or "
+             "64-column chunks)",
              [](const KernelConfig& c, const Problem& p, const ArchInfo&) {
                return tile_rows(c) <= rows_needed(c, p) && tile_cols(c) <= cols_needed(c, p);
              }),
         rule("ragged_tiles_for_ragged_sides",
-             "wgmma N off the powers of two only where the side is no multiple of 64, or under 64 where the problem is bound by latency",
+             "wgmma N off the powers of two only where the side is no multiple of 64, or under 64 "
+             "where the problem is bound by latency",
              [](const KernelConfig& c, const Problem& p, const ArchInfo& a) {
                const int64_t cols = tile_cols(c), side = swapped(c) ? p.n : p.m;
                const bool usual = cols == 64 || cols == 128 || cols == 256 || cols == 192;
-               return usual || cols == round_up(side, 8) || side % 64 != 0 || (cols < 64 && latency_bound(p, a));
+               return usual || cols == round_up(side, 8) || side % 64 != 0 ||
+                      (cols < 64 && latency_bound(p, a));
              }),
-        rule("small_tiles_for_few_tiles", "64-row tiles and the multistage schedule only where 128x128 tiles leave SMs idle",
+        rule("small_tiles_for_few_tiles",
+             "64-row tiles and the multistage schedule only where 128x128 tiles leave SMs idle",
              [](const KernelConfig& c, const Problem& p, const ArchInfo& a) {
                if (tile_rows(c) > 64 && c.at("WS") == 1) return true;
                return ceil_div(p.m, 128) * ceil_div(p.n, 128) < a.sms;
              }),
         // A side shorter than 128 (a skinny problem) takes the whole side: tile_not_past_problem
         // allows no more, and M = 65536, N = 8 must keep a valid configuration.
-        rule("large_tiles_for_large_problems", "tiles of at least 128 x 128 (or the whole side) where such tiles fill two waves",
+        rule("large_tiles_for_large_problems",
+             "tiles of at least 128 x 128 (or the whole side) where such tiles fill two waves",
              [](const KernelConfig& c, const Problem& p, const ArchInfo& a) {
                if (ceil_div(p.m, 128) * ceil_div(p.n, 128) < 2 * a.sms) return true;
                return tile_rows(c) >= std::min<int64_t>(128, rows_needed(c, p)) &&
@@ -659,10 +769,12 @@ class WgmmaSm90Family final : public Family {
         // bf16 tn 1000x3000x5000 read 447 MB from it for 40 MB of operands, ncu on the H100).
         rule("clusters_for_many_tiles", "clusters where the tiles fill at least half the SMs",
              [](const KernelConfig& c, const Problem& p, const ArchInfo& a) {
-               return cluster_size(c) == 1 || 2 * ceil_div(p.m, c.at("BM")) * ceil_div(p.n, c.at("BN")) >= a.sms;
+               return cluster_size(c) == 1 ||
+                      2 * ceil_div(p.m, c.at("BM")) * ceil_div(p.n, c.at("BN")) >= a.sms;
              }),
         rule("deep_pipelines_stream",
-             "more than 5 stages only to stream a skinny problem's operand (SWAP) or where the tiles leave SMs idle",
+             "more than 5 stages only to stream a skinny problem's operand (SWAP) or where the "
+             "tiles leave SMs idle",
              [](const KernelConfig& c, const Problem& p, const ArchInfo& a) {
                return c.at("STAGES") <= 5 || swapped(c) || few_tiles(p, a);
              }),
@@ -671,28 +783,34 @@ class WgmmaSm90Family final : public Family {
                return smem_bytes_of(c) <= a.smem_per_block;
              }),
         // Two CTAs of three consumer warpgroups would have 64 registers a thread: ptxas spills.
-        rule("two_ctas_fit", "two CTAs per SM: persistent, at most two consumer warpgroups, small accumulators, both in shared memory",
+        rule("two_ctas_fit",
+             "two CTAs per SM: persistent, at most two consumer warpgroups, small accumulators, "
+             "both in shared memory",
              [](const KernelConfig& c, const Problem&, const ArchInfo& a) {
                if (c.at("OCCUPANCY") == 1) return true;
-               return c.at("OCCUPANCY") == 2 && c.at("WS") == 1 && c.at("WG") <= 2 && accumulators(c) <= 32 &&
-                      2 * (smem_bytes_of(c) + 1024) <= a.smem_per_sm;
+               return c.at("OCCUPANCY") == 2 && c.at("WS") == 1 && c.at("WG") <= 2 &&
+                      accumulators(c) <= 32 && 2 * (smem_bytes_of(c) + 1024) <= a.smem_per_sm;
              }),
         rule("clusters_need_ws", "clusters (TMA multicast) only with the warp-specialized schedule",
              [](const KernelConfig& c, const Problem&, const ArchInfo&) {
                return cluster_size(c) == 1 || c.at("WS") == 1;
              }),
         rule("cluster_k_alone",
-             "a cluster splits K in two or four for data-parallel tiles of the warp-specialized schedule, stored from registers, without multicast or ping-pong",
+             "a cluster splits K in two or four for data-parallel tiles of the warp-specialized "
+             "schedule, stored from registers, without multicast or ping-pong",
              [](const KernelConfig& c, const Problem&, const ArchInfo&) {
                if (cluster_k(c) == 1) return true;
-               return (cluster_k(c) == 2 || cluster_k(c) == 4) && cluster_size(c) == 1 && c.at("WS") == 1 &&
-                      !pingpong(c) && c.at("EPILOGUE") == 0 && c.at("SCHEDULE") == schedule::DATA_PARALLEL;
+               return (cluster_k(c) == 2 || cluster_k(c) == 4) && cluster_size(c) == 1 &&
+                      c.at("WS") == 1 && !pingpong(c) && c.at("EPILOGUE") == 0 &&
+                      c.at("SCHEDULE") == schedule::DATA_PARALLEL;
              }),
         // Each tile then takes two or four SMs: worth it where the tiles leave most of them idle.
-        rule("cluster_k_for_few_tiles", "a cluster splits K where its CTAs fit one wave, two k-blocks a CTA or more",
+        rule("cluster_k_for_few_tiles",
+             "a cluster splits K where its CTAs fit one wave, two k-blocks a CTA or more",
              [](const KernelConfig& c, const Problem& p, const ArchInfo& a) {
                if (cluster_k(c) == 1) return true;
-               return cluster_k(c) * ceil_div(p.m, c.at("BM")) * ceil_div(p.n, c.at("BN")) <= a.sms &&
+               return cluster_k(c) * ceil_div(p.m, c.at("BM")) * ceil_div(p.n, c.at("BN")) <=
+                          a.sms &&
                       ceil_div(p.k, stage_k(c)) >= 2 * cluster_k(c);
              }),
         // The partial sums a cluster of four exchanges stay in registers beside the
@@ -700,7 +818,8 @@ class WgmmaSm90Family final : public Family {
         // bytes with 128 accumulators on one consumer warpgroup, 8-56 with 56-96 on two, 32 with
         // 64 on three; none for clusters of two).
         rule("cluster_of_four_fits_registers",
-             "a cluster of four splits K for at most 96 accumulators a thread (one consumer warpgroup), 48 (two), 32 (three)",
+             "a cluster of four splits K for at most 96 accumulators a thread (one consumer "
+             "warpgroup), 48 (two), 32 (three)",
              [](const KernelConfig& c, const Problem&, const ArchInfo&) {
                const int64_t most[] = {0, 96, 48, 32};
                return cluster_k(c) != 4 || accumulators(c) <= most[c.at("WG")];
@@ -713,23 +832,28 @@ class WgmmaSm90Family final : public Family {
              }),
         rule("shared_half_whole", "a multicast half of a K-major tile is whole 8-row swizzle atoms",
              [](const KernelConfig& c, const Problem&, const ArchInfo&) {
-               if (shares_a(c) && a_kmajor(c)) return (swapped(c) ? tile_rows(c) : tile_cols(c)) % 16 == 0;
-               if (shares_b(c) && b_kmajor(c)) return (swapped(c) ? tile_cols(c) : tile_rows(c)) % 16 == 0;
+               if (shares_a(c) && a_kmajor(c))
+                 return (swapped(c) ? tile_rows(c) : tile_cols(c)) % 16 == 0;
+               if (shares_b(c) && b_kmajor(c))
+                 return (swapped(c) ? tile_cols(c) : tile_rows(c)) % 16 == 0;
                return true;
              }),
         rule("group_size", "raster groups of 1 to 64 tiles",
              [](const KernelConfig& c, const Problem&, const ArchInfo&) {
                return c.at("GROUP") >= 1 && c.at("GROUP") <= 64;
              }),
-        rule("tma_store_layout", "TMA stores: warp-specialized, m on wgmma's N, in 64-column chunks",
+        rule("tma_store_layout",
+             "TMA stores: warp-specialized, m on wgmma's N, in 64-column chunks",
              [](const KernelConfig& c, const Problem&, const ArchInfo&) {
-               return c.at("EPILOGUE") == 0 || (c.at("WS") == 1 && !swapped(c) && tile_cols(c) % 64 == 0);
+               return c.at("EPILOGUE") == 0 ||
+                      (c.at("WS") == 1 && !swapped(c) && tile_cols(c) % 64 == 0);
              }),
         rule("raster_along_longer_side", "tiles are swept along the longer of M and N first",
              [](const KernelConfig& c, const Problem& p, const ArchInfo&) {
                return c.at("RASTER") == (p.m >= p.n ? 0 : 1);
              }),
-        rule("schedules_need_ws", "split-K and stream-K run on the persistent warp-specialized schedule",
+        rule("schedules_need_ws",
+             "split-K and stream-K run on the persistent warp-specialized schedule",
              [](const KernelConfig& c, const Problem&, const ArchInfo&) {
                return c.at("SCHEDULE") == schedule::DATA_PARALLEL || c.at("WS") == 1;
              }),
@@ -737,7 +861,8 @@ class WgmmaSm90Family final : public Family {
              [](const KernelConfig& c, const Problem&, const ArchInfo&) {
                return (c.at("SPLITS") > 1) == (c.at("SCHEDULE") == schedule::SPLIT_K);
              }),
-        rule("split_k_fills_the_gpu", "split-K where the tiles leave SMs idle, into at most two waves of parts",
+        rule("split_k_fills_the_gpu",
+             "split-K where the tiles leave SMs idle, into at most two waves of parts",
              [](const KernelConfig& c, const Problem& p, const ArchInfo& a) {
                if (c.at("SCHEDULE") != schedule::SPLIT_K) return true;
                const Units u = units_of(c, p, a);

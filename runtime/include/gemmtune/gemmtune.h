@@ -23,7 +23,11 @@ typedef enum gemmtune_status {
 } gemmtune_status;
 
 typedef enum gemmtune_op { GEMMTUNE_OP_N = 0, GEMMTUNE_OP_T = 1 } gemmtune_op;
-typedef enum gemmtune_dtype { GEMMTUNE_F32 = 0, GEMMTUNE_F16 = 1, GEMMTUNE_BF16 = 2 } gemmtune_dtype;
+typedef enum gemmtune_dtype {
+  GEMMTUNE_F32 = 0,
+  GEMMTUNE_F16 = 1,
+  GEMMTUNE_BF16 = 2
+} gemmtune_dtype;
 
 /* a, b, c are device pointers of the dtype; stream is a cudaStream_t / CUstream (NULL: default). */
 gemmtune_status gemmtune_gemm(gemmtune_dtype dtype, gemmtune_op op_a, gemmtune_op op_b, int64_t m,

@@ -23,8 +23,12 @@ namespace gemmtune {
 using Stream = CUstream_st*;  // a cudaStream_t or CUstream; nullptr is the default stream
 
 // Storage types with the layout of __nv_bfloat16 and __half.
-struct bf16 { uint16_t bits; };
-struct f16 { uint16_t bits; };
+struct bf16 {
+  uint16_t bits;
+};
+struct f16 {
+  uint16_t bits;
+};
 
 enum class Source {
   tuned,          // the tuning database has this exact problem for this GPU
@@ -39,7 +43,7 @@ struct Selection {
   std::string family;
   std::string config;  // JSON
   Source source = Source::fallback;
-  std::string note;    // other_version: the driver and NVRTC it was tuned with; nearest: the shape
+  std::string note;  // other_version: the driver and NVRTC it was tuned with; nearest: the shape
 };
 
 struct Options {

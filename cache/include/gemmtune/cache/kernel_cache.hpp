@@ -10,13 +10,13 @@
 namespace gemmtune {
 
 struct CachedKernel {
-  std::string cubin;      // the bytes nvrtcGetCUBIN returned
-  int registers = -1;     // from the ptxas report
-  int spills = -1;        // spill stores + spill loads, bytes
-  int smem_static = -1;   // static shared memory, bytes
-  int stack_frame = -1;   // bytes
-  std::string log;        // the NVRTC/ptxas log
-  double compile_ms = -1; // how long the original compile took
+  std::string cubin;       // the bytes nvrtcGetCUBIN returned
+  int registers = -1;      // from the ptxas report
+  int spills = -1;         // spill stores + spill loads, bytes
+  int smem_static = -1;    // static shared memory, bytes
+  int stack_frame = -1;    // bytes
+  std::string log;         // the NVRTC/ptxas log
+  double compile_ms = -1;  // how long the original compile took
 };
 
 class KernelCache {

@@ -51,9 +51,9 @@ struct CandidateRecord {
   double median_ms = -1, min_ms = -1, max_ms = -1;  // -1 unless status == ok
   int runs = 0;
   double tflops = -1;
-  double max_error = -1;   // normalized error against the reference
-  std::string message;     // why it failed, for failures
-  std::string measured_at; // UTC, ISO 8601; set by record()
+  double max_error = -1;    // normalized error against the reference
+  std::string message;      // why it failed, for failures
+  std::string measured_at;  // UTC, ISO 8601; set by record()
 };
 
 // How the candidates of one problem rank, so that every process that reads or merges the same
@@ -78,9 +78,9 @@ struct BestRecord {
   DeviceKey device;
   Problem problem;
   CandidateRecord winner;
-  double baseline_ms = -1;     // cuBLAS on the same problem in the same run; -1 if unknown
-  bool complete = false;       // the whole search space was measured
-  bool current = true;         // winner.template_version is this build's version of its family
+  double baseline_ms = -1;  // cuBLAS on the same problem in the same run; -1 if unknown
+  bool complete = false;    // the whole search space was measured
+  bool current = true;      // winner.template_version is this build's version of its family
   std::string tuned_at;
 };
 
@@ -148,7 +148,8 @@ class TuningDb {
   // Current bests of the problem on the same GPU (name, compute capability, SM count) measured
   // under another driver or NVRTC version, the most recently tuned first: the runtime's fallback
   // until the problem is tuned under the versions it runs with.
-  std::vector<BestRecord> bests_under_other_versions(const DeviceKey& device, const Problem& problem) const;
+  std::vector<BestRecord> bests_under_other_versions(const DeviceKey& device,
+                                                     const Problem& problem) const;
   // Current bests of the device for every shape with this dtype and layout, of problems that
   // read C and of those that do not (problem.reads_c says which; for the nearest-shape fallback).
   std::vector<BestRecord> bests_like(const DeviceKey& device, DType dtype, Op op_a, Op op_b) const;

@@ -12,8 +12,8 @@ namespace gemmtune {
 // What a kernel is compiled for and what limits it must respect. Filled from the GPU by the
 // runtime, or from a name ("sm_90a") for dry runs without a GPU.
 struct ArchInfo {
-  int cc = 90;               // compute capability as major*10 + minor
-  bool arch_specific = true; // the 'a' targets (sm_90a): wgmma, setmaxnreg
+  int cc = 90;                // compute capability as major*10 + minor
+  bool arch_specific = true;  // the 'a' targets (sm_90a): wgmma, setmaxnreg
   int sms = 132;
   int64_t smem_per_block = 227 * 1024;  // opt-in maximum per block, bytes
   int64_t smem_per_sm = 228 * 1024;
@@ -43,8 +43,8 @@ struct KernelConfig {
   std::map<std::string, int64_t> params;
 
   int64_t at(std::string_view param) const;  // throws Error(internal) when the param is missing
-  std::string params_text() const;            // "BK=8 BM=128 ..." (sorted by name)
-  std::string to_json() const;                // {"family":..,"dtype":..,"layout":..,"params":{..}}
+  std::string params_text() const;           // "BK=8 BM=128 ..." (sorted by name)
+  std::string to_json() const;               // {"family":..,"dtype":..,"layout":..,"params":{..}}
   static KernelConfig from_json(std::string_view json);  // throws Error(invalid_argument)
   bool operator==(const KernelConfig&) const = default;
 };

@@ -49,8 +49,8 @@ struct TileWork {
 struct Cost {
   double compute_ms = 0, memory_ms = 0, overhead_ms = 0;
   double total_ms = 0;
-  int64_t tiles = 0;          // work units (tiles x K slices)
-  int64_t tiles_per_sm = 0;   // on the busiest SM
+  int64_t tiles = 0;         // work units (tiles x K slices)
+  int64_t tiles_per_sm = 0;  // on the busiest SM
 };
 
 // The generic roofline of a tiled GEMM described by `work`.
@@ -61,6 +61,7 @@ double epilogue_us(const ArchInfo& arch, int64_t tile_m, int64_t tile_n, DType d
 
 // Resident CTAs per SM from the block's threads, shared memory and (estimated) registers per
 // thread; at least 1.
-int ctas_per_sm(const ArchInfo& arch, int64_t threads, int64_t smem_bytes, int64_t registers_per_thread);
+int ctas_per_sm(const ArchInfo& arch, int64_t threads, int64_t smem_bytes,
+                int64_t registers_per_thread);
 
 }  // namespace gemmtune

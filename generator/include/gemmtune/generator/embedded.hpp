@@ -20,12 +20,13 @@ std::vector<std::string> quoted_includes(std::string_view code);
 // The templates of `files` that `roots` name, and those they include, transitively: sorted paths.
 // Include names are matched against the paths exactly, as NVRTC matches its in-memory headers;
 // a name that is no template (a system header) is not followed.
-std::vector<std::string> template_closure(const std::vector<std::string>& roots,
-                                          const std::vector<EmbeddedFile>& files = embedded_templates());
+std::vector<std::string> template_closure(
+    const std::vector<std::string>& roots,
+    const std::vector<EmbeddedFile>& files = embedded_templates());
 // 32 hex digits over the paths and contents of template_closure(quoted_includes(code)): with the
 // code itself, everything a compiled unit is built from.
-std::string included_templates_digest(std::string_view code,
-                                      const std::vector<EmbeddedFile>& files = embedded_templates());
+std::string included_templates_digest(
+    std::string_view code, const std::vector<EmbeddedFile>& files = embedded_templates());
 // The same digest over a closure (sorted paths, as template_closure returns them).
 std::string templates_digest(const std::vector<std::string>& closure,
                              const std::vector<EmbeddedFile>& files = embedded_templates());

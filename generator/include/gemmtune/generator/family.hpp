@@ -26,7 +26,9 @@ enum class Operand { a = 0, b = 1, c = 2 };
 // Whether TMA can read an operand whose columns are `ld` elements apart in place: each column
 // must start on 16 bytes (its address too, which only the runtime knows). One that cannot is
 // packed into an aligned copy first (LaunchGeometry::maps).
-inline bool tma_ld_aligned(int64_t ld, DType dtype) { return ld * dtype_size(dtype) % 16 == 0; }
+inline bool tma_ld_aligned(int64_t ld, DType dtype) {
+  return ld * dtype_size(dtype) % 16 == 0;
+}
 
 // Everything a launch of one configuration on one problem needs; the runtime provides it without
 // knowing the family's parameters.
@@ -34,7 +36,7 @@ struct LaunchGeometry {
   std::array<uint32_t, 3> grid{1, 1, 1};
   std::array<uint32_t, 3> block{1, 1, 1};
   std::array<uint32_t, 3> cluster{1, 1, 1};
-  uint32_t smem_bytes = 0;  // dynamic shared memory
+  uint32_t smem_bytes = 0;            // dynamic shared memory
   uint32_t tiles_m = 1, tiles_n = 1;  // output tiles, for the kernel's tile scheduler
   // Persistent kernels loop over `work_units` (tiles, or cluster-sized groups of tiles). The
   // runtime sizes their grid: no more CTAs than can be resident at once (clusters may not fit on
@@ -170,6 +172,7 @@ std::vector<const Family*> families_for(const Problem& problem, const ArchInfo& 
 // operand not 16-byte aligned) and the cost model predicts another family's default faster.
 // Small unaligned problems lose more to the packing kernel than TMA gains them: bf16 nn
 // 500x300x700 (lda 500) ran 15 us on wgmma_sm90's default, 10 us on mma_sm80's (H100).
-KernelConfig untuned_default(const std::vector<const Family*>& families, const Problem& problem, const ArchInfo& arch);
+KernelConfig untuned_default(const std::vector<const Family*>& families, const Problem& problem,
+                             const ArchInfo& arch);
 
 }  // namespace gemmtune

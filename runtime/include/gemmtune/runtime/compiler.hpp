@@ -26,11 +26,11 @@ struct PtxasReport {
 PtxasReport parse_ptxas_report(std::string_view log, std::string_view name);
 
 struct CompiledKernel {
-  std::string name;   // entry point
+  std::string name;  // entry point
   std::string cubin;
   PtxasReport report;
   std::string log;
-  double compile_ms = 0;  // of the NVRTC call that produced it
+  double compile_ms = 0;      // of the NVRTC call that produced it
   double compile_cpu_ms = 0;  // CPU time of that call (0 when loaded from the cache)
   bool from_cache = false;
 };

@@ -19,7 +19,7 @@ struct DeviceInfo {
   DeviceKey key;
   int64_t l2_bytes = 0;
   int64_t memory_bytes = 0;
-  int sm_clock_khz = 0;   // the clock the driver reports (boost)
+  int sm_clock_khz = 0;  // the clock the driver reports (boost)
 
   // Datasheet-style peaks from SM count and clock: f32 on CUDA cores, f16/bf16 dense on
   // tensor cores. For "% of peak" columns; measured ceilings are in docs/PERF.md.

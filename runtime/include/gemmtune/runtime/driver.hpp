@@ -8,19 +8,56 @@
 
 namespace gemmtune::cu {
 
-#define GEMMTUNE_DRIVER_FUNCTIONS(X)                                                         \
-  X(cuInit) X(cuDriverGetVersion) X(cuDeviceGet) X(cuDeviceGetCount) X(cuDeviceGetName)      \
-  X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain)                    \
-  X(cuDevicePrimaryCtxRelease) X(cuCtxGetCurrent) X(cuCtxSetCurrent) X(cuCtxGetDevice) X(cuCtxGetId) \
-  X(cuCtxSynchronize) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)           \
-  X(cuFuncSetAttribute) X(cuFuncGetAttribute) X(cuLaunchKernelEx) X(cuMemAlloc) X(cuMemFree) \
-  X(cuMemcpyHtoDAsync) X(cuMemcpyDtoH) X(cuMemcpyDtoDAsync) X(cuMemsetD32Async) X(cuMemsetD16Async) X(cuMemsetD8Async) \
-  X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuStreamGetCtx)              \
-  X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize)                  \
-  X(cuEventElapsedTime) X(cuGetErrorName) X(cuGetErrorString) X(cuTensorMapEncodeTiled)      \
-  X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuOccupancyMaxActiveClusters)             \
-  X(cuMemGetInfo) X(cuPointerGetAttribute) X(cuDeviceGetPCIBusId) X(cuMemAllocAsync)      \
+// One driver function a line.
+// clang-format off
+#define GEMMTUNE_DRIVER_FUNCTIONS(X) \
+  X(cuInit) \
+  X(cuDriverGetVersion) \
+  X(cuDeviceGet) \
+  X(cuDeviceGetCount) \
+  X(cuDeviceGetName) \
+  X(cuDeviceGetAttribute) \
+  X(cuDeviceTotalMem) \
+  X(cuDevicePrimaryCtxRetain) \
+  X(cuDevicePrimaryCtxRelease) \
+  X(cuCtxSetCurrent) \
+  X(cuCtxGetDevice) \
+  X(cuCtxGetId) \
+  X(cuCtxSynchronize) \
+  X(cuModuleLoadData) \
+  X(cuModuleUnload) \
+  X(cuModuleGetFunction) \
+  X(cuFuncSetAttribute) \
+  X(cuFuncGetAttribute) \
+  X(cuLaunchKernelEx) \
+  X(cuMemAlloc) \
+  X(cuMemFree) \
+  X(cuMemcpyHtoDAsync) \
+  X(cuMemcpyDtoH) \
+  X(cuMemcpyDtoDAsync) \
+  X(cuMemsetD32Async) \
+  X(cuMemsetD16Async) \
+  X(cuMemsetD8Async) \
+  X(cuStreamCreate) \
+  X(cuStreamDestroy) \
+  X(cuStreamSynchronize) \
+  X(cuStreamGetCtx) \
+  X(cuEventCreate) \
+  X(cuEventDestroy) \
+  X(cuEventRecord) \
+  X(cuEventSynchronize) \
+  X(cuEventElapsedTime) \
+  X(cuGetErrorName) \
+  X(cuGetErrorString) \
+  X(cuTensorMapEncodeTiled) \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
+  X(cuOccupancyMaxActiveClusters) \
+  X(cuMemGetInfo) \
+  X(cuPointerGetAttribute) \
+  X(cuDeviceGetPCIBusId) \
+  X(cuMemAllocAsync) \
   X(cuMemFreeAsync)
+// clang-format on
 
 struct Api {
 #define GEMMTUNE_DRIVER_MEMBER(fn) decltype(&::fn) fn = nullptr;
@@ -46,8 +83,9 @@ bool is_sticky(CUresult result) noexcept;
 }  // namespace gemmtune::cu
 
 // Calls a driver function through the loaded table; throws Error(cuda) with the call text.
-#define GT_CU(call)                                                                         \
-  do {                                                                                      \
-    const CUresult gt_result_ = ::gemmtune::cu::api().call;                                 \
-    if (gt_result_ != CUDA_SUCCESS) ::gemmtune::cu::throw_cu(gt_result_, #call, __FILE__, __LINE__); \
+#define GT_CU(call)                                                    \
+  do {                                                                 \
+    const CUresult gt_result_ = ::gemmtune::cu::api().call;            \
+    if (gt_result_ != CUDA_SUCCESS)                                    \
+      ::gemmtune::cu::throw_cu(gt_result_, #call, __FILE__, __LINE__); \
   } while (0)

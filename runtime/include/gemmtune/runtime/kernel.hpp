@@ -50,7 +50,8 @@ struct GemmOperands {
 // Fills the plain fields of GemmArgs (addresses, sizes, scalars, tile counts). Throws
 // Error(invalid_argument) for beta != 0 on a kernel built for beta == 0 alone (reads_c false):
 // it would compute alpha * AB and drop C.
-GemmArgs plain_args(const LaunchGeometry& geometry, const Problem& problem, const GemmOperands& ops);
+GemmArgs plain_args(const LaunchGeometry& geometry, const Problem& problem,
+                    const GemmOperands& ops);
 
 // The grid of a persistent launch: at most `resident` CTAs (0: no limit), and of those the fewest
 // that take the same number of rounds over the work units (whole clusters throughout).

@@ -20,7 +20,9 @@ class DeviceBuffer {
   CUdeviceptr ptr() const { return ptr_; }
   size_t bytes() const { return bytes_; }
   template <class T>
-  T* as() const { return reinterpret_cast<T*>(ptr_); }
+  T* as() const {
+    return reinterpret_cast<T*>(ptr_);
+  }
 
  private:
   CUdeviceptr ptr_ = 0;

@@ -2,8 +2,8 @@
 // Buffers that launches need, kept per stream (StreamBuffers): the workspaces of kernels that
 // ask for them (LaunchGeometry::counter_bytes, workspace_bytes), and the launcher's packed
 // copies of operands. Counters are zero between launches: every kernel leaves the counters it
-// used zero again, so kernels of any layout can share the buffer. Scratch (partial sums) needs no clearing,
-// and lives apart, so that one kernel's partial sums are never another's counters.
+// used zero again, so kernels of any layout can share the buffer. Scratch (partial sums) needs no
+// clearing, and lives apart, so that one kernel's partial sums are never another's counters.
 #include <cuda.h>
 
 #include <cstdint>

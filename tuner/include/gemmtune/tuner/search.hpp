@@ -30,9 +30,9 @@
 namespace gemmtune {
 
 struct SearchSettings {
-  bool exhaustive = false;     // measure every valid candidate and time each one fully
-  int min_candidates = 8;      // timed ones, before the cost model may end the search
-  double stop_margin = 0.10;   // see above
+  bool exhaustive = false;    // measure every valid candidate and time each one fully
+  int min_candidates = 8;     // timed ones, before the cost model may end the search
+  double stop_margin = 0.10;  // see above
   int patience = 12;
   double improvement = 0.01;
   // Timing stops after `abort_after_runs` runs when even the fastest of them is more than
@@ -75,7 +75,7 @@ class RankedSearch {
   SearchSettings settings_;
   double best_ms_ = -1;
   double best_ratio_ = std::numeric_limits<double>::infinity();  // min measured / predicted
-  std::map<std::string, double> structure_ratio_;                 // the same, per structure
+  std::map<std::string, double> structure_ratio_;                // the same, per structure
   int timed_ = 0;
   int since_improvement_ = 0;  // timed candidates since the best last improved by `improvement`
 };
