@@ -1,0 +1,149 @@
+// The sizes of a wgmma_sm90 configuration: tile sides, registers, shared memory. Plain C++ that
+// compiles both in the kernel (NVRTC) and on the host, so that the kernel's Traits<Cfg>
+// (traits.cuh) and the host generator work out shared memory from this one source.
+//
+// On the host: fill a Shape with the configuration's values (Cfg's members of the same names),
+// C_BUFFERS left 0, and derive the rest:
+//   wgmma_sm90::Shape s;
+//   s.BM = ...; s.BN = ...; s.STAGES = ...; s.WG = ...; s.SWAP = ...; s.WS = ...;
+//   s.EPILOGUE = ...; s.CLUSTER_K = ...; s.KSUB = ...; s.PINGPONG = ...;
+//   s.C_BUFFERS = wgmma_sm90::c_buffers(s, wgmma_sm90::SMEM_PER_BLOCK);  // emitted as C_BUFFERS
+//   const int bytes = wgmma_sm90::smem_bytes(s);  // the launch's, and the kernel's SMEM_BYTES
+// The other functions (tile_rows, accumulators, ...) are the kernel's constants of the same
+// meaning; all are constexpr.
+#pragma once
+
+#include "host_device.h"
+#include "schedule.h"
+
+namespace gemmtune {
+namespace wgmma_sm90 {
+
+// Shared memory a block may have on sm_90 (227 KB, opted into at launch).
+constexpr int SMEM_PER_BLOCK = 232448;
+
+// K a sub-block of a stage holds: 64 16-bit values, one 128-byte swizzle row.
+constexpr int SUB_K = 64;
+
+// The configuration's values that decide sizes, named as Cfg's members (see traits.cuh).
+struct Shape {
+  int BM, BN, STAGES, WG;
+  bool SWAP, WS;
+  int EPILOGUE, C_BUFFERS, CLUSTER_K, KSUB;
+  bool PINGPONG;
+};
+
+// wgmma computes 64-row blocks ("kernel rows", TM per tile) by N ("kernel columns", TN): with
+// SWAP, rows are problem m and columns n; without, rows are n and columns m.
+GEMMTUNE_HOST_DEVICE constexpr int tile_rows(const Shape& s) {
+  return s.SWAP ? s.BM : s.BN;
+}
+GEMMTUNE_HOST_DEVICE constexpr int tile_cols(const Shape& s) {
+  return s.SWAP ? s.BN : s.BM;
+}
+// K per stage: KSUB sub-blocks of SUB_K.
+GEMMTUNE_HOST_DEVICE constexpr int stage_k(const Shape& s) {
+  return SUB_K * s.KSUB;
+}
+// Consumer warpgroups that share a tile's rows: all of them, or one with ping-pong.
+GEMMTUNE_HOST_DEVICE constexpr int row_warpgroups(const Shape& s) {
+  return s.PINGPONG ? 1 : s.WG;
+}
+// 64-row wgmma blocks per consumer warpgroup (MW), and its threads' f32 accumulators (ACC).
+GEMMTUNE_HOST_DEVICE constexpr int blocks_per_warpgroup(const Shape& s) {
+  return tile_rows(s) / (64 * row_warpgroups(s));
+}
+GEMMTUNE_HOST_DEVICE constexpr int accumulators(const Shape& s) {
+  return blocks_per_warpgroup(s) * tile_cols(s) / 2;
+}
+// The consumer warpgroups, and with WS the producer's.
+GEMMTUNE_HOST_DEVICE constexpr int threads(const Shape& s) {
+  return 128 * (s.WG + (s.WS ? 1 : 0));
+}
+
+// A stage: P (the kernel rows' operand) then Q, each KSUB sub-blocks of SUB_K 16-bit values.
+GEMMTUNE_HOST_DEVICE constexpr int p_sub_bytes(const Shape& s) {
+  return tile_rows(s) * SUB_K * 2;
+}
+GEMMTUNE_HOST_DEVICE constexpr int q_sub_bytes(const Shape& s) {
+  return tile_cols(s) * SUB_K * 2;
+}
+GEMMTUNE_HOST_DEVICE constexpr int p_bytes(const Shape& s) {
+  return p_sub_bytes(s) * s.KSUB;
+}
+GEMMTUNE_HOST_DEVICE constexpr int q_bytes(const Shape& s) {
+  return q_sub_bytes(s) * s.KSUB;
+}
+GEMMTUNE_HOST_DEVICE constexpr int stage_bytes(const Shape& s) {
+  return p_bytes(s) + q_bytes(s);
+}
+
+// The C tile staged for TMA stores (EPILOGUE 1): per consumer warpgroup, TN/64 chunks of (64*MW
+// rows of 128 bytes), 128-byte swizzled like the loads, through C_BUFFERS chunk buffers (the
+// family's choice, c_buffers below: all of them where they fit beside the stages, else as many
+// as fit, reused in turn; a 256x128 tile keeps four stages with two of its four chunks staged at
+// a time).
+GEMMTUNE_HOST_DEVICE constexpr int c_chunk_bytes(const Shape& s) {
+  return 64 * blocks_per_warpgroup(s) * 128;
+}
+GEMMTUNE_HOST_DEVICE constexpr int c_chunks(const Shape& s) {
+  return tile_cols(s) / 64;
+}
+// The chunk buffers the kernel has: none where it stores from registers.
+GEMMTUNE_HOST_DEVICE constexpr int c_buffers_in_use(const Shape& s) {
+  return s.EPILOGUE == 1 ? s.C_BUFFERS : 0;
+}
+GEMMTUNE_HOST_DEVICE constexpr int c_bytes(const Shape& s) {
+  return s.WG * c_buffers_in_use(s) * c_chunk_bytes(s);
+}
+// beta != 0: a barrier per chunk buffer that C's chunk has landed in it, and one per consumer
+// that its buffers are free for the next tile's chunks (the producer loads them).
+GEMMTUNE_HOST_DEVICE constexpr int c_barriers(const Shape& s) {
+  return c_buffers_in_use(s) ? s.WG * (c_buffers_in_use(s) + 1) : 0;
+}
+
+// CLUSTER_K: a consumer thread's float4 i of accumulators (64-row block i / GROUPS, 8-column
+// group i % GROUPS) belongs to CTA (i % GROUPS) % CLUSTER_K of the cluster, which receives the
+// other CTAs' partial sums of it: per consumer, a slot per sending CTA of OWNED float4s per
+// thread, 128 apart; and a barrier that they have landed, one that they have been read.
+GEMMTUNE_HOST_DEVICE constexpr int column_groups(const Shape& s) {
+  return tile_cols(s) / 8;
+}
+GEMMTUNE_HOST_DEVICE constexpr int owned(const Shape& s) {
+  return blocks_per_warpgroup(s) * ((column_groups(s) + s.CLUSTER_K - 1) / s.CLUSTER_K);
+}
+// CTAs 0 to OWNERS - 1 own column groups. With fewer groups than CTAs (wgmma N 8 or 16 in a
+// cluster of four, N 8 in one of two) the others own none: they push all their sums, get none.
+GEMMTUNE_HOST_DEVICE constexpr int owners(const Shape& s) {
+  return column_groups(s) < s.CLUSTER_K ? column_groups(s) : s.CLUSTER_K;
+}
+GEMMTUNE_HOST_DEVICE constexpr int push_bytes(const Shape& s) {
+  return s.CLUSTER_K > 1 ? s.WG * s.CLUSTER_K * owned(s) * 128 * 16 : 0;
+}
+GEMMTUNE_HOST_DEVICE constexpr int push_barriers(const Shape& s) {
+  return s.CLUSTER_K > 1 ? 2 * s.WG : 0;
+}
+
+// Stages, staged C, pushed sums, alignment slack, full and empty barriers (and the pushes' and
+// staged C's), then the fixup flags (a word per consumer) and the schedule (kept in shared
+// memory: registers are for the accumulators).
+GEMMTUNE_HOST_DEVICE constexpr int smem_bytes(const Shape& s) {
+  return s.STAGES * stage_bytes(s) + c_bytes(s) + push_bytes(s) + 1024 + 2 * s.STAGES * 8 +
+         push_barriers(s) * 8 + c_barriers(s) * 8 + 16 + int(sizeof(schedule::Work));
+}
+
+// The C chunk buffers of a configuration with TMA stores (EPILOGUE 1; 0 without): as many of its
+// TN/64 chunks as fit beside everything else within `smem_limit` bytes a block, all of them where
+// they fit, at least one. s.C_BUFFERS is not read.
+GEMMTUNE_HOST_DEVICE constexpr int c_buffers(Shape s, int smem_limit) {
+  if (s.EPILOGUE != 1) return 0;
+  const int chunks = c_chunks(s);
+  for (int b = chunks; b > 1; --b) {
+    s.C_BUFFERS = b;
+    if (smem_bytes(s) <= smem_limit) return b;
+  }
+  return chunks > 0 ? 1 : 0;
+}
+
+}  // namespace wgmma_sm90
+}  // namespace gemmtune

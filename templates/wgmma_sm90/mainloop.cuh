@@ -1,0 +1,172 @@
+// The main loop of a wgmma_sm90 tile: the producer's TMA loads of a stage into the ring of
+// shared-memory stages, and a consumer warpgroup's wgmma on a stage (issue, drain, release).
+// Both schedules (warp_specialized.cuh, multistage.cuh) run their loops out of these.
+#pragma once
+#include "ptx/tma.cuh"
+#include "ptx/wgmma.cuh"
+#include "wgmma_sm90/tiles.cuh"
+
+namespace gemmtune {
+namespace wgmma_sm90 {
+
+// Keeps the compiler from moving accumulator accesses across asynchronous wgmma.
+template <int N>
+GEMMTUNE_DEVICE_INLINE void fence_registers(float (&d)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+// Stage and phase of the ring, advanced in the same order by the producer and the consumers.
+template <int STAGES>
+struct Ring {
+  int stage = 0;
+  u32 phase = 0;
+  GEMMTUNE_DEVICE_INLINE void advance() {
+    if (++stage == STAGES) {
+      stage = 0;
+      phase ^= 1;
+    }
+  }
+};
+
+template <class Cfg>
+struct Mainloop : Traits<Cfg> {
+  using T = Traits<Cfg>;
+  using T::BK;
+  using T::CLUSTER;
+  using T::KSUB;
+  using T::MW;
+  using T::P_BYTES;
+  using T::P_KMAJOR;
+  using T::P_SUB_BYTES;
+  using T::Q_BYTES;
+  using T::Q_KMAJOR;
+  using T::Q_SUB_BYTES;
+  using T::SHARE_P;
+  using T::SHARE_Q;
+  using T::SLICES;
+  using T::STAGE_BYTES;
+  using T::SUB_K;
+  using T::SWAP;
+  using T::TM;
+  using T::TN;
+  using Mma = typename T::Mma;
+  using Smem = SharedMemory<Cfg>;
+  using Tiles = wgmma_sm90::Tiles<Cfg>;
+
+  // ---- the producer: loads ----------------------------------------------------------------
+
+  // One operand's 64-K sub-block of a stage: ROWS rows (kernel rows for P, columns for Q).
+  // K-major: one box of (64 K, ROWS rows). MN-major: ROWS/64 boxes of (64 rows, 64 K), 8 KB apart.
+  // When shared by the cluster, each CTA loads half (half the rows, or half the K of each box)
+  // for both.
+  template <bool KMAJOR, int ROWS, bool SHARED, bool STREAMED>
+  GEMMTUNE_DEVICE_INLINE static void load_operand(unsigned char* dst, const GemmTensorMap* map,
+                                                  u64* bar, int mn0, int k0, int rank, u64 policy) {
+    if constexpr (KMAJOR) {
+      constexpr int rows = SHARED ? ROWS / 2 : ROWS;
+      const int r0 = SHARED ? rank * rows : 0;
+      if (SHARED)
+        ptx::tma_load_2d_multicast(dst + r0 * 128, map, bar, k0, mn0 + r0, 0x3);
+      else if (STREAMED)
+        ptx::tma_load_2d_hint(dst, map, bar, k0, mn0, policy);
+      else
+        ptx::tma_load_2d(dst, map, bar, k0, mn0);
+    } else {
+      constexpr int k_rows = SHARED ? SUB_K / 2 : SUB_K;
+      const int kr0 = SHARED ? rank * k_rows : 0;
+#pragma unroll
+      for (int c = 0; c < ROWS / 64; ++c) {
+        if (SHARED)
+          ptx::tma_load_2d_multicast(dst + c * 8192 + kr0 * 128, map, bar, mn0 + c * 64, k0 + kr0,
+                                     0x3);
+        else if (STREAMED)
+          ptx::tma_load_2d_hint(dst + c * 8192, map, bar, mn0 + c * 64, k0, policy);
+        else
+          ptx::tma_load_2d(dst + c * 8192, map, bar, mn0 + c * 64, k0);
+      }
+    }
+  }
+
+  // With SWAP (skinny problems), P is op(A): read once, so it is loaded with an L2 evict-first
+  // hint and does not push the small, reused operand out of L2.
+  GEMMTUNE_DEVICE_INLINE static void load_stage(const GemmArgs& args, const Smem& s, int stage,
+                                                Tile t, int kb, int rank, u64 policy) {
+    u64* bar = &s.full[stage];
+    ptx::mbarrier_arrive_expect_tx(bar, STAGE_BYTES);
+    const GemmTensorMap* p_map = SWAP ? &args.map_a : &args.map_b;
+    const GemmTensorMap* q_map = SWAP ? &args.map_b : &args.map_a;
+#pragma unroll
+    for (int sub = 0; sub < KSUB; ++sub) {
+      load_operand<P_KMAJOR, TM, SHARE_P, SWAP>(s.p + stage * P_BYTES + sub * P_SUB_BYTES, p_map,
+                                                bar, t.row0, kb * BK + SUB_K * sub, rank, policy);
+      load_operand<Q_KMAJOR, TN, SHARE_Q, false>(s.q + stage * Q_BYTES + sub * Q_SUB_BYTES, q_map,
+                                                 bar, t.col0, kb * BK + SUB_K * sub, rank, policy);
+    }
+  }
+
+  // ---- the consumers: math ----------------------------------------------------------------
+
+  // Descriptors of 16-K slice kk, in sub-block kk / SLICES: K-major slices are 32 bytes apart
+  // inside a 128-byte row; MN-major slices are 16 rows (2 KB) apart, and 64-row chunks 8 KB apart.
+  GEMMTUNE_DEVICE_INLINE static u64 p_descriptor(const Smem& s, int stage, int block, int kk) {
+    const u32 base =
+        ptx::smem_u32(s.p + stage * P_BYTES + (kk / SLICES) * P_SUB_BYTES + block * 8192);
+    return P_KMAJOR ? ptx::smem_descriptor(base + (kk % SLICES) * 32, 16, 1024)
+                    : ptx::smem_descriptor(base + (kk % SLICES) * 2048, 8192, 1024);
+  }
+  GEMMTUNE_DEVICE_INLINE static u64 q_descriptor(const Smem& s, int stage, int kk) {
+    const u32 base = ptx::smem_u32(s.q + stage * Q_BYTES + (kk / SLICES) * Q_SUB_BYTES);
+    return Q_KMAJOR ? ptx::smem_descriptor(base + (kk % SLICES) * 32, 16, 1024)
+                    : ptx::smem_descriptor(base + (kk % SLICES) * 2048, 8192, 1024);
+  }
+
+  // Issues one stage: BK/16 wgmma per 64-row block of this warpgroup, as one commit group.
+  // first: the tile's first stage (its first wgmma overwrites the accumulators).
+  GEMMTUNE_DEVICE_INLINE static void issue(const Smem& s, int stage, int consumer, bool first,
+                                           float (&acc)[MW][TN / 2]) {
+#pragma unroll
+    for (int mb = 0; mb < MW; ++mb) fence_registers(acc[mb]);
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < BK / 16; ++kk)
+#pragma unroll
+      for (int mb = 0; mb < MW; ++mb)
+        Mma::mma(acc[mb], p_descriptor(s, stage, Tiles::rows_of(consumer) * MW + mb, kk),
+                 q_descriptor(s, stage, kk), (first && kk == 0) ? 0 : 1);
+    ptx::wgmma_commit();
+#pragma unroll
+    for (int mb = 0; mb < MW; ++mb) fence_registers(acc[mb]);
+  }
+
+  GEMMTUNE_DEVICE_INLINE static void zero(float (&acc)[MW][TN / 2]) {
+#pragma unroll
+    for (int mb = 0; mb < MW; ++mb)
+#pragma unroll
+      for (int i = 0; i < TN / 2; ++i) acc[mb][i] = 0.0f;
+  }
+
+  // Waits until at most PENDING commit groups of this warpgroup are still running.
+  template <int PENDING>
+  GEMMTUNE_DEVICE_INLINE static void drain(float (&acc)[MW][TN / 2]) {
+    ptx::wgmma_wait<PENDING>();
+#pragma unroll
+    for (int mb = 0; mb < MW; ++mb) fence_registers(acc[mb]);
+  }
+
+  // Consumer warpgroup `consumer` is done with `stage`: tell this CTA's producer and, when the
+  // stage is filled by multicast, the other CTA's too.
+  GEMMTUNE_DEVICE_INLINE static void release(const Smem& s, int stage) {
+    const int lane = threadIdx.x % 128;
+    if constexpr (CLUSTER > 1) {
+      if (lane < CLUSTER)
+        ptx::mbarrier_arrive_cluster(&s.empty[stage], u32(lane));  // one CTA per lane
+    } else {
+      if (lane == 0) ptx::mbarrier_arrive(&s.empty[stage]);
+    }
+    __syncwarp();  // wgmma is .aligned: the warp must be converged again
+  }
+};
+
+}  // namespace wgmma_sm90
+}  // namespace gemmtune

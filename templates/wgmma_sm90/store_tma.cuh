@@ -1,0 +1,181 @@
+// The epilogue that stores a tile through shared memory and TMA stores (EPILOGUE 1, C aligned),
+// and, with beta != 0, C's loads by TMA into the same shared memory: by the producer during the
+// tile's main loop (fetch_c) or by the consumer itself (load_first_c_chunks).
+#pragma once
+#include "ptx/ldmatrix.cuh"
+#include "ptx/mbarrier.cuh"
+#include "ptx/stmatrix.cuh"
+#include "ptx/tma.cuh"
+#include "store16.cuh"
+#include "wgmma_sm90/tiles.cuh"
+
+namespace gemmtune {
+namespace wgmma_sm90 {
+
+template <class Cfg>
+struct TmaStore : Traits<Cfg> {
+  using T = Traits<Cfg>;
+  using T::C_BUFFERS;
+  using T::C_CHUNK_BYTES;
+  using T::C_CHUNKS;
+  using T::MW;
+  using T::PINGPONG;
+  using T::ROW_WG;
+  using T::STAGES;
+  using T::TN;
+  using T::WG;
+  using H = Half16<Cfg::DTYPE>;
+  using Smem = SharedMemory<Cfg>;
+  using Tiles = wgmma_sm90::Tiles<Cfg>;
+
+  // Consumer `consumer`'s rows of C's 64-column chunk `chunk`, by TMA into its buffer `buffer`.
+  GEMMTUNE_DEVICE_INLINE static void load_c_chunk(const GemmArgs& args, const Smem& s, Tile t,
+                                                  int consumer, int chunk, int buffer) {
+    u64* bar = &s.c_loaded[consumer * C_BUFFERS + buffer];
+    ptx::mbarrier_arrive_expect_tx(bar, C_CHUNK_BYTES);  // a box partly outside C counts in full
+    ptx::tma_load_2d(s.c + (consumer * C_BUFFERS + buffer) * C_CHUNK_BYTES, &args.map_c, bar,
+                     t.col0 + chunk * 64, t.row0 + Tiles::rows_of(consumer) * 64 * MW);
+  }
+
+  // C's first C_BUFFERS chunks, once the previous tile's stores have read every buffer.
+  GEMMTUNE_DEVICE_INLINE static void load_first_c_chunks(const GemmArgs& args, const Smem& s,
+                                                         Tile t, int consumer) {
+    if (threadIdx.x % 128 != 0) return;
+    ptx::bulk_wait_read<0>();
+#pragma unroll
+    for (int b = 0; b < C_BUFFERS; ++b) load_c_chunk(args, s, t, consumer, b, b);
+  }
+
+  // The consumer's C buffers are free once its last tile's stores have read them: it says so to
+  // the producer, which loads the next tile's first chunks (fetch_c).
+  GEMMTUNE_DEVICE_INLINE static void free_c_buffers(const Smem& s, int consumer) {
+    if (threadIdx.x % 128 != 0) return;
+    ptx::bulk_wait_read<0>();
+    ptx::mbarrier_arrive(&s.c_free[consumer]);
+  }
+
+  // beta != 0: the producer fetches a tile's C into L2 ahead of the epilogue's loads of it, so
+  // that they wait for L2 rather than memory.
+  GEMMTUNE_DEVICE_INLINE static void prefetch_c(const GemmArgs& args, Tile t) {
+#pragma unroll
+    for (int r = 0; r < ROW_WG; ++r)
+#pragma unroll
+      for (int chunk = 0; chunk < C_CHUNKS; ++chunk)
+        ptx::tma_prefetch_2d(&args.map_c, t.col0 + chunk * 64, t.row0 + r * 64 * MW);
+  }
+
+  // beta != 0 with TMA stores, by the producer once the ring holds segment i's first STAGES
+  // k-blocks (c_block): where the segment is a whole tile (its epilogue runs here), the first
+  // C_BUFFERS chunks of each of its consumers into their buffers, once that consumer has begun
+  // the tile (its buffers are free then); the CTA's first tile also into L2 (prefetch_c), later
+  // tiles as their loads begin. Asked for any earlier, C's reads held up the first fill (bf16
+  // 2048^3, one tile a CTA: 0.93x -> 0.97x with beta = 1), or the wait for free buffers held up
+  // the next tile's loads during the epilogue (8192x8192x1024: 0.96x -> 0.88x); H100, docs/PERF.md
+  // runs 192-194. `free_phases` holds each consumer's c_free phase, bit by bit.
+  GEMMTUNE_DEVICE_INLINE static void fetch_c(const GemmArgs& args, const Smem& s, Tile t,
+                                             const schedule::Segment& seg, int i,
+                                             u32& free_phases) {
+    if (i == 0) prefetch_c(args, t);
+    if (seg.parts != 1) return;  // the tile's last part, known only at its end, loads C itself
+#pragma unroll
+    for (int consumer = 0; consumer < WG; ++consumer) {
+      if (PINGPONG && consumer != i % 2) continue;
+      ptx::mbarrier_wait(&s.c_free[consumer], (free_phases >> consumer) & 1);
+      free_phases ^= 1u << consumer;
+#pragma unroll
+      for (int b = 0; b < C_BUFFERS; ++b) load_c_chunk(args, s, t, consumer, b, b);
+    }
+  }
+  // The k-block after whose load fetch_c runs: the ring's first fill (the last k-block of a
+  // shorter part; ks.begin - 1, before the loads, for a part without k-blocks).
+  GEMMTUNE_DEVICE_INLINE static int c_block(KRange ks) {
+    return min(ks.begin + STAGES - 1, ks.end - 1);
+  }
+
+  // The same values as RegisterStore::store through shared memory and TMA stores (C aligned):
+  // the warpgroup goes on to its next tile while the copy engine writes this one. With a buffer
+  // per chunk, all chunks are written and then stored; with fewer, each chunk is stored as soon
+  // as it is written, and a buffer is written again once the store C_BUFFERS chunks back has
+  // read it.
+  // READ_C (beta != 0): each chunk of C first comes by TMA into the buffer it leaves from, once
+  // the buffer's last store has read it (the first C_BUFFERS chunks together: by the producer
+  // during the tile's main loop where c_early, else here); each thread reads its values back
+  // with ldmatrix, the inverse of stmatrix, from where it writes them. `c_phases` holds each
+  // buffer's barrier phase, bit by bit.
+  template <bool READ_C>
+  GEMMTUNE_DEVICE_INLINE static void store(const GemmArgs& args, const Smem& s, Tile t,
+                                           int consumer, const float (&acc)[MW][TN / 2],
+                                           u32& c_phases, bool c_early) {
+    constexpr bool RING = C_BUFFERS < C_CHUNKS;
+    const int lane = threadIdx.x % 128;
+    const bool issuer = lane == 0;
+    unsigned char* staging = s.c + consumer * C_BUFFERS * C_CHUNK_BYTES;
+    // A warp's 16 rows of a 64-row block go out by stmatrix, four 8x8 blocks per instruction:
+    // block b covers rows 8 (b % 2) to 8 (b % 2) + 7 and 16-byte unit u + b / 2 of their 128-byte
+    // rows (u = 0, 2, 4, 6), and holds this thread's accumulator pair there. Lane l addresses row
+    // l % 8 of block q = (l % 32) / 8; with the 128-byte swizzle, unit v of row r sits at unit
+    // v ^ (r % 8), and r % 8 == l % 8.
+    const int q = (lane % 32) / 8;
+    const int lane_row = 16 * (lane / 32) + 8 * (q % 2) + lane % 8;
+    const int n0 = t.row0 + Tiles::rows_of(consumer) * 64 * MW;
+    if (READ_C && !c_early) load_first_c_chunks(args, s, t, consumer);
+#pragma unroll
+    for (int chunk = 0; chunk < C_CHUNKS; ++chunk) {
+      const int buffer = chunk % C_BUFFERS;
+      if constexpr (READ_C) {
+        ptx::mbarrier_wait(&s.c_loaded[consumer * C_BUFFERS + buffer], (c_phases >> buffer) & 1);
+        c_phases ^= 1u << buffer;
+      } else if (chunk == 0 || chunk >= C_BUFFERS) {
+        // The buffer is free once the stores that read it are done reading: the previous tile's
+        // (all of them) before the first chunk, the one C_BUFFERS chunks back after that.
+        if (issuer) {
+          if (chunk == 0)
+            ptx::bulk_wait_read<0>();
+          else
+            ptx::bulk_wait_read<C_BUFFERS - 1>();
+        }
+        ptx::named_barrier(1 + consumer, 128);
+      }
+#pragma unroll
+      for (int mb = 0; mb < MW; ++mb)
+#pragma unroll
+        for (int u = 0; u < 8; u += 2) {
+          const int unit = (u + q / 2) ^ (lane % 8);
+          const u32 address = ptx::smem_u32(staging + buffer * C_CHUNK_BYTES +
+                                            (mb * 64 + lane_row) * 128 + unit * 16);
+          u32 old[4], r[4];
+          if constexpr (READ_C) ptx::ldmatrix_x4<false>(old, address);
+#pragma unroll
+          for (int b = 0; b < 4; ++b) {
+            const int i =
+                2 * (2 * (8 * chunk + u + b / 2) + b % 2);  // this thread's accumulator pair
+            float v0 = args.alpha * acc[mb][i], v1 = args.alpha * acc[mb][i + 1];
+            if constexpr (READ_C) {
+              v0 = fmaf(args.beta, H::to_f32(u16(old[b] & 0xffff)), v0);
+              v1 = fmaf(args.beta, H::to_f32(u16(old[b] >> 16)), v1);
+            }
+            r[b] = H::pack(v0, v1);
+          }
+          ptx::stmatrix_x4(address, r);
+        }
+      if (RING || chunk == C_CHUNKS - 1) {
+        ptx::fence_async_shared();
+        ptx::named_barrier(1 + consumer, 128);
+        if (issuer) {
+#pragma unroll
+          for (int c = RING ? chunk : 0; c <= chunk; ++c)
+            ptx::tma_store_2d(&args.map_c, staging + (c % C_BUFFERS) * C_CHUNK_BYTES,
+                              t.col0 + c * 64, n0);
+          ptx::bulk_commit();
+          if (READ_C && chunk + C_BUFFERS < C_CHUNKS) {
+            ptx::bulk_wait_read<0>();
+            load_c_chunk(args, s, t, consumer, chunk + C_BUFFERS, buffer);
+          }
+        }
+      }
+    }
+  }
+};
+
+}  // namespace wgmma_sm90
+}  // namespace gemmtune
