@@ -116,3 +116,36 @@ INSERT INTO problems_new (id, dtype, layout, m, n, k, lda, ldb, ldc, align)
 DROP TABLE problems;
 ALTER TABLE problems_new RENAME TO problems;
 -- problems had no index of its own besides its UNIQUE key, which the new table brings along.
+
+-- migration 4
+-- Data types per operand: problems.dtype (one type of every operand) becomes type_a, type_b,
+-- type_c, type_d and type_acc, and the problem's scaling mode joins the key. A row of dtype T
+-- keeps its meaning: every operand T with f32 accumulation, unscaled (all that gemmtune computed
+-- before this migration). The table is rebuilt as migration 3 describes, keeping its ids. The
+-- scaling has no CHECK: the modes grow with the kernels, and rows are validated before use.
+CREATE TABLE problems_new (
+  id       INTEGER PRIMARY KEY,
+  type_a   TEXT    NOT NULL CHECK (type_a IN ('f32', 'f16', 'bf16', 'e4m3', 'e5m2')),
+  type_b   TEXT    NOT NULL CHECK (type_b IN ('f32', 'f16', 'bf16', 'e4m3', 'e5m2')),
+  type_c   TEXT    NOT NULL CHECK (type_c IN ('f32', 'f16', 'bf16', 'e4m3', 'e5m2')),
+  type_d   TEXT    NOT NULL CHECK (type_d IN ('f32', 'f16', 'bf16', 'e4m3', 'e5m2')),
+  type_acc TEXT    NOT NULL CHECK (type_acc IN ('f32', 'f16')),
+  scaling  TEXT    NOT NULL DEFAULT 'none',
+  layout   TEXT    NOT NULL CHECK (layout IN ('nn', 'nt', 'tn', 'tt')),  -- op(A) op(B)
+  m        INTEGER NOT NULL CHECK (m > 0),
+  n        INTEGER NOT NULL CHECK (n > 0),
+  k        INTEGER NOT NULL CHECK (k > 0),
+  lda      INTEGER NOT NULL CHECK (lda > 0),
+  ldb      INTEGER NOT NULL CHECK (ldb > 0),
+  ldc      INTEGER NOT NULL CHECK (ldc > 0),
+  align    INTEGER NOT NULL CHECK (align IN (1, 2, 4, 8, 16)),  -- alignment class, bytes
+  reads_c  INTEGER NOT NULL DEFAULT 0 CHECK (reads_c IN (0, 1)),  -- beta != 0
+  UNIQUE (type_a, type_b, type_c, type_d, type_acc, scaling, layout, m, n, k, lda, ldb, ldc, align,
+          reads_c)
+);
+INSERT INTO problems_new (id, type_a, type_b, type_c, type_d, type_acc, scaling, layout, m, n, k,
+                          lda, ldb, ldc, align, reads_c)
+  SELECT id, dtype, dtype, dtype, dtype, 'f32', 'none', layout, m, n, k, lda, ldb, ldc, align,
+         reads_c FROM problems;
+DROP TABLE problems;
+ALTER TABLE problems_new RENAME TO problems;

@@ -12,10 +12,9 @@ struct CheckArgs {
   unsigned long long bad;           // one unsigned: points out of tolerance or not finite
   long long lda, ldb, ldc;
   int m, n, k;
-  int op_a, op_b;  // 0 = N, 1 = T
-  int dtype;       // 0 = f32, 1 = f16, 2 = bf16
+  int op_a, op_b;              // 0 = N, 1 = T
+  int type_a, type_b, type_c;  // element types (data_types.h); C's is the output's too
   int points;
   float alpha, beta;
   float tolerance;
-  int reserved;
 };

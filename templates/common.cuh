@@ -1,5 +1,6 @@
 // Shared device helpers for every family: no system includes, so NVRTC compiles fast.
 #pragma once
+#include "data_types.h"
 #include "gemm_args.h"
 #include "raster.h"
 
@@ -44,17 +45,17 @@ GEMMTUNE_DEVICE_INLINE u32 pack_f16x2(float lo, float hi) {
   return x;
 }
 
-// Element access by dtype code (0 = f32, 1 = f16, 2 = bf16), for the generic helper kernels.
-GEMMTUNE_DEVICE_INLINE float load_as_f32(const void* p, long long i, int dtype) {
-  if (dtype == 0) return static_cast<const float*>(p)[i];
+// Element access by type code (data_types.h: f32, f16, bf16), for the generic helper kernels.
+GEMMTUNE_DEVICE_INLINE float load_as_f32(const void* p, long long i, int type) {
+  if (type == GEMMTUNE_TYPE_F32) return static_cast<const float*>(p)[i];
   const u16 x = static_cast<const u16*>(p)[i];
-  return dtype == 1 ? f16_to_f32(x) : bf16_to_f32(x);
+  return type == GEMMTUNE_TYPE_F16 ? f16_to_f32(x) : bf16_to_f32(x);
 }
-GEMMTUNE_DEVICE_INLINE void store_from_f32(void* p, long long i, int dtype, float v) {
-  if (dtype == 0)
+GEMMTUNE_DEVICE_INLINE void store_from_f32(void* p, long long i, int type, float v) {
+  if (type == GEMMTUNE_TYPE_F32)
     static_cast<float*>(p)[i] = v;
   else
-    static_cast<u16*>(p)[i] = dtype == 1 ? f32_to_f16(v) : f32_to_bf16(v);
+    static_cast<u16*>(p)[i] = type == GEMMTUNE_TYPE_F16 ? f32_to_f16(v) : f32_to_bf16(v);
 }
 
 }  // namespace gemmtune

@@ -24,19 +24,19 @@ GEMMTUNE_DEVICE_INLINE float normal(u64 seed, u64 index) {
 }
 
 GEMMTUNE_DEVICE_INLINE double element(unsigned long long p, long long row, long long col,
-                                      long long ld, int dtype) {
-  return double(load_as_f32(reinterpret_cast<const void*>(p), row + col * ld, dtype));
+                                      long long ld, int type) {
+  return double(load_as_f32(reinterpret_cast<const void*>(p), row + col * ld, type));
 }
 
 }  // namespace testing
 }  // namespace gemmtune
 
-// Random normal values (times scale) in count elements of the dtype.
-extern "C" __global__ void gemmtune_fill_normal(unsigned long long p, long long count, int dtype,
+// Random normal values (times scale) in count elements of the type.
+extern "C" __global__ void gemmtune_fill_normal(unsigned long long p, long long count, int type,
                                                 unsigned long long seed, float scale) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count;
        i += (long long)gridDim.x * blockDim.x)
-    gemmtune::store_from_f32(reinterpret_cast<void*>(p), i, dtype,
+    gemmtune::store_from_f32(reinterpret_cast<void*>(p), i, type,
                              scale * gemmtune::testing::normal(seed, (unsigned long long)i));
 }
 
@@ -52,18 +52,18 @@ extern "C" __global__ void gemmtune_reference(const CheckArgs args) {
   double sum = 0.0, squares = 0.0;
   for (long long k = 0; k < args.k; ++k) {
     const double a = args.op_a == 0
-                         ? gemmtune::testing::element(args.a, r, k, args.lda, args.dtype)
-                         : gemmtune::testing::element(args.a, k, r, args.lda, args.dtype);
+                         ? gemmtune::testing::element(args.a, r, k, args.lda, args.type_a)
+                         : gemmtune::testing::element(args.a, k, r, args.lda, args.type_a);
     const double b = args.op_b == 0
-                         ? gemmtune::testing::element(args.b, k, c, args.ldb, args.dtype)
-                         : gemmtune::testing::element(args.b, c, k, args.ldb, args.dtype);
+                         ? gemmtune::testing::element(args.b, k, c, args.ldb, args.type_b)
+                         : gemmtune::testing::element(args.b, c, k, args.ldb, args.type_b);
     sum += a * b;
     squares += (a * b) * (a * b);
   }
   double ref = double(args.alpha) * sum;
   double scale = fabs(double(args.alpha)) * sqrt(squares);
   if (args.beta != 0.0f) {  // beta == 0: C_init may hold NaN and must not matter
-    const double c0 = gemmtune::testing::element(args.c_init, r, c, args.ldc, args.dtype);
+    const double c0 = gemmtune::testing::element(args.c_init, r, c, args.ldc, args.type_c);
     ref += double(args.beta) * c0;
     scale += fabs(double(args.beta) * c0);
   }
@@ -80,7 +80,7 @@ extern "C" __global__ void gemmtune_check(const CheckArgs args) {
   const int* cols = reinterpret_cast<const int*>(args.cols);
   const long long r = rows ? rows[i] : i % args.m;
   const long long c = cols ? cols[i] : i / args.m;
-  const double out = gemmtune::testing::element(args.out, r, c, args.ldc, args.dtype);
+  const double out = gemmtune::testing::element(args.out, r, c, args.ldc, args.type_c);
   const double ref = reinterpret_cast<const double*>(args.ref)[i];
   const double scale = reinterpret_cast<const double*>(args.scale)[i];
   const double err = fabs(out - ref) / (fabs(ref) + scale + 1e-30);
@@ -91,13 +91,13 @@ extern "C" __global__ void gemmtune_check(const CheckArgs args) {
 
 // Counts the elements of an m x n column-major matrix that are NaN or infinite.
 extern "C" __global__ void gemmtune_count_nonfinite(unsigned long long p, long long ld, int m,
-                                                    int n, int dtype, unsigned long long count) {
+                                                    int n, int type, unsigned long long count) {
   const long long total = (long long)m * n;
   unsigned local = 0;
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < total;
        i += (long long)gridDim.x * blockDim.x) {
     const float v =
-        gemmtune::load_as_f32(reinterpret_cast<const void*>(p), (i % m) + (i / m) * ld, dtype);
+        gemmtune::load_as_f32(reinterpret_cast<const void*>(p), (i % m) + (i / m) * ld, type);
     if (!isfinite(v)) ++local;
   }
   if (local) atomicAdd(reinterpret_cast<unsigned*>(count), local);

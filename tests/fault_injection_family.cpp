@@ -18,7 +18,7 @@ class FaultInjectionFamily final : public Family {
     return s;
   }
   KernelConfig default_config(const Problem& p, const ArchInfo&) const override {
-    return KernelConfig{"fault_injection", p.dtype, p.op_a, p.op_b, {{"MODE", 1}}};
+    return KernelConfig{"fault_injection", p.types, p.scaling, p.op_a, p.op_b, {{"MODE", 1}}};
   }
   std::string kernel_name(const KernelConfig& c) const override {
     return fmt::format("gemm_fault_injection_{}_mode{}", c.at("MODE") == 1 ? "fault" : "hang",

@@ -27,12 +27,13 @@ const Point kPoints[] = {
 };
 
 int64_t widest_vector(const Problem& p) {
-  return std::max(1, std::min(16, p.align) / dtype_size(p.dtype));
+  return std::max(1, std::min(16, p.align) / element_bytes(p.types.a));
 }
 
 KernelConfig config_of(const Point& pt, const Problem& p, int side) {
   return KernelConfig{"gemv",
-                      p.dtype,
+                      p.types,
+                      p.scaling,
                       p.op_a,
                       p.op_b,
                       {{"SIDE", side},
@@ -52,7 +53,7 @@ std::vector<int> sides_of(const Problem& p) {
 }
 
 int64_t stored_bytes(int64_t ld, int64_t cols, DType d) {
-  return ld * cols * dtype_size(d);
+  return ld * cols * element_bytes(d);
 }
 
 class GemvTest : public test::GpuTest {
@@ -97,9 +98,9 @@ class GemvTest : public test::GpuTest {
   // Runs on copies of the operands placed `offset` bytes past an aligned address.
   void launch_shifted(const ReadyKernel& k, const Problem& q, const GemmOperands& ops, CUstream s,
                       int offset) {
-    const int64_t a_bytes = stored_bytes(q.lda, q.cols_a(), q.dtype),
-                  b_bytes = stored_bytes(q.ldb, q.cols_b(), q.dtype),
-                  c_bytes = stored_bytes(q.ldc, q.n, q.dtype);
+    const int64_t a_bytes = stored_bytes(q.lda, q.cols_a(), q.types.a),
+                  b_bytes = stored_bytes(q.ldb, q.cols_b(), q.types.b),
+                  c_bytes = stored_bytes(q.ldc, q.n, q.types.c);
     const DeviceBuffer a(size_t(a_bytes) + 16), b(size_t(b_bytes) + 16), c(size_t(c_bytes) + 16);
     GT_CU(cuMemcpyDtoDAsync(a.ptr() + offset, ops.a, size_t(a_bytes), s));
     GT_CU(cuMemcpyDtoDAsync(b.ptr() + offset, ops.b, size_t(b_bytes), s));
@@ -133,7 +134,7 @@ class GemvCorrectness : public GemvTest,
 
 TEST_P(GemvCorrectness, ShapesLayoutsLeadingDimensionsSplitsAndBeta) {
   const auto [dtype_name, layout] = GetParam();
-  const DType dtype = parse_dtype(dtype_name);
+  const DType dtype = parse_data_type(dtype_name);
   const int64_t shapes[][3] = {{1, 1, 1},      {1, 1, 777},    {300, 1, 1}, {1000, 1, 999},
                                {257, 1, 4100}, {33, 1, 20000}, {1, 300, 1}, {1, 1000, 999},
                                {1, 257, 4100}, {1, 33, 20000}};
@@ -145,7 +146,7 @@ TEST_P(GemvCorrectness, ShapesLayoutsLeadingDimensionsSplitsAndBeta) {
       p.lda += extra_ld;
       p.ldb += extra_ld;
       p.ldc += extra_ld;
-      p.align = alignment_class(p.dtype, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
+      p.align = alignment_class(p.types, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
       for (int side : sides_of(p)) {
         for (const Point& pt : kPoints) {
           const ReadyKernel& k = kernel(config_of(pt, p, side), p);
@@ -171,9 +172,9 @@ INSTANTIATE_TEST_SUITE_P(LayoutsAndTypes, GemvCorrectness,
 class GemvAlignment : public GemvTest, public ::testing::WithParamInterface<std::string> {};
 
 TEST_P(GemvAlignment, UnalignedPointers) {
-  const DType dtype = parse_dtype(GetParam());
+  const DType dtype = parse_data_type(GetParam());
   for (int align : {2, 4, 8}) {
-    if (align < dtype_size(dtype)) continue;
+    if (align < element_bytes(dtype)) continue;
     for (const char* layout : {"nn", "nt", "tn", "tt"}) {
       const int64_t shapes[][3] = {{999, 1, 1001}, {1, 999, 1001}, {1, 1, 513}};
       for (const auto& s : shapes) {

@@ -23,7 +23,8 @@ void PrintTo(const LargeCase& c, std::ostream* out) {
 Problem problem_of(DType dtype, Op op_a, int64_t m, int64_t n, int64_t k, int64_t lda = 0) {
   Problem p = make_problem(dtype, op_a, Op::N, m, n, k);
   if (lda) p.lda = lda;
-  p.align = alignment_class(dtype, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
+  p.align =
+      alignment_class(DataTypes::uniform(dtype), nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
   return p;
 }
 
@@ -43,7 +44,7 @@ class LargeOperands : public test::GpuTest, public ::testing::WithParamInterface
   // The operands once (the check's second beta path runs on a smaller problem: checker.cpp),
   // and a packed copy of A when TMA cannot read it in place.
   static int64_t bytes_needed(const Problem& p) {
-    const int64_t esize = dtype_size(p.dtype);
+    const int64_t esize = element_bytes(p.types.a);
     return (elements_of_a(p) * 2 + p.ldb * p.cols_b() + 2 * p.ldc * p.n) * esize +
            (int64_t(1) << 30);
   }

@@ -97,7 +97,7 @@ TEST_F(LibraryApi, ResultsAreRightFromManyThreadsOnTheirOwnStreams) {
       const ProblemData& d = *data[size_t(t)];
       StreamHandle s;
       for (int i = 0; i < 20; ++i)
-        lib.gemm(p.dtype, p.op_a, p.op_b, p.m, p.n, p.k, 1.0f,
+        lib.gemm(p.types.a, p.op_a, p.op_b, p.m, p.n, p.k, 1.0f,
                  reinterpret_cast<const void*>(d.a.ptr()), p.lda,
                  reinterpret_cast<const void*>(d.b.ptr()), p.ldb, 0.0f,
                  reinterpret_cast<void*>(d.c.ptr()), p.ldc, reinterpret_cast<Stream>(s.get()));
@@ -128,7 +128,7 @@ TEST_F(LibraryApi, PackedOperandsFromThreadsSharingAStreamAreTheirOwn) {
                              150 + 83 * t);
     p.lda += 1;  // odd: packed
     p.ldb += 3;
-    p.align = alignment_class(p.dtype, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
+    p.align = alignment_class(p.types, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
     problems.push_back(p);
   }
   for (const Problem& p : problems) {
@@ -140,8 +140,9 @@ TEST_F(LibraryApi, PackedOperandsFromThreadsSharingAStreamAreTheirOwn) {
   auto call = [&](size_t t, CUstream s) {
     const Problem& p = problems[t];
     const ProblemData& d = *data[t];
-    lib.gemm(p.dtype, p.op_a, p.op_b, p.m, p.n, p.k, 1.0f, reinterpret_cast<const void*>(d.a.ptr()),
-             p.lda, reinterpret_cast<const void*>(d.b.ptr()), p.ldb, 0.0f,
+    lib.gemm(p.types.a, p.op_a, p.op_b, p.m, p.n, p.k, 1.0f,
+             reinterpret_cast<const void*>(d.a.ptr()), p.lda,
+             reinterpret_cast<const void*>(d.b.ptr()), p.ldb, 0.0f,
              reinterpret_cast<void*>(d.c.ptr()), p.ldc, reinterpret_cast<Stream>(s));
   };
   auto download = [&](size_t t, std::vector<uint16_t>& out) {

@@ -44,7 +44,8 @@ int64_t widest_vector(const Problem& p) {
 
 KernelConfig config_of(const Point& pt, const Problem& p) {
   return KernelConfig{"mma_sm80",
-                      p.dtype,
+                      p.types,
+                      p.scaling,
                       p.op_a,
                       p.op_b,
                       {{"BM", pt.bm},
@@ -65,7 +66,7 @@ Problem with_leading_dimensions(Problem p, int64_t extra) {
   p.lda = ld(p.rows_a());
   p.ldb = ld(p.rows_b());
   p.ldc = ld(p.m);
-  p.align = alignment_class(p.dtype, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
+  p.align = alignment_class(p.types, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
   return p;
 }
 
@@ -103,8 +104,8 @@ class Mma80Correctness
  protected:
   Problem problem(const int64_t (&s)[3]) const {
     const auto& [dtype, layout] = GetParam();
-    return make_problem(parse_dtype(dtype), parse_op(layout[0]), parse_op(layout[1]), s[0], s[1],
-                        s[2]);
+    return make_problem(parse_data_type(dtype), parse_op(layout[0]), parse_op(layout[1]), s[0],
+                        s[1], s[2]);
   }
 };
 
@@ -172,7 +173,7 @@ TEST_P(Mma80Unaligned, BaseAddressesOfEveryAlignmentClass) {
   for (const auto& off : offsets) {
     Problem p = base;
     const CUdeviceptr pa = a.ptr() + off[0], pb = b.ptr() + off[1], pc = c.ptr() + off[2];
-    p.align = alignment_class(p.dtype, reinterpret_cast<void*>(pa), reinterpret_cast<void*>(pb),
+    p.align = alignment_class(p.types, reinterpret_cast<void*>(pa), reinterpret_cast<void*>(pb),
                               reinterpret_cast<void*>(pc), p.lda, p.ldb, p.ldc);
     const ReadyKernel k = prepare_kernel(compiler_, config_of(kPoints[0], p), p, device_.arch);
     for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, std::pair{-1.0f, 0.25f}}) {
@@ -207,7 +208,7 @@ TEST_P(Mma80Sanitizer, SmallShapes) {
   for (const Point& pt : {kPoints[0], kPoints[3], kPoints[5]}) expect_right(pt, p);
   expect_right(kPoints[1], with_leading_dimensions(p, 1));
   expect_right(kPoints[2],
-               with_leading_dimensions(make_problem(p.dtype, p.op_a, p.op_b, 77, 20, 9), 2));
+               with_leading_dimensions(make_problem(p.types, p.op_a, p.op_b, 77, 20, 9), 2));
   for (const Point& pt : kSplitPoints) expect_right(pt, p);
 }
 

@@ -21,8 +21,9 @@ class RecordAndDevice : public test::GpuTest {
 
   void call(Library& lib, const Problem& p) {
     const ProblemData d(p, *checker_, 3, stream_->get());
-    lib.gemm(p.dtype, p.op_a, p.op_b, p.m, p.n, p.k, 1.0f, reinterpret_cast<const void*>(d.a.ptr()),
-             p.lda, reinterpret_cast<const void*>(d.b.ptr()), p.ldb, 0.0f,
+    lib.gemm(p.types.a, p.op_a, p.op_b, p.m, p.n, p.k, 1.0f,
+             reinterpret_cast<const void*>(d.a.ptr()), p.lda,
+             reinterpret_cast<const void*>(d.b.ptr()), p.ldb, 0.0f,
              reinterpret_cast<void*>(d.c.ptr()), p.ldc, stream_->get());
     stream_->synchronize();
   }

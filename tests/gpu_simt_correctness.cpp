@@ -54,7 +54,7 @@ std::vector<KernelConfig> reduced_space(const Problem& p, const ArchInfo& arch) 
   const SearchSpace space = simt.space(p, arch);
   std::vector<KernelConfig> out;
   for (const auto& point : points) {
-    KernelConfig c{"simt", p.dtype, p.op_a, p.op_b, point};
+    KernelConfig c{"simt", p.types, p.scaling, p.op_a, p.op_b, point};
     c.params["VEC"] = std::min(4, p.align / 4);
     const Constraint* broken = space.first_violation(c, p, arch);
     EXPECT_EQ(broken, nullptr) << simt.kernel_name(c) << " breaks " << (broken ? broken->name : "");
@@ -76,7 +76,7 @@ TEST_P(SimtCorrectness, OddShapesLayoutsLeadingDimensionsAndBeta) {
       p.lda += extra_ld;
       p.ldb += extra_ld;
       p.ldc += extra_ld;
-      p.align = alignment_class(p.dtype, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
+      p.align = alignment_class(p.types, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
       for (const auto& config : reduced_space(p, device_.arch)) {
         const ReadyKernel k = prepare_kernel(compiler_, config, p, device_.arch);
         for (auto [alpha, beta] : {std::pair{1.5f, 0.0f}, std::pair{-0.5f, 2.0f}}) {

@@ -63,7 +63,8 @@ KernelConfig config_of(const Point& pt, const Problem& p, bool reads_c = true) {
   int64_t& cols = pt.swap ? bn : bm;
   if (!q_kmajor) cols = (cols + 63) / 64 * 64;
   return KernelConfig{"wgmma_sm90",
-                      p.dtype,
+                      p.types,
+                      p.scaling,
                       p.op_a,
                       p.op_b,
                       {{"BM", bm},
@@ -101,7 +102,7 @@ class WgmmaCorrectness
 
 TEST_P(WgmmaCorrectness, OddShapesBetaAndLeadingDimensions) {
   const auto [dtype_name, layout] = GetParam();
-  const DType dtype = parse_dtype(dtype_name);
+  const DType dtype = parse_data_type(dtype_name);
   const int64_t shapes[][3] = {{1, 1, 1},     {300, 200, 100}, {257, 129, 40}, {129, 257, 1},
                                {1, 333, 200}, {333, 1, 200},   {520, 300, 700}};
   int checked = 0;
@@ -111,7 +112,7 @@ TEST_P(WgmmaCorrectness, OddShapesBetaAndLeadingDimensions) {
       p.lda += extra_ld;
       p.ldb += extra_ld;
       p.ldc += extra_ld;
-      p.align = alignment_class(p.dtype, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
+      p.align = alignment_class(p.types, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
       for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, std::pair{0.5f, -1.5f}}) {
         const Verifier verifier(*checker_, p, alpha, beta, 5, stream_->get());
         for (const Point& pt : kPoints) {
@@ -138,8 +139,8 @@ TEST_P(WgmmaCorrectness, OddShapesBetaAndLeadingDimensions) {
 // Stages of two 64-K blocks go round their ring over several tiles too.
 TEST_P(WgmmaCorrectness, PingPongTurnsOverManyTiles) {
   const auto [dtype_name, layout] = GetParam();
-  const Problem p = make_problem(parse_dtype(dtype_name), parse_op(layout[0]), parse_op(layout[1]),
-                                 2000, 1300, 1000);
+  const Problem p = make_problem(parse_data_type(dtype_name), parse_op(layout[0]),
+                                 parse_op(layout[1]), 2000, 1300, 1000);
   const Verifier verifier(*checker_, p, 1.0f, 0.5f, 5, stream_->get());
   for (const Point& pt : {kPoints[0], kPoints[7], kPoints[12], kPoints[13], kPoints[15],
                           kPoints[16], kPoints[17], kPoints[18], kPoints[19], kPoints[20],
@@ -162,7 +163,7 @@ TEST_P(WgmmaBetaZero, KernelsWithoutCodeThatReadsC) {
       {300, 200, 100}, {257, 129, 40}, {1, 333, 200}, {333, 1, 200}, {1100, 900, 300}};
   int checked = 0;
   for (const auto& s : shapes) {
-    const Problem p = make_problem(parse_dtype(dtype_name), parse_op(layout[0]),
+    const Problem p = make_problem(parse_data_type(dtype_name), parse_op(layout[0]),
                                    parse_op(layout[1]), s[0], s[1], s[2]);
     const Verifier verifier(*checker_, p, 0.5f, 0.0f, 7, stream_->get());
     for (const Point& pt : {kPoints[0], kPoints[1], kPoints[3], kPoints[4], kPoints[6], kPoints[7],
@@ -176,8 +177,8 @@ TEST_P(WgmmaBetaZero, KernelsWithoutCodeThatReadsC) {
     }
   }
   EXPECT_EQ(checked, 5 * 11);
-  const Problem p = make_problem(parse_dtype(dtype_name), parse_op(layout[0]), parse_op(layout[1]),
-                                 300, 200, 100);
+  const Problem p = make_problem(parse_data_type(dtype_name), parse_op(layout[0]),
+                                 parse_op(layout[1]), 300, 200, 100);
   const ReadyKernel k = prepare_kernel(compiler_, config_of(kPoints[0], p, false), p, device_.arch);
   const ProblemData data(p, *checker_, 3, stream_->get());
   EXPECT_THROW(k.run(p, data.operands(1.0f, 0.5f), stream_->get()), Error);
@@ -200,8 +201,8 @@ class WgmmaSanitizer : public WgmmaCorrectness {};
 
 TEST_P(WgmmaSanitizer, SmallShapePerSchedule) {
   const auto [dtype_name, layout] = GetParam();
-  Problem p = make_problem(parse_dtype(dtype_name), parse_op(layout[0]), parse_op(layout[1]), 300,
-                           260, 130);
+  Problem p = make_problem(parse_data_type(dtype_name), parse_op(layout[0]), parse_op(layout[1]),
+                           300, 260, 130);
   for (const Point& pt :
        {kPoints[0],  kPoints[1],  kPoints[4],  kPoints[6],  kPoints[7],  kPoints[8],  kPoints[10],
         kPoints[12], kPoints[13], kPoints[14], kPoints[15], kPoints[17], kPoints[18], kPoints[19],
@@ -235,8 +236,8 @@ TEST_P(WgmmaSanitizer, SmallShapePerSchedule) {
 // many parts (and ping-pong warpgroups skip segments longer than the pipeline).
 TEST_P(WgmmaCorrectness, SplitKAndStreamKAreBitwiseDeterministic) {
   const auto [dtype_name, layout] = GetParam();
-  const Problem p = make_problem(parse_dtype(dtype_name), parse_op(layout[0]), parse_op(layout[1]),
-                                 1000, 72, 8000);
+  const Problem p = make_problem(parse_data_type(dtype_name), parse_op(layout[0]),
+                                 parse_op(layout[1]), 1000, 72, 8000);
   const ProblemData data(p, *checker_, 11, stream_->get());
   const Verifier verifier(*checker_, p, 1.0f, 0.5f, 5, stream_->get());
   for (const Point& pt : {kPoints[6], kPoints[7], kPoints[8], kPoints[9], kPoints[13], kPoints[14],

@@ -120,7 +120,8 @@ TEST_F(CompileFamilies, WgmmaTmaStoresThroughFewerBuffersThanChunks) {
       const Problem p =
           make_problem(DType::bf16, parse_op(layout[0]), parse_op(layout[1]), 4096, 4096, 4096);
       const KernelConfig c{"wgmma_sm90",
-                           p.dtype,
+                           p.types,
+                           p.scaling,
                            p.op_a,
                            p.op_b,
                            {{"BM", t.bm},

@@ -293,7 +293,7 @@ TEST_F(GemmDbCli, BadInputGivesOneClearErrorAndChangesNothing) {
       {"unknown subcommand", {"bogus"}, 2, "bogus"},
       {"no subcommand", {}, 2, "subcommand is required"},
       {"negative size", {"list", "--m", "-5"}, 2, "--m: must be a positive integer"},
-      {"unknown dtype", {"list", "--dtype", "f64"}, 2, "unknown dtype 'f64'"},
+      {"unknown dtype", {"list", "--dtype", "f64"}, 2, "unknown data type 'f64'"},
       {"unknown layout", {"list", "--layout", "xy"}, 2, "unknown layout 'xy'"},
       {"missing import file", {"import", file("missing.json").string()}, 2, "missing.json"},
       {"malformed JSON", {"import", file("malformed.json").string()}, 2, "not valid JSON"},

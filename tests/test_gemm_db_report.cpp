@@ -61,9 +61,11 @@ std::string chromium(const fs::path& profile, const std::string& action, const f
 void make_configs_real(nlohmann::json& document) {
   for (auto& e : document["entries"]) {
     const auto& q = e["problem"];
-    Problem p = make_problem(parse_dtype(q["dtype"].get<std::string>()),
-                             parse_op(q["layout"].get<std::string>()[0]),
-                             parse_op(q["layout"].get<std::string>()[1]), q["m"], q["n"], q["k"]);
+    Problem p = make_problem(
+        q.contains("types") ? parse_data_types(q["types"].get<std::string>())
+                            : DataTypes::uniform(parse_data_type(q["dtype"].get<std::string>())),
+        parse_op(q["layout"].get<std::string>()[0]), parse_op(q["layout"].get<std::string>()[1]),
+        q["m"], q["n"], q["k"]);
     p.lda = q["lda"], p.ldb = q["ldb"], p.ldc = q["ldc"], p.align = q["align"];
     const ArchInfo arch = ArchInfo::from_cc(e["device"]["cc"]);
     std::map<std::string, std::string> renamed;

@@ -39,7 +39,7 @@ TEST(GemmTuneCli, BadInput) {
   expect_usage_error("", "give the shape with --m, --n and --k");
   expect_usage_error("--m -3 --n 4 --k 5", "M, N and K must be at least 1");
   expect_usage_error("--m 8 --n 8", "M, N and K must be at least 1");
-  expect_usage_error("--m 8 --n 8 --k 8 --dtype f64", "unknown dtype 'f64'");
+  expect_usage_error("--m 8 --n 8 --k 8 --dtype f64", "unknown data type 'f64'");
   expect_usage_error("--m 8 --n 8 --k 8 --layout xn", "unknown op 'x'");
   expect_usage_error("--m 8 --n 8 --k 8 --layout nnn", "layout 'nnn'");
   expect_usage_error("--m 8 --n 8 --k 8 --lda 4", "lda (4) must be at least");

@@ -110,7 +110,7 @@ TEST(GemvFamily, DefaultIsValidAndCoversEveryOutput) {
       for (const char* layout : {"nn", "nt", "tn", "tt"}) {
         for (const auto& s : shapes) {
           for (int align : {16, 8, 4, 2}) {
-            if (align < dtype_size(d)) continue;
+            if (align < element_bytes(d)) continue;
             Problem p = make_problem(d, parse_op(layout[0]), parse_op(layout[1]), s[0], s[1], s[2]);
             p.align = align;
             const KernelConfig c = gemv().default_config(p, arch);

@@ -114,20 +114,28 @@ TEST(Problem, TightLeadingDimensionsFollowTheOps) {
 }
 
 TEST(Problem, AlignmentClass) {
-  EXPECT_EQ(alignment_class(DType::f32, nullptr, nullptr, nullptr, 1024, 1024, 1024), 16);
-  EXPECT_EQ(alignment_class(DType::f32, nullptr, nullptr, nullptr, 1023, 1024, 1024), 4);
-  EXPECT_EQ(alignment_class(DType::bf16, nullptr, nullptr, nullptr, 1026, 1024, 1024), 4);
-  EXPECT_EQ(alignment_class(DType::bf16, nullptr, nullptr, nullptr, 1025, 1024, 1024), 2);
   EXPECT_EQ(
-      alignment_class(DType::f32, reinterpret_cast<void*>(0x1008), nullptr, nullptr, 64, 64, 64),
-      8);
+      alignment_class(DataTypes::uniform(DType::f32), nullptr, nullptr, nullptr, 1024, 1024, 1024),
+      16);
+  EXPECT_EQ(
+      alignment_class(DataTypes::uniform(DType::f32), nullptr, nullptr, nullptr, 1023, 1024, 1024),
+      4);
+  EXPECT_EQ(
+      alignment_class(DataTypes::uniform(DType::bf16), nullptr, nullptr, nullptr, 1026, 1024, 1024),
+      4);
+  EXPECT_EQ(
+      alignment_class(DataTypes::uniform(DType::bf16), nullptr, nullptr, nullptr, 1025, 1024, 1024),
+      2);
+  EXPECT_EQ(alignment_class(DataTypes::uniform(DType::f32), reinterpret_cast<void*>(0x1008),
+                            nullptr, nullptr, 64, 64, 64),
+            8);
   EXPECT_EQ(make_problem(DType::f32, Op::N, Op::N, 17, 33, 65).align, 4);
 }
 
 TEST(Problem, ParsingRejectsUnknownNames) {
-  EXPECT_EQ(parse_dtype("BF16"), DType::bf16);
-  EXPECT_EQ(parse_dtype("fp32"), DType::f32);
-  error_of([] { parse_dtype("f64"); }, Errc::invalid_argument);
+  EXPECT_EQ(parse_data_type("BF16"), DType::bf16);
+  EXPECT_EQ(parse_data_type("fp32"), DType::f32);
+  error_of([] { parse_data_type("f64"); }, Errc::invalid_argument);
   error_of([] { parse_op('x'); }, Errc::invalid_argument);
   error_of([] { ArchInfo::from_name("sm_75x"); }, Errc::invalid_argument);
   EXPECT_EQ(ArchInfo::from_name("sm_90a").name(), "sm_90a");
@@ -262,7 +270,8 @@ TEST(Emission, TheUnitCarriesTheConfigAndChecksSharedMemory) {
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
   const Family& simt = find_family("simt");
   const KernelConfig c{"simt",
-                       DType::f32,
+                       DataTypes::uniform(DType::f32),
+                       Scaling::none,
                        Op::T,
                        Op::N,
                        {{"BM", 128},
@@ -306,7 +315,8 @@ TEST(Emission, TheUnitCarriesTheConfigAndChecksSharedMemory) {
 TEST(Emission, KernelNamesSayWhatTheyAre) {
   const Family& f = find_family("simt");
   KernelConfig c{"simt",
-                 DType::f32,
+                 DataTypes::uniform(DType::f32),
+                 Scaling::none,
                  Op::T,
                  Op::N,
                  {{"BM", 128},
@@ -328,13 +338,36 @@ TEST(Templates, IncludesAreFoundTransitively) {
           "#define X \"#include \\\"e\\\"\"\n#include \"f"),
       (std::vector<std::string>{"a.h", "ptx/b.cuh"}));
   EXPECT_EQ(template_closure({"simt.cuh"}),
-            (std::vector<std::string>{"common.cuh", "gemm_args.h", "host_device.h", "raster.h",
-                                      "simt.cuh"}));
+            (std::vector<std::string>{"common.cuh", "data_types.h", "gemm_args.h", "host_device.h",
+                                      "raster.h", "simt.cuh"}));
   EXPECT_EQ(template_closure({"wgmma_sm90.cuh", "pack.cuh"}),
-            (std::vector<std::string>{"common.cuh", "gemm_args.h", "host_device.h", "pack.cuh",
-                                      "ptx/cluster.cuh", "ptx/ldmatrix.cuh", "ptx/mbarrier.cuh",
-                                      "ptx/stmatrix.cuh", "ptx/tma.cuh", "ptx/wgmma.cuh",
-                                      "raster.h", "schedule.h", "store16.cuh", "wgmma_sm90.cuh"}));
+            (std::vector<std::string>{"common.cuh",
+                                      "data_types.h",
+                                      "gemm_args.h",
+                                      "host_device.h",
+                                      "pack.cuh",
+                                      "ptx/cluster.cuh",
+                                      "ptx/ldmatrix.cuh",
+                                      "ptx/mbarrier.cuh",
+                                      "ptx/stmatrix.cuh",
+                                      "ptx/tma.cuh",
+                                      "ptx/wgmma.cuh",
+                                      "raster.h",
+                                      "schedule.h",
+                                      "store16.cuh",
+                                      "wgmma_sm90.cuh",
+                                      "wgmma_sm90/cluster_k.cuh",
+                                      "wgmma_sm90/epilogue.cuh",
+                                      "wgmma_sm90/layout.h",
+                                      "wgmma_sm90/mainloop.cuh",
+                                      "wgmma_sm90/multistage.cuh",
+                                      "wgmma_sm90/parts.cuh",
+                                      "wgmma_sm90/shared_memory.cuh",
+                                      "wgmma_sm90/store_registers.cuh",
+                                      "wgmma_sm90/store_tma.cuh",
+                                      "wgmma_sm90/tiles.cuh",
+                                      "wgmma_sm90/traits.cuh",
+                                      "wgmma_sm90/warp_specialized.cuh"}));
   // Names that are no template (system headers) are not followed; cycles end.
   const std::string a = "#include \"b.h\"\n#include \"cuda_fp16.h\"\n",
                     b = "#pragma once\n#include \"a.h\"\n";
@@ -391,7 +424,7 @@ TEST(Mma80, DefaultIsValidForEveryProblemClassAndArch) {
           p.lda = (p.lda + 7) / 8 * 8 + extra_ld;
           p.ldb = (p.ldb + 7) / 8 * 8 + extra_ld;
           p.ldc = (p.ldc + 7) / 8 * 8 + extra_ld;
-          p.align = alignment_class(p.dtype, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
+          p.align = alignment_class(p.types, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
           const KernelConfig c = f.default_config(p, arch);
           const Constraint* broken = f.space(p, arch).first_violation(c, p, arch);
           EXPECT_EQ(broken, nullptr) << f.kernel_name(c) << " on " << p.describe() << " for "
@@ -440,7 +473,8 @@ TEST(Mma80, NamesAndGeometry) {
   const Family& f = find_family("mma_sm80");
   const Problem p = make_problem(DType::bf16, Op::T, Op::N, 1000, 300, 77);
   const KernelConfig c{"mma_sm80",
-                       DType::bf16,
+                       DataTypes::uniform(DType::bf16),
+                       Scaling::none,
                        Op::T,
                        Op::N,
                        {{"BM", 128},
@@ -533,7 +567,8 @@ TEST(Mma80, CostModelPrefersTilesThatFitTheProblem) {
   const ArchInfo arch = ArchInfo::from_name("sm_80");
   auto config = [](int64_t bm, int64_t bn, int64_t wm, int64_t wn) {
     return KernelConfig{"mma_sm80",
-                        DType::bf16,
+                        DataTypes::uniform(DType::bf16),
+                        Scaling::none,
                         Op::T,
                         Op::N,
                         {{"BM", bm},
@@ -561,9 +596,9 @@ TEST(Families, TemplateVersionCoversEveryIncludedTemplate) {
   const Family& wgmma = find_family("wgmma_sm90");
   const std::string version = template_version(simt);
   EXPECT_EQ(version.size(), 16u);
-  EXPECT_EQ(version,
-            templates_digest({"common.cuh", "gemm_args.h", "host_device.h", "raster.h", "simt.cuh"})
-                .substr(0, 16));
+  EXPECT_EQ(version, templates_digest({"common.cuh", "data_types.h", "gemm_args.h", "host_device.h",
+                                       "raster.h", "simt.cuh"})
+                         .substr(0, 16));
   EXPECT_NE(version, template_version(wgmma));
   test::EditableTemplates edited;
   edited.append("pack.cuh", "\n// only the wgmma family runs the packing kernel\n");
@@ -621,7 +656,7 @@ TEST(Families, DefaultsAreValidPointsAlsoForSizesPast2To31) {
   const ArchInfo hopper = ArchInfo::from_name("sm_90a");
   auto with_lda = [](Problem p, int64_t lda) {
     p.lda = lda;
-    p.align = alignment_class(p.dtype, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
+    p.align = alignment_class(p.types, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
     return p;
   };
   const std::vector<Problem> problems = {

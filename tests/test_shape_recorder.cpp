@@ -31,7 +31,7 @@ TEST(ShapeRecorder, LeadingDimensionsAreWrittenWhereTheyAreNotTight) {
   Problem p = problem(DType::f16, "nt", 300, 200, 100);
   p.lda = 304;
   p.ldc = 320;
-  p.align = alignment_class(p.dtype, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
+  p.align = alignment_class(p.types, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
   EXPECT_EQ(shape_line(p), "300 200 100 f16 nt lda=304 ldc=320");
 }
 
@@ -39,7 +39,7 @@ TEST(ShapeRecorder, AProblemThatReadsCSaysSo) {
   Problem p = problem(DType::bf16, "tn", 4096, 128, 4096);
   p.reads_c = true;  // a linear layer with a bias: beta = 1
   p.ldc = 4100;
-  p.align = alignment_class(p.dtype, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
+  p.align = alignment_class(p.types, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
   EXPECT_EQ(shape_line(p), "4096 128 4096 bf16 tn ldc=4100 beta=1");
 }
 
@@ -57,7 +57,7 @@ TEST(ShapeRecorder, GemmTuneReadsEveryLineBackAsTheSameProblem) {
   problems[2].ldb = 208;
   problems[3].reads_c = true;
   for (Problem& p : problems) {
-    p.align = alignment_class(p.dtype, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
+    p.align = alignment_class(p.types, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
     EXPECT_EQ(read_back(shape_line(p)).describe(), p.describe()) << shape_line(p);
   }
 }

@@ -302,7 +302,7 @@ TEST_F(TuningDbTest, BestsLikeReturnsTheCurrentBestOfEveryShapeOfTheLayout) {
   db.record(h100(), only_failures,
             failed_candidate(only_failures, "x", CandidateStatus::timeout, "watchdog"));
 
-  const auto like = db.bests_like(h100(), DType::f32, Op::N, Op::N);
+  const auto like = db.bests_like(h100(), make_problem(DType::f32, Op::N, Op::N, 1024, 1024, 1024));
   ASSERT_EQ(like.size(), 3u);
   std::vector<int64_t> sizes;
   for (const auto& b : like) {
@@ -346,7 +346,7 @@ TEST_F(TuningDbTest, ProblemsThatDifferOnlyInReadingCAreKeptApart) {
   EXPECT_EQ(db.problems({}).size(), 2u);
 
   // The nearest-shape fallback sees both classes and can tell them apart.
-  const auto like = db.bests_like(h100(), DType::f32, Op::N, Op::N);
+  const auto like = db.bests_like(h100(), make_problem(DType::f32, Op::N, Op::N, 1024, 1024, 1024));
   ASSERT_EQ(like.size(), 2u);
   std::map<bool, std::string> winner_by_reads_c;
   for (const auto& b : like) winner_by_reads_c[b.problem.reads_c] = b.winner.kernel_name;
@@ -365,7 +365,7 @@ TEST_F(TuningDbTest, ListProblemsStatsAndRemoveFollowTheFilters) {
 
   EXPECT_EQ(db.list({}).size(), 4u);
   EXPECT_EQ(db.list({.device = "h100"}).size(), 3u);  // any case
-  EXPECT_EQ(db.list({.dtype = DType::f16}).size(), 1u);
+  EXPECT_EQ(db.list({.types = DataTypes::uniform(DType::f16)}).size(), 1u);
   EXPECT_EQ(db.list({.layout = "TN"}).size(), 1u);
   EXPECT_EQ(db.list({.m = 1024}).size(), 3u);
   EXPECT_EQ(db.list({.device = "A100", .m = 1024, .n = 1024, .k = 1024}).size(), 1u);
@@ -482,7 +482,7 @@ TEST_F(TuningDbTest, MigratesAVersion2FileToReadsCKeepingEveryRowAndItsId) {
   create_version_2_file(db_path(), p, q);
 
   TuningDb db(db_path());
-  EXPECT_EQ(db.schema_version(), 3);
+  EXPECT_EQ(db.schema_version(), TuningDb::kSchemaVersion);
   {
     RawDb raw(db_path());
     EXPECT_EQ(raw.text("SELECT group_concat(id || ':' || reads_c, ' ') FROM "
@@ -525,6 +525,52 @@ TEST_F(TuningDbTest, MigratesAVersion2FileToReadsCKeepingEveryRowAndItsId) {
   raw.exec("PRAGMA foreign_keys = ON; DELETE FROM problems WHERE id = 7");
   EXPECT_EQ(raw.text("SELECT count(*) FROM candidates"), "0");
   EXPECT_EQ(raw.text("SELECT count(*) FROM best"), "0");
+}
+
+// Gemmtune 0.1's problems had one type of every operand: a row of bf16 is, after migration 4,
+// bf16 A, B, C and D with f32 accumulation, unscaled; its old config JSON still reads.
+TEST_F(TuningDbTest, MigratesAVersion3FileToTypesPerOperandKeepingTheirMeaning) {
+  const Problem p = square(1024, DType::bf16), q = square(2048);
+  {
+    RawDb raw(db_path());
+    create_old_file(raw, 3);
+    raw.exec(fmt::format(
+        "INSERT INTO devices VALUES (5, 'NVIDIA H100 80GB HBM3', 90, 132, 13000, '13.0');"
+        "INSERT INTO problems VALUES (7, 'bf16', 'nn', {0}, {0}, {0}, {0}, {0}, {0}, 16, 0),"
+        " (9, 'f32', 'nn', {1}, {1}, {1}, {1}, {1}, {1}, 16, 1);",
+        p.m, q.m));
+    const CandidateRecord c = ok_candidate(p, "gemm_p", 0.75);
+    // The config as gemmtune 0.1 wrote it: one "dtype".
+    nlohmann::json old_config = nlohmann::json::parse(c.config.to_json());
+    old_config.erase("types");
+    old_config.erase("scaling");
+    old_config["dtype"] = "bf16";
+    raw.exec(fmt::format(
+        "INSERT INTO candidates (id, device_id, problem_id, template_version, kernel_name, family, "
+        "config, status, median_ms, min_ms, runs, measured_at) VALUES "
+        "(3, 5, 7, '{0}', 'gemm_p', '{1}', '{2}', 'ok', 0.75, 0.75, 10, "
+        "'2025-01-02T03:04:05.000Z');"
+        "INSERT INTO best VALUES (5, 7, '{0}', 3, 0.9, 1, '2025-01-02T03:05:00.000Z');",
+        c.template_version, c.config.family, old_config.dump()));
+  }
+  TuningDb db(db_path());
+  EXPECT_EQ(db.schema_version(), 4);
+  {
+    RawDb raw(db_path());
+    EXPECT_EQ(raw.text("SELECT group_concat(id || ':' || type_a || type_b || type_c || type_d || "
+                       "type_acc || ':' || scaling || ':' || reads_c, ' ') FROM "
+                       "(SELECT * FROM problems ORDER BY id)"),
+              "7:bf16bf16bf16bf16f32:none:0 9:f32f32f32f32f32:none:1");
+    EXPECT_EQ(raw.text("SELECT count(*) FROM pragma_foreign_key_check"), "0");
+  }
+  const auto best = db.best(h100(), p);
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->winner.id, 3);
+  EXPECT_EQ(best->problem.types, DataTypes::uniform(DType::bf16));
+  EXPECT_EQ(best->winner.config.types, DataTypes::uniform(DType::bf16));
+  EXPECT_EQ(best->problem.scaling, Scaling::none);
+  ASSERT_EQ(db.problems({}).size(), 1u) << "problem 9 has no candidates";
+  EXPECT_EQ(db.list({.types = DataTypes::uniform(DType::bf16)}).size(), 1u);
 }
 
 TEST_F(TuningDbTest, AMigrationLeavingRowsThatPointAtNothingIsRefused) {
@@ -728,7 +774,7 @@ TEST_F(TuningDbTest, ExportAndImportKeepWhetherAProblemReadsC) {
   ASSERT_EQ(document["entries"].size(), 2u);
   EXPECT_EQ(document["entries"][0]["problem"]["reads_c"], false);
   EXPECT_EQ(document["entries"][1]["problem"]["reads_c"], true);
-  EXPECT_EQ(document["version"], 1) << "absent means false: older exports read as written";
+  EXPECT_EQ(document["version"], 2) << "absent means false: older exports read as written";
 
   TuningDb fresh(dir_.path() / "fresh.db");
   EXPECT_EQ(fresh.import_json(exported).problems, 2);
@@ -848,8 +894,8 @@ TEST_F(TuningDbTest, MalformedImportThrowsSayingWhereAndChangesNothing) {
          e["best"][0]["template_version"] = simt_version();
        },
        "only an ok candidate can be the best"},
-      {"unknown dtype", [](Json& e) { e["problem"]["dtype"] = "f64"; },
-       "entries[2].problem.dtype: unknown dtype 'f64'"},
+      {"unknown type", [](Json& e) { e["problem"]["types"] = "f64"; },
+       "entries[2].problem.types: unknown data type 'f64'"},
   };
   expect_each_refused(db, valid, 2, cases);
   for (const std::string& text : {std::string("{\"format\": \"gemmtune-db\", \"version\": 1,"),
@@ -898,7 +944,7 @@ TEST_F(TuningDbTest, ImportAcceptsOnlyConfigsThisBuildCanRun) {
        [](Json& e) {
          e["candidates"][1]["config"] =
              Json::parse(config_for(square(1024, DType::bf16), 0).to_json());
-         e["candidates"][1]["config"]["dtype"] = "f32";
+         e["candidates"][1]["config"]["types"] = "f32";
          e["candidates"][1]["template_version"] = template_version(find_family("wgmma_sm90"));
        },
        "entries[1].candidates[1].config: the wgmma family computes f16 and bf16"},

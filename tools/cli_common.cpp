@@ -180,11 +180,12 @@ Problem make_cli_problem(const std::string& dtype, const std::string& layout, in
              layout);
   GT_REQUIRE(m >= 1 && n >= 1 && k >= 1, Errc::invalid_argument,
              "M, N and K must be at least 1 (got {}x{}x{})", m, n, k);
-  Problem p = make_problem(parse_dtype(dtype), parse_op(layout[0]), parse_op(layout[1]), m, n, k);
+  Problem p =
+      make_problem(parse_data_types(dtype), parse_op(layout[0]), parse_op(layout[1]), m, n, k);
   if (lda) p.lda = lda;
   if (ldb) p.ldb = ldb;
   if (ldc) p.ldc = ldc;
-  p.align = alignment_class(p.dtype, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
+  p.align = alignment_class(p.types, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
   p.reads_c = beta != 0.0f;
   validate(p);
   return p;

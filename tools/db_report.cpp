@@ -83,8 +83,8 @@ std::string escape(std::string_view text) {
 // "bf16 tn 4096x8x4096", with the leading dimensions that are not tight and " beta!=0" when
 // it reads C.
 std::string problem_label(const Problem& p) {
-  std::string label = fmt::format("{} {} {}", to_string(p.dtype), p.layout(), p.shape());
-  const Problem tight = make_problem(p.dtype, p.op_a, p.op_b, p.m, p.n, p.k);
+  std::string label = fmt::format("{} {} {}", p.types.name(), p.layout(), p.shape());
+  const Problem tight = make_problem(p.types, p.op_a, p.op_b, p.m, p.n, p.k);
   if (p.lda != tight.lda) label += fmt::format(" lda={}", p.lda);
   if (p.ldb != tight.ldb) label += fmt::format(" ldb={}", p.ldb);
   if (p.ldc != tight.ldc) label += fmt::format(" ldc={}", p.ldc);

@@ -86,9 +86,7 @@ double tflops(const gt::Problem& p, double ms) {
 
 // The fewest bytes a GEMM moves: A and B read once, C written (and read when beta != 0).
 double min_bytes(const gt::Problem& p) {
-  const double c_passes = p.reads_c ? 2 : 1;
-  return double(gt::dtype_size(p.dtype)) *
-         (double(p.m * p.k + p.k * p.n) + c_passes * double(p.m * p.n));
+  return p.operand_bytes();
 }
 double gbps(const gt::Problem& p, double ms) {
   return ms > 0 ? min_bytes(p) / (ms * 1e-3) / 1e9 : 0;
@@ -115,9 +113,9 @@ Row bench_one(const Case& c, const Args& a, gt::Library& lib, const gt::Checker&
   row.beta = c.beta;
   const gt::Verifier verifier(checker, p, a.alpha, c.beta, 42, stream);
   auto run = [&](const gt::Problem& q, const gt::GemmOperands& o, CUstream s) {
-    lib.gemm(q.dtype, q.op_a, q.op_b, q.m, q.n, q.k, o.alpha, reinterpret_cast<const void*>(o.a),
-             q.lda, reinterpret_cast<const void*>(o.b), q.ldb, o.beta, reinterpret_cast<void*>(o.c),
-             q.ldc, reinterpret_cast<gt::Stream>(s));
+    lib.matmul({q.types, q.scaling, q.op_a, q.op_b}, q.m, q.n, q.k, o.alpha,
+               reinterpret_cast<const void*>(o.a), q.lda, reinterpret_cast<const void*>(o.b), q.ldb,
+               o.beta, reinterpret_cast<void*>(o.c), q.ldc, reinterpret_cast<gt::Stream>(s));
   };
   const gt::Verdict v = verifier.verify(run, stream);
   row.max_error = v.max_error;
@@ -156,9 +154,10 @@ void measure_overhead(gt::Library& lib, const gt::Checker& checker, CUstream str
   const gt::ProblemData data(p, checker, 7, stream);
   const auto ops = data.operands(1.0f, 0.0f);
   auto call = [&] {
-    lib.gemm(p.dtype, p.op_a, p.op_b, p.m, p.n, p.k, 1.0f, reinterpret_cast<const void*>(ops.a),
-             p.lda, reinterpret_cast<const void*>(ops.b), p.ldb, 0.0f,
-             reinterpret_cast<void*>(ops.c), p.ldc, reinterpret_cast<gt::Stream>(stream));
+    lib.matmul({p.types, p.scaling, p.op_a, p.op_b}, p.m, p.n, p.k, 1.0f,
+               reinterpret_cast<const void*>(ops.a), p.lda, reinterpret_cast<const void*>(ops.b),
+               p.ldb, 0.0f, reinterpret_cast<void*>(ops.c), p.ldc,
+               reinterpret_cast<gt::Stream>(stream));
   };
   call();
   const gt::Selection sel = lib.select(p);
@@ -353,8 +352,8 @@ void write_csv(const std::string& path, const std::vector<Row>& rows, const gt::
     out << fmt::format(
         "\"{}\",{},{},{},{},{},{},{},{:.6f},{:.2f},{:.1f},{:.6f},{:.2f},{:.4f},{:.4f},{:.4f},{},{:."
         "3g},{}\n",
-        dev.name, gt::to_string(r.problem.dtype), r.problem.layout(), r.problem.m, r.problem.n,
-        r.problem.k, r.selection.kernel, gt::to_string(r.selection.source), r.ours.median_ms,
+        dev.name, r.problem.types.name(), r.problem.layout(), r.problem.m, r.problem.n, r.problem.k,
+        r.selection.kernel, gt::to_string(r.selection.source), r.ours.median_ms,
         tflops(r.problem, r.ours.median_ms), gbps(r.problem, r.ours.median_ms),
         r.cublas_ok ? r.cublas.median_ms : -1.0, tflops(r.problem, r.cublas.median_ms),
         r.cublas_ok ? r.ratio() : -1.0, lo, hi, r.ratios.size(), r.max_error, r.beta);

@@ -112,7 +112,7 @@ std::optional<int64_t> given(int64_t size) {
 DbFilter to_filter(const FilterArgs& args) {
   DbFilter f;
   if (!args.device.empty()) f.device = args.device;
-  if (!args.dtype.empty()) f.dtype = parse_dtype(args.dtype);
+  if (!args.dtype.empty()) f.types = parse_data_types(args.dtype);
   if (!args.layout.empty()) {
     std::string layout = args.layout;
     std::transform(layout.begin(), layout.end(), layout.begin(),
@@ -129,7 +129,7 @@ DbFilter to_filter(const FilterArgs& args) {
 }
 
 bool is_empty(const DbFilter& f) {
-  return !f.device && !f.dtype && !f.layout && !f.m && !f.n && !f.k && !f.lda && !f.ldb && !f.ldc &&
+  return !f.device && !f.types && !f.layout && !f.m && !f.n && !f.k && !f.lda && !f.ldb && !f.ldc &&
          !f.reads_c;
 }
 
@@ -198,10 +198,10 @@ int list_bests(const Options& opts) {
     std::cout << "no best configurations match\n";
     return 0;
   }
-  cli::Table table({"device", "dtype", "layout", "shape", "family", "kernel", "time ms", "TFLOP/s",
+  cli::Table table({"device", "types", "layout", "shape", "family", "kernel", "time ms", "TFLOP/s",
                     "cuBLAS ms", "ratio", "state", "tuned_at"});
   for (const auto& b : bests)
-    table.add({b.device.name, std::string(to_string(b.problem.dtype)), b.problem.layout(),
+    table.add({b.device.name, b.problem.types.name(), b.problem.layout(),
                b.problem.shape() + b.problem.beta_mark(), b.winner.config.family,
                b.winner.kernel_name, cli::format_ms(b.winner.median_ms),
                tflops_text(b.winner.tflops), cli::format_ms(b.baseline_ms),

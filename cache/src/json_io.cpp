@@ -18,10 +18,11 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 constexpr const char* kFormat = "gemmtune-db";
-// Still 1 with problem.reads_c: an export without it means false (older builds tuned beta = 0
-// only), so their files read as they were written. (An older build reading a newer file ignores
-// the field: a problem that reads C lands among those that do not.)
-constexpr int64_t kFormatVersion = 1;
+// 2: a problem names the type of each operand ("types") and its scaling; version 1's "dtype"
+// (one type of every operand, f32 accumulation) is read as those types, so old files keep their
+// meaning. problem.reads_c did not raise the version: without it a problem does not read C
+// (older builds tuned beta = 0 only).
+constexpr int64_t kFormatVersion = 2;
 
 // Unknown values (-1 in the structs) are null in JSON.
 Json number_or_null(double value) {
@@ -36,7 +37,8 @@ Json device_json(const DeviceKey& d) {
 }
 
 Json problem_json(const Problem& p) {
-  return {{"dtype", std::string(to_string(p.dtype))},
+  return {{"types", p.types.name()},
+          {"scaling", std::string(to_string(p.scaling))},
           {"layout", p.layout()},
           {"m", p.m},
           {"n", p.n},
@@ -195,7 +197,13 @@ Problem parse_problem(const Field& f) {
   if (layout != "nn" && layout != "nt" && layout != "tn" && layout != "tt")
     f["layout"].fail(fmt::format("unknown layout '{}' (expected nn, nt, tn or tt)", layout));
   Problem p;
-  f["dtype"].checked([&] { p.dtype = parse_dtype(f["dtype"].text()); });
+  // Version 1 had one type of every operand ("dtype"); version 2 names each ("types").
+  if (f.find("types"))
+    f["types"].checked([&] { p.types = parse_data_types(f["types"].text()); });
+  else
+    f["dtype"].checked([&] { p.types = DataTypes::uniform(parse_data_type(f["dtype"].text())); });
+  if (f.find("scaling"))
+    f["scaling"].checked([&] { p.scaling = parse_scaling(f["scaling"].text()); });
   p.op_a = parse_op(layout[0]);
   p.op_b = parse_op(layout[1]);
   // M, N and K are checked for sign by validate() below, with its own words.

@@ -39,11 +39,10 @@ void check_candidate(const Problem& problem, const CandidateRecord& c) {
              c.kernel_name);
   GT_REQUIRE(!c.config.family.empty(), Errc::invalid_argument, "config of {} has no family",
              c.kernel_name);
-  GT_REQUIRE(c.config.dtype == problem.dtype && c.config.op_a == problem.op_a &&
-                 c.config.op_b == problem.op_b,
+  GT_REQUIRE(c.config.types == problem.types && c.config.scaling == problem.scaling &&
+                 c.config.op_a == problem.op_a && c.config.op_b == problem.op_b,
              Errc::invalid_argument, "config of {} is for {} {}, the problem is {} {}",
-             c.kernel_name, to_string(c.config.dtype),
-             std::string{to_char(c.config.op_a), to_char(c.config.op_b)}, to_string(problem.dtype),
+             c.kernel_name, c.config.types.name(), c.config.layout(), problem.types.name(),
              problem.layout());
   // A timing is what makes an ok candidate comparable; without one it could never be ranked.
   GT_REQUIRE(c.status != CandidateStatus::ok || c.median_ms > 0, Errc::invalid_argument,
@@ -63,14 +62,21 @@ struct KeyColumns {
 };
 constexpr KeyColumns kDeviceKey{"devices", "name, cc, sms, driver, nvrtc", 5};
 constexpr KeyColumns kProblemKey{"problems",
-                                 "dtype, layout, m, n, k, lda, ldb, ldc, align, reads_c", 10};
+                                 "type_a, type_b, type_c, type_d, type_acc, scaling, layout, m, n, "
+                                 "k, lda, ldb, ldc, align, reads_c",
+                                 15};
 
 std::vector<sql::Value> key_of(const DeviceKey& d) {
   return {d.name, int64_t(d.cc), int64_t(d.sms), int64_t(d.driver), d.nvrtc};
 }
 
 std::vector<sql::Value> key_of(const Problem& p) {
-  return {std::string(to_string(p.dtype)),
+  return {std::string(to_string(p.types.a)),
+          std::string(to_string(p.types.b)),
+          std::string(to_string(p.types.c)),
+          std::string(to_string(p.types.d)),
+          std::string(to_string(p.types.acc)),
+          std::string(to_string(p.scaling)),
           p.layout(),
           p.m,
           p.n,
@@ -121,7 +127,11 @@ sql::Conditions pair_is(int64_t device_id, int64_t problem_id) {
 sql::Conditions matching(const DbFilter& f) {
   sql::Conditions where;
   if (f.device) where.add("instr(lower(d.name), lower(?)) > 0", {*f.device});
-  if (f.dtype) where.add("p.dtype = ?", {std::string(to_string(*f.dtype))});
+  if (f.types)
+    where.add("(p.type_a, p.type_b, p.type_c, p.type_d, p.type_acc) = (?, ?, ?, ?, ?)",
+              {std::string(to_string(f.types->a)), std::string(to_string(f.types->b)),
+               std::string(to_string(f.types->c)), std::string(to_string(f.types->d)),
+               std::string(to_string(f.types->acc))});
   if (f.layout) {
     std::string layout = *f.layout;
     for (char& ch : layout) ch = char(std::tolower(static_cast<unsigned char>(ch)));
@@ -141,7 +151,8 @@ namespace {
 // Column lists and their readers, kept side by side so that they stay in step.
 constexpr const char* kDeviceColumns = "d.name, d.cc, d.sms, d.driver, d.nvrtc";
 constexpr const char* kProblemColumns =
-    "p.dtype, p.layout, p.m, p.n, p.k, p.lda, p.ldb, p.ldc, p.align, p.reads_c";
+    "p.type_a, p.type_b, p.type_c, p.type_d, p.type_acc, p.scaling, p.layout, p.m, p.n, p.k, "
+    "p.lda, p.ldb, p.ldc, p.align, p.reads_c";
 constexpr const char* kCandidateColumns =
     "c.id, c.kernel_name, c.template_version, c.config, c.status, c.registers, c.spills, "
     "c.smem_bytes, c.compile_ms, c.median_ms, c.min_ms, c.max_ms, c.runs, c.tflops, "
@@ -149,8 +160,8 @@ constexpr const char* kCandidateColumns =
 constexpr const char* kCandidatesJoined =
     "candidates c JOIN devices d ON d.id = c.device_id JOIN problems p ON p.id = c.problem_id";
 constexpr const char* kProblemOrder =
-    "d.name, d.cc, d.sms, d.driver, d.nvrtc, p.dtype, p.layout, p.m, p.n, p.k, p.lda, p.ldb, "
-    "p.ldc, p.align, p.reads_c";
+    "d.name, d.cc, d.sms, d.driver, d.nvrtc, p.type_a, p.type_b, p.type_c, p.type_d, p.type_acc, "
+    "p.scaling, p.layout, p.m, p.n, p.k, p.lda, p.ldb, p.ldc, p.align, p.reads_c";
 
 DeviceKey read_device(sql::Row& row) {
   DeviceKey d;
@@ -164,7 +175,12 @@ DeviceKey read_device(sql::Row& row) {
 
 Problem read_problem(sql::Row& row) {
   Problem p;
-  p.dtype = parse_dtype(row.text());
+  p.types.a = parse_data_type(row.text());
+  p.types.b = parse_data_type(row.text());
+  p.types.c = parse_data_type(row.text());
+  p.types.d = parse_data_type(row.text());
+  p.types.acc = parse_data_type(row.text());
+  p.scaling = parse_scaling(row.text());
   const std::string layout = row.text();
   p.op_a = parse_op(layout.at(0));
   p.op_b = parse_op(layout.at(1));

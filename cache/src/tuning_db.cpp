@@ -158,13 +158,28 @@ std::vector<BestRecord> TuningDb::bests_under_other_versions(const DeviceKey& de
   return found;
 }
 
-std::vector<BestRecord> TuningDb::bests_like(const DeviceKey& device, DType dtype, Op op_a,
-                                             Op op_b) const {
-  const std::string layout{to_char(op_a), to_char(op_b)};
-  return rows::fastest_current(rows::select_bests(
-      db_, sql::Conditions()
-               .add(rows::device_is(device))
-               .add("p.dtype = ? AND p.layout = ?", {std::string(to_string(dtype)), layout})));
+std::vector<BestRecord> TuningDb::bests_on_siblings(const DeviceKey& device,
+                                                    const Problem& problem) const {
+  auto found = rows::fastest_current(
+      rows::select_bests(db_, sql::Conditions()
+                                  .add("d.cc = ? AND (d.name <> ? OR d.sms <> ?)",
+                                       {int64_t(device.cc), device.name, int64_t(device.sms)})
+                                  .add(rows::problem_is(problem))));
+  std::stable_sort(found.begin(), found.end(), [](const BestRecord& a, const BestRecord& b) {
+    return a.tuned_at > b.tuned_at;
+  });
+  return found;
+}
+
+std::vector<BestRecord> TuningDb::bests_like(const DeviceKey& device, const Problem& like) const {
+  DbFilter same_kind;
+  same_kind.types = like.types;
+  same_kind.layout = like.layout();
+  return rows::fastest_current(
+      rows::select_bests(db_, sql::Conditions()
+                                  .add(rows::device_is(device))
+                                  .add(rows::matching(same_kind))
+                                  .add("p.scaling = ?", {std::string(to_string(like.scaling))})));
 }
 
 std::vector<BestRecord> TuningDb::list(const DbFilter& filter) const {

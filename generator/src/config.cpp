@@ -55,8 +55,8 @@ ArchInfo ArchInfo::from_name(std::string_view name) {
   return a;
 }
 
-double ArchInfo::flops_per_clock_per_sm(DType dtype) const {
-  const bool tensor = dtype != DType::f32;
+double ArchInfo::flops_per_clock_per_sm(const DataTypes& types) const {
+  const bool tensor = types.a != DataType::f32;
   if (cc >= 90) return tensor ? 4096 : 256;
   if (cc == 80) return tensor ? 2048 : 128;
   if (cc >= 86) return tensor ? 1024 : 256;
@@ -92,8 +92,9 @@ std::string KernelConfig::params_text() const {
 std::string KernelConfig::to_json() const {
   nlohmann::json j;
   j["family"] = family;
-  j["dtype"] = std::string(to_string(dtype));
-  j["layout"] = std::string{to_char(op_a), to_char(op_b)};
+  j["types"] = types.name();
+  j["scaling"] = std::string(to_string(scaling));
+  j["layout"] = layout();
   j["params"] = params;
   return j.dump();
 }
@@ -103,7 +104,10 @@ KernelConfig KernelConfig::from_json(std::string_view text) {
     auto j = nlohmann::json::parse(text);
     KernelConfig c;
     c.family = j.at("family").get<std::string>();
-    c.dtype = parse_dtype(j.at("dtype").get<std::string>());
+    c.types = j.contains("types")
+                  ? parse_data_types(j.at("types").get<std::string>())
+                  : DataTypes::uniform(parse_data_type(j.at("dtype").get<std::string>()));
+    if (j.contains("scaling")) c.scaling = parse_scaling(j.at("scaling").get<std::string>());
     auto layout = j.at("layout").get<std::string>();
     GT_REQUIRE(layout.size() == 2, Errc::invalid_argument, "layout '{}' is not two letters",
                layout);

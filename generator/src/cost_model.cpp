@@ -51,15 +51,16 @@ Cost roofline(const Problem& p, const ArchInfo& arch, const TileWork& w) {
   // An SM that holds fewer CTAs than the configuration was made for hides latency less well.
   const double resident = double(std::min<int64_t>(cost.tiles_per_sm, w.ctas_per_sm));
   const double efficiency = w.efficiency * std::sqrt(resident / std::max(w.ctas_per_sm, 1));
-  const double sm_flops_per_ms = arch.flops_per_clock_per_sm(p.dtype) * arch.clock_ghz * 1e6;
+  const double sm_flops_per_ms = arch.flops_per_clock_per_sm(p.types) * arch.clock_ghz * 1e6;
   const double tile_flops = 2.0 * double(w.tile_m) * double(w.tile_n) * double(k_slice);
   cost.compute_ms = busiest * tile_flops / (sm_flops_per_ms * efficiency);
 
-  const double element = dtype_size(p.dtype);
+  const double a_bytes = element_bytes(p.types.a), b_bytes = element_bytes(p.types.b);
   const double dram_bytes_per_ms = arch.dram_gb_per_s * 1e6;
-  const double unique_bytes =
-      double(p.m * p.k + p.k * p.n + p.m * p.n) * element + w.workspace_bytes;
-  const double tile_bytes = double(w.tile_m + w.tile_n) * double(k_slice) * element * w.l2_traffic;
+  const double unique_bytes = double(p.m * p.k) * a_bytes + double(p.k * p.n) * b_bytes +
+                              double(p.m * p.n) * element_bytes(p.types.d) + w.workspace_bytes;
+  const double tile_bytes =
+      (double(w.tile_m) * a_bytes + double(w.tile_n) * b_bytes) * double(k_slice) * w.l2_traffic;
   const double dram_ms = unique_bytes / dram_bytes_per_ms;
   const double l2_ms = double(cost.tiles) * tile_bytes / (kL2OverDram * dram_bytes_per_ms);
   double sm_bytes_per_ms = kSmBytesPerClock * arch.clock_ghz * 1e6;
@@ -73,9 +74,9 @@ Cost roofline(const Problem& p, const ArchInfo& arch, const TileWork& w) {
   return cost;
 }
 
-double epilogue_us(const ArchInfo& arch, int64_t tile_m, int64_t tile_n, DType dtype) {
+double epilogue_us(const ArchInfo& arch, int64_t tile_m, int64_t tile_n, DataType output) {
   // Every SM stores at once at the end of a wave: each gets its share of DRAM bandwidth.
-  const double bytes = double(tile_m * tile_n * dtype_size(dtype));
+  const double bytes = double(tile_m * tile_n * element_bytes(output));
   return bytes / (arch.dram_gb_per_s * 1e3 / arch.sms);
 }
 

@@ -16,7 +16,7 @@ TileWork Family::tile_work(const KernelConfig& config, const Problem& problem,
   w.tile_n = (problem.n + g.tiles_n - 1) / g.tiles_n;
   const int64_t threads = int64_t(g.block[0]) * g.block[1] * g.block[2];
   w.ctas_per_sm = g.persistent ? 1 : ctas_per_sm(arch, threads, g.smem_bytes, 0);
-  w.tile_overhead_us = 1.0 + epilogue_us(arch, w.tile_m, w.tile_n, problem.dtype);
+  w.tile_overhead_us = 1.0 + epilogue_us(arch, w.tile_m, w.tile_n, problem.types.d);
   return w;
 }
 
@@ -191,10 +191,11 @@ std::string why_unusable(const KernelConfig& config, const Problem& problem, con
     return fmt::format("unknown kernel family '{}' (this build has {})", config.family,
                        family_names());
   if (std::string why = family->unsupported_reason(problem, arch); !why.empty()) return why;
-  if (config.dtype != problem.dtype || config.op_a != problem.op_a || config.op_b != problem.op_b)
-    return fmt::format("the config is for {} {}, the problem is {} {}", to_string(config.dtype),
+  if (config.types != problem.types || config.scaling != problem.scaling ||
+      config.op_a != problem.op_a || config.op_b != problem.op_b)
+    return fmt::format("the config is for {} {}, the problem is {} {}", config.types.name(),
                        std::string{to_char(config.op_a), to_char(config.op_b)},
-                       to_string(problem.dtype), problem.layout());
+                       problem.types.name(), problem.layout());
   const SearchSpace space = family->space(problem, arch);
   if (std::string why = why_not_a_point(config, space); !why.empty()) return why;
   if (const Constraint* broken = space.first_violation(config, problem, arch))

@@ -19,7 +19,7 @@ std::vector<KernelConfig> SearchSpace::enumerate(const Problem& problem) const {
   const int64_t total = size();
   out.reserve(size_t(total));
   for (int64_t index = 0; index < total; ++index) {
-    KernelConfig c{family, problem.dtype, problem.op_a, problem.op_b, {}};
+    KernelConfig c{family, problem.types, problem.scaling, problem.op_a, problem.op_b, {}};
     int64_t rest = index;
     // Last parameter varies fastest.
     for (auto it = params.rbegin(); it != params.rend(); ++it) {
@@ -43,7 +43,7 @@ Pruning SearchSpace::prune(const Problem& problem, const ArchInfo& arch) const {
   // One configuration updated in place, odometer-style (last parameter fastest, as enumerate()),
   // and copied only when valid: spaces of 10^5 points prune in milliseconds.
   Pruning result;
-  KernelConfig c{family, problem.dtype, problem.op_a, problem.op_b, {}};
+  KernelConfig c{family, problem.types, problem.scaling, problem.op_a, problem.op_b, {}};
   std::vector<size_t> digit(params.size(), 0);
   std::vector<int64_t*> slot;
   for (const auto& p : params) {

@@ -35,14 +35,18 @@ const char* errc_name(Errc code) noexcept {
   return "unknown";
 }
 
-std::string_view to_string(DType dtype) noexcept {
-  switch (dtype) {
-    case DType::f32:
+std::string_view to_string(DataType type) noexcept {
+  switch (type) {
+    case DataType::f32:
       return "f32";
-    case DType::f16:
+    case DataType::f16:
       return "f16";
-    case DType::bf16:
+    case DataType::bf16:
       return "bf16";
+    case DataType::e4m3:
+      return "e4m3";
+    case DataType::e5m2:
+      return "e5m2";
   }
   return "?";
 }
@@ -51,17 +55,39 @@ char to_char(Op op) noexcept {
   return op == Op::N ? 'n' : 't';
 }
 
-int dtype_size(DType dtype) noexcept {
-  return dtype == DType::f32 ? 4 : 2;
+int element_bytes(DataType type) noexcept {
+  switch (type) {
+    case DataType::f32:
+      return 4;
+    case DataType::f16:
+    case DataType::bf16:
+      return 2;
+    case DataType::e4m3:
+    case DataType::e5m2:
+      return 1;
+  }
+  return 4;
 }
 
-DType parse_dtype(std::string_view text) {
+namespace {
+
+std::string lower(std::string_view text) {
   std::string t(text);
   std::transform(t.begin(), t.end(), t.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (t == "f32" || t == "fp32" || t == "float" || t == "float32" || t == "s") return DType::f32;
-  if (t == "f16" || t == "fp16" || t == "half" || t == "float16" || t == "h") return DType::f16;
-  if (t == "bf16" || t == "bfloat16") return DType::bf16;
-  GT_THROW(Errc::invalid_argument, "unknown dtype '{}' (expected f32, f16 or bf16)", text);
+  return t;
+}
+
+}  // namespace
+
+DataType parse_data_type(std::string_view text) {
+  const std::string t = lower(text);
+  if (t == "f32" || t == "fp32" || t == "float" || t == "float32" || t == "s") return DataType::f32;
+  if (t == "f16" || t == "fp16" || t == "half" || t == "float16" || t == "h") return DataType::f16;
+  if (t == "bf16" || t == "bfloat16") return DataType::bf16;
+  if (t == "e4m3" || t == "fp8_e4m3" || t == "float8_e4m3fn") return DataType::e4m3;
+  if (t == "e5m2" || t == "fp8_e5m2" || t == "float8_e5m2") return DataType::e5m2;
+  GT_THROW(Errc::invalid_argument, "unknown data type '{}' (expected f32, f16, bf16, e4m3 or e5m2)",
+           text);
 }
 
 Op parse_op(char c) {
@@ -70,8 +96,75 @@ Op parse_op(char c) {
   GT_THROW(Errc::invalid_argument, "unknown op '{}' (expected n or t)", c);
 }
 
+std::string_view to_string(Scaling scaling) noexcept {
+  switch (scaling) {
+    case Scaling::none:
+      return "none";
+  }
+  return "?";
+}
+
+Scaling parse_scaling(std::string_view text) {
+  if (lower(text) == "none") return Scaling::none;
+  GT_THROW(Errc::invalid_argument,
+           "unknown scaling '{}' (this build has none; tensor, row and block scales come with "
+           "the float8 kernels)",
+           text);
+}
+
+std::string DataTypes::name() const {
+  if (is_uniform()) return std::string(to_string(a));
+  std::string out = fmt::format("{}*{}->{}", to_string(a), to_string(b), to_string(d));
+  if (c != d) out += fmt::format("+c={}", to_string(c));
+  if (acc != DataType::f32) out += fmt::format("+acc={}", to_string(acc));
+  return out;
+}
+
+std::string DataTypes::token() const {
+  if (is_uniform()) return std::string(to_string(a));
+  std::string out = fmt::format("{}_{}_{}", to_string(a), to_string(b), to_string(d));
+  if (c != d) out += fmt::format("_c{}", to_string(c));
+  if (acc != DataType::f32) out += fmt::format("_acc{}", to_string(acc));
+  return out;
+}
+
+DataTypes parse_data_types(std::string_view text) {
+  const size_t star = text.find('*');
+  if (star == std::string_view::npos) return DataTypes::uniform(parse_data_type(text));
+  const size_t arrow = text.find("->", star);
+  GT_REQUIRE(arrow != std::string_view::npos, Errc::invalid_argument,
+             "data types '{}': expected A*B->D (e4m3*e5m2->bf16) or one type", text);
+  DataTypes t;
+  t.a = parse_data_type(text.substr(0, star));
+  t.b = parse_data_type(text.substr(star + 1, arrow - star - 1));
+  std::string_view rest = text.substr(arrow + 2);
+  const size_t plus = rest.find('+');
+  t.d = t.c = parse_data_type(rest.substr(0, plus));
+  while (plus != std::string_view::npos && !rest.empty()) {
+    rest = rest.substr(rest.find('+') + 1);
+    const size_t next = rest.find('+');
+    const std::string_view part = rest.substr(0, next);
+    if (part.starts_with("c="))
+      t.c = parse_data_type(part.substr(2));
+    else if (part.starts_with("acc="))
+      t.acc = parse_data_type(part.substr(4));
+    else
+      GT_THROW(Errc::invalid_argument, "data types '{}': unknown part '{}' (expected c= or acc=)",
+               text, part);
+    if (next == std::string_view::npos) break;
+  }
+  return t;
+}
+
 std::string Problem::layout() const {
   return {to_char(op_a), to_char(op_b)};
+}
+
+double Problem::operand_bytes() const {
+  return double(m) * double(k) * element_bytes(types.a) +
+         double(k) * double(n) * element_bytes(types.b) +
+         double(m) * double(n) * (reads_c ? element_bytes(types.c) : 0) +
+         double(m) * double(n) * element_bytes(types.d);
 }
 
 std::string Problem::shape() const {
@@ -83,13 +176,24 @@ std::string Problem::beta_mark() const {
 }
 
 std::string Problem::describe() const {
-  return fmt::format("{} {} {} lda={} ldb={} ldc={} align={}{}", to_string(dtype), layout(),
-                     shape(), lda, ldb, ldc, align, beta_mark());
+  const std::string scaled =
+      scaling == Scaling::none ? "" : fmt::format(" scaling={}", to_string(scaling));
+  return fmt::format("{} {} {} lda={} ldb={} ldc={} align={}{}{}", types.name(), layout(), shape(),
+                     lda, ldb, ldc, align, scaled, beta_mark());
 }
 
-Problem make_problem(DType dtype, Op op_a, Op op_b, int64_t m, int64_t n, int64_t k) {
+size_t ProblemHash::operator()(const Problem& p) const noexcept {
+  size_t h = 0;
+  for (int64_t v : {int64_t(p.types.a), int64_t(p.types.b), int64_t(p.types.c), int64_t(p.types.d),
+                    int64_t(p.types.acc), int64_t(p.scaling), int64_t(p.op_a), int64_t(p.op_b), p.m,
+                    p.n, p.k, p.lda, p.ldb, p.ldc, int64_t(p.align), int64_t(p.reads_c)})
+    h = h * 1000003u ^ size_t(v);
+  return h;
+}
+
+Problem make_problem(DataTypes types, Op op_a, Op op_b, int64_t m, int64_t n, int64_t k) {
   Problem p;
-  p.dtype = dtype;
+  p.types = types;
   p.op_a = op_a;
   p.op_b = op_b;
   p.m = m;
@@ -98,10 +202,7 @@ Problem make_problem(DType dtype, Op op_a, Op op_b, int64_t m, int64_t n, int64_
   p.lda = std::max<int64_t>(1, p.rows_a());
   p.ldb = std::max<int64_t>(1, p.rows_b());
   p.ldc = std::max<int64_t>(1, m);
-  p.align = 16;
-  const int64_t esize = dtype_size(dtype);
-  for (int64_t ld : {p.lda, p.ldb, p.ldc})
-    while (p.align > 1 && (ld * esize) % p.align != 0) p.align /= 2;
+  p.align = alignment_class(types, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
   return p;
 }
 
@@ -131,24 +232,28 @@ void validate(const Problem& p) {
              "ldb ({}) must be at least the rows of B as stored ({}: op(B)={}, {})", p.ldb,
              p.rows_b(), to_char(p.op_b), p.op_b == Op::N ? "K" : "N");
   GT_REQUIRE(p.ldc >= p.m, Errc::invalid_argument, "ldc ({}) must be at least M ({})", p.ldc, p.m);
-  const int esize = dtype_size(p.dtype);
-  for (const auto& [name, rows, cols, ld] :
-       {std::tuple{'A', p.rows_a(), p.cols_a(), p.lda},
-        std::tuple{'B', p.rows_b(), p.cols_b(), p.ldb}, std::tuple{'C', p.m, p.n, p.ldc}})
-    GT_REQUIRE(span_bytes(rows, cols, ld, esize) >= 0, Errc::invalid_argument,
+  for (const auto& [name, rows, cols, ld, type] :
+       {std::tuple{'A', p.rows_a(), p.cols_a(), p.lda, p.types.a},
+        std::tuple{'B', p.rows_b(), p.cols_b(), p.ldb, p.types.b},
+        std::tuple{'C', p.m, p.n, p.ldc, p.types.c}})
+    GT_REQUIRE(span_bytes(rows, cols, ld, element_bytes(type)) >= 0, Errc::invalid_argument,
                "{} spans more than 2^62 bytes (ld {} x {} columns): no GPU holds that", name, ld,
                cols);
+  // The library writes D over C: one buffer, so one type, until D has a buffer of its own.
+  GT_REQUIRE(p.types.c == p.types.d, Errc::invalid_argument,
+             "C is {} but D is {}: D is written over C, so they must be one type",
+             to_string(p.types.c), to_string(p.types.d));
   GT_REQUIRE(p.align >= 1 && p.align <= 16 && (p.align & (p.align - 1)) == 0,
              Errc::invalid_argument, "alignment class must be a power of two in 1..16 (got {})",
              p.align);
 }
 
-int alignment_class(DType dtype, const void* a, const void* b, const void* c, int64_t lda,
-                    int64_t ldb, int64_t ldc) noexcept {
-  const uint64_t esize = dtype_size(dtype);
+int alignment_class(const DataTypes& types, const void* a, const void* b, const void* c,
+                    int64_t lda, int64_t ldb, int64_t ldc) noexcept {
   uint64_t bits = reinterpret_cast<uintptr_t>(a) | reinterpret_cast<uintptr_t>(b) |
-                  reinterpret_cast<uintptr_t>(c) | uint64_t(lda) * esize | uint64_t(ldb) * esize |
-                  uint64_t(ldc) * esize | 16u;
+                  reinterpret_cast<uintptr_t>(c) | uint64_t(lda) * element_bytes(types.a) |
+                  uint64_t(ldb) * element_bytes(types.b) | uint64_t(ldc) * element_bytes(types.c) |
+                  16u;
   return int(bits & (~bits + 1));  // lowest set bit, at most 16
 }
 

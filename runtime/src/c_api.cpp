@@ -73,12 +73,12 @@ gemmtune::Problem checked_problem(gemmtune_dtype dtype, gemmtune_op op_a, gemmtu
                                   int64_t ldc) {
   check_enums(dtype, op_a, op_b);
   gemmtune::Problem p;
-  p.dtype = static_cast<gemmtune::DType>(dtype);
+  p.types = gemmtune::DataTypes::uniform(static_cast<gemmtune::DataType>(dtype));
   p.op_a = static_cast<gemmtune::Op>(op_a);
   p.op_b = static_cast<gemmtune::Op>(op_b);
   p.m = m, p.n = n, p.k = k;
   p.lda = lda, p.ldb = ldb, p.ldc = ldc;
-  p.align = gemmtune::alignment_class(p.dtype, a, b, c, lda, ldb, ldc);
+  p.align = gemmtune::alignment_class(p.types, a, b, c, lda, ldb, ldc);
   p.reads_c = beta != 0.0f;
   gemmtune::validate(p);
   return p;

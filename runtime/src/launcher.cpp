@@ -15,8 +15,8 @@
 namespace gemmtune {
 namespace {
 
-bool tma_aligned(CUdeviceptr p, int64_t ld, DType dtype) {
-  return p % 16 == 0 && tma_ld_aligned(ld, dtype);
+bool tma_aligned(CUdeviceptr p, int64_t ld, DataType type) {
+  return p % 16 == 0 && tma_ld_aligned(ld, type);
 }
 
 // How much of the L2 a TMA load pulls in around what it reads. Rows that start on 128-byte
@@ -24,8 +24,8 @@ bool tma_aligned(CUdeviceptr p, int64_t ld, DType dtype) {
 // bf16 nn 2500x3500x4500 (rows of 5000 and 9000 bytes) ran at 1.93x cuBLAS against 2.21x, and
 // tn 1000x3000x5000 (rows of 10000 bytes) at 0.69x against 0.72x, while aligned problems lose
 // 1-3% with 128 (H100, docs/PERF.md).
-CUtensorMapL2promotion l2_promotion(CUdeviceptr p, int64_t ld, DType dtype) {
-  const bool lines = p % 128 == 0 && (ld * dtype_size(dtype)) % 128 == 0;
+CUtensorMapL2promotion l2_promotion(CUdeviceptr p, int64_t ld, DataType type) {
+  const bool lines = p % 128 == 0 && (ld * element_bytes(type)) % 128 == 0;
   return lines ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B : CU_TENSOR_MAP_L2_PROMOTION_L2_128B;
 }
 
@@ -44,8 +44,8 @@ struct Launcher::MapKey {
   CUdeviceptr ptr;
   int64_t rows, cols, ld;
   uint32_t box0, box1;
-  DType dtype;
-  auto tie() const { return std::tie(ptr, rows, cols, ld, box0, box1, dtype); }
+  DataType type;
+  auto tie() const { return std::tie(ptr, rows, cols, ld, box0, box1, type); }
   bool operator<(const MapKey& o) const { return tie() < o.tie(); }
 };
 
@@ -60,14 +60,14 @@ GemmTensorMap Launcher::tensor_map(const MapKey& key) {
   if (maps_.size() >= 512) maps_.clear();  // a bound, not an LRU: re-encoding costs microseconds
   CUtensorMap map;
   const cuuint64_t dims[2] = {cuuint64_t(key.rows), cuuint64_t(key.cols)};
-  const cuuint64_t strides[1] = {cuuint64_t(key.ld * dtype_size(key.dtype))};
+  const cuuint64_t strides[1] = {cuuint64_t(key.ld * element_bytes(key.type))};
   const cuuint32_t box[2] = {key.box0, key.box1};
   const cuuint32_t element_strides[2] = {1, 1};
-  const auto type =
-      key.dtype == DType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  const auto type = key.type == DataType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                               : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
   GT_CU(cuTensorMapEncodeTiled(&map, type, 2, reinterpret_cast<void*>(key.ptr), dims, strides, box,
                                element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                               CU_TENSOR_MAP_SWIZZLE_128B, l2_promotion(key.ptr, key.ld, key.dtype),
+                               CU_TENSOR_MAP_SWIZZLE_128B, l2_promotion(key.ptr, key.ld, key.type),
                                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
   GemmTensorMap out;
   std::memcpy(&out, &map, sizeof(out));
@@ -111,8 +111,8 @@ void Launcher::launch(const LoadedKernel& kernel, const LaunchGeometry& geometry
   Problem p = problem;
   // A is stored rows_a x cols_a; B rows_b x cols_b. Pack what TMA cannot read in place.
   const TensorMapNeed &need_a = geometry.map(Operand::a), &need_b = geometry.map(Operand::b);
-  const bool pack_a = need_a.needed && !tma_aligned(ops.a, p.lda, p.dtype);
-  const bool pack_b = need_b.needed && !tma_aligned(ops.b, p.ldb, p.dtype);
+  const bool pack_a = need_a.needed && !tma_aligned(ops.a, p.lda, p.types.a);
+  const bool pack_b = need_b.needed && !tma_aligned(ops.b, p.ldb, p.types.b);
   std::unique_lock<std::mutex> packing(packing_, std::defer_lock);
   if (pack_a || pack_b) packing.lock();
   if (pack_a) {
@@ -128,15 +128,15 @@ void Launcher::launch(const LoadedKernel& kernel, const LaunchGeometry& geometry
   GemmArgs args = plain_args(geometry, p, ops);
   if (need_a.needed)
     args.map_a = tensor_map(
-        MapKey{ops.a, p.rows_a(), p.cols_a(), p.lda, need_a.box_rows, need_a.box_cols, p.dtype});
+        MapKey{ops.a, p.rows_a(), p.cols_a(), p.lda, need_a.box_rows, need_a.box_cols, p.types.a});
   if (need_b.needed)
     args.map_b = tensor_map(
-        MapKey{ops.b, p.rows_b(), p.cols_b(), p.ldb, need_b.box_rows, need_b.box_cols, p.dtype});
+        MapKey{ops.b, p.rows_b(), p.cols_b(), p.ldb, need_b.box_rows, need_b.box_cols, p.types.b});
   // TMA stores write C (and with beta != 0 TMA loads read it) through map_c when C is aligned.
   const TensorMapNeed& need_c = geometry.map(Operand::c);
-  if (need_c.needed && tma_aligned(ops.c, p.ldc, p.dtype)) {
+  if (need_c.needed && tma_aligned(ops.c, p.ldc, p.types.c)) {
     args.map_c =
-        tensor_map(MapKey{ops.c, p.m, p.n, p.ldc, need_c.box_rows, need_c.box_cols, p.dtype});
+        tensor_map(MapKey{ops.c, p.m, p.n, p.ldc, need_c.box_rows, need_c.box_cols, p.types.c});
     args.flags |= GEMM_ARGS_MAP_C;
   }
   launch_kernel(kernel.function(), geometry, args, stream);

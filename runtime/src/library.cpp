@@ -33,26 +33,6 @@ const char* to_string(Source source) noexcept {
 
 namespace {
 
-struct ProblemKey {
-  Problem p;
-  bool operator==(const ProblemKey& o) const {
-    const Problem& q = o.p;
-    return p.dtype == q.dtype && p.op_a == q.op_a && p.op_b == q.op_b && p.m == q.m && p.n == q.n &&
-           p.k == q.k && p.lda == q.lda && p.ldb == q.ldb && p.ldc == q.ldc && p.align == q.align &&
-           p.reads_c == q.reads_c;
-  }
-};
-
-struct ProblemKeyHash {
-  size_t operator()(const ProblemKey& key) const noexcept {
-    const Problem& p = key.p;
-    size_t h = size_t(p.dtype) * 31 + size_t(p.op_a) * 7 + size_t(p.op_b) + size_t(p.align) * 131 +
-               size_t(p.reads_c) * 1031;
-    for (int64_t v : {p.m, p.n, p.k, p.lda, p.ldb, p.ldc}) h = h * 1000003u ^ size_t(v);
-    return h;
-  }
-};
-
 // What a problem resolved to: a ready kernel and the geometry for that problem.
 struct Choice {
   std::shared_ptr<const ReadyKernel> kernel;
@@ -63,7 +43,7 @@ struct Choice {
 struct DeviceState {
   DeviceInfo info;
   // Shared so that a call holds its choice without copying it (and reload() can clear the map).
-  std::unordered_map<ProblemKey, std::shared_ptr<const Choice>, ProblemKeyHash> choices;
+  std::unordered_map<Problem, std::shared_ptr<const Choice>, ProblemHash> choices;
   std::map<std::string, std::shared_ptr<const ReadyKernel>> kernels;  // by kernel name
   Workspaces workspaces;  // split-K partial sums and counters, one buffer per stream
 };
@@ -195,7 +175,7 @@ struct Library::Impl {
     std::erase_if(families, [&](const Family* f) { return !allowed(only_families, f->name()); });
     GT_REQUIRE(!families.empty(), Errc::unsupported, "no kernel family{} supports {} {} on {} ({})",
                only_families.empty() ? "" : " of GEMMTUNE_FAMILIES / Options::families",
-               to_string(p.dtype), p.layout(), dev.name, dev.arch.name());
+               p.types.name(), p.layout(), dev.name, dev.arch.name());
     auto usable = [&](const KernelConfig& c) {
       return allowed(only_families, c.family) && fits(c, p, dev.arch);
     };
@@ -219,7 +199,7 @@ struct Library::Impl {
         const BestRecord* nearest = nullptr;
         KernelConfig nearest_config;
         double nearest_distance = std::numeric_limits<double>::max();
-        const auto like = tdb->bests_like(dev.key, p.dtype, p.op_a, p.op_b);
+        const auto like = tdb->bests_like(dev.key, p);
         for (const auto& b : like) {
           const double d = shape_distance(p, b.problem);
           if (!std::isfinite(d) || d >= nearest_distance || !trustworthy(b, dev.arch)) continue;
@@ -289,10 +269,10 @@ struct Library::Impl {
     CUcontext ctx = ensure_context();
     std::lock_guard lock(mutex);
     DeviceState& state = device_state(ctx);
-    auto it = state.choices.find(ProblemKey{p});
+    auto it = state.choices.find(p);
     if (it != state.choices.end()) return {it->second, &state.workspaces};
     auto c = std::make_shared<const Choice>(resolve(state, p));
-    state.choices.emplace(ProblemKey{p}, c);
+    state.choices.emplace(p, c);
     return {c, &state.workspaces};
   }
 };
@@ -300,20 +280,21 @@ struct Library::Impl {
 Library::Library(Options options) : impl_(std::make_unique<Impl>(std::move(options))) {}
 Library::~Library() = default;
 
-void Library::gemm(DType dtype, Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, float alpha,
-                   const void* a, int64_t lda, const void* b, int64_t ldb, float beta, void* c,
-                   int64_t ldc, Stream stream) {
+void Library::matmul(const MatmulDesc& desc, int64_t m, int64_t n, int64_t k, float alpha,
+                     const void* a, int64_t lda, const void* b, int64_t ldb, float beta, void* c,
+                     int64_t ldc, Stream stream) {
   Problem p;
-  p.dtype = dtype;
-  p.op_a = op_a;
-  p.op_b = op_b;
+  p.types = desc.types;
+  p.scaling = desc.scaling;
+  p.op_a = desc.op_a;
+  p.op_b = desc.op_b;
   p.m = m;
   p.n = n;
   p.k = k;
   p.lda = lda;
   p.ldb = ldb;
   p.ldc = ldc;
-  p.align = alignment_class(dtype, a, b, c, lda, ldb, ldc);
+  p.align = alignment_class(p.types, a, b, c, lda, ldb, ldc);
   p.reads_c = beta != 0.0f;
   validate(p);
   GT_REQUIRE(a != nullptr, Errc::invalid_argument, "A is a null pointer");

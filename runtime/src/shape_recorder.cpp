@@ -68,13 +68,13 @@ struct Fd {
 }  // namespace
 
 std::string shape_line(const Problem& p) {
-  std::string line = fmt::format("{} {} {} {} {}", p.m, p.n, p.k, to_string(p.dtype), p.layout());
-  const Problem tight = make_problem(p.dtype, p.op_a, p.op_b, p.m, p.n, p.k);
+  std::string line = fmt::format("{} {} {} {} {}", p.m, p.n, p.k, p.types.name(), p.layout());
+  const Problem tight = make_problem(p.types, p.op_a, p.op_b, p.m, p.n, p.k);
   if (p.lda != tight.lda) line += fmt::format(" lda={}", p.lda);
   if (p.ldb != tight.ldb) line += fmt::format(" ldb={}", p.ldb);
   if (p.ldc != tight.ldc) line += fmt::format(" ldc={}", p.ldc);
   if (p.reads_c) line += " beta=1";
-  const int ld_align = alignment_class(p.dtype, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
+  const int ld_align = alignment_class(p.types, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
   if (p.align < ld_align) line += fmt::format("  # align={}", p.align);
   return line;
 }

@@ -16,10 +16,6 @@ uint32_t blocks_for(int64_t count) {
   return uint32_t(std::clamp<int64_t>((count + kBlock - 1) / kBlock, 1, 65535));
 }
 
-int dtype_code(DType d) {
-  return d == DType::f32 ? 0 : d == DType::f16 ? 1 : 2;
-}
-
 int64_t stored_elements(int64_t ld, int64_t cols) {
   return ld * cols;
 }
@@ -43,26 +39,43 @@ CheckArgs base_args(const ProblemData& d, float alpha, float beta) {
   a.k = int(p.k);
   a.op_a = p.op_a == Op::T;
   a.op_b = p.op_b == Op::T;
-  a.dtype = dtype_code(p.dtype);
+  a.type_a = int(p.types.a);
+  a.type_b = int(p.types.b);
+  a.type_c = int(p.types.c);
   a.alpha = alpha;
   a.beta = beta;
-  a.tolerance = float(tolerance(p.dtype));
+  a.tolerance = float(tolerance(p.types));
   return a;
 }
 
 }  // namespace
 
-double tolerance(DType dtype) {
-  switch (dtype) {
-    case DType::f32:
+double tolerance(const DataTypes& types) {
+  // The inputs are exact in the reference (it reads the stored values); what an honest kernel
+  // adds is its f32 accumulation and the rounding of its output.
+  switch (types.d) {
+    case DataType::f32:
       return 1e-4;
-    case DType::f16:
+    case DataType::f16:
       return 4e-3;  // output rounding alone: 2^-11 of |ref|
-    case DType::bf16:
+    case DataType::bf16:
       return 1e-2;  // output rounding alone: 2^-8 of |ref|
+    case DataType::e4m3:
+    case DataType::e5m2:
+      break;
   }
-  return 1e-2;
+  GT_THROW(Errc::unsupported, "the verifier has no tolerance for {} outputs", to_string(types.d));
 }
+
+namespace {
+
+// The helper kernels of testing.cuh read and write f32, f16 and bf16.
+void check_helper_type(DataType type) {
+  GT_REQUIRE(type == DataType::f32 || type == DataType::f16 || type == DataType::bf16,
+             Errc::unsupported, "the verifier has no {} data yet", to_string(type));
+}
+
+}  // namespace
 
 Checker::Checker(const Compiler& compiler, const ArchInfo& arch)
     : compiled_(compiler.compile(testing_source(), arch)), scratch_(64) {
@@ -74,21 +87,23 @@ Checker::Checker(const Compiler& compiler, const ArchInfo& arch)
 
 Checker::~Checker() = default;
 
-void Checker::fill_normal(CUdeviceptr p, int64_t count, DType dtype, uint64_t seed, float scale,
+void Checker::fill_normal(CUdeviceptr p, int64_t count, DataType type, uint64_t seed, float scale,
                           CUstream stream) const {
+  check_helper_type(type);
   unsigned long long ptr = p;
   long long n = count;
-  int code = dtype_code(dtype);
+  int code = int(type);
   unsigned long long s = seed;
   void* params[] = {&ptr, &n, &code, &s, &scale};
   launch_raw(fill_->function(), blocks_for(count), kBlock, params, stream);
 }
 
-void Checker::poison(CUdeviceptr p, int64_t count, DType dtype, CUstream stream) const {
-  if (dtype == DType::f32)
+void Checker::poison(CUdeviceptr p, int64_t count, DataType type, CUstream stream) const {
+  check_helper_type(type);
+  if (type == DataType::f32)
     GT_CU(cuMemsetD32Async(p, 0x7fc00000u, size_t(count), stream));
   else
-    GT_CU(cuMemsetD16Async(p, dtype == DType::f16 ? 0x7e00 : 0x7fc0, size_t(count), stream));
+    GT_CU(cuMemsetD16Async(p, type == DataType::f16 ? 0x7e00 : 0x7fc0, size_t(count), stream));
 }
 
 void Checker::reference(const CheckArgs& args, CUstream stream) const {
@@ -117,13 +132,13 @@ Verdict Checker::compare(CheckArgs args, CUstream stream) const {
   return v;
 }
 
-int64_t Checker::count_nonfinite(CUdeviceptr p, int64_t ld, int64_t m, int64_t n, DType dtype,
+int64_t Checker::count_nonfinite(CUdeviceptr p, int64_t ld, int64_t m, int64_t n, DataType type,
                                  CUstream stream) const {
   const CUdeviceptr counter = scratch_.ptr() + 8;
   GT_CU(cuMemsetD32Async(counter, 0, 1, stream));
   unsigned long long ptr = p, cnt = counter;
   long long ld_ = ld;
-  int m_ = int(m), n_ = int(n), code = dtype_code(dtype);
+  int m_ = int(m), n_ = int(n), code = int(type);
   void* params[] = {&ptr, &ld_, &m_, &n_, &code, &cnt};
   launch_raw(nonfinite_->function(), blocks_for(m * n), kBlock, params, stream);
   uint32_t host = 0;
@@ -134,21 +149,21 @@ int64_t Checker::count_nonfinite(CUdeviceptr p, int64_t ld, int64_t m, int64_t n
 
 ProblemData::ProblemData(const Problem& p, const Checker& checker, uint64_t seed, CUstream stream)
     : problem(p) {
-  const size_t esize = size_t(dtype_size(p.dtype));
   const int64_t na = stored_elements(p.lda, p.cols_a()), nb = stored_elements(p.ldb, p.cols_b()),
                 nc = stored_elements(p.ldc, p.n);
-  a = DeviceBuffer(size_t(na) * esize);
-  b = DeviceBuffer(size_t(nb) * esize);
-  c = DeviceBuffer(size_t(nc) * esize);
-  c_init = DeviceBuffer(size_t(nc) * esize);
-  checker.fill_normal(a.ptr(), na, p.dtype, seed * 3 + 1, 1.0f, stream);
-  checker.fill_normal(b.ptr(), nb, p.dtype, seed * 3 + 2, 1.0f, stream);
-  checker.fill_normal(c_init.ptr(), nc, p.dtype, seed * 3 + 3, 1.0f, stream);
+  a = DeviceBuffer(size_t(na * element_bytes(p.types.a)));
+  b = DeviceBuffer(size_t(nb * element_bytes(p.types.b)));
+  c = DeviceBuffer(size_t(nc * element_bytes(p.types.c)));
+  c_init = DeviceBuffer(size_t(nc * element_bytes(p.types.c)));
+  checker.fill_normal(a.ptr(), na, p.types.a, seed * 3 + 1, 1.0f, stream);
+  checker.fill_normal(b.ptr(), nb, p.types.b, seed * 3 + 2, 1.0f, stream);
+  checker.fill_normal(c_init.ptr(), nc, p.types.c, seed * 3 + 3, 1.0f, stream);
 }
 
 void ProblemData::reset_c(const Checker& checker, float beta, CUstream stream) const {
   if (beta == 0.0f)
-    checker.poison(c.ptr(), int64_t(c.bytes()) / dtype_size(problem.dtype), problem.dtype, stream);
+    checker.poison(c.ptr(), int64_t(c.bytes()) / element_bytes(problem.types.c), problem.types.c,
+                   stream);
   else
     GT_CU(cuMemcpyDtoDAsync(c.ptr(), c_init.ptr(), c.bytes(), stream));
 }
@@ -217,9 +232,9 @@ namespace {
 
 // Bytes of a problem's data: A, B, C and C's initial copy, as ProblemData allocates them.
 int64_t data_bytes(const Problem& p) {
-  return (stored_elements(p.lda, p.cols_a()) + stored_elements(p.ldb, p.cols_b()) +
-          2 * stored_elements(p.ldc, p.n)) *
-         dtype_size(p.dtype);
+  return stored_elements(p.lda, p.cols_a()) * element_bytes(p.types.a) +
+         stored_elements(p.ldb, p.cols_b()) * element_bytes(p.types.b) +
+         2 * stored_elements(p.ldc, p.n) * element_bytes(p.types.c);
 }
 
 // A smaller problem with odd sizes and ld > rows, same ops and alignment class.
@@ -228,11 +243,15 @@ Problem smaller_probe(const Problem& problem) {
   probe.m = std::min<int64_t>(problem.m, 331);
   probe.n = std::min<int64_t>(problem.n, 299);
   probe.k = std::min<int64_t>(problem.k, 523);
-  const int64_t step = std::max(1, problem.align / dtype_size(problem.dtype));
-  auto ld_for = [&](int64_t rows) { return (rows + step - 1) / step * step + step; };
-  probe.lda = ld_for(probe.rows_a());
-  probe.ldb = ld_for(probe.rows_b());
-  probe.ldc = ld_for(probe.m);
+  // Leading dimensions past the rows that keep the problem's alignment class, in each operand's
+  // elements.
+  auto ld_for = [&](int64_t rows, DataType type) {
+    const int64_t step = std::max(1, problem.align / element_bytes(type));
+    return (rows + step - 1) / step * step + step;
+  };
+  probe.lda = ld_for(probe.rows_a(), problem.types.a);
+  probe.ldb = ld_for(probe.rows_b(), problem.types.b);
+  probe.ldc = ld_for(probe.m, problem.types.c);
   return probe;
 }
 
@@ -289,7 +308,7 @@ Verdict Verifier::verify(const RunFn& run, CUstream stream, bool kernel_reads_c)
     }
     if (!cs->all_points) {
       const int64_t nonfinite =
-          checker_.count_nonfinite(cs->data.c.ptr(), p.ldc, p.m, p.n, p.dtype, stream);
+          checker_.count_nonfinite(cs->data.c.ptr(), p.ldc, p.m, p.n, p.types.c, stream);
       if (nonfinite > 0) {
         total.ok = false;
         total.bad += nonfinite;

@@ -15,8 +15,26 @@ std::string& load_error() {
   return error;
 }
 
-cudaDataType data_type(DType d) {
-  return d == DType::f32 ? CUDA_R_32F : d == DType::f16 ? CUDA_R_16F : CUDA_R_16BF;
+cudaDataType data_type(DataType type) {
+  switch (type) {
+    case DataType::f32:
+      return CUDA_R_32F;
+    case DataType::f16:
+      return CUDA_R_16F;
+    case DataType::bf16:
+      return CUDA_R_16BF;
+    case DataType::e4m3:
+      return CUDA_R_8F_E4M3;
+    case DataType::e5m2:
+      return CUDA_R_8F_E5M2;
+  }
+  return CUDA_R_32F;
+}
+
+// What cublasGemmEx computes with f32 accumulation (its documented type combinations): A, B
+// and C of one type among f32, f16 and bf16. Float8 needs cuBLASLt.
+bool gemm_ex_types(const DataTypes& t) {
+  return t.is_uniform() && (t.a == DataType::f32 || t.a == DataType::f16 || t.a == DataType::bf16);
 }
 
 cublasOperation_t op(Op o) {
@@ -98,18 +116,28 @@ std::string Cublas::version() const {
 }
 
 bool Cublas::supports(const Problem& problem) const {
-  return impl_->gemm_ex_64 || fits_int(problem);
+  return why_unsupported(problem).empty();
+}
+
+std::string Cublas::why_unsupported(const Problem& p) const {
+  if (!gemm_ex_types(p.types) || p.scaling != Scaling::none)
+    return fmt::format("cublasGemmEx has no {} GEMM{}: no cuBLAS baseline for it", p.types.name(),
+                       p.scaling == Scaling::none ? "" : " with scales");
+  if (!impl_->gemm_ex_64 && !fits_int(p))
+    return fmt::format(
+        "{} has no 64-bit API (cublasGemmEx_64) and {} has a size past 2^31 - 1: no cuBLAS "
+        "baseline for it",
+        version(), p.describe());
+  return {};
 }
 
 void Cublas::gemm(const Problem& p, const GemmOperands& o, CUstream stream) const {
-  GT_REQUIRE(supports(p), Errc::unsupported,
-             "{} has no 64-bit API (cublasGemmEx_64) and {} has a size past 2^31 - 1: no cuBLAS "
-             "baseline for it",
-             version(), p.describe());
+  const std::string why = why_unsupported(p);
+  GT_REQUIRE(why.empty(), Errc::unsupported, "{}", why);
   GT_REQUIRE(impl_->set_stream(impl_->handle, reinterpret_cast<cudaStream_t>(stream)) ==
                  CUBLAS_STATUS_SUCCESS,
              Errc::cuda, "cublasSetStream failed");
-  const cudaDataType t = data_type(p.dtype);
+  const cudaDataType t = data_type(p.types.a);
   const auto a = reinterpret_cast<const void*>(o.a), b = reinterpret_cast<const void*>(o.b);
   const auto c = reinterpret_cast<void*>(o.c);
   const cublasStatus_t s =

@@ -3,7 +3,8 @@
 namespace gemmtune {
 
 nlohmann::json to_json(const Problem& p) {
-  return {{"dtype", std::string(to_string(p.dtype))},
+  return {{"types", p.types.name()},
+          {"scaling", std::string(to_string(p.scaling))},
           {"layout", p.layout()},
           {"m", p.m},
           {"n", p.n},
@@ -17,7 +18,8 @@ nlohmann::json to_json(const Problem& p) {
 
 Problem problem_from_json(const nlohmann::json& j) {
   Problem p;
-  p.dtype = parse_dtype(j.at("dtype").get<std::string>());
+  p.types = parse_data_types(j.at("types").get<std::string>());
+  p.scaling = parse_scaling(j.at("scaling").get<std::string>());
   const auto layout = j.at("layout").get<std::string>();
   p.op_a = parse_op(layout.at(0));
   p.op_b = parse_op(layout.at(1));

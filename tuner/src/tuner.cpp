@@ -420,8 +420,8 @@ void require_family(const Problem& problem, const ArchInfo& arch) {
   for (const Family* f : all_families())
     why += fmt::format("{}{}: {}", why.empty() ? "" : "; ", f->name(),
                        f->unsupported_reason(problem, arch));
-  GT_THROW(Errc::unsupported, "no kernel family supports {} {} on {} ({})",
-           to_string(problem.dtype), problem.layout(), arch.name(), why);
+  GT_THROW(Errc::unsupported, "no kernel family supports {} {} on {} ({})", problem.types.name(),
+           problem.layout(), arch.name(), why);
 }
 
 }  // namespace

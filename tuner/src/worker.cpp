@@ -100,10 +100,8 @@ class Worker {
   json cublas_status() {
     if (!cublas_) cublas_ = Cublas::load();
     if (!cublas_) return {{"available", false}, {"message", Cublas::why_not()}};
-    if (!cublas_->supports(problem_))
-      return {{"available", false},
-              {"message",
-               cublas_->version() + " has no 64-bit API and the problem has a size past 2^31 - 1"}};
+    if (const std::string why = cublas_->why_unsupported(problem_); !why.empty())
+      return {{"available", false}, {"message", why}};
     return {{"available", true}, {"name", cublas_->version()}};
   }
 

@@ -1,24 +1,64 @@
 #pragma once
-// The vocabulary every layer shares: data types, operations and the problem a GEMM solves.
-// Semantics are cuBLAS's: column-major storage, C = alpha * op(A) * op(B) + beta * C.
+// The vocabulary every layer shares: element types, operations and the problem a GEMM solves.
+// Semantics are cuBLAS's: column-major storage, D = alpha * op(A) * op(B) + beta * C, where D is C.
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "data_types.h"
+
 namespace gemmtune {
 
-enum class DType { f32, f16, bf16 };
+// Element types, with the codes of data_types.h (kernels and the C API use the same numbers).
+enum class DataType : int {
+  f32 = GEMMTUNE_TYPE_F32,
+  f16 = GEMMTUNE_TYPE_F16,
+  bf16 = GEMMTUNE_TYPE_BF16,
+  e4m3 = GEMMTUNE_TYPE_E4M3,
+  e5m2 = GEMMTUNE_TYPE_E5M2,
+};
+using DType = DataType;  // the name gemmtune 0.1's API used for one type of all operands
 enum class Op { N, T };
 
-std::string_view to_string(DType dtype) noexcept;
-char to_char(Op op) noexcept;              // 'n' or 't'
-int dtype_size(DType dtype) noexcept;      // bytes per element
-DType parse_dtype(std::string_view text);  // "f32"/"fp32"/"float", "f16"/"fp16"/"half", "bf16"
+std::string_view to_string(DataType type) noexcept;
+char to_char(Op op) noexcept;               // 'n' or 't'
+int element_bytes(DataType type) noexcept;  // bytes per element
+// "f32"/"fp32"/"float", "f16"/"fp16"/"half", "bf16", "e4m3"/"fp8_e4m3", "e5m2"/"fp8_e5m2"
+DataType parse_data_type(std::string_view text);
 Op parse_op(char c);
 
-// One GEMM problem, without its data. op(A) is M x K, op(B) is K x N, C is M x N.
+// How the operands are scaled before they are multiplied. Only `none` so far; per-tensor,
+// per-row and block scales come with the float8 kernels.
+enum class Scaling { none };
+std::string_view to_string(Scaling scaling) noexcept;
+Scaling parse_scaling(std::string_view text);  // "none"
+
+// The element type of each operand, and of the accumulator. C is the input added with beta, D
+// the output; the library writes D over C, so the two are one type for now.
+struct DataTypes {
+  DataType a = DataType::f32, b = DataType::f32, c = DataType::f32, d = DataType::f32;
+  DataType acc = DataType::f32;
+
+  // Every operand of one type with f32 accumulation: what `--dtype bf16` means.
+  static constexpr DataTypes uniform(DataType type) { return {type, type, type, type}; }
+  bool is_uniform() const { return *this == uniform(a); }
+  // "bf16" for uniform types, else "A*B->D", with "+c=T" and "+acc=T" where those differ from
+  // D and f32: "e4m3*e5m2->bf16". parse_data_types() reads both forms back.
+  std::string name() const;
+  // The same as one identifier, for kernel names: "bf16", "e4m3_e5m2_bf16".
+  std::string token() const;
+  // Written out: this header is public, and its users may compile as C++17.
+  bool operator==(const DataTypes& o) const {
+    return a == o.a && b == o.b && c == o.c && d == o.d && acc == o.acc;
+  }
+  bool operator!=(const DataTypes& o) const { return !(*this == o); }
+};
+DataTypes parse_data_types(std::string_view text);  // throws Error(invalid_argument)
+
+// One GEMM problem, without its data. op(A) is M x K, op(B) is K x N, C and D are M x N.
 struct Problem {
-  DType dtype = DType::f32;
+  DataTypes types;
+  Scaling scaling = Scaling::none;
   Op op_a = Op::N;
   Op op_b = Op::N;
   int64_t m = 0, n = 0, k = 0;
@@ -37,14 +77,31 @@ struct Problem {
   int64_t rows_b() const { return op_b == Op::N ? k : n; }
   int64_t cols_b() const { return op_b == Op::N ? n : k; }
   double flops() const { return 2.0 * double(m) * double(n) * double(k); }
+  // Bytes of A, B and C (D) once each, as stored tightly: the memory floor.
+  double operand_bytes() const;
   std::string shape() const;      // "8192x8192x8192"
   std::string beta_mark() const;  // " beta!=0" if it reads C, else ""
-  // "bf16 tn 8192x8192x8192 lda=8192 ldb=8192 ldc=8192 align=16", then the beta mark
+  // "bf16 tn 8192x8192x8192 lda=8192 ldb=8192 ldc=8192 align=16", then the scaling when there
+  // is one, then the beta mark
   std::string describe() const;
+  bool operator==(const Problem& o) const {
+    return types == o.types && scaling == o.scaling && op_a == o.op_a && op_b == o.op_b &&
+           m == o.m && n == o.n && k == o.k && lda == o.lda && ldb == o.ldb && ldc == o.ldc &&
+           align == o.align && reads_c == o.reads_c;
+  }
+  bool operator!=(const Problem& o) const { return !(*this == o); }
+};
+
+// For unordered containers of problems.
+struct ProblemHash {
+  size_t operator()(const Problem& problem) const noexcept;
 };
 
 // A problem with tight leading dimensions (ld = rows) and full alignment.
-Problem make_problem(DType dtype, Op op_a, Op op_b, int64_t m, int64_t n, int64_t k);
+Problem make_problem(DataTypes types, Op op_a, Op op_b, int64_t m, int64_t n, int64_t k);
+inline Problem make_problem(DataType type, Op op_a, Op op_b, int64_t m, int64_t n, int64_t k) {
+  return make_problem(DataTypes::uniform(type), op_a, op_b, m, n, k);
+}
 
 // The largest M, N and K. Kernels count rows, columns and tiles in 32-bit int; with dimensions
 // up to 2^30, every such count and every tile bound (m0 + BM, (k + BK - 1) / BK, 2 * tile + 1)
@@ -53,11 +110,11 @@ Problem make_problem(DType dtype, Op op_a, Op op_b, int64_t m, int64_t n, int64_
 inline constexpr int64_t kMaxDimension = int64_t(1) << 30;
 
 // Throws Error(invalid_argument) naming the first bad field: M/N/K <= 0 or above kMaxDimension,
-// ld < rows, an operand whose extent does not fit 2^62 bytes.
+// ld < rows, an operand whose extent does not fit 2^62 bytes, D of another type than C.
 void validate(const Problem& problem);
 
 // The alignment class of a problem from its addresses and leading dimensions.
-int alignment_class(DType dtype, const void* a, const void* b, const void* c, int64_t lda,
-                    int64_t ldb, int64_t ldc) noexcept;
+int alignment_class(const DataTypes& types, const void* a, const void* b, const void* c,
+                    int64_t lda, int64_t ldb, int64_t ldc) noexcept;
 
 }  // namespace gemmtune

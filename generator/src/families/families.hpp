@@ -1,5 +1,8 @@
 #pragma once
 // The families this build knows. Each lives in its own file beside this one.
+#include <algorithm>
+#include <initializer_list>
+
 #include "gemmtune/generator/family.hpp"
 
 namespace gemmtune {
@@ -8,6 +11,13 @@ const Family& gemv_family();
 const Family& simt_family();
 const Family& wgmma_sm90_family();
 const Family& mma_sm80_family();
+
+// Whether the problem has one of `types` for every operand, f32 accumulation and no scaling:
+// what the families of this build compute.
+inline bool one_type_of(const Problem& p, std::initializer_list<DataType> types) {
+  return p.types.is_uniform() && p.scaling == Scaling::none &&
+         std::find(types.begin(), types.end(), p.types.a) != types.end();
+}
 
 inline int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;

@@ -29,7 +29,7 @@ bool x_contiguous(const KernelConfig& c) {
   return c.at("SIDE") == 0 ? c.op_b == Op::N : c.op_a == Op::T;
 }
 int64_t element_bytes(const KernelConfig& c) {
-  return dtype_size(c.dtype);
+  return gemmtune::element_bytes(c.types.a);
 }
 int64_t warps_of(const KernelConfig& c) {
   return c.at("THREADS") / 32;
@@ -75,7 +75,7 @@ int64_t smem_bytes_of(const KernelConfig& c, const Problem& p) {
 }
 
 int64_t widest_vector(const Problem& p) {
-  return std::max<int64_t>(1, std::min(16, p.align) / dtype_size(p.dtype));
+  return std::max<int64_t>(1, std::min(16, p.align) / gemmtune::element_bytes(p.types.a));
 }
 
 // The time a configuration should take: the matrix read once at the DRAM rate its grid can
@@ -105,6 +105,8 @@ class GemvFamily final : public Family {
 
   std::string unsupported_reason(const Problem& problem, const ArchInfo& arch) const override {
     if (problem.m > 1 && problem.n > 1) return "N and M are both > 1";
+    if (!one_type_of(problem, {DataType::f32, DataType::f16, DataType::bf16}))
+      return "the gemv family computes f32, f16 and bf16, every operand of one type";
     if (arch.cc < 80) return "the gemv family needs sm_80 or newer (L2 cache policies)";
     return {};
   }
@@ -159,7 +161,7 @@ class GemvFamily final : public Family {
   // 256 threads, 16-byte loads where aligned (dot: two outputs per warp, 4 loads each in flight;
   // axpy: 4 columns per round); K split only as far as it takes to give every SM a block.
   KernelConfig default_config(const Problem& p, const ArchInfo& arch) const override {
-    KernelConfig c{"gemv", p.dtype, p.op_a, p.op_b, {}};
+    KernelConfig c{"gemv", p.types, p.scaling, p.op_a, p.op_b, {}};
     // Both sides fit when M == N == 1: prefer the one whose K runs contiguously.
     const bool side1 =
         p.m == 1 && (p.n > 1 || (is_dot(1, p.op_a, p.op_b) && !is_dot(0, p.op_a, p.op_b)));
@@ -176,7 +178,7 @@ class GemvFamily final : public Family {
   }
 
   std::string kernel_name(const KernelConfig& c) const override {
-    return fmt::format("gemm_gemv_{}_{}{}_{}_{}_t{}_r{}_u{}_k{}_v{}", to_string(c.dtype),
+    return fmt::format("gemm_gemv_{}_{}{}_{}_{}_t{}_r{}_u{}_k{}_v{}", c.types.token(),
                        to_char(c.op_a), to_char(c.op_b), c.at("SIDE") == 0 ? "n1" : "m1",
                        is_dot(c) ? "dot" : "axpy", c.at("THREADS"), c.at("ROWS"), c.at("UNROLL"),
                        c.at("KSPLIT"), c.at("VEC"));
@@ -189,11 +191,8 @@ class GemvFamily final : public Family {
          fmt::format("  static constexpr int DTYPE = {}, SIDE = {}, THREADS = {}, ROWS = {};\n"
                      "  static constexpr int UNROLL = {}, KSPLIT = {}, VEC = {}, XCHUNK = {};\n"
                      "  static constexpr bool A_T = {}, B_T = {};\n",
-                     c.dtype == DType::f32   ? 0
-                     : c.dtype == DType::f16 ? 1
-                                             : 2,
-                     c.at("SIDE"), c.at("THREADS"), c.at("ROWS"), c.at("UNROLL"), c.at("KSPLIT"),
-                     c.at("VEC"), xchunk_of(c), c.op_a == Op::T, c.op_b == Op::T),
+                     int(c.types.a), c.at("SIDE"), c.at("THREADS"), c.at("ROWS"), c.at("UNROLL"),
+                     c.at("KSPLIT"), c.at("VEC"), xchunk_of(c), c.op_a == Op::T, c.op_b == Op::T),
          // A dot kernel's shared memory (x staged) depends on K: only axpy's is a constant.
          is_dot(c) ? std::string() : smem_static_assert("K::AXPY_SMEM_BYTES", axpy_smem_bytes(c)),
          "K::THREADS, 1",

@@ -75,7 +75,8 @@ class MmaSm80Family final : public Family {
   std::string_view name() const override { return "mma_sm80"; }
 
   std::string unsupported_reason(const Problem& problem, const ArchInfo& arch) const override {
-    if (problem.dtype == DType::f32) return "the mma_sm80 family computes f16 and bf16";
+    if (!one_type_of(problem, {DataType::f16, DataType::bf16}))
+      return "the mma_sm80 family computes f16 and bf16, every operand of one type";
     if (arch.cc < 80) return "the mma_sm80 family needs sm_80 or newer (cp.async, bf16 mma.sync)";
     return {};
   }
@@ -162,7 +163,7 @@ class MmaSm80Family final : public Family {
   // into parts of at least 5 k-tiles while the parts fit the SMs (bf16 500x300x700 and 768x128x768
   // ran 10.2 and 9.3 us so, 14.3 and 14.4 us on 64x64x32 tiles 3 deep; H100, docs/PERF.md).
   KernelConfig default_config(const Problem& p, const ArchInfo& arch) const override {
-    KernelConfig c{"mma_sm80", p.dtype, p.op_a, p.op_b, {}};
+    KernelConfig c{"mma_sm80", p.types, p.scaling, p.op_a, p.op_b, {}};
     c.params = {{"GROUP", 8}, {"VEC", widest_vector(p)}, {"SPLITS", 1}};
     auto tile = [&](int64_t bm, int64_t bn, int64_t bk, int64_t wm, int64_t wn, int64_t stages) {
       c.params.insert(
@@ -184,7 +185,7 @@ class MmaSm80Family final : public Family {
 
   std::string kernel_name(const KernelConfig& c) const override {
     const std::string splits = c.at("SPLITS") > 1 ? fmt::format("_splitk{}", c.at("SPLITS")) : "";
-    return fmt::format("gemm_mma80_{}_{}{}_{}x{}x{}_w{}x{}_s{}_g{}_v{}{}", to_string(c.dtype),
+    return fmt::format("gemm_mma80_{}_{}{}_{}x{}x{}_w{}x{}_s{}_g{}_v{}{}", c.types.token(),
                        to_char(c.op_a), to_char(c.op_b), c.at("BM"), c.at("BN"), c.at("BK"),
                        c.at("WM"), c.at("WN"), c.at("STAGES"), c.at("GROUP"), c.at("VEC"), splits);
   }
@@ -200,7 +201,7 @@ class MmaSm80Family final : public Family {
                      "  static constexpr int DTYPE = {};\n",
                      c.at("BM"), c.at("BN"), c.at("BK"), c.at("WM"), c.at("WN"), c.at("STAGES"),
                      c.at("GROUP"), c.at("VEC"), c.at("SPLITS"), c.op_a == Op::T, c.op_b == Op::T,
-                     c.dtype == DType::bf16 ? 2 : 1),
+                     int(c.types.a)),
          smem_static_assert("K::SMEM_BYTES", smem_bytes_of(c)), "K::THREADS, 1",
          "  extern __shared__ __align__(128) unsigned char gemmtune_smem[];\n"
          "  K::run(args, gemmtune_smem);\n"});
@@ -245,7 +246,7 @@ class MmaSm80Family final : public Family {
     const Units u = units_of(c, p);
     w.k_splits = u.parts;
     w.workspace_bytes = 2.0 * double(workspace_bytes_of(c, u));
-    const double epilogue = epilogue_us(a, w.tile_m, w.tile_n, p.dtype);
+    const double epilogue = epilogue_us(a, w.tile_m, w.tile_n, p.types.d);
     w.tile_overhead_us = 1.0 + epilogue + (u.parts > 1 ? 2 * epilogue : 0.0);
     return w;
   }

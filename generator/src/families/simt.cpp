@@ -40,7 +40,8 @@ class SimtFamily final : public Family {
   std::string_view name() const override { return "simt"; }
 
   std::string unsupported_reason(const Problem& problem, const ArchInfo& arch) const override {
-    if (problem.dtype != DType::f32) return "the SIMT family computes f32 only";
+    if (!one_type_of(problem, {DataType::f32}))
+      return "the SIMT family computes f32 only, every operand f32";
     if (arch.cc < 70) return "the SIMT family needs sm_70 or newer";
     return {};
   }
@@ -96,7 +97,7 @@ class SimtFamily final : public Family {
   // Measured on an H200 (docs/PERF.md): 128x256 tiles of 16x8 win from 2048^2 outputs up;
   // below that, 64x64 tiles keep every SM busy.
   KernelConfig default_config(const Problem& problem, const ArchInfo&) const override {
-    KernelConfig c{"simt", problem.dtype, problem.op_a, problem.op_b, {}};
+    KernelConfig c{"simt", problem.types, problem.scaling, problem.op_a, problem.op_b, {}};
     if (problem.m * problem.n >= int64_t(2048) * 2048)
       c.params = {{"BM", 128}, {"BN", 256}, {"BK", 8}, {"WM", 64},
                   {"WN", 64},  {"TM", 16},  {"TN", 8}};
@@ -108,7 +109,7 @@ class SimtFamily final : public Family {
   }
 
   std::string kernel_name(const KernelConfig& c) const override {
-    return fmt::format("gemm_simt_{}_{}{}_{}x{}x{}_w{}x{}_t{}x{}_v{}_s{}", to_string(c.dtype),
+    return fmt::format("gemm_simt_{}_{}{}_{}x{}x{}_w{}x{}_t{}x{}_v{}_s{}", c.types.token(),
                        to_char(c.op_a), to_char(c.op_b), c.at("BM"), c.at("BN"), c.at("BK"),
                        c.at("WM"), c.at("WN"), c.at("TM"), c.at("TN"), c.at("VEC"), c.at("STAGES"));
   }
@@ -158,7 +159,7 @@ class SimtFamily final : public Family {
     // One k-tile of A and B is fetched into registers while the other is multiplied.
     w.bytes_in_flight = double((c.at("BM") + c.at("BN")) * c.at("BK") * 4);
     // The first tile's loads, then C written from registers.
-    w.tile_overhead_us = 1.0 + epilogue_us(a, w.tile_m, w.tile_n, p.dtype);
+    w.tile_overhead_us = 1.0 + epilogue_us(a, w.tile_m, w.tile_n, p.types.d);
     return w;
   }
 };

@@ -180,7 +180,7 @@ Workspace workspace_of(const KernelConfig& c, const Units& u) {
 // kernel, 10 us on mma_sm80's split-K kernels, which read A in place; H100, docs/PERF.md).
 double packing_us(const Problem& p, const ArchInfo& a) {
   auto bytes = [&](int64_t ld, int64_t rows, int64_t cols) {
-    return tma_ld_aligned(ld, p.dtype) ? 0.0 : double(rows * cols * dtype_size(p.dtype));
+    return tma_ld_aligned(ld, p.types.a) ? 0.0 : double(rows * cols * element_bytes(p.types.a));
   };
   const double packed = bytes(p.lda, p.rows_a(), p.cols_a()) + bytes(p.ldb, p.rows_b(), p.cols_b());
   return packed > 0 ? 3.0 + 2 * packed / (a.dram_gb_per_s * 1e3) : 0.0;
@@ -222,7 +222,8 @@ class WgmmaSm90Family final : public Family {
   std::string_view name() const override { return "wgmma_sm90"; }
 
   std::string unsupported_reason(const Problem& problem, const ArchInfo& arch) const override {
-    if (problem.dtype == DType::f32) return "the wgmma family computes f16 and bf16";
+    if (!one_type_of(problem, {DataType::f16, DataType::bf16}))
+      return "the wgmma family computes f16 and bf16, every operand of one type";
     if (arch.cc != 90 || !arch.arch_specific) return "the wgmma family needs sm_90a (Hopper)";
     return {};
   }
@@ -400,7 +401,7 @@ class WgmmaSm90Family final : public Family {
   // stages with the whole tile staged on bf16 tn 4096^3 to 11008x4096x4096 and nn
   // 8192x8192x1024, H100, docs/PERF.md). Split-K takes up a wave the tiles do not fill.
   KernelConfig default_config(const Problem& p, const ArchInfo& arch) const override {
-    KernelConfig c{"wgmma_sm90", p.dtype, p.op_a, p.op_b, {}};
+    KernelConfig c{"wgmma_sm90", p.types, p.scaling, p.op_a, p.op_b, {}};
     c.params = {{"BM", 256},
                 {"BN", 128},
                 {"SWAP", 0},
@@ -484,7 +485,7 @@ class WgmmaSm90Family final : public Family {
     if (c.at("SCHEDULE") == schedule::STREAM_K) schedule = "_streamk";
     if (cluster_k(c) > 1) schedule = fmt::format("_ck{}", cluster_k(c));
     return fmt::format("gemm_wgmma_{}_{}{}_{}x{}x{}_s{}_wg{}_c{}x{}_{}_r{}{}{}{}{}{}{}",
-                       to_string(c.dtype), to_char(c.op_a), to_char(c.op_b), c.at("BM"), c.at("BN"),
+                       c.types.token(), to_char(c.op_a), to_char(c.op_b), c.at("BM"), c.at("BN"),
                        stage_k(c), c.at("STAGES"), c.at("WG"), cluster_m(c), cluster_n(c),
                        c.at("WS") ? (pingpong(c) ? "pingpong" : "ws") : "ms",
                        c.at("RASTER") ? "n" : "m",
@@ -510,8 +511,8 @@ class WgmmaSm90Family final : public Family {
              c.at("BM"), c.at("BN"), c.at("STAGES"), c.at("WG"), swapped(c), c.at("WS") != 0,
              cluster_m(c), cluster_n(c), c.at("RASTER"), c.at("GROUP"), c.at("EPILOGUE"),
              c_buffers(c), c.at("SCHEDULE"), c.at("SPLITS"), cluster_k(c), c.at("OCCUPANCY"),
-             c.at("KSUB"), pingpong(c), c.op_a == Op::T, c.op_b == Op::T,
-             c.dtype == DType::bf16 ? 2 : 1, reads_c(c)),
+             c.at("KSUB"), pingpong(c), c.op_a == Op::T, c.op_b == Op::T, int(c.types.a),
+             reads_c(c)),
          smem_static_assert("K::SMEM_BYTES", smem_bytes_of(c)), "K::THREADS, K::CTAS_PER_SM",
          "  extern __shared__ __align__(1024) unsigned char gemmtune_smem[];\n"
          "  K::run(args, gemmtune_smem);\n"});
@@ -603,7 +604,7 @@ class WgmmaSm90Family final : public Family {
     w.bytes_in_flight = double(c.at("STAGES") * (tile_rows(c) + tile_cols(c)) * stage_k(c) * 2);
     // Persistent CTAs fill their pipeline once and overlap part of each epilogue with the next
     // tile's loads (most of it when the TMA engine stores); multistage CTAs pay both per tile.
-    const double epilogue = epilogue_us(a, w.tile_m, w.tile_n, p.dtype);
+    const double epilogue = epilogue_us(a, w.tile_m, w.tile_n, p.types.d);
     w.tile_overhead_us = ws ? epilogue * (c.at("EPILOGUE") ? 0.3 : 1.5) : 1.0 + epilogue;
     if (pingpong(c))
       w.tile_overhead_us *= 0.5;  // one warpgroup's epilogue under the other's main loop

@@ -46,6 +46,16 @@ struct Selection {
   std::string note;  // other_version: the driver and NVRTC it was tuned with; nearest: the shape
 };
 
+// What a GEMM computes beyond its sizes, described once and used for many calls, in the manner
+// of cuBLASLt's matmul descriptor: each operand's type, the scaling, op(A) and op(B). Scale
+// pointers, group tables and epilogues join it as the kernels for them arrive.
+struct MatmulDesc {
+  DataTypes types;  // DataTypes::uniform(DataType::bf16): A, B, C (= D) bf16, f32 accumulation
+  Scaling scaling = Scaling::none;
+  Op op_a = Op::N;
+  Op op_b = Op::N;
+};
+
 struct Options {
   std::string db_path;    // empty: $GEMMTUNE_DB, else ~/.cache/gemmtune/tuning.db
   std::string cache_dir;  // empty: $GEMMTUNE_CACHE_DIR, else ~/.cache/gemmtune
@@ -64,11 +74,19 @@ class Library {
   Library(const Library&) = delete;
   Library& operator=(const Library&) = delete;
 
+  // D = alpha * op(A) * op(B) + beta * C, D written over C, with the types of `desc`.
   // Throws gemmtune::Error: invalid_argument (M/N/K <= 0, ld < rows, null pointer),
-  // unsupported (dtype or GPU), no_device, cuda, compile.
+  // unsupported (types or GPU), no_device, cuda, compile.
+  void matmul(const MatmulDesc& desc, int64_t m, int64_t n, int64_t k, float alpha, const void* a,
+              int64_t lda, const void* b, int64_t ldb, float beta, void* c, int64_t ldc,
+              Stream stream = nullptr);
+  // The same with one type of every operand (cublasGemmEx's form).
   void gemm(DType dtype, Op op_a, Op op_b, int64_t m, int64_t n, int64_t k, float alpha,
             const void* a, int64_t lda, const void* b, int64_t ldb, float beta, void* c,
-            int64_t ldc, Stream stream = nullptr);
+            int64_t ldc, Stream stream = nullptr) {
+    matmul({DataTypes::uniform(dtype), Scaling::none, op_a, op_b}, m, n, k, alpha, a, lda, b, ldb,
+           beta, c, ldc, stream);
+  }
 
   // The kernel a call with this problem would use, and why.
   Selection select(const Problem& problem);

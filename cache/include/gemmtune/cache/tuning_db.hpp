@@ -87,7 +87,7 @@ struct BestRecord {
 // Filters of list/export/delete; unset fields match everything.
 struct DbFilter {
   std::optional<std::string> device;  // substring of the device name
-  std::optional<DType> dtype;
+  std::optional<DataTypes> types;
   std::optional<std::string> layout;  // "nn", ...
   std::optional<int64_t> m, n, k;
   std::optional<int64_t> lda, ldb, ldc;  // to tell apart problems of one shape
@@ -118,7 +118,7 @@ std::string json_of(const BestRecord& best);
 // (WAL journal, a busy timeout, and every write in its own BEGIN IMMEDIATE transaction).
 class TuningDb {
  public:
-  static constexpr int kSchemaVersion = 3;  // migrations are numbered 1..kSchemaVersion
+  static constexpr int kSchemaVersion = 4;  // migrations are numbered 1..kSchemaVersion
   enum class Mode { read_write, read_only };
 
   // Opens (creating the file and its folder in read_write mode) and migrates to
@@ -150,9 +150,13 @@ class TuningDb {
   // until the problem is tuned under the versions it runs with.
   std::vector<BestRecord> bests_under_other_versions(const DeviceKey& device,
                                                      const Problem& problem) const;
-  // Current bests of the device for every shape with this dtype and layout, of problems that
-  // read C and of those that do not (problem.reads_c says which; for the nearest-shape fallback).
-  std::vector<BestRecord> bests_like(const DeviceKey& device, DType dtype, Op op_a, Op op_b) const;
+  // Current bests of the problem on GPUs of the same compute capability but another model (name
+  // or SM count): an H200 using an H100's results before it has its own. The most recently
+  // tuned first; rows of the same GPU under other versions are bests_under_other_versions'.
+  std::vector<BestRecord> bests_on_siblings(const DeviceKey& device, const Problem& problem) const;
+  // Current bests of the device for every shape with the types, scaling and layout of `like`,
+  // of problems that read C and of those that do not (for the nearest-shape fallback).
+  std::vector<BestRecord> bests_like(const DeviceKey& device, const Problem& like) const;
 
   // Best rows (current and stale, flagged) matching the filter, by device then shape.
   std::vector<BestRecord> list(const DbFilter& filter) const;

@@ -26,7 +26,7 @@ struct ArchInfo {
 
   std::string name() const;  // "sm_90a", "sm_80"
   // Dense FLOPs per clock and SM: f32 on CUDA cores, f16/bf16 (f32 accumulation) on tensor cores.
-  double flops_per_clock_per_sm(DType dtype) const;
+  double flops_per_clock_per_sm(const DataTypes& types) const;
   // Typical figures of a named architecture; throws Error(invalid_argument) for unknown names.
   static ArchInfo from_name(std::string_view name);
   // The target the runtime compiles for on a GPU of compute capability `cc` (sm_90a on Hopper),
@@ -35,17 +35,24 @@ struct ArchInfo {
   static ArchInfo from_cc(int cc);
 };
 
+// One point of a family's search space, as it is stored and exchanged: the family, what the
+// kernel computes (the problem's types, scaling and layout) and the family's parameters by name.
 struct KernelConfig {
   std::string family;
-  DType dtype = DType::f32;
+  DataTypes types;
+  Scaling scaling = Scaling::none;
   Op op_a = Op::N;
   Op op_b = Op::N;
   std::map<std::string, int64_t> params;
 
   int64_t at(std::string_view param) const;  // throws Error(internal) when the param is missing
   std::string params_text() const;           // "BK=8 BM=128 ..." (sorted by name)
-  std::string to_json() const;               // {"family":..,"dtype":..,"layout":..,"params":{..}}
-  static KernelConfig from_json(std::string_view json);  // throws Error(invalid_argument)
+  std::string layout() const { return {to_char(op_a), to_char(op_b)}; }
+  // {"family":..,"types":..,"scaling":..,"layout":..,"params":{..}}
+  std::string to_json() const;
+  // Reads to_json(), and gemmtune 0.1's {"family","dtype","layout","params"} (one type of all
+  // operands). Throws Error(invalid_argument).
+  static KernelConfig from_json(std::string_view json);
   bool operator==(const KernelConfig&) const = default;
 };
 

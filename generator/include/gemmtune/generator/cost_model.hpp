@@ -57,7 +57,7 @@ struct Cost {
 Cost roofline(const Problem& problem, const ArchInfo& arch, const TileWork& work);
 
 // Microseconds for one CTA to store a tile of C when every SM stores at once.
-double epilogue_us(const ArchInfo& arch, int64_t tile_m, int64_t tile_n, DType dtype);
+double epilogue_us(const ArchInfo& arch, int64_t tile_m, int64_t tile_n, DataType output);
 
 // Resident CTAs per SM from the block's threads, shared memory and (estimated) registers per
 // thread; at least 1.

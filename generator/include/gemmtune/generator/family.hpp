@@ -26,8 +26,8 @@ enum class Operand { a = 0, b = 1, c = 2 };
 // Whether TMA can read an operand whose columns are `ld` elements apart in place: each column
 // must start on 16 bytes (its address too, which only the runtime knows). One that cannot is
 // packed into an aligned copy first (LaunchGeometry::maps).
-inline bool tma_ld_aligned(int64_t ld, DType dtype) {
-  return ld * dtype_size(dtype) % 16 == 0;
+inline bool tma_ld_aligned(int64_t ld, DataType type) {
+  return ld * element_bytes(type) % 16 == 0;
 }
 
 // Everything a launch of one configuration on one problem needs; the runtime provides it without

@@ -23,7 +23,7 @@ struct DeviceInfo {
 
   // Datasheet-style peaks from SM count and clock: f32 on CUDA cores, f16/bf16 dense on
   // tensor cores. For "% of peak" columns; measured ceilings are in docs/PERF.md.
-  double peak_tflops(DType dtype) const;
+  double peak_tflops(const DataTypes& types) const;
 };
 
 // "13.0": the NVRTC this process loaded.

@@ -20,6 +20,7 @@ namespace gemmtune::cu {
   X(cuDeviceTotalMem) \
   X(cuDevicePrimaryCtxRetain) \
   X(cuDevicePrimaryCtxRelease) \
+  X(cuCtxGetCurrent) \
   X(cuCtxSetCurrent) \
   X(cuCtxGetDevice) \
   X(cuCtxGetId) \

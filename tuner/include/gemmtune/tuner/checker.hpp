@@ -23,8 +23,9 @@ struct Verdict {
 };
 
 // Tolerance on |out - ref| / (|ref| + scale): above the rounding of an honest kernel with f32
-// accumulation, below what a skipped or repeated K tile produces.
-double tolerance(DType dtype);
+// accumulation into the output's type, below what a skipped or repeated K tile produces. Throws
+// Error(unsupported) for an output type the verifier does not know.
+double tolerance(const DataTypes& types);
 
 // The helper kernels, compiled once for the device.
 class Checker {
@@ -32,15 +33,15 @@ class Checker {
   Checker(const Compiler& compiler, const ArchInfo& arch);
   ~Checker();
 
-  void fill_normal(CUdeviceptr p, int64_t count, DType dtype, uint64_t seed, float scale,
+  void fill_normal(CUdeviceptr p, int64_t count, DataType type, uint64_t seed, float scale,
                    CUstream stream) const;
   // NaN in every element: an element a kernel forgets to write stays NaN.
-  void poison(CUdeviceptr p, int64_t count, DType dtype, CUstream stream) const;
+  void poison(CUdeviceptr p, int64_t count, DataType type, CUstream stream) const;
   // args: operands, points, ref/scale outputs; fills ref and scale.
   void reference(const CheckArgs& args, CUstream stream) const;
   // Compares args.out at the points with ref/scale (args.max_error/bad are scratch, reset here).
   Verdict compare(CheckArgs args, CUstream stream) const;
-  int64_t count_nonfinite(CUdeviceptr p, int64_t ld, int64_t m, int64_t n, DType dtype,
+  int64_t count_nonfinite(CUdeviceptr p, int64_t ld, int64_t m, int64_t n, DataType type,
                           CUstream stream) const;
 
  private:

@@ -16,9 +16,12 @@ class Cublas {
   static std::string why_not();
   ~Cublas();
 
-  // Whether gemm() can run the problem: always with the 64-bit API (cublasGemmEx_64, cuBLAS 12
-  // and later); with the 32-bit one only when every size and leading dimension fits an int.
+  // Whether gemm() can run the problem: its types are among cublasGemmEx's (one type of A, B
+  // and C: f32, f16 or bf16), unscaled, and it has the 64-bit API (cublasGemmEx_64, cuBLAS 12
+  // and later) or every size and leading dimension fits an int.
   bool supports(const Problem& problem) const;
+  // Empty when supports(problem), else why not, for people.
+  std::string why_unsupported(const Problem& problem) const;
   // cublasGemmEx(_64) with f32 compute, in the problem's dtype; throws Error(unsupported) when
   // !supports(problem), Error(cuda) on failure.
   void gemm(const Problem& problem, const GemmOperands& operands, CUstream stream) const;
