@@ -1,7 +1,7 @@
 // Shared device helpers for every family: no system includes, so NVRTC compiles fast.
 #pragma once
 #include "data_types.h"
-#include "gemm_args.h"
+#include "kernel_args.h"
 #include "raster.h"
 
 #ifndef GEMMTUNE_DEVICE_INLINE

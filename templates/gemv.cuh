@@ -19,6 +19,7 @@
 // beta == 0 never reads C. fp32 accumulation for every dtype.
 #pragma once
 #include "common.cuh"
+#include "gemv_args.h"
 #include "gemv_split.h"
 
 namespace gemmtune {
@@ -156,7 +157,7 @@ struct Kernel {
     long long ldw, incx, incy, rows, k;
   };
 
-  GEMMTUNE_DEVICE_INLINE static View view(const GemmArgs& a) {
+  GEMMTUNE_DEVICE_INLINE static View view(const GemmCore& a) {
     View v;
     v.w = reinterpret_cast<const unsigned char*>(SIDE == 0 ? a.a : a.b);
     v.x = reinterpret_cast<const unsigned char*>(SIDE == 0 ? a.b : a.a);
@@ -169,7 +170,8 @@ struct Kernel {
     return v;
   }
 
-  GEMMTUNE_DEVICE_INLINE static void run(const GemmArgs& args, unsigned char* smem) {
+  GEMMTUNE_DEVICE_INLINE static void run(const GemvArgs& launch, unsigned char* smem) {
+    const GemmCore& args = launch.core;
     const View v = view(args);
     const long long slice = slice_length(v.k, KSPLIT, GRANULE);
     const long long k_begin = blockIdx.y * slice;
@@ -183,7 +185,7 @@ struct Kernel {
 
   // ---- dot: a warp owns ROWS whole outputs ----
 
-  GEMMTUNE_DEVICE_INLINE static void run_dot(const GemmArgs& args, const View& v,
+  GEMMTUNE_DEVICE_INLINE static void run_dot(const GemmCore& args, const View& v,
                                              long long row_first, long long k_begin,
                                              long long k_end, unsigned char* smem) {
     __shared__ float sums[BLOCK_ROWS];
@@ -290,7 +292,7 @@ struct Kernel {
 
   // ---- axpy: a lane owns ROWS vectors of VEC outputs; the warps share K ----
 
-  GEMMTUNE_DEVICE_INLINE static void run_axpy(const GemmArgs& args, const View& v,
+  GEMMTUNE_DEVICE_INLINE static void run_axpy(const GemmCore& args, const View& v,
                                               long long row_first, long long k_begin,
                                               long long k_end, unsigned char* smem) {
     float* red = reinterpret_cast<float*>(smem);  // [WARPS][BLOCK_ROWS]
@@ -386,7 +388,7 @@ struct Kernel {
   // last to arrive adds all slices in slice order (the same bits whichever block that is) and
   // sets the counter back to zero for the next launch.
   template <class SumOf>
-  GEMMTUNE_DEVICE_INLINE static void store_rows(const GemmArgs& args, const View& v,
+  GEMMTUNE_DEVICE_INLINE static void store_rows(const GemmCore& args, const View& v,
                                                 long long row_first, SumOf sum_of) {
     const int count = int(v.rows - row_first < BLOCK_ROWS ? v.rows - row_first : BLOCK_ROWS);
     if (gridDim.y == 1) {
@@ -416,7 +418,7 @@ struct Kernel {
     if (threadIdx.x == 0) atomicExch(counter, 0u);
   }
 
-  GEMMTUNE_DEVICE_INLINE static void write_output(const GemmArgs& args, const View& v, long long r,
+  GEMMTUNE_DEVICE_INLINE static void write_output(const GemmCore& args, const View& v, long long r,
                                                   float sum) {
     unsigned char* p = v.y + r * v.incy * ES;
     float out = args.alpha * sum;
@@ -445,12 +447,12 @@ struct GemmtuneGemvAxpyDefault {
   static constexpr bool A_T = false, B_T = false;
 };
 extern "C" __global__ void __launch_bounds__(256, 1)
-    gemm_gemv_default_dot(const __grid_constant__ GemmArgs args) {
+    gemm_gemv_default_dot(const __grid_constant__ GemvArgs args) {
   extern __shared__ __align__(16) unsigned char gemmtune_smem[];
   gemmtune::gemv::Kernel<GemmtuneGemvDotDefault>::run(args, gemmtune_smem);
 }
 extern "C" __global__ void __launch_bounds__(256, 1)
-    gemm_gemv_default_axpy(const __grid_constant__ GemmArgs args) {
+    gemm_gemv_default_axpy(const __grid_constant__ GemvArgs args) {
   extern __shared__ __align__(16) unsigned char gemmtune_smem[];
   gemmtune::gemv::Kernel<GemmtuneGemvAxpyDefault>::run(args, gemmtune_smem);
 }

@@ -38,8 +38,8 @@ GEMV_HOST_DEVICE long long slice_count(long long k, long long splits, long long 
   return (k + length - 1) / length;
 }
 
-// A split launch needs one 32-bit arrival counter per block of outputs (GemmArgs::counters) and
-// the fp32 partial sums, [slice][output] (GemmArgs::workspace). Nothing when K is not split.
+// A split launch needs one 32-bit arrival counter per block of outputs (GemmCore::counters) and
+// the fp32 partial sums, [slice][output] (GemmCore::workspace). Nothing when K is not split.
 GEMV_HOST_DEVICE long long counter_bytes(long long row_blocks, long long slices) {
   return slices <= 1 ? 0 : row_blocks * 4;
 }

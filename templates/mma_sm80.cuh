@@ -24,6 +24,7 @@
 // whichever part finishes last), resets the counter and runs the epilogue: beta once.
 #pragma once
 #include "common.cuh"
+#include "mma_sm80_args.h"
 #include "ptx/cp_async.cuh"
 #include "ptx/ldmatrix.cuh"
 #include "ptx/mma.cuh"
@@ -223,7 +224,7 @@ struct Kernel {
 
   // Everything a thread needs to fill stages and read fragments, computed once.
   struct Mainloop {
-    const GemmArgs& args;
+    const Mma80Args& args;
     typename OpA::Copier copy_a;
     typename OpB::Copier copy_b;
     typename OpA::template FragmentReader<false> read_a;
@@ -232,10 +233,11 @@ struct Kernel {
     int m0, n0;  // the block tile
 
     // k_begin: the first k-tile this block accumulates.
-    GEMMTUNE_DEVICE_INLINE Mainloop(const GemmArgs& args_, u32 smem_, int m0_, int n0_, int k_begin)
+    GEMMTUNE_DEVICE_INLINE Mainloop(const Mma80Args& args_, u32 smem_, int m0_, int n0_,
+                                    int k_begin)
         : args(args_),
-          copy_a(args_.a, args_.lda, m0_, k_begin * BK),
-          copy_b(args_.b, args_.ldb, n0_, k_begin * BK),
+          copy_a(args_.core.a, args_.core.lda, m0_, k_begin * BK),
+          copy_b(args_.core.b, args_.core.ldb, n0_, k_begin * BK),
           read_a(int(threadIdx.x % 32), warp_m()),
           read_b(int(threadIdx.x % 32), warp_n()),
           smem(smem_),
@@ -249,12 +251,16 @@ struct Kernel {
         const int k0 = kt * BK;
         const u32 tile = smem + u32(stage * STAGE_BYTES);
         // Inside M, N and K: no guards (only edge blocks and the last k-tile need them).
-        if (m0 + BM <= args.m && n0 + BN <= args.n && k0 + BK <= args.k) {
-          copy_a.template copy<false>(tile, m0, k0, args.a, args.lda, args.m, args.k);
-          copy_b.template copy<false>(tile + OpA::BYTES, n0, k0, args.b, args.ldb, args.n, args.k);
+        if (m0 + BM <= args.core.m && n0 + BN <= args.core.n && k0 + BK <= args.core.k) {
+          copy_a.template copy<false>(tile, m0, k0, args.core.a, args.core.lda, args.core.m,
+                                      args.core.k);
+          copy_b.template copy<false>(tile + OpA::BYTES, n0, k0, args.core.b, args.core.ldb,
+                                      args.core.n, args.core.k);
         } else {
-          copy_a.template copy<true>(tile, m0, k0, args.a, args.lda, args.m, args.k);
-          copy_b.template copy<true>(tile + OpA::BYTES, n0, k0, args.b, args.ldb, args.n, args.k);
+          copy_a.template copy<true>(tile, m0, k0, args.core.a, args.core.lda, args.core.m,
+                                     args.core.k);
+          copy_b.template copy<true>(tile + OpA::BYTES, n0, k0, args.core.b, args.core.ldb,
+                                     args.core.n, args.core.k);
         }
       }
       ptx::cp_async_commit();
@@ -321,23 +327,23 @@ struct Kernel {
 
   // acc[i][j] holds, for lane t, columns n = 16i + t/4 (+8 in elements 2, 3) and rows
   // m = 8j + 2(t%4), +1 of the warp's tile.
-  GEMMTUNE_DEVICE_INLINE static void store(const GemmArgs& args, int m0, int n0, const Acc& acc) {
-    u16* C = reinterpret_cast<u16*>(args.c);
+  GEMMTUNE_DEVICE_INLINE static void store(const Mma80Args& args, int m0, int n0, const Acc& acc) {
+    u16* C = reinterpret_cast<u16*>(args.core.c);
     const int lane = int(threadIdx.x % 32);
 #pragma unroll
     for (int i = 0; i < FN; ++i) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int n = n0 + 16 * i + 8 * h + lane / 4;
-        if (n >= args.n) continue;
-        u16* column = C + (long long)n * args.ldc;
+        if (n >= args.core.n) continue;
+        u16* column = C + (long long)n * args.core.ldc;
         const bool pairs = (reinterpret_cast<u64>(column) & 3) == 0;
         auto value = [&](int j, float& v0, float& v1) {
-          v0 = args.alpha * acc[i][j][2 * h];
-          v1 = args.alpha * acc[i][j][2 * h + 1];
+          v0 = args.core.alpha * acc[i][j][2 * h];
+          v1 = args.core.alpha * acc[i][j][2 * h + 1];
         };
-        const ColumnPairs<Cfg::DTYPE> at{column, m0 + 2 * (lane % 4), args.m, pairs};
-        store_pairs<Cfg::DTYPE, 2 * FM, STORE_BATCH>(at, args.beta, value,
+        const ColumnPairs<Cfg::DTYPE> at{column, m0 + 2 * (lane % 4), args.core.m, pairs};
+        store_pairs<Cfg::DTYPE, 2 * FM, STORE_BATCH>(at, args.core.beta, value,
                                                      [](int) { return false; });
       }
     }
@@ -346,8 +352,8 @@ struct Kernel {
   // ---- split-K: reducing a tile computed in parts -------------------------------------------
 
   // A slot's partial sums: each thread's float4s THREADS apart, so that a block's stores coalesce.
-  GEMMTUNE_DEVICE_INLINE static float4* partial_of(const GemmArgs& args, int slot) {
-    return reinterpret_cast<float4*>(args.workspace) + (long long)slot * (THREADS * ACC / 4) +
+  GEMMTUNE_DEVICE_INLINE static float4* partial_of(const Mma80Args& args, int slot) {
+    return reinterpret_cast<float4*>(args.core.workspace) + (long long)slot * (THREADS * ACC / 4) +
            threadIdx.x;
   }
 
@@ -367,7 +373,7 @@ struct Kernel {
 
   // This block's part of the tile is done: store it and count it. The last part to arrive adds
   // every part's partial sums in part order into acc and returns true (it runs the epilogue).
-  GEMMTUNE_DEVICE_INLINE static bool reduce_parts(const GemmArgs& args, const schedule::Work& w,
+  GEMMTUNE_DEVICE_INLINE static bool reduce_parts(const Mma80Args& args, const schedule::Work& w,
                                                   const schedule::Segment& seg, unsigned char* smem,
                                                   Acc& acc) {
     float4* mine = partial_of(args, seg.slot);
@@ -379,7 +385,7 @@ struct Kernel {
     __syncthreads();
     int* last = reinterpret_cast<int*>(smem + STAGES * STAGE_BYTES);
     if (threadIdx.x == 0) {
-      int* counter = reinterpret_cast<int*>(args.counters) + seg.tile;
+      int* counter = reinterpret_cast<int*>(args.core.counters) + seg.tile;
       *last = atomicAdd(counter, 1) == seg.parts - 1;
       if (*last) *counter = 0;  // every part has counted: ready for the next launch
     }
@@ -393,13 +399,14 @@ struct Kernel {
   }
 
   // One block per (tile, part of K): with SPLITS == 1, one per tile over all of K.
-  GEMMTUNE_DEVICE_INLINE static void run(const GemmArgs& args, unsigned char* smem) {
-    const int k_tiles = (args.k + BK - 1) / BK;
-    const schedule::Work w = schedule::make_work(schedule::SPLIT_K, args.tiles_m * args.tiles_n,
-                                                 k_tiles, int(gridDim.x), SPLITS);
+  GEMMTUNE_DEVICE_INLINE static void run(const Mma80Args& args, unsigned char* smem) {
+    const int k_tiles = (args.core.k + BK - 1) / BK;
+    const schedule::Work w =
+        schedule::make_work(schedule::SPLIT_K, args.tiling.tiles_m * args.tiling.tiles_n, k_tiles,
+                            int(gridDim.x), SPLITS);
     const schedule::Segment seg = schedule::segment(w, int(blockIdx.x), 0);
     int tile_m, tile_n;
-    grouped_tile(seg.tile, args.tiles_m, Cfg::GROUP, args.divisors, tile_m, tile_n);
+    grouped_tile(seg.tile, args.tiling.tiles_m, Cfg::GROUP, args.tiling.divisors, tile_m, tile_n);
     const int m0 = tile_m * BM, n0 = tile_n * BN;
     Mainloop ml(args, u32(__cvta_generic_to_shared(smem)), m0, n0, seg.k_begin);
     Acc acc;
@@ -431,7 +438,7 @@ struct GemmtuneMma80Default {
 };
 extern "C" __global__ void __launch_bounds__(
     gemmtune::mma_sm80::Kernel<GemmtuneMma80Default>::THREADS, 1)
-    gemm_mma80_default(const __grid_constant__ GemmArgs args) {
+    gemm_mma80_default(const __grid_constant__ Mma80Args args) {
   extern __shared__ __align__(128) unsigned char gemmtune_smem[];
   gemmtune::mma_sm80::Kernel<GemmtuneMma80Default>::run(args, gemmtune_smem);
 }

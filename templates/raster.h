@@ -6,11 +6,11 @@
 // of a group, the rows of the last group); a kernel's `/` by such a value is ~20 dependent
 // instructions (I2F, MUFU.RCP, IMAD.HI and fix-ups), and a CTA's first load waited on two of
 // them (docs/PERF.md, issue 7, eleventh round). The launch works out each divisor's multiplier
-// once (raster_divisors, make_divisor) and passes them in GemmArgs::divisors; the kernel then
+// once (raster_divisors, make_divisor) and passes them in GemmTiling::divisors; the kernel then
 // divides with a multiply-high, an add and a shift.
 #pragma once
-#include "gemm_args.h"
 #include "host_device.h"
+#include "kernel_args.h"
 
 namespace gemmtune {
 
@@ -47,7 +47,7 @@ GEMMTUNE_HOST_DEVICE void raster_divisors(int tiles_m, int tiles_n, int group,
 }
 
 // Tile `linear` of tiles_m rows of tiles in groups of `group`, swept down each group's rows
-// first. `divisors` are raster_divisors' for these tiles (GemmArgs::divisors).
+// first. `divisors` are raster_divisors' for these tiles (GemmTiling::divisors).
 GEMMTUNE_HOST_DEVICE void grouped_tile(int linear, int tiles_m, int group,
                                        const GemmDivisor (&divisors)[2], int& tile_m, int& tile_n) {
   const int g = divide(linear, divisors[0]);

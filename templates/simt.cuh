@@ -9,6 +9,7 @@
 // (beta == 0 never reads C). C = alpha * op(A) * op(B) + beta * C, column-major.
 #pragma once
 #include "common.cuh"
+#include "simt_args.h"
 
 namespace gemmtune {
 namespace simt {
@@ -130,13 +131,13 @@ struct Kernel {
   static constexpr int SMEM_B = BK * (BN + PAD_B);
   static constexpr int SMEM_BYTES = STAGES * (SMEM_A + SMEM_B) * 4;
 
-  GEMMTUNE_DEVICE_INLINE static void run(const GemmArgs& args, float* smem) {
-    const int M = args.m, N = args.n, K = args.k;
+  GEMMTUNE_DEVICE_INLINE static void run(const SimtArgs& args, float* smem) {
+    const int M = args.core.m, N = args.core.n, K = args.core.k;
     int tile_m, tile_n;
-    grouped_tile(blockIdx.x, args.tiles_m, Cfg::GROUP, args.divisors, tile_m, tile_n);
+    grouped_tile(blockIdx.x, args.tiling.tiles_m, Cfg::GROUP, args.tiling.divisors, tile_m, tile_n);
     const int m0 = tile_m * BM, n0 = tile_n * BN;
-    const float* __restrict__ A = reinterpret_cast<const float*>(args.a);
-    const float* __restrict__ B = reinterpret_cast<const float*>(args.b);
+    const float* __restrict__ A = reinterpret_cast<const float*>(args.core.a);
+    const float* __restrict__ B = reinterpret_cast<const float*>(args.core.b);
 
     const int tid = threadIdx.x;
     const int warp = tid / 32, lane = tid % 32;
@@ -156,13 +157,13 @@ struct Kernel {
       const int k0 = kt * BK;
       const bool full_k = k0 + BK <= K;
       if (full_m && full_k)
-        load_a.template load<false>(A, args.lda, m0, k0, M, K, tid);
+        load_a.template load<false>(A, args.core.lda, m0, k0, M, K, tid);
       else
-        load_a.template load<true>(A, args.lda, m0, k0, M, K, tid);
+        load_a.template load<true>(A, args.core.lda, m0, k0, M, K, tid);
       if (full_n && full_k)
-        load_b.template load<false>(B, args.ldb, n0, k0, N, K, tid);
+        load_b.template load<false>(B, args.core.ldb, n0, k0, N, K, tid);
       else
-        load_b.template load<true>(B, args.ldb, n0, k0, N, K, tid);
+        load_b.template load<true>(B, args.core.ldb, n0, k0, N, K, tid);
     };
     auto stash = [&](int stage) {
       load_a.store(smem + stage * (SMEM_A + SMEM_B), tid);
@@ -227,21 +228,21 @@ struct Kernel {
 
   // row/col: this thread's first output row and column; its runs are TX*4 rows and TY*4
   // columns apart.
-  GEMMTUNE_DEVICE_INLINE static void write_c(const GemmArgs& args, int row, int col,
+  GEMMTUNE_DEVICE_INLINE static void write_c(const SimtArgs& args, int row, int col,
                                              const float (&acc)[TM][TN]) {
-    float* __restrict__ C = reinterpret_cast<float*>(args.c);
-    const float alpha = args.alpha, beta = args.beta;
+    float* __restrict__ C = reinterpret_cast<float*>(args.core.c);
+    const float alpha = args.core.alpha, beta = args.core.beta;
     const bool read_c = beta != 0.0f;  // beta == 0 must not read C: it may be uninitialised
     constexpr int CVEC = VEC;  // the alignment class that allows VEC-wide A/B allows it for C
 #pragma unroll
     for (int j = 0; j < TN; ++j) {
       const int n = col + (j / 4) * TY * 4 + (j % 4);
-      if (n >= args.n) continue;
+      if (n >= args.core.n) continue;
 #pragma unroll
       for (int i = 0; i < TM / 4; ++i) {
         const int m = row + i * TX * 4;
-        float* p = C + (long long)n * args.ldc + m;
-        if (m + 4 <= args.m) {
+        float* p = C + (long long)n * args.core.ldc + m;
+        if (m + 4 <= args.core.m) {
 #pragma unroll
           for (int r = 0; r < 4; r += CVEC) {
             float out[CVEC];
@@ -256,7 +257,7 @@ struct Kernel {
         } else {
 #pragma unroll
           for (int r = 0; r < 4; ++r) {
-            if (m + r >= args.m) break;
+            if (m + r >= args.core.m) break;
             const float v = alpha * acc[4 * i + r][j];
             p[r] = read_c ? fmaf(beta, p[r], v) : v;
           }
@@ -277,7 +278,7 @@ struct GemmtuneSimtDefault {
   static constexpr bool A_T = false, B_T = false;
 };
 extern "C" __global__ void __launch_bounds__(gemmtune::simt::Kernel<GemmtuneSimtDefault>::THREADS)
-    gemm_simt_default(const __grid_constant__ GemmArgs args) {
+    gemm_simt_default(const __grid_constant__ SimtArgs args) {
   extern __shared__ float4 gemmtune_smem[];
   gemmtune::simt::Kernel<GemmtuneSimtDefault>::run(args, reinterpret_cast<float*>(gemmtune_smem));
 }

@@ -64,7 +64,7 @@ namespace wgmma_sm90 {
 // and its entry, which runs the schedule Cfg::WS names.
 template <class Cfg>
 struct Kernel : Traits<Cfg> {
-  GEMMTUNE_DEVICE_INLINE static void run(const GemmArgs& args, unsigned char* smem_raw) {
+  GEMMTUNE_DEVICE_INLINE static void run(const WgmmaArgs& args, unsigned char* smem_raw) {
     if (threadIdx.x == 0) {  // the descriptors' fetch overlaps the barriers' making
       ptx::tma_prefetch_descriptor(&args.map_a);
       ptx::tma_prefetch_descriptor(&args.map_b);
@@ -97,7 +97,7 @@ struct GemmtuneWgmmaDefault {
 extern "C" __global__ void __launch_bounds__(
     gemmtune::wgmma_sm90::Kernel<GemmtuneWgmmaDefault>::THREADS,
     gemmtune::wgmma_sm90::Kernel<GemmtuneWgmmaDefault>::CTAS_PER_SM)
-    gemm_wgmma_default(const __grid_constant__ GemmArgs args) {
+    gemm_wgmma_default(const __grid_constant__ WgmmaArgs args) {
   extern __shared__ __align__(1024) unsigned char gemmtune_smem[];
   gemmtune::wgmma_sm90::Kernel<GemmtuneWgmmaDefault>::run(args, gemmtune_smem);
 }

@@ -7,7 +7,8 @@
 namespace gemmtune::test {
 
 // MODE 1 writes to an invalid address, MODE 2 never finishes. Register it with
-// register_family() to make find_family() (and so the tuner and its worker) find it.
+// register_family() to make find_family() (and so the tuner and its worker) find it; it supports
+// no problem, so it is measured only as an extra candidate (TuneOptions::extra).
 const Family& fault_injection_family();
 
 }  // namespace gemmtune::test

@@ -137,7 +137,7 @@ TEST_F(EndToEnd, CompleteSearchAnswersFromTheDatabaseAndForceRetunes) {
 TEST_F(EndToEnd, ResultsOfAnotherDriverAreUsedUntilTunedAgain) {
   const Problem p = make_problem(DType::f32, Op::N, Op::N, 320, 192, 128);
   const Family& simt = find_family("simt");
-  const KernelConfig c = simt.space(p, device_.arch).prune(p, device_.arch).valid.at(3);
+  const KernelConfig c = simt.prune(p, device_.arch).valid.at(3);
   DeviceKey older = device_.key;
   older.driver -= 10;
   older.nvrtc = "12.4";
@@ -182,7 +182,7 @@ TEST_F(EndToEnd, ResultsOfAnotherDriverAreUsedUntilTunedAgain) {
 // compile threads, this space takes minutes to compile).
 TEST_F(EndToEnd, AWorkerThatCannotStartFailsTheRunAtOnce) {
   const Problem p = make_problem(DType::f32, Op::N, Op::N, 2048, 2048, 2048);
-  ASSERT_GT(find_family("simt").space(p, device_.arch).prune(p, device_.arch).valid.size(), 100u);
+  ASSERT_GT(find_family("simt").prune(p, device_.arch).valid.size(), 100u);
   std::ofstream(dir_ / "dead-worker") << "#!/bin/sh\necho 'cannot open the GPU' >&2\nexit 3\n";
   std::filesystem::permissions(dir_ / "dead-worker", std::filesystem::perms::owner_all);
   options_.compile_threads = 2;

@@ -78,7 +78,7 @@ class GemvTest : public test::GpuTest {
   // Launches with the stream's counters and scratch, and checks that the kernel leaves its
   // counters zero (the next kernel on the stream, of any layout, counts on it).
   void launch(const ReadyKernel& k, const Problem& q, GemmOperands ops, CUstream s) {
-    const LaunchGeometry g = k.family->geometry(k.config, q, device_.arch);
+    const LaunchPlan g = k.family->plan(k.config, q, device_.arch);
     workspaces_.provide(s, g, ops);
     k.run(g, q, ops, s);
     if (g.counter_bytes) expect_zero_counters(k, ops.counters, g.counter_bytes, s);
@@ -219,7 +219,7 @@ TEST_F(GemvTest, SplitKIsBitwiseReproducible) {
         make_problem(cs.dtype, parse_op(cs.layout[0]), parse_op(cs.layout[1]), cs.m, cs.n, cs.k);
     const KernelConfig config = config_of(cs.point, p, p.n == 1 ? 0 : 1);
     const ReadyKernel& k = kernel(config, p);
-    ASSERT_GT(k.family->geometry(config, p, device_.arch).grid[1], 1u)
+    ASSERT_GT(k.family->plan(config, p, device_.arch).grid[1], 1u)
         << k.compiled.name << ": K is not split";
     const Verdict v = check_gemv(k, p, 1.25f, 0.0f);
     EXPECT_TRUE(v.ok) << k.compiled.name << " on " << p.describe() << ": " << v.message;

@@ -86,7 +86,7 @@ class Mma80Test : public test::GpuTest {
 
   void expect_right(const Point& pt, const Problem& p) {
     const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
-    ASSERT_GT(k.loaded->occupancy(k.geometry), 0) << k.compiled.name;
+    ASSERT_GT(k.loaded->occupancy(k.plan), 0) << k.compiled.name;
     for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, std::pair{0.5f, -1.5f}}) {
       const Verdict v = check(k, p, alpha, beta);
       EXPECT_TRUE(v.ok) << k.compiled.name << " on " << p.describe() << " alpha=" << alpha
@@ -145,7 +145,7 @@ TEST_P(Mma80Correctness, SplitKIsBitwiseDeterministic) {
   const ProblemData data(p, *checker_, 11, stream_->get());
   for (const Point& pt : {kSplitPoints[1], kSplitPoints[2]}) {
     const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
-    ASSERT_GT(k.geometry.counter_bytes, 0u) << k.compiled.name << ": not split";
+    ASSERT_GT(k.plan.counter_bytes, 0u) << k.compiled.name << ": not split";
     const Verdict v = check(k, p, 1.0f, 0.5f);
     ASSERT_TRUE(v.ok) << k.compiled.name << ": " << v.message;
     EXPECT_TRUE(same_bits_every_run(k, p, data)) << k.compiled.name;
@@ -183,7 +183,7 @@ TEST_P(Mma80Unaligned, BaseAddressesOfEveryAlignmentClass) {
             GT_CU(cuMemcpyDtoDAsync(pa, ops.a, a_bytes, s));
             GT_CU(cuMemcpyDtoDAsync(pb, ops.b, b_bytes, s));
             GT_CU(cuMemcpyDtoDAsync(pc, ops.c, c_bytes, s));  // NaN when beta == 0
-            k.run(k.family->geometry(k.config, q, device_.arch), q,
+            k.run(k.family->plan(k.config, q, device_.arch), q,
                   GemmOperands{pa, pb, pc, ops.alpha, ops.beta}, s);
             GT_CU(cuMemcpyDtoDAsync(ops.c, pc, c_bytes, s));
           },

@@ -51,13 +51,11 @@ std::vector<KernelConfig> reduced_space(const Problem& p, const ArchInfo& arch) 
        {"STAGES", 1}},
   };
   const Family& simt = find_family("simt");
-  const SearchSpace space = simt.space(p, arch);
   std::vector<KernelConfig> out;
   for (const auto& point : points) {
     KernelConfig c{"simt", p.types, p.scaling, p.op_a, p.op_b, point};
     c.params["VEC"] = std::min(4, p.align / 4);
-    const Constraint* broken = space.first_violation(c, p, arch);
-    EXPECT_EQ(broken, nullptr) << simt.kernel_name(c) << " breaks " << (broken ? broken->name : "");
+    EXPECT_EQ(simt.why_invalid(c, p, arch), "") << simt.kernel_name(c);
     out.push_back(c);
   }
   return out;

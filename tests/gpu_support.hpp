@@ -33,11 +33,11 @@ class GpuTest : public ::testing::Test {
     const Family& family = *k.family;
     return v.verify(
         [&](const Problem& q, GemmOperands ops, CUstream s) {
-          const LaunchGeometry g = family.geometry(k.config, q, device_.arch);
+          const LaunchPlan g = family.plan(k.config, q, device_.arch);
           workspaces_.provide(s, g, ops);
           k.run(g, q, ops, s);
         },
-        stream_->get(), k.geometry.reads_c);
+        stream_->get(), k.plan.reads_c);
   }
 
   // Runs the kernel `runs` times on the same inputs (C reset to the same values before each run,
@@ -48,7 +48,7 @@ class GpuTest : public ::testing::Test {
     for (int run = 0; run < runs; ++run) {
       data.reset_c(*checker_, 0.5f, stream_->get());
       GemmOperands ops = data.operands(1.0f, 0.5f);
-      workspaces_.provide(stream_->get(), k.geometry, ops);
+      workspaces_.provide(stream_->get(), k.plan, ops);
       k.run(p, ops, stream_->get());
       stream_->synchronize();
       GT_CU(cuMemcpyDtoH(again.data(), data.c.ptr(), again.size() * 2));

@@ -117,7 +117,7 @@ TEST_P(WgmmaCorrectness, OddShapesBetaAndLeadingDimensions) {
         const Verifier verifier(*checker_, p, alpha, beta, 5, stream_->get());
         for (const Point& pt : kPoints) {
           const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
-          ASSERT_GT(k.loaded->occupancy(k.geometry), 0) << k.compiled.name;
+          ASSERT_GT(k.loaded->occupancy(k.plan), 0) << k.compiled.name;
           const Verdict v = check(k, verifier);
           EXPECT_TRUE(v.ok) << k.compiled.name << " (" << pt.what << ") on " << p.describe()
                             << " alpha=" << alpha << " beta=" << beta << ": " << v.message;
@@ -169,7 +169,7 @@ TEST_P(WgmmaBetaZero, KernelsWithoutCodeThatReadsC) {
     for (const Point& pt : {kPoints[0], kPoints[1], kPoints[3], kPoints[4], kPoints[6], kPoints[7],
                             kPoints[8], kPoints[12], kPoints[15], kPoints[18], kPoints[21]}) {
       const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p, false), p, device_.arch);
-      ASSERT_FALSE(k.geometry.reads_c) << k.compiled.name;
+      ASSERT_FALSE(k.plan.reads_c) << k.compiled.name;
       const Verdict v = check(k, verifier);
       EXPECT_TRUE(v.ok) << k.compiled.name << " (" << pt.what << ") on " << p.describe() << ": "
                         << v.message;

@@ -10,9 +10,21 @@
 #include <string>
 
 #include "gemmtune/generator/embedded.hpp"
+#include "gemmtune/generator/family.hpp"
 #include "gemmtune/runtime/driver.hpp"
 
 namespace gemmtune::test {
+
+// The first rule a configuration breaks, by name: "" when it is a valid point of the family's
+// space for the problem, else why_invalid()'s reason when that is not a broken rule.
+inline std::string broken_rule(const Family& f, const KernelConfig& c, const Problem& p,
+                               const ArchInfo& arch) {
+  const std::string why = f.why_invalid(c, p, arch);
+  const std::string marker = "breaks constraint ";
+  if (why.empty() || why.find(marker) != 0) return why;
+  const size_t end = why.find(' ', marker.size());
+  return why.substr(marker.size(), end - marker.size());
+}
 
 // A fresh folder, removed with everything in it at the end of the test.
 class TempDir {

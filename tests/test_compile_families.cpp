@@ -1,11 +1,13 @@
-// Every candidate of every default search space compiles with NVRTC, without spills, for the
-// architectures the families target. No GPU needed: this is what ptxas reports.
+// Every family's default space compiles with NVRTC, without spills, for the architectures the
+// families target, on a sample that does not grow with the spaces; and the Hopper family's
+// corners that once spilled or hung. No GPU needed: this is what ptxas reports.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <map>
 #include <set>
 
+#include "family_samples.hpp"
 #include "gemmtune/error.hpp"
 #include "gemmtune/generator/family.hpp"
 #include "gemmtune/runtime/compiler.hpp"
@@ -20,89 +22,73 @@ class CompileFamilies : public ::testing::Test {
   void SetUp() override { setenv("GEMMTUNE_NO_KERNEL_CACHE", "1", 1); }
 };
 
-void expect_all_compile(DType dtype, const char* layout, const char* arch, const char* family) {
-  const Problem p = make_problem(dtype, parse_op(layout[0]), parse_op(layout[1]), 4096, 4096, 4096);
-  const DryRunReport r = dry_run(p, ArchInfo::from_name(arch), 0, {family});
-  ASSERT_GT(r.candidates.size(), 0u) << "no candidates for " << p.describe();
-  EXPECT_EQ(r.failed, 0);
-  for (const auto& c : r.candidates) {
-    EXPECT_EQ(c.status, "compiled") << c.name << ": " << c.message.substr(0, 2000);
-    EXPECT_EQ(c.spills, 0) << c.name << " spills on " << arch << " (" << c.registers
-                           << " registers)";
-    EXPECT_GT(c.registers, 0) << c.name << ": no ptxas report";
-  }
-}
-
-TEST_F(CompileFamilies, SimtSm90aNN) {
-  expect_all_compile(DType::f32, "nn", "sm_90a", "simt");
-}
-TEST_F(CompileFamilies, SimtSm90aNT) {
-  expect_all_compile(DType::f32, "nt", "sm_90a", "simt");
-}
-TEST_F(CompileFamilies, SimtSm90aTN) {
-  expect_all_compile(DType::f32, "tn", "sm_90a", "simt");
-}
-TEST_F(CompileFamilies, SimtSm90aTT) {
-  expect_all_compile(DType::f32, "tt", "sm_90a", "simt");
-}
-TEST_F(CompileFamilies, SimtSm80NN) {
-  expect_all_compile(DType::f32, "nn", "sm_80", "simt");
-}
-TEST_F(CompileFamilies, SimtSm80NT) {
-  expect_all_compile(DType::f32, "nt", "sm_80", "simt");
-}
-TEST_F(CompileFamilies, SimtSm80TN) {
-  expect_all_compile(DType::f32, "tn", "sm_80", "simt");
-}
-TEST_F(CompileFamilies, SimtSm80TT) {
-  expect_all_compile(DType::f32, "tt", "sm_80", "simt");
-}
-
-// The valid points of a space that take every value of every parameter at least once, plus
-// `extra` spread evenly over the rest: a sample that reaches every code path of a template in a
-// fraction of the compiles.
-std::vector<KernelConfig> covering_sample(const std::vector<KernelConfig>& valid, size_t extra) {
-  std::set<std::pair<std::string, int64_t>> seen;
-  std::vector<KernelConfig> out;
-  std::set<size_t> taken;
-  for (size_t i = 0; i < valid.size(); ++i) {
-    bool fresh = false;
-    for (const auto& kv : valid[i].params) fresh |= seen.insert(kv).second;
-    if (fresh && taken.insert(i).second) out.push_back(valid[i]);
-  }
-  for (size_t j = 0; j < extra && !valid.empty(); ++j) {
-    const size_t i = (j * 7919 + 13) % valid.size();
-    if (taken.insert(i).second) out.push_back(valid[i]);
-  }
-  return out;
-}
-
-// Each configuration compiles for the architecture without spills, with a ptxas report.
+// Each configuration compiles for the architecture without spills or local memory, with a ptxas
+// report. The unit also asserts that the kernel's shared memory, threads and argument layout are
+// what the family's plan launches it with: a compile is that check too.
 void expect_compile_without_spills(const Family& family, const std::vector<KernelConfig>& configs,
                                    const ArchInfo& arch) {
   const Compiler compiler(false);
   for (const KernelConfig& c : configs) {
-    const CompiledKernel k = compiler.compile(emit_source(family, c), arch);
+    const CompiledKernel k = compiler.compile(emit_source(family, c, arch), arch);
     EXPECT_EQ(k.report.spills(), 0)
         << k.name << " spills on " << arch.name() << " (" << k.report.registers << " registers)";
+    EXPECT_EQ(k.report.stack_frame, 0) << k.name << " uses local memory on " << arch.name();
     EXPECT_TRUE(k.report.found) << k.name << ": no ptxas report";
   }
 }
 
-// A covering sample of the wgmma space on the problem classes it has code paths for: large,
-// ragged, decode (n of a few tokens: wgmma N of 8 to 64), small.
-void expect_wgmma_sample_compiles(DType dtype, const char* layout) {
-  const ArchInfo arch = ArchInfo::from_name("sm_90a");
-  const Family& family = find_family("wgmma_sm90");
-  const int64_t shapes[][3] = {
-      {4096, 4096, 4096}, {1000, 3000, 5000}, {6144, 24, 4096}, {500, 300, 700}};
-  for (const auto& s : shapes) {
-    const Problem p =
-        make_problem(dtype, parse_op(layout[0]), parse_op(layout[1]), s[0], s[1], s[2]);
-    const Pruning pruning = family.space(p, arch).prune(p, arch);
-    ASSERT_FALSE(pruning.valid.empty()) << p.describe();
-    expect_compile_without_spills(family, covering_sample(pruning.valid, 3), arch);
-  }
+// Every family's default space, for every architecture it targets: on each sample problem it
+// supports, its default, the points that take every value of every parameter, and each rule's
+// edge (test/family_samples.hpp). A fixed number of compiles per family, however its spaces
+// grow; GEMMTUNE_COMPILE_SAMPLE=N compiles N per problem instead of the default.
+class CompileEveryFamily : public ::testing::TestWithParam<std::tuple<std::string, std::string>> {
+ protected:
+  void SetUp() override { setenv("GEMMTUNE_NO_KERNEL_CACHE", "1", 1); }
+};
+
+TEST_P(CompileEveryFamily, ASampleAndEveryRulesEdgeCompileWithoutSpills) {
+  const auto& [family_name, arch_name] = GetParam();
+  const Family& family = find_family(family_name);
+  const ArchInfo arch = ArchInfo::from_name(arch_name);
+  const char* env = std::getenv("GEMMTUNE_COMPILE_SAMPLE");
+  const size_t per_problem = env ? size_t(std::atoi(env)) : 8;
+  const size_t most = env ? size_t(-1) : 160;  // compiles per family and architecture
+  std::vector<std::vector<KernelConfig>> samples;
+  for (const Problem& p : test::sample_problems())
+    if (family.unsupported_reason(p, arch).empty())
+      samples.push_back(test::sample_points(family, p, arch, per_problem));
+  // Round robin over the problems (each one's default first), so that the bound spreads.
+  std::set<std::string> names;
+  std::vector<KernelConfig> configs;
+  for (size_t rank = 0; rank < per_problem; ++rank)
+    for (const auto& sample : samples)
+      if (rank < sample.size() && configs.size() < most &&
+          names.insert(family.kernel_name(sample[rank])).second)
+        configs.push_back(sample[rank]);
+  if (configs.empty())
+    GTEST_SKIP() << family_name << " supports no sample problem on " << arch_name;
+  expect_compile_without_spills(family, configs, arch);
+}
+
+std::vector<std::tuple<std::string, std::string>> families_and_arches() {
+  std::vector<std::tuple<std::string, std::string>> out;
+  for (const Family* f : all_families())
+    for (const std::string& arch : test::sample_arches()) out.emplace_back(f->name(), arch);
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllFamilies, CompileEveryFamily,
+                         ::testing::ValuesIn(families_and_arches()), [](const auto& info) {
+                           return std::get<0>(info.param) + "_" + std::get<1>(info.param);
+                         });
+
+// The valid points of a space that take every value of every parameter at least once, plus
+// `extra` spread evenly over the rest.
+std::vector<KernelConfig> covering_sample(const std::vector<KernelConfig>& valid, size_t extra) {
+  std::vector<KernelConfig> out = test::covering_points(valid);
+  for (size_t j = 0; j < extra && !valid.empty(); ++j)
+    out.push_back(valid[(j * 7919 + 13) % valid.size()]);
+  return out;
 }
 
 // TMA stores through fewer chunk buffers than the tile has 64-column chunks, where the whole C
@@ -141,10 +127,9 @@ TEST_F(CompileFamilies, WgmmaTmaStoresThroughFewerBuffersThanChunks) {
                             {"OCCUPANCY", 1},
                             {"KSUB", 1},
                             {"READS_C", 0}}};
-      EXPECT_EQ(family.space(p, arch).first_violation(c, p, arch), nullptr)
-          << family.kernel_name(c);
+      EXPECT_EQ(family.why_invalid(c, p, arch), "") << family.kernel_name(c);
       const int64_t stages = 4 * (t.bm + t.bn) * 64 * 2, whole_c = t.bm * t.bn * 2;
-      const int64_t smem = family.geometry(c, p, arch).smem_bytes;
+      const int64_t smem = family.plan(c, p, arch).smem_bytes;
       EXPECT_LE(smem, arch.smem_per_block) << family.kernel_name(c);
       EXPECT_LT(smem, stages + whole_c) << family.kernel_name(c) << ": the whole C tile is staged";
       expect_compile_without_spills(family, {c}, arch);
@@ -186,8 +171,8 @@ TEST_F(CompileFamilies, WgmmaForBetaZeroLeavesOutTheCodeThatReadsC) {
     KernelConfig reading = zero;
     reading.params["READS_C"] = 1;
     ASSERT_EQ(zero.at("READS_C"), 0);
-    const CompiledKernel without = compiler.compile(emit_source(family, zero), arch);
-    const CompiledKernel with = compiler.compile(emit_source(family, reading), arch);
+    const CompiledKernel without = compiler.compile(emit_source(family, zero, arch), arch);
+    const CompiledKernel with = compiler.compile(emit_source(family, reading, arch), arch);
     EXPECT_EQ(without.report.spills(), 0) << without.name;
     EXPECT_EQ(with.report.spills(), 0) << with.name;
     EXPECT_LT(double(without.cubin.size()), 0.85 * double(with.cubin.size())) << without.name;
@@ -204,7 +189,7 @@ KernelConfig with(KernelConfig c, std::initializer_list<std::pair<const char*, i
 std::vector<KernelConfig> cluster_splits(const Family& family, const Problem& p,
                                          const ArchInfo& arch, int64_t ctas) {
   std::vector<KernelConfig> out;
-  for (const KernelConfig& c : family.space(p, arch).prune(p, arch).valid)
+  for (const KernelConfig& c : family.prune(p, arch).valid)
     if (c.at("CLUSTER_K") == ctas) out.push_back(c);
   return out;
 }
@@ -220,7 +205,7 @@ TEST_F(CompileFamilies, WgmmaClusterSplitKCompilesWithoutSpills) {
     const std::vector<KernelConfig> split = cluster_splits(family, p, arch, ctas);
     ASSERT_FALSE(split.empty()) << ctas;
     expect_compile_without_spills(family, covering_sample(split, 3), arch);
-    EXPECT_EQ(family.geometry(split.front(), p, arch).cluster[0], uint32_t(ctas))
+    EXPECT_EQ(family.plan(split.front(), p, arch).cluster[0], uint32_t(ctas))
         << family.kernel_name(split.front());
   }
   // A cluster of four: the valid point with the most accumulators for each number of consumer
@@ -243,8 +228,7 @@ TEST_F(CompileFamilies, WgmmaClusterSplitKCompilesWithoutSpills) {
                                               {"EPILOGUE", 0},
                                               {"CLUSTER_K", 2},
                                               {"STAGES", 4}});  // 64 KB of slots
-  const Constraint* broken = family.space(few, arch).first_violation(whole, few, arch);
-  ASSERT_EQ(broken, nullptr) << family.kernel_name(whole) << " breaks " << broken->name;
+  ASSERT_EQ(family.why_invalid(whole, few, arch), "") << family.kernel_name(whole);
   expect_compile_without_spills(family, {whole}, arch);
   // Clusters of four in which some CTAs own no columns (swapped, wgmma N 8 or 16: fewer 8-column
   // groups than CTAs, one or two owners; their exchange differs): a point of each width.
@@ -263,12 +247,13 @@ TEST_F(CompileFamilies, WgmmaClusterSplitKConstraints) {
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
   const Family& family = find_family("wgmma_sm90");
   const Problem p = make_problem(DType::bf16, Op::T, Op::N, 768, 128, 768);
-  const SearchSpace space = family.space(p, arch);
+  bool named = false;
+  for (const auto& rule : family.space_summary(p, arch).rules)
+    named |= rule.name == "cluster_k_alone";
+  ASSERT_TRUE(named);
   const auto holds = [&](const char* name, const KernelConfig& c, const Problem& q) {
-    for (const Constraint& rule : space.constraints)
-      if (rule.name == name) return rule.holds(c, q, arch);
-    ADD_FAILURE() << "no constraint " << name;
-    return false;
+    const std::vector<std::string> broken = family.broken_rules(c, q, arch);
+    return std::find(broken.begin(), broken.end(), name) == broken.end();
   };
   const std::vector<KernelConfig> split = cluster_splits(family, p, arch, 2);
   ASSERT_FALSE(split.empty());
@@ -303,77 +288,12 @@ TEST_F(CompileFamilies, WgmmaRegisterReallocationThatCannotBeMetDoesNotCompile) 
                               {{"WG", 4}, {"BN", 256}, {"EPILOGUE", 0}, {"STAGES", 3}});
   const Compiler compiler(false);
   try {
-    compiler.compile(emit_source(family, c), arch);
+    compiler.compile(emit_source(family, c, arch), arch);
     ADD_FAILURE() << family.kernel_name(c) << " compiled";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("registers fit what the producer warpgroup gives up"),
               std::string::npos)
         << e.what();
-  }
-}
-
-TEST_F(CompileFamilies, WgmmaBf16NN) {
-  expect_wgmma_sample_compiles(DType::bf16, "nn");
-}
-TEST_F(CompileFamilies, WgmmaBf16NT) {
-  expect_wgmma_sample_compiles(DType::bf16, "nt");
-}
-TEST_F(CompileFamilies, WgmmaBf16TN) {
-  expect_wgmma_sample_compiles(DType::bf16, "tn");
-}
-TEST_F(CompileFamilies, WgmmaBf16TT) {
-  expect_wgmma_sample_compiles(DType::bf16, "tt");
-}
-TEST_F(CompileFamilies, WgmmaF16TN) {
-  expect_wgmma_sample_compiles(DType::f16, "tn");
-}
-
-// mma_sm80: every candidate of the default space was compiled once for each architecture
-// (docs/PERF.md says how); here a sample per architecture keeps the suite fast: the defaults of
-// each problem class, narrow copies for unaligned problems, spread-out points of the space, and
-// split-K with the largest warp tiles (the most partial sums per thread).
-std::vector<KernelConfig> mma80_sample(const ArchInfo& arch, int offset) {
-  const Family& f = find_family("mma_sm80");
-  std::vector<KernelConfig> out;
-  const char* layouts[] = {"nn", "nt", "tn", "tt"};
-  const Problem large = make_problem(DType::bf16, Op::T, Op::N, 8192, 8192, 8192);
-  out.push_back(f.default_config(large, arch));
-  out.push_back(f.default_config(make_problem(DType::f16, Op::N, Op::T, 4096, 16, 4096), arch));
-  Problem odd = make_problem(DType::bf16, Op::N, Op::N, 301, 203, 107);  // lda 301: 2-byte aligned
-  out.push_back(f.default_config(odd, arch));
-  odd.align = 4;
-  out.push_back(f.default_config(odd, arch));
-  const std::string layout = layouts[offset % 4];
-  const Problem p =
-      make_problem(DType::bf16, parse_op(layout[0]), parse_op(layout[1]), 4096, 4096, 4096);
-  const auto valid = f.space(p, arch).prune(p, arch).valid;
-  for (size_t i = size_t(offset) * 7 % 41; i < valid.size(); i += 41) out.push_back(valid[i]);
-  const Problem small =
-      make_problem(DType::bf16, parse_op(layout[0]), parse_op(layout[1]), 512, 512, 4096);
-  for (const KernelConfig& c : f.space(small, arch).prune(small, arch).valid)
-    if (c.at("SPLITS") == 4 && c.at("WM") == 64 && c.at("WN") == 64 && c.at("STAGES") == 3) {
-      out.push_back(c);
-      break;
-    }
-  KernelConfig split = f.default_config(small, arch);
-  split.params["SPLITS"] = 3;
-  out.push_back(split);
-  return out;
-}
-
-TEST_F(CompileFamilies, Mma80SampleCompilesWithoutSpillsOnEveryArch) {
-  const Compiler compiler(false);
-  const Family& f = find_family("mma_sm80");
-  int offset = 0;
-  for (const char* name : {"sm_80", "sm_86", "sm_89", "sm_90"}) {
-    const ArchInfo arch = ArchInfo::from_name(name);
-    for (const KernelConfig& c : mma80_sample(arch, offset++)) {
-      const CompiledKernel k = compiler.compile(emit_source(f, c), arch);
-      EXPECT_GT(k.report.registers, 0) << k.name << " on " << name << ": no ptxas report";
-      EXPECT_EQ(k.report.spills(), 0)
-          << k.name << " spills on " << name << " (" << k.report.registers << " registers)";
-      EXPECT_EQ(k.report.stack_frame, 0) << k.name << " uses local memory on " << name;
-    }
   }
 }
 
@@ -397,59 +317,6 @@ TEST_F(CompileFamilies, ReadCeilingBenchmarkCompilesWithoutLocalMemory) {
     EXPECT_GT(r.registers, 0) << name << ": no ptxas report";
     EXPECT_EQ(r.spills(), 0) << name;
     EXPECT_EQ(r.stack_frame, 0) << name << ": the loads in flight must stay in registers";
-  }
-}
-
-// gemv: the default and (sample) a covering sample of the space of one problem per code path
-// (dot with x read through L1 or staged, axpy, both sides, 2- to 16-byte loads).
-// GEMMTUNE_COMPILE_ALL_GEMV=1 compiles every point of those spaces instead.
-void expect_gemv_compiles(const char* arch_name, bool sample) {
-  const bool all = std::getenv("GEMMTUNE_COMPILE_ALL_GEMV") != nullptr;
-  const ArchInfo arch = ArchInfo::from_name(arch_name);
-  const Family& family = find_family("gemv");
-  struct Case {
-    DType dtype;
-    const char* layout;
-    int64_t m, n;
-    int align;
-  };
-  const Case cases[] = {{DType::bf16, "tn", 4096, 1, 16}, {DType::bf16, "tt", 4096, 1, 16},
-                        {DType::bf16, "nn", 4096, 1, 16}, {DType::f16, "nn", 1, 4096, 16},
-                        {DType::f32, "tt", 1, 4096, 16},  {DType::bf16, "tn", 4096, 1, 2},
-                        {DType::f32, "nn", 4096, 1, 8}};
-  for (const Case& cs : cases) {
-    Problem p =
-        make_problem(cs.dtype, parse_op(cs.layout[0]), parse_op(cs.layout[1]), cs.m, cs.n, 4096);
-    p.align = cs.align;
-    const Pruning pruning = family.space(p, arch).prune(p, arch);
-    ASSERT_FALSE(pruning.valid.empty()) << p.describe();
-    std::vector<KernelConfig> configs = all      ? pruning.valid
-                                        : sample ? covering_sample(pruning.valid, 0)
-                                                 : std::vector<KernelConfig>{};
-    configs.push_back(family.default_config(p, arch));
-    expect_compile_without_spills(family, configs, arch);
-  }
-}
-
-TEST_F(CompileFamilies, GemvSm90a) {
-  expect_gemv_compiles("sm_90a", true);
-}
-TEST_F(CompileFamilies, GemvSm80) {
-  expect_gemv_compiles("sm_80", false);
-}
-
-TEST_F(CompileFamilies, HelperKernelsCompile) {
-  const Compiler compiler(false);
-  const KernelSource pack = make_source("gemmtune_pack16", "#include \"pack.cuh\"\n");
-  EXPECT_FALSE(compiler.compile(pack, ArchInfo::from_name("sm_90a")).cubin.empty());
-}
-
-TEST_F(CompileFamilies, VerificationKernelsCompile) {
-  const Compiler compiler(false);
-  const KernelSource s = make_source("gemmtune_testing", "#include \"testing.cuh\"\n");
-  for (const char* arch : {"sm_80", "sm_90a"}) {
-    const CompiledKernel k = compiler.compile(s, ArchInfo::from_name(arch));
-    EXPECT_FALSE(k.cubin.empty());
   }
 }
 

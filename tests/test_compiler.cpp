@@ -88,7 +88,7 @@ TEST(Compiler, CacheHitsAndRebuildsACorruptEntry) {
 TEST(Compiler, EditingAnIncludedTemplateIsACacheMiss) {
   test::TempDir dir;
   const ArchInfo arch = ArchInfo::from_name("sm_80");
-  // Includes common.cuh, which includes gemm_args.h: the edit below is two levels down.
+  // Includes simt_args.h, which includes kernel_args.h: the edit below is two levels down.
   const KernelSource source =
       make_source("uses_common",
                   "#include \"common.cuh\"\nextern \"C\" __global__ void uses_common(float* p) {\n"
@@ -102,7 +102,7 @@ TEST(Compiler, EditingAnIncludedTemplateIsACacheMiss) {
   EXPECT_TRUE(Compiler(true, dir.path(), unrelated.files()).compile(source, arch).from_cache);
 
   test::EditableTemplates edited;
-  edited.append("gemm_args.h", "\nstruct AddedByAnUpgrade { int x; };\n");
+  edited.append("kernel_args.h", "\nstruct AddedByAnUpgrade { int x; };\n");
   const Compiler upgraded(true, dir.path(), edited.files());
   EXPECT_FALSE(upgraded.compile(source, arch).from_cache) << "a stale cubin was loaded";
   EXPECT_TRUE(upgraded.compile(source, arch).from_cache)
@@ -118,15 +118,14 @@ TEST(Compiler, ASharedMemoryMismatchStopsTheCompile) {
   const Family& simt = find_family("simt");
   const Problem p = make_problem(DType::f32, Op::N, Op::N, 256, 256, 256);
   const KernelConfig config = simt.default_config(p, arch);
-  const KernelSource good = emit_source(simt, config);
+  const KernelSource good = emit_source(simt, config, arch);
   const std::string expected =
-      fmt::format("K::SMEM_BYTES == {}", simt.geometry(config, p, arch).smem_bytes);
+      fmt::format("K::SMEM_BYTES == {}", simt.plan(config, p, arch).smem_bytes);
   const size_t at = good.code.find(expected);
   ASSERT_NE(at, std::string::npos) << good.code;
   std::string drifted = good.code;
-  drifted.replace(
-      at, expected.size(),
-      fmt::format("K::SMEM_BYTES == {}", simt.geometry(config, p, arch).smem_bytes + 16));
+  drifted.replace(at, expected.size(),
+                  fmt::format("K::SMEM_BYTES == {}", simt.plan(config, p, arch).smem_bytes + 16));
   try {
     Compiler(false).compile(make_source(good.name, drifted), arch);
     FAIL() << "a unit whose family and kernel disagree on shared memory compiled";

@@ -30,7 +30,7 @@ DeviceKey h200() {
 std::vector<CandidateRecord> candidates_of(const Problem& p, size_t count) {
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
   const Family& family = *families_for(p, arch).front();
-  const auto valid = family.space(p, arch).prune(p, arch).valid;
+  const auto valid = family.prune(p, arch).valid;
   std::vector<CandidateRecord> out;
   for (size_t i = 0; i < std::min(count, valid.size()); ++i) {
     CandidateRecord c;

@@ -78,7 +78,7 @@ void make_configs_real(nlohmann::json& document) {
       static std::map<std::string, std::vector<KernelConfig>> valid_of;
       auto [at, added] =
           valid_of.try_emplace(fmt::format("{} {} {}", family.name(), p.describe(), arch.name()));
-      if (added) at->second = family.space(p, arch).prune(p, arch).valid;
+      if (added) at->second = family.prune(p, arch).valid;
       const std::vector<KernelConfig>& valid = at->second;
       ASSERT_GT(valid.size(), next) << p.describe();
       const KernelConfig& point = valid[next++];

@@ -6,6 +6,7 @@
 
 #include "gemmtune/generator/family.hpp"
 #include "gemv_split.h"
+#include "support.hpp"
 
 namespace gemmtune {
 namespace {
@@ -73,18 +74,17 @@ TEST(GemvFamily, ServesOnlyNOrMEqualToOne) {
 TEST(GemvFamily, DecodeSpaceIsSmallWithSidesAndVectorsPinned) {
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
   const Problem p = decode();
-  const SearchSpace space = gemv().space(p, arch);
-  const Pruning pruning = space.prune(p, arch);
+  const Pruning pruning = gemv().prune(p, arch);
   EXPECT_GE(pruning.valid.size(), 10u);
   EXPECT_LE(pruning.valid.size(), 60u);
-  EXPECT_EQ(int64_t(pruning.valid.size()) + pruning.pruned(), space.size());
+  EXPECT_EQ(int64_t(pruning.valid.size()) + pruning.pruned(), gemv().space_summary(p, arch).size());
   EXPECT_GT(pruning.pruned_by.at("side_matches_shape"), 0);
   EXPECT_GT(pruning.pruned_by.at("widest_vector"), 0);
   int split = 0;
   for (const auto& c : pruning.valid) {
     EXPECT_EQ(c.at("SIDE"), 0);
     EXPECT_EQ(c.at("VEC"), 8) << "16-byte loads on an aligned problem";
-    const LaunchGeometry g = gemv().geometry(c, p, arch);
+    const LaunchPlan g = gemv().plan(c, p, arch);
     EXPECT_EQ(g.workspace_bytes > 0, g.grid[1] > 1) << gemv().kernel_name(c);
     EXPECT_EQ(g.counter_bytes, g.grid[1] > 1 ? 4 * g.grid[0] : 0) << gemv().kernel_name(c);
     split += g.grid[1] > 1;
@@ -94,8 +94,7 @@ TEST(GemvFamily, DecodeSpaceIsSmallWithSidesAndVectorsPinned) {
   Problem unaligned = p;
   unaligned.align = 2;
   KernelConfig c = gemv().default_config(p, arch);
-  ASSERT_NE(space.first_violation(c, unaligned, arch), nullptr);
-  EXPECT_EQ(space.first_violation(c, unaligned, arch)->name, "widest_vector");
+  EXPECT_EQ(test::broken_rule(gemv(), c, unaligned, arch), "widest_vector");
   EXPECT_EQ(gemv().default_config(unaligned, arch).at("VEC"), 1);
 }
 
@@ -114,10 +113,9 @@ TEST(GemvFamily, DefaultIsValidAndCoversEveryOutput) {
             Problem p = make_problem(d, parse_op(layout[0]), parse_op(layout[1]), s[0], s[1], s[2]);
             p.align = align;
             const KernelConfig c = gemv().default_config(p, arch);
-            const Constraint* broken = gemv().space(p, arch).first_violation(c, p, arch);
-            EXPECT_EQ(broken, nullptr) << gemv().kernel_name(c) << " on " << p.describe()
-                                       << " breaks " << (broken ? broken->name : "");
-            const LaunchGeometry g = gemv().geometry(c, p, arch);
+            EXPECT_EQ(gemv().why_invalid(c, p, arch), "")
+                << gemv().kernel_name(c) << " on " << p.describe();
+            const LaunchPlan g = gemv().plan(c, p, arch);
             const int64_t outputs = c.at("SIDE") == 0 ? p.m : p.n;
             const int64_t block_rows = c.at("SIDE") == 0 ? g.tiles_m : g.tiles_n;
             EXPECT_EQ(block_rows, int64_t(g.grid[0]));
@@ -167,10 +165,10 @@ TEST(GemvFamily, EmissionIsDeterministicAndNamesAreUnique) {
     for (const Problem& p : {decode(layout), make_problem(DType::f32, parse_op(layout[0]),
                                                           parse_op(layout[1]), 1, 4096, 4096)}) {
       std::set<std::string> names, hashes;
-      const auto valid = gemv().space(p, arch).prune(p, arch).valid;
+      const auto valid = gemv().prune(p, arch).valid;
       ASSERT_FALSE(valid.empty()) << p.describe();
       for (const auto& c : valid) {
-        const KernelSource a = emit_source(gemv(), c), b = emit_source(gemv(), c);
+        const KernelSource a = emit_source(gemv(), c, arch), b = emit_source(gemv(), c, arch);
         EXPECT_EQ(a.code, b.code);
         EXPECT_NE(a.code.find(a.name), std::string::npos);
         names.insert(a.name);

@@ -79,16 +79,16 @@ TEST(Problem, SizesPast2To31AreAcceptedWhereKernelsAre64BitAndRefusedElsewhere) 
 }
 
 // A grid holds 2^31 - 1 blocks: a count past that is refused, never wrapped to a small grid.
-TEST(LaunchGeometry, GridsThatWouldOverflowAreRefused) {
+TEST(LaunchPlan, GridsThatWouldOverflowAreRefused) {
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
   const Problem huge = make_problem(DType::f32, Op::N, Op::N, kMaxDimension, kMaxDimension, 1);
   const Family& simt = find_family("simt");
   const KernelConfig c = simt.default_config(huge, arch);
-  EXPECT_NE(error_of([&] { simt.geometry(c, huge, arch); }, Errc::invalid_argument)
+  EXPECT_NE(error_of([&] { simt.plan(c, huge, arch); }, Errc::invalid_argument)
                 .find("more than a grid holds"),
             std::string::npos);
   const Problem big = make_problem(DType::f32, Op::N, Op::N, kMaxDimension, 64, 1);
-  EXPECT_EQ(simt.geometry(c, big, arch).grid[0], uint32_t(kMaxDimension / c.at("BM")));
+  EXPECT_EQ(simt.plan(c, big, arch).grid[0], uint32_t(kMaxDimension / c.at("BM")));
   const Family& wgmma = find_family("wgmma_sm90");
   const Problem huge16 = make_problem(DType::bf16, Op::N, Op::N, kMaxDimension, kMaxDimension, 1);
   // No configuration is valid there (its schedule's int bounds): take one of a real problem.
@@ -96,7 +96,7 @@ TEST(LaunchGeometry, GridsThatWouldOverflowAreRefused) {
       wgmma.default_config(make_problem(DType::bf16, Op::N, Op::N, 4096, 4096, 4096), arch);
   for (int64_t ws : {0, 1}) {
     w.params["WS"] = ws;
-    EXPECT_NE(error_of([&] { wgmma.geometry(w, huge16, arch); }, Errc::invalid_argument)
+    EXPECT_NE(error_of([&] { wgmma.plan(w, huge16, arch); }, Errc::invalid_argument)
                   .find("more than a grid"),
               std::string::npos);
   }
@@ -144,33 +144,55 @@ TEST(Problem, ParsingRejectsUnknownNames) {
 
 TEST(KernelConfig, JsonRoundTrip) {
   const Family& f = find_family("simt");
-  const KernelConfig c =
-      f.default_config(make_problem(DType::f32, Op::T, Op::N, 512, 256, 128), ArchInfo{});
+  const KernelConfig c = f.default_config(make_problem(DType::f32, Op::T, Op::N, 512, 256, 128),
+                                          ArchInfo::from_name("sm_90a"));
   const KernelConfig back = KernelConfig::from_json(c.to_json());
   EXPECT_EQ(back, c);
   error_of([] { KernelConfig::from_json("{\"family\": 3}"); }, Errc::invalid_argument);
   error_of([] { KernelConfig::from_json("not json"); }, Errc::invalid_argument);
 }
 
+// gemmtune 0.1 stored one "dtype" for every operand: such a config reads as those types.
+TEST(KernelConfig, AConfigOfOneDtypeReadsAsUniformTypes) {
+  const KernelConfig c = KernelConfig::from_json(
+      R"({"family":"simt","dtype":"bf16","layout":"tn","params":{"BM":64}})");
+  EXPECT_EQ(c.types, DataTypes::uniform(DType::bf16));
+  EXPECT_EQ(c.scaling, Scaling::none);
+  EXPECT_EQ(c.layout(), "tn");
+  EXPECT_EQ(c.at("BM"), 64);
+}
+
+// A default-constructed ArchInfo is no GPU: no family takes it for an H100.
+TEST(ArchInfo, ADefaultOneIsNoGpu) {
+  const ArchInfo none;
+  EXPECT_EQ(none.cc, 0);
+  EXPECT_TRUE(families_for(square(64), none).empty());
+  EXPECT_GT(ArchInfo::from_name("sm_90a").sms, 0);
+}
+
+using test::broken_rule;
+
 TEST(SearchSpace, PrunedCandidatesSayWhichConstraint) {
   const Family& f = find_family("simt");
   const Problem p = square(4096);
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
-  const SearchSpace space = f.space(p, arch);
   KernelConfig c = f.default_config(p, arch);
-  EXPECT_EQ(space.first_violation(c, p, arch), nullptr);
+  EXPECT_EQ(broken_rule(f, c, p, arch), "");
   c.params["TM"] = 4;  // (WM/TM)*(WN/TN) no longer 32
-  ASSERT_NE(space.first_violation(c, p, arch), nullptr);
-  EXPECT_EQ(space.first_violation(c, p, arch)->name, "warp_shape");
+  EXPECT_EQ(broken_rule(f, c, p, arch), "warp_shape");
   c = f.default_config(p, arch);
   Problem misaligned = p;
   misaligned.align = 4;
-  EXPECT_EQ(space.first_violation(c, misaligned, arch)->name, "vector_alignment");
+  EXPECT_EQ(broken_rule(f, c, misaligned, arch), "vector_alignment");
+  c.params["VEC"] = 3;
+  EXPECT_NE(f.why_invalid(c, p, arch).find("VEC=3 is not among the values"), std::string::npos);
+  c.params.erase("VEC");
+  EXPECT_EQ(f.why_invalid(c, p, arch), "parameter VEC is missing");
 
-  const Pruning pruning = space.prune(p, arch);
-  EXPECT_EQ(int64_t(pruning.valid.size()) + pruning.pruned(), space.size());
+  const Pruning pruning = f.prune(p, arch);
+  EXPECT_EQ(int64_t(pruning.valid.size()) + pruning.pruned(), f.space_summary(p, arch).size());
   EXPECT_GT(pruning.valid.size(), 20u);
-  for (const auto& v : pruning.valid) EXPECT_EQ(space.first_violation(v, p, arch), nullptr);
+  for (const auto& v : pruning.valid) EXPECT_EQ(f.why_invalid(v, p, arch), "");
 }
 
 // A structure is the family and the values of the parameters that are not refinements: points
@@ -179,9 +201,8 @@ TEST(SearchSpace, AStructureLeavesOutTheRefinements) {
   const Family& f = find_family("wgmma_sm90");
   const Problem p = make_problem(DType::bf16, Op::N, Op::N, 4096, 4096, 4096);
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
-  const SearchSpace space = f.space(p, arch);
   std::set<std::string> refinements;
-  for (const Param& param : space.params)
+  for (const auto& param : f.space_summary(p, arch).params)
     if (param.refinement) refinements.insert(param.name);
   EXPECT_EQ(refinements, (std::set<std::string>{"STAGES", "CLUSTER", "GROUP", "EPILOGUE", "KSUB"}));
   const KernelConfig c = f.default_config(p, arch);
@@ -191,10 +212,10 @@ TEST(SearchSpace, AStructureLeavesOutTheRefinements) {
   refined.params["GROUP"] = 16;
   refined.params["EPILOGUE"] = 1 - c.at("EPILOGUE");
   other.params["BN"] = c.at("BN") / 2;
-  EXPECT_EQ(space.structure_of(refined), space.structure_of(c));
-  EXPECT_NE(space.structure_of(other), space.structure_of(c));
-  EXPECT_NE(space.structure_of(c).find("BM=256"), std::string::npos) << space.structure_of(c);
-  EXPECT_EQ(space.structure_of(c).find("STAGES"), std::string::npos) << space.structure_of(c);
+  EXPECT_EQ(f.structure_of(refined), f.structure_of(c));
+  EXPECT_NE(f.structure_of(other), f.structure_of(c));
+  EXPECT_NE(f.structure_of(c).find("BM=256"), std::string::npos) << f.structure_of(c);
+  EXPECT_EQ(f.structure_of(c).find("STAGES"), std::string::npos) << f.structure_of(c);
 }
 
 // Fixups of a split tile need registers beyond the accumulators: where ptxas spilled them
@@ -204,19 +225,16 @@ TEST(SearchSpace, SplitTilesThatWouldSpillArePruned) {
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
   const Problem p = make_problem(DType::bf16, Op::N, Op::N, 1024, 1024, 16384);
   const Family& wgmma = find_family("wgmma_sm90");
-  const SearchSpace ws = wgmma.space(p, arch);
   KernelConfig c = wgmma.default_config(p, arch);  // 128x128, one consumer warpgroup, split-K 2
   ASSERT_EQ(c.at("WG"), 1);
-  ASSERT_EQ(ws.first_violation(c, p, arch), nullptr) << wgmma.kernel_name(c);
+  ASSERT_EQ(broken_rule(wgmma, c, p, arch), "") << wgmma.kernel_name(c);
   c.params["SCHEDULE"] = 2;  // stream-K
   c.params["SPLITS"] = 1;
-  ASSERT_NE(ws.first_violation(c, p, arch), nullptr);
-  EXPECT_EQ(ws.first_violation(c, p, arch)->name, "fixup_fits_one_warpgroup");
+  EXPECT_EQ(broken_rule(wgmma, c, p, arch), "fixup_fits_one_warpgroup");
   c.params["SCHEDULE"] = 0;  // whole tiles
-  EXPECT_EQ(ws.first_violation(c, p, arch), nullptr) << wgmma.kernel_name(c);
+  EXPECT_EQ(broken_rule(wgmma, c, p, arch), "") << wgmma.kernel_name(c);
 
   const Family& mma = find_family("mma_sm80");
-  const SearchSpace ms = mma.space(p, arch);
   KernelConfig m = mma.default_config(p, arch);
   m.params.insert_or_assign("BM", 128);
   m.params.insert_or_assign("BN", 128);
@@ -225,10 +243,9 @@ TEST(SearchSpace, SplitTilesThatWouldSpillArePruned) {
   m.params.insert_or_assign("WN", 64);
   m.params.insert_or_assign("STAGES", 4);
   m.params.insert_or_assign("SPLITS", 1);
-  ASSERT_EQ(ms.first_violation(m, p, arch), nullptr) << mma.kernel_name(m);
+  ASSERT_EQ(broken_rule(mma, m, p, arch), "") << mma.kernel_name(m);
   m.params["SPLITS"] = 2;
-  ASSERT_NE(ms.first_violation(m, p, arch), nullptr);
-  EXPECT_EQ(ms.first_violation(m, p, arch)->name, "registers_fit");
+  EXPECT_EQ(broken_rule(mma, m, p, arch), "registers_fit");
 }
 
 TEST(SearchSpace, EveryValidConfigFitsSharedMemoryOfItsArch) {
@@ -236,9 +253,8 @@ TEST(SearchSpace, EveryValidConfigFitsSharedMemoryOfItsArch) {
   for (const char* name : {"sm_80", "sm_86", "sm_90a"}) {
     const ArchInfo arch = ArchInfo::from_name(name);
     const Problem p = square(1024);
-    for (const auto& c : f.space(p, arch).prune(p, arch).valid)
-      EXPECT_LE(f.geometry(c, p, arch).smem_bytes, uint32_t(arch.smem_per_block))
-          << f.kernel_name(c);
+    for (const auto& c : f.prune(p, arch).valid)
+      EXPECT_LE(f.plan(c, p, arch).smem_bytes, uint32_t(arch.smem_per_block)) << f.kernel_name(c);
   }
 }
 
@@ -246,14 +262,14 @@ TEST(SearchSpace, EveryValidConfigFitsSharedMemoryOfItsArch) {
 // and different ones never do: every point of a space has its own name and hash.
 TEST(Emission, NamesAndHashesAreUniqueAndTheHashIsOfNameAndCode) {
   const Family& f = find_family("simt");
-  const ArchInfo arch;
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
   for (const char* layout : {"nn", "nt", "tn", "tt"}) {
     const Problem p =
         make_problem(DType::f32, parse_op(layout[0]), parse_op(layout[1]), 2048, 2048, 2048);
     std::set<std::string> names, hashes;
-    const auto valid = f.space(p, arch).prune(p, arch).valid;
+    const auto valid = f.prune(p, arch).valid;
     for (const auto& c : valid) {
-      const KernelSource a = emit_source(f, c);
+      const KernelSource a = emit_source(f, c, arch);
       EXPECT_EQ(a.hash, hash_hex(a.name + '\n' + a.code));
       EXPECT_NE(a.code.find(a.name), std::string::npos) << "the entry point is the kernel's name";
       names.insert(a.name);
@@ -264,8 +280,9 @@ TEST(Emission, NamesAndHashesAreUniqueAndTheHashIsOfNameAndCode) {
   }
 }
 
-// The emitted unit instantiates the template with the configuration's values, and checks at
-// compile time that the kernel's shared memory is what the geometry launches it with.
+// The emitted unit instantiates the template with the configuration's values (every parameter
+// of the family's table, then its derived constants), and checks at compile time that the
+// kernel's shared memory is what the plan launches it with.
 TEST(Emission, TheUnitCarriesTheConfigAndChecksSharedMemory) {
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
   const Family& simt = find_family("simt");
@@ -283,30 +300,34 @@ TEST(Emission, TheUnitCarriesTheConfigAndChecksSharedMemory) {
                         {"TN", 8},
                         {"VEC", 4},
                         {"STAGES", 2}}};
-  const std::string code = simt.emit(c);
-  EXPECT_NE(code.find("static constexpr int BM = 128, BN = 64, BK = 8;"), std::string::npos)
-      << code;
-  EXPECT_NE(code.find("static constexpr bool A_T = true, B_T = false;"), std::string::npos) << code;
+  const std::string code = simt.emit(c, arch);
+  for (const char* line : {"static constexpr int BM = 128;", "static constexpr int BN = 64;",
+                           "static constexpr int BK = 8;", "static constexpr int STAGES = 2;",
+                           "static constexpr bool A_T = true, B_T = false;"})
+    EXPECT_NE(code.find(line), std::string::npos) << line << " in\n" << code;
   // 2 stages * 8 * (128 + 4 + 64 + 4) floats: both copies pad (A is transposed, B is not).
   EXPECT_NE(code.find("static_assert(K::SMEM_BYTES == 12800,"), std::string::npos) << code;
+  // The argument struct as the plan writes it.
+  EXPECT_NE(code.find("static_assert(sizeof(SimtArgs) == "), std::string::npos) << code;
+  EXPECT_NE(code.find("(const __grid_constant__ SimtArgs args)"), std::string::npos) << code;
   for (const Family* f : all_families())
     for (DType dtype : {DType::f32, DType::bf16}) {
       const Problem p = make_problem(dtype, Op::N, Op::T, 4096, 4096, 4096);
       if (!f->unsupported_reason(p, arch).empty()) continue;
-      for (const auto& point : f->space(p, arch).prune(p, arch).valid) {
-        const std::string expected = fmt::format("static_assert(K::SMEM_BYTES == {},",
-                                                 f->geometry(point, p, arch).smem_bytes);
-        EXPECT_NE(f->emit(point).find(expected), std::string::npos) << f->kernel_name(point);
+      for (const auto& point : f->prune(p, arch).valid) {
+        const std::string expected =
+            fmt::format("static_assert(K::SMEM_BYTES == {},", f->plan(point, p, arch).smem_bytes);
+        EXPECT_NE(f->emit(point, arch).find(expected), std::string::npos) << f->kernel_name(point);
       }
     }
   // gemv: an axpy kernel's shared memory (the warps' sums) is a constant of the kernel.
   const Family& gemv = find_family("gemv");
   const Problem axpy = make_problem(DType::bf16, Op::N, Op::N, 4096, 1, 4096);
   int axpy_points = 0;
-  for (const auto& point : gemv.space(axpy, arch).prune(axpy, arch).valid) {
+  for (const auto& point : gemv.prune(axpy, arch).valid) {
     const std::string expected = fmt::format("static_assert(K::AXPY_SMEM_BYTES == {},",
-                                             gemv.geometry(point, axpy, arch).smem_bytes);
-    EXPECT_NE(gemv.emit(point).find(expected), std::string::npos) << gemv.kernel_name(point);
+                                             gemv.plan(point, axpy, arch).smem_bytes);
+    EXPECT_NE(gemv.emit(point, arch).find(expected), std::string::npos) << gemv.kernel_name(point);
     ++axpy_points;
   }
   EXPECT_GT(axpy_points, 0);
@@ -338,13 +359,13 @@ TEST(Templates, IncludesAreFoundTransitively) {
           "#define X \"#include \\\"e\\\"\"\n#include \"f"),
       (std::vector<std::string>{"a.h", "ptx/b.cuh"}));
   EXPECT_EQ(template_closure({"simt.cuh"}),
-            (std::vector<std::string>{"common.cuh", "data_types.h", "gemm_args.h", "host_device.h",
-                                      "raster.h", "simt.cuh"}));
+            (std::vector<std::string>{"common.cuh", "data_types.h", "host_device.h",
+                                      "kernel_args.h", "raster.h", "simt.cuh", "simt_args.h"}));
   EXPECT_EQ(template_closure({"wgmma_sm90.cuh", "pack.cuh"}),
             (std::vector<std::string>{"common.cuh",
                                       "data_types.h",
-                                      "gemm_args.h",
                                       "host_device.h",
+                                      "kernel_args.h",
                                       "pack.cuh",
                                       "ptx/cluster.cuh",
                                       "ptx/ldmatrix.cuh",
@@ -356,6 +377,7 @@ TEST(Templates, IncludesAreFoundTransitively) {
                                       "schedule.h",
                                       "store16.cuh",
                                       "wgmma_sm90.cuh",
+                                      "wgmma_sm90/args.h",
                                       "wgmma_sm90/cluster_k.cuh",
                                       "wgmma_sm90/epilogue.cuh",
                                       "wgmma_sm90/layout.h",
@@ -375,14 +397,16 @@ TEST(Templates, IncludesAreFoundTransitively) {
   EXPECT_EQ(template_closure({"a.h"}, cyclic), (std::vector<std::string>{"a.h", "b.h"}));
   // A generated unit depends on what its template includes, not on other templates.
   const std::string unit =
-      emit_source(find_family("simt"), find_family("simt").default_config(square(64), ArchInfo{}))
+      emit_source(find_family("simt"),
+                  find_family("simt").default_config(square(64), ArchInfo::from_name("sm_90a")),
+                  ArchInfo::from_name("sm_90a"))
           .code;
   test::EditableTemplates edited;
   const std::string digest = included_templates_digest(unit);
   EXPECT_EQ(included_templates_digest(unit, edited.files()), digest);
   edited.append("wgmma_sm90.cuh", "\n// not included by a simt unit\n");
   EXPECT_EQ(included_templates_digest(unit, edited.files()), digest);
-  edited.append("gemm_args.h", "\n// included through common.cuh\n");
+  edited.append("kernel_args.h", "\n// included through simt_args.h\n");
   EXPECT_NE(included_templates_digest(unit, edited.files()), digest);
 }
 
@@ -426,9 +450,8 @@ TEST(Mma80, DefaultIsValidForEveryProblemClassAndArch) {
           p.ldc = (p.ldc + 7) / 8 * 8 + extra_ld;
           p.align = alignment_class(p.types, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
           const KernelConfig c = f.default_config(p, arch);
-          const Constraint* broken = f.space(p, arch).first_violation(c, p, arch);
-          EXPECT_EQ(broken, nullptr) << f.kernel_name(c) << " on " << p.describe() << " for "
-                                     << arch_name << ": " << (broken ? broken->name : "");
+          EXPECT_EQ(f.why_invalid(c, p, arch), "")
+              << f.kernel_name(c) << " on " << p.describe() << " for " << arch_name;
           EXPECT_EQ(c.at("VEC"), std::min(8, p.align / 2)) << p.describe();
         }
   }
@@ -438,33 +461,32 @@ TEST(Mma80, SpaceSaysWhyAPointIsPruned) {
   const Family& f = find_family("mma_sm80");
   const Problem p = make_problem(DType::bf16, Op::N, Op::N, 4096, 4096, 4096);
   const ArchInfo arch = ArchInfo::from_name("sm_80");
-  const SearchSpace space = f.space(p, arch);
   KernelConfig c = f.default_config(p, arch);
-  ASSERT_EQ(space.first_violation(c, p, arch), nullptr);
+  ASSERT_EQ(broken_rule(f, c, p, arch), "");
   c.params["WM"] = 32;  // 4 x 2 warps of 32x64: still fine
-  EXPECT_EQ(space.first_violation(c, p, arch), nullptr);
+  EXPECT_EQ(broken_rule(f, c, p, arch), "");
   c.params["WM"] = 64;
   c.params["BM"] = 64;  // 1 x 2 warps
-  EXPECT_EQ(space.first_violation(c, p, arch)->name, "warp_count");
+  EXPECT_EQ(broken_rule(f, c, p, arch), "warp_count");
   c = f.default_config(p, arch);
   c.params["STAGES"] = 5;
   c.params["BK"] = 64;  // 160 KB of stages: sm_80 has 163, sm_86 99
-  EXPECT_EQ(space.first_violation(c, p, arch), nullptr);
-  EXPECT_EQ(space.first_violation(c, p, ArchInfo::from_name("sm_86"))->name, "smem_fits");
+  EXPECT_EQ(broken_rule(f, c, p, arch), "");
+  EXPECT_EQ(broken_rule(f, c, p, ArchInfo::from_name("sm_86")), "smem_fits");
   c = f.default_config(p, arch);
   Problem odd = p;
   odd.align = 2;
-  EXPECT_EQ(space.first_violation(c, odd, arch)->name, "vector_alignment");
+  EXPECT_EQ(broken_rule(f, c, odd, arch), "vector_alignment");
   c.params["VEC"] = 1;
-  EXPECT_EQ(space.first_violation(c, odd, arch), nullptr);
-  EXPECT_EQ(space.first_violation(c, p, arch)->name, "widest_vector");
+  EXPECT_EQ(broken_rule(f, c, odd, arch), "");
+  EXPECT_EQ(broken_rule(f, c, p, arch), "widest_vector");
 
-  const Pruning pruning = space.prune(p, arch);
-  EXPECT_EQ(int64_t(pruning.valid.size()) + pruning.pruned(), space.size());
+  const Pruning pruning = f.prune(p, arch);
+  EXPECT_EQ(int64_t(pruning.valid.size()) + pruning.pruned(), f.space_summary(p, arch).size());
   EXPECT_GT(pruning.valid.size(), 50u);
   for (const auto& v : pruning.valid) {
-    EXPECT_LE(f.geometry(v, p, arch).smem_bytes, uint32_t(arch.smem_per_block)) << f.kernel_name(v);
-    const uint32_t threads = f.geometry(v, p, arch).block[0];
+    EXPECT_LE(f.plan(v, p, arch).smem_bytes, uint32_t(arch.smem_per_block)) << f.kernel_name(v);
+    const uint32_t threads = f.plan(v, p, arch).block[0];
     EXPECT_TRUE(threads == 128 || threads == 256) << f.kernel_name(v);
   }
 }
@@ -487,16 +509,16 @@ TEST(Mma80, NamesAndGeometry) {
                         {"VEC", 8},
                         {"SPLITS", 1}}};
   EXPECT_EQ(f.kernel_name(c), "gemm_mma80_bf16_tn_128x128x32_w64x64_s4_g8_v8");
-  const LaunchGeometry g = f.geometry(c, p, ArchInfo::from_name("sm_80"));
+  const LaunchPlan g = f.plan(c, p, ArchInfo::from_name("sm_80"));
   EXPECT_EQ(g.tiles_m, 8u);
   EXPECT_EQ(g.tiles_n, 3u);
   EXPECT_EQ(g.grid[0], 24u);
   EXPECT_EQ(g.block[0], 128u);
   EXPECT_EQ(g.smem_bytes, 4u * 256 * 32 * 2);
   EXPECT_FALSE(g.persistent);
-  EXPECT_FALSE(g.map(Operand::a).needed || g.map(Operand::b).needed);  // plain pointers, no TMA
+  EXPECT_TRUE(g.maps.empty());  // plain pointers, no TMA
   EXPECT_EQ(g.workspace_bytes + g.counter_bytes, 0u);
-  const std::string code = f.emit(c);
+  const std::string code = f.emit(c, ArchInfo::from_name("sm_80"));
   EXPECT_NE(code.find("#include \"mma_sm80.cuh\""), std::string::npos);
   EXPECT_NE(code.find("A_T = true, B_T = false"), std::string::npos);
   EXPECT_NE(code.find("DTYPE = 2"), std::string::npos);
@@ -507,14 +529,14 @@ TEST(Mma80, NamesAndGeometry) {
   KernelConfig split = c;
   split.params["SPLITS"] = 3;
   EXPECT_EQ(f.kernel_name(split), "gemm_mma80_bf16_tn_128x128x32_w64x64_s4_g8_v8_splitk3");
-  const LaunchGeometry s = f.geometry(split, p, ArchInfo::from_name("sm_80"));
+  const LaunchPlan s = f.plan(split, p, ArchInfo::from_name("sm_80"));
   EXPECT_EQ(s.grid[0], 24u * 3);
   EXPECT_EQ(s.workspace_bytes, 24u * 3 * 128 * 128 * 4);
   EXPECT_EQ(s.counter_bytes, 24u * 4);
   EXPECT_EQ(s.smem_bytes, 4u * 256 * 32 * 2 + 16);
-  EXPECT_NE(f.emit(split).find("SPLITS = 3"), std::string::npos);
+  EXPECT_NE(f.emit(split, ArchInfo::from_name("sm_80")).find("SPLITS = 3"), std::string::npos);
   split.params["SPLITS"] = 8;
-  EXPECT_EQ(f.geometry(split, p, ArchInfo::from_name("sm_80")).grid[0], 24u * 3);
+  EXPECT_EQ(f.plan(split, p, ArchInfo::from_name("sm_80")).grid[0], 24u * 3);
 }
 
 // Split-K is searched where the tiles leave SMs idle, into at most two blocks per SM, and never
@@ -523,22 +545,20 @@ TEST(Mma80, SplitKOnlyWhereTilesAreFew) {
   const Family& f = find_family("mma_sm80");
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
   const Problem small = make_problem(DType::bf16, Op::N, Op::N, 500, 300, 700);
-  const SearchSpace space = f.space(small, arch);
   KernelConfig c = f.default_config(small, arch);  // 64x64 tiles: 40 of them, 22 k-tiles
   ASSERT_EQ(c.at("BM"), 64);
   c.params["SPLITS"] = 6;
-  EXPECT_EQ(space.first_violation(c, small, arch), nullptr);
+  EXPECT_EQ(broken_rule(f, c, small, arch), "");
   c.params["SPLITS"] = 8;  // 320 blocks on 132 SMs
-  EXPECT_EQ(space.first_violation(c, small, arch)->name, "split_k_fills_the_gpu");
+  EXPECT_EQ(broken_rule(f, c, small, arch), "split_k_fills_the_gpu");
   const Problem short_k = make_problem(DType::bf16, Op::N, Op::N, 500, 300, 64);
   c.params["SPLITS"] = 3;  // 2 k-tiles
-  EXPECT_EQ(f.space(short_k, arch).first_violation(c, short_k, arch)->name,
-            "split_k_fills_the_gpu");
+  EXPECT_EQ(broken_rule(f, c, short_k, arch), "split_k_fills_the_gpu");
   int split = 0;
-  for (const auto& v : space.prune(small, arch).valid) split += v.at("SPLITS") > 1;
+  for (const auto& v : f.prune(small, arch).valid) split += v.at("SPLITS") > 1;
   EXPECT_GT(split, 0);
   const Problem large = make_problem(DType::bf16, Op::N, Op::N, 4096, 4096, 4096);
-  for (const auto& param : f.space(large, arch).params)
+  for (const auto& param : f.space_summary(large, arch).params)
     if (param.name == "SPLITS") {
       EXPECT_EQ(param.values, std::vector<int64_t>{1});
     }
@@ -551,9 +571,9 @@ TEST(Mma80, EmissionIsUniqueAcrossTheSpace) {
     const Problem p =
         make_problem(DType::f16, parse_op(layout[0]), parse_op(layout[1]), 2048, 2048, 2048);
     std::set<std::string> names, hashes;
-    const auto valid = f.space(p, arch).prune(p, arch).valid;
+    const auto valid = f.prune(p, arch).valid;
     for (const auto& c : valid) {
-      const KernelSource src = emit_source(f, c);
+      const KernelSource src = emit_source(f, c, arch);
       names.insert(src.name);
       hashes.insert(src.hash);
     }
@@ -596,8 +616,8 @@ TEST(Families, TemplateVersionCoversEveryIncludedTemplate) {
   const Family& wgmma = find_family("wgmma_sm90");
   const std::string version = template_version(simt);
   EXPECT_EQ(version.size(), 16u);
-  EXPECT_EQ(version, templates_digest({"common.cuh", "data_types.h", "gemm_args.h", "host_device.h",
-                                       "raster.h", "simt.cuh"})
+  EXPECT_EQ(version, templates_digest({"common.cuh", "data_types.h", "host_device.h",
+                                       "kernel_args.h", "raster.h", "simt.cuh", "simt_args.h"})
                          .substr(0, 16));
   EXPECT_NE(version, template_version(wgmma));
   test::EditableTemplates edited;
@@ -608,23 +628,32 @@ TEST(Families, TemplateVersionCoversEveryIncludedTemplate) {
   EXPECT_NE(template_version(simt, edited.files()), version);
 }
 
-// Only production families are found by name: the fault-injection family lives in test binaries,
-// and even registered there, it is no production family (a database may never name it).
-TEST(Families, OnlyProductionFamiliesAreFoundUnlessATestRegistersOne) {
+// Families register themselves (GEMMTUNE_REGISTER_FAMILY): the production ones in every program
+// that links the generator, in rank order; a family defined in a test binary only in the process
+// that registers it.
+TEST(Families, RegisterThemselvesInRankOrder) {
+  std::vector<std::string> names;
+  for (const Family* f : all_families()) names.emplace_back(f->name());
+  EXPECT_EQ(names, (std::vector<std::string>{"gemv", "wgmma_sm90", "mma_sm80", "simt"}));
   error_of([] { find_family("nope"); }, Errc::invalid_argument);
   error_of([] { find_family("fault_injection"); }, Errc::invalid_argument);
-  EXPECT_EQ(production_family("fault_injection"), nullptr);
-  EXPECT_EQ(production_family("simt"), &find_family("simt"));
-  for (const Family* fam : all_families()) EXPECT_NE(fam->name(), "fault_injection");
-  EXPECT_FALSE(families_for(square(64), ArchInfo{}).empty());
+  EXPECT_EQ(family_named("fault_injection"), nullptr);
+  EXPECT_EQ(family_named("simt"), &find_family("simt"));
 
   register_family(test::fault_injection_family());
+  register_family(test::fault_injection_family());  // once is enough: no second entry
   EXPECT_EQ(&find_family("fault_injection"), &test::fault_injection_family());
-  EXPECT_EQ(production_family("fault_injection"), nullptr);
+  EXPECT_EQ(all_families().size(), 5u);
+  EXPECT_EQ(all_families().back(), &test::fault_injection_family()) << "the last rank";
+  // It is measured only where a test names its configurations: never searched, never a winner.
   const Problem p = square(64);
-  const KernelConfig fault = test::fault_injection_family().default_config(p, ArchInfo{});
-  EXPECT_NE(why_unusable(fault, p, ArchInfo{}).find("unknown kernel family 'fault_injection'"),
-            std::string::npos);
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  const std::vector<const Family*> serving = families_for(p, arch);
+  EXPECT_EQ(std::count(serving.begin(), serving.end(), &test::fault_injection_family()), 0);
+  const KernelConfig fault = test::fault_injection_family().default_config(p, arch);
+  EXPECT_NE(why_unusable(fault, p, arch).find("only as a test's extra candidate"),
+            std::string::npos)
+      << why_unusable(fault, p, arch);
 }
 
 TEST(Families, WhyUnusableJudgesAStoredConfigForAProblem) {

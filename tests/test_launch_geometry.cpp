@@ -11,8 +11,8 @@
 namespace gemmtune {
 namespace {
 
-LaunchGeometry persistent(uint32_t grid, uint32_t cluster, uint32_t work) {
-  LaunchGeometry g;
+LaunchPlan persistent(uint32_t grid, uint32_t cluster, uint32_t work) {
+  LaunchPlan g;
   g.grid = {grid, 1, 1};
   g.cluster = {cluster, 1, 1};
   g.persistent = true;
@@ -30,7 +30,7 @@ TEST(PersistentGrid, FewestCtasForTheSameNumberOfRounds) {
 
 TEST(PersistentGrid, ClustersStayWholeAndResidentCapHolds) {
   // 1024 cluster-sized units, 66 clusters wanted, only 60 resident: 18 rounds of 57 clusters.
-  const LaunchGeometry g = persistent_grid(persistent(132, 2, 1024), 120);
+  const LaunchPlan g = persistent_grid(persistent(132, 2, 1024), 120);
   EXPECT_EQ(g.grid[0], 114u);
   EXPECT_EQ(g.grid[0] % 2, 0u);
   EXPECT_EQ(persistent_grid(persistent(132, 2, 1), 120).grid[0], 2u);
@@ -43,7 +43,7 @@ TEST(WgmmaGeometry, PersistentGridsCoverTheWork) {
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
   const Problem p = make_problem(DType::bf16, Op::N, Op::N, 8192, 8192, 8192);
   KernelConfig c = f.default_config(p, arch);
-  const LaunchGeometry g = f.geometry(c, p, arch);
+  const LaunchPlan g = f.plan(c, p, arch);
   EXPECT_TRUE(g.persistent);
   EXPECT_EQ(g.grid[0] % g.cluster[0], 0u);
   EXPECT_LE(g.grid[0], uint32_t(arch.sms));
@@ -66,12 +66,12 @@ TEST(WgmmaGeometry, StreamKTakesEveryResidentCtaAndAWorkspace) {
                                      {"SCHEDULE", 2},
                                      {"SPLITS", 1}})
     c.params[param] = value;
-  ASSERT_EQ(f.space(p, arch).first_violation(c, p, arch), nullptr) << f.kernel_name(c);
-  const LaunchGeometry g = f.geometry(c, p, arch);
+  ASSERT_EQ(f.why_invalid(c, p, arch), "") << f.kernel_name(c);
+  const LaunchPlan g = f.plan(c, p, arch);
   EXPECT_TRUE(g.persistent);
   EXPECT_EQ(g.work_units, 0u);  // the runtime keeps every resident CTA
   EXPECT_GT(g.workspace_bytes, 0u);
-  EXPECT_TRUE(g.map(Operand::a).needed && g.map(Operand::b).needed);
+  EXPECT_TRUE(g.map(Operand::a) && g.map(Operand::b));
 }
 
 // Where 256x128 tiles waste a tenth of the rounds, the default takes the tiling whose rounds cost
@@ -160,7 +160,7 @@ TEST(WgmmaGeometry, DefaultsAreValidForEveryShapeClass) {
         p.reads_c = reads_c;
         const KernelConfig c = f.default_config(p, arch);
         EXPECT_EQ(why_unusable(c, p, arch), "") << f.kernel_name(c) << " on " << p.describe();
-        EXPECT_EQ(f.geometry(c, p, arch).reads_c, reads_c)
+        EXPECT_EQ(f.plan(c, p, arch).reads_c, reads_c)
             << f.kernel_name(c) << " on " << p.describe();
       }
 }
@@ -176,8 +176,8 @@ TEST(WgmmaGeometry, ProblemsThatDoNotReadCGetKernelsWithoutItsCode) {
                      for_reading = f.default_config(reading, arch);
   EXPECT_EQ(for_zero.at("READS_C"), 0);
   EXPECT_EQ(for_reading.at("READS_C"), 1);
-  EXPECT_FALSE(f.geometry(for_zero, zero, arch).reads_c);
-  EXPECT_TRUE(f.geometry(for_reading, reading, arch).reads_c);
+  EXPECT_FALSE(f.plan(for_zero, zero, arch).reads_c);
+  EXPECT_TRUE(f.plan(for_reading, reading, arch).reads_c);
   EXPECT_EQ(f.kernel_name(for_zero).find("_readsc"), std::string::npos) << f.kernel_name(for_zero);
   EXPECT_EQ(f.kernel_name(for_reading), f.kernel_name(for_zero) + "_readsc");
   // Each is a point of its own problem's space only.
@@ -191,20 +191,20 @@ TEST(WgmmaGeometry, ProblemsThatDoNotReadCGetKernelsWithoutItsCode) {
 // through otherwise.
 TEST(LaunchArgs, BetaIsRefusedOnAKernelBuiltForBetaZero) {
   const Problem p = make_problem(DType::bf16, Op::N, Op::N, 64, 64, 64);
-  LaunchGeometry g;
+  LaunchPlan g;
   GemmOperands ops;
   ops.beta = 0.5f;
-  EXPECT_EQ(plain_args(g, p, ops).beta, 0.5f);
+  EXPECT_EQ(core_of(g, p, ops).beta, 0.5f);
   g.reads_c = false;
   try {
-    plain_args(g, p, ops);
+    core_of(g, p, ops);
     ADD_FAILURE() << "beta = 0.5 was accepted by a kernel built for beta = 0";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), Errc::invalid_argument);
     EXPECT_NE(std::string(e.what()).find("built for beta = 0"), std::string::npos) << e.what();
   }
   ops.beta = 0.0f;
-  EXPECT_EQ(plain_args(g, p, ops).beta, 0.0f);
+  EXPECT_EQ(core_of(g, p, ops).beta, 0.0f);
 }
 
 // The nearest tuned shape serves a call through its winner with the derived parameters made for

@@ -59,7 +59,7 @@ std::string version_for(const Problem& p) {
 // (also on an A100: the f32 points fit its limits).
 KernelConfig config_for(const Problem& p, size_t index) {
   const ArchInfo arch = ArchInfo::from_cc(90);
-  const auto valid = family_for(p).space(p, arch).prune(p, arch).valid;
+  const auto valid = family_for(p).prune(p, arch).valid;
   return valid.at(index % valid.size());
 }
 

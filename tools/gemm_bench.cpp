@@ -164,7 +164,7 @@ void measure_overhead(gt::Library& lib, const gt::Checker& checker, CUstream str
   const gt::DeviceInfo dev = gt::query_device(gt::current_device());
   const gt::ReadyKernel bare =
       gt::prepare_kernel(gt::Compiler(), gt::KernelConfig::from_json(sel.config), p, dev.arch);
-  const GemmArgs args = gt::plain_args(bare.geometry, p, ops);
+  const std::vector<std::byte> args = bare.arguments(bare.plan, p, ops);
   auto per_call_us = [&](const std::function<void()>& enqueue) {
     std::vector<double> batches;
     for (int b = 0; b < 30; ++b) {
@@ -180,8 +180,7 @@ void measure_overhead(gt::Library& lib, const gt::Checker& checker, CUstream str
     return batches[batches.size() / 2];
   };
   const double library_us = per_call_us(call);
-  const double bare_us =
-      per_call_us([&] { gt::launch_kernel(bare.loaded->function(), bare.geometry, args, stream); });
+  const double bare_us = per_call_us([&] { bare.launch_bare(bare.plan, args, stream); });
   if (as_json)
     std::cout << json{{"overhead_us", library_us - bare_us},
                       {"library_call_us", library_us},

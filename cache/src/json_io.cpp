@@ -263,13 +263,14 @@ rows::BestChoice parse_best(const Field& f, const std::vector<CandidateRecord>& 
   return b;
 }
 
-// An import may name only production families: the test family, or anything unknown, never gets
-// in. A candidate measured with this build's templates of its family could be run by the library
-// or the tuner, so its parameters must also be a valid point of the family for the problem on the
-// device's architecture; one of another template version is history, never run.
+// An import may name only the families registered in this process: a test family, or anything
+// unknown, never gets into an installed build's database. A candidate measured with this build's
+// templates of its family could be run by the library or the tuner, so its parameters must also be
+// a valid point of the family for the problem on the device's architecture; one of another template
+// version is history, never run.
 void check_runnable(const Field& config, const CandidateRecord& c, const Problem& problem,
                     const ArchInfo& arch) {
-  const Family* family = production_family(c.config.family);
+  const Family* family = family_named(c.config.family);
   if (family == nullptr) config["family"].fail(why_unusable(c.config, problem, arch));
   if (c.template_version != template_version(*family)) return;
   if (std::string why = why_unusable(c.config, problem, arch); !why.empty()) config.fail(why);

@@ -12,6 +12,8 @@ std::string ArchInfo::name() const {
 
 ArchInfo ArchInfo::from_name(std::string_view name) {
   ArchInfo a;
+  a.regs_per_sm = 65536;  // every architecture from sm_50 on
+  a.max_threads_per_block = 1024;
   std::string_view s = name;
   if (s.starts_with("sm_")) s.remove_prefix(3);
   a.arch_specific = s.ends_with("a");
@@ -46,6 +48,9 @@ ArchInfo ArchInfo::from_name(std::string_view name) {
     a.sms = 132;
     a.smem_per_block = 227 * 1024;
     a.smem_per_sm = 228 * 1024;
+    a.clock_ghz = 1.755;
+    a.dram_gb_per_s = 3350;
+    a.l2_bytes = 50 << 20;
   } else {
     GT_THROW(Errc::invalid_argument,
              "unknown architecture '{}' (expected sm_80, sm_86, sm_89, sm_90 or sm_90a)", name);

@@ -45,8 +45,9 @@ DeviceInfo query_device(int ordinal) {
   d.name = name;
   const int major = attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
   const int minor = attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
-  d.arch.cc = major * 10 + minor;
-  d.arch.arch_specific = d.arch.cc == 90;  // sm_90a: wgmma and setmaxnreg
+  // The typical figures of the architecture (sm_90a on Hopper: wgmma and setmaxnreg), then what
+  // this GPU says of itself.
+  d.arch = ArchInfo::from_cc(major * 10 + minor);
   d.arch.sms = attribute(dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
   d.arch.smem_per_block = attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
   d.arch.smem_per_sm = attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);

@@ -8,17 +8,8 @@
 #include "gemmtune/generator/util.hpp"
 #include "gemmtune/runtime/driver.hpp"
 #include "launcher.hpp"
-#include "raster.h"
 
 namespace gemmtune {
-
-// The host must see GemmArgs exactly as NVRTC does (templates/gemm_args.h).
-static_assert(sizeof(GemmTensorMap) == 128 && alignof(GemmTensorMap) == 64);
-static_assert(sizeof(GemmTensorMap) == sizeof(CUtensorMap));
-static_assert(offsetof(GemmArgs, a) == 384 && offsetof(GemmArgs, m) == 432 &&
-              offsetof(GemmArgs, workspace) == 464 && offsetof(GemmArgs, counters) == 472 &&
-              offsetof(GemmArgs, divisors) == 480);
-static_assert(sizeof(GemmArgs) == 512);
 
 LoadedKernel::LoadedKernel(const CompiledKernel& compiled, uint32_t dynamic_smem)
     : LoadedKernel(compiled, compiled.name, dynamic_smem) {}
@@ -40,7 +31,7 @@ LoadedKernel::~LoadedKernel() {
   if (module_) cu::api().cuModuleUnload(module_);
 }
 
-int LoadedKernel::occupancy(const LaunchGeometry& g) const {
+int LoadedKernel::occupancy(const LaunchPlan& g) const {
   const uint32_t threads = g.block[0] * g.block[1] * g.block[2];
   const uint32_t cluster = g.cluster[0] * g.cluster[1] * g.cluster[2];
   if (cluster > 1) {
@@ -70,94 +61,27 @@ int LoadedKernel::occupancy(const LaunchGeometry& g) const {
   return blocks;
 }
 
-uint32_t LoadedKernel::resident_ctas(const LaunchGeometry& g, int sms) const {
+uint32_t LoadedKernel::resident_ctas(const LaunchPlan& g, int sms) const {
   const uint32_t cluster = g.cluster[0] * g.cluster[1] * g.cluster[2];
   const int n = occupancy(g);  // clusters on the GPU, or blocks per SM
   return cluster > 1 ? uint32_t(n) * cluster : uint32_t(n) * uint32_t(sms);
 }
 
-GemmArgs plain_args(const LaunchGeometry& g, const Problem& p, const GemmOperands& ops) {
-  GT_REQUIRE(g.reads_c || ops.beta == 0.0f, Errc::invalid_argument,
-             "beta = {} on a kernel built for beta = 0 ({}): select a kernel for the problem with "
-             "beta != 0",
-             ops.beta, p.describe());
-  GemmArgs args{};
-  args.a = ops.a;
-  args.b = ops.b;
-  args.c = ops.c;
-  args.lda = p.lda;
-  args.ldb = p.ldb;
-  args.ldc = p.ldc;
-  args.m = int(p.m);
-  args.n = int(p.n);
-  args.k = int(p.k);
-  args.alpha = ops.alpha;
-  args.beta = ops.beta;
-  args.tiles_m = int(g.tiles_m);
-  args.tiles_n = int(g.tiles_n);
-  args.workspace = ops.workspace;
-  args.counters = ops.counters;
-  for (int i = 0; i < 2; ++i) args.divisors[i] = make_divisor(g.divisors[i]);
-  return args;
-}
-
-void launch_raw(CUfunction function, uint32_t grid, uint32_t block, void** params,
-                CUstream stream) {
-  CUlaunchConfig cfg{};
-  cfg.gridDimX = grid;
-  cfg.gridDimY = 1;
-  cfg.gridDimZ = 1;
-  cfg.blockDimX = block;
-  cfg.blockDimY = 1;
-  cfg.blockDimZ = 1;
-  cfg.hStream = stream;
-  GT_CU(cuLaunchKernelEx(&cfg, function, params, nullptr));
-}
-
-void launch_kernel(CUfunction function, const LaunchGeometry& g, const GemmArgs& args,
-                   CUstream stream) {
-  CUlaunchConfig cfg{};
-  cfg.gridDimX = g.grid[0];
-  cfg.gridDimY = g.grid[1];
-  cfg.gridDimZ = g.grid[2];
-  cfg.blockDimX = g.block[0];
-  cfg.blockDimY = g.block[1];
-  cfg.blockDimZ = g.block[2];
-  cfg.sharedMemBytes = g.smem_bytes;
-  cfg.hStream = stream;
-  CUlaunchAttribute attr{};
-  if (g.cluster[0] * g.cluster[1] * g.cluster[2] > 1) {
-    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr.value.clusterDim.x = g.cluster[0];
-    attr.value.clusterDim.y = g.cluster[1];
-    attr.value.clusterDim.z = g.cluster[2];
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-  }
-  void* params[] = {const_cast<GemmArgs*>(&args)};
-  GT_CU(cuLaunchKernelEx(&cfg, function, params, nullptr));
-}
-
-LaunchGeometry persistent_grid(const LaunchGeometry& g, uint32_t resident) {
-  LaunchGeometry out = g;
-  const uint32_t cluster = g.cluster[0] * g.cluster[1] * g.cluster[2];
-  uint32_t slots = g.grid[0] / cluster;  // work units that run at once
-  if (resident > 0) slots = std::min(slots, std::max(1u, resident / cluster));
-  if (g.work_units > 0 && slots > 0) {
-    const uint32_t rounds = (g.work_units + slots - 1) / slots;
-    slots = (g.work_units + rounds - 1) / rounds;
-  }
-  out.grid[0] = std::max(1u, slots) * cluster;
-  return out;
-}
-
-void ReadyKernel::run(const LaunchGeometry& g, const Problem& problem, const GemmOperands& operands,
+void ReadyKernel::run(const LaunchPlan& p, const Problem& problem, const GemmOperands& operands,
                       CUstream stream) const {
-  if (g.persistent) {
-    launcher->launch(*loaded, persistent_grid(g, resident_ctas), problem, operands, stream);
-    return;
-  }
-  launcher->launch(*loaded, g, problem, operands, stream);
+  launcher->launch(*loaded, resident_ctas, p, problem, operands, stream);
+}
+
+std::vector<std::byte> ReadyKernel::arguments(const LaunchPlan& p, const Problem& problem,
+                                              const GemmOperands& operands) const {
+  std::vector<std::byte> bytes(p.args.bytes);
+  launcher->fill_arguments(bytes.data(), p, problem, operands);
+  return bytes;
+}
+
+void ReadyKernel::launch_bare(const LaunchPlan& p, const std::vector<std::byte>& arguments,
+                              CUstream stream) const {
+  Launcher::launch_arguments(*loaded, resident_ctas, p, arguments.data(), stream);
 }
 
 namespace {
@@ -188,11 +112,11 @@ ReadyKernel prepare_kernel(const Compiler& compiler, const KernelConfig& config,
   ReadyKernel k;
   k.family = &find_family(config.family);
   k.config = config;
-  k.geometry = k.family->geometry(config, problem, arch);
-  k.compiled = compiler.compile(emit_source(*k.family, config), arch);
-  k.loaded = std::make_shared<LoadedKernel>(k.compiled, k.geometry.smem_bytes);
+  k.plan = k.family->plan(config, problem, arch);
+  k.compiled = compiler.compile(emit_source(*k.family, config, arch), arch);
+  k.loaded = std::make_shared<LoadedKernel>(k.compiled, k.plan.smem_bytes);
   k.launcher = context_launcher(compiler, arch);
-  if (k.geometry.persistent) k.resident_ctas = k.loaded->resident_ctas(k.geometry, arch.sms);
+  if (k.plan.persistent) k.resident_ctas = k.loaded->resident_ctas(k.plan, arch.sms);
   return k;
 }
 

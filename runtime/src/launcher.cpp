@@ -1,12 +1,9 @@
-// Launching any family's kernel from its launch plan: tensor maps made through the Driver API and
-// cached, a packed copy of any operand TMA cannot describe (address or leading dimension not
-// 16-byte aligned) in a buffer kept per stream, the workspace.
+// The one place that launches kernels: helper kernels (launch_raw) and every family's kernel from
+// its launch plan (Launcher::launch).
 #include "launcher.hpp"
 
 #include <algorithm>
 #include <cstring>
-#include <map>
-#include <mutex>
 #include <tuple>
 
 #include "gemmtune/generator/util.hpp"
@@ -15,38 +12,154 @@
 namespace gemmtune {
 namespace {
 
+// The driver's limit on a kernel's parameters in bytes (4 KB on every architecture before
+// CUDA 12.1's larger limit, which not every driver has).
+constexpr uint32_t kMaxArgsBytes = 4096;
+
 bool tma_aligned(CUdeviceptr p, int64_t ld, DataType type) {
   return p % 16 == 0 && tma_ld_aligned(ld, type);
 }
 
-// How much of the L2 a TMA load pulls in around what it reads. Rows that start on 128-byte
-// lines take 256 bytes (the next k-block's half too); rows off the lines take 128: with 256,
-// bf16 nn 2500x3500x4500 (rows of 5000 and 9000 bytes) ran at 1.93x cuBLAS against 2.21x, and
-// tn 1000x3000x5000 (rows of 10000 bytes) at 0.69x against 0.72x, while aligned problems lose
-// 1-3% with 128 (H100, docs/PERF.md).
+// How much of the L2 a TMA load pulls in around what it reads: rows that start on 128-byte lines
+// take 256 bytes (the next k-block's half too), rows off the lines 128 (docs/PERF.md, 'TMA rows
+// off 128-byte lines take a 128-byte L2 promotion').
 CUtensorMapL2promotion l2_promotion(CUdeviceptr p, int64_t ld, DataType type) {
   const bool lines = p % 128 == 0 && (ld * element_bytes(type)) % 128 == 0;
   return lines ? CU_TENSOR_MAP_L2_PROMOTION_L2_256B : CU_TENSOR_MAP_L2_PROMOTION_L2_128B;
 }
 
-// Packed rows start on 128-byte lines (64 values), where TMA reads them fastest.
-int64_t packed_ld(int64_t rows) {
-  return (rows + 63) / 64 * 64;
+CUtensorMapDataType map_type(DataType type) {
+  switch (type) {
+    case DataType::f32:
+      return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+    case DataType::f16:
+      return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+    case DataType::bf16:
+      return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+    case DataType::e4m3:
+    case DataType::e5m2:
+      return CU_TENSOR_MAP_DATA_TYPE_UINT8;  // TMA moves bytes; wgmma reads them as float8
+  }
+  return CU_TENSOR_MAP_DATA_TYPE_UINT8;
+}
+
+CUtensorMapSwizzle map_swizzle(Swizzle swizzle) {
+  switch (swizzle) {
+    case Swizzle::none:
+      return CU_TENSOR_MAP_SWIZZLE_NONE;
+    case Swizzle::b32:
+      return CU_TENSOR_MAP_SWIZZLE_32B;
+    case Swizzle::b64:
+      return CU_TENSOR_MAP_SWIZZLE_64B;
+    case Swizzle::b128:
+      return CU_TENSOR_MAP_SWIZZLE_128B;
+  }
+  return CU_TENSOR_MAP_SWIZZLE_NONE;
+}
+
+// Packed columns start on 128-byte lines, where TMA reads them fastest.
+int64_t packed_ld(int64_t rows, int element_bytes) {
+  const int64_t per_line = 128 / element_bytes;
+  return (rows + per_line - 1) / per_line * per_line;
 }
 
 KernelSource pack_source() {
-  return make_source("gemmtune_pack16", "// operand packing for TMA\n#include \"pack.cuh\"\n");
+  return make_source("gemmtune_pack", "// operand packing for TMA\n#include \"pack.cuh\"\n");
+}
+
+// The grid's x extent of a persistent launch (persistent_grid).
+uint32_t persistent_grid_x(const LaunchPlan& plan, uint32_t resident) {
+  const uint32_t cluster = plan.cluster_size();
+  uint32_t slots = plan.grid[0] / cluster;  // work units that run at once
+  if (resident > 0) slots = std::min(slots, std::max(1u, resident / cluster));
+  if (plan.work_units > 0 && slots > 0) {
+    const uint32_t rounds = (plan.work_units + slots - 1) / slots;
+    slots = (plan.work_units + rounds - 1) / rounds;
+  }
+  return std::max(1u, slots) * cluster;
+}
+
+void launch_with(CUfunction function, const LaunchPlan& plan, uint32_t grid_x, void* args,
+                 CUstream stream) {
+  CUlaunchConfig cfg{};
+  cfg.gridDimX = grid_x;
+  cfg.gridDimY = plan.grid[1];
+  cfg.gridDimZ = plan.grid[2];
+  cfg.blockDimX = plan.block[0];
+  cfg.blockDimY = plan.block[1];
+  cfg.blockDimZ = plan.block[2];
+  cfg.sharedMemBytes = plan.smem_bytes;
+  cfg.hStream = stream;
+  CUlaunchAttribute attr{};
+  if (plan.cluster_size() > 1) {
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = plan.cluster[0];
+    attr.value.clusterDim.y = plan.cluster[1];
+    attr.value.clusterDim.z = plan.cluster[2];
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+  }
+  void* params[] = {args};
+  GT_CU(cuLaunchKernelEx(&cfg, function, params, nullptr));
 }
 
 }  // namespace
+
+GemmCore core_of(const LaunchPlan& plan, const Problem& p, const GemmOperands& ops) {
+  GT_REQUIRE(plan.reads_c || ops.beta == 0.0f, Errc::invalid_argument,
+             "beta = {} on a kernel built for beta = 0 ({}): select a kernel for the problem with "
+             "beta != 0",
+             ops.beta, p.describe());
+  GemmCore core{};
+  core.a = ops.a;
+  core.b = ops.b;
+  core.c = ops.c;
+  core.lda = p.lda;
+  core.ldb = p.ldb;
+  core.ldc = p.ldc;
+  core.m = int(p.m);
+  core.n = int(p.n);
+  core.k = int(p.k);
+  core.alpha = ops.alpha;
+  core.beta = ops.beta;
+  core.workspace = ops.workspace;
+  core.counters = ops.counters;
+  return core;
+}
+
+LaunchPlan persistent_grid(const LaunchPlan& plan, uint32_t resident) {
+  LaunchPlan out = plan;
+  out.grid[0] = persistent_grid_x(plan, resident);
+  return out;
+}
+
+void launch_raw(CUfunction function, uint32_t grid, uint32_t block, void** params,
+                CUstream stream) {
+  CUlaunchConfig cfg{};
+  cfg.gridDimX = grid;
+  cfg.gridDimY = 1;
+  cfg.gridDimZ = 1;
+  cfg.blockDimX = block;
+  cfg.blockDimY = 1;
+  cfg.blockDimZ = 1;
+  cfg.hStream = stream;
+  GT_CU(cuLaunchKernelEx(&cfg, function, params, nullptr));
+}
 
 struct Launcher::MapKey {
   CUdeviceptr ptr;
   int64_t rows, cols, ld;
   uint32_t box0, box1;
   DataType type;
-  auto tie() const { return std::tie(ptr, rows, cols, ld, box0, box1, type); }
+  Swizzle swizzle;
+  auto tie() const { return std::tie(ptr, rows, cols, ld, box0, box1, type, swizzle); }
   bool operator<(const MapKey& o) const { return tie() < o.tie(); }
+};
+
+// The operands of one launch as the kernel will read them: the call's, or packed copies.
+struct Launcher::Operands {
+  Problem problem;
+  GemmOperands ops;
 };
 
 Launcher::Launcher(Compiler compiler, ArchInfo arch)
@@ -55,7 +168,7 @@ Launcher::~Launcher() = default;
 
 // Encoding a map costs microseconds per call: maps are kept (the key is everything a map encodes).
 GemmTensorMap Launcher::tensor_map(const MapKey& key) {
-  std::lock_guard lock(mutex_);
+  std::lock_guard lock(maps_mutex_);
   if (auto it = maps_.find(key); it != maps_.end()) return it->second;
   if (maps_.size() >= 512) maps_.clear();  // a bound, not an LRU: re-encoding costs microseconds
   CUtensorMap map;
@@ -63,83 +176,117 @@ GemmTensorMap Launcher::tensor_map(const MapKey& key) {
   const cuuint64_t strides[1] = {cuuint64_t(key.ld * element_bytes(key.type))};
   const cuuint32_t box[2] = {key.box0, key.box1};
   const cuuint32_t element_strides[2] = {1, 1};
-  const auto type = key.type == DataType::bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                                               : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-  GT_CU(cuTensorMapEncodeTiled(&map, type, 2, reinterpret_cast<void*>(key.ptr), dims, strides, box,
-                               element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                               CU_TENSOR_MAP_SWIZZLE_128B, l2_promotion(key.ptr, key.ld, key.type),
+  GT_CU(cuTensorMapEncodeTiled(&map, map_type(key.type), 2, reinterpret_cast<void*>(key.ptr), dims,
+                               strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                               map_swizzle(key.swizzle), l2_promotion(key.ptr, key.ld, key.type),
                                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
   GemmTensorMap out;
+  static_assert(sizeof(GemmTensorMap) == sizeof(CUtensorMap));
   std::memcpy(&out, &map, sizeof(out));
   maps_.emplace(key, out);
   return out;
 }
 
+const LoadedKernel& Launcher::packer() {
+  std::call_once(packer_once_, [&] {
+    packer_compiled_ = compiler_.compile(pack_source(), arch_);
+    packer_ = std::make_unique<LoadedKernel>(packer_compiled_, "gemmtune_pack", 0);
+  });
+  return *packer_;
+}
+
 // A packed, aligned copy of a stored rows x cols matrix, in stream order, in the stream's buffer
 // for the operand. The buffers are kept: allocating per call cost the timed call tens of
-// microseconds, and more at random (the memory pool gives freed memory back at each
-// synchronization; bf16 nn 2500x3500x4500, docs/PERF.md).
+// microseconds (docs/PERF.md, 'Packed copies live in kept buffers').
 CUdeviceptr Launcher::pack(Operand operand, CUdeviceptr src, int64_t rows, int64_t cols, int64_t ld,
-                           int64_t packed_ld, CUstream stream) {
-  {
-    std::lock_guard lock(mutex_);
-    if (!pack_) {
-      pack_compiled_ = compiler_.compile(pack_source(), arch_);
-      pack_ = std::make_unique<LoadedKernel>(pack_compiled_, "gemmtune_pack16", 0);
-    }
-  }
+                           int64_t packed_ld, int element_bytes, CUstream stream) {
+  const LoadedKernel& kernel = packer();
   const CUdeviceptr dst =
-      packed_.at_least(stream, int(operand), uint64_t(packed_ld * cols * 2), false);
+      packed_.at_least(stream, int(operand), uint64_t(packed_ld * cols * element_bytes), false);
   unsigned long long s = src, d = dst;
-  long long src_ld = ld, dst_ld = packed_ld;
-  long long r = rows, c = cols;  // 64-bit, as gemmtune_pack16 takes them
-  void* params[] = {&s, &src_ld, &r, &c, &d, &dst_ld};
-  const int64_t chunks = (rows + 7) / 8 * cols;
-  launch_raw(pack_->function(), uint32_t(std::clamp<int64_t>((chunks + 255) / 256, 1, 8 * 65535)),
+  long long src_ld = ld * element_bytes, dst_ld = packed_ld * element_bytes;
+  long long row_bytes = rows * element_bytes, c = cols;  // 64-bit, as gemmtune_pack takes them
+  void* params[] = {&s, &src_ld, &row_bytes, &c, &d, &dst_ld};
+  const int64_t chunks = (row_bytes + 15) / 16 * cols;
+  launch_raw(kernel.function(), uint32_t(std::clamp<int64_t>((chunks + 255) / 256, 1, 8 * 65535)),
              256, params, stream);
   return dst;
 }
 
-void Launcher::launch(const LoadedKernel& kernel, const LaunchGeometry& geometry,
+// A and B as required maps read them: an operand whose address or leading dimension is not
+// 16-byte aligned is packed into an aligned copy first.
+void Launcher::pack_unaligned(const LaunchPlan& plan, Operands& o, CUstream stream) {
+  Problem& p = o.problem;
+  for (const TensorMapPlan& m : plan.maps) {
+    if (m.made_flag != 0 || m.operand == Operand::c) continue;
+    const bool is_a = m.operand == Operand::a;
+    CUdeviceptr& ptr = is_a ? o.ops.a : o.ops.b;
+    int64_t& ld = is_a ? p.lda : p.ldb;
+    if (tma_aligned(ptr, ld, m.type)) continue;
+    const int64_t rows = is_a ? p.rows_a() : p.rows_b(), cols = is_a ? p.cols_a() : p.cols_b();
+    const int bytes = element_bytes(m.type);
+    const int64_t packed = packed_ld(rows, bytes);
+    ptr = pack(m.operand, ptr, rows, cols, ld, packed, bytes, stream);
+    ld = packed;
+  }
+}
+
+void Launcher::launch(const LoadedKernel& kernel, uint32_t resident, const LaunchPlan& plan,
                       const Problem& problem, const GemmOperands& operands, CUstream stream) {
-  GT_REQUIRE((geometry.workspace_bytes == 0 || operands.workspace != 0) &&
-                 (geometry.counter_bytes == 0 || operands.counters != 0),
+  GT_REQUIRE((plan.workspace_bytes == 0 || operands.workspace != 0) &&
+                 (plan.counter_bytes == 0 || operands.counters != 0),
              Errc::internal,
              "{} needs a workspace of {} bytes and {} bytes of counters, and got none",
-             kernel.name(), geometry.workspace_bytes, geometry.counter_bytes);
-  GemmOperands ops = operands;
-  Problem p = problem;
-  // A is stored rows_a x cols_a; B rows_b x cols_b. Pack what TMA cannot read in place.
-  const TensorMapNeed &need_a = geometry.map(Operand::a), &need_b = geometry.map(Operand::b);
-  const bool pack_a = need_a.needed && !tma_aligned(ops.a, p.lda, p.types.a);
-  const bool pack_b = need_b.needed && !tma_aligned(ops.b, p.ldb, p.types.b);
+             kernel.name(), plan.workspace_bytes, plan.counter_bytes);
+  GT_REQUIRE(plan.args.bytes > 0 && plan.args.bytes <= kMaxArgsBytes, Errc::internal,
+             "{}: an argument struct of {} bytes (1 to {} can be passed)", kernel.name(),
+             plan.args.bytes, kMaxArgsBytes);
+  Operands o{problem, operands};
+  const bool packs = std::any_of(plan.maps.begin(), plan.maps.end(), [&](const TensorMapPlan& m) {
+    return m.made_flag == 0 && m.operand != Operand::c &&
+           !tma_aligned(m.operand == Operand::a ? operands.a : operands.b,
+                        m.operand == Operand::a ? problem.lda : problem.ldb, m.type);
+  });
   std::unique_lock<std::mutex> packing(packing_, std::defer_lock);
-  if (pack_a || pack_b) packing.lock();
-  if (pack_a) {
-    const int64_t ld = packed_ld(p.rows_a());
-    ops.a = pack(Operand::a, ops.a, p.rows_a(), p.cols_a(), p.lda, ld, stream);
-    p.lda = ld;
+  if (packs) {
+    packing.lock();
+    pack_unaligned(plan, o, stream);
   }
-  if (pack_b) {
-    const int64_t ld = packed_ld(p.rows_b());
-    ops.b = pack(Operand::b, ops.b, p.rows_b(), p.cols_b(), p.ldb, ld, stream);
-    p.ldb = ld;
+  alignas(64) std::byte args[kMaxArgsBytes];
+  fill_arguments(args, plan, o.problem, o.ops);
+  launch_arguments(kernel, resident, plan, args, stream);
+}
+
+void Launcher::fill_arguments(std::byte* args, const LaunchPlan& plan, const Problem& p,
+                              const GemmOperands& ops) {
+  std::memset(args, 0, plan.args.bytes);
+  GemmCore core = core_of(plan, p, ops);
+  for (const TensorMapPlan& m : plan.maps) {
+    const bool a = m.operand == Operand::a, b = m.operand == Operand::b;
+    const CUdeviceptr ptr = a ? ops.a : b ? ops.b : ops.c;
+    const int64_t ld = a ? p.lda : b ? p.ldb : p.ldc;
+    // An optional map only where its operand is aligned (C for TMA stores); the required ones
+    // were packed where they were not.
+    if (m.made_flag != 0 && !tma_aligned(ptr, ld, m.type)) continue;
+    GT_REQUIRE(tma_aligned(ptr, ld, m.type), Errc::internal,
+               "a tensor map over an operand that is not 16-byte aligned ({})", p.describe());
+    const int64_t rows = a ? p.rows_a() : b ? p.rows_b() : p.m;
+    const int64_t cols = a ? p.cols_a() : b ? p.cols_b() : p.n;
+    const GemmTensorMap map =
+        tensor_map(MapKey{ptr, rows, cols, ld, m.box_rows, m.box_cols, m.type, m.swizzle});
+    std::memcpy(args + m.offset, &map, sizeof(map));
+    core.flags |= m.made_flag;
   }
-  GemmArgs args = plain_args(geometry, p, ops);
-  if (need_a.needed)
-    args.map_a = tensor_map(
-        MapKey{ops.a, p.rows_a(), p.cols_a(), p.lda, need_a.box_rows, need_a.box_cols, p.types.a});
-  if (need_b.needed)
-    args.map_b = tensor_map(
-        MapKey{ops.b, p.rows_b(), p.cols_b(), p.ldb, need_b.box_rows, need_b.box_cols, p.types.b});
-  // TMA stores write C (and with beta != 0 TMA loads read it) through map_c when C is aligned.
-  const TensorMapNeed& need_c = geometry.map(Operand::c);
-  if (need_c.needed && tma_aligned(ops.c, p.ldc, p.types.c)) {
-    args.map_c =
-        tensor_map(MapKey{ops.c, p.m, p.n, p.ldc, need_c.box_rows, need_c.box_cols, p.types.c});
-    args.flags |= GEMM_ARGS_MAP_C;
-  }
-  launch_kernel(kernel.function(), geometry, args, stream);
+  std::memcpy(args + plan.args.core, &core, sizeof(core));
+  for (const ArgsBlock& block : plan.blocks)
+    std::memcpy(args + block.offset, block.bytes.data(), block.bytes.size());
+}
+
+void Launcher::launch_arguments(const LoadedKernel& kernel, uint32_t resident,
+                                const LaunchPlan& plan, const std::byte* args, CUstream stream) {
+  launch_with(kernel.function(), plan,
+              plan.persistent ? persistent_grid_x(plan, resident) : plan.grid[0],
+              const_cast<std::byte*>(args), stream);
 }
 
 }  // namespace gemmtune

@@ -1,7 +1,7 @@
 #pragma once
-// Provides what a family's launch plan asks for (LaunchGeometry): tensor maps of the operands
-// (made through the Driver API and cached), an aligned copy of an operand TMA cannot read in
-// place, the workspace pointer; then launches. It never reads a family's parameters.
+// Launches any family's kernel from its launch plan: the argument struct the plan lays out (the
+// core, the tensor maps it names, made through the Driver API and cached, the family's blocks),
+// an aligned copy of any operand a required map cannot read in place, the persistent grid.
 #include <map>
 #include <memory>
 #include <mutex>
@@ -15,21 +15,33 @@ class Launcher {
  public:
   Launcher(Compiler compiler, ArchInfo arch);
   ~Launcher();
-  void launch(const LoadedKernel& kernel, const LaunchGeometry& geometry, const Problem& problem,
-              const GemmOperands& operands, CUstream stream);
+  // Enqueues the kernel on the stream. `resident` caps a persistent plan's grid (0: no cap).
+  void launch(const LoadedKernel& kernel, uint32_t resident, const LaunchPlan& plan,
+              const Problem& problem, const GemmOperands& operands, CUstream stream);
+  // The argument struct of a launch whose operands need no packing (plan.args.bytes of `out`).
+  void fill_arguments(std::byte* out, const LaunchPlan& plan, const Problem& problem,
+                      const GemmOperands& operands);
+  // Enqueues the kernel with argument bytes made before.
+  static void launch_arguments(const LoadedKernel& kernel, uint32_t resident,
+                               const LaunchPlan& plan, const std::byte* arguments, CUstream stream);
 
  private:
   struct MapKey;
+  struct Operands;
   GemmTensorMap tensor_map(const MapKey& key);
+  const LoadedKernel& packer();
+  void pack_unaligned(const LaunchPlan& plan, Operands& o, CUstream stream);
   CUdeviceptr pack(Operand operand, CUdeviceptr src, int64_t rows, int64_t cols, int64_t ld,
-                   int64_t packed_ld, CUstream stream);
+                   int64_t packed_ld, int element_bytes, CUstream stream);
 
   Compiler compiler_;
   ArchInfo arch_;
-  std::mutex mutex_;
+  std::mutex maps_mutex_;  // held while a map is looked up or encoded, microseconds
   std::map<MapKey, GemmTensorMap> maps_;
-  CompiledKernel pack_compiled_;
-  std::unique_ptr<LoadedKernel> pack_;
+  // The packing kernel, compiled on the first call that packs; other calls do not wait for it.
+  std::once_flag packer_once_;
+  CompiledKernel packer_compiled_;
+  std::unique_ptr<LoadedKernel> packer_;
   // Packed copies, a buffer per stream and operand. A call that packs holds packing_ from its
   // first copy to its launch: another thread's call on the same stream must not overwrite the
   // copies in between.

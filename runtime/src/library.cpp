@@ -1,5 +1,5 @@
-// The public API: look the configuration up once per problem (database, nearest tuned shape,
-// built-in default), compile or load it once per context, then launch.
+// The public API: look the configuration up once per problem (database tiers, nearest tuned
+// shape, built-in default), compile or load it once per context, then launch.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -7,6 +7,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "gemmtune/cache/nearest.hpp"
 #include "gemmtune/cache/tuning_db.hpp"
 #include "gemmtune/gemmtune.hpp"
 #include "gemmtune/generator/util.hpp"
@@ -14,6 +15,7 @@
 #include "gemmtune/runtime/kernel.hpp"
 #include "gemmtune/runtime/shape_recorder.hpp"
 #include "gemmtune/runtime/workspace.hpp"
+#include "made_once.hpp"
 
 namespace gemmtune {
 
@@ -23,6 +25,8 @@ const char* to_string(Source source) noexcept {
       return "tuned";
     case Source::other_version:
       return "other_version";
+    case Source::sibling:
+      return "sibling";
     case Source::nearest:
       return "nearest";
     case Source::fallback:
@@ -33,48 +37,25 @@ const char* to_string(Source source) noexcept {
 
 namespace {
 
-// What a problem resolved to: a ready kernel and the geometry for that problem.
+// What a problem resolved to: a ready kernel and its launch plan for that problem.
 struct Choice {
   std::shared_ptr<const ReadyKernel> kernel;
-  LaunchGeometry geometry;
+  LaunchPlan plan;
   Selection selection;
 };
 
 struct DeviceState {
   DeviceInfo info;
-  // Shared so that a call holds its choice without copying it (and reload() can clear the map).
-  std::unordered_map<Problem, std::shared_ptr<const Choice>, ProblemHash> choices;
-  std::map<std::string, std::shared_ptr<const ReadyKernel>> kernels;  // by kernel name
+  // Each made once, by the first caller, outside every lock (made_once.hpp): a call of a prepared
+  // problem never waits on another problem's compile.
+  MadeOnce<Problem, Choice, ProblemHash> choices;
+  MadeOnce<std::string, ReadyKernel> kernels;  // by kernel name
   Workspaces workspaces;  // split-K partial sums and counters, one buffer per stream
 };
 
-// What a problem tuned with the other beta class costs in the nearest-shape search: as much as
-// a dimension 1.25x away. The shape decides most of the choice (tiles against waves) and reading
-// C shifts it (docs/PERF.md, run 178: tuned with beta = 1, bf16 8192x8192x1024 picks a 192x128
-// tile, with beta = 0 a 256x128 one): the same shape tuned with the other beta is preferred to
-// shapes tuned with the same beta more than 1.25x away, and closer ones to it.
-const double kOtherBetaDistance = std::log(1.25);
-
-// Sum of |log| size ratios, plus kOtherBetaDistance when one reads C and the other does not;
-// infinite when any dimension differs by more than 2x, where a tile tuned for one shape says
-// little about the other (a 4096^3 winner fills 1024^3 badly).
-double shape_distance(const Problem& a, const Problem& b) {
-  double total = a.reads_c == b.reads_c ? 0 : kOtherBetaDistance;
-  for (auto [x, y] : {std::pair{a.m, b.m}, std::pair{a.n, b.n}, std::pair{a.k, b.k}}) {
-    const double d = std::abs(std::log(double(x) / double(y)));
-    if (d > std::log(2.0) + 1e-9) return std::numeric_limits<double>::infinity();
-    total += d;
-  }
-  return total;
-}
-
-bool fits(const KernelConfig& config, const Problem& problem, const ArchInfo& arch) {
-  return why_unusable(config, problem, arch).empty();
-}
-
-// Whether a stored best may be used at all: a production family, and a valid point of its space
+// Whether a stored best may be used at all: a registered family, and a valid point of its space
 // for the problem it was tuned for. A row that is not (a database edited or written elsewhere) is
-// skipped with a warning; test families are never run.
+// skipped with a warning.
 bool trustworthy(const BestRecord& best, const ArchInfo& arch) {
   const std::string why = why_unusable(best.winner.config, best.problem, arch);
   if (!why.empty())
@@ -88,6 +69,13 @@ std::string versions_note(const DeviceKey& tuned, const DeviceKey& here) {
       "tuned on this GPU under driver {} and NVRTC {} (this process: driver {}, NVRTC {}); "
       "gemm-tune re-tunes it for these",
       tuned.driver, tuned.nvrtc, here.driver, here.nvrtc);
+}
+
+std::string sibling_note(const DeviceKey& tuned) {
+  return fmt::format(
+      "tuned on {} ({} SMs), a GPU of the same compute capability {}.{}; gemm-tune tunes it for "
+      "this one",
+      tuned.name, tuned.sms, tuned.cc / 10, tuned.cc % 10);
 }
 
 // " with beta = 0" / " with beta != 0" where the tuned problem's class is not the call's.
@@ -130,8 +118,10 @@ struct Library::Impl {
   Options options;
   std::vector<std::string> only_families;  // empty: every family
   Compiler compiler;
-  std::mutex mutex;
-  std::map<CUcontext, DeviceState> devices;
+  std::mutex devices_mutex;  // held to find a context's state, never across work
+  std::map<CUcontext, std::unique_ptr<DeviceState>> devices;
+  // The database, used from one thread at a time (a query, never a compile, under the lock).
+  std::mutex db_mutex;
   std::unique_ptr<TuningDb> db;
   bool db_opened = false;
   // GEMMTUNE_RECORD: the shapes file listing the problems served without a tuned kernel.
@@ -146,6 +136,7 @@ struct Library::Impl {
                                  std::filesystem::path(options.cache_dir) / "kernels"}) {}
 
   // The database, opened once, read-only; none when it does not exist yet or cannot be read.
+  // Called with db_mutex held.
   TuningDb* database() {
     if (db_opened) return db.get();
     db_opened = true;
@@ -163,79 +154,88 @@ struct Library::Impl {
   }
 
   DeviceState& device_state(CUcontext ctx) {
-    auto [it, added] = devices.try_emplace(ctx);
-    if (added) it->second.info = query_device(current_device());
-    return it->second;
+    std::lock_guard lock(devices_mutex);
+    std::unique_ptr<DeviceState>& state = devices[ctx];
+    if (!state) {
+      state = std::make_unique<DeviceState>();
+      state->info = query_device(current_device());
+    }
+    return *state;
   }
 
-  // Database (this GPU and software; this GPU under another driver or NVRTC; the nearest tuned
-  // shape), then the untuned default (the best family's, generator/family.hpp).
+  bool usable(const KernelConfig& c, const Problem& p, const ArchInfo& arch) const {
+    return allowed(only_families, c.family) && why_unusable(c, p, arch).empty();
+  }
+
+  // The database's answer, tier by tier: this GPU and software; this GPU under another driver
+  // or NVRTC; another GPU of the same compute capability; the nearest tuned shape on this GPU.
+  std::optional<std::pair<KernelConfig, Selection>> from_database(TuningDb& tdb,
+                                                                  const DeviceInfo& dev,
+                                                                  const Problem& p) {
+    auto trusted = [&](const BestRecord& b) {
+      return trustworthy(b, dev.arch) && allowed(only_families, b.winner.config.family);
+    };
+    Selection sel;
+    if (auto best = tdb.best(dev.key, p); best && trusted(*best)) {
+      sel.source = Source::tuned;
+      return std::pair{best->winner.config, sel};
+    }
+    for (const auto& other : tdb.bests_under_other_versions(dev.key, p)) {
+      if (!trusted(other)) continue;
+      sel.source = Source::other_version;
+      sel.note = versions_note(other.device, dev.key);
+      return std::pair{other.winner.config, sel};
+    }
+    for (const auto& sibling : tdb.bests_on_siblings(dev.key, p)) {
+      if (!trusted(sibling)) continue;
+      sel.source = Source::sibling;
+      sel.note = sibling_note(sibling.device);
+      return std::pair{sibling.winner.config, sel};
+    }
+    const auto nearest =
+        nearest_best(tdb.bests_like(dev.key, p), p, dev.arch,
+                     [&](const BestRecord& b, const KernelConfig& adapted) {
+                       return usable(adapted, p, dev.arch) && trustworthy(b, dev.arch);
+                     });
+    if (!nearest) return std::nullopt;
+    sel.source = Source::nearest;
+    sel.note = "tuned for " + nearest->best.problem.shape() + beta_note(p, nearest->best.problem);
+    return std::pair{nearest->config, sel};
+  }
+
+  // The database's answer, else the untuned default (the best family's, generator/family.hpp).
   std::pair<KernelConfig, Selection> pick(const DeviceInfo& dev, const Problem& p) {
     auto families = families_for(p, dev.arch);
     std::erase_if(families, [&](const Family* f) { return !allowed(only_families, f->name()); });
     GT_REQUIRE(!families.empty(), Errc::unsupported, "no kernel family{} supports {} {} on {} ({})",
                only_families.empty() ? "" : " of GEMMTUNE_FAMILIES / Options::families",
                p.types.name(), p.layout(), dev.name, dev.arch.name());
-    auto usable = [&](const KernelConfig& c) {
-      return allowed(only_families, c.family) && fits(c, p, dev.arch);
-    };
-    Selection sel;
-    if (TuningDb* tdb = database()) {
-      try {
-        if (auto best = tdb->best(dev.key, p); best && trustworthy(*best, dev.arch) &&
-                                               allowed(only_families, best->winner.config.family)) {
-          sel.source = Source::tuned;
-          return {best->winner.config, sel};
+    {
+      std::lock_guard lock(db_mutex);
+      if (TuningDb* tdb = database()) {
+        try {
+          if (auto found = from_database(*tdb, dev, p)) return *found;
+        } catch (const Error& e) {
+          // A damaged file can open fine and fail only here: say so once, then do without it.
+          log().warn("tuning database {} cannot be read ({}); using the built-in defaults",
+                     db->path().string(), e.what());
+          db.reset();
         }
-        for (const auto& other : tdb->bests_under_other_versions(dev.key, p)) {
-          if (!trustworthy(other, dev.arch) || !allowed(only_families, other.winner.config.family))
-            continue;
-          sel.source = Source::other_version;
-          sel.note = versions_note(other.device, dev.key);
-          return {other.winner.config, sel};
-        }
-        // A winner of another shape, its derived parameters made for this one
-        // (with_derived_params).
-        const BestRecord* nearest = nullptr;
-        KernelConfig nearest_config;
-        double nearest_distance = std::numeric_limits<double>::max();
-        const auto like = tdb->bests_like(dev.key, p);
-        for (const auto& b : like) {
-          const double d = shape_distance(p, b.problem);
-          if (!std::isfinite(d) || d >= nearest_distance || !trustworthy(b, dev.arch)) continue;
-          KernelConfig adapted = with_derived_params(b.winner.config, b.problem, p, dev.arch);
-          if (!usable(adapted)) continue;
-          nearest = &b;
-          nearest_config = std::move(adapted);
-          nearest_distance = d;
-        }
-        if (nearest) {
-          sel.source = Source::nearest;
-          sel.note = "tuned for " + nearest->problem.shape() + beta_note(p, nearest->problem);
-          return {nearest_config, sel};
-        }
-      } catch (const Error& e) {
-        // A damaged file can open fine and fail only here: say so once, then do without it.
-        log().warn("tuning database {} cannot be read ({}); using the built-in defaults",
-                   db->path().string(), e.what());
-        db.reset();
       }
     }
+    Selection sel;
     sel.source = Source::fallback;
-    sel.note = "no tuned kernel for this GPU, dtype and layout";
+    sel.note = "no tuned kernel for this GPU, types and layout";
     return {untuned_default(families, p, dev.arch), sel};
   }
 
   std::shared_ptr<const ReadyKernel> ready(DeviceState& state, const KernelConfig& config,
                                            const Problem& p) {
-    const Family& family = find_family(config.family);
-    const std::string name = family.kernel_name(config);
-    auto it = state.kernels.find(name);
-    if (it != state.kernels.end()) return it->second;
-    auto kernel =
-        std::make_shared<const ReadyKernel>(prepare_kernel(compiler, config, p, state.info.arch));
-    state.kernels.emplace(name, kernel);
-    return kernel;
+    const std::string name = find_family(config.family).kernel_name(config);
+    return state.kernels.get(name, [&] {
+      return std::make_shared<const ReadyKernel>(
+          prepare_kernel(compiler, config, p, state.info.arch));
+    });
   }
 
   Choice resolve(DeviceState& state, const Problem& p) {
@@ -254,7 +254,7 @@ struct Library::Impl {
     }
     Choice c;
     c.kernel = kernel;
-    c.geometry = kernel->family->geometry(config, p, state.info.arch);
+    c.plan = kernel->family->plan(config, p, state.info.arch);
     c.selection = sel;
     c.selection.kernel = kernel->family->kernel_name(config);
     c.selection.family = config.family;
@@ -266,14 +266,10 @@ struct Library::Impl {
 
   // The choice for the problem, and the workspaces of the current context.
   std::pair<std::shared_ptr<const Choice>, Workspaces*> choice_for(const Problem& p) {
-    CUcontext ctx = ensure_context();
-    std::lock_guard lock(mutex);
-    DeviceState& state = device_state(ctx);
-    auto it = state.choices.find(p);
-    if (it != state.choices.end()) return {it->second, &state.workspaces};
-    auto c = std::make_shared<const Choice>(resolve(state, p));
-    state.choices.emplace(p, c);
-    return {c, &state.workspaces};
+    DeviceState& state = device_state(ensure_context());
+    auto choice =
+        state.choices.get(p, [&] { return std::make_shared<const Choice>(resolve(state, p)); });
+    return {std::move(choice), &state.workspaces};
   }
 };
 
@@ -305,8 +301,8 @@ void Library::matmul(const MatmulDesc& desc, int64_t m, int64_t n, int64_t k, fl
   const auto [choice, workspaces] = impl_->choice_for(p);
   const auto cu_stream = reinterpret_cast<CUstream>(stream);
   GemmOperands ops{CUdeviceptr(a), CUdeviceptr(b), CUdeviceptr(c), alpha, beta};
-  workspaces->provide(cu_stream, choice->geometry, ops);
-  choice->kernel->run(choice->geometry, p, ops, cu_stream);
+  workspaces->provide(cu_stream, choice->plan, ops);
+  choice->kernel->run(choice->plan, p, ops, cu_stream);
 }
 
 Selection Library::select(const Problem& problem) {
@@ -315,8 +311,11 @@ Selection Library::select(const Problem& problem) {
 }
 
 void Library::reload() {
-  std::lock_guard lock(impl_->mutex);
-  for (auto& [ctx, state] : impl_->devices) state.choices.clear();
+  {
+    std::lock_guard lock(impl_->devices_mutex);
+    for (auto& [ctx, state] : impl_->devices) state->choices.clear();
+  }
+  std::lock_guard lock(impl_->db_mutex);
   impl_->db.reset();
   impl_->db_opened = false;
 }

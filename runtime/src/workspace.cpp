@@ -34,9 +34,9 @@ void StreamBuffers::zero_fill(int slot) {
       GT_CU(cuMemsetD8Async(buffer.ptr, 0, buffer.bytes, key.first));
 }
 
-void Workspaces::provide(CUstream stream, const LaunchGeometry& geometry, GemmOperands& ops) {
-  ops.counters = buffers_.at_least(stream, kCounters, geometry.counter_bytes, true);
-  ops.workspace = buffers_.at_least(stream, kScratch, geometry.workspace_bytes, true);
+void Workspaces::provide(CUstream stream, const LaunchPlan& plan, GemmOperands& ops) {
+  ops.counters = buffers_.at_least(stream, kCounters, plan.counter_bytes, true);
+  ops.workspace = buffers_.at_least(stream, kScratch, plan.workspace_bytes, true);
 }
 
 void Workspaces::clear() {

@@ -19,25 +19,25 @@ struct Epilogue : Traits<Cfg> {
   using RegisterStore = wgmma_sm90::RegisterStore<Cfg>;
   using TmaStore = wgmma_sm90::TmaStore<Cfg>;
 
-  GEMMTUNE_DEVICE_INLINE static bool stores_by_tma(const GemmArgs& args) {
-    return TMA_STORE && (args.flags & GEMM_ARGS_MAP_C);
+  GEMMTUNE_DEVICE_INLINE static bool stores_by_tma(const WgmmaArgs& args) {
+    return TMA_STORE && (args.core.flags & WGMMA_MAP_C_MADE);
   }
   // beta != 0: C is read, by TMA (TmaStore::store) or from registers (RegisterStore::store).
-  GEMMTUNE_DEVICE_INLINE static bool loads_c_by_tma(const GemmArgs& args) {
+  GEMMTUNE_DEVICE_INLINE static bool loads_c_by_tma(const WgmmaArgs& args) {
     return stores_by_tma(args) && T::beta_of(args) != 0.0f;
   }
-  GEMMTUNE_DEVICE_INLINE static bool loads_c_by_threads(const GemmArgs& args) {
+  GEMMTUNE_DEVICE_INLINE static bool loads_c_by_threads(const WgmmaArgs& args) {
     return !stores_by_tma(args) && T::beta_of(args) != 0.0f;
   }
 
   // c_early: C's first chunks were asked for during the tile's main loop (TmaStore::fetch_c).
-  GEMMTUNE_DEVICE_INLINE static void store(const GemmArgs& args, const Smem& s, Tile t,
+  GEMMTUNE_DEVICE_INLINE static void store(const WgmmaArgs& args, const Smem& s, Tile t,
                                            int consumer, const float (&acc)[MW][TN / 2],
                                            u32& c_phases, bool c_early, int kpart = 0) {
     if constexpr (TMA_STORE) {
       if (stores_by_tma(args)) {
         if constexpr (READS_C)
-          if (args.beta != 0.0f)
+          if (args.core.beta != 0.0f)
             return TmaStore::template store<true>(args, s, t, consumer, acc, c_phases, c_early);
         return TmaStore::template store<false>(args, s, t, consumer, acc, c_phases, false);
       }
@@ -46,7 +46,7 @@ struct Epilogue : Traits<Cfg> {
   }
 
   // Before the CTA exits, its TMA stores must have read their shared memory.
-  GEMMTUNE_DEVICE_INLINE static void finish_stores(const GemmArgs& args) {
+  GEMMTUNE_DEVICE_INLINE static void finish_stores(const WgmmaArgs& args) {
     if (stores_by_tma(args) && threadIdx.x % 128 == 0) ptx::bulk_wait();
   }
 };

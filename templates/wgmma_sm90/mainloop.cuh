@@ -90,7 +90,7 @@ struct Mainloop : Traits<Cfg> {
 
   // With SWAP (skinny problems), P is op(A): read once, so it is loaded with an L2 evict-first
   // hint and does not push the small, reused operand out of L2.
-  GEMMTUNE_DEVICE_INLINE static void load_stage(const GemmArgs& args, const Smem& s, int stage,
+  GEMMTUNE_DEVICE_INLINE static void load_stage(const WgmmaArgs& args, const Smem& s, int stage,
                                                 Tile t, int kb, int rank, u64 policy) {
     u64* bar = &s.full[stage];
     ptx::mbarrier_arrive_expect_tx(bar, STAGE_BYTES);

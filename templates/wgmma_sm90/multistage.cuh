@@ -26,7 +26,7 @@ struct Multistage : Traits<Cfg> {
   using TmaStore = wgmma_sm90::TmaStore<Cfg>;
   using RegisterStore = wgmma_sm90::RegisterStore<Cfg>;
 
-  GEMMTUNE_DEVICE_INLINE static void run(const GemmArgs& args, const Smem& s) {
+  GEMMTUNE_DEVICE_INLINE static void run(const WgmmaArgs& args, const Smem& s) {
     const Grid g = Tiles::grid_of(args);
     const int k_blocks = g.k_blocks;
     const Tile t = Tiles::tile_of(blockIdx.x, 0, g);

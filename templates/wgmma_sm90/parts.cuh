@@ -24,14 +24,14 @@ struct Parts : Traits<Cfg> {
 
   // A counter per (tile in parts, CTA of the cluster, consumer warpgroup's rows), and partial
   // sums per (slot, CTA of the cluster, rows), each a consumer thread's float4s 128 apart.
-  GEMMTUNE_DEVICE_INLINE static int* counter_of(const GemmArgs& args, int tile, int rank,
+  GEMMTUNE_DEVICE_INLINE static int* counter_of(const WgmmaArgs& args, int tile, int rank,
                                                 int consumer) {
-    return reinterpret_cast<int*>(args.counters) + (tile * CLUSTER + rank) * ROW_WG +
+    return reinterpret_cast<int*>(args.core.counters) + (tile * CLUSTER + rank) * ROW_WG +
            Tiles::rows_of(consumer);
   }
-  GEMMTUNE_DEVICE_INLINE static float4* partial_of(const GemmArgs& args, int slot, int rank,
+  GEMMTUNE_DEVICE_INLINE static float4* partial_of(const WgmmaArgs& args, int slot, int rank,
                                                    int consumer) {
-    return reinterpret_cast<float4*>(args.workspace) +
+    return reinterpret_cast<float4*>(args.core.workspace) +
            ((long long)(slot * CLUSTER + rank) * ROW_WG + Tiles::rows_of(consumer)) *
                (128 * ACC / 4);
   }
@@ -52,7 +52,7 @@ struct Parts : Traits<Cfg> {
 
   // This consumer's part of the tile is done: store it, count it; the last part to arrive adds
   // every part's partial sums in part order into acc and returns true (it runs the epilogue).
-  GEMMTUNE_DEVICE_INLINE static bool reduce(const GemmArgs& args, const Smem& s,
+  GEMMTUNE_DEVICE_INLINE static bool reduce(const WgmmaArgs& args, const Smem& s,
                                             const schedule::Work& w, const schedule::Segment& seg,
                                             int rank, int consumer, float (&acc)[MW][TN / 2]) {
     const int lane = threadIdx.x % 128;

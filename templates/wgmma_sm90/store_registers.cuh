@@ -22,20 +22,21 @@ struct RegisterStore : Traits<Cfg> {
   using ClusterK = wgmma_sm90::ClusterK<Cfg>;
 
   // Where kernel element (r, c) sits in C: kernel rows are n (columns of C), or m with SWAP.
-  GEMMTUNE_DEVICE_INLINE static u16* c_at(const GemmArgs& args, int r, int c) {
-    u16* C = reinterpret_cast<u16*>(args.c);
-    return SWAP ? C + r + (long long)c * args.ldc : C + c + (long long)r * args.ldc;
+  GEMMTUNE_DEVICE_INLINE static u16* c_at(const WgmmaArgs& args, int r, int c) {
+    u16* C = reinterpret_cast<u16*>(args.core.c);
+    return SWAP ? C + r + (long long)c * args.core.ldc : C + c + (long long)r * args.core.ldc;
   }
 
   // beta != 0, stores from registers: the consumer warpgroup fetches its part of C's tile into
   // L2 as its main loop begins, a 128-byte line a thread in turn (one more line a column, for a
   // column that does not start on a line), so that the epilogue's loads wait for L2.
-  GEMMTUNE_DEVICE_INLINE static void prefetch_c_lines(const GemmArgs& args, Tile t, int consumer) {
+  GEMMTUNE_DEVICE_INLINE static void prefetch_c_lines(const WgmmaArgs& args, Tile t, int consumer) {
     constexpr int ROWS = 64 * MW;              // the consumer's kernel rows
     constexpr int COLUMNS = SWAP ? TN : ROWS;  // the columns of C they span
     constexpr int SPAN = SWAP ? ROWS : TN;     // and the values of each, contiguous
     constexpr int LINES = SPAN / 64 + 1;
-    const int rows_end = SWAP ? args.m : args.n, cols_end = SWAP ? args.n : args.m;
+    const int rows_end = SWAP ? args.core.m : args.core.n,
+              cols_end = SWAP ? args.core.n : args.core.m;
     const int r0 = t.row0 + Tiles::rows_of(consumer) * ROWS;
     for (int i = threadIdx.x % 128; i < COLUMNS * LINES; i += 128) {
       const int column = i / LINES, e = min(i % LINES * 64, SPAN - 1);
@@ -47,7 +48,7 @@ struct RegisterStore : Traits<Cfg> {
   // With SWAP, kernel row r's pair j (columns c0 + 8j, + 1) sits in two columns of C: read (low
   // half first) and written one value at a time, those past `cols_end` not at all.
   struct AcrossPairs {
-    const GemmArgs& args;
+    const WgmmaArgs& args;
     int r, c0, cols_end;
     GEMMTUNE_DEVICE_INLINE u32 read(int j) const {
       const int c = c0 + 8 * j;
@@ -70,12 +71,13 @@ struct RegisterStore : Traits<Cfg> {
   // Kernel row r's pairs from column c0 on (store16.cuh's accessors): across two columns of C
   // with SWAP, else neighbours along m in one, 4-byte aligned or not (with an odd ldc, every
   // other column is).
-  GEMMTUNE_DEVICE_INLINE static auto row_pairs(const GemmArgs& args, int r, int c0) {
+  GEMMTUNE_DEVICE_INLINE static auto row_pairs(const WgmmaArgs& args, int r, int c0) {
     if constexpr (SWAP) {
-      return AcrossPairs{args, r, c0, args.n};
+      return AcrossPairs{args, r, c0, args.core.n};
     } else {
       u16* column = c_at(args, r, 0);
-      return ColumnPairs<Cfg::DTYPE>{column, c0, args.m, (reinterpret_cast<u64>(column) & 3) == 0};
+      return ColumnPairs<Cfg::DTYPE>{column, c0, args.core.m,
+                                     (reinterpret_cast<u64>(column) & 3) == 0};
     }
   }
 
@@ -84,14 +86,14 @@ struct RegisterStore : Traits<Cfg> {
   // With CLUSTER_K, only the 8-column groups this CTA owns (kpart: its rank).
   // beta != 0: a thread of a small tile reads all its old values of C before writing any (one
   // memory latency for the tile); of a larger one, STORE_BATCH pairs of a row at a time.
-  GEMMTUNE_DEVICE_INLINE static void store(const GemmArgs& args, Tile t, int consumer,
+  GEMMTUNE_DEVICE_INLINE static void store(const WgmmaArgs& args, Tile t, int consumer,
                                            const float (&acc)[MW][TN / 2], int kpart) {
     // (A cluster of four has the most partial sums in registers: 16 pairs ahead spilled there.)
     constexpr bool ALL_AHEAD = STORE_BATCH > 1 && MW * 2 * (TN / 8) <= (CLUSTER_K == 4 ? 8 : 32);
     const int lane = threadIdx.x % 128;
-    const int rows_end = SWAP ? args.m : args.n;
+    const int rows_end = SWAP ? args.core.m : args.core.n;
     const int c0 = t.col0 + 2 * (lane % 4);
-    const float alpha = args.alpha, beta = T::beta_of(args);
+    const float alpha = args.core.alpha, beta = T::beta_of(args);
     auto row_of = [&](int mb, int h) {
       return t.row0 + (Tiles::rows_of(consumer) * MW + mb) * 64 + 16 * (lane / 32) +
              (lane % 32) / 4 + 8 * h;

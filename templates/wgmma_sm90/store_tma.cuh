@@ -29,7 +29,7 @@ struct TmaStore : Traits<Cfg> {
   using Tiles = wgmma_sm90::Tiles<Cfg>;
 
   // Consumer `consumer`'s rows of C's 64-column chunk `chunk`, by TMA into its buffer `buffer`.
-  GEMMTUNE_DEVICE_INLINE static void load_c_chunk(const GemmArgs& args, const Smem& s, Tile t,
+  GEMMTUNE_DEVICE_INLINE static void load_c_chunk(const WgmmaArgs& args, const Smem& s, Tile t,
                                                   int consumer, int chunk, int buffer) {
     u64* bar = &s.c_loaded[consumer * C_BUFFERS + buffer];
     ptx::mbarrier_arrive_expect_tx(bar, C_CHUNK_BYTES);  // a box partly outside C counts in full
@@ -38,7 +38,7 @@ struct TmaStore : Traits<Cfg> {
   }
 
   // C's first C_BUFFERS chunks, once the previous tile's stores have read every buffer.
-  GEMMTUNE_DEVICE_INLINE static void load_first_c_chunks(const GemmArgs& args, const Smem& s,
+  GEMMTUNE_DEVICE_INLINE static void load_first_c_chunks(const WgmmaArgs& args, const Smem& s,
                                                          Tile t, int consumer) {
     if (threadIdx.x % 128 != 0) return;
     ptx::bulk_wait_read<0>();
@@ -56,7 +56,7 @@ struct TmaStore : Traits<Cfg> {
 
   // beta != 0: the producer fetches a tile's C into L2 ahead of the epilogue's loads of it, so
   // that they wait for L2 rather than memory.
-  GEMMTUNE_DEVICE_INLINE static void prefetch_c(const GemmArgs& args, Tile t) {
+  GEMMTUNE_DEVICE_INLINE static void prefetch_c(const WgmmaArgs& args, Tile t) {
 #pragma unroll
     for (int r = 0; r < ROW_WG; ++r)
 #pragma unroll
@@ -72,7 +72,7 @@ struct TmaStore : Traits<Cfg> {
   // 2048^3, one tile a CTA: 0.93x -> 0.97x with beta = 1), or the wait for free buffers held up
   // the next tile's loads during the epilogue (8192x8192x1024: 0.96x -> 0.88x); H100, docs/PERF.md
   // runs 192-194. `free_phases` holds each consumer's c_free phase, bit by bit.
-  GEMMTUNE_DEVICE_INLINE static void fetch_c(const GemmArgs& args, const Smem& s, Tile t,
+  GEMMTUNE_DEVICE_INLINE static void fetch_c(const WgmmaArgs& args, const Smem& s, Tile t,
                                              const schedule::Segment& seg, int i,
                                              u32& free_phases) {
     if (i == 0) prefetch_c(args, t);
@@ -103,7 +103,7 @@ struct TmaStore : Traits<Cfg> {
   // with ldmatrix, the inverse of stmatrix, from where it writes them. `c_phases` holds each
   // buffer's barrier phase, bit by bit.
   template <bool READ_C>
-  GEMMTUNE_DEVICE_INLINE static void store(const GemmArgs& args, const Smem& s, Tile t,
+  GEMMTUNE_DEVICE_INLINE static void store(const WgmmaArgs& args, const Smem& s, Tile t,
                                            int consumer, const float (&acc)[MW][TN / 2],
                                            u32& c_phases, bool c_early) {
     constexpr bool RING = C_BUFFERS < C_CHUNKS;
@@ -149,10 +149,10 @@ struct TmaStore : Traits<Cfg> {
           for (int b = 0; b < 4; ++b) {
             const int i =
                 2 * (2 * (8 * chunk + u + b / 2) + b % 2);  // this thread's accumulator pair
-            float v0 = args.alpha * acc[mb][i], v1 = args.alpha * acc[mb][i + 1];
+            float v0 = args.core.alpha * acc[mb][i], v1 = args.core.alpha * acc[mb][i + 1];
             if constexpr (READ_C) {
-              v0 = fmaf(args.beta, H::to_f32(u16(old[b] & 0xffff)), v0);
-              v1 = fmaf(args.beta, H::to_f32(u16(old[b] >> 16)), v1);
+              v0 = fmaf(args.core.beta, H::to_f32(u16(old[b] & 0xffff)), v0);
+              v1 = fmaf(args.core.beta, H::to_f32(u16(old[b] >> 16)), v1);
             }
             r[b] = H::pack(v0, v1);
           }

@@ -5,6 +5,7 @@
 #include "common.cuh"
 #include "ptx/wgmma.cuh"
 #include "schedule.h"
+#include "wgmma_sm90/args.h"
 #include "wgmma_sm90/layout.h"
 
 namespace gemmtune {
@@ -149,8 +150,8 @@ struct Traits {
   }
 
   // beta, or 0 in a kernel built without READS_C (the compiler then drops every read of C).
-  GEMMTUNE_DEVICE_INLINE static float beta_of(const GemmArgs& args) {
-    return READS_C ? args.beta : 0.0f;
+  GEMMTUNE_DEVICE_INLINE static float beta_of(const WgmmaArgs& args) {
+    return READS_C ? args.core.beta : 0.0f;
   }
 };
 

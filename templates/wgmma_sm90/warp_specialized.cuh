@@ -43,7 +43,7 @@ struct WarpSpecialized : Traits<Cfg> {
   using TmaStore = wgmma_sm90::TmaStore<Cfg>;
   using RegisterStore = wgmma_sm90::RegisterStore<Cfg>;
 
-  GEMMTUNE_DEVICE_INLINE static void produce(const GemmArgs& args, const Smem& s, int worker,
+  GEMMTUNE_DEVICE_INLINE static void produce(const WgmmaArgs& args, const Smem& s, int worker,
                                              int rank, int kpart) {
     const u64 policy = SWAP ? ptx::l2_evict_first_policy() : 0;
     const bool with_c = Epilogue::loads_c_by_tma(args);
@@ -74,7 +74,7 @@ struct WarpSpecialized : Traits<Cfg> {
       }
   }
 
-  GEMMTUNE_DEVICE_INLINE static void consume(const GemmArgs& args, const Smem& s, int worker,
+  GEMMTUNE_DEVICE_INLINE static void consume(const WgmmaArgs& args, const Smem& s, int worker,
                                              int rank, int kpart, int consumer) {
     float acc[MW][TN / 2];
     Ring<STAGES> ring;
@@ -156,7 +156,7 @@ struct WarpSpecialized : Traits<Cfg> {
     Epilogue::finish_stores(args);
   }
 
-  GEMMTUNE_DEVICE_INLINE static void run(const GemmArgs& args, const Smem& s) {
+  GEMMTUNE_DEVICE_INLINE static void run(const WgmmaArgs& args, const Smem& s) {
     const int cta = CLUSTER_CTAS > 1 ? int(ptx::cluster_ctarank()) : 0;
     const int rank = CLUSTER_K > 1 ? 0 : cta;   // place in a pair that shares loads
     const int kpart = CLUSTER_K > 1 ? cta : 0;  // share of each tile's k-blocks

@@ -52,8 +52,8 @@ std::set<std::string> default_names(const Problem& problem, const ArchInfo& arch
 // point of every other structure, then the structures' other points (search.hpp).
 std::vector<Planned> plan(const Problem& problem, const ArchInfo& arch,
                           const std::vector<std::string>& only,
-                          const std::vector<KernelConfig>& extra, bool only_extra, int& enumerated,
-                          std::map<std::string, int>& pruned_by) {
+                          const std::vector<KernelConfig>& extra, bool only_extra,
+                          int64_t& enumerated, std::map<std::string, int64_t>& pruned_by) {
   std::vector<Planned> out;
   for (const auto& name : only) {
     const Family& family = find_family(name);  // throws for unknown names
@@ -72,12 +72,11 @@ std::vector<Planned> plan(const Problem& problem, const ArchInfo& arch,
   for (const Family* family : families_for(problem, arch)) {
     if (!only.empty() && std::find(only.begin(), only.end(), family->name()) == only.end())
       continue;
-    const SearchSpace space = family->space(problem, arch);
-    Pruning pruning = space.prune(problem, arch);
-    enumerated += int(space.size());
+    Pruning pruning = family->prune(problem, arch);
+    enumerated += family->space_summary(problem, arch).size();
     for (const auto& [name, count] : pruning.pruned_by) pruned_by[name] += count;
     for (auto& c : pruning.valid) {
-      std::string structure = space.structure_of(c);
+      std::string structure = family->structure_of(c);
       ranked.push_back(Planned{family, c, family->kernel_name(c),
                                family->predicted_ms(c, problem, arch), false,
                                std::move(structure)});
@@ -114,7 +113,7 @@ struct CompileOutcome {
 CompileOutcome compile_one(const Compiler& compiler, const Planned& p, const ArchInfo& arch) {
   CompileOutcome out;
   try {
-    out.kernel = compiler.compile(emit_source(*p.family, p.config), arch);
+    out.kernel = compiler.compile(emit_source(*p.family, p.config, arch), arch);
   } catch (const std::exception& e) {
     out.error = e.what();
   }
@@ -737,7 +736,7 @@ DryRunReport dry_run(const Problem& problem, const ArchInfo& arch, unsigned comp
       e.status = "compiled";
       e.registers = r.registers;
       e.spills = r.found ? r.spills() : -1;
-      e.smem_bytes = int(planned[i].family->geometry(planned[i].config, problem, arch).smem_bytes) +
+      e.smem_bytes = int(planned[i].family->plan(planned[i].config, problem, arch).smem_bytes) +
                      std::max(0, r.smem_static);
       e.compile_ms = outcome.kernel->compile_ms;
       e.compile_cpu_ms = outcome.kernel->compile_cpu_ms;

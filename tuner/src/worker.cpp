@@ -58,7 +58,7 @@ class Worker {
     const GemmOperands ops = operands_with_fresh_c();
     std::vector<Timer::Launch> launches;
     for (const ReadyKernel& k : kernels)
-      launches.push_back([&](CUstream s) { with_workspace(k.geometry, problem_, ops, s, k); });
+      launches.push_back([&](CUstream s) { with_workspace(k.plan, problem_, ops, s, k); });
     const json cublas =
         request.value("baseline", false) ? cublas_status() : json{{"available", false}};
     if (cublas.at("available"))
@@ -119,9 +119,9 @@ class Worker {
     const PtxasReport& report = kernel->compiled.report;
     rec.registers = report.registers;
     rec.spills = report.found ? report.spills() : -1;
-    rec.smem_bytes = int(kernel->geometry.smem_bytes) + std::max(0, report.smem_static);
+    rec.smem_bytes = int(kernel->plan.smem_bytes) + std::max(0, report.smem_static);
     rec.compile_ms = kernel->compiled.compile_ms;
-    if (kernel->loaded->occupancy(kernel->geometry) == 0) {
+    if (kernel->loaded->occupancy(kernel->plan) == 0) {
       rec.status = CandidateStatus::out_of_resources;
       rec.message = fmt::format("no block fits an SM ({} registers, {} bytes shared memory)",
                                 rec.registers, rec.smem_bytes);
@@ -131,9 +131,9 @@ class Worker {
     try {
       const Verdict v = verifier_->verify(
           [&](const Problem& p, const GemmOperands& ops, CUstream s) {
-            with_workspace(family.geometry(rec.config, p, device_.arch), p, ops, s, *kernel);
+            with_workspace(family.plan(rec.config, p, device_.arch), p, ops, s, *kernel);
           },
-          stream_->get(), kernel->geometry.reads_c);
+          stream_->get(), kernel->plan.reads_c);
       rec.max_error = v.max_error;
       if (!v.ok) {
         rec.status = CandidateStatus::wrong_result;
@@ -150,10 +150,10 @@ class Worker {
   }
 
   // Runs the kernel with the workspace its launch asks for.
-  void with_workspace(const LaunchGeometry& g, const Problem& p, GemmOperands ops, CUstream s,
+  void with_workspace(const LaunchPlan& plan, const Problem& p, GemmOperands ops, CUstream s,
                       const ReadyKernel& kernel) {
-    workspaces_.provide(s, g, ops);
-    kernel.run(g, p, ops, s);
+    workspaces_.provide(s, plan, ops);
+    kernel.run(plan, p, ops, s);
   }
 
   // The problem's operands, C back at its first values (beta != 0 reads it), so that every
@@ -166,9 +166,8 @@ class Worker {
 
   Timing time_kernel(const ReadyKernel& kernel, const TimingSettings& timing) {
     const GemmOperands ops = operands_with_fresh_c();
-    return timer_->time(
-        [&](CUstream s) { with_workspace(kernel.geometry, problem_, ops, s, kernel); },
-        stream_->get(), timing);
+    return timer_->time([&](CUstream s) { with_workspace(kernel.plan, problem_, ops, s, kernel); },
+                        stream_->get(), timing);
   }
 
   // Keeps the GPU busy for a while before the first measurement, so that the first candidates
@@ -202,9 +201,9 @@ class Worker {
     if (t.stopped_early)
       rec.message = fmt::format(
           "timing stopped after {} runs: slower than the best so far, it cannot win", t.runs);
-    if (kernel.geometry.persistent)
+    if (kernel.plan.persistent)
       rec.message += fmt::format("{}persistent grid of {} CTAs", rec.message.empty() ? "" : "; ",
-                                 persistent_grid(kernel.geometry, kernel.resident_ctas).grid[0]);
+                                 persistent_grid(kernel.plan, kernel.resident_ctas).grid[0]);
     if (auto clocks = sample_clocks(device_.pci_bus_id))
       rec.message +=
           fmt::format("{}SM clock {} MHz, {} C after timing", rec.message.empty() ? "" : "; ",

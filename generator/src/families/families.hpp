@@ -1,16 +1,13 @@
 #pragma once
-// The families this build knows. Each lives in its own file beside this one.
+// What the families of this build share. Each lives in its own file beside this one and
+// registers itself (GEMMTUNE_REGISTER_FAMILY).
 #include <algorithm>
 #include <initializer_list>
 
 #include "gemmtune/generator/family.hpp"
+#include "raster.h"
 
 namespace gemmtune {
-
-const Family& gemv_family();
-const Family& simt_family();
-const Family& wgmma_sm90_family();
-const Family& mma_sm80_family();
 
 // Whether the problem has one of `types` for every operand, f32 accumulation and no scaling:
 // what the families of this build compute.
@@ -22,6 +19,9 @@ inline bool one_type_of(const Problem& p, std::initializer_list<DataType> types)
 inline int64_t ceil_div(int64_t a, int64_t b) {
   return (a + b - 1) / b;
 }
+inline int64_t round_up(int64_t a, int64_t b) {
+  return ceil_div(a, b) * b;
+}
 
 // Shape classes the tensor-core families choose by (K splits, pipeline depth, tile sizes).
 // Fewer 128 x 128 tiles than SMs.
@@ -29,10 +29,20 @@ inline bool few_tiles(const Problem& p, const ArchInfo& arch) {
   return ceil_div(p.m, 128) * ceil_div(p.n, 128) < arch.sms;
 }
 // Even 64 x 64 tiles fill less than half the SMs: every CTA waits through its chain of loads, and
-// narrower tiles, deeper pipelines or parts of K buy CTAs that wait through shorter ones (cuBLAS
-// runs bf16 tn 768x128x768 on 64 CTAs of wgmma N 24, 500x300x700 split in K; ncu on the H100).
+// narrower tiles, deeper pipelines or parts of K buy CTAs that wait through shorter ones
+// (docs/PERF.md, 'Latency-bound problems take narrow tiles on half the SMs').
 inline bool latency_bound(const Problem& p, const ArchInfo& arch) {
   return 2 * ceil_div(p.m, 64) * ceil_div(p.n, 64) < arch.sms;
+}
+
+// The tiling of a launch of tiles_m x tiles_n tiles in raster groups of `group` along M, for the
+// families that pass a GemmTiling.
+inline GemmTiling tiling_of(int64_t tiles_m, int64_t tiles_n, int group) {
+  GemmTiling t{int(tiles_m), int(tiles_n), {}};
+  unsigned divisors[2];
+  raster_divisors(int(tiles_m), int(tiles_n), group, divisors);
+  for (int i = 0; i < 2; ++i) t.divisors[i] = make_divisor(divisors[i]);
+  return t;
 }
 
 }  // namespace gemmtune

@@ -1,43 +1,77 @@
-// The SIMT fp32 family (templates/simt.cuh): search space, names, emission, launch geometry.
+// The SIMT fp32 family (templates/simt.cuh): search space, names, emission, launch plan.
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
 
 #include "families.hpp"
-#include "raster.h"
+#include "simt_args.h"
 
 namespace gemmtune {
 namespace {
 
-int64_t threads_of(const KernelConfig& c) {
-  return (c.at("BM") / c.at("WM")) * (c.at("BN") / c.at("WN")) * 32;
+struct SimtParams {
+  int64_t bm = 0, bn = 0, bk = 0;  // block tile
+  int64_t wm = 0, wn = 0;          // warp tile
+  int64_t tm = 0, tn = 0;          // thread tile
+  int64_t vec = 1, stages = 2;     // floats per global access; 2: double-buffered
+
+  using P = SimtParams;
+  static constexpr std::array fields = {
+      ParamField<P>{"BM", &P::bm},         ParamField<P>{"BN", &P::bn},
+      ParamField<P>{"BK", &P::bk},         ParamField<P>{"WM", &P::wm},
+      ParamField<P>{"WN", &P::wn},         ParamField<P>{"TM", &P::tm},
+      ParamField<P>{"TN", &P::tn},         ParamField<P>{"VEC", &P::vec},
+      ParamField<P>{"STAGES", &P::stages},
+  };
+};
+using P = SimtParams;
+using Config = FamilyConfig<P>;
+
+constexpr int kGroup = 8;  // tiles per raster group along M (Cfg::GROUP)
+
+int64_t threads_of(const Config& c) {
+  return (c.bm / c.wm) * (c.bn / c.wn) * 32;
 }
 
 // Mirrors simt::Kernel::SMEM_BYTES: transposing copies pad their rows by 4 floats.
-int64_t smem_bytes_of(const KernelConfig& c) {
-  const int64_t pad_a = c.op_a == Op::T ? 4 : 0;
-  const int64_t pad_b = c.op_b == Op::T ? 0 : 4;
-  return c.at("STAGES") * c.at("BK") * (c.at("BM") + pad_a + c.at("BN") + pad_b) * 4;
+int64_t smem_bytes_of(const Config& c) {
+  const int64_t pad_a = c.a_t() ? 4 : 0;
+  const int64_t pad_b = c.b_t() ? 0 : 4;
+  return c.stages * c.bk * (c.bm + pad_a + c.bn + pad_b) * 4;
 }
 
-// Registers a thread needs, roughly: accumulators, fragments, the prefetch buffer, addresses.
-int64_t register_estimate(const KernelConfig& c) {
-  const int64_t tm = c.at("TM"), tn = c.at("TN");
-  const int64_t prefetch = (c.at("BM") + c.at("BN")) * c.at("BK") / threads_of(c);
-  return tm * tn + tm + tn + prefetch +
-         72;  // calibrated on ptxas (sm_80, sm_90a): no default candidate spills
+// Registers a thread needs, roughly: accumulators, fragments, the prefetch buffer, addresses,
+// and kRegisterBase more (calibrated on ptxas, sm_80 and sm_90a: no default candidate spills).
+// Narrow copies (VEC 1 or 2, an unaligned problem) keep an address per load besides the values:
+// without that term, 16x8 and 8x16 thread tiles prefetching 20-24 values spilled 16-244 bytes.
+constexpr int64_t kRegisterBase = 72;
+int64_t register_estimate(const Config& c) {
+  const int64_t prefetch = (c.bm + c.bn) * c.bk / std::max<int64_t>(threads_of(c), 1);
+  const int64_t addresses = c.vec < 4 ? prefetch / c.vec : 0;
+  return c.tm * c.tn + c.tm + c.tn + prefetch + addresses + kRegisterBase;
 }
 
 int widest_vector(const Problem& p) {
   return std::min(4, p.align / 4);
 }
 
-constexpr int kGroup = 8;  // tiles per raster group along M (Cfg::GROUP)
+// The cost model's calibration (docs/PERF.md, 'SIMT f32 wins with 16x8 thread tiles at 69% of
+// the f32 peak'): the best kernel per thread tile reached 69% (16x8), 65% (8x8), 63% (4x16) and
+// 60% (4x8) of the f32 peak, which kFfmaRate - kLoadCost / r fits, r being FFMAs per 16-byte
+// shared load of a k-step; one stage cost 5%, warp tiles of 32 wide 5%.
+constexpr double kFfmaRate = 0.773;
+constexpr double kLoadCost = 1.81;
+constexpr double kOneStage = 0.95;
+constexpr double kNarrowWarpTile = 0.95;
 
-class SimtFamily final : public Family {
+using Members = std::vector<int64_t P::*>;
+const Members kBlock = {&P::bm, &P::bn, &P::wm, &P::wn};
+
+class SimtFamily final : public FamilyOf<P> {
  public:
   std::string_view name() const override { return "simt"; }
+  int rank() const override { return 40; }
 
   std::string unsupported_reason(const Problem& problem, const ArchInfo& arch) const override {
     if (!one_type_of(problem, {DataType::f32}))
@@ -46,47 +80,59 @@ class SimtFamily final : public Family {
     return {};
   }
 
-  SearchSpace space(const Problem&, const ArchInfo&) const override {
-    SearchSpace s;
-    s.family = "simt";
-    s.params = {
-        {"BM", {64, 128, 256}}, {"BN", {64, 128, 256}}, {"BK", {8, 16}},
-        {"WM", {32, 64}},       {"WN", {32, 64}},       {"TM", {4, 8, 16}},
-        {"TN", {4, 8, 16}},     {"VEC", {1, 2, 4}},     {"STAGES", {1, 2}},
-    };
-    s.constraints = {
-        {"warp_shape", "a warp tile holds exactly 32 thread tiles: (WM/TM)*(WN/TN) == 32",
-         [](const KernelConfig& c, const Problem&, const ArchInfo&) {
-           return c.at("WM") % c.at("TM") == 0 && c.at("WN") % c.at("TN") == 0 &&
-                  (c.at("WM") / c.at("TM")) * (c.at("WN") / c.at("TN")) == 32;
+  Space<P> space(const Problem&, const ArchInfo&) const override {
+    Space<P> s;
+    s.set(&P::bm, {64, 128, 256});
+    s.set(&P::bn, {64, 128, 256});
+    s.set(&P::bk, {8, 16});
+    s.set(&P::wm, {32, 64});
+    s.set(&P::wn, {32, 64});
+    s.set(&P::tm, {4, 8, 16});
+    s.set(&P::tn, {4, 8, 16});
+    s.set(&P::vec, {1, 2, 4});
+    s.set(&P::stages, {1, 2});
+    s.rules = {
+        {"warp_shape",
+         "a warp tile holds exactly 32 thread tiles: (WM/TM)*(WN/TN) == 32",
+         {&P::wm, &P::wn, &P::tm, &P::tn},
+         [](const Config& c, const Problem&, const ArchInfo&) {
+           return c.wm % c.tm == 0 && c.wn % c.tn == 0 && (c.wm / c.tm) * (c.wn / c.tn) == 32;
          }},
-        {"warps_tile_block", "warp tiles divide the block tile: BM % WM == 0, BN % WN == 0",
-         [](const KernelConfig& c, const Problem&, const ArchInfo&) {
-           return c.at("BM") % c.at("WM") == 0 && c.at("BN") % c.at("WN") == 0;
+        {"warps_tile_block", "warp tiles divide the block tile: BM % WM == 0, BN % WN == 0", kBlock,
+         [](const Config& c, const Problem&, const ArchInfo&) {
+           return c.bm % c.wm == 0 && c.bn % c.wn == 0;
          }},
-        {"threads_per_block", "128 to 512 threads per block",
-         [](const KernelConfig& c, const Problem&, const ArchInfo&) {
+        {"threads_per_block", "128 to 512 threads per block", kBlock,
+         [](const Config& c, const Problem&, const ArchInfo&) {
            return threads_of(c) >= 128 && threads_of(c) <= 512;
          }},
-        {"vector_alignment", "VEC-wide accesses need the problem aligned to 4*VEC bytes",
-         [](const KernelConfig& c, const Problem& p, const ArchInfo&) {
-           return c.at("VEC") * 4 <= p.align;
+        {"vector_alignment",
+         "VEC-wide accesses need the problem aligned to 4*VEC bytes",
+         {&P::vec},
+         [](const Config& c, const Problem& p, const ArchInfo&) { return c.vec * 4 <= p.align; }},
+        {"widest_vector",
+         "use the widest vector the alignment allows (narrower is never faster)",
+         {&P::vec},
+         [](const Config& c, const Problem& p, const ArchInfo&) {
+           return c.vec == widest_vector(p);
          }},
-        {"widest_vector", "use the widest vector the alignment allows (narrower is never faster)",
-         [](const KernelConfig& c, const Problem& p, const ArchInfo&) {
-           return c.at("VEC") == widest_vector(p);
+        {"even_copy",
+         "each thread copies the same number of vectors of each tile",
+         {&P::bm, &P::bn, &P::wm, &P::wn, &P::bk, &P::vec},
+         [](const Config& c, const Problem&, const ArchInfo&) {
+           const int64_t v = c.vec * threads_of(c);
+           return v > 0 && (c.bm * c.bk) % v == 0 && (c.bn * c.bk) % v == 0;
          }},
-        {"even_copy", "each thread copies the same number of vectors of each tile",
-         [](const KernelConfig& c, const Problem&, const ArchInfo&) {
-           const int64_t t = threads_of(c), v = c.at("VEC") * t;
-           return (c.at("BM") * c.at("BK")) % v == 0 && (c.at("BN") * c.at("BK")) % v == 0;
-         }},
-        {"smem_fits", "shared memory per block within the architecture's limit",
-         [](const KernelConfig& c, const Problem&, const ArchInfo& a) {
+        {"smem_fits",
+         "shared memory per block within the architecture's limit",
+         {&P::bm, &P::bn, &P::bk, &P::stages},
+         [](const Config& c, const Problem&, const ArchInfo& a) {
            return smem_bytes_of(c) <= a.smem_per_block;
          }},
-        {"registers_fit", "estimated registers per thread fit 255 and the block fits an SM",
-         [](const KernelConfig& c, const Problem&, const ArchInfo& a) {
+        {"registers_fit",
+         "estimated registers per thread fit 255 and the block fits an SM",
+         {&P::bm, &P::bn, &P::bk, &P::wm, &P::wn, &P::tm, &P::tn, &P::vec},
+         [](const Config& c, const Problem&, const ArchInfo& a) {
            const int64_t regs = register_estimate(c);
            return regs <= 255 && regs * threads_of(c) <= a.regs_per_sm;
          }},
@@ -94,81 +140,86 @@ class SimtFamily final : public Family {
     return s;
   }
 
-  // Measured on an H200 (docs/PERF.md): 128x256 tiles of 16x8 win from 2048^2 outputs up;
-  // below that, 64x64 tiles keep every SM busy.
-  KernelConfig default_config(const Problem& problem, const ArchInfo&) const override {
-    KernelConfig c{"simt", problem.types, problem.scaling, problem.op_a, problem.op_b, {}};
+  // 128x256 tiles of 16x8 on large problems (docs/PERF.md, 'SIMT f32 wins with 16x8 thread tiles
+  // at 69% of the f32 peak'); below 2048^2 outputs, 64x64 tiles, which keep every SM busy.
+  Config default_of(const Problem& problem, const ArchInfo&) const override {
+    Config c = Config::of(problem);
     if (problem.m * problem.n >= int64_t(2048) * 2048)
-      c.params = {{"BM", 128}, {"BN", 256}, {"BK", 8}, {"WM", 64},
-                  {"WN", 64},  {"TM", 16},  {"TN", 8}};
+      c.bm = 128, c.bn = 256, c.bk = 8, c.wm = 64, c.wn = 64, c.tm = 16, c.tn = 8;
     else
-      c.params = {{"BM", 64}, {"BN", 64}, {"BK", 8}, {"WM", 32}, {"WN", 32}, {"TM", 4}, {"TN", 8}};
-    c.params["VEC"] = widest_vector(problem);
-    c.params["STAGES"] = 2;
+      c.bm = 64, c.bn = 64, c.bk = 8, c.wm = 32, c.wn = 32, c.tm = 4, c.tn = 8;
+    c.vec = widest_vector(problem);
+    c.stages = 2;
     return c;
   }
 
-  std::string kernel_name(const KernelConfig& c) const override {
+  std::string name_of(const Config& c) const override {
     return fmt::format("gemm_simt_{}_{}{}_{}x{}x{}_w{}x{}_t{}x{}_v{}_s{}", c.types.token(),
-                       to_char(c.op_a), to_char(c.op_b), c.at("BM"), c.at("BN"), c.at("BK"),
-                       c.at("WM"), c.at("WN"), c.at("TM"), c.at("TN"), c.at("VEC"), c.at("STAGES"));
+                       to_char(c.op_a), to_char(c.op_b), c.bm, c.bn, c.bk, c.wm, c.wn, c.tm, c.tn,
+                       c.vec, c.stages);
   }
 
-  std::string emit(const KernelConfig& c) const override {
-    return generated_unit(
-        {kernel_name(c), "simt.cuh", "gemmtune::simt::Kernel",
-         fmt::format("  static constexpr int BM = {}, BN = {}, BK = {};\n"
-                     "  static constexpr int WM = {}, WN = {}, TM = {}, TN = {};\n"
-                     "  static constexpr int VEC = {}, STAGES = {}, GROUP = {};\n"
-                     "  static constexpr bool A_T = {}, B_T = {};\n",
-                     c.at("BM"), c.at("BN"), c.at("BK"), c.at("WM"), c.at("WN"), c.at("TM"),
-                     c.at("TN"), c.at("VEC"), c.at("STAGES"), kGroup, c.op_a == Op::T,
-                     c.op_b == Op::T),
-         smem_static_assert("K::SMEM_BYTES", smem_bytes_of(c)), "K::THREADS",
-         "  extern __shared__ float4 gemmtune_smem[];\n"
-         "  K::run(args, reinterpret_cast<float*>(gemmtune_smem));\n"});
+  UnitSource unit_of(const Config& c, const ArchInfo&) const override {
+    return {"simt.cuh", "", "gemmtune::simt::Kernel",
+            fmt::format("  static constexpr int GROUP = {};\n"
+                        "  static constexpr bool A_T = {}, B_T = {};\n",
+                        kGroup, c.a_t(), c.b_t()),
+            smem_static_assert("K::SMEM_BYTES", smem_bytes_of(c)) +
+                threads_static_assert(threads_of(c)),
+            // Scalar copies (VEC 1) need the registers register_estimate counts: without a bound
+            // of one block per SM, ptxas on sm_80 traded them for occupancy and spilled.
+            c.vec == 1 ? "K::THREADS, 1" : "K::THREADS",
+            "  extern __shared__ float4 gemmtune_smem[];\n"
+            "  K::run(args, reinterpret_cast<float*>(gemmtune_smem));\n"};
   }
 
-  LaunchGeometry geometry(const KernelConfig& c, const Problem& p, const ArchInfo&) const override {
-    LaunchGeometry g;
-    g.tiles_m = uint32_t((p.m + c.at("BM") - 1) / c.at("BM"));
-    g.tiles_n = uint32_t((p.n + c.at("BN") - 1) / c.at("BN"));
+  ArgsLayout args_layout() const override {
+    return {"SimtArgs",
+            sizeof(SimtArgs),
+            offsetof(SimtArgs, core),
+            {GEMMTUNE_ARGS_MEMBER(SimtArgs, core), GEMMTUNE_ARGS_MEMBER(SimtArgs, tiling)}};
+  }
+
+  LaunchPlan plan_of(const Config& c, const Problem& p, const ArchInfo&) const override {
+    LaunchPlan g;
+    g.tiles_m = uint32_t(ceil_div(p.m, c.bm));
+    g.tiles_n = uint32_t(ceil_div(p.n, c.bn));
     g.grid = {grid_extent(int64_t(g.tiles_m) * g.tiles_n), 1, 1};
-    raster_divisors(int(g.tiles_m), int(g.tiles_n), kGroup, g.divisors);
     g.block = {uint32_t(threads_of(c)), 1, 1};
     g.smem_bytes = uint32_t(smem_bytes_of(c));
+    g.args = args_layout();
+    g.blocks.push_back(
+        ArgsBlock::of(g.args.offset_of("tiling"), tiling_of(g.tiles_m, g.tiles_n, kGroup)));
     return g;
   }
 
   // Its includes are found by scanning.
   std::vector<std::string> template_files() const override { return {"simt.cuh"}; }
 
-  // Calibrated on the H200 run over all 144 candidates at 4096^3 (docs/PERF.md): the best
-  // kernel per thread tile reached 69% (16x8), 65% (8x8), 63% (4x16) and 60% (4x8) of the
-  // f32 peak, which 0.773 - 1.81 / r fits, r being FFMAs per 16-byte shared load of a k-step;
-  // one stage cost 5%, warp tiles of 32 wide 5%.
-  TileWork tile_work(const KernelConfig& c, const Problem& p, const ArchInfo& a) const override {
-    const double tm = double(c.at("TM")), tn = double(c.at("TN"));
+  TileWork work_of(const Config& c, const Problem& p, const ArchInfo& a) const override {
+    const double tm = double(c.tm), tn = double(c.tn);
     const double ffma_per_load = tm * tn / (tm / 4 + tn / 4);
     TileWork w;
-    w.tile_m = c.at("BM");
-    w.tile_n = c.at("BN");
+    w.tile_m = c.bm;
+    w.tile_n = c.bn;
     w.ctas_per_sm = ctas_per_sm(a, threads_of(c), smem_bytes_of(c), register_estimate(c));
-    w.efficiency = (0.773 - 1.81 / ffma_per_load) * (c.at("STAGES") == 2 ? 1.0 : 0.95) *
-                   (c.at("WM") * c.at("WN") >= 64 * 64 ? 1.0 : 0.95);
+    w.efficiency = (kFfmaRate - kLoadCost / ffma_per_load) * (c.stages == 2 ? 1.0 : kOneStage) *
+                   (c.wm * c.wn >= 64 * 64 ? 1.0 : kNarrowWarpTile);
     // One k-tile of A and B is fetched into registers while the other is multiplied.
-    w.bytes_in_flight = double((c.at("BM") + c.at("BN")) * c.at("BK") * 4);
+    w.bytes_in_flight = double((c.bm + c.bn) * c.bk * 4);
     // The first tile's loads, then C written from registers.
     w.tile_overhead_us = 1.0 + epilogue_us(a, w.tile_m, w.tile_n, p.types.d);
     return w;
   }
 };
 
-}  // namespace
-
-const Family& simt_family() {
+const SimtFamily& simt_family() {
   static const SimtFamily family;
   return family;
 }
+
+}  // namespace
+
+GEMMTUNE_REGISTER_FAMILY(simt_family())
 
 }  // namespace gemmtune

@@ -6,7 +6,8 @@
 // compute C^T = op(B)^T op(A)^T, i.e. swap A and B (and M and N) and pass the row strides.
 //
 // The kernel for a shape is the one `gemm-tune` stored in the tuning database for this GPU;
-// else the one tuned for the shape on this GPU under another driver or NVRTC; else the tuned
+// else the one tuned for the shape on this GPU under another driver or NVRTC; else the one tuned
+// for it on another GPU of the same compute capability (an H100's on an H200); else the tuned
 // kernel of the nearest shape; else a built-in default. It is compiled (or loaded from the kernel
 // cache) on first use and kept in memory. A damaged database is reported once (log) and ignored.
 #include <cstdint>
@@ -33,7 +34,8 @@ struct f16 {
 enum class Source {
   tuned,          // the tuning database has this exact problem for this GPU
   other_version,  // this exact problem, tuned on this GPU under another CUDA driver or NVRTC
-  nearest,        // the tuned kernel of the nearest shape (same GPU, dtype and layout)
+  sibling,        // this exact problem, tuned on another GPU of the same compute capability
+  nearest,        // the tuned kernel of the nearest shape (same GPU, types and layout)
   fallback,       // nothing tuned applies: the built-in default of the best family
 };
 const char* to_string(Source source) noexcept;
@@ -43,7 +45,8 @@ struct Selection {
   std::string family;
   std::string config;  // JSON
   Source source = Source::fallback;
-  std::string note;  // other_version: the driver and NVRTC it was tuned with; nearest: the shape
+  // other_version: the driver and NVRTC it was tuned with; sibling: the GPU; nearest: the shape
+  std::string note;
 };
 
 // What a GEMM computes beyond its sizes, described once and used for many calls, in the manner

@@ -10,19 +10,20 @@
 namespace gemmtune {
 
 // What a kernel is compiled for and what limits it must respect. Filled from the GPU by the
-// runtime, or from a name ("sm_90a") for dry runs without a GPU.
+// runtime, or from a name ("sm_90a") for dry runs without a GPU. A default-constructed one
+// describes no GPU (compute capability 0): every family refuses it.
 struct ArchInfo {
-  int cc = 90;                // compute capability as major*10 + minor
-  bool arch_specific = true;  // the 'a' targets (sm_90a): wgmma, setmaxnreg
-  int sms = 132;
-  int64_t smem_per_block = 227 * 1024;  // opt-in maximum per block, bytes
-  int64_t smem_per_sm = 228 * 1024;
-  int regs_per_sm = 65536;
-  int max_threads_per_block = 1024;
+  int cc = 0;                  // compute capability as major*10 + minor
+  bool arch_specific = false;  // the 'a' targets (sm_90a): wgmma, setmaxnreg
+  int sms = 0;
+  int64_t smem_per_block = 0;  // opt-in maximum per block, bytes
+  int64_t smem_per_sm = 0;
+  int regs_per_sm = 0;
+  int max_threads_per_block = 0;
   // Ceilings of the cost model (cost_model.hpp): the clock under load, DRAM bandwidth, L2 size.
-  double clock_ghz = 1.755;
-  double dram_gb_per_s = 3350;
-  int64_t l2_bytes = 50 << 20;
+  double clock_ghz = 0;
+  double dram_gb_per_s = 0;
+  int64_t l2_bytes = 0;
 
   std::string name() const;  // "sm_90a", "sm_80"
   // Dense FLOPs per clock and SM: f32 on CUDA cores, f16/bf16 (f32 accumulation) on tensor cores.

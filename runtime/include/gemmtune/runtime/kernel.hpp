@@ -1,11 +1,13 @@
 #pragma once
-// Loaded kernels and how they are launched.
+// Loaded kernels, and the one place that launches them (runtime/src/launcher.cpp): from a
+// family's launch plan, without reading the family's parameters.
 #include <cuda.h>
 
+#include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
-#include "gemm_args.h"
 #include "gemmtune/generator/family.hpp"
 #include "gemmtune/runtime/compiler.hpp"
 
@@ -25,11 +27,11 @@ class LoadedKernel {
 
   CUfunction function() const { return function_; }
   const std::string& name() const { return name_; }
-  // Blocks (or clusters, for cluster launches) of this geometry that fit on one SM (GPU);
-  // 0 means the launch cannot run: too many registers or too much shared memory.
-  int occupancy(const LaunchGeometry& geometry) const;
-  // CTAs of this geometry that can run at once on a GPU with `sms` SMs.
-  uint32_t resident_ctas(const LaunchGeometry& geometry, int sms) const;
+  // Blocks (or clusters, for cluster launches) of this plan that fit on one SM (GPU); 0 means
+  // the launch cannot run: too many registers or too much shared memory.
+  int occupancy(const LaunchPlan& plan) const;
+  // CTAs of this plan that can run at once on a GPU with `sms` SMs.
+  uint32_t resident_ctas(const LaunchPlan& plan, int sms) const;
 
  private:
   CUmodule module_ = nullptr;
@@ -41,49 +43,51 @@ class LoadedKernel {
 struct GemmOperands {
   CUdeviceptr a = 0, b = 0, c = 0;
   float alpha = 1.0f, beta = 0.0f;
-  // Scratch of at least LaunchGeometry::workspace_bytes and zero counters of counter_bytes, when
+  // Scratch of at least LaunchPlan::workspace_bytes and zero counters of counter_bytes, when
   // the launch asks for them (Workspaces::provide keeps a pair per stream).
   CUdeviceptr workspace = 0;
   CUdeviceptr counters = 0;
 };
 
-// Fills the plain fields of GemmArgs (addresses, sizes, scalars, tile counts). Throws
-// Error(invalid_argument) for beta != 0 on a kernel built for beta == 0 alone (reads_c false):
-// it would compute alpha * AB and drop C.
-GemmArgs plain_args(const LaunchGeometry& geometry, const Problem& problem,
-                    const GemmOperands& ops);
+// The core every kernel's arguments hold (kernel_args.h). Throws Error(invalid_argument) for
+// beta != 0 on a kernel built for beta == 0 alone (plan.reads_c false): it would compute
+// alpha * AB and drop C.
+GemmCore core_of(const LaunchPlan& plan, const Problem& problem, const GemmOperands& ops);
 
 // The grid of a persistent launch: at most `resident` CTAs (0: no limit), and of those the fewest
 // that take the same number of rounds over the work units (whole clusters throughout).
-LaunchGeometry persistent_grid(const LaunchGeometry& geometry, uint32_t resident);
+LaunchPlan persistent_grid(const LaunchPlan& plan, uint32_t resident);
 
-// Enqueues a kernel with any parameters (void* per parameter), 1-D grid and block.
+// Enqueues a helper kernel (verification, packing) with any parameters (void* per parameter),
+// 1-D grid and block.
 void launch_raw(CUfunction function, uint32_t grid, uint32_t block, void** params, CUstream stream);
 
-// Enqueues kernel<<<geometry>>>(args) on the stream, with a cluster dimension when asked.
-void launch_kernel(CUfunction function, const LaunchGeometry& geometry, const GemmArgs& args,
-                   CUstream stream);
-
-// Provides what a launch plan asks for (tensor maps, packed operands, workspace), then launches;
-// one per loaded kernel (it caches tensor maps).
+// Provides what a launch plan asks for (tensor maps, packed operands, the family's arguments),
+// then launches; one per CUDA context, shared by the kernels prepared in it.
 class Launcher;
 
-// A kernel ready to run one configuration: compiled, loaded, with its launcher.
+// A kernel ready to run one configuration: compiled, loaded, with its context's launcher.
 struct ReadyKernel {
   const Family* family = nullptr;
   KernelConfig config;
-  LaunchGeometry geometry;  // for the problem it was prepared for (grid depends on the shape)
+  LaunchPlan plan;  // for the problem it was prepared for (the grid depends on the shape)
   CompiledKernel compiled;
   std::shared_ptr<LoadedKernel> loaded;
   std::shared_ptr<Launcher> launcher;
-  uint32_t resident_ctas = 0;  // for persistent geometries: the grid is capped at this
+  uint32_t resident_ctas = 0;  // for persistent plans: the grid is capped at this
 
-  // Runs the kernel on a problem of the same family constraints (the geometry is the problem's).
-  void run(const LaunchGeometry& geometry, const Problem& problem, const GemmOperands& operands,
+  // Runs the kernel on a problem the plan was made for.
+  void run(const LaunchPlan& plan, const Problem& problem, const GemmOperands& operands,
            CUstream stream) const;
   void run(const Problem& problem, const GemmOperands& operands, CUstream stream) const {
-    run(geometry, problem, operands, stream);
+    run(plan, problem, operands, stream);
   }
+  // The bytes of the argument struct that run() passes the kernel for operands that need no
+  // packing, and a launch of such bytes alone: the bench measures what run() costs over it.
+  std::vector<std::byte> arguments(const LaunchPlan& plan, const Problem& problem,
+                                   const GemmOperands& operands) const;
+  void launch_bare(const LaunchPlan& plan, const std::vector<std::byte>& arguments,
+                   CUstream stream) const;
 };
 
 // Emits, compiles (through the disk cache) and loads one configuration for a problem.

@@ -1,6 +1,6 @@
 #pragma once
 // Buffers that launches need, kept per stream (StreamBuffers): the workspaces of kernels that
-// ask for them (LaunchGeometry::counter_bytes, workspace_bytes), and the launcher's packed
+// ask for them (LaunchPlan::counter_bytes, workspace_bytes), and the launcher's packed
 // copies of operands. Counters are zero between launches: every kernel leaves the counters it
 // used zero again, so kernels of any layout can share the buffer. Scratch (partial sums) needs no
 // clearing, and lives apart, so that one kernel's partial sums are never another's counters.
@@ -42,7 +42,7 @@ class Workspaces {
  public:
   // Sets ops.counters and ops.workspace to buffers of at least the sizes the launch asks for
   // (0 when it asks for none); a new counter buffer is zero-filled on the stream.
-  void provide(CUstream stream, const LaunchGeometry& geometry, GemmOperands& ops);
+  void provide(CUstream stream, const LaunchPlan& plan, GemmOperands& ops);
   // Zero-fills every counter buffer again, in the order of its stream (the tuner does this
   // before each candidate, so that a wrong kernel's counters cannot reach the next one).
   void clear();

@@ -72,9 +72,10 @@ struct TuneReport {
   std::vector<CandidateRecord> measured;  // in this run
   std::optional<CandidateRecord> best;
   double baseline_ms = -1;
-  std::string baseline_name;  // or why there is no baseline
-  int enumerated = 0, pruned = 0, already_measured = 0, compile_failed = 0, to_measure = 0;
-  std::map<std::string, int> pruned_by;
+  std::string baseline_name;           // or why there is no baseline
+  int64_t enumerated = 0, pruned = 0;  // points of the spaces, and of those pruned
+  int already_measured = 0, compile_failed = 0, to_measure = 0;
+  std::map<std::string, int64_t> pruned_by;
   bool complete =
       false;  // every valid candidate has a record, or the cost model ruled out the rest
   bool interrupted = false;  // stopped by request_stop() or the budget
@@ -121,8 +122,9 @@ struct DryRunReport {
   Problem problem;
   std::string arch;
   std::vector<DryRunEntry> candidates;
-  int enumerated = 0, pruned = 0, compiled = 0, failed = 0;
-  std::map<std::string, int> pruned_by;
+  int64_t enumerated = 0, pruned = 0;
+  int compiled = 0, failed = 0;
+  std::map<std::string, int64_t> pruned_by;
   double seconds = 0;
 };
 // Candidates are listed in the cost model's order; max_candidates > 0 keeps only that many (the

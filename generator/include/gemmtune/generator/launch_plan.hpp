@@ -1,0 +1,107 @@
+#pragma once
+// A launch plan: everything the runtime needs to launch one configuration on one problem, said by
+// the family, so that the runtime provides it without knowing the family's parameters.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "gemmtune/types.hpp"
+#include "kernel_args.h"
+
+namespace gemmtune {
+
+enum class Operand { a = 0, b = 1, c = 2 };
+
+// The shared-memory swizzle a tensor map writes with (CUtensorMapSwizzle's modes).
+enum class Swizzle { none, b32, b64, b128 };
+
+// Whether TMA can read an operand whose columns are `ld` elements apart in place: each column
+// must start on 16 bytes (its address too, which only the runtime knows). One that cannot is
+// packed into an aligned copy first, when its map is required (TensorMapPlan::made_flag 0).
+inline bool tma_ld_aligned(int64_t ld, DataType type) {
+  return ld * element_bytes(type) % 16 == 0;
+}
+
+// A 2-D TMA tensor map over one operand as it is stored (column-major, ld): the element type it
+// reads, the swizzle, the box one copy moves (elements along the stored rows, which are
+// contiguous, and columns), and where the kernel's argument struct holds it.
+struct TensorMapPlan {
+  Operand operand = Operand::a;
+  DataType type = DataType::f16;
+  Swizzle swizzle = Swizzle::b128;
+  uint32_t box_rows = 0, box_cols = 0;
+  uint32_t offset = 0;  // in the family's argument struct
+  // 0: required; an operand TMA cannot read in place is packed into an aligned copy first.
+  // Otherwise the map is made only where the operand is aligned, and then this bit is set in
+  // GemmCore::flags (C's map for TMA stores: without it the kernel stores from registers).
+  unsigned made_flag = 0;
+};
+
+// Where the parts of a family's argument struct lie (offsetof, on the host, over the same
+// definition the kernel compiles), by name; the generated unit checks the struct's size.
+struct ArgsLayout {
+  std::string_view type;  // the struct, e.g. "WgmmaArgs"
+  uint32_t bytes = 0;     // its size
+  uint32_t core = 0;      // offset of its GemmCore member, named "core"
+  // Every member by name and offset, for the plan's parts to name where they go.
+  std::vector<std::pair<std::string_view, uint32_t>> members;
+  uint32_t offset_of(std::string_view member) const;  // throws Error(internal) for unknown names
+};
+
+// A member of an argument struct by name and offset, for ArgsLayout::members.
+#define GEMMTUNE_ARGS_MEMBER(type, member) \
+  std::pair<std::string_view, uint32_t> { #member, uint32_t(offsetof(type, member)) }
+
+// Plain data the family passes its kernel besides what the runtime provides (the tiling of the
+// launch, say), copied into the argument struct at `offset`.
+struct ArgsBlock {
+  uint32_t offset = 0;
+  std::vector<std::byte> bytes;
+
+  template <class T>
+  static ArgsBlock of(uint32_t offset, const T& value) {
+    ArgsBlock block{offset, std::vector<std::byte>(sizeof(T))};
+    std::memcpy(block.bytes.data(), &value, sizeof(T));
+    return block;
+  }
+};
+
+struct LaunchPlan {
+  std::array<uint32_t, 3> grid{1, 1, 1};
+  std::array<uint32_t, 3> block{1, 1, 1};
+  std::array<uint32_t, 3> cluster{1, 1, 1};
+  uint32_t smem_bytes = 0;            // dynamic shared memory
+  uint32_t tiles_m = 1, tiles_n = 1;  // output tiles (the default cost model reads them)
+  // Persistent kernels loop over `work_units` (tiles, or cluster-sized groups of tiles). The
+  // runtime sizes their grid: no more CTAs than can be resident at once (clusters may not fit on
+  // every SM), and no more than the fewest that finish in the same number of rounds (all
+  // resident CTAs when work_units is 0: stream-K spreads the work over every one).
+  bool persistent = false;
+  uint32_t work_units = 0;
+  // Scratch the kernel needs (split-K partial sums), passed as GemmCore::workspace; and counters
+  // (tiles reduced in parts), passed as GemmCore::counters, zero at launch and left zero by every
+  // kernel. The runtime allocates both once per device and stream.
+  uint64_t workspace_bytes = 0;
+  uint64_t counter_bytes = 0;
+  // Whether the kernel can apply beta != 0. One built for beta == 0 alone has no code that reads
+  // C; the runtime refuses to launch it with beta != 0, and the verifier checks it with beta ==
+  // 0 only.
+  bool reads_c = true;
+  std::vector<TensorMapPlan> maps;
+  ArgsLayout args;
+  std::vector<ArgsBlock> blocks;  // the family's own arguments
+
+  const TensorMapPlan* map(Operand operand) const;
+  uint32_t threads() const { return block[0] * block[1] * block[2]; }
+  uint32_t cluster_size() const { return cluster[0] * cluster[1] * cluster[2]; }
+};
+
+// `ctas` as a grid's x extent; throws Error(invalid_argument) when a grid cannot hold that many
+// (2^31 - 1), rather than let the count wrap. Families' plans size grids with it.
+uint32_t grid_extent(int64_t ctas);
+
+}  // namespace gemmtune

@@ -1,0 +1,7 @@
+// What a gemv kernel takes: the core alone.
+#pragma once
+#include "kernel_args.h"
+
+struct GemvArgs {
+  GemmCore core;
+};
