@@ -373,6 +373,24 @@ TEST_F(GemmDbCli, ListShowsResultsOfAnotherDriverOrNvrtcAsSuch) {
       << text.out;
 }
 
+// A row of a family gemm-db was not built with (a test's, or a newer build's) is listed as such,
+// not as stale: its templates are not older, they are absent.
+TEST_F(GemmDbCli, ListNamesAFamilyThisBuildLacks) {
+  const Problem p = make_problem(DType::f32, Op::T, Op::N, 96, 96, 96);
+  CandidateRecord c = candidate(p, "gemm_from_elsewhere", CandidateStatus::ok, 0.5);
+  c.config.family = "family_from_elsewhere";
+  c.template_version = "0123456789abcdef";
+  {
+    TuningDb db(db_path());
+    db.record(kH100, p, c);
+    db.set_best(kH100, p, c.kernel_name, c.template_version, -1, true);
+  }
+  const Json rows = Json::parse(gemm_db({"list", "--json", "--m", "96"}).out);
+  ASSERT_EQ(rows.size(), 1u) << rows.dump();
+  EXPECT_EQ(rows[0]["state"], "not in this build") << rows.dump();
+  EXPECT_EQ(rows[0]["winner"]["config"]["family"], "family_from_elsewhere") << rows.dump();
+}
+
 // A damaged file, random bytes and another program's SQLite file: every subcommand says what is
 // wrong in one line, exits 1, and leaves the file exactly as it was.
 TEST_F(GemmDbCli, ADamagedOrForeignFileIsRefusedSayingWhatIsWrong) {

@@ -17,6 +17,7 @@
 #include "db_report.hpp"
 #include "db_summary.hpp"
 #include "gemmtune/cache/tuning_db.hpp"
+#include "gemmtune/generator/family.hpp"
 #include "gemmtune/generator/util.hpp"
 #include "gemmtune/runtime/device.hpp"
 #include "gemmtune/runtime/driver.hpp"
@@ -168,8 +169,10 @@ Software this_software() {
 
 // current: what the library uses on that GPU here; other version: tuned under another driver or
 // NVRTC than this machine's, used for that exact problem only until gemm-tune re-tunes it there;
-// stale: other templates, never used.
+// stale: other templates, never used; not in this build: a family this build lacks (a test's or a
+// newer version's), kept and exported but never served here.
 std::string state_of(const BestRecord& best, const Software& here) {
+  if (!family_named(best.winner.config.family)) return "not in this build";
   if (!best.current) return "stale";
   const bool same =
       best.device.nvrtc == here.nvrtc && (here.driver == 0 || best.device.driver == here.driver);
