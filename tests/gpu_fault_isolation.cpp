@@ -15,7 +15,7 @@ class FaultIsolation : public test::GpuTest {};
 TEST_F(FaultIsolation, FaultAndHangAreRecordedAndSurvived) {
   test::TempDir dir;
   setenv("GEMMTUNE_CACHE_DIR", (dir / "cache").c_str(), 1);
-  setenv("GEMMTUNE_WORKER", test::tool("gemmtune-fault-injection-worker").c_str(), 1);
+  setenv("GEMMTUNE_WORKER", test::tool("gemmtune-test-worker").c_str(), 1);
   register_family(test::fault_injection_family());
   const Problem p = make_problem(DType::f32, Op::N, Op::N, 256, 256, 256);
   TuneOptions o;
