@@ -5,6 +5,7 @@ arrays (CuPy, anything with __cuda_array_interface__ or DLPack).
     y = gemmtune.linear(x, w)              # x @ w.T, as torch.nn.functional.linear
     c = gemmtune.matmul(a, b)              # a @ b, transposed views read in place
     gemmtune.select_linear(x, w)           # which kernel, and why: tuned / other_version / nearest / fallback
+    y = gemmtune.linear(x, w8)             # operands of different dtypes (bf16 x, float8 w8)
 
 GEMMTUNE_RECORD=shapes.txt lists every problem served without a tuned kernel;
 `gemm-tune --shapes shapes.txt` then tunes exactly those. The library is libgemmtune, found
@@ -13,12 +14,13 @@ $GEMMTUNE_LIBRARY. With PyTorch (>= 2.4) there are torch.ops.gemmtune.mm and
 torch.ops.gemmtune.linear too, which torch.compile and autograd understand.
 """
 from ._api import (Selection, library_path, linear, matmul, problem, problem_linear, record,
-                   select, select_linear)
+                   result_dtype, select, select_linear)
 from ._library import Error
-from ._plan import Problem
+from ._plan import DataTypes, Problem
 
-__all__ = ["Error", "Problem", "Selection", "library_path", "linear", "matmul", "problem",
-           "problem_linear", "record", "select", "select_linear", "torch_operators"]
+__all__ = ["DataTypes", "Error", "Problem", "Selection", "library_path", "linear", "matmul",
+           "problem", "problem_linear", "record", "result_dtype", "select", "select_linear",
+           "torch_operators"]
 
 try:
     import torch as _torch_module  # noqa: F401

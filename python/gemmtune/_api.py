@@ -7,9 +7,9 @@ import os
 from typing import NamedTuple
 
 from . import _library
-from ._library import DTYPES, OPS, Error, check, library
+from ._library import OPS, Error, check, descriptor, library, scalar, type_name
 from ._operands import View, is_torch_tensor, view_of
-from ._plan import Plan, check_shapes, plan_matmul, shape_text
+from ._plan import DataTypes, Plan, check_shapes, plan_matmul, shape_text
 
 
 # gemmtune._torch where torch is importable (set by gemmtune/__init__.py): a module attribute,
@@ -34,14 +34,50 @@ class Selection(NamedTuple):
 
 
 # ---------------------------------------------------------------------------------------------
-# Operands
+# Operands and their types
+
+# The dtypes a result takes by default when a and b differ (see result_dtype).
+_RESULT_DTYPES = ("f32", "f16", "bf16")
 
 
-def _same_dtype(views, names):
-    for view, name in zip(views[1:], names[1:]):
-        if view.dtype != views[0].dtype:
-            raise Error(f"{names[0]} is {views[0].dtype} but {name} is {view.dtype}: gemmtune "
-                        "needs one dtype for all operands")
+def dtype_name(dtype, what="out_dtype"):
+    """The element type's name ('bf16') of a dtype given by a name the library knows ('bf16',
+    'bfloat16', 'float8_e4m3fn'), a torch dtype or a NumPy/CuPy dtype."""
+    if isinstance(dtype, str):
+        text = dtype
+    else:
+        text = getattr(dtype, "name", None)  # NumPy/CuPy dtypes: 'float16'
+        if not isinstance(text, str):
+            text = str(dtype)  # torch.bfloat16 -> 'torch.bfloat16'
+        if text.startswith("torch."):
+            text = text[len("torch."):]
+    try:
+        return type_name(text)
+    except Error as e:
+        raise Error(f"{what} is {dtype!r}: {e}", e.code) from None
+
+
+def result_dtype(a_dtype, b_dtype, out_dtype=None):
+    """The dtype (its name) of the result of a call without out=: out_dtype where given; else
+    a's when a and b are of one dtype, or when a's is f32, f16 or bf16; else (a float8 a of
+    another dtype than b's) bf16. The result is D, written over C: both are of this dtype."""
+    if out_dtype is not None:
+        return dtype_name(out_dtype)
+    if a_dtype == b_dtype or a_dtype in _RESULT_DTYPES:
+        return a_dtype
+    return "bf16"
+
+
+def _types(va, vb, vc, out_dtype, names):
+    """The DataTypes of a call's operands, as the call passes them (a, b, out)."""
+    if vc is None:
+        c = result_dtype(va.dtype, vb.dtype, out_dtype)
+    else:
+        c = vc.dtype
+        if out_dtype is not None and dtype_name(out_dtype) != c:
+            raise Error(f"{names[2]} is {c} but out_dtype is {dtype_name(out_dtype)}: the "
+                        f"result is written into {names[2]}, in its dtype (leave out_dtype out)")
+    return DataTypes(va.dtype, vb.dtype, c, c)
 
 
 def _one_gpu(views, names):
@@ -73,36 +109,37 @@ def _stream_handle(stream):
 
 
 class _Operands(NamedTuple):
-    """The checked operands of a call: views, the GEMM plan, the device."""
+    """The checked operands of a call: views, the GEMM plan, the device, the types."""
     a: View
     b: View
     c: View  # None: out was not given
     plan: Plan
     device: int
+    types: DataTypes  # of the call's a, b and out (the plan's are the GEMM's)
 
 
-def _operands(a, b, out, stream=None, need_gpu=True, names=("a", "b", "out")):
+def _operands(a, b, out, stream=None, need_gpu=True, names=("a", "b", "out"), out_dtype=None):
     va, vb = view_of(a, names[0], stream), view_of(b, names[1], stream)
     vc = view_of(out, names[2], stream) if out is not None else None
+    types = _types(va, vb, vc, out_dtype, names)
     views = (va, vb, vc)
     if vc is None:
         views, names = views[:2], names[:2]
-    _same_dtype(views, names)
     device = _one_gpu(views, names) if need_gpu else -1
-    plan = _plan(va.dtype, va.shape, va.strides, vb.shape, vb.strides,
+    plan = _plan(types, va.shape, va.strides, vb.shape, vb.strides,
                  vc.shape if vc else None, vc.strides if vc else None)
-    return _Operands(va, vb, vc, plan, device)
+    return _Operands(va, vb, vc, plan, device, types)
 
 
 @functools.lru_cache(maxsize=1024)
-def _plan(dtype, a_shape, a_strides, b_shape, b_strides, c_shape, c_strides):
-    """check_shapes and plan_matmul, remembered: pure functions of the operands' shapes and
-    strides, which a model repeats call after call (errors are raised, never remembered).
+def _plan(types, a_shape, a_strides, b_shape, b_strides, c_shape, c_strides):
+    """check_shapes and plan_matmul, remembered: pure functions of the operands' types, shapes
+    and strides, which a model repeats call after call (errors are raised, never remembered).
     None: an empty product (M, N or K is 0)."""
     m, n, k = check_shapes(a_shape, b_shape, c_shape)
     if min(m, n, k) < 1:
         return None
-    return plan_matmul(dtype, a_shape, a_strides, b_shape, b_strides, c_strides)
+    return plan_matmul(types, a_shape, a_strides, b_shape, b_strides, c_strides)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -112,9 +149,9 @@ def _plan(dtype, a_shape, a_strides, b_shape, b_strides, c_shape, c_strides):
 def _gemm(plan: Plan, a: View, b: View, c: View, alpha, beta, stream, device):
     p = plan.problem
     first, second = (b, a) if plan.swap else (a, b)
-    check(library().gemmtune_gemm_on_device(
-        device, DTYPES[p.dtype], OPS[p.layout[0]], OPS[p.layout[1]], p.m, p.n, p.k,
-        alpha, first.ptr, p.lda, second.ptr, p.ldb, beta, c.ptr, p.ldc, stream))
+    check(library().gemmtune_matmul(
+        device, descriptor(plan.types, p.layout).handle, p.m, p.n, p.k, scalar(alpha),
+        first.ptr, p.lda, second.ptr, p.ldb, scalar(beta), c.ptr, p.ldc, stream))
 
 
 def _check_scalars(alpha, beta, out):
@@ -124,30 +161,35 @@ def _check_scalars(alpha, beta, out):
         raise Error("beta != 0 reads C: pass C as out=")
 
 
-def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, stream=None):
+def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, stream=None, out_dtype=None):
     """out = alpha * (a @ b) + beta * out, for 2-D a (m x k) and b (k x n) on one GPU, with
     torch's row-major semantics. Transposed views are read in place (their strides become the
     GEMM's op and leading dimension); a matrix needs a unit stride in one dimension.
 
     a, b, out: torch tensors, or arrays with __cuda_array_interface__ or __dlpack__ (CuPy).
-    out=None: a new row-major result (a torch tensor or a CuPy array). stream: an int handle,
-    a torch.cuda.Stream or a CuPy stream; by default the current torch stream of the tensors'
-    device, else the stream the array interface names, else the default stream.
-    Raises gemmtune.Error."""
+    a and b may differ in dtype (float8 weights with bf16 activations); which combinations run
+    is the library's answer for the GPU (Error 'unsupported' names the types). out=None: a new
+    row-major result (a torch tensor or a CuPy array) of dtype out_dtype (a name such as 'bf16',
+    or a torch/NumPy dtype); by default a's dtype when a and b are of one dtype or a is
+    float32, float16 or bfloat16, else bfloat16 (result_dtype). With out, the result has out's
+    dtype. stream: an int handle, a torch.cuda.Stream or a CuPy stream; by default the current
+    torch stream of the tensors' device, else the stream the array interface names, else the
+    default stream. Raises gemmtune.Error."""
     if is_torch_tensor(a) or is_torch_tensor(b) or is_torch_tensor(out):
-        return torch_api.matmul(a, b, out, alpha, beta, stream)
-    return run_matmul(a, b, out, alpha, beta, stream, _ArrayBackend)
+        return torch_api.matmul(a, b, out, alpha, beta, stream, out_dtype)
+    return run_matmul(a, b, out, alpha, beta, stream, _ArrayBackend, out_dtype=out_dtype)
 
 
-def run_matmul(a, b, out, alpha, beta, stream, backend, like=None, names=("a", "b", "out")):
+def run_matmul(a, b, out, alpha, beta, stream, backend, like=None, names=("a", "b", "out"),
+               out_dtype=None):
     """matmul for any operands (objects or Views); backend makes results like `like` (default:
     a) and names the default stream; names are the operands' names in error messages."""
     _check_scalars(alpha, beta, out)
     stream = _stream_handle(stream)
-    ops = _operands(a, b, out, stream, names=names)
+    ops = _operands(a, b, out, stream, names=names, out_dtype=out_dtype)
     m, n, k = ops.a.shape[0], ops.b.shape[1], ops.a.shape[1]
     if out is None:
-        out = backend.allocate(a if like is None else like, ops.a, m, n)
+        out = backend.allocate(a if like is None else like, ops.a, m, n, ops.types.d)
         ops = ops._replace(c=view_of(out, "out", stream))
     if m == 0 or n == 0:
         return out
@@ -167,14 +209,27 @@ def _cupy_only(array):
     return cupy
 
 
+# The CuPy (NumPy) dtype of a result dtype other than a's: CuPy has no bfloat16 or float8.
+_CUPY_DTYPES = {"f32": "float32", "f16": "float16"}
+
+
+def _cupy_dtype(array, view, dtype):
+    if dtype == view.dtype:
+        return array.dtype
+    if dtype not in _CUPY_DTYPES:
+        raise Error(f"CuPy has no {dtype} arrays: pass out= (an array of that dtype), or "
+                    "out_dtype='f32' or 'f16'", "unsupported")
+    return _CUPY_DTYPES[dtype]
+
+
 class _ArrayBackend:
     """CuPy arrays and other array-interface objects."""
 
     @staticmethod
-    def allocate(array, view, m, n):
+    def allocate(array, view, m, n, dtype):
         cupy = _cupy_only(array)
         with cupy.cuda.Device(view.device if view.device >= 0 else None):
-            return cupy.empty((m, n), dtype=array.dtype)
+            return cupy.empty((m, n), dtype=_cupy_dtype(array, view, dtype))
 
     @staticmethod
     def scale(out, beta):
@@ -193,9 +248,10 @@ class _ArrayBackend:
         return rows_view(view)
 
     @staticmethod
-    def bias_rows(bias, rows, features):
+    def bias_rows(bias, rows, features, dtype):
         cupy = _cupy_only(bias)
-        return cupy.broadcast_to(bias, (rows, features)).copy()
+        return cupy.broadcast_to(bias, (rows, features)).astype(
+            _cupy_dtype(bias, view_of(bias, "bias"), dtype))  # a copy
 
 
 def check_linear_shapes(x_shape, w_shape, bias_shape=None):
@@ -224,78 +280,86 @@ def rows_view(v):
 
 
 def _linear_operands(x, w, bias, backend):
-    """(x as rows (N x in), w.T (in x out), the result's shape): the operands of x @ w.T."""
+    """(x as rows (N x in), w.T (in x out), the result's shape, x's dtype, w's dtype): the
+    operands of x @ w.T."""
     vx, vw = view_of(x, "x"), view_of(w, "w")
     check_linear_shapes(vx.shape, vw.shape, None if bias is None else view_of(bias, "bias").shape)
     wt = vw._replace(shape=vw.shape[::-1], strides=vw.strides[::-1])
-    return backend.rows(x, vx), wt, tuple(vx.shape[:-1]) + (vw.shape[0],)
+    return (backend.rows(x, vx), wt, tuple(vx.shape[:-1]) + (vw.shape[0],), vx.dtype,
+            vw.dtype)
 
 
-def run_linear(x, w, bias, stream, backend):
-    x_rows, wt, shape = _linear_operands(x, w, bias, backend)
+def run_linear(x, w, bias, stream, backend, out_dtype=None):
+    x_rows, wt, shape, x_dtype, w_dtype = _linear_operands(x, w, bias, backend)
     out, beta = None, _linear_beta(bias)
     if bias is not None:
-        # The bias enters as C with beta = 1: one pass over the output, added in f32.
-        out = backend.bias_rows(bias, math.prod(shape[:-1]), shape[-1])
-    y = run_matmul(x_rows, wt, out, 1.0, beta, stream, backend, like=x, names=("x", "w", "bias"))
+        # The bias enters as C with beta = 1: one pass over the output, added in f32. C is D,
+        # so the bias is copied into rows of the result's dtype.
+        dtype = result_dtype(x_dtype, w_dtype, out_dtype)
+        out = backend.bias_rows(bias, math.prod(shape[:-1]), shape[-1], dtype)
+    y = run_matmul(x_rows, wt, out, 1.0, beta, stream, backend, like=x, names=("x", "w", "bias"),
+                   out_dtype=out_dtype)
     return y.reshape(shape)
 
 
-def linear(x, w, bias=None, *, stream=None):
+def linear(x, w, bias=None, *, stream=None, out_dtype=None):
     """x @ w.T (+ bias), as torch.nn.functional.linear: x is (..., in), w is (out, in), bias
     (out,); the result is (..., out). The GEMM is 'tn' with M = out, N = the number of rows of
-    x, K = in. Raises gemmtune.Error."""
+    x, K = in. x and w may differ in dtype; the result's is out_dtype, by default as matmul's
+    with x as a (result_dtype). Raises gemmtune.Error."""
     if is_torch_tensor(x) or is_torch_tensor(w):
-        return torch_api.linear(x, w, bias, stream)
-    return run_linear(x, w, bias, stream, _ArrayBackend)
+        return torch_api.linear(x, w, bias, stream, out_dtype)
+    return run_linear(x, w, bias, stream, _ArrayBackend, out_dtype)
 
 
 # ---------------------------------------------------------------------------------------------
 # Which kernel, which problem
 
 
-def problem(a, b, out=None, *, beta=0.0):
-    """The column-major GEMM problem gemmtune runs for matmul(a, b, out, beta=beta): what
-    gemm-tune tunes (beta only counts for whether it is 0). Needs no GPU (torch tensors on any
-    device, even 'meta', will do)."""
-    ops = _operands(a, b, out, need_gpu=False)
+def problem(a, b, out=None, *, beta=0.0, out_dtype=None):
+    """The column-major GEMM problem gemmtune runs for matmul(a, b, out, beta=beta,
+    out_dtype=out_dtype): what gemm-tune tunes (beta only counts for whether it is 0). Needs no
+    GPU (torch tensors on any device, even 'meta', will do)."""
+    ops = _operands(a, b, out, need_gpu=False, out_dtype=out_dtype)
     if ops.plan is None:
         raise Error(f"a is {shape_text(ops.a.shape)} and b is {shape_text(ops.b.shape)}: "
                     "gemmtune needs M, N and K >= 1")
     return ops.plan.problem._replace(reads_c=beta != 0)
 
 
-def problem_linear(x, w, bias=None):
+def problem_linear(x, w, bias=None, *, out_dtype=None):
     """The column-major GEMM problem gemmtune runs for linear(x, w, bias): with a bias, C
     holds it and is read (beta = 1). Needs no GPU."""
-    return problem(*_linear_operands(x, w, bias, _backend_of(x, w))[:2], beta=_linear_beta(bias))
+    return problem(*_linear_operands(x, w, bias, _backend_of(x, w))[:2], beta=_linear_beta(bias),
+                   out_dtype=out_dtype)
 
 
 def _linear_beta(bias):
     return 0.0 if bias is None else 1.0
 
 
-def select(a, b, out=None, *, beta=0.0):
-    """Which kernel matmul(a, b, out, beta=beta) uses on its GPU, and why (a Selection).
-    Loads or compiles that kernel, as the call would."""
-    ops = _operands(a, b, out)
+def select(a, b, out=None, *, beta=0.0, out_dtype=None):
+    """Which kernel matmul(a, b, out, beta=beta, out_dtype=out_dtype) uses on its GPU, and why
+    (a Selection). Loads or compiles that kernel, as the call would."""
+    ops = _operands(a, b, out, out_dtype=out_dtype)
     if ops.plan is None:
         raise Error("an empty product runs no kernel")
     p = ops.plan.problem
     first, second = (ops.b, ops.a) if ops.plan.swap else (ops.a, ops.b)
     text = ctypes.c_char_p()
-    check(library().gemmtune_select(
-        ops.device, DTYPES[p.dtype], OPS[p.layout[0]], OPS[p.layout[1]], p.m, p.n, p.k,
-        first.ptr, p.lda, second.ptr, p.ldb, beta, ops.c.ptr if ops.c else None, p.ldc,
+    check(library().gemmtune_matmul_select(
+        ops.device, descriptor(ops.plan.types, p.layout).handle, p.m, p.n, p.k, first.ptr,
+        p.lda, second.ptr, p.ldb, beta, ops.c.ptr if ops.c else None, p.ldc,
         ctypes.byref(text)))
     fields = json.loads(text.value.decode())
     return Selection(fields["source"], fields["kernel"], fields["family"], fields["config"],
                      fields["note"], fields["device"])
 
 
-def select_linear(x, w, bias=None):
+def select_linear(x, w, bias=None, *, out_dtype=None):
     """Which kernel linear(x, w, bias) uses on its GPU, and why (a Selection)."""
-    return select(*_linear_operands(x, w, bias, _backend_of(x, w))[:2], beta=_linear_beta(bias))
+    return select(*_linear_operands(x, w, bias, _backend_of(x, w))[:2], beta=_linear_beta(bias),
+                  out_dtype=out_dtype)
 
 
 def _backend_of(*operands):
@@ -312,14 +376,17 @@ def record(problem, path=None):
     path = path if path is not None else os.environ.get("GEMMTUNE_RECORD")
     if not path:
         raise Error("record: no file given and GEMMTUNE_RECORD is not set")
-    dtype, layout = problem.dtype, problem.layout
-    if dtype not in DTYPES or len(layout) != 2 or any(op not in OPS for op in layout):
-        raise Error(f"record: {problem} is not a gemmtune problem")
+    layout = problem.layout
+    if not isinstance(layout, str) or len(layout) != 2 or any(op not in OPS for op in layout):
+        raise Error(f"record: {problem} is not a gemmtune problem (layout '{layout}')")
+    try:
+        desc = descriptor(problem.types, layout)  # the library knows the types' names
+    except Error as e:
+        raise Error(f"record: {e}", e.code) from None
     appended = ctypes.c_int(0)
-    check(library().gemmtune_record_problem(
-        os.fsencode(path), DTYPES[dtype], OPS[layout[0]], OPS[layout[1]], problem.m, problem.n,
-        problem.k, problem.lda, problem.ldb, 1.0 if problem.reads_c else 0.0, problem.ldc,
-        ctypes.byref(appended)))
+    check(library().gemmtune_matmul_record_problem(
+        os.fsencode(path), desc.handle, problem.m, problem.n, problem.k, problem.lda,
+        problem.ldb, 1.0 if problem.reads_c else 0.0, problem.ldc, ctypes.byref(appended)))
     return bool(appended.value)
 
 

@@ -4,6 +4,8 @@ A thin layer over the C API (runtime/include/gemmtune/gemmtune.h), so that one b
 every Python version: no compiled extension.
 """
 import ctypes
+import functools
+import math
 import os
 import pathlib
 
@@ -20,8 +22,11 @@ _STATUS_CODES = {
     9: "internal",
 }
 
-DTYPES = {"f32": 0, "f16": 1, "bf16": 2}
+# gemmtune_op. The codes of the element types are the library's (type_code, type_name).
 OPS = {"n": 0, "t": 1}
+# gemmtune_matmul_attribute: the type of A, B, C, D and the accumulator, then op(A) and op(B).
+_TYPE_ATTRIBUTES = (0, 1, 2, 3, 4)
+_OP_ATTRIBUTES = (6, 7)
 
 
 class Error(Exception):
@@ -63,6 +68,32 @@ def _declare(lib):
     lib.gemmtune_record_problem.argtypes = [
         ctypes.c_char_p, i32, i32, i32, i64, i64, i64, i64, i64, f32, i64, ctypes.POINTER(i32)]
     lib.gemmtune_record_problem.restype = status
+    # The package calls these: a descriptor carries the types of every operand.
+    # alpha and beta are `const float*`: declared as addresses, so that the calls pass the
+    # addresses of constants (scalar()) without building a pointer object each time.
+    lib.gemmtune_matmul.argtypes = [
+        i32, ptr, i64, i64, i64, ptr, ptr, i64, ptr, i64, ptr, ptr, i64, ptr]
+    lib.gemmtune_matmul.restype = status
+    lib.gemmtune_matmul_select.argtypes = [
+        i32, ptr, i64, i64, i64, ptr, i64, ptr, i64, f32, ptr, i64,
+        ctypes.POINTER(ctypes.c_char_p)]
+    lib.gemmtune_matmul_select.restype = status
+    lib.gemmtune_matmul_record_problem.argtypes = [
+        ctypes.c_char_p, ptr, i64, i64, i64, i64, i64, f32, i64, ctypes.POINTER(i32)]
+    lib.gemmtune_matmul_record_problem.restype = status
+    lib.gemmtune_matmul_desc_create.argtypes = [ctypes.POINTER(ctypes.c_void_p)]
+    lib.gemmtune_matmul_desc_create.restype = status
+    lib.gemmtune_matmul_desc_destroy.argtypes = [ptr]
+    lib.gemmtune_matmul_desc_destroy.restype = status
+    lib.gemmtune_matmul_desc_set_attribute.argtypes = [ptr, i32, ptr, ctypes.c_size_t]
+    lib.gemmtune_matmul_desc_set_attribute.restype = status
+    lib.gemmtune_matmul_desc_get_attribute.argtypes = [
+        ptr, i32, ptr, ctypes.c_size_t, ctypes.POINTER(ctypes.c_size_t)]
+    lib.gemmtune_matmul_desc_get_attribute.restype = status
+    lib.gemmtune_data_type_from_name.argtypes = [ctypes.c_char_p, ctypes.POINTER(i32)]
+    lib.gemmtune_data_type_from_name.restype = status
+    lib.gemmtune_data_type_name.argtypes = [i32]
+    lib.gemmtune_data_type_name.restype = ctypes.c_char_p
     lib.gemmtune_last_error.argtypes = []
     lib.gemmtune_last_error.restype = ctypes.c_char_p
     return lib
@@ -100,3 +131,78 @@ def check(status):
     if status != 0:
         message = library().gemmtune_last_error().decode("utf-8", "replace")
         raise Error(message, _STATUS_CODES.get(status, "internal"))
+
+
+# ---------------------------------------------------------------------------------------------
+# Element types: their codes are the library's (data_types.h), never spelled here.
+
+
+@functools.lru_cache(maxsize=None)  # known names only (errors are not remembered): a few dozen
+def type_code(name):
+    """The library's code of an element type: 'f32', 'f16', 'bf16', 'e4m3', 'e5m2', or an alias
+    the library knows ('float16', 'bfloat16', 'float8_e4m3fn', ...). Error for other names."""
+    code = ctypes.c_int(-1)
+    check(library().gemmtune_data_type_from_name(name.encode(), ctypes.byref(code)))
+    return code.value
+
+
+@functools.lru_cache(maxsize=None)
+def type_name(name):
+    """The canonical name of an element type given by any name the library knows:
+    type_name('bfloat16') == 'bf16'."""
+    return library().gemmtune_data_type_name(type_code(name)).decode()
+
+
+# ---------------------------------------------------------------------------------------------
+# Matmul descriptors
+
+
+class MatmulDesc:
+    """A gemmtune_matmul_desc with the types and ops of a problem; destroyed with this object.
+    Never changed once made, so that any number of threads may call with it."""
+
+    def __init__(self, types, layout):
+        lib = library()
+        values = [type_code(t) for t in types] + [OPS[op] for op in layout]
+        handle = ctypes.c_void_p()
+        check(lib.gemmtune_matmul_desc_create(ctypes.byref(handle)))
+        self._lib, self.handle = lib, handle.value
+        for attribute, value in zip(_TYPE_ATTRIBUTES + _OP_ATTRIBUTES, values):
+            value = ctypes.c_int32(value)
+            check(lib.gemmtune_matmul_desc_set_attribute(
+                self.handle, attribute, ctypes.byref(value), ctypes.sizeof(value)))
+
+    def get(self, attribute):
+        """The int32 value of a gemmtune_matmul_attribute (for tests)."""
+        value, written = ctypes.c_int32(-1), ctypes.c_size_t(0)
+        check(self._lib.gemmtune_matmul_desc_get_attribute(
+            self.handle, attribute, ctypes.byref(value), ctypes.sizeof(value),
+            ctypes.byref(written)))
+        return value.value
+
+    def __del__(self):
+        handle = getattr(self, "handle", None)
+        if handle:
+            self._lib.gemmtune_matmul_desc_destroy(handle)
+
+
+@functools.lru_cache(maxsize=None)  # keyed by valid types and layouts only: a few at most
+def descriptor(types, layout):
+    """The descriptor of a problem's types (A, B, C, D, accumulator names) and layout ('tn'),
+    made once and kept: the calls pass its handle."""
+    return MatmulDesc(tuple(types), layout)
+
+
+# alpha and beta as gemmtune_matmul takes them: addresses of host floats. 1 and 0 are nearly
+# every call's, so those are constants; other values get a float of their own for the call.
+_ONE, _ZERO = ctypes.c_float(1.0), ctypes.c_float(0.0)
+_ONE_ADDRESS, _ZERO_ADDRESS = ctypes.addressof(_ONE), ctypes.addressof(_ZERO)
+
+
+def scalar(value):
+    """value as a `const float*` argument; it lives until the call returns."""
+    if value == 1.0:
+        return _ONE_ADDRESS
+    if value == 0.0 and math.copysign(1.0, value) > 0:  # -0.0 is itself (alpha = -0 gives -0)
+        return _ZERO_ADDRESS
+    return ctypes.byref(ctypes.c_float(value))

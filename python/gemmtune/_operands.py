@@ -9,10 +9,14 @@ from typing import NamedTuple, Optional, Tuple
 
 from ._library import Error
 
-_CAI_DTYPES = {"<f4": "f32", "<f2": "f16"}  # no typestr for bfloat16: it comes via DLPack
-_DLPACK_DTYPES = {(2, 32): "f32", (2, 16): "f16", (4, 16): "bf16"}  # (type code, bits)
+# The names of the element types (the library's, which gives their codes).
+_CAI_DTYPES = {"<f4": "f32", "<f2": "f16"}  # no typestr for bfloat16 or float8: via DLPack
+# (DLDataTypeCode, bits): kDLFloat, kDLBfloat, kDLFloat8_e4m3fn and kDLFloat8_e5m2 (dlpack.h
+# 1.1; its kDLFloat8_e4m3 = 8 has infinities, which e4m3fn lacks: not gemmtune's e4m3).
+_DLPACK_DTYPES = {(2, 32): "f32", (2, 16): "f16", (4, 16): "bf16", (10, 8): "e4m3",
+                  (12, 8): "e5m2"}
 _DL_CUDA, _DL_CUDA_MANAGED = 2, 13
-SUPPORTED = "float32, float16 and bfloat16"
+SUPPORTED = "float32, float16, bfloat16, float8_e4m3fn and float8_e5m2"
 
 
 class View(NamedTuple):
@@ -20,7 +24,7 @@ class View(NamedTuple):
     ptr: int
     shape: Tuple[int, ...]
     strides: Tuple[int, ...]
-    dtype: str  # 'f32', 'f16', 'bf16'
+    dtype: str  # 'f32', 'f16', 'bf16', 'e4m3', 'e5m2'
     device: int  # CUDA ordinal; -1: unknown (the thread's current context)
     stream: Optional[int]  # the producer's stream to run on (CUDA array interface), if it said
     keepalive: object = None  # what must live until the call returns (a DLPack capsule)

@@ -2,16 +2,75 @@
 
 A row-major C = A @ B is, read column-major, C^T = B^T A^T: the operands swap places and each
 one's strides say whether it is read as stored (op 'n') or transposed (op 't'). A transposed
-view is only another pair of strides, so it costs no copy. Pure Python: testable anywhere.
+view is only another pair of strides, so it costs no copy. The operands' types swap with them:
+a row-major x @ w.T is the column-major w . x, whose A is of w's type. Pure Python: testable
+anywhere.
 """
 from typing import NamedTuple, Optional, Tuple
 
 from ._library import Error
 
 
+class DataTypes(NamedTuple):
+    """The element type of each operand by name ('f32', 'f16', 'bf16', 'e4m3', 'e5m2'), as the
+    library's gemmtune::DataTypes: C is added with beta, D is the result (written over C, so of
+    C's type), acc is the accumulator."""
+    a: str
+    b: str
+    c: str
+    d: str
+    acc: str = "f32"
+
+    @classmethod
+    def uniform(cls, dtype):
+        """Every operand of one type, f32 accumulation: what a dtype alone means."""
+        return cls(dtype, dtype, dtype, dtype)
+
+    def is_uniform(self):
+        return self == DataTypes.uniform(self.a)
+
+    @property
+    def name(self):
+        """As the library, gemm-tune's shapes file and the tuning database write them: 'bf16'
+        for uniform types, else 'A*B->D', then '+c=T' and '+acc=T' where C differs from D and
+        the accumulator from f32: 'e4m3*e5m2->bf16'."""
+        if self.is_uniform():
+            return self.a
+        text = f"{self.a}*{self.b}->{self.d}"
+        if self.c != self.d:
+            text += f"+c={self.c}"
+        if self.acc != "f32":
+            text += f"+acc={self.acc}"
+        return text
+
+    @classmethod
+    def parse(cls, text):
+        """DataTypes from a name (the inverse of .name); the library checks the types' names."""
+        if "*" not in text:
+            return cls.uniform(text)
+        a, _, rest = text.partition("*")
+        b, arrow, rest = rest.partition("->")
+        if not arrow:
+            raise Error(f"data types '{text}': expected A*B->D (e4m3*e5m2->bf16) or one type")
+        d, *parts = rest.split("+")
+        c, acc = d, "f32"
+        for part in parts:
+            if part.startswith("c="):
+                c = part[2:]
+            elif part.startswith("acc="):
+                acc = part[4:]
+            else:
+                raise Error(f"data types '{text}': unknown part '{part}' (expected c= or acc=)")
+        return cls(a, b, c, d, acc)
+
+    def swapped(self):
+        """The types of the transposed product (B^T A^T): A's and B's trade places."""
+        return self._replace(a=self.b, b=self.a)
+
+
 class Problem(NamedTuple):
     """The column-major GEMM of a call: what gemm-tune tunes and the tuning database keys."""
-    dtype: str  # 'f32', 'f16', 'bf16'
+    dtype: str  # the types' name (DataTypes.name): 'bf16' when all are bf16, or 'e4m3*e5m2->bf16'
     layout: str  # op(A) op(B): 'nn', 'nt', 'tn', 'tt'
     m: int
     n: int
@@ -20,6 +79,11 @@ class Problem(NamedTuple):
     ldb: int
     ldc: int
     reads_c: bool = False  # beta != 0: tuned and stored apart from the problem that does not
+
+    @property
+    def types(self):
+        """The type of each operand (a DataTypes): A and B are the GEMM's, not the call's."""
+        return DataTypes.parse(self.dtype)
 
     def shape_line(self):
         """The problem as a line of gemm-tune's shapes file, as GEMMTUNE_RECORD writes it:
@@ -36,6 +100,7 @@ class Problem(NamedTuple):
 class Plan(NamedTuple):
     problem: Problem
     swap: bool  # True: the GEMM's A is the call's b (C is row-major), False: A is a
+    types: DataTypes  # the GEMM's (swapped with A and B): problem.types, not parsed again
 
 
 def storage(rows, cols, s0, s1):
@@ -88,8 +153,11 @@ def check_shapes(a_shape, b_shape, c_shape: Optional[Tuple[int, ...]]):
     return m, n, k
 
 
-def plan_matmul(dtype, a_shape, a_strides, b_shape, b_strides, c_strides=None):
-    """The GEMM for row-major C = A @ B (all sizes >= 1). c_strides None: a new row-major C."""
+def plan_matmul(types, a_shape, a_strides, b_shape, b_strides, c_strides=None):
+    """The GEMM for row-major C = A @ B (all sizes >= 1). types: the DataTypes of the call's
+    operands (a, b, out), or one type's name for all. c_strides None: a new row-major C."""
+    if isinstance(types, str):
+        types = DataTypes.uniform(types)
     m, n, k = check_shapes(a_shape, b_shape, None)
     a_rows, lda = _matrix("a", a_shape, a_strides)
     b_rows, ldb = _matrix("b", b_shape, b_strides)
@@ -97,8 +165,9 @@ def plan_matmul(dtype, a_shape, a_strides, b_shape, b_strides, c_strides=None):
     # An operand is read as stored ('n') when it is laid out as C is, else transposed ('t').
     def op(rows):
         return "n" if rows == c_rows else "t"
-    if c_rows:  # C^T = B^T A^T
-        problem = Problem(dtype, op(b_rows) + op(a_rows), n, m, k, ldb, lda, ldc)
+    if c_rows:  # C^T = B^T A^T: b is the GEMM's A, with its type
+        types = types.swapped()
+        problem = Problem(types.name, op(b_rows) + op(a_rows), n, m, k, ldb, lda, ldc)
     else:
-        problem = Problem(dtype, op(a_rows) + op(b_rows), m, n, k, lda, ldb, ldc)
-    return Plan(problem, swap=c_rows)
+        problem = Problem(types.name, op(a_rows) + op(b_rows), m, n, k, lda, ldb, ldc)
+    return Plan(problem, c_rows, types)

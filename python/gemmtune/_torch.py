@@ -6,12 +6,17 @@ from typing import Optional
 import torch
 
 from . import _operands
-from ._api import _check_scalars, _stream_handle, run_linear, run_matmul
-from ._library import DTYPES, OPS, Error, check, library
+from ._api import _check_scalars, _stream_handle, result_dtype, run_linear, run_matmul
+from ._library import Error, check, descriptor, library, scalar
 from ._operands import SUPPORTED
-from ._plan import plan_matmul
+from ._plan import DataTypes, plan_matmul
 
+# torch's dtypes by gemmtune's names; the float8 ones where this torch has them (>= 2.1).
 _DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
+for _torch_name, _name in (("float8_e4m3fn", "e4m3"), ("float8_e5m2", "e5m2")):
+    if hasattr(torch, _torch_name):
+        _DTYPES[getattr(torch, _torch_name)] = _name
+_TORCH_DTYPES = {name: dtype for dtype, name in _DTYPES.items()}
 
 
 def torch_dtype_name(dtype, name):
@@ -20,6 +25,25 @@ def torch_dtype_name(dtype, name):
     except KeyError:
         raise Error(f"{name} has dtype {dtype}: gemmtune supports {SUPPORTED}",
                     "unsupported") from None
+
+
+def torch_dtype(name):
+    """The torch dtype of an element type's name."""
+    try:
+        return _TORCH_DTYPES[name]
+    except KeyError:
+        raise Error(f"this torch ({torch.__version__}) has no dtype for {name}",
+                    "unsupported") from None
+
+
+def result_torch_dtype(a_dtype, b_dtype, out_dtype=None):
+    """result_dtype for torch dtypes (torch.compile's fake tensors too)."""
+    if out_dtype is None and a_dtype == b_dtype:
+        return a_dtype
+    a_name, b_name = _DTYPES.get(a_dtype), _DTYPES.get(b_dtype)
+    if out_dtype is None and (a_name is None or b_name is None):
+        return a_dtype  # the call itself says what is wrong
+    return torch_dtype(result_dtype(a_name, b_name, out_dtype))
 
 
 _operands.TORCH_TENSOR = torch.Tensor
@@ -31,8 +55,8 @@ _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
 class TorchBackend:
     @staticmethod
-    def allocate(like, view, m, n):
-        return torch.empty((m, n), dtype=like.dtype, device=like.device)
+    def allocate(like, view, m, n, dtype):
+        return torch.empty((m, n), dtype=torch_dtype(dtype), device=like.device)
 
     @staticmethod
     def scale(out, beta):
@@ -49,8 +73,8 @@ class TorchBackend:
         return x.reshape(-1, view.shape[-1])  # a view where the strides allow, else a copy
 
     @staticmethod
-    def bias_rows(bias, rows, features):
-        out = torch.empty((rows, features), dtype=bias.dtype, device=bias.device)
+    def bias_rows(bias, rows, features, dtype):
+        out = torch.empty((rows, features), dtype=torch_dtype(dtype), device=bias.device)
         return out.copy_(bias)
 
 
@@ -73,16 +97,17 @@ def _through_operator(*tensors):
     return needs_grad and torch.is_grad_enabled()
 
 
-def matmul(a, b, out, alpha, beta, stream):
-    if out is None and alpha == 1 and beta == 0 and stream is None and _through_operator(a, b):
+def matmul(a, b, out, alpha, beta, stream, out_dtype=None):
+    if (out is None and out_dtype is None and alpha == 1 and beta == 0 and stream is None
+            and _through_operator(a, b)):
         return torch.ops.gemmtune.mm(a, b)
-    return _matmul(a, b, out, alpha, beta, stream)
+    return _matmul(a, b, out, alpha, beta, stream, out_dtype)
 
 
-def linear(x, w, bias, stream):
-    if stream is None and _through_operator(x, w, bias):
+def linear(x, w, bias, stream, out_dtype=None):
+    if stream is None and out_dtype is None and _through_operator(x, w, bias):
         return torch.ops.gemmtune.linear(x, w, bias)
-    return _linear(x, w, bias, stream)
+    return _linear(x, w, bias, stream, out_dtype)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -92,35 +117,37 @@ def linear(x, w, bias, stream):
 # API. Whatever the cache does not answer (a first call, an error, tensors on two GPUs, x
 # copied to rows) takes the general path, which raises the errors.
 
-# (kind, dtypes, shapes, strides) -> (dtype code, ops, m, n, k), lda, ldb, ldc, swap, the
-# result's shape. Only problems with M, N, K >= 1 that passed every check are kept.
+# (kind, dtypes, shapes, strides, out_dtype) -> (descriptor handle, m, n, k, lda, ldb, ldc,
+# swap, the result's shape, the result's torch dtype, the descriptor). Only problems with M, N,
+# K >= 1 that passed every check are kept.
 _PLANS = {}
 _MAX_PLANS = 4096  # more shapes than that (e.g. every sequence length): start again
 
 
-def _remember(key, plan, shape):
+def _remember(key, plan, shape, dtype):
     if len(_PLANS) >= _MAX_PLANS:
         _PLANS.clear()
     p = plan.problem
-    head = (DTYPES[p.dtype], OPS[p.layout[0]], OPS[p.layout[1]], p.m, p.n, p.k)
-    _PLANS[key] = (head, p.lda, p.ldb, p.ldc, plan.swap, shape)
+    desc = descriptor(plan.types, p.layout)  # one per types and layout, made once; kept alive
+    _PLANS[key] = (desc.handle, p.m, p.n, p.k, p.lda, p.ldb, p.ldc, plan.swap, shape, dtype, desc)
 
 
 def _launch(entry, device, a_ptr, b_ptr, c_ptr, alpha, beta, stream):
     """The planned GEMM on a, b and c (the call's row-major operands), as _api._gemm runs it."""
-    head, lda, ldb, ldc, swap, _ = entry
+    desc, m, n, k, lda, ldb, ldc, swap = entry[:8]
     if swap:
         a_ptr, b_ptr = b_ptr, a_ptr
     if stream is None:
         stream = _raw_stream(device) if _raw_stream is not None else \
             torch.cuda.current_stream(device).cuda_stream
-    check(library().gemmtune_gemm_on_device(device, *head, alpha, a_ptr, lda, b_ptr, ldb, beta,
-                                            c_ptr, ldc, stream))
+    check(library().gemmtune_matmul(device, desc, m, n, k, scalar(alpha), a_ptr, lda, b_ptr, ldb,
+                                    scalar(beta), c_ptr, ldc, stream))
 
 
-def _key(kind, a, b, c):
+def _key(kind, a, b, c, out_dtype):
     """What the checks and the plan of a call depend on: dtypes, shapes, strides (a bias: its
-    dtype and shape). None for tensors without them (sparse, nested): the general path's."""
+    dtype and shape), out_dtype. None for tensors without them (sparse, nested) or an
+    out_dtype that is no key: the general path's."""
     try:
         if c is None:
             third = None
@@ -128,9 +155,17 @@ def _key(kind, a, b, c):
             third = (c.dtype, c.shape)
         else:
             third = (c.dtype, c.shape, c.stride())
-        return kind, a.dtype, a.shape, a.stride(), b.dtype, b.shape, b.stride(), third
+        if out_dtype is not None:
+            hash(out_dtype)
+        return kind, a.dtype, a.shape, a.stride(), b.dtype, b.shape, b.stride(), third, out_dtype
     except Exception:  # noqa: BLE001  (whatever it was, the general path raises it again)
         return None
+
+
+def _types_of(a, b, result):
+    """The DataTypes of a call that ran: a's, b's, and the result's (C and D)."""
+    c = _DTYPES[result.dtype]
+    return DataTypes(_DTYPES[a.dtype], _DTYPES[b.dtype], c, c)
 
 
 def _on_one_gpu(tensors):
@@ -143,60 +178,61 @@ def _on_one_gpu(tensors):
     return device
 
 
-def _matmul(a, b, out, alpha, beta, stream):
+def _matmul(a, b, out, alpha, beta, stream, out_dtype=None):
     _check_scalars(alpha, beta, out)  # the general path's first checks: the same errors first
     stream = _stream_handle(stream)
     Tensor = torch.Tensor
     if isinstance(a, Tensor) and isinstance(b, Tensor) and (out is None or isinstance(out, Tensor)):
-        key = _key("mm", a, b, out)
+        key = _key("mm", a, b, out, out_dtype)
         entry = _PLANS.get(key) if key is not None else None
         if entry is not None:
             device = _on_one_gpu((a, b) if out is None else (a, b, out))
             if device is not None:
                 if out is None:
-                    out = torch.empty(entry[-1], dtype=a.dtype, device=a.device)
+                    out = torch.empty(entry[8], dtype=entry[9], device=a.device)
                 _launch(entry, device, a.data_ptr(), b.data_ptr(), out.data_ptr(), alpha, beta,
                         stream)
                 return out
-        result = run_matmul(a, b, out, alpha, beta, stream, TorchBackend)
+        result = run_matmul(a, b, out, alpha, beta, stream, TorchBackend, out_dtype=out_dtype)
         if key is not None and entry is None and min(*a.shape, b.shape[1]) >= 1:
             # Checked now: plan the calls after it.
-            plan = plan_matmul(_DTYPES[a.dtype], tuple(a.shape), tuple(a.stride()),
+            plan = plan_matmul(_types_of(a, b, result), tuple(a.shape), tuple(a.stride()),
                                tuple(b.shape), tuple(b.stride()),
                                None if out is None else tuple(out.stride()))
-            _remember(key, plan, (a.shape[0], b.shape[1]))
+            _remember(key, plan, (a.shape[0], b.shape[1]), result.dtype)
         return result
-    return run_matmul(a, b, out, alpha, beta, stream, TorchBackend)
+    return run_matmul(a, b, out, alpha, beta, stream, TorchBackend, out_dtype=out_dtype)
 
 
-def _linear(x, w, bias, stream):
+def _linear(x, w, bias, stream, out_dtype=None):
     Tensor = torch.Tensor
     if not (isinstance(x, Tensor) and isinstance(w, Tensor)
             and (bias is None or isinstance(bias, Tensor))):
-        return run_linear(x, w, bias, stream, TorchBackend)
-    key = _key("linear", x, w, bias)
+        return run_linear(x, w, bias, stream, TorchBackend, out_dtype)
+    key = _key("linear", x, w, bias, out_dtype)
     entry = _PLANS.get(key) if key is not None else None
     if entry is not None:
         device = _on_one_gpu((x, w) if bias is None else (x, w, bias))
         if device is not None:
             stream = _stream_handle(stream)
-            y = torch.empty(entry[-1], dtype=x.dtype, device=x.device)
+            y = torch.empty(entry[8], dtype=entry[9], device=x.device)
             beta = 0.0
             if bias is not None:  # as the general path: the bias is C, with beta = 1
                 y.copy_(bias)
                 beta = 1.0
             _launch(entry, device, x.data_ptr(), w.data_ptr(), y.data_ptr(), 1.0, beta, stream)
             return y
-    y = run_linear(x, w, bias, stream, TorchBackend)
+    y = run_linear(x, w, bias, stream, TorchBackend, out_dtype)
     if key is not None and entry is None:
-        _learn_linear(key, x, w, bias, tuple(y.shape))
+        _learn_linear(key, x, w, bias, y)
     return y
 
 
-def _learn_linear(key, x, w, bias, shape):
+def _learn_linear(key, x, w, bias, y):
     """After a general call of linear succeeded: its plan, for the calls after it. x's rows are
     the view x.reshape makes (its strides, as the general path reads them); where reshape
     copies, every call must, so there is no fast path."""
+    shape = tuple(y.shape)
     features, outputs = x.shape[-1], w.shape[0]
     if min(features, outputs) < 1:
         return
@@ -204,9 +240,9 @@ def _learn_linear(key, x, w, bias, shape):
     if x_rows.shape[0] < 1 or x_rows.data_ptr() != x.data_ptr():
         return
     c_strides = None if bias is None else (outputs, 1)  # the general path's C: bias rows
-    plan = plan_matmul(_DTYPES[x.dtype], tuple(x_rows.shape), tuple(x_rows.stride()),
+    plan = plan_matmul(_types_of(x, w, y), tuple(x_rows.shape), tuple(x_rows.stride()),
                        tuple(w.shape)[::-1], tuple(w.stride())[::-1], c_strides)
-    _remember(key, plan, shape)
+    _remember(key, plan, shape, y.dtype)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -225,8 +261,7 @@ def _register():
     def _(a, b):
         torch._check(a.dim() == 2 and b.dim() == 2, lambda: "gemmtune.mm takes 2-D matrices")
         torch._check(a.shape[1] == b.shape[0], lambda: "gemmtune.mm: a's columns != b's rows")
-        torch._check(a.dtype == b.dtype, lambda: "gemmtune.mm: a and b differ in dtype")
-        return a.new_empty((a.shape[0], b.shape[1]))
+        return a.new_empty((a.shape[0], b.shape[1]), dtype=result_torch_dtype(a.dtype, b.dtype))
 
     def mm_context(ctx, inputs, output):
         ctx.save_for_backward(*inputs)
@@ -249,7 +284,8 @@ def _register():
     def _(x, w, bias=None):
         torch._check(w.dim() == 2, lambda: "gemmtune.linear takes a 2-D weight")
         torch._check(x.shape[-1] == w.shape[1], lambda: "gemmtune.linear: in_features differ")
-        return x.new_empty((*x.shape[:-1], w.shape[0]))
+        return x.new_empty((*x.shape[:-1], w.shape[0]),
+                           dtype=result_torch_dtype(x.dtype, w.dtype))
 
     def linear_context(ctx, inputs, output):
         x, w, bias = inputs

@@ -6,7 +6,7 @@ import random
 import pytest
 
 from gemmtune import Error
-from gemmtune._plan import plan_matmul, storage
+from gemmtune._plan import DataTypes, Problem, plan_matmul, storage
 
 
 def layouts(rows, cols):
@@ -42,6 +42,7 @@ def column_major_gemm(p, mem_a, mem_b, mem_c, alpha, beta):
 
 
 SHAPES = [(3, 5, 4), (1, 5, 4), (3, 1, 4), (3, 5, 1), (1, 1, 1), (6, 2, 7)]
+MIXED = DataTypes("e4m3", "e5m2", "bf16", "bf16")  # a, b, out of the call
 
 
 @pytest.mark.parametrize("m,n,k", SHAPES)
@@ -59,6 +60,14 @@ def test_every_layout_computes_a_times_b(m, n, k):
         plan = plan_matmul("f32", (m, k), la[1], (k, n), lb[1], lc[1])
         first, second = (mem_b, mem_a) if plan.swap else (mem_a, mem_b)
         column_major_gemm(plan.problem, first, second, mem_c, alpha, beta)
+        # The types go where the operands go: the GEMM's A is of the type of the memory read
+        # as A, whichever of a and b that is.
+        typed = plan_matmul(MIXED, (m, k), la[1], (k, n), lb[1], lc[1])
+        assert typed.swap == plan.swap and typed.problem[1:] == plan.problem[1:]
+        assert typed.types == (MIXED.swapped() if plan.swap else MIXED)
+        assert typed.problem.dtype == typed.types.name
+        assert (typed.types.a, typed.types.b) == (
+            ("e5m2", "e4m3") if first is mem_b else ("e4m3", "e5m2"))
         got = [[mem_c[i * lc[1][0] + j * lc[1][1]] for j in range(n)] for i in range(m)]
         for i, j in itertools.product(range(m), range(n)):
             assert got[i][j] == pytest.approx(expected[i][j], abs=1e-9), (la[0], lb[0], lc[0])
@@ -93,3 +102,48 @@ def test_single_rows_and_columns_read_with_any_stride():
     assert storage(1, 6, 999, 3) == (False, 3)  # one row, elements 3 apart
     assert storage(6, 1, 3, 999) == (True, 3)   # one column, elements 3 apart
     assert storage(6, 1, 1, 1) == (False, 6)    # a tight column: tight leading dimension
+
+
+def test_a_uniform_plan_carries_its_types():
+    plan = plan_matmul("bf16", (8, 4096), (4096, 1), (4096, 11008), (1, 4096))
+    assert plan.types == DataTypes.uniform("bf16") == DataTypes("bf16", "bf16", "bf16", "bf16")
+    assert plan.types.is_uniform() and plan.problem.types == plan.types
+
+
+def test_the_types_swap_with_the_operands_of_a_row_major_call():
+    # y = x @ w.T with bf16 activations x and e4m3 weights w: row-major, so the GEMM is the
+    # column-major w . x ('tn'), whose A is w: e4m3 * bf16.
+    x_then_w = DataTypes("bf16", "e4m3", "bf16", "bf16")
+    plan = plan_matmul(x_then_w, (8, 4096), (4096, 1), (4096, 11008), (1, 4096))
+    assert plan.swap
+    assert plan.types == DataTypes("e4m3", "bf16", "bf16", "bf16")
+    assert tuple(plan.problem) == ("e4m3*bf16->bf16", "tn", 11008, 8, 4096, 4096, 4096, 11008,
+                                   False)
+    assert plan.problem.shape_line() == "11008 8 4096 e4m3*bf16->bf16 tn"
+    assert plan.problem.types == plan.types
+    # Into a column-major out nothing swaps: the GEMM's A is x.
+    plan = plan_matmul(x_then_w, (8, 4096), (4096, 1), (4096, 11008), (1, 4096), (1, 8))
+    assert not plan.swap
+    assert plan.types == x_then_w
+    assert plan.problem.dtype == "bf16*e4m3->bf16" and plan.problem.layout == "tn"
+
+
+def test_type_names_are_the_librarys_format_and_read_back():
+    cases = [
+        (DataTypes.uniform("f16"), "f16"),
+        (DataTypes("e4m3", "e5m2", "bf16", "bf16"), "e4m3*e5m2->bf16"),
+        (DataTypes("bf16", "bf16", "bf16", "f32"), "bf16*bf16->f32+c=bf16"),
+        (DataTypes("e4m3", "e4m3", "f16", "f16", "f16"), "e4m3*e4m3->f16+acc=f16"),
+        (DataTypes("f16", "f16", "f16", "f16", "f16"), "f16*f16->f16+acc=f16"),  # not uniform
+        (DataTypes("e5m2", "e4m3", "f32", "bf16", "f16"), "e5m2*e4m3->bf16+c=f32+acc=f16"),
+    ]
+    for types, name in cases:
+        assert types.name == name
+        assert DataTypes.parse(name) == types
+        assert Problem(name, "nn", 1, 1, 1, 1, 1, 1).types == types
+    assert DataTypes("e4m3", "e5m2", "bf16", "bf16").swapped() == DataTypes("e5m2", "e4m3", "bf16",
+                                                                             "bf16")
+    with pytest.raises(Error, match=r"data types 'e4m3\*e5m2': expected A\*B->D"):
+        DataTypes.parse("e4m3*e5m2")
+    with pytest.raises(Error, match=r"unknown part 'x=f32' \(expected c= or acc=\)"):
+        DataTypes.parse("e4m3*e5m2->bf16+x=f32")

@@ -1,5 +1,7 @@
 // The C API: the C++ API behind a status code and a thread-local message.
+#include <array>
 #include <cmath>
+#include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -57,25 +59,40 @@ gemmtune_status guarded(F&& f) {
   }
 }
 
+// The types of data_types.h, the codes of gemmtune_dtype.
+static_assert(GEMMTUNE_F32 == int(gemmtune::DataType::f32) &&
+              GEMMTUNE_F16 == int(gemmtune::DataType::f16) &&
+              GEMMTUNE_BF16 == int(gemmtune::DataType::bf16) &&
+              GEMMTUNE_E4M3 == int(gemmtune::DataType::e4m3) &&
+              GEMMTUNE_E5M2 == int(gemmtune::DataType::e5m2) && GEMMTUNE_TYPE_COUNT == 5);
+static_assert(GEMMTUNE_OP_N == int(gemmtune::Op::N) && GEMMTUNE_OP_T == int(gemmtune::Op::T));
+static_assert(GEMMTUNE_SCALING_NONE == int(gemmtune::Scaling::none));
+
+bool known_type(int code) {
+  return code >= 0 && code < GEMMTUNE_TYPE_COUNT;
+}
+bool known_op(int op) {
+  return op == GEMMTUNE_OP_N || op == GEMMTUNE_OP_T;
+}
+
 void check_enums(gemmtune_dtype dtype, gemmtune_op op_a, gemmtune_op op_b) {
-  GT_REQUIRE(dtype >= GEMMTUNE_F32 && dtype <= GEMMTUNE_BF16, gemmtune::Errc::invalid_argument,
-             "unknown dtype {}", int(dtype));
-  GT_REQUIRE((op_a == GEMMTUNE_OP_N || op_a == GEMMTUNE_OP_T) &&
-                 (op_b == GEMMTUNE_OP_N || op_b == GEMMTUNE_OP_T),
-             gemmtune::Errc::invalid_argument, "op must be GEMMTUNE_OP_N or GEMMTUNE_OP_T");
+  GT_REQUIRE(known_type(dtype), gemmtune::Errc::invalid_argument,
+             "unknown dtype {} (expected a code of data_types.h, 0 to {})", int(dtype),
+             GEMMTUNE_TYPE_COUNT - 1);
+  GT_REQUIRE(known_op(op_a) && known_op(op_b), gemmtune::Errc::invalid_argument,
+             "op must be GEMMTUNE_OP_N or GEMMTUNE_OP_T");
 }
 
 // The problem of a call, checked before anything touches a GPU: bad arguments are reported as
 // such on any machine.
-gemmtune::Problem checked_problem(gemmtune_dtype dtype, gemmtune_op op_a, gemmtune_op op_b,
-                                  int64_t m, int64_t n, int64_t k, const void* a, int64_t lda,
-                                  const void* b, int64_t ldb, float beta, const void* c,
-                                  int64_t ldc) {
-  check_enums(dtype, op_a, op_b);
+gemmtune::Problem checked_problem(const gemmtune::MatmulDesc& desc, int64_t m, int64_t n, int64_t k,
+                                  const void* a, int64_t lda, const void* b, int64_t ldb,
+                                  float beta, const void* c, int64_t ldc) {
   gemmtune::Problem p;
-  p.types = gemmtune::DataTypes::uniform(static_cast<gemmtune::DataType>(dtype));
-  p.op_a = static_cast<gemmtune::Op>(op_a);
-  p.op_b = static_cast<gemmtune::Op>(op_b);
+  p.types = desc.types;
+  p.scaling = desc.scaling;
+  p.op_a = desc.op_a;
+  p.op_b = desc.op_b;
   p.m = m, p.n = n, p.k = k;
   p.lda = lda, p.ldb = ldb, p.ldc = ldc;
   p.align = gemmtune::alignment_class(p.types, a, b, c, lda, ldb, ldc);
@@ -84,10 +101,163 @@ gemmtune::Problem checked_problem(gemmtune_dtype dtype, gemmtune_op op_a, gemmtu
   return p;
 }
 
+gemmtune::Problem checked_problem(gemmtune_dtype dtype, gemmtune_op op_a, gemmtune_op op_b,
+                                  int64_t m, int64_t n, int64_t k, const void* a, int64_t lda,
+                                  const void* b, int64_t ldb, float beta, const void* c,
+                                  int64_t ldc) {
+  check_enums(dtype, op_a, op_b);
+  const gemmtune::MatmulDesc desc{
+      gemmtune::DataTypes::uniform(static_cast<gemmtune::DataType>(dtype)), gemmtune::Scaling::none,
+      static_cast<gemmtune::Op>(op_a), static_cast<gemmtune::Op>(op_b)};
+  return checked_problem(desc, m, n, k, a, lda, b, ldb, beta, c, ldc);
+}
+
 // A call's beta (gemmtune_gemm checks it with alpha, where the library runs it).
 void require_finite(float beta) {
   GT_REQUIRE(std::isfinite(beta), gemmtune::Errc::invalid_argument, "beta must be finite (got {})",
              beta);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The matmul descriptor
+
+// Its attributes by name, for messages; every value is an int32_t.
+const char* attribute_name(int attr) {
+  switch (attr) {
+    case GEMMTUNE_MATMUL_DESC_A_TYPE:
+      return "GEMMTUNE_MATMUL_DESC_A_TYPE";
+    case GEMMTUNE_MATMUL_DESC_B_TYPE:
+      return "GEMMTUNE_MATMUL_DESC_B_TYPE";
+    case GEMMTUNE_MATMUL_DESC_C_TYPE:
+      return "GEMMTUNE_MATMUL_DESC_C_TYPE";
+    case GEMMTUNE_MATMUL_DESC_D_TYPE:
+      return "GEMMTUNE_MATMUL_DESC_D_TYPE";
+    case GEMMTUNE_MATMUL_DESC_ACC_TYPE:
+      return "GEMMTUNE_MATMUL_DESC_ACC_TYPE";
+    case GEMMTUNE_MATMUL_DESC_SCALING:
+      return "GEMMTUNE_MATMUL_DESC_SCALING";
+    case GEMMTUNE_MATMUL_DESC_OP_A:
+      return "GEMMTUNE_MATMUL_DESC_OP_A";
+    case GEMMTUNE_MATMUL_DESC_OP_B:
+      return "GEMMTUNE_MATMUL_DESC_OP_B";
+  }
+  return nullptr;
+}
+
+// `attr` as a known attribute, else Error(invalid_argument) naming it.
+const char* known_attribute(int attr) {
+  const char* name = attribute_name(attr);
+  GT_REQUIRE(name != nullptr, gemmtune::Errc::invalid_argument,
+             "unknown matmul descriptor attribute {} (expected GEMMTUNE_MATMUL_DESC_A_TYPE (0) to "
+             "GEMMTUNE_MATMUL_DESC_OP_B (7))",
+             attr);
+  return name;
+}
+
+// Whether `value` is valid for `attr`; else Error(invalid_argument) naming both.
+void check_value(int attr, int32_t value) {
+  const char* name = attribute_name(attr);
+  switch (attr) {
+    case GEMMTUNE_MATMUL_DESC_SCALING:
+      GT_REQUIRE(value == GEMMTUNE_SCALING_NONE, gemmtune::Errc::invalid_argument,
+                 "{}: unknown scaling {} (this build has GEMMTUNE_SCALING_NONE (0) only)", name,
+                 value);
+      return;
+    case GEMMTUNE_MATMUL_DESC_OP_A:
+    case GEMMTUNE_MATMUL_DESC_OP_B:
+      GT_REQUIRE(known_op(value), gemmtune::Errc::invalid_argument,
+                 "{}: unknown op {} (expected GEMMTUNE_OP_N (0) or GEMMTUNE_OP_T (1))", name,
+                 value);
+      return;
+    default:
+      GT_REQUIRE(known_type(value), gemmtune::Errc::invalid_argument,
+                 "{}: unknown data type code {} (expected 0 to {}: f32, f16, bf16, e4m3, e5m2)",
+                 name, value, GEMMTUNE_TYPE_COUNT - 1);
+  }
+}
+
+void check_size(const char* name, size_t size) {
+  GT_REQUIRE(size == sizeof(int32_t), gemmtune::Errc::invalid_argument,
+             "{} is an int32_t ({} bytes), but size is {}", name, sizeof(int32_t), size);
+}
+
+}  // namespace
+
+// The descriptor behind the opaque handle: the C++ API's MatmulDesc.
+struct gemmtune_matmul_desc_st {
+  gemmtune::MatmulDesc desc;
+};
+
+namespace {
+
+const gemmtune::MatmulDesc& desc_of(gemmtune_matmul_desc desc) {
+  GT_REQUIRE(desc != nullptr, gemmtune::Errc::invalid_argument,
+             "the matmul descriptor is a null pointer (make one with "
+             "gemmtune_matmul_desc_create)");
+  return desc->desc;
+}
+
+int32_t get_value(const gemmtune::MatmulDesc& d, int attr) {
+  switch (attr) {
+    case GEMMTUNE_MATMUL_DESC_A_TYPE:
+      return int32_t(d.types.a);
+    case GEMMTUNE_MATMUL_DESC_B_TYPE:
+      return int32_t(d.types.b);
+    case GEMMTUNE_MATMUL_DESC_C_TYPE:
+      return int32_t(d.types.c);
+    case GEMMTUNE_MATMUL_DESC_D_TYPE:
+      return int32_t(d.types.d);
+    case GEMMTUNE_MATMUL_DESC_ACC_TYPE:
+      return int32_t(d.types.acc);
+    case GEMMTUNE_MATMUL_DESC_SCALING:
+      return int32_t(d.scaling);
+    case GEMMTUNE_MATMUL_DESC_OP_A:
+      return int32_t(d.op_a);
+    case GEMMTUNE_MATMUL_DESC_OP_B:
+      return int32_t(d.op_b);
+  }
+  GT_THROW(gemmtune::Errc::internal, "attribute {} has no field", attr);
+}
+
+// `value` is checked (check_value) before it is set.
+void set_value(gemmtune::MatmulDesc& d, int attr, int32_t value) {
+  const auto type = static_cast<gemmtune::DataType>(value);
+  switch (attr) {
+    case GEMMTUNE_MATMUL_DESC_A_TYPE:
+      d.types.a = type;
+      return;
+    case GEMMTUNE_MATMUL_DESC_B_TYPE:
+      d.types.b = type;
+      return;
+    case GEMMTUNE_MATMUL_DESC_C_TYPE:
+      d.types.c = type;
+      return;
+    case GEMMTUNE_MATMUL_DESC_D_TYPE:
+      d.types.d = type;
+      return;
+    case GEMMTUNE_MATMUL_DESC_ACC_TYPE:
+      d.types.acc = type;
+      return;
+    case GEMMTUNE_MATMUL_DESC_SCALING:
+      d.scaling = static_cast<gemmtune::Scaling>(value);
+      return;
+    case GEMMTUNE_MATMUL_DESC_OP_A:
+      d.op_a = static_cast<gemmtune::Op>(value);
+      return;
+    case GEMMTUNE_MATMUL_DESC_OP_B:
+      d.op_b = static_cast<gemmtune::Op>(value);
+      return;
+  }
+  GT_THROW(gemmtune::Errc::internal, "attribute {} has no field", attr);
+}
+
+// A host scalar of gemmtune_matmul: present and finite.
+float scalar(const float* value, const char* name) {
+  GT_REQUIRE(value != nullptr, gemmtune::Errc::invalid_argument,
+             "{} is a null pointer (gemmtune_matmul takes a pointer to a host float)", name);
+  GT_REQUIRE(std::isfinite(*value), gemmtune::Errc::invalid_argument, "{} must be finite (got {})",
+             name, *value);
+  return *value;
 }
 
 // The selection and the device key the tuning database is searched with (after the lookup, so
@@ -170,6 +340,125 @@ gemmtune_status gemmtune_record_problem(const char* path, gemmtune_dtype dtype, 
     const bool wrote = gemmtune::record_shape(path, p);
     if (appended) *appended = wrote ? 1 : 0;
   });
+}
+
+gemmtune_status gemmtune_matmul_desc_create(gemmtune_matmul_desc* desc) {
+  return guarded([&] {
+    GT_REQUIRE(desc != nullptr, gemmtune::Errc::invalid_argument,
+               "gemmtune_matmul_desc_create: desc (where the handle goes) is a null pointer");
+    *desc = new gemmtune_matmul_desc_st{};
+  });
+}
+
+gemmtune_status gemmtune_matmul_desc_destroy(gemmtune_matmul_desc desc) {
+  delete desc;
+  last_error.clear();
+  return GEMMTUNE_SUCCESS;
+}
+
+gemmtune_status gemmtune_matmul_desc_set_attribute(gemmtune_matmul_desc desc,
+                                                   gemmtune_matmul_attribute attr,
+                                                   const void* value, size_t size) {
+  return guarded([&] {
+    desc_of(desc);
+    const char* name = known_attribute(attr);
+    GT_REQUIRE(value != nullptr, gemmtune::Errc::invalid_argument, "{}: value is a null pointer",
+               name);
+    check_size(name, size);
+    int32_t v;
+    std::memcpy(&v, value, sizeof v);
+    check_value(attr, v);
+    set_value(desc->desc, attr, v);
+  });
+}
+
+gemmtune_status gemmtune_matmul_desc_get_attribute(gemmtune_matmul_desc desc,
+                                                   gemmtune_matmul_attribute attr, void* value,
+                                                   size_t size, size_t* written) {
+  return guarded([&] {
+    const gemmtune::MatmulDesc& d = desc_of(desc);
+    const char* name = known_attribute(attr);
+    if (size == 0 && written != nullptr) {  // how many bytes the value needs
+      *written = sizeof(int32_t);
+      return;
+    }
+    GT_REQUIRE(value != nullptr, gemmtune::Errc::invalid_argument,
+               "{}: value (where it goes) is a null pointer", name);
+    check_size(name, size);
+    const int32_t v = get_value(d, attr);
+    std::memcpy(value, &v, sizeof v);
+    if (written) *written = sizeof v;
+  });
+}
+
+gemmtune_status gemmtune_matmul(int device, gemmtune_matmul_desc desc, int64_t m, int64_t n,
+                                int64_t k, const float* alpha, const void* a, int64_t lda,
+                                const void* b, int64_t ldb, const float* beta, void* c, int64_t ldc,
+                                void* stream) {
+  return guarded([&] {
+    const gemmtune::MatmulDesc& d = desc_of(desc);
+    const float alpha_value = scalar(alpha, "alpha");
+    const float beta_value = scalar(beta, "beta");
+    checked_problem(d, m, n, k, a, lda, b, ldb, beta_value, c, ldc);
+    GT_REQUIRE(a != nullptr, gemmtune::Errc::invalid_argument, "A is a null pointer");
+    GT_REQUIRE(b != nullptr, gemmtune::Errc::invalid_argument, "B is a null pointer");
+    GT_REQUIRE(c != nullptr, gemmtune::Errc::invalid_argument, "C is a null pointer");
+    gemmtune::DeviceScope scope(device);
+    gemmtune::default_library().matmul(d, m, n, k, alpha_value, a, lda, b, ldb, beta_value, c, ldc,
+                                       static_cast<gemmtune::Stream>(stream));
+  });
+}
+
+gemmtune_status gemmtune_matmul_select(int device, gemmtune_matmul_desc desc, int64_t m, int64_t n,
+                                       int64_t k, const void* a, int64_t lda, const void* b,
+                                       int64_t ldb, float beta, const void* c, int64_t ldc,
+                                       const char** selection) {
+  return guarded([&] {
+    const gemmtune::MatmulDesc& d = desc_of(desc);
+    GT_REQUIRE(selection != nullptr, gemmtune::Errc::invalid_argument,
+               "selection_json is a null pointer");
+    require_finite(beta);
+    const gemmtune::Problem p = checked_problem(d, m, n, k, a, lda, b, ldb, beta, c, ldc);
+    gemmtune::DeviceScope scope(device);
+    last_selection = selection_json(gemmtune::default_library().select(p));
+    *selection = last_selection.c_str();
+  });
+}
+
+gemmtune_status gemmtune_matmul_record_problem(const char* path, gemmtune_matmul_desc desc,
+                                               int64_t m, int64_t n, int64_t k, int64_t lda,
+                                               int64_t ldb, float beta, int64_t ldc,
+                                               int* appended) {
+  return guarded([&] {
+    const gemmtune::MatmulDesc& d = desc_of(desc);
+    GT_REQUIRE(path != nullptr && *path != '\0', gemmtune::Errc::invalid_argument,
+               "the shapes file path is empty");
+    require_finite(beta);
+    const gemmtune::Problem p =
+        checked_problem(d, m, n, k, nullptr, lda, nullptr, ldb, beta, nullptr, ldc);
+    const bool wrote = gemmtune::record_shape(path, p);
+    if (appended) *appended = wrote ? 1 : 0;
+  });
+}
+
+gemmtune_status gemmtune_data_type_from_name(const char* name, int* code) {
+  return guarded([&] {
+    GT_REQUIRE(name != nullptr, gemmtune::Errc::invalid_argument,
+               "gemmtune_data_type_from_name: name is a null pointer");
+    GT_REQUIRE(code != nullptr, gemmtune::Errc::invalid_argument,
+               "gemmtune_data_type_from_name: code (where it goes) is a null pointer");
+    *code = int(gemmtune::parse_data_type(name));
+  });
+}
+
+const char* gemmtune_data_type_name(int code) {
+  static const auto names = [] {  // NUL-terminated copies of to_string's views
+    std::array<std::string, GEMMTUNE_TYPE_COUNT> out;
+    for (int i = 0; i < GEMMTUNE_TYPE_COUNT; ++i)
+      out[size_t(i)] = gemmtune::to_string(static_cast<gemmtune::DataType>(i));
+    return out;
+  }();
+  return known_type(code) ? names[size_t(code)].c_str() : nullptr;
 }
 
 const char* gemmtune_last_error(void) {

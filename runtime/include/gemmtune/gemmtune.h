@@ -1,9 +1,13 @@
 /* gemmtune C API: C = alpha * op(A) * op(B) + beta * C, cuBLAS semantics (column-major).
- * Every function returns a status; gemmtune_last_error() says what went wrong in this thread. */
+ * Every function returns a status; gemmtune_last_error() says what went wrong in this thread.
+ * Valid C (C99 and later) and C++. */
 #ifndef GEMMTUNE_H
 #define GEMMTUNE_H
 
+#include <stddef.h>
 #include <stdint.h>
+
+#include "data_types.h" /* the codes of the element types, installed beside this header */
 
 #ifdef __cplusplus
 extern "C" {
@@ -23,13 +27,21 @@ typedef enum gemmtune_status {
 } gemmtune_status;
 
 typedef enum gemmtune_op { GEMMTUNE_OP_N = 0, GEMMTUNE_OP_T = 1 } gemmtune_op;
+/* Element types, with the codes of data_types.h (the kernels and the library use the same). */
 typedef enum gemmtune_dtype {
-  GEMMTUNE_F32 = 0,
-  GEMMTUNE_F16 = 1,
-  GEMMTUNE_BF16 = 2
+  GEMMTUNE_F32 = GEMMTUNE_TYPE_F32,
+  GEMMTUNE_F16 = GEMMTUNE_TYPE_F16,
+  GEMMTUNE_BF16 = GEMMTUNE_TYPE_BF16,
+  GEMMTUNE_E4M3 = GEMMTUNE_TYPE_E4M3, /* float8, 4 exponent and 3 mantissa bits (e4m3fn) */
+  GEMMTUNE_E5M2 = GEMMTUNE_TYPE_E5M2  /* float8, 5 exponent and 2 mantissa bits */
 } gemmtune_dtype;
+/* How the operands are scaled before they are multiplied: none so far (per-tensor, per-row and
+ * block scales come with the float8 kernels). */
+typedef enum gemmtune_scaling { GEMMTUNE_SCALING_NONE = 0 } gemmtune_scaling;
 
-/* a, b, c are device pointers of the dtype; stream is a cudaStream_t / CUstream (NULL: default). */
+/* a, b, c are device pointers of the dtype; stream is a cudaStream_t / CUstream (NULL: default).
+ * Every operand is of the one dtype (cublasGemmEx's form); gemmtune_matmul below takes a type
+ * per operand. A dtype no kernel family runs on the GPU is GEMMTUNE_ERROR_UNSUPPORTED. */
 gemmtune_status gemmtune_gemm(gemmtune_dtype dtype, gemmtune_op op_a, gemmtune_op op_b, int64_t m,
                               int64_t n, int64_t k, float alpha, const void* a, int64_t lda,
                               const void* b, int64_t ldb, float beta, void* c, int64_t ldc,
@@ -54,7 +66,8 @@ gemmtune_status gemmtune_gemm_on_device(int device, gemmtune_dtype dtype, gemmtu
  * "driver", "nvrtc"}}. The pointers only count for their alignment and may be NULL (then the
  * leading dimensions alone decide it); beta only counts for whether it is 0 (a call that reads C
  * is tuned apart from one that does not). Looks the kernel up and compiles or loads it, as the
- * call would. *selection_json stays valid until the next gemmtune_select in this thread. */
+ * call would. *selection_json stays valid until the next gemmtune_select or
+ * gemmtune_matmul_select in this thread. */
 gemmtune_status gemmtune_select(int device, gemmtune_dtype dtype, gemmtune_op op_a,
                                 gemmtune_op op_b, int64_t m, int64_t n, int64_t k, const void* a,
                                 int64_t lda, const void* b, int64_t ldb, float beta, const void* c,
@@ -69,6 +82,92 @@ gemmtune_status gemmtune_record_problem(const char* path, gemmtune_dtype dtype, 
                                         gemmtune_op op_b, int64_t m, int64_t n, int64_t k,
                                         int64_t lda, int64_t ldb, float beta, int64_t ldc,
                                         int* appended);
+
+/* ---------------------------------------------------------------------------------------------
+ * The matmul descriptor: what a GEMM computes beyond its sizes, described once and used for many
+ * calls, in the manner of cuBLASLt's cublasLtMatmulDesc_t: D = alpha * op(A) * op(B) + beta * C
+ * with a type for each of A, B, C, D and the accumulator, a scaling mode, op(A) and op(B).
+ *
+ *   gemmtune_matmul_desc desc;
+ *   int32_t bf16 = GEMMTUNE_BF16, t = GEMMTUNE_OP_T;
+ *   gemmtune_matmul_desc_create(&desc);
+ *   gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_A_TYPE, &bf16, sizeof bf16);
+ *   ... the B, C and D types likewise; op(A) = T:
+ *   gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_OP_A, &t, sizeof t);
+ *   gemmtune_matmul(-1, desc, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc, stream);
+ *   gemmtune_matmul_desc_destroy(desc);
+ *
+ * A descriptor is plain data: any number of threads may call with it at once, but setting an
+ * attribute while another thread calls with it is a data race. */
+typedef struct gemmtune_matmul_desc_st* gemmtune_matmul_desc;
+
+/* The attributes of a descriptor. Every value is an int32_t (size 4). */
+typedef enum gemmtune_matmul_attribute {
+  GEMMTUNE_MATMUL_DESC_A_TYPE = 0,   /* gemmtune_dtype of A; default GEMMTUNE_F32 */
+  GEMMTUNE_MATMUL_DESC_B_TYPE = 1,   /* gemmtune_dtype of B; default GEMMTUNE_F32 */
+  GEMMTUNE_MATMUL_DESC_C_TYPE = 2,   /* gemmtune_dtype of C; default GEMMTUNE_F32 */
+  GEMMTUNE_MATMUL_DESC_D_TYPE = 3,   /* gemmtune_dtype of D; default GEMMTUNE_F32. D is written
+                                      * over C, so a call needs D's type equal to C's for now */
+  GEMMTUNE_MATMUL_DESC_ACC_TYPE = 4, /* gemmtune_dtype of the accumulator; default GEMMTUNE_F32 */
+  GEMMTUNE_MATMUL_DESC_SCALING = 5,  /* gemmtune_scaling; default GEMMTUNE_SCALING_NONE */
+  GEMMTUNE_MATMUL_DESC_OP_A = 6,     /* gemmtune_op of A; default GEMMTUNE_OP_N */
+  GEMMTUNE_MATMUL_DESC_OP_B = 7      /* gemmtune_op of B; default GEMMTUNE_OP_N */
+} gemmtune_matmul_attribute;
+
+/* A new descriptor with the defaults: f32 everywhere, no scaling, op(A) = op(B) = N. */
+gemmtune_status gemmtune_matmul_desc_create(gemmtune_matmul_desc* desc);
+/* Frees the descriptor. NULL is accepted and does nothing (as free(NULL)). */
+gemmtune_status gemmtune_matmul_desc_destroy(gemmtune_matmul_desc desc);
+/* Sets `attr` to the int32_t at `value`; `size` must be sizeof(int32_t). A value that names no
+ * type, scaling or op is GEMMTUNE_ERROR_INVALID_ARGUMENT, and the descriptor stays as it was.
+ * Which combinations of types a GPU runs is the call's question (GEMMTUNE_ERROR_UNSUPPORTED). */
+gemmtune_status gemmtune_matmul_desc_set_attribute(gemmtune_matmul_desc desc,
+                                                   gemmtune_matmul_attribute attr,
+                                                   const void* value, size_t size);
+/* Writes the value of `attr` to `value`, which holds `size` bytes (sizeof(int32_t)), and its size
+ * to *written (may be NULL). size 0 with written != NULL: only *written is set (the size the
+ * attribute needs), as cublasLtMatmulDescGetAttribute does. */
+gemmtune_status gemmtune_matmul_desc_get_attribute(gemmtune_matmul_desc desc,
+                                                   gemmtune_matmul_attribute attr, void* value,
+                                                   size_t size, size_t* written);
+
+/* D = alpha * op(A) * op(B) + beta * C with the types, scaling and ops of `desc`, on GPU
+ * `device` as gemmtune_gemm_on_device (device < 0: the thread's current context). D is written
+ * over C (the buffer `c`, of leading dimension ldc): D's type must be C's. alpha and beta point
+ * to host floats; beta == 0 never reads C. a, b, c are device pointers; stream is a
+ * cudaStream_t / CUstream (NULL: default). The descriptor, the pointers, the sizes and the
+ * leading dimensions are checked before any GPU is needed (GEMMTUNE_ERROR_INVALID_ARGUMENT);
+ * types no kernel family runs on this GPU are GEMMTUNE_ERROR_UNSUPPORTED, the message naming
+ * them ("no kernel family supports e4m3*e5m2->bf16 tn on ..."). */
+gemmtune_status gemmtune_matmul(int device, gemmtune_matmul_desc desc, int64_t m, int64_t n,
+                                int64_t k, const float* alpha, const void* a, int64_t lda,
+                                const void* b, int64_t ldb, const float* beta, void* c, int64_t ldc,
+                                void* stream);
+
+/* Which kernel a gemmtune_matmul call with these arguments would use, and why: the JSON of
+ * gemmtune_select, with the same rules for the pointers (alignment only, may be NULL) and beta
+ * (only whether it is 0). *selection_json stays valid until the next gemmtune_select or
+ * gemmtune_matmul_select in this thread. */
+gemmtune_status gemmtune_matmul_select(int device, gemmtune_matmul_desc desc, int64_t m, int64_t n,
+                                       int64_t k, const void* a, int64_t lda, const void* b,
+                                       int64_t ldb, float beta, const void* c, int64_t ldc,
+                                       const char** selection_json);
+
+/* gemmtune_record_problem for the problem of a descriptor: the line names the types as
+ * gemm-tune's shapes file does ("bf16" when every operand is bf16, else "e4m3*e5m2->bf16"). */
+gemmtune_status gemmtune_matmul_record_problem(const char* path, gemmtune_matmul_desc desc,
+                                               int64_t m, int64_t n, int64_t k, int64_t lda,
+                                               int64_t ldb, float beta, int64_t ldc, int* appended);
+
+/* ---------------------------------------------------------------------------------------------
+ * Element types by name, so that other languages never spell the codes: *code = the code of
+ * `name` ("f32", "f16", "bf16", "e4m3", "e5m2", and the aliases gemm-tune's --dtype takes:
+ * "float32", "fp16", "bfloat16", "float8_e4m3fn", ...; any case). An unknown name is
+ * GEMMTUNE_ERROR_INVALID_ARGUMENT and leaves *code as it was. */
+gemmtune_status gemmtune_data_type_from_name(const char* name, int* code);
+/* The name of a type's code ("f32", "f16", "bf16", "e4m3", "e5m2"), a static string; NULL for a
+ * code that names no type. */
+const char* gemmtune_data_type_name(int code);
 
 /* The message of the last failed call in this thread ("" after a success). */
 const char* gemmtune_last_error(void);

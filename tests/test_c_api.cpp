@@ -1,0 +1,453 @@
+// The C API without a GPU: the matmul descriptor (defaults, every attribute, every error), the
+// element types by name, the checks gemmtune_matmul makes before it needs a GPU, its no-GPU
+// failure, and the header as C.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gemmtune/gemmtune.h"
+#include "support.hpp"
+
+namespace {
+
+// The codes are data_types.h's, whatever the enum's spelling.
+static_assert(GEMMTUNE_F32 == GEMMTUNE_TYPE_F32 && GEMMTUNE_F16 == GEMMTUNE_TYPE_F16 &&
+              GEMMTUNE_BF16 == GEMMTUNE_TYPE_BF16 && GEMMTUNE_E4M3 == GEMMTUNE_TYPE_E4M3 &&
+              GEMMTUNE_E5M2 == GEMMTUNE_TYPE_E5M2);
+
+struct Attribute {
+  gemmtune_matmul_attribute attr;
+  const char* name;
+  int32_t default_value;
+  std::vector<int32_t> valid;    // every value it takes
+  std::vector<int32_t> invalid;  // values it refuses
+};
+
+const std::vector<Attribute>& attributes() {
+  static const std::vector<int32_t> types{GEMMTUNE_F32, GEMMTUNE_F16, GEMMTUNE_BF16, GEMMTUNE_E4M3,
+                                          GEMMTUNE_E5M2};
+  static const std::vector<int32_t> bad_types{-1, GEMMTUNE_TYPE_COUNT, 1000};
+  static const std::vector<Attribute> all{
+      {GEMMTUNE_MATMUL_DESC_A_TYPE, "GEMMTUNE_MATMUL_DESC_A_TYPE", GEMMTUNE_F32, types, bad_types},
+      {GEMMTUNE_MATMUL_DESC_B_TYPE, "GEMMTUNE_MATMUL_DESC_B_TYPE", GEMMTUNE_F32, types, bad_types},
+      {GEMMTUNE_MATMUL_DESC_C_TYPE, "GEMMTUNE_MATMUL_DESC_C_TYPE", GEMMTUNE_F32, types, bad_types},
+      {GEMMTUNE_MATMUL_DESC_D_TYPE, "GEMMTUNE_MATMUL_DESC_D_TYPE", GEMMTUNE_F32, types, bad_types},
+      {GEMMTUNE_MATMUL_DESC_ACC_TYPE, "GEMMTUNE_MATMUL_DESC_ACC_TYPE", GEMMTUNE_F32, types,
+       bad_types},
+      {GEMMTUNE_MATMUL_DESC_SCALING,
+       "GEMMTUNE_MATMUL_DESC_SCALING",
+       GEMMTUNE_SCALING_NONE,
+       {GEMMTUNE_SCALING_NONE},
+       {-1, 1, 7}},
+      {GEMMTUNE_MATMUL_DESC_OP_A,
+       "GEMMTUNE_MATMUL_DESC_OP_A",
+       GEMMTUNE_OP_N,
+       {GEMMTUNE_OP_N, GEMMTUNE_OP_T},
+       {-1, 2}},
+      {GEMMTUNE_MATMUL_DESC_OP_B,
+       "GEMMTUNE_MATMUL_DESC_OP_B",
+       GEMMTUNE_OP_N,
+       {GEMMTUNE_OP_N, GEMMTUNE_OP_T},
+       {-1, 2}},
+  };
+  return all;
+}
+
+// A descriptor for one test.
+class Desc {
+ public:
+  Desc() {
+    EXPECT_EQ(gemmtune_matmul_desc_create(&desc_), GEMMTUNE_SUCCESS) << gemmtune_last_error();
+  }
+  ~Desc() { gemmtune_matmul_desc_destroy(desc_); }
+  Desc(const Desc&) = delete;
+  Desc& operator=(const Desc&) = delete;
+  operator gemmtune_matmul_desc() const { return desc_; }
+
+  gemmtune_status set(gemmtune_matmul_attribute attr, int32_t value) {
+    return gemmtune_matmul_desc_set_attribute(desc_, attr, &value, sizeof value);
+  }
+  int32_t get(gemmtune_matmul_attribute attr) const {
+    int32_t value = -12345;
+    size_t written = 0;
+    EXPECT_EQ(gemmtune_matmul_desc_get_attribute(desc_, attr, &value, sizeof value, &written),
+              GEMMTUNE_SUCCESS)
+        << gemmtune_last_error();
+    EXPECT_EQ(written, sizeof(int32_t));
+    return value;
+  }
+  std::vector<int32_t> all() const {
+    std::vector<int32_t> out;
+    for (const auto& a : attributes()) out.push_back(get(a.attr));
+    return out;
+  }
+
+ private:
+  gemmtune_matmul_desc desc_ = nullptr;
+};
+
+std::string last_error() {
+  return gemmtune_last_error();
+}
+
+// `status` is INVALID_ARGUMENT and the message holds every one of `parts`.
+void expect_invalid(gemmtune_status status, const std::vector<std::string>& parts) {
+  EXPECT_EQ(status, GEMMTUNE_ERROR_INVALID_ARGUMENT) << last_error();
+  for (const auto& part : parts)
+    EXPECT_NE(last_error().find(part), std::string::npos)
+        << "'" << last_error() << "' does not say '" << part << "'";
+}
+
+TEST(CApiMatmulDesc, DefaultsAreF32EverywhereNoScalingAndNN) {
+  Desc d;
+  for (const auto& a : attributes()) EXPECT_EQ(d.get(a.attr), a.default_value) << a.name;
+  EXPECT_EQ(d.get(GEMMTUNE_MATMUL_DESC_A_TYPE), GEMMTUNE_F32);
+  EXPECT_EQ(d.get(GEMMTUNE_MATMUL_DESC_OP_B), GEMMTUNE_OP_N);
+}
+
+TEST(CApiMatmulDesc, EveryAttributeRoundTripsAndLeavesTheOthersAlone) {
+  for (const auto& a : attributes()) {
+    for (int32_t value : a.valid) {
+      Desc d;
+      std::vector<int32_t> expected = d.all();
+      ASSERT_EQ(d.set(a.attr, value), GEMMTUNE_SUCCESS) << a.name << " " << last_error();
+      EXPECT_EQ(last_error(), "");
+      expected[size_t(&a - attributes().data())] = value;
+      EXPECT_EQ(d.all(), expected) << a.name << " = " << value;
+    }
+  }
+  // All of them at once, each to a value other than its default where there is one.
+  Desc d;
+  const std::vector<int32_t> values{GEMMTUNE_E4M3, GEMMTUNE_E5M2, GEMMTUNE_BF16,
+                                    GEMMTUNE_BF16, GEMMTUNE_F16,  GEMMTUNE_SCALING_NONE,
+                                    GEMMTUNE_OP_T, GEMMTUNE_OP_T};
+  for (size_t i = 0; i < attributes().size(); ++i)
+    ASSERT_EQ(d.set(attributes()[i].attr, values[i]), GEMMTUNE_SUCCESS) << last_error();
+  EXPECT_EQ(d.all(), values);
+}
+
+TEST(CApiMatmulDesc, DescriptorsAreIndependent) {
+  Desc one, two;
+  ASSERT_EQ(one.set(GEMMTUNE_MATMUL_DESC_B_TYPE, GEMMTUNE_E5M2), GEMMTUNE_SUCCESS);
+  EXPECT_EQ(one.get(GEMMTUNE_MATMUL_DESC_B_TYPE), GEMMTUNE_E5M2);
+  EXPECT_EQ(two.get(GEMMTUNE_MATMUL_DESC_B_TYPE), GEMMTUNE_F32);
+}
+
+TEST(CApiMatmulDesc, SizeZeroAsksForTheSize) {
+  Desc d;
+  int32_t untouched = 77;
+  size_t written = 0;
+  EXPECT_EQ(
+      gemmtune_matmul_desc_get_attribute(d, GEMMTUNE_MATMUL_DESC_OP_A, &untouched, 0, &written),
+      GEMMTUNE_SUCCESS);
+  EXPECT_EQ(written, sizeof(int32_t));
+  EXPECT_EQ(untouched, 77);
+  written = 0;  // the value may be NULL then
+  EXPECT_EQ(
+      gemmtune_matmul_desc_get_attribute(d, GEMMTUNE_MATMUL_DESC_SCALING, nullptr, 0, &written),
+      GEMMTUNE_SUCCESS);
+  EXPECT_EQ(written, sizeof(int32_t));
+  // written may be NULL when the size is right.
+  int32_t value = -1;
+  EXPECT_EQ(gemmtune_matmul_desc_get_attribute(d, GEMMTUNE_MATMUL_DESC_C_TYPE, &value, sizeof value,
+                                               nullptr),
+            GEMMTUNE_SUCCESS);
+  EXPECT_EQ(value, GEMMTUNE_F32);
+}
+
+TEST(CApiMatmulDesc, UnknownValuesAreRefusedByNameAndChangeNothing) {
+  for (const auto& a : attributes()) {
+    for (int32_t value : a.invalid) {
+      Desc d;
+      const std::vector<int32_t> before = d.all();
+      expect_invalid(d.set(a.attr, value), {a.name, "unknown", std::to_string(value)});
+      EXPECT_EQ(d.all(), before) << a.name << " = " << value;
+    }
+  }
+  Desc d;
+  expect_invalid(d.set(GEMMTUNE_MATMUL_DESC_A_TYPE, 9), {"unknown data type code 9", "e5m2"});
+  expect_invalid(d.set(GEMMTUNE_MATMUL_DESC_OP_B, 2), {"unknown op 2", "GEMMTUNE_OP_T"});
+  expect_invalid(d.set(GEMMTUNE_MATMUL_DESC_SCALING, 1),
+                 {"unknown scaling 1", "GEMMTUNE_SCALING_NONE"});
+}
+
+TEST(CApiMatmulDesc, UnknownAttributesAreRefused) {
+  Desc d;
+  int32_t value = 0;
+  size_t written = 0;
+  for (int attr : {-1, 8, 100}) {
+    const auto a = static_cast<gemmtune_matmul_attribute>(attr);
+    expect_invalid(gemmtune_matmul_desc_set_attribute(d, a, &value, sizeof value),
+                   {"unknown matmul descriptor attribute " + std::to_string(attr)});
+    expect_invalid(gemmtune_matmul_desc_get_attribute(d, a, &value, sizeof value, &written),
+                   {"unknown matmul descriptor attribute " + std::to_string(attr)});
+    expect_invalid(gemmtune_matmul_desc_get_attribute(d, a, nullptr, 0, &written),
+                   {"unknown matmul descriptor attribute " + std::to_string(attr)});
+  }
+  EXPECT_EQ(written, 0u);
+}
+
+TEST(CApiMatmulDesc, WrongSizesAreRefusedWithTheSizeNeeded) {
+  Desc d;
+  int64_t wide = GEMMTUNE_BF16;
+  int16_t narrow = GEMMTUNE_BF16;
+  for (const auto& a : attributes()) {
+    expect_invalid(gemmtune_matmul_desc_set_attribute(d, a.attr, &wide, sizeof wide),
+                   {a.name, "int32_t (4 bytes)", "size is 8"});
+    expect_invalid(gemmtune_matmul_desc_set_attribute(d, a.attr, &narrow, sizeof narrow),
+                   {a.name, "size is 2"});
+    expect_invalid(gemmtune_matmul_desc_set_attribute(d, a.attr, &narrow, 0),
+                   {a.name, "size is 0"});
+    size_t written = 99;
+    expect_invalid(gemmtune_matmul_desc_get_attribute(d, a.attr, &wide, sizeof wide, &written),
+                   {a.name, "size is 8"});
+    EXPECT_EQ(written, 99u);  // nothing is written on failure
+    // size 0 without `written` is no size query: there is nowhere to put the size.
+    expect_invalid(gemmtune_matmul_desc_get_attribute(d, a.attr, &wide, 0, nullptr),
+                   {a.name, "size is 0"});
+  }
+  EXPECT_EQ(d.get(GEMMTUNE_MATMUL_DESC_A_TYPE), GEMMTUNE_F32);  // nothing was set
+}
+
+TEST(CApiMatmulDesc, NullPointersAreRefused) {
+  int32_t value = GEMMTUNE_F16;
+  size_t written = 0;
+  expect_invalid(gemmtune_matmul_desc_create(nullptr), {"desc", "null pointer"});
+  expect_invalid(
+      gemmtune_matmul_desc_set_attribute(nullptr, GEMMTUNE_MATMUL_DESC_A_TYPE, &value, 4),
+      {"matmul descriptor is a null pointer", "gemmtune_matmul_desc_create"});
+  expect_invalid(
+      gemmtune_matmul_desc_get_attribute(nullptr, GEMMTUNE_MATMUL_DESC_A_TYPE, &value, 4, &written),
+      {"matmul descriptor is a null pointer"});
+  Desc d;
+  expect_invalid(gemmtune_matmul_desc_set_attribute(d, GEMMTUNE_MATMUL_DESC_B_TYPE, nullptr, 4),
+                 {"GEMMTUNE_MATMUL_DESC_B_TYPE: value is a null pointer"});
+  expect_invalid(
+      gemmtune_matmul_desc_get_attribute(d, GEMMTUNE_MATMUL_DESC_B_TYPE, nullptr, 4, &written),
+      {"GEMMTUNE_MATMUL_DESC_B_TYPE: value", "null pointer"});
+  // Destroying NULL is a no-op, as free(NULL); a success clears the last error.
+  EXPECT_EQ(gemmtune_matmul_desc_destroy(nullptr), GEMMTUNE_SUCCESS);
+  EXPECT_EQ(last_error(), "");
+}
+
+TEST(CApiDataTypes, EveryTypeByNameAndBack) {
+  const std::vector<std::pair<const char*, int>> types{{"f32", GEMMTUNE_F32},
+                                                       {"f16", GEMMTUNE_F16},
+                                                       {"bf16", GEMMTUNE_BF16},
+                                                       {"e4m3", GEMMTUNE_E4M3},
+                                                       {"e5m2", GEMMTUNE_E5M2}};
+  for (const auto& [name, code] : types) {
+    int got = -1;
+    ASSERT_EQ(gemmtune_data_type_from_name(name, &got), GEMMTUNE_SUCCESS) << last_error();
+    EXPECT_EQ(got, code) << name;
+    ASSERT_NE(gemmtune_data_type_name(code), nullptr) << code;
+    EXPECT_STREQ(gemmtune_data_type_name(code), name);
+  }
+  // The aliases gemm-tune's --dtype takes, in any case (torch's and numpy's dtype names too).
+  for (const auto& [alias, code] :
+       std::vector<std::pair<const char*, int>>{{"float32", GEMMTUNE_F32},
+                                                {"FP16", GEMMTUNE_F16},
+                                                {"bfloat16", GEMMTUNE_BF16},
+                                                {"float8_e4m3fn", GEMMTUNE_E4M3},
+                                                {"float8_e5m2", GEMMTUNE_E5M2}}) {
+    int got = -1;
+    ASSERT_EQ(gemmtune_data_type_from_name(alias, &got), GEMMTUNE_SUCCESS) << last_error();
+    EXPECT_EQ(got, code) << alias;
+  }
+}
+
+TEST(CApiDataTypes, UnknownNamesAndCodes) {
+  int code = 42;
+  expect_invalid(gemmtune_data_type_from_name("f64", &code), {"unknown data type 'f64'", "e5m2"});
+  expect_invalid(gemmtune_data_type_from_name("", &code), {"unknown data type ''"});
+  EXPECT_EQ(code, 42);  // left as it was
+  expect_invalid(gemmtune_data_type_from_name(nullptr, &code), {"name is a null pointer"});
+  expect_invalid(gemmtune_data_type_from_name("bf16", nullptr), {"code", "null pointer"});
+  EXPECT_EQ(gemmtune_data_type_name(-1), nullptr);
+  EXPECT_EQ(gemmtune_data_type_name(GEMMTUNE_TYPE_COUNT), nullptr);
+  EXPECT_EQ(gemmtune_data_type_name(1000), nullptr);
+}
+
+// Fake device addresses: every call below fails before anything reads them.
+void* const kA = reinterpret_cast<void*>(0x7f0000000000);
+void* const kB = reinterpret_cast<void*>(0x7f0000100000);
+void* const kC = reinterpret_cast<void*>(0x7f0000200000);
+
+TEST(CApiMatmul, ChecksItsArgumentsBeforeItNeedsAGpu) {
+  // On any machine: every failure here comes before a GPU is looked for.
+  Desc d;
+  const float one = 1.0f, zero = 0.0f, nan = std::nanf("");
+  auto call = [&](gemmtune_matmul_desc desc, int64_t m, int64_t n, int64_t k, const float* alpha,
+                  const void* a, int64_t lda, const void* b, int64_t ldb, const float* beta,
+                  void* c, int64_t ldc) {
+    return gemmtune_matmul(0, desc, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nullptr);
+  };
+  expect_invalid(call(nullptr, 64, 64, 64, &one, kA, 64, kB, 64, &zero, kC, 64),
+                 {"matmul descriptor is a null pointer"});
+  expect_invalid(call(d, 64, 64, 64, nullptr, kA, 64, kB, 64, &zero, kC, 64),
+                 {"alpha is a null pointer"});
+  expect_invalid(call(d, 64, 64, 64, &one, kA, 64, kB, 64, nullptr, kC, 64),
+                 {"beta is a null pointer"});
+  expect_invalid(call(d, 64, 64, 64, &nan, kA, 64, kB, 64, &zero, kC, 64),
+                 {"alpha must be finite"});
+  expect_invalid(call(d, 64, 64, 64, &one, kA, 64, kB, 64, &nan, kC, 64), {"beta must be finite"});
+  expect_invalid(call(d, 0, 64, 64, &one, kA, 64, kB, 64, &zero, kC, 64),
+                 {"M must be at least 1 (got 0)"});
+  expect_invalid(call(d, 64, 64, 64, &one, kA, 10, kB, 64, &zero, kC, 64), {"lda (10)"});
+  expect_invalid(call(d, 64, 64, 64, &one, kA, 64, kB, 64, &zero, kC, 63), {"ldc (63)"});
+  // op(B) = T: B is stored N x K, so ldb >= N.
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_OP_B, GEMMTUNE_OP_T), GEMMTUNE_SUCCESS);
+  expect_invalid(call(d, 64, 100, 32, &one, kA, 64, kB, 32, &zero, kC, 64),
+                 {"ldb (32)", "op(B)=t"});
+  expect_invalid(call(d, 64, 64, 64, &one, nullptr, 64, kB, 64, &zero, kC, 64),
+                 {"A is a null pointer"});
+  expect_invalid(call(d, 64, 64, 64, &one, kA, 64, nullptr, 64, &zero, kC, 64),
+                 {"B is a null pointer"});
+  expect_invalid(call(d, 64, 64, 64, &one, kA, 64, kB, 64, &zero, nullptr, 64),
+                 {"C is a null pointer"});
+  // D is written over C: one type.
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_C_TYPE, GEMMTUNE_BF16), GEMMTUNE_SUCCESS);
+  expect_invalid(call(d, 64, 64, 64, &one, kA, 64, kB, 64, &zero, kC, 64),
+                 {"C is bf16 but D is f32"});
+  // The same checks in select and record.
+  const char* json = nullptr;
+  expect_invalid(gemmtune_matmul_select(0, d, 64, 64, 64, kA, 64, kB, 64, 0.0f, kC, 64, &json),
+                 {"C is bf16 but D is f32"});
+  expect_invalid(
+      gemmtune_matmul_select(0, nullptr, 64, 64, 64, kA, 64, kB, 64, 0.0f, kC, 64, &json),
+      {"matmul descriptor is a null pointer"});
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_D_TYPE, GEMMTUNE_BF16), GEMMTUNE_SUCCESS);
+  expect_invalid(gemmtune_matmul_select(0, d, 64, 64, 64, kA, 64, kB, 64, 0.0f, kC, 64, nullptr),
+                 {"selection_json is a null pointer"});
+  expect_invalid(gemmtune_matmul_select(0, d, 64, 64, 64, kA, 10, kB, 64, 0.0f, kC, 64, &json),
+                 {"lda (10)"});
+  EXPECT_EQ(json, nullptr);
+}
+
+TEST(CApiMatmul, WithoutAGpuTheCallSaysSo) {
+  if (gemmtune::cu::available())
+    GTEST_SKIP() << "a GPU is here: this test passes fake addresses, which the library would run "
+                    "kernels on";
+  Desc d;
+  for (auto [attr, value] : {std::pair{GEMMTUNE_MATMUL_DESC_A_TYPE, int32_t(GEMMTUNE_E4M3)},
+                             {GEMMTUNE_MATMUL_DESC_B_TYPE, int32_t(GEMMTUNE_E5M2)},
+                             {GEMMTUNE_MATMUL_DESC_C_TYPE, int32_t(GEMMTUNE_BF16)},
+                             {GEMMTUNE_MATMUL_DESC_D_TYPE, int32_t(GEMMTUNE_BF16)},
+                             {GEMMTUNE_MATMUL_DESC_OP_A, int32_t(GEMMTUNE_OP_T)}})
+    ASSERT_EQ(d.set(attr, value), GEMMTUNE_SUCCESS) << last_error();
+  const float one = 1.0f, zero = 0.0f;
+  for (int device : {-1, 0}) {
+    EXPECT_EQ(gemmtune_matmul(device, d, 64, 48, 32, &one, kA, 32, kB, 32, &zero, kC, 64, nullptr),
+              GEMMTUNE_ERROR_NO_DEVICE)
+        << last_error();
+    EXPECT_EQ(last_error().rfind("no GPU: ", 0), 0u) << last_error();
+    const char* json = nullptr;
+    EXPECT_EQ(gemmtune_matmul_select(device, d, 64, 48, 32, kA, 32, kB, 32, 0.0f, kC, 64, &json),
+              GEMMTUNE_ERROR_NO_DEVICE)
+        << last_error();
+    EXPECT_EQ(last_error().rfind("no GPU: ", 0), 0u) << last_error();
+    EXPECT_EQ(json, nullptr);
+  }
+  // gemmtune_gemm takes every type of data_types.h now (the library says what it cannot run).
+  EXPECT_EQ(gemmtune_gemm(GEMMTUNE_E4M3, GEMMTUNE_OP_T, GEMMTUNE_OP_N, 64, 48, 32, 1.0f, kA, 32, kB,
+                          32, 0.0f, kC, 64, nullptr),
+            GEMMTUNE_ERROR_NO_DEVICE)
+      << last_error();
+  expect_invalid(
+      gemmtune_gemm(static_cast<gemmtune_dtype>(GEMMTUNE_TYPE_COUNT), GEMMTUNE_OP_N, GEMMTUNE_OP_N,
+                    64, 48, 32, 1.0f, kA, 64, kB, 32, 0.0f, kC, 64, nullptr),
+      {"unknown dtype 5"});
+}
+
+std::vector<std::string> problem_lines(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line[0] != '#') out.push_back(line);
+  return out;
+}
+
+TEST(CApiMatmul, RecordsTheProblemOfADescriptor) {
+  gemmtune::test::TempDir dir;
+  const std::string path = (dir / "shapes.txt").string();
+  Desc mixed;
+  for (auto [attr, value] : {std::pair{GEMMTUNE_MATMUL_DESC_A_TYPE, int32_t(GEMMTUNE_E4M3)},
+                             {GEMMTUNE_MATMUL_DESC_B_TYPE, int32_t(GEMMTUNE_E5M2)},
+                             {GEMMTUNE_MATMUL_DESC_C_TYPE, int32_t(GEMMTUNE_BF16)},
+                             {GEMMTUNE_MATMUL_DESC_D_TYPE, int32_t(GEMMTUNE_BF16)},
+                             {GEMMTUNE_MATMUL_DESC_OP_A, int32_t(GEMMTUNE_OP_T)}})
+    ASSERT_EQ(mixed.set(attr, value), GEMMTUNE_SUCCESS) << last_error();
+  int appended = -1;
+  ASSERT_EQ(
+      gemmtune_matmul_record_problem(path.c_str(), mixed, 64, 48, 32, 32, 32, 0.0f, 64, &appended),
+      GEMMTUNE_SUCCESS)
+      << last_error();
+  EXPECT_EQ(appended, 1);
+  ASSERT_EQ(
+      gemmtune_matmul_record_problem(path.c_str(), mixed, 64, 48, 32, 32, 32, 0.0f, 64, &appended),
+      GEMMTUNE_SUCCESS);
+  EXPECT_EQ(appended, 0);  // listed already
+  // A uniform descriptor writes what gemmtune_record_problem writes for its dtype.
+  Desc bf16;
+  for (auto attr : {GEMMTUNE_MATMUL_DESC_A_TYPE, GEMMTUNE_MATMUL_DESC_B_TYPE,
+                    GEMMTUNE_MATMUL_DESC_C_TYPE, GEMMTUNE_MATMUL_DESC_D_TYPE})
+    ASSERT_EQ(bf16.set(attr, GEMMTUNE_BF16), GEMMTUNE_SUCCESS);
+  ASSERT_EQ(bf16.set(GEMMTUNE_MATMUL_DESC_OP_A, GEMMTUNE_OP_T), GEMMTUNE_SUCCESS);
+  ASSERT_EQ(
+      gemmtune_matmul_record_problem(path.c_str(), bf16, 64, 48, 32, 32, 32, 1.0f, 64, nullptr),
+      GEMMTUNE_SUCCESS)
+      << last_error();
+  ASSERT_EQ(gemmtune_record_problem(path.c_str(), GEMMTUNE_BF16, GEMMTUNE_OP_T, GEMMTUNE_OP_N, 64,
+                                    48, 32, 32, 32, 1.0f, 64, &appended),
+            GEMMTUNE_SUCCESS);
+  EXPECT_EQ(appended, 0);
+  EXPECT_EQ(problem_lines(path),
+            (std::vector<std::string>{"64 48 32 e4m3*e5m2->bf16 tn", "64 48 32 bf16 tn beta=1"}));
+  expect_invalid(
+      gemmtune_matmul_record_problem(path.c_str(), nullptr, 64, 48, 32, 32, 32, 0.0f, 64, nullptr),
+      {"matmul descriptor is a null pointer"});
+  expect_invalid(gemmtune_matmul_record_problem("", mixed, 64, 48, 32, 32, 32, 0.0f, 64, nullptr),
+                 {"path is empty"});
+  expect_invalid(
+      gemmtune_matmul_record_problem(path.c_str(), mixed, 64, 48, 32, 16, 32, 0.0f, 64, nullptr),
+      {"lda (16)"});
+}
+
+TEST(CApiHeader, CompilesAsCAndCxx17) {
+  const std::string include = std::string("-I") + GEMMTUNE_SOURCE_DIR + "/runtime/include -I" +
+                              GEMMTUNE_SOURCE_DIR + "/templates";
+  if (gemmtune::test::run_command("command -v cc").exit_code != 0)
+    GTEST_SKIP() << "no C compiler (cc) on the PATH";
+  gemmtune::test::TempDir dir;
+  const auto source = dir / "use.c";
+  std::ofstream(source)
+      << "#include <gemmtune/gemmtune.h>\n"
+         "int use(void) {\n"
+         "  gemmtune_matmul_desc desc = 0;\n"
+         "  int32_t e4m3 = GEMMTUNE_E4M3;\n"
+         "  float one = 1.0f, zero = 0.0f;\n"
+         "  if (gemmtune_matmul_desc_create(&desc) != GEMMTUNE_SUCCESS) return 1;\n"
+         "  gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_A_TYPE,"
+         " &e4m3, sizeof e4m3);\n"
+         "  gemmtune_matmul(-1, desc, 1, 1, 1, &one, 0, 1, 0, 1, &zero, 0, 1, 0);\n"
+         "  return gemmtune_matmul_desc_destroy(desc);\n"
+         "}\n";
+  for (const char* std : {"c99", "c11"}) {
+    const auto r = gemmtune::test::run_command("cc -std=" + std::string(std) +
+                                               " -Wall -Wextra -Wstrict-prototypes -Werror "
+                                               "-pedantic-errors "
+                                               "-fsyntax-only " +
+                                               include + " " + source.string());
+    EXPECT_EQ(r.exit_code, 0) << std << ": " << r.output;
+  }
+  const auto r = gemmtune::test::run_command(
+      "c++ -std=c++17 -Wall -Wextra -Werror -pedantic-errors -fsyntax-only -x c++ " + include +
+      " " + source.string());
+  EXPECT_EQ(r.exit_code, 0) << "c++17: " << r.output;
+}
+
+}  // namespace
