@@ -13,6 +13,7 @@
 #include <random>
 #include <sstream>
 
+#include "cli_common.hpp"
 #include "gemmtune/cache/tuning_db.hpp"
 #include "gemmtune/generator/family.hpp"
 #include "gemmtune/generator/util.hpp"
@@ -427,6 +428,61 @@ TEST_F(GemmDbCli, ImportRefusesTheTestFamilyAndChangesNothing) {
       run.err, "entries[0].candidates[0].config.family: unknown kernel family 'fault_injection'"))
       << run.err;
   EXPECT_EQ(export_all(), before);
+}
+
+// The shapes files of gemm-tune and gemm-bench (tools/cli_common): the types of a line are a
+// DataTypes name, positional or as types=, and an unknown one is refused naming it and the line.
+TEST(ShapesFile, ALineNamesItsTypesPositionallyOrWithTypesEquals) {
+  auto problem_of = [](const std::string& line) {
+    return cli::problem_of_line(cli::parse_shape_line(line), "f32", "nn", 0.0f);
+  };
+  EXPECT_EQ(problem_of("64 64 64").types, DataTypes::uniform(DType::f32));
+  EXPECT_EQ(problem_of("64x64x64 bf16 tn").types, DataTypes::uniform(DType::bf16));
+  EXPECT_EQ(problem_of("64x64x64 bf16 tn").layout(), "tn");
+  const Problem mixed = problem_of("64 64 64 f16*bf16->f32 nt beta=1");
+  EXPECT_EQ(mixed.types.name(), "f16*bf16->f32");
+  EXPECT_EQ(mixed.layout(), "nt");
+  EXPECT_TRUE(mixed.reads_c);
+  // A name with '=' in it is still the types, not a field.
+  EXPECT_EQ(problem_of("64 64 64 e4m3*e5m2->bf16+acc=f16").types.name(), "e4m3*e5m2->bf16+acc=f16");
+  const Problem keyed = problem_of("64 64 64 types=e4m3*e4m3->f16 tn ldc=80");
+  EXPECT_EQ(keyed.types.name(), "e4m3*e4m3->f16");
+  EXPECT_EQ(keyed.layout(), "tn");
+  EXPECT_EQ(keyed.ldc, 80);
+  EXPECT_EQ(problem_of("64 64 64 tt types=f16").types, DataTypes::uniform(DType::f16));
+  EXPECT_EQ(problem_of("64 64 64 tt types=f16").layout(), "tt");
+
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"64 64 64 f64 tn", "'64 64 64 f64 tn': unknown data type 'f64' (expected f32, f16, bf16"},
+      {"64 64 64 types=q8", "'64 64 64 types=q8': unknown data type 'q8'"},
+      {"64 64 64 f16*bf16 nn", "data types 'f16*bf16': expected A*B->D"},
+      {"64 64 64 types=f16 types=bf16", "types= is given twice"},
+      {"64 64 64 types= tn", "'64 64 64 types= tn': unknown data type ''"},
+      {"64 64 64 bf16 tn nt", "unexpected 'nt'"},
+      {"64 64 64 types=bf16 tn nt", "unexpected 'nt'"},
+      {"64 64 64 dtype=bf16", "unknown field 'dtype' (types, lda, ldb, ldc, beta)"},
+  };
+  for (const auto& [line, says] : bad) {
+    try {
+      cli::parse_shape_line(line);
+      ADD_FAILURE() << line << ": accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::invalid_argument) << line;
+      EXPECT_TRUE(contains(e.what(), says)) << line << ": " << e.what();
+      EXPECT_FALSE(contains(e.what(), "\n")) << line << ": " << e.what();
+    }
+  }
+  TempDir dir;
+  write_text_file(dir / "shapes.txt", "# model A\n64 64 64 bf16\n128 128 128 e4m3*e5m2->f64\n");
+  try {
+    cli::read_shapes_file((dir / "shapes.txt").string());
+    ADD_FAILURE() << "read a shapes file with an unknown type";
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(),
+                         "shapes.txt:3: '128 128 128 e4m3*e5m2->f64': unknown data "
+                         "type 'f64'"))
+        << e.what();
+  }
 }
 
 }  // namespace
