@@ -9,10 +9,13 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
+#include <thread>
 
+#include "cli_common.hpp"
 #include "gemmtune/cache/tuning_db.hpp"
 #include "gemmtune/generator/family.hpp"
 #include "gemmtune/generator/util.hpp"
@@ -294,6 +297,24 @@ TEST_F(GemmDbCli, BadInputGivesOneClearErrorAndChangesNothing) {
       {"no subcommand", {}, 2, "subcommand is required"},
       {"negative size", {"list", "--m", "-5"}, 2, "--m: must be a positive integer"},
       {"unknown dtype", {"list", "--dtype", "f64"}, 2, "unknown data type 'f64'"},
+      {"unknown type among types",
+       {"list", "--types", "f16*f64->f32"},
+       2,
+       "unknown data type 'f64' (expected f32, f16, bf16, e4m3 or e5m2)"},
+      {"types without their output", {"export", "--types", "f16*bf16"}, 2, "expected A*B->D"},
+      {"mixed types given as dtype",
+       {"delete", "--dtype", "f16*bf16->f32"},
+       2,
+       "--dtype names one type of every operand; mixed types go with --types"},
+      {"dtype and types", {"list", "--dtype", "f16", "--types", "f16"}, 2, "excludes"},
+      {"unknown scaling", {"delete", "--scaling", "tensor"}, 2, "unknown scaling 'tensor'"},
+      {"cc without for-gpu", {"list", "--cc", "90"}, 2, "requires --for-gpu"},
+      {"for-gpu and device", {"list", "--for-gpu", "h100", "--device", "h100"}, 2, "excludes"},
+      {"bad cc", {"list", "--for-gpu", "NVIDIA L4", "--cc", "8.x"}, 2, "--cc '8.x': expected"},
+      {"a GPU without rows, without cc",
+       {"list", "--for-gpu", "NVIDIA L4"},
+       2,
+       "--for-gpu 'NVIDIA L4': no GPU of that name has rows in"},
       {"unknown layout", {"list", "--layout", "xy"}, 2, "unknown layout 'xy'"},
       {"missing import file", {"import", file("missing.json").string()}, 2, "missing.json"},
       {"malformed JSON", {"import", file("malformed.json").string()}, 2, "not valid JSON"},
@@ -445,6 +466,250 @@ TEST_F(GemmDbCli, ImportRefusesTheTestFamilyAndChangesNothing) {
       run.err, "entries[0].candidates[0].config.family: unknown kernel family 'fault_injection'"))
       << run.err;
   EXPECT_EQ(export_all(), before);
+}
+
+// A mixed-types problem next to the fixture's uniform ones: listed, shown, counted, filtered,
+// exported and deleted by its types. The database does not judge whether a family computes it, so
+// a simt row with the types changed stands in for a tuned one.
+TEST_F(GemmDbCli, ProblemsAreShownAndFilteredByTheirTypes) {
+  Problem mixed = make_problem(parse_data_types("f16*bf16->f32"), Op::N, Op::N, 512, 512, 512);
+  {
+    TuningDb db(db_path());
+    CandidateRecord c = candidate(f32_2048, "gemm_mixed_512", CandidateStatus::ok, 1.0);
+    c.config.types = mixed.types;
+    db.record(kH100, mixed, c);
+    db.set_best(kH100, mixed, "gemm_mixed_512", c.template_version, 1.1, true);
+  }
+  const Outcome text = gemm_db({"list"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_TRUE(contains(text.out, "  f16*bf16->f32  nn  ")) << text.out;
+
+  const Json rows = Json::parse(gemm_db({"list", "--types", "f16*bf16->f32", "--json"}).out);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0]["problem"]["types"], "f16*bf16->f32");
+  EXPECT_EQ(rows[0]["problem"]["scaling"], "none");
+  EXPECT_EQ(rows[0]["winner"]["kernel_name"], "gemm_mixed_512");
+  // --dtype T and --types T are every operand T: neither takes the mixed problem.
+  for (const char* option : {"--dtype", "--types"}) {
+    const Json f16 = Json::parse(gemm_db({"list", option, "f16", "--json"}).out);
+    ASSERT_EQ(f16.size(), 1u) << option;
+    EXPECT_EQ(f16[0]["problem"]["types"], "f16") << option;
+  }
+  EXPECT_EQ(Json::parse(gemm_db({"list", "--types", "bf16*f16->f32", "--json"}).out).size(), 0u);
+  EXPECT_EQ(Json::parse(gemm_db({"list", "--scaling", "none", "--json"}).out).size(), 3u);
+
+  const Outcome shown = gemm_db({"show", "--m", "512", "--n", "512", "--k", "512"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_TRUE(contains(shown.out, "f16*bf16->f32 nn 512x512x512 lda=512")) << shown.out;
+  const Outcome not_f16 =
+      gemm_db({"show", "--m", "512", "--n", "512", "--k", "512", "--types", "f16", "--json"});
+  EXPECT_EQ(not_f16.exit_code, 1) << "show --types f16 found the mixed problem: " << not_f16.out;
+  EXPECT_TRUE(contains(not_f16.err, "no candidates recorded")) << not_f16.err;
+
+  const Outcome stats = gemm_db({"stats"});
+  EXPECT_TRUE(contains(stats.out, "3 (f16 1, f16*bf16->f32 1, f32 1)")) << stats.out;
+  const Json stats_json = Json::parse(gemm_db({"stats", "--json"}).out);
+  EXPECT_EQ(stats_json["by_types"]["f16*bf16->f32"], 1);
+  EXPECT_EQ(stats_json["by_types"]["f32"], 1);
+
+  const Json exported =
+      Json::parse(gemm_db({"export", "--types", "f16*bf16->f32", "--scaling", "none"}).out);
+  ASSERT_EQ(exported["entries"].size(), 1u);
+  EXPECT_EQ(exported["entries"][0]["problem"]["types"], "f16*bf16->f32");
+
+  const Outcome removed = gemm_db({"delete", "--types", "f16*bf16->f32"});
+  ASSERT_EQ(removed.exit_code, 0) << removed.err;
+  EXPECT_TRUE(contains(removed.out, "deleted 1 tuned problem")) << removed.out;
+  const std::string left = gemm_db({"list"}).out;
+  EXPECT_FALSE(contains(left, "gemm_mixed_512"));
+  EXPECT_TRUE(contains(left, "gemm_simt_fast_1024x1024x1024"));
+  EXPECT_TRUE(contains(left, "gemm_simt_fast_2048x2048x2048"));
+}
+
+// An export of format 1 names one "dtype" per problem and config: it imports as every operand of
+// that type with f32 accumulation, unscaled, and exports again as format 2, exactly as the
+// database it came from.
+TEST_F(GemmDbCli, AFormat1ExportImportsWithItsMeaningAndExportsAsFormat2) {
+  const std::string current = export_all();
+  Json old = Json::parse(current);
+  ASSERT_EQ(old["version"], 2);
+  old["version"] = 1;
+  for (auto& entry : old["entries"]) {
+    Json& problem = entry["problem"];
+    const std::string type = problem["types"];
+    ASSERT_EQ(type.find('*'), std::string::npos) << "the fixture's problems are uniform";
+    problem.erase("types");
+    problem.erase("scaling");
+    problem["dtype"] = type;
+    for (auto& c : entry["candidates"]) {
+      c["config"].erase("types");
+      c["config"].erase("scaling");
+      c["config"]["dtype"] = type;
+    }
+  }
+  ASSERT_FALSE(contains(old.dump(), "\"types\""));
+  write_text_file(file("format1.json"), old.dump(2));
+  const Outcome imported = gemm_db({"import", file("format1.json").string()}, file("fresh.db"));
+  ASSERT_EQ(imported.exit_code, 0) << imported.err;
+  EXPECT_EQ(gemm_db({"export"}, file("fresh.db")).out, current);
+  const Json f16 = Json::parse(gemm_db({"list", "--types", "f16", "--json"}, file("fresh.db")).out);
+  ASSERT_EQ(f16.size(), 1u);
+  EXPECT_EQ(f16[0]["problem"]["types"], "f16");
+  EXPECT_EQ(f16[0]["winner"]["config"]["types"], "f16");
+  // An unknown dtype in a format-1 file says where.
+  old["entries"][0]["problem"]["dtype"] = "f64";
+  write_text_file(file("bad_format1.json"), old.dump());
+  const Outcome bad = gemm_db({"import", file("bad_format1.json").string()}, file("fresh.db"));
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_TRUE(contains(bad.err, "entries[0].problem.dtype: unknown data type 'f64'")) << bad.err;
+}
+
+// `list --for-gpu`: per problem, the row the library uses on that GPU: its own when it has one
+// (under this machine's versions, else another), else the most recently tuned one of another GPU
+// of its compute capability; never a row of another compute capability.
+TEST_F(GemmDbCli, ListForGpuUsesASiblingsRowOnlyWhenTheGpuHasNoneOfItsOwn) {
+  DeviceKey h200 = kH100, pcie = kH100, a100 = kH100, h100_older = kH100;
+  h200.name = "NVIDIA H200";
+  pcie.name = "NVIDIA H100 PCIe";
+  pcie.sms = 114;
+  a100 = {"NVIDIA A100-SXM4-80GB", 80, 108, kH100.driver, kH100.nvrtc};
+  h100_older.nvrtc = "11.8";
+  const Problem f32_1024 = make_problem(DType::f32, Op::N, Op::N, 1024, 1024, 1024);
+  const Problem f32_512 = make_problem(DType::f32, Op::N, Op::N, 512, 512, 512);
+  const Problem f32_256 = make_problem(DType::f32, Op::N, Op::N, 256, 256, 256);
+  auto tune = [&](const DeviceKey& device, const Problem& p, const std::string& kernel) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // tuned_at has milliseconds
+    TuningDb db(db_path());
+    db.record(device, p, candidate(p, kernel, CandidateStatus::ok, 1.0));
+    db.set_best(device, p, kernel, version_for(p), -1, true);
+  };
+  // (SetUp tuned f32_2048 and f16_1024 on the H100.)
+  tune(h200, f32_2048, "h200_own_2048");
+  tune(kH100, f32_1024, "h100_1024");
+  tune(pcie, f32_1024, "pcie_1024");  // later than the H100's
+  tune(a100, f32_512, "a100_512");    // another compute capability only
+  tune(h100_older, f32_256, "h100_older_nvrtc_256");
+  tune(h200, f32_256, "h200_256");  // later, but a sibling's row for the H100
+
+  auto used_on = [&](const std::vector<std::string>& gpu) {
+    std::vector<std::string> args = {"list", "--json", "--for-gpu"};
+    args.insert(args.end(), gpu.begin(), gpu.end());
+    const Outcome run = gemm_db(args);
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    std::map<std::string, std::string> out;  // shape -> source and kernel
+    for (const auto& row : Json::parse(run.out.empty() ? "[]" : run.out))
+      out[fmt::format("{} {}", row["problem"]["types"].get<std::string>(),
+                      row["problem"]["m"].get<int64_t>())] =
+          fmt::format("{} {}", row["source"].get<std::string>(),
+                      row["winner"]["kernel_name"].get<std::string>());
+    return out;
+  };
+  using Used = std::map<std::string, std::string>;
+  EXPECT_EQ(used_on({"NVIDIA H200"}), (Used{{"f32 2048", "tuned h200_own_2048"},
+                                            {"f16 1024", "sibling gemm_simt_fast_1024x1024x1024"},
+                                            {"f32 1024", "sibling pcie_1024"},
+                                            {"f32 256", "tuned h200_256"}}));
+  EXPECT_EQ(used_on({"NVIDIA H100 80GB HBM3"}),
+            (Used{{"f32 2048", "tuned gemm_simt_fast_2048x2048x2048"},
+                  {"f16 1024", "tuned gemm_simt_fast_1024x1024x1024"},
+                  {"f32 1024", "tuned h100_1024"},
+                  {"f32 256", "other_version h100_older_nvrtc_256"}}));
+  // A GPU with no rows at all, named with its compute capability: siblings only, the newest.
+  EXPECT_EQ(used_on({"NVIDIA GH200 480GB", "--cc", "9.0"}),
+            (Used{{"f32 2048", "sibling h200_own_2048"},
+                  {"f16 1024", "sibling gemm_simt_fast_1024x1024x1024"},
+                  {"f32 1024", "sibling pcie_1024"},
+                  {"f32 256", "sibling h200_256"}}));
+  EXPECT_EQ(used_on({"a100"}), (Used{{"f32 512", "tuned a100_512"}}));
+  EXPECT_EQ(used_on({"NVIDIA L4", "--cc", "89"}), Used{});
+  // Filters apply.
+  EXPECT_EQ(used_on({"h200", "--types", "f16"}),
+            (Used{{"f16 1024", "sibling gemm_simt_fast_1024x1024x1024"}}));
+
+  const Outcome text = gemm_db({"list", "--for-gpu", "h200"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  auto line_of = [&](const std::string& kernel) {
+    const size_t at = text.out.find(kernel);
+    if (at == std::string::npos) return std::string();
+    const size_t begin = text.out.rfind('\n', at) + 1;
+    return text.out.substr(begin, text.out.find('\n', at) - begin);
+  };
+  EXPECT_TRUE(contains(text.out, "what the library uses on NVIDIA H200 (cc 9.0, 132 SMs)"))
+      << text.out;
+  EXPECT_TRUE(contains(line_of("pcie_1024"), "sibling (tuned on NVIDIA H100 PCIe)")) << text.out;
+  EXPECT_TRUE(contains(line_of("gemm_simt_fast_1024x1024x1024"),
+                       "sibling (tuned on NVIDIA H100 80GB HBM3)"))
+      << text.out;
+  EXPECT_TRUE(contains(line_of("h200_own_2048"), " tuned ")) << text.out;
+  EXPECT_TRUE(contains(text.out, "1 problem tuned only on GPUs of other compute capabilities"))
+      << text.out;
+  EXPECT_FALSE(contains(text.out, "a100_512")) << text.out;
+
+  const Outcome several = gemm_db({"list", "--for-gpu", "h100"});
+  EXPECT_EQ(several.exit_code, 2);
+  EXPECT_TRUE(contains(several.err,
+                       "matches several GPUs in " + db_path().string() +
+                           ": NVIDIA H100 80GB HBM3 (cc 90, 132 SMs), NVIDIA H100 PCIe (cc 90, "
+                           "114 SMs); give the whole name, --cc or --sms"))
+      << several.err;
+  EXPECT_EQ(used_on({"h100", "--sms", "114"}).at("f32 1024"), "tuned pcie_1024");
+  // Without --for-gpu, list shows every row as before.
+  EXPECT_EQ(Json::parse(gemm_db({"list", "--json"}).out).size(), 8u);
+}
+
+// The shapes files of gemm-tune and gemm-bench (tools/cli_common): the types of a line are a
+// DataTypes name, positional or as types=, and an unknown one is refused naming it and the line.
+TEST(ShapesFile, ALineNamesItsTypesPositionallyOrWithTypesEquals) {
+  auto problem_of = [](const std::string& line) {
+    return cli::problem_of_line(cli::parse_shape_line(line), "f32", "nn", 0.0f);
+  };
+  EXPECT_EQ(problem_of("64 64 64").types, DataTypes::uniform(DType::f32));
+  EXPECT_EQ(problem_of("64x64x64 bf16 tn").types, DataTypes::uniform(DType::bf16));
+  EXPECT_EQ(problem_of("64x64x64 bf16 tn").layout(), "tn");
+  const Problem mixed = problem_of("64 64 64 f16*bf16->f32 nt beta=1");
+  EXPECT_EQ(mixed.types.name(), "f16*bf16->f32");
+  EXPECT_EQ(mixed.layout(), "nt");
+  EXPECT_TRUE(mixed.reads_c);
+  // A name with '=' in it is still the types, not a field.
+  EXPECT_EQ(problem_of("64 64 64 e4m3*e5m2->bf16+acc=f16").types.name(), "e4m3*e5m2->bf16+acc=f16");
+  const Problem keyed = problem_of("64 64 64 types=e4m3*e4m3->f16 tn ldc=80");
+  EXPECT_EQ(keyed.types.name(), "e4m3*e4m3->f16");
+  EXPECT_EQ(keyed.layout(), "tn");
+  EXPECT_EQ(keyed.ldc, 80);
+  EXPECT_EQ(problem_of("64 64 64 tt types=f16").types, DataTypes::uniform(DType::f16));
+  EXPECT_EQ(problem_of("64 64 64 tt types=f16").layout(), "tt");
+
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"64 64 64 f64 tn", "'64 64 64 f64 tn': unknown data type 'f64' (expected f32, f16, bf16"},
+      {"64 64 64 types=q8", "'64 64 64 types=q8': unknown data type 'q8'"},
+      {"64 64 64 f16*bf16 nn", "data types 'f16*bf16': expected A*B->D"},
+      {"64 64 64 types=f16 types=bf16", "types= is given twice"},
+      {"64 64 64 types= tn", "'64 64 64 types= tn': unknown data type ''"},
+      {"64 64 64 bf16 tn nt", "unexpected 'nt'"},
+      {"64 64 64 types=bf16 tn nt", "unexpected 'nt'"},
+      {"64 64 64 dtype=bf16", "unknown field 'dtype' (types, lda, ldb, ldc, beta)"},
+  };
+  for (const auto& [line, says] : bad) {
+    try {
+      cli::parse_shape_line(line);
+      ADD_FAILURE() << line << ": accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::invalid_argument) << line;
+      EXPECT_TRUE(contains(e.what(), says)) << line << ": " << e.what();
+      EXPECT_FALSE(contains(e.what(), "\n")) << line << ": " << e.what();
+    }
+  }
+  TempDir dir;
+  write_text_file(dir / "shapes.txt", "# model A\n64 64 64 bf16\n128 128 128 e4m3*e5m2->f64\n");
+  try {
+    cli::read_shapes_file((dir / "shapes.txt").string());
+    ADD_FAILURE() << "read a shapes file with an unknown type";
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(),
+                         "shapes.txt:3: '128 128 128 e4m3*e5m2->f64': unknown data "
+                         "type 'f64'"))
+        << e.what();
+  }
 }
 
 }  // namespace

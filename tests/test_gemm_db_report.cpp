@@ -147,6 +147,47 @@ TEST_F(GemmDbReport, FiltersChooseWhatThePageShows) {
   EXPECT_TRUE(contains(html, "<h4>bf16 nn 8192x8192x8192"));
 }
 
+// --types (and --dtype, its uniform form) and --scaling choose problems; a mixed-types problem is
+// labelled with its types (escaped: "->" is HTML).
+TEST_F(GemmDbReport, TypesAndScalingChooseAndLabelTheProblems) {
+  auto run = report("--device h200 --types bf16");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "1 GPUs, 3 problems")) << run.output;
+  run = report("--scaling none");
+  EXPECT_TRUE(contains(run.output, "2 GPUs, 14 problems")) << run.output;
+  run = report("--types 'f16*bf16->f32'");
+  EXPECT_TRUE(contains(run.output, "0 GPUs, 0 problems")) << run.output;
+  EXPECT_TRUE(contains(read_text(page()), "No tuning results match"));
+
+  const Problem mixed =
+      make_problem(parse_data_types("f16*bf16->f32"), Op::N, Op::N, 256, 256, 256);
+  const Problem f32 = make_problem(DType::f32, Op::N, Op::N, 256, 256, 256);
+  const ArchInfo arch = ArchInfo::from_cc(90);
+  const Family& simt = find_family("simt");
+  CandidateRecord c;
+  c.kernel_name = "gemm_mixed_256";
+  c.template_version = template_version(simt);
+  c.config = simt.default_config(f32, arch);
+  c.config.types = mixed.types;
+  c.status = CandidateStatus::ok;
+  c.median_ms = c.min_ms = c.max_ms = 0.01;
+  c.tflops = mixed.flops() / (c.median_ms * 1e9);
+  {
+    TuningDb tdb(db());
+    const DeviceKey h100{"NVIDIA H100 80GB HBM3", 90, 132, 13000, "13.0"};
+    tdb.record(h100, mixed, c);
+    tdb.set_best(h100, mixed, c.kernel_name, c.template_version, 0.012, true);
+  }
+  run = report("--types 'f16*bf16->f32'");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "1 GPUs, 1 problems, 1 candidates")) << run.output;
+  const std::string html = read_text(page());
+  EXPECT_TRUE(contains(html, "<h4>f16*bf16-&gt;f32 nn 256x256x256</h4>")) << html.substr(0, 4000);
+  EXPECT_FALSE(contains(html, "bf16 tn 11008x4096x4096"));
+  run = report("--dtype f32");
+  EXPECT_FALSE(contains(read_text(page()), "gemm_mixed_256")) << "--dtype f32 is uniform f32";
+}
+
 TEST_F(GemmDbReport, BadUsageIsOneLineAndANonZeroExit) {
   auto run = run_command(fmt::format("{} --db {} report", test::tool("gemm-db"), quoted(db())));
   EXPECT_EQ(run.exit_code, 2);

@@ -995,5 +995,163 @@ TEST_F(TuningDbTest, BestsUnderOtherVersionsAreOfTheSameGpuAndProblem) {
   EXPECT_TRUE(db.bests_under_other_versions(h100(), q).empty());
 }
 
+DeviceKey h200() {
+  return {"NVIDIA H200", 90, 132, 13000, "13.0"};
+}
+DeviceKey h100_pcie() {
+  return {"NVIDIA H100 PCIe", 90, 114, 13000, "13.0"};
+}
+
+// Devices and winners of a tiered list, to compare lists in one line.
+std::vector<std::string> summary(const std::vector<TieredBest>& list) {
+  std::vector<std::string> out;
+  for (const auto& t : list)
+    out.push_back(fmt::format("{} {} {} {}", to_string(t.tier), t.best.device.name,
+                              t.best.device.nvrtc, t.best.winner.kernel_name));
+  return out;
+}
+
+// The sibling tier: an H200 without rows of its own uses those of other GPUs of compute capability
+// 9.0, the most recently tuned first, but only after every row of its own; never an A100's.
+TEST_F(TuningDbTest, BestsForPutsTheGpusOwnRowsBeforeSiblingsAndNeverAnotherCc) {
+  TuningDb db(db_path());
+  const Problem p = square(1024);
+  auto later = [] { std::this_thread::sleep_for(std::chrono::milliseconds(5)); };
+  seed_problem(db, h100(), p, 2.0);
+  later();
+  seed_problem(db, h100_pcie(), p, 3.0);
+  later();
+  seed_problem(db, a100(), p, 0.1);             // the newest and fastest, but of cc 8.0
+  seed_problem(db, h200(), reading_c(p), 0.1);  // another problem
+  EXPECT_EQ(summary(db.bests_for(h200(), p)),
+            (std::vector<std::string>{"sibling NVIDIA H100 PCIe 13.0 fast_1024x1024x1024",
+                                      "sibling NVIDIA H100 80GB HBM3 13.0 fast_1024x1024x1024"}));
+  // A row of its own under another NVRTC comes before every sibling, however recent they are.
+  DeviceKey h200_older = h200();
+  h200_older.nvrtc = "12.8";
+  seed_problem(db, h200_older, p, 5.0);
+  later();
+  seed_problem(db, h100(), p, 1.5);  // the H100 tunes again: now the most recent sibling
+  EXPECT_EQ(summary(db.bests_for(h200(), p)),
+            (std::vector<std::string>{"other_version NVIDIA H200 12.8 fast_1024x1024x1024",
+                                      "sibling NVIDIA H100 80GB HBM3 13.0 fast_1024x1024x1024",
+                                      "sibling NVIDIA H100 PCIe 13.0 fast_1024x1024x1024"}));
+  // Its own row under its versions comes first of all.
+  seed_problem(db, h200(), p, 9.0);
+  const auto all = db.bests_for(h200(), p);
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_EQ(all[0].tier, BestTier::tuned);
+  EXPECT_EQ(all[0].best.device, h200());
+  EXPECT_DOUBLE_EQ(all[0].best.winner.median_ms, 9.0);
+  // The same rows, in the same order, as the three queries the library made one by one.
+  std::vector<BestRecord> one_by_one = {*db.best(h200(), p)};
+  for (const auto& b : db.bests_under_other_versions(h200(), p)) one_by_one.push_back(b);
+  for (const auto& b : db.bests_on_siblings(h200(), p)) one_by_one.push_back(b);
+  ASSERT_EQ(one_by_one.size(), all.size());
+  for (size_t i = 0; i < all.size(); ++i) {
+    EXPECT_EQ(all[i].best.device, one_by_one[i].device) << i;
+    EXPECT_EQ(all[i].best.tuned_at, one_by_one[i].tuned_at) << i;
+  }
+  // The A100 sees none of them: its compute capability has only its own row.
+  EXPECT_EQ(summary(db.bests_for(a100(), p)),
+            (std::vector<std::string>{"tuned NVIDIA A100-SXM4-40GB 12.8 fast_1024x1024x1024"}));
+}
+
+// A sibling whose only row is stale (other templates) serves nothing.
+TEST_F(TuningDbTest, BestsForNeverReturnsAStaleRow) {
+  TuningDb db(db_path());
+  const Problem p = square(1024);
+  CandidateRecord stale = ok_candidate(p, "stale", 0.5);
+  stale.template_version = "0123456789abcdef";
+  db.record(h100(), p, stale);
+  db.set_best(h100(), p, "stale", stale.template_version, -1, true);
+  EXPECT_TRUE(db.bests_for(h200(), p).empty());
+  seed_problem(db, h100_pcie(), p, 4.0);
+  EXPECT_EQ(summary(db.bests_for(h200(), p)),
+            (std::vector<std::string>{"sibling NVIDIA H100 PCIe 13.0 fast_1024x1024x1024"}));
+}
+
+// The rule itself, over rows made by hand: whatever their order, one row per device key (its
+// fastest current one), own rows first, then siblings by recency; nothing stale, of another
+// compute capability or of another problem.
+TEST_F(TuningDbTest, RankBestsForIsOneRuleWhateverTheOrderOfTheRows) {
+  const Problem p = square(1024);
+  auto row = [&](const DeviceKey& device, const std::string& kernel, double ms,
+                 const std::string& tuned_at, bool current = true,
+                 const Problem& q = square(1024)) {
+    BestRecord b;
+    b.device = device;
+    b.problem = q;
+    b.winner = ok_candidate(q, kernel, ms);
+    b.tuned_at = tuned_at;
+    b.current = current;
+    return b;
+  };
+  DeviceKey h200_older = h200();
+  h200_older.driver = 12080;
+  std::vector<BestRecord> rows = {
+      row(h100(), "h100_simt", 2.0, "2026-01-03T00:00:00.000Z"),
+      row(h100(), "h100_wgmma", 1.0, "2026-01-01T00:00:00.000Z"),  // same GPU, faster: its row
+      row(h100_pcie(), "pcie", 1.0, "2026-01-02T00:00:00.000Z"),
+      row(h100_pcie(), "pcie_stale", 0.1, "2026-01-09T00:00:00.000Z", false),
+      row(a100(), "a100", 0.1, "2026-01-09T00:00:00.000Z"),
+      row(h200(), "h200_other_problem", 0.1, "2026-01-09T00:00:00.000Z", true, reading_c(p)),
+      row(h200_older, "h200_older_driver", 7.0, "2025-01-01T00:00:00.000Z"),
+  };
+  const auto ranked = rank_bests_for(h200(), p, rows);
+  // The H100's fastest row was tuned on 01-01, the PCIe's on 01-02: the PCIe comes first.
+  EXPECT_EQ(summary(ranked),
+            (std::vector<std::string>{"other_version NVIDIA H200 13.0 h200_older_driver",
+                                      "sibling NVIDIA H100 PCIe 13.0 pcie",
+                                      "sibling NVIDIA H100 80GB HBM3 13.0 h100_wgmma"}));
+  std::reverse(rows.begin(), rows.end());
+  EXPECT_EQ(summary(rank_bests_for(h200(), p, rows)), summary(ranked));
+  std::swap(rows[1], rows[4]);
+  EXPECT_EQ(summary(rank_bests_for(h200(), p, rows)), summary(ranked));
+  // Seen from the H100: its own row, then its siblings.
+  EXPECT_EQ(summary(rank_bests_for(h100(), p, rows)),
+            (std::vector<std::string>{"tuned NVIDIA H100 80GB HBM3 13.0 h100_wgmma",
+                                      "sibling NVIDIA H100 PCIe 13.0 pcie",
+                                      "sibling NVIDIA H200 13.0 h200_older_driver"}));
+  EXPECT_TRUE(rank_bests_for(h200(), square(2048), rows).empty());
+  EXPECT_EQ(to_string(BestTier::sibling), "sibling");
+}
+
+// Types per operand are part of a problem's key: a mixed-types problem is stored, read back and
+// filtered as such (the database does not judge whether a family computes it).
+TEST_F(TuningDbTest, AMixedTypesProblemIsStoredListedAndFilteredByItsTypes) {
+  TuningDb db(db_path());
+  const DataTypes mixed = parse_data_types("f16*bf16->f32");
+  const Problem uniform = square(1024, DType::f16);
+  Problem p = square(1024);
+  p.types = mixed;
+  CandidateRecord c = ok_candidate(square(1024), "mixed", 1.0);
+  c.config.types = mixed;
+  db.record(h100(), p, c);
+  db.set_best(h100(), p, "mixed", c.template_version, -1, true);
+  seed_problem(db, h100(), square(1024));  // f32, the same shape
+
+  EXPECT_EQ(RawDb(db_path()).text("SELECT type_a || ' ' || type_b || ' ' || type_c || ' ' || "
+                                  "type_d || ' ' || type_acc || ' ' || scaling FROM problems "
+                                  "WHERE type_a = 'f16'"),
+            "f16 bf16 f32 f32 f32 none");
+  ASSERT_TRUE(db.best(h100(), p));
+  EXPECT_EQ(db.best(h100(), p)->problem.types, mixed);
+  EXPECT_EQ(db.best(h100(), p)->winner.config.types, mixed);
+  EXPECT_FALSE(db.best(h100(), uniform)) << "f16 for every operand is another problem";
+  const auto listed = db.list({.types = mixed});
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].problem, p);
+  EXPECT_EQ(db.list({.types = DataTypes::uniform(DType::f32)}).size(), 1u);
+  EXPECT_TRUE(db.list({.types = DataTypes::uniform(DType::f16)}).empty());
+  EXPECT_TRUE(db.list({.types = parse_data_types("bf16*f16->f32")}).empty());
+  const Json exported = Json::parse(db.export_json({.types = mixed}));
+  ASSERT_EQ(exported["entries"].size(), 1u);
+  EXPECT_EQ(exported["entries"][0]["problem"]["types"], "f16*bf16->f32");
+  EXPECT_EQ(exported["entries"][0]["problem"]["scaling"], "none");
+  EXPECT_EQ(db.remove({.types = mixed}), 1);
+  EXPECT_EQ(db.list({}).size(), 1u);
+}
+
 }  // namespace
 }  // namespace gemmtune

@@ -129,20 +129,32 @@ ShapeLine parse_shape_line(const std::string& raw) {
   std::string rest;
   if (!(shape >> s.m >> s.n >> s.k) || (shape >> rest))
     GT_THROW(Errc::invalid_argument,
-             "'{}' is not a shape (expected 'M N K' or 'MxNxK', then optional dtype, layout, lda=, "
-             "ldb=, ldc=, beta=)",
+             "'{}' is not a shape (expected 'M N K' or 'MxNxK', then optional types, layout, "
+             "types=, lda=, ldb=, ldc=, beta=)",
              raw);
+  std::vector<std::string> positional;  // the types, then the layout
+  bool types_key = false;
   for (size_t next = tokens[0].find('x') == std::string::npos ? 3 : 1; next < tokens.size();
        ++next) {
     const std::string& t = tokens[next];
+    // key=value; a mixed-types name has '=' too ("e4m3*e4m3->bf16+acc=f16"), but never a key of
+    // letters only before it.
     const auto eq = t.find('=');
-    if (eq == std::string::npos) {
-      (s.dtype.empty() ? s.dtype : s.layout) = t;
+    const bool keyed = eq != std::string::npos && eq > 0 &&
+                       std::all_of(t.begin(), t.begin() + std::ptrdiff_t(eq), [](char ch) {
+                         return std::isalpha(static_cast<unsigned char>(ch));
+                       });
+    if (!keyed) {
+      positional.push_back(t);
       continue;
     }
     const std::string key = t.substr(0, eq);
     const std::string text = t.substr(eq + 1);
-    if (key == "beta")
+    if (key == "types") {
+      GT_REQUIRE(!types_key, Errc::invalid_argument, "'{}': types= is given twice", raw);
+      types_key = true;
+      s.dtype = text;
+    } else if (key == "beta")
       s.beta = parse_beta(raw, text);
     else if (key == "lda")
       s.lda = parse_integer(raw, text);
@@ -151,7 +163,22 @@ ShapeLine parse_shape_line(const std::string& raw) {
     else if (key == "ldc")
       s.ldc = parse_integer(raw, text);
     else
-      GT_THROW(Errc::invalid_argument, "'{}': unknown field '{}' (lda, ldb, ldc, beta)", raw, key);
+      GT_THROW(Errc::invalid_argument, "'{}': unknown field '{}' (types, lda, ldb, ldc, beta)", raw,
+               key);
+  }
+  // Positional: the types and the layout, or only the layout after types=.
+  const size_t allowed = types_key ? 1 : 2;
+  GT_REQUIRE(positional.size() <= allowed, Errc::invalid_argument,
+             "'{}': unexpected '{}' (after the shape: {}the layout, then key=value fields)", raw,
+             positional[allowed], types_key ? "" : "the types, ");
+  if (!types_key && !positional.empty()) s.dtype = positional[0];
+  if (positional.size() == allowed) s.layout = positional.back();
+  if (types_key || !s.dtype.empty()) {
+    try {
+      parse_data_types(s.dtype);
+    } catch (const Error& e) {
+      GT_THROW(Errc::invalid_argument, "'{}': {}", raw, e.what());
+    }
   }
   return s;
 }

@@ -32,11 +32,20 @@ class Table {
   std::vector<std::vector<std::string>> rows_;
 };
 
-// "8192x8192x8192" or "8192 8192 8192", optionally followed by dtype and layout, by lda=, ldb=,
-// ldc= for leading dimensions other than the tight ones, and by beta= (not 0: C is read).
+// What --dtype and a shapes file's types take: a DataTypes name (parse_data_types).
+inline constexpr const char* kTypesHelp =
+    "Data types: f32, f16, bf16, e4m3 or e5m2 for every operand, or A*B->D[+c=T][+acc=T] "
+    "(f16*bf16->f32)";
+inline constexpr const char* kShapesHelp =
+    "File of shapes, one per line: 'M N K [types] [layout] [types=] [lda=] [ldb=] [ldc=] [beta=]'";
+
+// "8192x8192x8192" or "8192 8192 8192", optionally followed by the data types (a DataTypes name:
+// bf16, f16*bf16->f32) and the layout, or by types=T and the layout; by lda=, ldb=, ldc= for
+// leading dimensions other than the tight ones, and by beta= (not 0: C is read). Unknown types
+// are refused here, naming them.
 struct ShapeLine {
   int64_t m = 0, n = 0, k = 0;
-  std::string dtype, layout;          // empty: the command line's
+  std::string dtype, layout;          // empty: the command line's; dtype is a DataTypes name
   int64_t lda = 0, ldb = 0, ldc = 0;  // 0: tight
   std::optional<float> beta;          // none: the command line's
 };

@@ -43,14 +43,16 @@ GpuReport& gpu_of(std::vector<GpuReport>& gpus, const DeviceKey& device) {
   return gpus.back();
 }
 
-std::vector<GpuReport> gather(const TuningDb& db, const DbFilter& filter) {
+std::vector<GpuReport> gather(const TuningDb& db, const ProblemFilter& filter) {
   std::vector<GpuReport> gpus;
-  for (const auto& [device, problem] : db.problems(filter)) {
+  for (const auto& [device, problem] : db.problems(filter.db)) {
+    if (!filter.matches(problem)) continue;
     ProblemReport p{problem, db.best(device, problem), db.candidates(device, problem)};
     if (!p.candidates.empty()) gpu_of(gpus, device).problems.push_back(std::move(p));
   }
-  for (auto& best : db.list(filter))
-    if (!best.current) gpu_of(gpus, best.device).stale.push_back(std::move(best));
+  for (auto& best : db.list(filter.db))
+    if (!best.current && filter.matches(best.problem))
+      gpu_of(gpus, best.device).stale.push_back(std::move(best));
   return gpus;
 }
 
@@ -80,14 +82,15 @@ std::string escape(std::string_view text) {
   return out;
 }
 
-// "bf16 tn 4096x8x4096", with the leading dimensions that are not tight and " beta!=0" when
-// it reads C.
+// "bf16 tn 4096x8x4096" or "f16*bf16->f32 nn 4096x8x4096", with the leading dimensions that are
+// not tight, the scaling where there is one and " beta!=0" when it reads C.
 std::string problem_label(const Problem& p) {
   std::string label = fmt::format("{} {} {}", p.types.name(), p.layout(), p.shape());
   const Problem tight = make_problem(p.types, p.op_a, p.op_b, p.m, p.n, p.k);
   if (p.lda != tight.lda) label += fmt::format(" lda={}", p.lda);
   if (p.ldb != tight.ldb) label += fmt::format(" ldb={}", p.ldb);
   if (p.ldc != tight.ldc) label += fmt::format(" ldc={}", p.ldc);
+  if (p.scaling != Scaling::none) label += fmt::format(" scaling={}", to_string(p.scaling));
   return label + p.beta_mark();
 }
 
@@ -385,7 +388,7 @@ std::string scripts(const std::vector<GpuReport>& gpus) {
 
 }  // namespace
 
-std::string html_report(const TuningDb& db, const DbFilter& filter, ReportCounts& counts) {
+std::string html_report(const TuningDb& db, const ProblemFilter& filter, ReportCounts& counts) {
   const auto gpus = gather(db, filter);
   counts = ReportCounts{};
   counts.gpus = int(gpus.size());

@@ -5,6 +5,7 @@
 // needs no network.
 #include <string>
 
+#include "db_summary.hpp"
 #include "gemmtune/cache/tuning_db.hpp"
 
 namespace gemmtune::cli {
@@ -14,6 +15,6 @@ struct ReportCounts {
 };
 
 // The page for the rows matching filter; counts says what it shows.
-std::string html_report(const TuningDb& db, const DbFilter& filter, ReportCounts& counts);
+std::string html_report(const TuningDb& db, const ProblemFilter& filter, ReportCounts& counts);
 
 }  // namespace gemmtune::cli

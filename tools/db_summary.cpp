@@ -8,6 +8,11 @@
 
 namespace gemmtune::cli {
 
+std::string types_text(const Problem& p) {
+  if (p.scaling == Scaling::none) return p.types.name();
+  return fmt::format("{} scaling={}", p.types.name(), to_string(p.scaling));
+}
+
 double cublas_ratio(const BestRecord& best) {
   if (best.baseline_ms <= 0 || best.winner.median_ms <= 0) return -1;
   return best.baseline_ms / best.winner.median_ms;

@@ -8,6 +8,18 @@
 
 namespace gemmtune::cli {
 
+// gemm-db's filters: the database's, and the scaling, which DbFilter does not have (yet): rows
+// are filtered by it here, after they are read.
+struct ProblemFilter {
+  DbFilter db;
+  std::optional<Scaling> scaling;
+  bool matches(const Problem& p) const { return !scaling || p.scaling == *scaling; }
+};
+
+// A problem's data types as gemm-db shows them: "bf16", "f16*bf16->f32", followed by the scaling
+// where it is not none ("e4m3*e4m3->bf16 scaling=tensor").
+std::string types_text(const Problem& p);
+
 // cuBLAS time over ours: above 1 means faster than cuBLAS; -1 when either is unknown.
 double cublas_ratio(const BestRecord& best);
 std::string ratio_text(double ratio);  // "1.03x", "-" when unknown

@@ -444,13 +444,11 @@ int main(int argc, char** argv) {
   CLI::App app{"gemm-bench: gemmtune's kernels against cuBLAS over a list of shapes"};
   Args a;
   app.add_option("--suite", a.suite, "Built-in shapes: default, small, llm")->capture_default_str();
-  app.add_option(
-      "--shapes", a.shapes,
-      "File of shapes, one per line: 'M N K [dtype] [layout] [lda=] [ldb=] [ldc=] [beta=]'");
+  app.add_option("--shapes", a.shapes, gt::cli::kShapesHelp);
   app.add_option("--m", a.m, "One shape instead of a suite");
   app.add_option("--n", a.n);
   app.add_option("--k", a.k);
-  app.add_option("--dtype", a.dtype, "f32, f16 or bf16")->capture_default_str();
+  app.add_option("--dtype", a.dtype, gt::cli::kTypesHelp)->capture_default_str();
   app.add_option("--layout", a.layout, "nn, nt, tn or tt")->capture_default_str();
   app.add_option("--alpha", a.alpha, "C = alpha * op(A) * op(B) + beta * C")->capture_default_str();
   app.add_option("--beta", a.beta,

@@ -10,8 +10,12 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <tuple>
+#include <unordered_map>
+#include <unordered_set>
 
 #include "cli_common.hpp"
 #include "db_report.hpp"
@@ -29,7 +33,9 @@ namespace fs = std::filesystem;
 using Json = nlohmann::ordered_json;
 using cli::cublas_ratio;
 using cli::is_winner;
+using cli::ProblemFilter;
 using cli::ratio_text;
+using cli::types_text;
 using cli::why_it_won;
 
 // ---------------------------------------------------------------------------------------------
@@ -59,15 +65,23 @@ void print_json(const Json& json) {
 // Options
 
 struct FilterArgs {
-  std::string device, dtype, layout;
+  std::string device, types, dtype, scaling, layout;
   int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;  // 0: not given
   std::optional<double> beta;                              // only whether it is 0 counts
+};
+
+// list --for-gpu: the GPU whose view to show.
+struct ForGpuArgs {
+  std::string name;  // exact name or substring, any case
+  std::string cc;    // "90" or "9.0"; needed for a GPU without rows of its own
+  int sms = 0;       // 0: not given
 };
 
 struct Options {
   std::string db = default_db_path().string();
   bool json = false;
   FilterArgs filter;
+  ForGpuArgs for_gpu;              // list
   bool all = false;                // delete: everything
   bool all_versions = false;       // show: stale template versions too
   std::string output;              // export
@@ -90,7 +104,12 @@ const CLI::Validator kPositive(
 
 void add_filter_options(CLI::App& sub, FilterArgs& args) {
   sub.add_option("--device", args.device, "Substring of the device name (any case)");
-  sub.add_option("--dtype", args.dtype, "f32, f16 or bf16");
+  auto* types = sub.add_option("--types", args.types, cli::kTypesHelp);
+  sub.add_option("--dtype", args.dtype,
+                 "One type of every operand (f32, f16, bf16, e4m3 or e5m2): the same as --types "
+                 "with one type")
+      ->excludes(types);
+  sub.add_option("--scaling", args.scaling, "Scaling of the operands: none (the only mode yet)");
   sub.add_option("--layout", args.layout, "op(A) op(B): nn, nt, tn or tt");
   sub.add_option("--m", args.m, "M")->check(kPositive);
   sub.add_option("--n", args.n, "N")->check(kPositive);
@@ -109,11 +128,21 @@ std::optional<int64_t> given(int64_t size) {
   return size > 0 ? std::optional<int64_t>(size) : std::nullopt;
 }
 
-// Throws Error(invalid_argument) for an unknown dtype or layout.
-DbFilter to_filter(const FilterArgs& args) {
-  DbFilter f;
+// --dtype T means every operand T (and f32 accumulation), as it always did.
+DataTypes uniform_types(const std::string& dtype) {
+  GT_REQUIRE(dtype.find('*') == std::string::npos, Errc::invalid_argument,
+             "--dtype names one type of every operand; mixed types go with --types ('{}')", dtype);
+  return DataTypes::uniform(parse_data_type(dtype));
+}
+
+// Throws Error(invalid_argument) for unknown types, scaling or layout.
+ProblemFilter to_filter(const FilterArgs& args) {
+  ProblemFilter filter;
+  DbFilter& f = filter.db;
   if (!args.device.empty()) f.device = args.device;
-  if (!args.dtype.empty()) f.types = parse_data_types(args.dtype);
+  if (!args.types.empty()) f.types = parse_data_types(args.types);
+  if (!args.dtype.empty()) f.types = uniform_types(args.dtype);
+  if (!args.scaling.empty()) filter.scaling = parse_scaling(args.scaling);
   if (!args.layout.empty()) {
     std::string layout = args.layout;
     std::transform(layout.begin(), layout.end(), layout.begin(),
@@ -126,12 +155,29 @@ DbFilter to_filter(const FilterArgs& args) {
   f.m = given(args.m), f.n = given(args.n), f.k = given(args.k);
   f.lda = given(args.lda), f.ldb = given(args.ldb), f.ldc = given(args.ldc);
   if (args.beta) f.reads_c = *args.beta != 0;
-  return f;
+  return filter;
 }
 
-bool is_empty(const DbFilter& f) {
+bool is_empty(const ProblemFilter& filter) {
+  const DbFilter& f = filter.db;
   return !f.device && !f.types && !f.layout && !f.m && !f.n && !f.k && !f.lda && !f.ldb && !f.ldc &&
-         !f.reads_c;
+         !f.reads_c && !filter.scaling;
+}
+
+template <class Rows, class ProblemOf>
+void keep_matching(Rows& rows, const ProblemFilter& filter, ProblemOf problem_of) {
+  std::erase_if(rows, [&](const auto& row) { return !filter.matches(problem_of(row)); });
+}
+
+// export and delete work on DbFilter alone, which has no scaling: with --scaling they go ahead
+// only when every problem the rest of the filter matches has that scaling.
+void require_scaling_covered(const TuningDb& db, const ProblemFilter& filter) {
+  if (!filter.scaling) return;
+  for (const auto& [device, problem] : db.problems(filter.db))
+    GT_REQUIRE(filter.matches(problem), Errc::invalid_argument,
+               "--scaling {}: export and delete cannot yet leave out {} (scaling {}); narrow the "
+               "other filters",
+               to_string(*filter.scaling), problem.describe(), to_string(problem.scaling));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -187,10 +233,180 @@ Json best_json(const BestRecord& best, const Software& here) {
   return json;
 }
 
+// ---------------------------------------------------------------------------------------------
+// list --for-gpu
+
+std::string lower(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char ch) { return char(std::tolower(ch)); });
+  return text;
+}
+
+// "90" or "9.0".
+int parse_cc(const std::string& text) {
+  int cc = 0, minor = 0;
+  const char* end = text.data() + text.size();
+  auto read = std::from_chars(text.data(), end, cc);
+  if (read.ec == std::errc() && read.ptr != end && *read.ptr == '.') {
+    const char* digits = read.ptr + 1;
+    read = std::from_chars(digits, end, minor);
+    if (read.ptr != digits + 1) read.ec = std::errc::invalid_argument;  // one digit: 9.0, 8.6
+    cc = cc * 10 + minor;
+  }
+  GT_REQUIRE(read.ec == std::errc() && read.ptr == end && cc > 0, Errc::invalid_argument,
+             "--cc '{}': expected a compute capability such as 90 or 9.0", text);
+  return cc;
+}
+
+std::string model_text(const DeviceKey& d) {
+  return fmt::format("{} (cc {}, {} SMs)", d.name, d.cc, d.sms);
+}
+
+// The GPU of --for-gpu, as the library on this machine would see it: the model (name, compute
+// capability, SMs) of the rows whose name is the one given, else contains it; --cc and --sms
+// choose among models. A GPU with no rows of its own needs --cc. The driver and NVRTC are this
+// machine's (where it has no driver: the one its own rows under this NVRTC were last tuned with).
+DeviceKey gpu_for(const std::vector<BestRecord>& rows, const ForGpuArgs& args, const Software& here,
+                  const std::string& db) {
+  const int cc = args.cc.empty() ? 0 : parse_cc(args.cc);  // 0: not given
+  const std::string wanted = lower(args.name);
+  std::vector<DeviceKey> models;
+  for (const bool exact : {true, false}) {
+    for (const BestRecord& row : rows) {
+      const DeviceKey model{row.device.name, row.device.cc, row.device.sms, 0, ""};
+      const std::string name = lower(model.name);
+      if ((exact ? name == wanted : name.find(wanted) != std::string::npos) &&
+          (cc == 0 || model.cc == cc) && (args.sms == 0 || model.sms == args.sms) &&
+          std::find(models.begin(), models.end(), model) == models.end())
+        models.push_back(model);
+    }
+    if (!models.empty()) break;
+  }
+  if (models.size() > 1) {
+    std::string all;
+    for (const auto& m : models) all += (all.empty() ? "" : ", ") + model_text(m);
+    GT_THROW(Errc::invalid_argument,
+             "--for-gpu '{}' matches several GPUs in {}: {}; give the whole name, --cc or --sms",
+             args.name, db, all);
+  }
+  GT_REQUIRE(!models.empty() || cc > 0, Errc::invalid_argument,
+             "--for-gpu '{}': no GPU of that name has rows in {}; give its compute capability "
+             "(--cc 90) to see which rows of other GPUs it would use",
+             args.name, db);
+  DeviceKey gpu = models.empty() ? DeviceKey{args.name, cc, args.sms, 0, ""} : models.front();
+  gpu.driver = here.driver;
+  gpu.nvrtc = here.nvrtc;
+  if (gpu.driver > 0) return gpu;
+  const BestRecord* latest = nullptr;
+  for (const BestRecord& row : rows)
+    if (row.current && row.device.name == gpu.name && row.device.cc == gpu.cc &&
+        row.device.sms == gpu.sms && row.device.nvrtc == here.nvrtc &&
+        (!latest || row.tuned_at > latest->tuned_at))
+      latest = &row;
+  if (latest) gpu.driver = latest->device.driver;
+  return gpu;
+}
+
+bool listed_before(const Problem& a, const Problem& b) {
+  auto key = [](const Problem& p) {
+    return std::make_tuple(p.types.name(), std::string(to_string(p.scaling)), p.layout(), p.m, p.n,
+                           p.k, p.lda, p.ldb, p.ldc, p.align, p.reads_c);
+  };
+  return key(a) < key(b);
+}
+
+std::string source_text(const TieredBest& used, const DeviceKey& gpu) {
+  const DeviceKey& d = used.best.device;
+  switch (used.tier) {
+    case BestTier::tuned:
+      return "tuned";
+    case BestTier::other_version:
+      return fmt::format("other version (driver {}, NVRTC {})", d.driver, d.nvrtc);
+    case BestTier::sibling:
+      return d.name == gpu.name ? fmt::format("sibling (tuned on {} with {} SMs)", d.name, d.sms)
+                                : fmt::format("sibling (tuned on {})", d.name);
+  }
+  return "?";
+}
+
+// Per problem, the row the library uses on the GPU and why (rank_bests_for: its own row, else a
+// sibling's of the same compute capability, the most recently tuned first).
+int list_for_gpu(const TuningDb& db, const ProblemFilter& filter, const Options& opts,
+                 const Software& here) {
+  const DeviceKey gpu = gpu_for(db.list({}), opts.for_gpu, here, opts.db);
+  auto rows = db.list(filter.db);
+  keep_matching(rows, filter, [](const BestRecord& b) { return b.problem; });
+  std::vector<Problem> problems;
+  std::unordered_map<Problem, std::vector<BestRecord>, ProblemHash> rows_of;
+  for (auto& row : rows) {
+    auto [at, added] = rows_of.try_emplace(row.problem);
+    if (added) problems.push_back(row.problem);
+    at->second.push_back(std::move(row));
+  }
+  std::sort(problems.begin(), problems.end(), listed_before);
+  std::vector<TieredBest> used;
+  size_t unserved = 0;
+  for (const Problem& p : problems) {
+    auto ranked = rank_bests_for(gpu, p, rows_of[p]);
+    if (ranked.empty())
+      ++unserved;
+    else
+      used.push_back(std::move(ranked.front()));
+  }
+  if (opts.json) {
+    Json out = Json::array();
+    for (const auto& u : used) {
+      Json row = best_json(u.best, here);
+      row["source"] = std::string(to_string(u.tier));
+      out.push_back(std::move(row));
+    }
+    print_json(out);
+    return 0;
+  }
+  const std::string who =
+      fmt::format("{} (cc {}.{}{})", gpu.name, gpu.cc / 10, gpu.cc % 10,
+                  gpu.sms > 0 ? fmt::format(", {} SMs", gpu.sms) : std::string());
+  if (used.empty()) {
+    std::cout << fmt::format(
+        "no row serves {}: nothing matching was tuned on a GPU of its compute capability\n", who);
+    return 0;
+  }
+  std::cout << fmt::format("what the library uses on {} under driver {} and NVRTC {}:\n", who,
+                           gpu.driver > 0 ? std::to_string(gpu.driver) : "unknown", gpu.nvrtc);
+  cli::Table table({"types", "layout", "shape", "source", "family", "kernel", "time ms", "TFLOP/s",
+                    "cuBLAS ms", "ratio", "tuned_at"});
+  for (const auto& u : used) {
+    const BestRecord& b = u.best;
+    table.add({types_text(b.problem), b.problem.layout(), b.problem.shape() + b.problem.beta_mark(),
+               source_text(u, gpu), b.winner.config.family, b.winner.kernel_name,
+               cli::format_ms(b.winner.median_ms), tflops_text(b.winner.tflops),
+               cli::format_ms(b.baseline_ms), ratio_text(cublas_ratio(b)), b.tuned_at});
+  }
+  std::cout << table.render()
+            << fmt::format(
+                   "tuned: its own row; other version: its own row, tuned under another driver or "
+                   "NVRTC; sibling: it has no row of its own, so the library uses the most "
+                   "recently tuned row of another GPU of compute capability {}.{} until gemm-tune "
+                   "tunes the problem on it\n",
+                   gpu.cc / 10, gpu.cc % 10);
+  if (unserved)
+    std::cout << fmt::format(
+        "{} problem{} tuned only on GPUs of other compute capabilities, or with stale rows "
+        "only, not listed: the library takes the nearest tuned shape or its defaults there\n",
+        unserved, unserved == 1 ? "" : "s");
+  return 0;
+}
+
+// ---------------------------------------------------------------------------------------------
+// list
+
 int list_bests(const Options& opts) {
-  const DbFilter filter = to_filter(opts.filter);
-  const auto bests = open_existing(opts.db)->list(filter);
+  const ProblemFilter filter = to_filter(opts.filter);
+  const auto db = open_existing(opts.db);
   const Software here = this_software();
+  if (!opts.for_gpu.name.empty()) return list_for_gpu(*db, filter, opts, here);
+  auto bests = db->list(filter.db);
+  keep_matching(bests, filter, [](const BestRecord& b) { return b.problem; });
   if (opts.json) {
     Json out = Json::array();
     for (const auto& best : bests) out.push_back(best_json(best, here));
@@ -204,7 +420,7 @@ int list_bests(const Options& opts) {
   cli::Table table({"device", "types", "layout", "shape", "family", "kernel", "time ms", "TFLOP/s",
                     "cuBLAS ms", "ratio", "state", "tuned_at"});
   for (const auto& b : bests)
-    table.add({b.device.name, b.problem.types.name(), b.problem.layout(),
+    table.add({b.device.name, types_text(b.problem), b.problem.layout(),
                b.problem.shape() + b.problem.beta_mark(), b.winner.config.family,
                b.winner.kernel_name, cli::format_ms(b.winner.median_ms),
                tflops_text(b.winner.tflops), cli::format_ms(b.baseline_ms),
@@ -269,9 +485,10 @@ Json problem_json(const DeviceKey& device, const Problem& problem,
 }
 
 int show_problem(const Options& opts) {
-  const DbFilter filter = to_filter(opts.filter);
+  const ProblemFilter filter = to_filter(opts.filter);
   const auto db = open_existing(opts.db);
-  const auto found = db->problems(filter);
+  auto found = db->problems(filter.db);
+  keep_matching(found, filter, [](const auto& pair) { return pair.second; });
   if (found.empty())
     throw_error(Errc::database,
                 fmt::format("no candidates recorded in {} for {}x{}x{} matching the filters",
@@ -294,8 +511,10 @@ int show_problem(const Options& opts) {
 // export, import
 
 int export_db(const Options& opts) {
-  const DbFilter filter = to_filter(opts.filter);
-  const std::string text = open_existing(opts.db)->export_json(filter);
+  const ProblemFilter filter = to_filter(opts.filter);
+  const auto db = open_existing(opts.db);
+  require_scaling_covered(*db, filter);
+  const std::string text = db->export_json(filter.db);
   if (opts.output.empty()) {
     std::cout << text;
     return 0;
@@ -426,14 +645,26 @@ std::string counts_text(const std::vector<std::pair<std::string, int64_t>>& coun
   return out.empty() ? "-" : out;
 }
 
+// Problems per data types (and scaling, where not none), each problem once whatever its GPUs.
+std::vector<std::pair<std::string, int64_t>> problems_by_types(const TuningDb& db) {
+  std::unordered_set<Problem, ProblemHash> seen;
+  std::map<std::string, int64_t> counts;
+  for (const auto& [device, problem] : db.problems({}))
+    if (seen.insert(problem).second) ++counts[types_text(problem)];
+  return {counts.begin(), counts.end()};
+}
+
 int show_stats(const Options& opts) {
-  const DbStats s = open_existing(opts.db)->stats();
+  const auto db = open_existing(opts.db);
+  const DbStats s = db->stats();
+  const auto by_types = problems_by_types(*db);
   if (opts.json) {
     print_json({{"database", opts.db},
                 {"schema_version", s.schema_version},
                 {"file_bytes", s.file_bytes},
                 {"devices", s.devices},
                 {"problems", s.problems},
+                {"by_types", counts_json(by_types)},
                 {"candidates", s.candidates},
                 {"by_status", counts_json(s.by_status)},
                 {"by_family", counts_json(s.by_family)},
@@ -446,7 +677,7 @@ int show_stats(const Options& opts) {
   table.add({"schema version", std::to_string(s.schema_version)});
   table.add({"size", fmt::format("{} bytes", s.file_bytes)});
   table.add({"devices", std::to_string(s.devices)});
-  table.add({"problems", std::to_string(s.problems)});
+  table.add({"problems", fmt::format("{} ({})", s.problems, counts_text(by_types))});
   table.add({"candidates", fmt::format("{} ({})", s.candidates, counts_text(s.by_status))});
   table.add({"families", counts_text(s.by_family)});
   table.add({"best rows", fmt::format("{} ({} stale)", s.best, s.best_stale)});
@@ -455,12 +686,15 @@ int show_stats(const Options& opts) {
 }
 
 int delete_problems(const Options& opts) {
-  const DbFilter filter = to_filter(opts.filter);
+  const ProblemFilter filter = to_filter(opts.filter);
   GT_REQUIRE(opts.all || !is_empty(filter), Errc::invalid_argument,
-             "delete needs a filter (--device, --dtype, --layout, --m, --n, --k) or --all");
+             "delete needs a filter (--device, --types, --scaling, --layout, --m, --n, --k, "
+             "--beta) or --all");
   GT_REQUIRE(!opts.all || is_empty(filter), Errc::invalid_argument,
              "delete takes filters or --all, not both");
-  const int64_t deleted = open_existing(opts.db)->remove(filter);
+  const auto db = open_existing(opts.db);
+  require_scaling_covered(*db, filter);
+  const int64_t deleted = db->remove(filter.db);
   if (opts.json)
     print_json({{"deleted", deleted}});
   else
@@ -473,7 +707,7 @@ int delete_problems(const Options& opts) {
 // report
 
 int write_report(const Options& opts) {
-  const DbFilter filter = to_filter(opts.filter);
+  const ProblemFilter filter = to_filter(opts.filter);
   cli::ReportCounts counts;
   const std::string page = cli::html_report(*open_existing(opts.db), filter, counts);
   std::ofstream out(opts.html, std::ios::binary | std::ios::trunc);
@@ -505,6 +739,22 @@ Subcommands add_subcommands(CLI::App& app, Options& opts) {
   sub.list = app.add_subcommand("list", "Best configurations, filtered");
   add_filter_options(*sub.list, opts.filter);
   add_ld_options(*sub.list, opts.filter);
+  auto* for_gpu =
+      sub.list
+          ->add_option("--for-gpu", opts.for_gpu.name,
+                       "Per problem, the row the library uses on this GPU (its name, or part of "
+                       "it) and why: its own, or a sibling's of the same compute capability")
+          ->excludes(sub.list->get_option("--device"));
+  sub.list
+      ->add_option("--cc", opts.for_gpu.cc,
+                   "With --for-gpu: its compute capability (90 or 9.0), needed when it has no "
+                   "rows of its own")
+      ->needs(for_gpu);
+  sub.list
+      ->add_option("--sms", opts.for_gpu.sms,
+                   "With --for-gpu: its SM count, where GPUs of one name differ")
+      ->needs(for_gpu)
+      ->check(kPositive);
 
   sub.show = app.add_subcommand("show", "Every candidate of one problem and why the winner won");
   add_filter_options(*sub.show, opts.filter);

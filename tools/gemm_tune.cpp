@@ -37,7 +37,7 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option("--m", a.m, "Rows of op(A) and C");
   app.add_option("--n", a.n, "Columns of op(B) and C");
   app.add_option("--k", a.k, "Columns of op(A), rows of op(B)");
-  app.add_option("--dtype", a.dtype, "f32, f16 or bf16")->capture_default_str();
+  app.add_option("--dtype", a.dtype, gt::cli::kTypesHelp)->capture_default_str();
   app.add_option("--layout", a.layout, "op(A)op(B): nn, nt, tn or tt")->capture_default_str();
   app.add_option("--lda", a.lda, "Leading dimension of A (default: rows of A as stored)");
   app.add_option("--ldb", a.ldb, "Leading dimension of B (default: rows of B as stored)");
@@ -47,9 +47,7 @@ void add_options(CLI::App& app, Args& a) {
                  "beta (0: C is never read); problems that read C are tuned and stored apart from "
                  "those that do not")
       ->capture_default_str();
-  app.add_option(
-      "--shapes", a.shapes,
-      "File of shapes, one per line: 'M N K [dtype] [layout] [lda=] [ldb=] [ldc=] [beta=]'");
+  app.add_option("--shapes", a.shapes, gt::cli::kShapesHelp);
   app.add_option("--db", a.db,
                  "Tuning database (default: $GEMMTUNE_DB or ~/.cache/gemmtune/tuning.db); %t: the "
                  "shard index");

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <tuple>
 
 #include "gemmtune/generator/util.hpp"
 #include "rows.hpp"
@@ -59,6 +60,45 @@ CandidateStatus parse_status(std::string_view text) {
            "unknown status '{}' (expected ok, compile_error, out_of_resources, wrong_result, "
            "fault or timeout)",
            text);
+}
+
+std::string_view to_string(BestTier tier) noexcept {
+  switch (tier) {
+    case BestTier::tuned:
+      return "tuned";
+    case BestTier::other_version:
+      return "other_version";
+    case BestTier::sibling:
+      return "sibling";
+  }
+  return "?";
+}
+
+std::vector<TieredBest> rank_bests_for(const DeviceKey& device, const Problem& problem,
+                                       const std::vector<BestRecord>& rows) {
+  std::vector<TieredBest> out;
+  for (const BestRecord& row : rows) {
+    if (!row.current || row.device.cc != device.cc || row.problem != problem) continue;
+    const bool same_gpu = row.device.name == device.name && row.device.sms == device.sms;
+    const BestTier tier = row.device == device ? BestTier::tuned
+                          : same_gpu           ? BestTier::other_version
+                                               : BestTier::sibling;
+    // One row per device key: the fastest current one (several families may have a best).
+    auto same_key = std::find_if(out.begin(), out.end(),
+                                 [&](const TieredBest& t) { return t.best.device == row.device; });
+    if (same_key == out.end())
+      out.push_back({tier, row});
+    else if (ranks_before(row.winner, same_key->best.winner))
+      same_key->best = row;
+  }
+  // By tier, then the most recently tuned first; the device key breaks ties, so that the order
+  // does not depend on the order of the rows.
+  std::sort(out.begin(), out.end(), [](const TieredBest& a, const TieredBest& b) {
+    const DeviceKey &x = a.best.device, &y = b.best.device;
+    return std::tie(a.tier, b.best.tuned_at, x.name, x.sms, x.driver, x.nvrtc) <
+           std::tie(b.tier, a.best.tuned_at, y.name, y.sms, y.driver, y.nvrtc);
+  });
+  return out;
 }
 
 bool ranks_before(const CandidateRecord& a, const CandidateRecord& b) {
@@ -169,6 +209,14 @@ std::vector<BestRecord> TuningDb::bests_on_siblings(const DeviceKey& device,
     return a.tuned_at > b.tuned_at;
   });
   return found;
+}
+
+std::vector<TieredBest> TuningDb::bests_for(const DeviceKey& device, const Problem& problem) const {
+  return rank_bests_for(
+      device, problem,
+      rows::select_bests(
+          db_,
+          sql::Conditions().add("d.cc = ?", {int64_t(device.cc)}).add(rows::problem_is(problem))));
 }
 
 std::vector<BestRecord> TuningDb::bests_like(const DeviceKey& device, const Problem& like) const {

@@ -84,6 +84,31 @@ struct BestRecord {
   std::string tuned_at;
 };
 
+// Where a row that serves a GPU comes from: the tiers of the library's database lookup, in its
+// order of preference (the nearest tuned shape and the built-in defaults come after them).
+enum class BestTier {
+  tuned,          // the GPU's own row, under its driver and NVRTC
+  other_version,  // the GPU's own row (same name, compute capability, SMs), other driver or NVRTC
+  sibling,        // a row of another GPU (name or SMs) of the same compute capability
+};
+std::string_view to_string(BestTier tier) noexcept;  // "tuned", "other_version", "sibling"
+
+struct TieredBest {
+  BestTier tier = BestTier::tuned;
+  BestRecord best;
+};
+
+// The rule of those tiers, over rows already read (TuningDb::bests_for reads them): of `rows`
+// (any GPUs, problems and template versions), the current bests of `problem` that `device` may
+// use, best first: its own row; its own rows under other versions, most recently tuned first;
+// then rows of other GPUs of its compute capability, most recently tuned first. Every row of the
+// GPU's own comes before every sibling's, so a sibling's row serves only a GPU that has no row
+// of its own it can use. One row per device key, its fastest current one (as best() picks);
+// stale rows and rows of another compute capability are never returned. A caller that must skip
+// rows (a family it may not run) takes the first one left.
+std::vector<TieredBest> rank_bests_for(const DeviceKey& device, const Problem& problem,
+                                       const std::vector<BestRecord>& rows);
+
 // Filters of list/export/delete; unset fields match everything.
 struct DbFilter {
   std::optional<std::string> device;  // substring of the device name
@@ -154,6 +179,10 @@ class TuningDb {
   // or SM count): an H200 using an H100's results before it has its own. The most recently
   // tuned first; rows of the same GPU under other versions are bests_under_other_versions'.
   std::vector<BestRecord> bests_on_siblings(const DeviceKey& device, const Problem& problem) const;
+  // best(), bests_under_other_versions() and bests_on_siblings() in one list, with the tier of
+  // each, in the order the library tries them: rank_bests_for() over the rows of the problem on
+  // GPUs of the device's compute capability.
+  std::vector<TieredBest> bests_for(const DeviceKey& device, const Problem& problem) const;
   // Current bests of the device for every shape with the types, scaling and layout of `like`,
   // of problems that read C and of those that do not (for the nearest-shape fallback).
   std::vector<BestRecord> bests_like(const DeviceKey& device, const Problem& like) const;
