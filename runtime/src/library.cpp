@@ -78,6 +78,18 @@ std::string sibling_note(const DeviceKey& tuned) {
       tuned.name, tuned.sms, tuned.cc / 10, tuned.cc % 10);
 }
 
+Source source_of(BestTier tier) {
+  switch (tier) {
+    case BestTier::tuned:
+      return Source::tuned;
+    case BestTier::other_version:
+      return Source::other_version;
+    case BestTier::sibling:
+      return Source::sibling;
+  }
+  return Source::tuned;
+}
+
 // " with beta = 0" / " with beta != 0" where the tuned problem's class is not the call's.
 std::string beta_note(const Problem& call, const Problem& tuned) {
   if (call.reads_c == tuned.reads_c) return "";
@@ -176,21 +188,12 @@ struct Library::Impl {
       return trustworthy(b, dev.arch) && allowed(only_families, b.winner.config.family);
     };
     Selection sel;
-    if (auto best = tdb.best(dev.key, p); best && trusted(*best)) {
-      sel.source = Source::tuned;
-      return std::pair{best->winner.config, sel};
-    }
-    for (const auto& other : tdb.bests_under_other_versions(dev.key, p)) {
-      if (!trusted(other)) continue;
-      sel.source = Source::other_version;
-      sel.note = versions_note(other.device, dev.key);
-      return std::pair{other.winner.config, sel};
-    }
-    for (const auto& sibling : tdb.bests_on_siblings(dev.key, p)) {
-      if (!trusted(sibling)) continue;
-      sel.source = Source::sibling;
-      sel.note = sibling_note(sibling.device);
-      return std::pair{sibling.winner.config, sel};
+    for (const TieredBest& row : tdb.bests_for(dev.key, p)) {
+      if (!trusted(row.best)) continue;
+      sel.source = source_of(row.tier);
+      if (row.tier == BestTier::other_version) sel.note = versions_note(row.best.device, dev.key);
+      if (row.tier == BestTier::sibling) sel.note = sibling_note(row.best.device);
+      return std::pair{row.best.winner.config, sel};
     }
     const auto nearest =
         nearest_best(tdb.bests_like(dev.key, p), p, dev.arch,
