@@ -1,5 +1,4 @@
 // The public API: clear errors for bad input, the C API, streams, several threads at once.
-#include <spdlog/sinks/ostream_sink.h>
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -14,9 +13,12 @@
 #include "gemmtune/gemmtune.hpp"
 #include "gemmtune/generator/util.hpp"
 #include "gpu_support.hpp"
+#include "log_capture.hpp"
 
 namespace gemmtune {
 namespace {
+
+using test::LogCapture;
 
 class LibraryApi : public test::GpuTest {
  protected:
@@ -200,29 +202,6 @@ TEST_F(LibraryApi, EachDtypeIsComputedRightOrRefusedAsUnsupported) {
     EXPECT_TRUE(verdict.ok) << p.describe() << ": " << verdict.message;
   }
 }
-
-// Collects what gemmtune logs while it lives.
-class LogCapture {
- public:
-  LogCapture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(text_)) {
-    log().sinks().push_back(sink_);
-  }
-  ~LogCapture() {
-    auto& sinks = log().sinks();
-    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
-  }
-  int lines_with(const std::string& part) const {
-    std::istringstream in(text_.str());
-    int count = 0;
-    for (std::string line; std::getline(in, line);) count += line.find(part) != std::string::npos;
-    return count;
-  }
-  std::string text() const { return text_.str(); }
-
- private:
-  std::ostringstream text_;
-  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
-};
 
 // A damaged database (truncated, random bytes, another program's SQLite file): the library says
 // so once and computes with its built-in defaults; the caller never sees an error.
