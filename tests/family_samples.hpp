@@ -26,7 +26,8 @@ inline std::vector<Problem> sample_problems(const std::vector<std::string>& layo
   const int64_t shapes[][3] = {{4096, 4096, 4096}, {1000, 3000, 5000}, {6144, 24, 4096},
                                {24, 6144, 4096},   {500, 300, 700},    {768, 128, 768},
                                {4096, 1, 4096},    {1, 4096, 4096}};
-  const DataTypes types[] = {DataTypes::uniform(DataType::f32), DataTypes::uniform(DataType::f16),
+  const DataTypes types[] = {DataTypes::uniform(DataType::f32),
+                             DataTypes::uniform(DataType::f16),
                              DataTypes::uniform(DataType::bf16),
                              {DataType::f16, DataType::bf16, DataType::f32, DataType::f32}};
   std::vector<Problem> out;
@@ -36,8 +37,8 @@ inline std::vector<Problem> sample_problems(const std::vector<std::string>& layo
         out.push_back(make_problem(t, parse_op(layout[0]), parse_op(layout[1]), s[0], s[1], s[2]));
       Problem unaligned = make_problem(t, parse_op(layout[0]), parse_op(layout[1]), 301, 203, 107);
       unaligned.lda += 1;
-      unaligned.align =
-          alignment_class(t, nullptr, nullptr, nullptr, unaligned.lda, unaligned.ldb, unaligned.ldc);
+      unaligned.align = alignment_class(t, nullptr, nullptr, nullptr, unaligned.lda, unaligned.ldb,
+                                        unaligned.ldc);
       out.push_back(unaligned);
       Problem reading = make_problem(t, parse_op(layout[0]), parse_op(layout[1]), 2048, 2048, 1024);
       reading.reads_c = true;

@@ -46,8 +46,8 @@ TEST_F(TestFamily, IsEnumeratedTunedStoredListedAndServed) {
   }
 
   // Listed by gemm-db, which does not have the family (it says so rather than call it stale).
-  const auto listed = test::run_command(test::tool("gemm-db") + " list --json --db " +
-                                        options_.db_path.string());
+  const auto listed =
+      test::run_command(test::tool("gemm-db") + " list --json --db " + options_.db_path.string());
   ASSERT_EQ(listed.exit_code, 0) << listed.output;
   const nlohmann::json rows = nlohmann::json::parse(listed.output);
   ASSERT_EQ(rows.size(), 1u) << listed.output;

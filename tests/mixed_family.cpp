@@ -3,10 +3,11 @@
 // the templates) and an argument of its own in its launch plan. It registers itself like any
 // family, in the binaries that link this file, and nothing outside tests/ knows it: the proof
 // that a family is one folder's worth of change.
+#include "mixed_family.hpp"
+
 #include <fmt/format.h>
 
 #include "gemmtune/generator/family.hpp"
-#include "mixed_family.hpp"
 
 namespace gemmtune::test {
 namespace {
@@ -23,14 +24,14 @@ using Config = FamilyConfig<MixedParams>;
 
 // The argument struct, compiled here for its offsets and emitted as the kernel's. `extra` is the
 // family's own argument: a wrong offset for it gives the kernel a wrong magic, and it writes NaN.
-#define GEMMTUNE_MIXED_ARGS                                     \
-  struct MixedExtra {                                           \
-    unsigned magic;                                             \
-    int row_blocks;                                             \
-  };                                                            \
-  struct MixedArgs {                                            \
-    GemmCore core;                                              \
-    MixedExtra extra;                                           \
+#define GEMMTUNE_MIXED_ARGS \
+  struct MixedExtra {       \
+    unsigned magic;         \
+    int row_blocks;         \
+  };                        \
+  struct MixedArgs {        \
+    GemmCore core;          \
+    MixedExtra extra;       \
   };
 GEMMTUNE_MIXED_ARGS
 #define GEMMTUNE_TEXT(...) #__VA_ARGS__
@@ -93,7 +94,8 @@ class MixedFamily final : public FamilyOf<MixedParams> {
     Space<MixedParams> s;
     s.set(&MixedParams::threads, {64, 128, 256});
     s.set(&MixedParams::cols, {1, 2, 4});
-    s.rules = {{"cols_within_n", "a thread's columns do not run past N twice over",
+    s.rules = {{"cols_within_n",
+                "a thread's columns do not run past N twice over",
                 {&MixedParams::cols},
                 [](const Config& c, const Problem& p, const ArchInfo&) {
                   return c.cols == 1 || c.cols <= p.n;
@@ -126,7 +128,9 @@ class MixedFamily final : public FamilyOf<MixedParams> {
   }
 
   ArgsLayout args_layout() const override {
-    return {"MixedArgs", sizeof(MixedArgs), offsetof(MixedArgs, core),
+    return {"MixedArgs",
+            sizeof(MixedArgs),
+            offsetof(MixedArgs, core),
             {GEMMTUNE_ARGS_MEMBER(MixedArgs, core), GEMMTUNE_ARGS_MEMBER(MixedArgs, extra)}};
   }
 

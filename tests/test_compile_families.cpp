@@ -78,8 +78,8 @@ std::vector<std::tuple<std::string, std::string>> families_and_arches() {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllFamilies, CompileEveryFamily,
-                         ::testing::ValuesIn(families_and_arches()), [](const auto& info) {
-                           return std::get<0>(info.param) + "_" + std::get<1>(info.param);
+                         ::testing::ValuesIn(families_and_arches()), [](const auto& test) {
+                           return std::get<0>(test.param) + "_" + std::get<1>(test.param);
                          });
 
 // The valid points of a space that take every value of every parameter at least once, plus

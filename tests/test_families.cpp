@@ -22,9 +22,8 @@ class EveryFamily : public ::testing::TestWithParam<std::string> {
  protected:
   const Family& family() const { return find_family(GetParam()); }
   // The sample problems the family supports on the architecture.
-  std::vector<Problem> problems(const ArchInfo& arch,
-                                const std::vector<std::string>& layouts = {"nn", "nt", "tn",
-                                                                           "tt"}) const {
+  std::vector<Problem> problems(const ArchInfo& arch, const std::vector<std::string>& layouts = {
+                                                          "nn", "nt", "tn", "tt"}) const {
     std::vector<Problem> out;
     for (const Problem& p : test::sample_problems(layouts))
       if (family().unsupported_reason(p, arch).empty()) out.push_back(p);
@@ -136,9 +135,9 @@ TEST_P(EveryFamily, TheUnitCarriesEveryParameter) {
     const KernelConfig c = family().default_config(p, arch);
     const std::string code = family().emit(c, arch);
     for (const auto& [param, value] : c.params) {
-      const bool found = code.find(fmt::format(" {} = {};", param, value)) != std::string::npos ||
-                         code.find(fmt::format(" {} = {};", param, value ? "true" : "false")) !=
-                             std::string::npos;
+      const bool found =
+          code.find(fmt::format(" {} = {};", param, value)) != std::string::npos ||
+          code.find(fmt::format(" {} = {};", param, value ? "true" : "false")) != std::string::npos;
       EXPECT_TRUE(found) << param << "=" << value << " not in\n" << code;
     }
     EXPECT_NE(code.find(family().kernel_name(c)), std::string::npos);

@@ -44,7 +44,7 @@ def direct_c_api(x, w, out):
     lib = _library.library()
     tokens, features = x.shape
     outputs = w.shape[0]
-    args = (x.device.index, _library.DTYPES["bf16"], 1, 0, outputs, tokens, features,
+    args = (x.device.index, _library.type_code("bf16"), 1, 0, outputs, tokens, features,
             ctypes.c_float(1.0), ctypes.c_void_p(w.data_ptr()), features,
             ctypes.c_void_p(x.data_ptr()), features, ctypes.c_float(0.0),
             ctypes.c_void_p(out.data_ptr()), outputs,

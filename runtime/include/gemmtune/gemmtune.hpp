@@ -53,7 +53,7 @@ struct Selection {
 // of cuBLASLt's matmul descriptor: each operand's type, the scaling, op(A) and op(B). Scale
 // pointers, group tables and epilogues join it as the kernels for them arrive.
 struct MatmulDesc {
-  DataTypes types;  // DataTypes::uniform(DataType::bf16): A, B, C (= D) bf16, f32 accumulation
+  DataTypes types;  // default: f32 everywhere (A, B, C = D, accumulator), as the C descriptor
   Scaling scaling = Scaling::none;
   Op op_a = Op::N;
   Op op_b = Op::N;

@@ -53,8 +53,10 @@ struct ArgsLayout {
 };
 
 // A member of an argument struct by name and offset, for ArgsLayout::members.
-#define GEMMTUNE_ARGS_MEMBER(type, member) \
-  std::pair<std::string_view, uint32_t> { #member, uint32_t(offsetof(type, member)) }
+#define GEMMTUNE_ARGS_MEMBER(type, member)    \
+  std::pair<std::string_view, uint32_t> {     \
+#member, uint32_t(offsetof(type, member)) \
+  }
 
 // Plain data the family passes its kernel besides what the runtime provides (the tiling of the
 // launch, say), copied into the argument struct at `offset`.
