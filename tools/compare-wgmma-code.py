@@ -40,7 +40,7 @@ import sys
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-SMEM_PER_BLOCK = 232448  # sm_90's opt-in shared memory per block (the generator's kSmemPerBlock)
+SMEM_PER_BLOCK = 232448  # sm_90's opt-in shared memory per block (ArchInfo::smem_per_block)
 WORK_BYTES = 32  # sizeof(schedule::Work)
 DP, SPLIT_K, STREAM_K = 0, 1, 2
 

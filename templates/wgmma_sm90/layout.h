@@ -7,7 +7,7 @@
 //   wgmma_sm90::Shape s;
 //   s.BM = ...; s.BN = ...; s.STAGES = ...; s.WG = ...; s.SWAP = ...; s.WS = ...;
 //   s.EPILOGUE = ...; s.CLUSTER_K = ...; s.KSUB = ...; s.PINGPONG = ...;
-//   s.C_BUFFERS = wgmma_sm90::c_buffers(s, wgmma_sm90::SMEM_PER_BLOCK);  // emitted as C_BUFFERS
+//   s.C_BUFFERS = wgmma_sm90::c_buffers(s, arch.smem_per_block);  // emitted as C_BUFFERS
 //   const int bytes = wgmma_sm90::smem_bytes(s);  // the launch's, and the kernel's SMEM_BYTES
 // The other functions (tile_rows, accumulators, ...) are the kernel's constants of the same
 // meaning; all are constexpr.
@@ -18,9 +18,6 @@
 
 namespace gemmtune {
 namespace wgmma_sm90 {
-
-// Shared memory a block may have on sm_90 (227 KB, opted into at launch).
-constexpr int SMEM_PER_BLOCK = 232448;
 
 // K a sub-block of a stage holds: 64 16-bit values, one 128-byte swizzle row.
 constexpr int SUB_K = 64;
