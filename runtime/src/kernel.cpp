@@ -32,29 +32,16 @@ LoadedKernel::~LoadedKernel() {
 }
 
 int LoadedKernel::occupancy(const LaunchPlan& g) const {
-  const uint32_t threads = g.block[0] * g.block[1] * g.block[2];
-  const uint32_t cluster = g.cluster[0] * g.cluster[1] * g.cluster[2];
-  if (cluster > 1) {
-    CUlaunchConfig cfg{};
-    cfg.gridDimX = g.cluster[0];
-    cfg.gridDimY = g.cluster[1];
-    cfg.gridDimZ = g.cluster[2];
-    cfg.blockDimX = g.block[0];
-    cfg.blockDimY = g.block[1];
-    cfg.blockDimZ = g.block[2];
-    cfg.sharedMemBytes = g.smem_bytes;
-    CUlaunchAttribute attr{};
-    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr.value.clusterDim.x = g.cluster[0];
-    attr.value.clusterDim.y = g.cluster[1];
-    attr.value.clusterDim.z = g.cluster[2];
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
+  if (g.cluster_size() > 1) {
+    // Clusters resident on the whole GPU: asked with a grid of one cluster.
+    const LaunchConfig launch(g, g.cluster, nullptr);
     int clusters = 0;
-    if (cu::api().cuOccupancyMaxActiveClusters(&clusters, function_, &cfg) != CUDA_SUCCESS)
+    if (cu::api().cuOccupancyMaxActiveClusters(&clusters, function_, &launch.config) !=
+        CUDA_SUCCESS)
       return 0;
     return clusters;
   }
+  const uint32_t threads = g.block[0] * g.block[1] * g.block[2];
   int blocks = 0;
   GT_CU(
       cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, function_, int(threads), g.smem_bytes));
@@ -62,7 +49,7 @@ int LoadedKernel::occupancy(const LaunchPlan& g) const {
 }
 
 uint32_t LoadedKernel::resident_ctas(const LaunchPlan& g, int sms) const {
-  const uint32_t cluster = g.cluster[0] * g.cluster[1] * g.cluster[2];
+  const uint32_t cluster = g.cluster_size();
   const int n = occupancy(g);  // clusters on the GPU, or blocks per SM
   return cluster > 1 ? uint32_t(n) * cluster : uint32_t(n) * uint32_t(sms);
 }

@@ -81,29 +81,32 @@ uint32_t persistent_grid_x(const LaunchPlan& plan, uint32_t resident) {
 
 void launch_with(CUfunction function, const LaunchPlan& plan, uint32_t grid_x, void* args,
                  CUstream stream) {
-  CUlaunchConfig cfg{};
-  cfg.gridDimX = grid_x;
-  cfg.gridDimY = plan.grid[1];
-  cfg.gridDimZ = plan.grid[2];
-  cfg.blockDimX = plan.block[0];
-  cfg.blockDimY = plan.block[1];
-  cfg.blockDimZ = plan.block[2];
-  cfg.sharedMemBytes = plan.smem_bytes;
-  cfg.hStream = stream;
-  CUlaunchAttribute attr{};
-  if (plan.cluster_size() > 1) {
-    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr.value.clusterDim.x = plan.cluster[0];
-    attr.value.clusterDim.y = plan.cluster[1];
-    attr.value.clusterDim.z = plan.cluster[2];
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-  }
+  LaunchConfig launch(plan, {grid_x, plan.grid[1], plan.grid[2]}, stream);
   void* params[] = {args};
-  GT_CU(cuLaunchKernelEx(&cfg, function, params, nullptr));
+  GT_CU(cuLaunchKernelEx(&launch.config, function, params, nullptr));
 }
 
 }  // namespace
+
+LaunchConfig::LaunchConfig(const LaunchPlan& plan, const std::array<uint32_t, 3>& grid,
+                           CUstream stream) {
+  config.gridDimX = grid[0];
+  config.gridDimY = grid[1];
+  config.gridDimZ = grid[2];
+  config.blockDimX = plan.block[0];
+  config.blockDimY = plan.block[1];
+  config.blockDimZ = plan.block[2];
+  config.sharedMemBytes = plan.smem_bytes;
+  config.hStream = stream;
+  if (plan.cluster_size() > 1) {
+    cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    cluster.value.clusterDim.x = plan.cluster[0];
+    cluster.value.clusterDim.y = plan.cluster[1];
+    cluster.value.clusterDim.z = plan.cluster[2];
+    config.attrs = &cluster;
+    config.numAttrs = 1;
+  }
+}
 
 GemmCore core_of(const LaunchPlan& plan, const Problem& p, const GemmOperands& ops) {
   GT_REQUIRE(plan.reads_c || ops.beta == 0.0f, Errc::invalid_argument,

@@ -2,6 +2,7 @@
 // Launches any family's kernel from its launch plan: the argument struct the plan lays out (the
 // core, the tensor maps it names, made through the Driver API and cached, the family's blocks),
 // an aligned copy of any operand a required map cannot read in place, the persistent grid.
+#include <array>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -10,6 +11,16 @@
 #include "gemmtune/runtime/workspace.hpp"
 
 namespace gemmtune {
+
+// The Driver API's launch configuration of a plan with this grid: its blocks, shared memory and,
+// for a plan of clusters, the cluster attribute (held here, so that `config.attrs` stays valid).
+struct LaunchConfig {
+  LaunchConfig(const LaunchPlan& plan, const std::array<uint32_t, 3>& grid, CUstream stream);
+  LaunchConfig(const LaunchConfig&) = delete;
+  LaunchConfig& operator=(const LaunchConfig&) = delete;
+  CUlaunchConfig config{};
+  CUlaunchAttribute cluster{};
+};
 
 class Launcher {
  public:
