@@ -141,17 +141,7 @@ TEST_F(EndToEnd, ResultsOfAnotherDriverAreUsedUntilTunedAgain) {
   DeviceKey older = device_.key;
   older.driver -= 10;
   older.nvrtc = "12.4";
-  {
-    TuningDb db(options_.db_path);
-    CandidateRecord r;
-    r.kernel_name = simt.kernel_name(c);
-    r.template_version = template_version(simt);
-    r.config = c;
-    r.status = CandidateStatus::ok;
-    r.median_ms = 1.0;
-    db.record(older, p, r);
-    db.set_best(older, p, r.kernel_name, r.template_version, -1, /*complete=*/true);
-  }
+  test::store_best(options_.db_path, older, p, simt, c);
   Options lib_options;
   lib_options.db_path = options_.db_path.string();
   Library lib(lib_options);

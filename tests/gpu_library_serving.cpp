@@ -80,9 +80,10 @@ TEST_F(LibraryServing, APreparedProblemNeverWaitsForAnotherProblemsCompile) {
   ASSERT_FALSE(call_ms.empty());
   std::sort(call_ms.begin(), call_ms.end());
   const double worst = call_ms.back(), median = call_ms[call_ms.size() / 2];
-  std::printf("six first calls took %.2f s; %zu calls of the prepared problem meanwhile: "
-              "median %.1f us, worst %.3f ms\n",
-              compile_s, call_ms.size(), median * 1e3, worst);
+  std::printf(
+      "six first calls took %.2f s; %zu calls of the prepared problem meanwhile: "
+      "median %.1f us, worst %.3f ms\n",
+      compile_s, call_ms.size(), median * 1e3, worst);
   EXPECT_GT(compile_s, 0.2) << "the six new problems did not compile: the test shows nothing";
   EXPECT_LT(worst, 5.0) << "median " << median << " ms over " << call_ms.size() << " calls";
   for (size_t i = 0; i < fresh.size(); ++i) {
@@ -126,19 +127,8 @@ TEST_F(LibraryServing, AGpuWithoutRowsUsesASiblingsForTheExactProblem) {
   DeviceKey other_cc = device_.key;
   other_cc.name = "A GPU of another compute capability";
   other_cc.cc = device_.key.cc == 90 ? 80 : 90;
-  {
-    TuningDb db(options_.db_path);
-    CandidateRecord r;
-    r.kernel_name = simt.kernel_name(c);
-    r.template_version = template_version(simt);
-    r.config = c;
-    r.status = CandidateStatus::ok;
-    r.median_ms = 1.0;
-    for (const DeviceKey& key : {sibling, other_cc}) {
-      db.record(key, p, r);
-      db.set_best(key, p, r.kernel_name, r.template_version, -1, /*complete=*/true);
-    }
-  }
+  for (const DeviceKey& key : {sibling, other_cc})
+    test::store_best(options_.db_path, key, p, simt, c);
   Library lib(options_);
   const Selection s = lib.select(p);
   EXPECT_EQ(s.source, Source::sibling) << s.note;

@@ -2,6 +2,7 @@
 // GPU test fixtures: a context, the device, the verification kernels, a stream.
 #include <memory>
 
+#include "gemmtune/cache/tuning_db.hpp"
 #include "gemmtune/gemmtune.hpp"
 #include "gemmtune/runtime/device.hpp"
 #include "gemmtune/runtime/workspace.hpp"
@@ -10,6 +11,21 @@
 #include "support.hpp"
 
 namespace gemmtune::test {
+
+// Stores `config` of `family` as the complete, measured best of `p` on `device` (1 ms): a row
+// the library serves as tuned on that GPU.
+inline void store_best(const std::filesystem::path& db_path, const DeviceKey& device,
+                       const Problem& p, const Family& family, const KernelConfig& config) {
+  TuningDb db(db_path);
+  CandidateRecord r;
+  r.kernel_name = family.kernel_name(config);
+  r.template_version = template_version(family);
+  r.config = config;
+  r.status = CandidateStatus::ok;
+  r.median_ms = 1.0;
+  db.record(device, p, r);
+  db.set_best(device, p, r.kernel_name, r.template_version, -1, /*complete=*/true);
+}
 
 class GpuTest : public ::testing::Test {
  protected:
