@@ -4,8 +4,8 @@ arrays (CuPy, anything with __cuda_array_interface__ or DLPack).
     import gemmtune
     y = gemmtune.linear(x, w)              # x @ w.T, as torch.nn.functional.linear
     c = gemmtune.matmul(a, b)              # a @ b, transposed views read in place
-    gemmtune.select_linear(x, w)           # which kernel, and why: tuned / other_version / nearest / fallback
-    y = gemmtune.linear(x, w8)             # operands of different dtypes (bf16 x, float8 w8)
+    gemmtune.select_linear(x, w)           # which kernel, and why: tuned ... fallback
+    # Operands may differ in dtype where a kernel computes the pair (else Error 'unsupported').
 
 GEMMTUNE_RECORD=shapes.txt lists every problem served without a tuned kernel;
 `gemm-tune --shapes shapes.txt` then tunes exactly those. The library is libgemmtune, found

@@ -20,12 +20,13 @@ torch_api = None
 class Selection(NamedTuple):
     """Which kernel a call uses, and why."""
     source: str  # 'tuned': tuned for this problem on this GPU; 'other_version': tuned for it on
-    #              this GPU under another CUDA driver or NVRTC; 'nearest': tuned for the nearest
-    #              shape; 'fallback': nothing tuned applies, a built-in default
+    #              this GPU under another CUDA driver or NVRTC; 'sibling': tuned for it on another
+    #              GPU of the same compute capability; 'nearest': tuned for the nearest shape;
+    #              'fallback': nothing tuned applies, a built-in default
     kernel: str  # the kernel's name, as profilers show it
     family: str
     config: dict
-    note: str  # 'other_version': the driver and NVRTC; 'nearest': the shape it was tuned for
+    note: str  # 'other_version': the driver and NVRTC; 'sibling': the GPU; 'nearest': the shape
     device: dict  # the key results are looked up by: name, cc, sms, driver, nvrtc
 
     @property

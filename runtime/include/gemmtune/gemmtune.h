@@ -61,12 +61,12 @@ gemmtune_status gemmtune_gemm_on_device(int device, gemmtune_dtype dtype, gemmtu
                                         void* stream);
 
 /* Which kernel a gemmtune_gemm_on_device call with these arguments would use, and why, as one
- * JSON object: {"source": "tuned" | "other_version" | "nearest" | "fallback", "kernel", "family",
- * "config", "note", "device": the key the tuning database was searched with: {"name", "cc", "sms",
- * "driver", "nvrtc"}}. The pointers only count for their alignment and may be NULL (then the
- * leading dimensions alone decide it); beta only counts for whether it is 0 (a call that reads C
- * is tuned apart from one that does not). Looks the kernel up and compiles or loads it, as the
- * call would. *selection_json stays valid until the next gemmtune_select or
+ * JSON object: {"source": "tuned" | "other_version" | "sibling" | "nearest" | "fallback", "kernel",
+ * "family", "config", "note", "device": the key the tuning database was searched with: {"name",
+ * "cc", "sms", "driver", "nvrtc"}}. The pointers only count for their alignment and may be NULL
+ * (then the leading dimensions alone decide it); beta only counts for whether it is 0 (a call that
+ * reads C is tuned apart from one that does not). Looks the kernel up and compiles or loads it, as
+ * the call would. *selection_json stays valid until the next gemmtune_select or
  * gemmtune_matmul_select in this thread. */
 gemmtune_status gemmtune_select(int device, gemmtune_dtype dtype, gemmtune_op op_a,
                                 gemmtune_op op_b, int64_t m, int64_t n, int64_t k, const void* a,
