@@ -280,26 +280,31 @@ TEST(Emission, NamesAndHashesAreUniqueAndTheHashIsOfNameAndCode) {
   }
 }
 
+// A simt configuration, tn f32: 128x64 tiles of 64x32 warps, 8x8 a thread, 16-byte loads.
+KernelConfig simt_128x64() {
+  return {"simt",
+          DataTypes::uniform(DType::f32),
+          Scaling::none,
+          Op::T,
+          Op::N,
+          {{"BM", 128},
+           {"BN", 64},
+           {"BK", 8},
+           {"WM", 64},
+           {"WN", 32},
+           {"TM", 8},
+           {"TN", 8},
+           {"VEC", 4},
+           {"STAGES", 2}}};
+}
+
 // The emitted unit instantiates the template with the configuration's values (every parameter
 // of the family's table, then its derived constants), and checks at compile time that the
 // kernel's shared memory is what the plan launches it with.
 TEST(Emission, TheUnitCarriesTheConfigAndChecksSharedMemory) {
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
   const Family& simt = find_family("simt");
-  const KernelConfig c{"simt",
-                       DataTypes::uniform(DType::f32),
-                       Scaling::none,
-                       Op::T,
-                       Op::N,
-                       {{"BM", 128},
-                        {"BN", 64},
-                        {"BK", 8},
-                        {"WM", 64},
-                        {"WN", 32},
-                        {"TM", 8},
-                        {"TN", 8},
-                        {"VEC", 4},
-                        {"STAGES", 2}}};
+  const KernelConfig c = simt_128x64();
   const std::string code = simt.emit(c, arch);
   for (const char* line : {"static constexpr int BM = 128;", "static constexpr int BN = 64;",
                            "static constexpr int BK = 8;", "static constexpr int STAGES = 2;",
@@ -335,20 +340,7 @@ TEST(Emission, TheUnitCarriesTheConfigAndChecksSharedMemory) {
 
 TEST(Emission, KernelNamesSayWhatTheyAre) {
   const Family& f = find_family("simt");
-  KernelConfig c{"simt",
-                 DataTypes::uniform(DType::f32),
-                 Scaling::none,
-                 Op::T,
-                 Op::N,
-                 {{"BM", 128},
-                  {"BN", 64},
-                  {"BK", 8},
-                  {"WM", 64},
-                  {"WN", 32},
-                  {"TM", 8},
-                  {"TN", 8},
-                  {"VEC", 4},
-                  {"STAGES", 2}}};
+  KernelConfig c = simt_128x64();
   EXPECT_EQ(f.kernel_name(c), "gemm_simt_f32_tn_128x64x8_w64x32_t8x8_v4_s2");
 }
 
