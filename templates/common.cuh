@@ -1,6 +1,7 @@
 // Shared device helpers for every family: no system includes, so NVRTC compiles fast.
 #pragma once
 #include "data_types.h"
+#include "fp8.h"
 #include "kernel_args.h"
 #include "raster.h"
 
@@ -45,15 +46,24 @@ GEMMTUNE_DEVICE_INLINE u32 pack_f16x2(float lo, float hi) {
   return x;
 }
 
-// Element access by type code (data_types.h: f32, f16, bf16), for the generic helper kernels.
+// Element access by type code (data_types.h), for the generic helper kernels: data making,
+// the reference, checks, packing. float8 goes through fp8.h's exact code, not PTX's cvt, so that
+// the host tests check it.
 GEMMTUNE_DEVICE_INLINE float load_as_f32(const void* p, long long i, int type) {
   if (type == GEMMTUNE_TYPE_F32) return static_cast<const float*>(p)[i];
+  if (type == GEMMTUNE_TYPE_E4M3 || type == GEMMTUNE_TYPE_E5M2) {
+    const unsigned code = static_cast<const unsigned char*>(p)[i];
+    return fp8::decode(code, type == GEMMTUNE_TYPE_E4M3 ? fp8::e4m3() : fp8::e5m2());
+  }
   const u16 x = static_cast<const u16*>(p)[i];
   return type == GEMMTUNE_TYPE_F16 ? f16_to_f32(x) : bf16_to_f32(x);
 }
 GEMMTUNE_DEVICE_INLINE void store_from_f32(void* p, long long i, int type, float v) {
   if (type == GEMMTUNE_TYPE_F32)
     static_cast<float*>(p)[i] = v;
+  else if (type == GEMMTUNE_TYPE_E4M3 || type == GEMMTUNE_TYPE_E5M2)
+    static_cast<unsigned char*>(p)[i] =
+        (unsigned char)fp8::encode(v, type == GEMMTUNE_TYPE_E4M3 ? fp8::e4m3() : fp8::e5m2());
   else
     static_cast<u16*>(p)[i] = type == GEMMTUNE_TYPE_F16 ? f32_to_f16(v) : f32_to_bf16(v);
 }

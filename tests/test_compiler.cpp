@@ -42,6 +42,22 @@ TEST(Compiler, ReportsRegistersOfARealCompile) {
   EXPECT_FALSE(k.from_cache);
 }
 
+// The tuner's helper kernels (data, reference, checks) compile for every architecture, with
+// their float8 element access (fp8.h) among them.
+TEST(Compiler, TheVerificationKernelsCompile) {
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    const CompiledKernel k = Compiler(false).compile(
+        make_source("gemmtune_testing", "#include \"testing.cuh\"\n"), ArchInfo::from_name(arch));
+    EXPECT_FALSE(k.cubin.empty()) << arch;
+    size_t without_spills = 0;  // ptxas reports each of the four kernels
+    for (size_t at = 0;
+         (at = k.log.find(", 0 bytes spill stores, 0 bytes spill loads", at)) != std::string::npos;
+         ++at)
+      ++without_spills;
+    EXPECT_EQ(without_spills, 4u) << arch << "\n" << k.log;
+  }
+}
+
 TEST(Compiler, ErrorsCarryTheLogAndOptions) {
   try {
     Compiler(false).compile(tiny_kernel("this is not cuda;"), ArchInfo::from_name("sm_80"));
