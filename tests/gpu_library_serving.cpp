@@ -80,9 +80,10 @@ TEST_F(LibraryServing, APreparedProblemNeverWaitsForAnotherProblemsCompile) {
   ASSERT_FALSE(call_ms.empty());
   std::sort(call_ms.begin(), call_ms.end());
   const double worst = call_ms.back(), median = call_ms[call_ms.size() / 2];
-  std::printf("six first calls took %.2f s; %zu calls of the prepared problem meanwhile: "
-              "median %.1f us, worst %.3f ms\n",
-              compile_s, call_ms.size(), median * 1e3, worst);
+  std::printf(
+      "six first calls took %.2f s; %zu calls of the prepared problem meanwhile: "
+      "median %.1f us, worst %.3f ms\n",
+      compile_s, call_ms.size(), median * 1e3, worst);
   EXPECT_GT(compile_s, 0.2) << "the six new problems did not compile: the test shows nothing";
   EXPECT_LT(worst, 5.0) << "median " << median << " ms over " << call_ms.size() << " calls";
   for (size_t i = 0; i < fresh.size(); ++i) {
