@@ -5,9 +5,9 @@
 // columns of B in L2. Mapping a linear index so divides by values known only at launch (the tiles
 // of a group, the rows of the last group); a kernel's `/` by such a value is ~20 dependent
 // instructions (I2F, MUFU.RCP, IMAD.HI and fix-ups), and a CTA's first load waited on two of
-// them (docs/PERF.md, issue 7, eleventh round). The launch works out each divisor's multiplier
-// once (raster_divisors, make_divisor) and passes them in GemmTiling::divisors; the kernel then
-// divides with a multiply-high, an add and a shift.
+// them (docs/PERF.md, 'A division by a launch value costs ~300 cycles before the first load').
+// The launch works out each divisor's multiplier once (raster_divisors, make_divisor) and passes
+// them in GemmTiling::divisors; the kernel then divides with a multiply-high, an add and a shift.
 #pragma once
 #include "host_device.h"
 #include "kernel_args.h"

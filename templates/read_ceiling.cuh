@@ -17,7 +17,8 @@ GEMMTUNE_DEVICE_INLINE uint4 load_streaming(const uint4* p) {
 }
 
 // Eight loads in flight per thread, the grid striding over all n vectors: enough bytes in flight
-// that DRAM, not latency, sets the time (H100: 3.1 TB/s over 470 MB; docs/PERF.md).
+// that DRAM, not latency, sets the time (docs/PERF.md, 'A plain read bounds decode: 1.03-1.06x on
+// 28672x64x8192').
 constexpr int IN_FLIGHT = 8;
 
 GEMMTUNE_DEVICE_INLINE void read_all(const uint4* p, u64 n, u32* out) {

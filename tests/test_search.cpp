@@ -223,8 +223,9 @@ std::string structure_of(const DryRunEntry& e, const Problem&, const ArchInfo&) 
   return find_family(e.family).structure_of(e.config);
 }
 
-// The structures of the winners measured on the H200 and H100 (docs/PERF.md) are among the first
-// the model ranks, so that a ranked search measures them before it may stop.
+// The structures of the winners measured on the H200 and H100 are among the first the model
+// ranks, so that a ranked search measures them before it may stop (docs/PERF.md, 'The ranked
+// search measures every structure before refining').
 TEST(CostModel, MeasuredWinnersAreAmongTheFirstCandidates) {
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
   const std::vector<std::pair<Problem, std::string>> winners = {
@@ -258,12 +259,14 @@ TEST(CostModel, MeasuredWinnersAreAmongTheFirstCandidates) {
 }
 
 // Four kernels of 16 bf16 shapes whose 256x128 tiles leave part of the last wave idle, measured on
-// the H100 (docs/PERF.md runs 199-200, cuBLAS time / ours, the mean of two rounds): the default
-// of the time (stream-K, mostly of 256x128 tiles), the same tiles data-parallel, 128x192 with
-// three consumer warpgroups, 192x128 with register stores. A kernel listed twice is one pair less.
+// the H100 (cuBLAS time / ours, the mean of two rounds; docs/PERF.md, 'A partial last wave: the
+// default costs rounds times tile area'): the default of the time (stream-K, mostly of 256x128
+// tiles), the same tiles data-parallel, 128x192 with three consumer warpgroups, 192x128 with
+// register stores. A kernel listed twice is one pair less.
 // The model orders at least four in five of the pairs that differ by 2% or more as measured, so
-// that a ranked search measures the fast ones first (the model before docs/PERF.md run 207,
-// which took stream-K as perfectly balanced, ordered 31 of the 86).
+// that a ranked search measures the fast ones first (the model before its fit, which took
+// stream-K as perfectly balanced, ordered 31 of the 86; docs/PERF.md, 'The cost model is fitted
+// to measured timings').
 TEST(CostModel, OrdersTheTilingsOfAPartialWaveAsMeasured) {
   struct Measured {
     const char* layout;

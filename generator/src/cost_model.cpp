@@ -43,8 +43,7 @@ Cost roofline(const Problem& p, const ArchInfo& arch, const TileWork& w) {
   // Tiles on the busiest SM: whole tiles, or an even share of them when the work is balanced.
   // Balancing gains nothing below a wave: a tile split over two SMs ends when both halves and
   // their sum are done, and the SMs that data-parallel tiles leave idle lend their power to the
-  // busy ones (stream-K over fewer tiles than SMs lost to data-parallel tiles on all five shapes
-  // measured, 0.48-0.66x cuBLAS against 0.84-0.97x; H100, docs/PERF.md run 199).
+  // busy ones (docs/PERF.md, 'Stream-K loses to data-parallel tiles below one wave').
   const double busiest =
       w.balanced ? std::max(double(cost.tiles) / arch.sms, 1.0) : double(cost.tiles_per_sm);
 

@@ -42,7 +42,7 @@ struct ClusterK : Traits<Cfg> {
   // its own pushes of that round have been read, so it is never two phases ahead of its waiter,
   // whose parity would name the wrong phase. (Told by CTAs that own nothing, the lone owner of
   // wgmma N 8 saw its first phase complete before it waited for the one before it, and waited
-  // forever: H200, run 217.)
+  // forever: docs/PERF.md, 'In a cluster that splits K, only column owners signal'.)
   GEMMTUNE_DEVICE_INLINE static void exchange(const Smem& s, int kpart, int consumer, int round,
                                               bool more, float (&acc)[MW][TN / 2]) {
     const int lane = threadIdx.x % 128;

@@ -68,10 +68,10 @@ struct TmaStore : Traits<Cfg> {
   // k-blocks (c_block): where the segment is a whole tile (its epilogue runs here), the first
   // C_BUFFERS chunks of each of its consumers into their buffers, once that consumer has begun
   // the tile (its buffers are free then); the CTA's first tile also into L2 (prefetch_c), later
-  // tiles as their loads begin. Asked for any earlier, C's reads held up the first fill (bf16
-  // 2048^3, one tile a CTA: 0.93x -> 0.97x with beta = 1), or the wait for free buffers held up
-  // the next tile's loads during the epilogue (8192x8192x1024: 0.96x -> 0.88x); H100, docs/PERF.md
-  // runs 192-194. `free_phases` holds each consumer's c_free phase, bit by bit.
+  // tiles as their loads begin. Asked for any earlier, C's reads held up the first fill, or the
+  // wait for free buffers held up the next tile's loads during the epilogue (docs/PERF.md, 'The
+  // loads of C wait for the first fill of the ring'). `free_phases` holds each consumer's c_free
+  // phase, bit by bit.
   GEMMTUNE_DEVICE_INLINE static void fetch_c(const WgmmaArgs& args, const Smem& s, Tile t,
                                              const schedule::Segment& seg, int i,
                                              u32& free_phases) {

@@ -82,9 +82,9 @@ struct Traits {
   static constexpr int CLUSTER_CTAS = CLUSTER * CLUSTER_K;
   static constexpr bool TMA_STORE = Cfg::EPILOGUE == 1;
   static constexpr int SCHEDULE = Cfg::SCHEDULE;
-  // The code that reads C costs a kernel with beta == 0 by its presence alone (1-2% on bf16
-  // 2048^3, where a test of beta at the start of the kernel gained nothing; H100, docs/PERF.md
-  // runs 183-184): a problem that never reads C gets a kernel without it.
+  // The code that reads C costs a kernel with beta == 0 by its presence alone, and a test of beta
+  // at the kernel's start gained nothing (docs/PERF.md, 'The code that reads C costs beta = 0
+  // kernels 1-2%'): a problem that never reads C gets a kernel without it.
   static constexpr bool READS_C = Cfg::READS_C;
   // The C tile staged for TMA stores (layout.h): per consumer, C_CHUNKS chunks through
   // C_BUFFERS buffers, and C_BARRIERS barriers with beta != 0.

@@ -126,7 +126,7 @@ struct WarpSpecialized : Traits<Cfg> {
         if (CLUSTER_K > 1 && ks.begin == ks.end)
           Mainloop::zero(acc);  // fewer k-blocks than CTAs: adds nothing
         // The producer loads C's first chunks once the buffers are free (fetch_c): a test in this
-        // loop made a kernel 3-6% slower on 1024x1024x16384 (split-K, H100 runs 169-170, 192).
+        // loop costs 3-6% (docs/PERF.md, 'A test in the main loop of the consumers costs 3-6%').
         if (TMA_STORE && with_c) {
           c_early = schedule::segment(Tiles::work_in(s), worker, i).parts == 1;
           if (c_early) TmaStore::free_c_buffers(s, consumer);

@@ -308,8 +308,8 @@ std::vector<CandidateRecord> runnable_ok(const TuningDb& db, const TuneReport& r
 // The candidates of the final round: the fastest, and those close enough to it that another
 // round could change the order (every one of the fastest in an exhaustive search); and the
 // families' defaults, so that the winner is never a kernel that only looked faster than the
-// untuned call's in other conditions (the default is measured first, when the tuned kernels of
-// the suite on the H100 put it 4-11% behind, where the bench put it 0-4%; docs/PERF.md).
+// untuned call's in other conditions (the tuner once put the default 4-11% behind where the
+// bench put it 0-4%; docs/PERF.md, 'The final round times the family defaults').
 std::vector<CandidateRecord> finalists(const std::vector<CandidateRecord>& candidates,
                                        const TuneOptions& o,
                                        const std::set<std::string>& defaults) {
@@ -514,8 +514,8 @@ void notify_candidate(const TuneOptions& o, const TuneReport& report, size_t ind
 
 // How long to load the GPU before a timing, after it idled `idle_s` while the tuner waited on a
 // compile (as at the start of the second pass): as long as it idled, up to `most_ms` (the settling
-// at the run's start). An idle GPU cools and clocks up: bf16 8192^3 timed 1.463 ms after one such
-// wait, 1.560 ms in the final round (H100, docs/PERF.md).
+// at the run's start). An idle GPU cools and clocks up (docs/PERF.md, 'An idle GPU times fast, so
+// the tuner loads it first').
 double settle_ms(double idle_s, double most_ms) {
   return idle_s > 0.1 ? std::min(1e3 * idle_s, most_ms) : 0;
 }

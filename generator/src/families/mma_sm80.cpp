@@ -90,9 +90,9 @@ int64_t widest_vector(const Problem& p) {
   return std::clamp<int64_t>(p.align / 2, 1, 8);
 }
 
-// The cost model's calibration: mma.sync on sm_80-89 reaches about 80% of the tensor rate with
-// 64x64 warp tiles, and half of that on Hopper, whose peak in ArchInfo is wgmma's (docs/PERF.md,
-// 'mma.sync on the H100 peaks at two thirds of the wgmma rate').
+// The cost model's calibration: on Hopper, whose peak in ArchInfo is wgmma's, tuned kernels reach
+// about 40% of it (docs/PERF.md, 'mma.sync on the H100 peaks at two thirds of the wgmma rate');
+// 80% on sm_80-89 is an estimate, not measured.
 constexpr double kAmperePeakFraction = 0.80;
 constexpr double kHopperPeakFraction = 0.40;
 // A pipeline shallower than ~96 K hides memory latency less well.

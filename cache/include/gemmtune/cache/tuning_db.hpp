@@ -61,10 +61,9 @@ struct CandidateRecord {
 // and template version (failures by name and version).
 bool ranks_before(const CandidateRecord& a, const CandidateRecord& b);
 
-// A preferred kernel keeps the win unless another ran more than this much faster. On the H100 the
-// tuner's final round put a family's default within 0.2-1.5% of the winner on five of the LLM
-// suite's large shapes (and the default won three more), while repeated benches of one kernel
-// move 2-5% (docs/PERF.md): a lead that small is noise.
+// A preferred kernel keeps the win unless another ran more than this much faster: a default
+// within 0.2-1.5% of the winner, where one kernel's median moves 2-5% between benches, is noise
+// (docs/PERF.md, 'A lead under 1% in the final round is noise').
 inline constexpr double kWinnerMargin = 0.01;
 
 // The winner among records: the first ok one by ranks_before(), unless one of `preferred`

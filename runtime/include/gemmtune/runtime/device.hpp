@@ -22,7 +22,9 @@ struct DeviceInfo {
   int sm_clock_khz = 0;  // the clock the driver reports (boost)
 
   // Datasheet-style peaks from SM count and clock: f32 on CUDA cores, f16/bf16 dense on
-  // tensor cores. For "% of peak" columns; measured ceilings are in docs/PERF.md.
+  // tensor cores. For "% of peak" columns; measured ceilings: docs/PERF.md, 'The best Hopper
+  // kernels run at about 70% of the bf16 peak' and 'mma.sync on the H100 peaks at two thirds of
+  // the wgmma rate'.
   double peak_tflops(const DataTypes& types) const;
 };
 
