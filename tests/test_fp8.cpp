@@ -23,8 +23,8 @@ double by_definition(unsigned code, const fp8::Format& f) {
   const int e = int((code & 0x7f) >> f.mantissa_bits);
   const int m = int(code & ((1u << f.mantissa_bits) - 1));
   const double fraction = double(m) / double(1 << f.mantissa_bits);
-  const double magnitude = e == 0 ? std::ldexp(fraction, 1 - f.bias)
-                                  : std::ldexp(1.0 + fraction, e - f.bias);
+  const double magnitude =
+      e == 0 ? std::ldexp(fraction, 1 - f.bias) : std::ldexp(1.0 + fraction, e - f.bias);
   return (code & 0x80) ? -magnitude : magnitude;
 }
 
@@ -71,12 +71,11 @@ TEST(Fp8, ValuesBetweenCodesRoundToTheNearestTiesToEven) {
       const float low = fp8::decode(code, c.format), high = fp8::decode(code + 1, c.format);
       const float middle = (low + high) / 2;  // exact: float has the bits
       const unsigned even = code % 2 == 0 ? code : code + 1;
-      EXPECT_EQ(fp8::encode(middle, c.format), even) << c.name << " between " << low << " and "
-                                                     << high;
+      EXPECT_EQ(fp8::encode(middle, c.format), even)
+          << c.name << " between " << low << " and " << high;
       EXPECT_EQ(fp8::encode(std::nextafter(middle, low), c.format), code) << c.name;
       EXPECT_EQ(fp8::encode(std::nextafter(middle, high), c.format), code + 1) << c.name;
-      EXPECT_EQ(fp8::encode(-std::nextafter(middle, high), c.format), 0x80 | (code + 1))
-          << c.name;
+      EXPECT_EQ(fp8::encode(-std::nextafter(middle, high), c.format), 0x80 | (code + 1)) << c.name;
     }
 }
 
@@ -86,8 +85,7 @@ TEST(Fp8, BeyondTheLargestSaturatesAndNanStaysNan) {
     EXPECT_EQ(fp8::encode(c.largest * 4, c.format), c.format.largest) << c.name;
     EXPECT_EQ(fp8::encode(inf, c.format), c.format.largest) << c.name;
     EXPECT_EQ(fp8::encode(-inf, c.format), 0x80 | c.format.largest) << c.name;
-    EXPECT_TRUE(std::isnan(fp8::decode(fp8::encode(std::nanf(""), c.format), c.format)))
-        << c.name;
+    EXPECT_TRUE(std::isnan(fp8::decode(fp8::encode(std::nanf(""), c.format), c.format))) << c.name;
     EXPECT_EQ(fp8::encode(1e-30f, c.format), 0u) << c.name;  // below half the least: zero
   }
 }
