@@ -27,25 +27,10 @@ TEST_F(Fp8Data, TheReferenceOfFloat8OperandsIsTheirDecodedProduct) {
     const ProblemData d(p, *checker_, 11, stream_->get());
     const int64_t points = p.m * p.n;
     DeviceBuffer ref(size_t(points) * 8), scale(size_t(points) * 8);
-    CheckArgs args{};
-    args.a = d.a.ptr();
-    args.b = d.b.ptr();
-    args.c_init = d.c_init.ptr();
+    CheckArgs args = check_args(d, 1.5f, 0.0f);
     args.ref = ref.ptr();
     args.scale = scale.ptr();
-    args.lda = p.lda;
-    args.ldb = p.ldb;
-    args.ldc = p.ldc;
-    args.m = int(p.m);
-    args.n = int(p.n);
-    args.k = int(p.k);
-    args.op_a = 1;
-    args.op_b = 0;
-    args.type_a = int(types.a);
-    args.type_b = int(types.b);
-    args.type_c = int(types.c);
-    args.points = int(points);
-    args.alpha = 1.5f;
+    args.points = int(points);  // rows and cols none: every point, column by column
     checker_->reference(args, stream_->get());
     stream_->synchronize();
 

@@ -24,7 +24,9 @@ KernelSource testing_source() {
   return make_source("gemmtune_testing", "// verification kernels\n#include \"testing.cuh\"\n");
 }
 
-CheckArgs base_args(const ProblemData& d, float alpha, float beta) {
+}  // namespace
+
+CheckArgs check_args(const ProblemData& d, float alpha, float beta) {
   const Problem& p = d.problem;
   CheckArgs a{};
   a.a = d.a.ptr();
@@ -47,8 +49,6 @@ CheckArgs base_args(const ProblemData& d, float alpha, float beta) {
   a.tolerance = float(tolerance(p.types));
   return a;
 }
-
-}  // namespace
 
 double tolerance(const DataTypes& types) {
   // The inputs are exact in the reference (it reads the stored values); what an honest kernel
@@ -200,7 +200,7 @@ struct Verifier::Case {
   }
 
   CheckArgs args() const {
-    CheckArgs a = base_args(data, alpha, beta);
+    CheckArgs a = check_args(data, alpha, beta);
     a.rows = rows.ptr();
     a.cols = cols.ptr();
     a.ref = ref.ptr();

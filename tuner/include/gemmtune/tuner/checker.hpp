@@ -62,6 +62,11 @@ struct ProblemData {
   }
 };
 
+// The arguments of the reference and the check for the problem's data, alpha and beta: operands,
+// sizes, types and tolerance; the points and their outputs (rows, cols, ref, scale, points) are
+// the caller's.
+CheckArgs check_args(const ProblemData& data, float alpha, float beta);
+
 // Checks a kernel on the problem being tuned (sampled points, edges included, and every
 // element for NaN) and, when the problem is large (in outputs, or in bytes), on every element of
 // a smaller problem with odd sizes, ld > rows, and both beta == 0 (C full of NaN) and beta != 0.
