@@ -351,11 +351,12 @@ TEST(Templates, IncludesAreFoundTransitively) {
           "#define X \"#include \\\"e\\\"\"\n#include \"f"),
       (std::vector<std::string>{"a.h", "ptx/b.cuh"}));
   EXPECT_EQ(template_closure({"simt.cuh"}),
-            (std::vector<std::string>{"common.cuh", "data_types.h", "host_device.h",
+            (std::vector<std::string>{"common.cuh", "data_types.h", "fp8.h", "host_device.h",
                                       "kernel_args.h", "raster.h", "simt.cuh", "simt_args.h"}));
   EXPECT_EQ(template_closure({"wgmma_sm90.cuh", "pack.cuh"}),
             (std::vector<std::string>{"common.cuh",
                                       "data_types.h",
+                                      "fp8.h",
                                       "host_device.h",
                                       "kernel_args.h",
                                       "pack.cuh",
@@ -608,7 +609,7 @@ TEST(Families, TemplateVersionCoversEveryIncludedTemplate) {
   const Family& wgmma = find_family("wgmma_sm90");
   const std::string version = template_version(simt);
   EXPECT_EQ(version.size(), 16u);
-  EXPECT_EQ(version, templates_digest({"common.cuh", "data_types.h", "host_device.h",
+  EXPECT_EQ(version, templates_digest({"common.cuh", "data_types.h", "fp8.h", "host_device.h",
                                        "kernel_args.h", "raster.h", "simt.cuh", "simt_args.h"})
                          .substr(0, 16));
   EXPECT_NE(version, template_version(wgmma));
