@@ -323,7 +323,7 @@ TEST_F(TuningDbTest, ProblemsThatDifferOnlyInReadingCAreKeptApart) {
   db.set_best(h100(), p, "beta0_fast", version_for(p), 1.1, true);
   EXPECT_FALSE(db.best(h100(), q)) << "q was never tuned";
   EXPECT_TRUE(db.candidates(h100(), q).empty());
-  EXPECT_TRUE(db.bests_under_other_versions(h100(), q).empty());
+  EXPECT_TRUE(db.bests_for(h100(), q).empty()) << "nor under other versions";
 
   db.record(h100(), q, ok_candidate(q, "beta1_fast", 1.4, 1));
   db.record(h100(), q, ok_candidate(q, "beta1_slow", 2.0, 2));
@@ -960,6 +960,15 @@ TEST_F(TuningDbTest, ImportAcceptsOnlyConfigsThisBuildCanRun) {
   EXPECT_EQ(db.import_json(document.dump()).candidates, 1);
 }
 
+// The rows of one tier of bests_for(), in its order.
+std::vector<BestRecord> of_tier(BestTier tier, const TuningDb& db, const DeviceKey& device,
+                                const Problem& p) {
+  std::vector<BestRecord> out;
+  for (const TieredBest& t : db.bests_for(device, p))
+    if (t.tier == tier) out.push_back(t.best);
+  return out;
+}
+
 TEST_F(TuningDbTest, BestsUnderOtherVersionsAreOfTheSameGpuAndProblem) {
   TuningDb db(db_path());
   const Problem p = square(1024);
@@ -972,27 +981,27 @@ TEST_F(TuningDbTest, BestsUnderOtherVersionsAreOfTheSameGpuAndProblem) {
   seed_problem(db, older_driver, square(2048));  // another problem
   EXPECT_FALSE(db.best(h100(), p)) << "nothing under this driver and NVRTC";
 
-  auto found = db.bests_under_other_versions(h100(), p);
+  auto found = of_tier(BestTier::other_version, db, h100(), p);
   ASSERT_EQ(found.size(), 1u);
   EXPECT_EQ(found[0].device, older_driver);
   EXPECT_EQ(found[0].winner.kernel_name, "fast_" + p.shape());
 
   std::this_thread::sleep_for(std::chrono::milliseconds(5));  // tuned_at has milliseconds
   seed_problem(db, older_nvrtc, p, 3.0);                      // tuned later: first
-  found = db.bests_under_other_versions(h100(), p);
+  found = of_tier(BestTier::other_version, db, h100(), p);
   ASSERT_EQ(found.size(), 2u);
   EXPECT_EQ(found[0].device, older_nvrtc);
   EXPECT_EQ(found[1].device, older_driver);
   // The exact key is never among them, and a result of other templates never is.
   seed_problem(db, h100(), p);
-  EXPECT_EQ(db.bests_under_other_versions(h100(), p).size(), 2u);
-  EXPECT_TRUE(db.bests_under_other_versions(older_driver, p).size() == 2u);
+  EXPECT_EQ(of_tier(BestTier::other_version, db, h100(), p).size(), 2u);
+  EXPECT_TRUE(of_tier(BestTier::other_version, db, older_driver, p).size() == 2u);
   const Problem q = square(4096);
   CandidateRecord stale = ok_candidate(q, "stale", 1.0);
   stale.template_version = "0123456789abcdef";
   db.record(older_driver, q, stale);
   db.set_best(older_driver, q, "stale", stale.template_version, -1, true);
-  EXPECT_TRUE(db.bests_under_other_versions(h100(), q).empty());
+  EXPECT_TRUE(of_tier(BestTier::other_version, db, h100(), q).empty());
 }
 
 DeviceKey h200() {
@@ -1043,15 +1052,10 @@ TEST_F(TuningDbTest, BestsForPutsTheGpusOwnRowsBeforeSiblingsAndNeverAnotherCc) 
   EXPECT_EQ(all[0].tier, BestTier::tuned);
   EXPECT_EQ(all[0].best.device, h200());
   EXPECT_DOUBLE_EQ(all[0].best.winner.median_ms, 9.0);
-  // The same rows, in the same order, as the three queries the library made one by one.
-  std::vector<BestRecord> one_by_one = {*db.best(h200(), p)};
-  for (const auto& b : db.bests_under_other_versions(h200(), p)) one_by_one.push_back(b);
-  for (const auto& b : db.bests_on_siblings(h200(), p)) one_by_one.push_back(b);
-  ASSERT_EQ(one_by_one.size(), all.size());
-  for (size_t i = 0; i < all.size(); ++i) {
-    EXPECT_EQ(all[i].best.device, one_by_one[i].device) << i;
-    EXPECT_EQ(all[i].best.tuned_at, one_by_one[i].tuned_at) << i;
-  }
+  // Then its own row under another NVRTC, then the siblings, the most recently tuned first.
+  EXPECT_EQ(all[1].best.device, h200_older);
+  EXPECT_EQ(all[2].best.device, h100());
+  EXPECT_EQ(all[3].best.device, h100_pcie());
   // The A100 sees none of them: its compute capability has only its own row.
   EXPECT_EQ(summary(db.bests_for(a100(), p)),
             (std::vector<std::string>{"tuned NVIDIA A100-SXM4-40GB 12.8 fast_1024x1024x1024"}));

@@ -184,33 +184,6 @@ std::optional<BestRecord> TuningDb::best(const DeviceKey& device, const Problem&
   return std::move(fastest.front());
 }
 
-std::vector<BestRecord> TuningDb::bests_under_other_versions(const DeviceKey& device,
-                                                             const Problem& problem) const {
-  auto found = rows::fastest_current(rows::select_bests(
-      db_, sql::Conditions()
-               .add("d.name = ? AND d.cc = ? AND d.sms = ? AND (d.driver <> ? OR d.nvrtc <> ?)",
-                    {device.name, int64_t(device.cc), int64_t(device.sms), int64_t(device.driver),
-                     device.nvrtc})
-               .add(rows::problem_is(problem))));
-  std::stable_sort(found.begin(), found.end(), [](const BestRecord& a, const BestRecord& b) {
-    return a.tuned_at > b.tuned_at;
-  });
-  return found;
-}
-
-std::vector<BestRecord> TuningDb::bests_on_siblings(const DeviceKey& device,
-                                                    const Problem& problem) const {
-  auto found = rows::fastest_current(
-      rows::select_bests(db_, sql::Conditions()
-                                  .add("d.cc = ? AND (d.name <> ? OR d.sms <> ?)",
-                                       {int64_t(device.cc), device.name, int64_t(device.sms)})
-                                  .add(rows::problem_is(problem))));
-  std::stable_sort(found.begin(), found.end(), [](const BestRecord& a, const BestRecord& b) {
-    return a.tuned_at > b.tuned_at;
-  });
-  return found;
-}
-
 std::vector<TieredBest> TuningDb::bests_for(const DeviceKey& device, const Problem& problem) const {
   return rank_bests_for(
       device, problem,

@@ -169,18 +169,10 @@ class TuningDb {
                 const std::string& template_version, double baseline_ms, bool complete);
   // The fastest current best of the problem (stale template versions are never returned).
   std::optional<BestRecord> best(const DeviceKey& device, const Problem& problem) const;
-  // Current bests of the problem on the same GPU (name, compute capability, SM count) measured
-  // under another driver or NVRTC version, the most recently tuned first: the runtime's fallback
-  // until the problem is tuned under the versions it runs with.
-  std::vector<BestRecord> bests_under_other_versions(const DeviceKey& device,
-                                                     const Problem& problem) const;
-  // Current bests of the problem on GPUs of the same compute capability but another model (name
-  // or SM count): an H200 using an H100's results before it has its own. The most recently
-  // tuned first; rows of the same GPU under other versions are bests_under_other_versions'.
-  std::vector<BestRecord> bests_on_siblings(const DeviceKey& device, const Problem& problem) const;
-  // best(), bests_under_other_versions() and bests_on_siblings() in one list, with the tier of
-  // each, in the order the library tries them: rank_bests_for() over the rows of the problem on
-  // GPUs of the device's compute capability.
+  // The current bests of the problem that the device may use, with the tier of each, in the
+  // order the library tries them: its own row (best()); its own rows under another driver or
+  // NVRTC, the most recently tuned first; rows of other GPUs of its compute capability
+  // (siblings), the most recently tuned first. rank_bests_for() over the problem's rows there.
   std::vector<TieredBest> bests_for(const DeviceKey& device, const Problem& problem) const;
   // Current bests of the device for every shape with the types, scaling and layout of `like`,
   // of problems that read C and of those that do not (for the nearest-shape fallback).
