@@ -38,6 +38,11 @@ struct GemmCore {
   // Counters of the size the plan asks for, or 0: zero at launch, and every kernel leaves the
   // ones it used zero again, so that the next launch of any kernel finds them zero.
   unsigned long long counters;
+  // The fp32 scales of A and B for a problem with scaling (gemmtune/types.hpp, scale_shape_a/b
+  // give their layouts), else 0. Read by the kernel from device memory, so that a captured graph
+  // picks up new values.
+  unsigned long long scale_a;
+  unsigned long long scale_b;
 };
 
 // The tiling of a launch, for the families whose kernels map blocks or work units to output

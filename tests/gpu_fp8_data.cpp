@@ -23,7 +23,8 @@ TEST_F(Fp8Data, TheReferenceOfFloat8OperandsIsTheirDecodedProduct) {
   for (const DataTypes types :
        {DataTypes{DataType::e4m3, DataType::e4m3, DataType::bf16, DataType::bf16},
         DataTypes{DataType::e4m3, DataType::e5m2, DataType::f32, DataType::f32}}) {
-    const Problem p = make_problem(types, Op::T, Op::N, 37, 29, 200);  // tn: both K-major
+    Problem p = make_problem(types, Op::T, Op::N, 37, 29, 200);  // tn: both K-major
+    p.scaling = Scaling::tensor;
     const ProblemData d(p, *checker_, 11, stream_->get());
     const int64_t points = p.m * p.n;
     DeviceBuffer ref(size_t(points) * 8), scale(size_t(points) * 8);

@@ -171,8 +171,8 @@ TEST(CApiMatmulDesc, UnknownValuesAreRefusedByNameAndChangeNothing) {
   Desc d;
   expect_invalid(d.set(GEMMTUNE_MATMUL_DESC_A_TYPE, 9), {"unknown data type code 9", "e5m2"});
   expect_invalid(d.set(GEMMTUNE_MATMUL_DESC_OP_B, 2), {"unknown op 2", "GEMMTUNE_OP_T"});
-  expect_invalid(d.set(GEMMTUNE_MATMUL_DESC_SCALING, 1),
-                 {"unknown scaling 1", "GEMMTUNE_SCALING_NONE"});
+  expect_invalid(d.set(GEMMTUNE_MATMUL_DESC_SCALING, 4),
+                 {"unknown scaling 4", "GEMMTUNE_SCALING_BLOCK"});
 }
 
 TEST(CApiMatmulDesc, UnknownAttributesAreRefused) {

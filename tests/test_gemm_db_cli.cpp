@@ -307,7 +307,7 @@ TEST_F(GemmDbCli, BadInputGivesOneClearErrorAndChangesNothing) {
        2,
        "--dtype names one type of every operand; mixed types go with --types"},
       {"dtype and types", {"list", "--dtype", "f16", "--types", "f16"}, 2, "excludes"},
-      {"unknown scaling", {"delete", "--scaling", "tensor"}, 2, "unknown scaling 'tensor'"},
+      {"unknown scaling", {"delete", "--scaling", "channel"}, 2, "unknown scaling 'channel'"},
       {"cc without for-gpu", {"list", "--cc", "90"}, 2, "requires --for-gpu"},
       {"for-gpu and device", {"list", "--for-gpu", "h100", "--device", "h100"}, 2, "excludes"},
       {"bad cc", {"list", "--for-gpu", "NVIDIA L4", "--cc", "8.x"}, 2, "--cc '8.x': expected"},

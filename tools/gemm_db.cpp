@@ -109,7 +109,7 @@ void add_filter_options(CLI::App& sub, FilterArgs& args) {
                  "One type of every operand (f32, f16, bf16, e4m3 or e5m2): the same as --types "
                  "with one type")
       ->excludes(types);
-  sub.add_option("--scaling", args.scaling, "Scaling of the operands: none (the only mode yet)");
+  sub.add_option("--scaling", args.scaling, "Scaling of the operands: none, tensor, row or block");
   sub.add_option("--layout", args.layout, "op(A) op(B): nn, nt, tn or tt");
   sub.add_option("--m", args.m, "M")->check(kPositive);
   sub.add_option("--n", args.n, "N")->check(kPositive);

@@ -100,16 +100,57 @@ std::string_view to_string(Scaling scaling) noexcept {
   switch (scaling) {
     case Scaling::none:
       return "none";
+    case Scaling::tensor:
+      return "tensor";
+    case Scaling::row:
+      return "row";
+    case Scaling::block:
+      return "block";
   }
   return "?";
 }
 
 Scaling parse_scaling(std::string_view text) {
-  if (lower(text) == "none") return Scaling::none;
-  GT_THROW(Errc::invalid_argument,
-           "unknown scaling '{}' (this build has none; tensor, row and block scales come with "
-           "the float8 kernels)",
+  for (Scaling s : {Scaling::none, Scaling::tensor, Scaling::row, Scaling::block})
+    if (lower(text) == to_string(s)) return s;
+  GT_THROW(Errc::invalid_argument, "unknown scaling '{}' (expected none, tensor, row or block)",
            text);
+}
+
+namespace {
+
+int64_t blocks_of(int64_t extent) {
+  return (extent + kScaleBlock - 1) / kScaleBlock;
+}
+
+}  // namespace
+
+ScaleShape scale_shape_a(const Problem& p) {
+  switch (p.scaling) {
+    case Scaling::none:
+      return {};
+    case Scaling::tensor:
+      return {1, 1};
+    case Scaling::row:
+      return {p.m, 1};
+    case Scaling::block:
+      return {blocks_of(p.m), blocks_of(p.k)};
+  }
+  return {};
+}
+
+ScaleShape scale_shape_b(const Problem& p) {
+  switch (p.scaling) {
+    case Scaling::none:
+      return {};
+    case Scaling::tensor:
+      return {1, 1};
+    case Scaling::row:
+      return {p.n, 1};
+    case Scaling::block:
+      return {p.n, blocks_of(p.k)};
+  }
+  return {};
 }
 
 std::string DataTypes::name() const {
@@ -216,6 +257,25 @@ int64_t span_bytes(int64_t rows, int64_t cols, int64_t ld, int esize) {
   return bytes >> 62 ? -1 : int64_t(bytes);
 }
 
+bool is_fp8(DataType type) {
+  return type == DataType::e4m3 || type == DataType::e5m2;
+}
+
+// Float8 operands come with their scales, and only they have scales (cuBLASLt's rule).
+void validate_scaling(const Problem& p) {
+  const bool fp8 = is_fp8(p.types.a) || is_fp8(p.types.b);
+  GT_REQUIRE(!fp8 || (is_fp8(p.types.a) && is_fp8(p.types.b)), Errc::invalid_argument,
+             "A is {} but B is {}: float8 multiplies float8 (e4m3 or e5m2 each)",
+             to_string(p.types.a), to_string(p.types.b));
+  GT_REQUIRE(!fp8 || p.scaling != Scaling::none, Errc::invalid_argument,
+             "{} operands take scales: a scaling of tensor, row or block", p.types.name());
+  GT_REQUIRE(fp8 || p.scaling == Scaling::none, Errc::invalid_argument,
+             "scaling {} is for float8 operands (e4m3, e5m2), not {}", to_string(p.scaling),
+             p.types.name());
+  GT_REQUIRE(!is_fp8(p.types.d), Errc::invalid_argument, "D is {}: the output is f32, f16 or bf16",
+             to_string(p.types.d));
+}
+
 }  // namespace
 
 void validate(const Problem& p) {
@@ -243,6 +303,7 @@ void validate(const Problem& p) {
   GT_REQUIRE(p.types.c == p.types.d, Errc::invalid_argument,
              "C is {} but D is {}: D is written over C, so they must be one type",
              to_string(p.types.c), to_string(p.types.d));
+  validate_scaling(p);
   GT_REQUIRE(p.align >= 1 && p.align <= 16 && (p.align & (p.align - 1)) == 0,
              Errc::invalid_argument, "alignment class must be a power of two in 1..16 (got {})",
              p.align);

@@ -66,7 +66,10 @@ static_assert(GEMMTUNE_F32 == int(gemmtune::DataType::f32) &&
               GEMMTUNE_E4M3 == int(gemmtune::DataType::e4m3) &&
               GEMMTUNE_E5M2 == int(gemmtune::DataType::e5m2) && GEMMTUNE_TYPE_COUNT == 5);
 static_assert(GEMMTUNE_OP_N == int(gemmtune::Op::N) && GEMMTUNE_OP_T == int(gemmtune::Op::T));
-static_assert(GEMMTUNE_SCALING_NONE == int(gemmtune::Scaling::none));
+static_assert(GEMMTUNE_SCALING_NONE == int(gemmtune::Scaling::none) &&
+              GEMMTUNE_SCALING_TENSOR == int(gemmtune::Scaling::tensor) &&
+              GEMMTUNE_SCALING_ROW == int(gemmtune::Scaling::row) &&
+              GEMMTUNE_SCALING_BLOCK == int(gemmtune::Scaling::block));
 
 bool known_type(int code) {
   return code >= 0 && code < GEMMTUNE_TYPE_COUNT;
@@ -159,9 +162,11 @@ void check_value(int attr, int32_t value) {
   const char* name = attribute_name(attr);
   switch (attr) {
     case GEMMTUNE_MATMUL_DESC_SCALING:
-      GT_REQUIRE(value == GEMMTUNE_SCALING_NONE, gemmtune::Errc::invalid_argument,
-                 "{}: unknown scaling {} (this build has GEMMTUNE_SCALING_NONE (0) only)", name,
-                 value);
+      GT_REQUIRE(value >= GEMMTUNE_SCALING_NONE && value <= GEMMTUNE_SCALING_BLOCK,
+                 gemmtune::Errc::invalid_argument,
+                 "{}: unknown scaling {} (expected GEMMTUNE_SCALING_NONE (0) to "
+                 "GEMMTUNE_SCALING_BLOCK (3))",
+                 name, value);
       return;
     case GEMMTUNE_MATMUL_DESC_OP_A:
     case GEMMTUNE_MATMUL_DESC_OP_B:

@@ -113,6 +113,9 @@ GemmCore core_of(const LaunchPlan& plan, const Problem& p, const GemmOperands& o
              "beta = {} on a kernel built for beta = 0 ({}): select a kernel for the problem with "
              "beta != 0",
              ops.beta, p.describe());
+  GT_REQUIRE(p.scaling == Scaling::none || (ops.scale_a != 0 && ops.scale_b != 0),
+             Errc::invalid_argument, "{} has scaling {} but the scales of {} are a null pointer",
+             p.describe(), to_string(p.scaling), ops.scale_a == 0 ? "A" : "B");
   GemmCore core{};
   core.a = ops.a;
   core.b = ops.b;
@@ -127,6 +130,8 @@ GemmCore core_of(const LaunchPlan& plan, const Problem& p, const GemmOperands& o
   core.beta = ops.beta;
   core.workspace = ops.workspace;
   core.counters = ops.counters;
+  core.scale_a = ops.scale_a;
+  core.scale_b = ops.scale_b;
   return core;
 }
 

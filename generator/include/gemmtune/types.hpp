@@ -27,11 +27,20 @@ int element_bytes(DataType type) noexcept;  // bytes per element
 DataType parse_data_type(std::string_view text);
 Op parse_op(char c);
 
-// How the operands are scaled before they are multiplied. Only `none` so far; per-tensor,
-// per-row and block scales come with the float8 kernels.
-enum class Scaling { none };
+// How the operands are dequantized before they are multiplied: fp32 scales, in device memory,
+// that multiply each product (torch._scaled_mm's modes). Float8 operands take one; other types
+// none. The layouts of the scales are scale_shape()'s.
+//   tensor: one scale per operand.
+//   row:    one per row of op(A) (M) and one per column of op(B) (N).
+//   block:  DeepSeek-V3's: one per 128 x 128 block of op(A) (the weights in cuBLAS's operand
+//           order, which torch's y = x W^T calls with), one per 128 K values of each column of
+//           op(B) (the activations).
+enum class Scaling { none, tensor, row, block };
 std::string_view to_string(Scaling scaling) noexcept;
-Scaling parse_scaling(std::string_view text);  // "none"
+Scaling parse_scaling(std::string_view text);  // "none", "tensor", "row", "block"
+
+// The K (and, for op(A), M) extent of one block of `block` scaling.
+inline constexpr int64_t kScaleBlock = 128;
 
 // The element type of each operand, and of the accumulator. C is the input added with beta, D
 // the output; the library writes D over C, so the two are one type for now.
@@ -92,6 +101,18 @@ struct Problem {
   bool operator!=(const Problem& o) const { return !(*this == o); }
 };
 
+// The fp32 scales of one operand, a column-major rows x cols matrix with ld = rows (a single
+// value for `tensor`): row scaling has M scales of A and N of B; block scaling ceil(M/128) x
+// ceil(K/128) of A (the 128-row blocks contiguous) and N x ceil(K/128) of B (the N columns
+// contiguous for each 128-deep K block, the layout a kernel reads a tile's scales of in one
+// sweep). Zero by zero when the problem has no scaling.
+struct ScaleShape {
+  int64_t rows = 0, cols = 0;
+  int64_t count() const { return rows * cols; }
+};
+ScaleShape scale_shape_a(const Problem& problem);
+ScaleShape scale_shape_b(const Problem& problem);
+
 // For unordered containers of problems.
 struct ProblemHash {
   size_t operator()(const Problem& problem) const noexcept;
@@ -110,7 +131,8 @@ inline Problem make_problem(DataType type, Op op_a, Op op_b, int64_t m, int64_t 
 inline constexpr int64_t kMaxDimension = int64_t(1) << 30;
 
 // Throws Error(invalid_argument) naming the first bad field: M/N/K <= 0 or above kMaxDimension,
-// ld < rows, an operand whose extent does not fit 2^62 bytes, D of another type than C.
+// ld < rows, an operand whose extent does not fit 2^62 bytes, D of another type than C, float8
+// operands without scaling or scaling of other types, a float8 output.
 void validate(const Problem& problem);
 
 // The alignment class of a problem from its addresses and leading dimensions.

@@ -35,9 +35,15 @@ typedef enum gemmtune_dtype {
   GEMMTUNE_E4M3 = GEMMTUNE_TYPE_E4M3, /* float8, 4 exponent and 3 mantissa bits (e4m3fn) */
   GEMMTUNE_E5M2 = GEMMTUNE_TYPE_E5M2  /* float8, 5 exponent and 2 mantissa bits */
 } gemmtune_dtype;
-/* How the operands are scaled before they are multiplied: none so far (per-tensor, per-row and
- * block scales come with the float8 kernels). */
-typedef enum gemmtune_scaling { GEMMTUNE_SCALING_NONE = 0 } gemmtune_scaling;
+/* How the operands are dequantized before they are multiplied: fp32 scales in device memory
+ * (gemmtune/types.hpp, Scaling and scale_shape_a/b, says each layout). Float8 operands take one
+ * of tensor, row and block; other types none. */
+typedef enum gemmtune_scaling {
+  GEMMTUNE_SCALING_NONE = 0,
+  GEMMTUNE_SCALING_TENSOR = 1, /* one scale per operand */
+  GEMMTUNE_SCALING_ROW = 2,    /* one per row of op(A), one per column of op(B) */
+  GEMMTUNE_SCALING_BLOCK = 3   /* 128 x 128 blocks of op(A), 1 x 128 of each column of op(B) */
+} gemmtune_scaling;
 
 /* a, b, c are device pointers of the dtype; stream is a cudaStream_t / CUstream (NULL: default).
  * Every operand is of the one dtype (cublasGemmEx's form); gemmtune_matmul below takes a type

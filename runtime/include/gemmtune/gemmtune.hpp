@@ -50,13 +50,17 @@ struct Selection {
 };
 
 // What a GEMM computes beyond its sizes, described once and used for many calls, in the manner
-// of cuBLASLt's matmul descriptor: each operand's type, the scaling, op(A) and op(B). Scale
-// pointers, group tables and epilogues join it as the kernels for them arrive.
+// of cuBLASLt's matmul descriptor: each operand's type, the scaling and its scales, op(A) and
+// op(B). Group tables and epilogues join it as the kernels for them arrive.
 struct MatmulDesc {
   DataTypes types;  // default: f32 everywhere (A, B, C = D, accumulator), as the C descriptor
   Scaling scaling = Scaling::none;
   Op op_a = Op::N;
   Op op_b = Op::N;
+  // With scaling: device pointers to the fp32 scales of A and B, laid out as scale_shape_a/b
+  // say (as cuBLASLt's A_SCALE_POINTER, read when the kernel runs: a graph sees new values).
+  const float* scale_a = nullptr;
+  const float* scale_b = nullptr;
 };
 
 struct Options {

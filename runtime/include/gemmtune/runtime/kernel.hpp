@@ -47,11 +47,13 @@ struct GemmOperands {
   // the launch asks for them (Workspaces::provide keeps a pair per stream).
   CUdeviceptr workspace = 0;
   CUdeviceptr counters = 0;
+  // The fp32 scales of A and B, for a problem with scaling (Problem::scaling).
+  CUdeviceptr scale_a = 0, scale_b = 0;
 };
 
 // The core every kernel's arguments hold (kernel_args.h). Throws Error(invalid_argument) for
 // beta != 0 on a kernel built for beta == 0 alone (plan.reads_c false): it would compute
-// alpha * AB and drop C.
+// alpha * AB and drop C; and for a scaled problem without its scales.
 GemmCore core_of(const LaunchPlan& plan, const Problem& problem, const GemmOperands& ops);
 
 // The grid of a persistent launch: at most `resident` CTAs (0: no limit), and of those the fewest
