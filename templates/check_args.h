@@ -1,5 +1,6 @@
 // The ABI of the verification kernels (testing.cuh): shared by host C++ and NVRTC.
 #pragma once
+#include "host_device.h"
 
 // One GEMM as the reference sees it. Points (row, col) of C are listed, or implicit
 // (rows == 0: point i is (i % m, i / m), every element).
@@ -17,4 +18,25 @@ struct CheckArgs {
   int points;
   float alpha, beta;
   float tolerance;
+  // Scaling (gemmtune::Scaling: 0 none, 1 tensor, 2 row, 3 block) and the fp32 scales of A and B
+  // in scale_shape_a/b's layouts; a_blocks: ceil(m / 128), the rows of A's block scales.
+  unsigned long long scale_a, scale_b;
+  int scaling;
+  int a_blocks;
 };
+
+// The scale of the product op(A)[r,k] op(B)[k,c] (a plain function: the reference's, and tests').
+GEMMTUNE_HOST_DEVICE double gemmtune_product_scale(const float* sa, const float* sb, int scaling,
+                                                   long long r, long long c, long long k,
+                                                   long long n, long long a_blocks) {
+  switch (scaling) {
+    case 1:
+      return double(sa[0]) * double(sb[0]);
+    case 2:
+      return double(sa[r]) * double(sb[c]);
+    case 3:
+      return double(sa[r / 128 + (k / 128) * a_blocks]) * double(sb[c + (k / 128) * n]);
+    default:
+      return 1.0;
+  }
+}

@@ -40,8 +40,22 @@ extern "C" __global__ void gemmtune_fill_normal(unsigned long long p, long long 
                              scale * gemmtune::testing::normal(seed, (unsigned long long)i));
 }
 
-// ref = alpha * sum_k op(A)[r,k] op(B)[k,c] + beta * C_init[r,c], in double; scale is the size
-// an honest float result's error is measured against: |alpha| * ||(a_k b_k)_k||_2 + |beta c|.
+// Random positive scales over four orders of magnitude (2^-7 to 2^7, never all ones): a kernel
+// that applies one to the wrong rows, columns or K blocks is off by far more than rounding.
+extern "C" __global__ void gemmtune_fill_scales(unsigned long long p, long long count,
+                                                unsigned long long seed) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < count;
+       i += (long long)gridDim.x * blockDim.x) {
+    const unsigned long long r = gemmtune::testing::mix(seed ^ gemmtune::testing::mix(i));
+    const float octave = float(int(r % 15) - 7);
+    const float mantissa = 1.0f + float((r >> 8) & 0xffff) / 65536.0f;
+    reinterpret_cast<float*>(p)[i] = exp2f(octave) * mantissa;
+  }
+}
+
+// ref = alpha * sum_k s_k op(A)[r,k] op(B)[k,c] + beta * C_init[r,c], in double, s_k the scale of
+// the product (check_args.h); scale is the size an honest float result's error is measured
+// against: |alpha| * ||(s_k a_k b_k)_k||_2 + |beta c|.
 extern "C" __global__ void gemmtune_reference(const CheckArgs args) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= args.points) return;
@@ -57,8 +71,12 @@ extern "C" __global__ void gemmtune_reference(const CheckArgs args) {
     const double b = args.op_b == 0
                          ? gemmtune::testing::element(args.b, k, c, args.ldb, args.type_b)
                          : gemmtune::testing::element(args.b, c, k, args.ldb, args.type_b);
-    sum += a * b;
-    squares += (a * b) * (a * b);
+    const double product = a * b *
+                           gemmtune_product_scale(reinterpret_cast<const float*>(args.scale_a),
+                                                  reinterpret_cast<const float*>(args.scale_b),
+                                                  args.scaling, r, c, k, args.n, args.a_blocks);
+    sum += product;
+    squares += product * product;
   }
   double ref = double(args.alpha) * sum;
   double scale = fabs(double(args.alpha)) * sqrt(squares);

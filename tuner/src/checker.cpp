@@ -47,6 +47,10 @@ CheckArgs check_args(const ProblemData& d, float alpha, float beta) {
   a.alpha = alpha;
   a.beta = beta;
   a.tolerance = float(tolerance(p.types));
+  a.scale_a = d.scale_a.ptr();
+  a.scale_b = d.scale_b.ptr();
+  a.scaling = int(p.scaling);
+  a.a_blocks = int(scale_shape_a(p).rows);
   return a;
 }
 
@@ -80,6 +84,7 @@ void check_helper_type(DataType type) {
 Checker::Checker(const Compiler& compiler, const ArchInfo& arch)
     : compiled_(compiler.compile(testing_source(), arch)), scratch_(64) {
   fill_ = std::make_unique<LoadedKernel>(compiled_, "gemmtune_fill_normal", 0);
+  fill_scales_ = std::make_unique<LoadedKernel>(compiled_, "gemmtune_fill_scales", 0);
   reference_ = std::make_unique<LoadedKernel>(compiled_, "gemmtune_reference", 0);
   check_ = std::make_unique<LoadedKernel>(compiled_, "gemmtune_check", 0);
   nonfinite_ = std::make_unique<LoadedKernel>(compiled_, "gemmtune_count_nonfinite", 0);
@@ -96,6 +101,13 @@ void Checker::fill_normal(CUdeviceptr p, int64_t count, DataType type, uint64_t 
   unsigned long long s = seed;
   void* params[] = {&ptr, &n, &code, &s, &scale};
   launch_raw(fill_->function(), blocks_for(count), kBlock, params, stream);
+}
+
+void Checker::fill_scales(CUdeviceptr p, int64_t count, uint64_t seed, CUstream stream) const {
+  unsigned long long ptr = p, s = seed;
+  long long n = count;
+  void* params[] = {&ptr, &n, &s};
+  launch_raw(fill_scales_->function(), blocks_for(count), kBlock, params, stream);
 }
 
 void Checker::poison(CUdeviceptr p, int64_t count, DataType type, CUstream stream) const {
@@ -158,6 +170,13 @@ ProblemData::ProblemData(const Problem& p, const Checker& checker, uint64_t seed
   checker.fill_normal(a.ptr(), na, p.types.a, seed * 3 + 1, 1.0f, stream);
   checker.fill_normal(b.ptr(), nb, p.types.b, seed * 3 + 2, 1.0f, stream);
   checker.fill_normal(c_init.ptr(), nc, p.types.c, seed * 3 + 3, 1.0f, stream);
+  const int64_t nsa = scale_shape_a(p).count(), nsb = scale_shape_b(p).count();
+  if (nsa > 0) {
+    scale_a = DeviceBuffer(size_t(nsa) * sizeof(float));
+    scale_b = DeviceBuffer(size_t(nsb) * sizeof(float));
+    checker.fill_scales(scale_a.ptr(), nsa, seed * 5 + 1, stream);
+    checker.fill_scales(scale_b.ptr(), nsb, seed * 5 + 2, stream);
+  }
 }
 
 void ProblemData::reset_c(const Checker& checker, float beta, CUstream stream) const {
@@ -234,7 +253,8 @@ namespace {
 int64_t data_bytes(const Problem& p) {
   return stored_elements(p.lda, p.cols_a()) * element_bytes(p.types.a) +
          stored_elements(p.ldb, p.cols_b()) * element_bytes(p.types.b) +
-         2 * stored_elements(p.ldc, p.n) * element_bytes(p.types.c);
+         2 * stored_elements(p.ldc, p.n) * element_bytes(p.types.c) +
+         (scale_shape_a(p).count() + scale_shape_b(p).count()) * int64_t(sizeof(float));
 }
 
 // A smaller problem with odd sizes and ld > rows, same ops and alignment class.

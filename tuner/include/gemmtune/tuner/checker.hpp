@@ -35,6 +35,8 @@ class Checker {
 
   void fill_normal(CUdeviceptr p, int64_t count, DataType type, uint64_t seed, float scale,
                    CUstream stream) const;
+  // Random positive fp32 scales over four orders of magnitude (never all ones).
+  void fill_scales(CUdeviceptr p, int64_t count, uint64_t seed, CUstream stream) const;
   // NaN in every element: an element a kernel forgets to write stays NaN.
   void poison(CUdeviceptr p, int64_t count, DataType type, CUstream stream) const;
   // args: operands, points, ref/scale outputs; fills ref and scale.
@@ -46,19 +48,24 @@ class Checker {
 
  private:
   CompiledKernel compiled_;
-  std::unique_ptr<LoadedKernel> fill_, reference_, check_, nonfinite_;
+  std::unique_ptr<LoadedKernel> fill_, fill_scales_, reference_, check_, nonfinite_;
   DeviceBuffer scratch_;  // max_error (float) and counters
 };
 
-// One problem's operands on the GPU, with random normal contents.
+// One problem's operands on the GPU, with random normal contents, and for a scaled problem its
+// random scales (Checker::fill_scales) in the layouts of scale_shape_a/b.
 struct ProblemData {
   Problem problem;
   DeviceBuffer a, b, c, c_init;
+  DeviceBuffer scale_a, scale_b;  // empty without scaling
   ProblemData(const Problem& p, const Checker& checker, uint64_t seed, CUstream stream);
   // Before each run under test: C = C_init (beta != 0) or NaN everywhere (beta == 0).
   void reset_c(const Checker& checker, float beta, CUstream stream) const;
   GemmOperands operands(float alpha, float beta) const {
-    return {a.ptr(), b.ptr(), c.ptr(), alpha, beta};
+    GemmOperands ops{a.ptr(), b.ptr(), c.ptr(), alpha, beta};
+    ops.scale_a = scale_a.ptr();
+    ops.scale_b = scale_b.ptr();
+    return ops;
   }
 };
 
