@@ -1,5 +1,6 @@
-// Hopper GEMM for bf16 and f16 (f32 accumulation): TMA loads with 128-byte swizzle into a ring
-// of shared-memory stages, wgmma from shared-memory descriptors, mbarrier pipelines.
+// Hopper GEMM for bf16 and f16, and for float8 with scales (f32 accumulation): TMA loads with
+// 128-byte swizzle into a ring of shared-memory stages, wgmma from shared-memory descriptors,
+// mbarrier pipelines.
 //
 // wgmma computes D(64-row blocks x N) += P(rows x K) * Q(K x N). The kernel puts one problem
 // dimension on the 64-row blocks ("kernel rows", TM per tile) and the other on wgmma's N
@@ -91,7 +92,7 @@ struct GemmtuneWgmmaDefault {
                        C_BUFFERS = 2;
   static constexpr int SCHEDULE = 0, SPLITS = 1, CLUSTER_K = 1, OCCUPANCY = 1, KSUB = 1;
   static constexpr bool PINGPONG = false, A_T = false, B_T = false;
-  static constexpr int DTYPE = 2;
+  static constexpr int A_TYPE = 2, B_TYPE = 2, DTYPE = 2, SCALING = 0, PROMOTE = 0;
   static constexpr bool READS_C = true;
 };
 extern "C" __global__ void __launch_bounds__(

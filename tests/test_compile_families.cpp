@@ -156,6 +156,37 @@ TEST_F(CompileFamilies, WgmmaNarrowFewDefaultsCompileWithoutSpills) {
   expect_compile_without_spills(family, configs, arch);
 }
 
+// A float8 problem of the fp8 suite in a scaling mode (e4m3 operands, bf16 out, tn).
+Problem fp8_problem(int64_t m, int64_t n, int64_t k, Scaling scaling) {
+  Problem p =
+      make_problem(DataTypes{DataType::e4m3, DataType::e4m3, DataType::bf16, DataType::bf16}, Op::T,
+                   Op::N, m, n, k);
+  p.scaling = scaling;
+  return p;
+}
+
+// The float8 defaults of every scaling mode compile without spills: large, token-narrow and
+// decode shapes, mixed e4m3 x e5m2, and the widest tiles the promotion leaves room for (wgmma N
+// 192: 96 accumulators and 96 partial sums a thread).
+TEST_F(CompileFamilies, WgmmaFloat8CompilesWithoutSpills) {
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  const Family& family = find_family("wgmma_sm90");
+  std::vector<KernelConfig> configs;
+  for (Scaling scaling : {Scaling::tensor, Scaling::row, Scaling::block})
+    for (const auto& [m, n, k] :
+         {std::tuple{7168, 4096, 16384}, std::tuple{2112, 64, 7168}, std::tuple{11008, 8, 4096}})
+      configs.push_back(family.default_config(fp8_problem(m, n, k, scaling), arch));
+  Problem mixed = fp8_problem(4096, 4096, 4096, Scaling::row);
+  mixed.types.b = DataType::e5m2;
+  configs.push_back(family.default_config(mixed, arch));
+  Problem wide = fp8_problem(8192, 8192, 8192, Scaling::tensor);
+  KernelConfig widest = family.default_config(wide, arch);
+  widest.params["BM"] = 192;
+  widest.params["PROMOTE"] = 2;
+  configs.push_back(widest);
+  expect_compile_without_spills(family, configs, arch);
+}
+
 // A problem that does not read C compiles without the code that reads it (READS_C = 0): for both
 // epilogues (TMA stores, which load C by TMA first; stores from registers, which read C ahead),
 // without spills and markedly smaller than the same kernel with that code (NVRTC cannot show

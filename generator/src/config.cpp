@@ -62,7 +62,10 @@ ArchInfo ArchInfo::from_name(std::string_view name) {
 
 double ArchInfo::flops_per_clock_per_sm(const DataTypes& types) const {
   const bool tensor = types.a != DataType::f32;
-  if (cc >= 90) return tensor ? 4096 : 256;
+  // Float8 tensor cores (Hopper, Ada) run twice the 16-bit rate.
+  const bool fp8 = element_bytes(types.a) == 1;
+  if (cc >= 90) return fp8 ? 8192 : tensor ? 4096 : 256;
+  if (cc == 89 && fp8) return 2048;
   if (cc == 80) return tensor ? 2048 : 128;
   if (cc >= 86) return tensor ? 1024 : 256;
   return tensor ? 1024 : 128;

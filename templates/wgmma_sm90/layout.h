@@ -6,7 +6,7 @@
 // C_BUFFERS left 0, and derive the rest:
 //   wgmma_sm90::Shape s;
 //   s.BM = ...; s.BN = ...; s.STAGES = ...; s.WG = ...; s.SWAP = ...; s.WS = ...;
-//   s.EPILOGUE = ...; s.CLUSTER_K = ...; s.KSUB = ...; s.PINGPONG = ...;
+//   s.EPILOGUE = ...; s.CLUSTER_K = ...; s.KSUB = ...; s.PINGPONG = ...; s.IN_BYTES = ...;
 //   s.C_BUFFERS = wgmma_sm90::c_buffers(s, arch.smem_per_block);  // emitted as C_BUFFERS
 //   const int bytes = wgmma_sm90::smem_bytes(s);  // the launch's, and the kernel's SMEM_BYTES
 // The other functions (tile_rows, accumulators, ...) are the kernel's constants of the same
@@ -19,8 +19,9 @@
 namespace gemmtune {
 namespace wgmma_sm90 {
 
-// K a sub-block of a stage holds: 64 16-bit values, one 128-byte swizzle row.
-constexpr int SUB_K = 64;
+// A sub-block of a stage holds one 128-byte swizzle row of K per tile row: 64 16-bit values, or
+// 128 float8 ones.
+constexpr int ROW_BYTES = 128;
 
 // The configuration's values that decide sizes, named as Cfg's members (see traits.cuh).
 struct Shape {
@@ -28,6 +29,7 @@ struct Shape {
   bool SWAP, WS;
   int EPILOGUE, C_BUFFERS, CLUSTER_K, KSUB;
   bool PINGPONG;
+  int IN_BYTES;  // bytes of an element of A and B: 2 (f16, bf16) or 1 (e4m3, e5m2)
 };
 
 // wgmma computes 64-row blocks ("kernel rows", TM per tile) by N ("kernel columns", TN): with
@@ -38,9 +40,12 @@ GEMMTUNE_HOST_DEVICE constexpr int tile_rows(const Shape& s) {
 GEMMTUNE_HOST_DEVICE constexpr int tile_cols(const Shape& s) {
   return s.SWAP ? s.BN : s.BM;
 }
-// K per stage: KSUB sub-blocks of SUB_K.
+// K per sub-block and per stage (KSUB sub-blocks).
+GEMMTUNE_HOST_DEVICE constexpr int sub_k(const Shape& s) {
+  return ROW_BYTES / s.IN_BYTES;
+}
 GEMMTUNE_HOST_DEVICE constexpr int stage_k(const Shape& s) {
-  return SUB_K * s.KSUB;
+  return sub_k(s) * s.KSUB;
 }
 // Consumer warpgroups that share a tile's rows: all of them, or one with ping-pong.
 GEMMTUNE_HOST_DEVICE constexpr int row_warpgroups(const Shape& s) {
@@ -58,12 +63,12 @@ GEMMTUNE_HOST_DEVICE constexpr int threads(const Shape& s) {
   return 128 * (s.WG + (s.WS ? 1 : 0));
 }
 
-// A stage: P (the kernel rows' operand) then Q, each KSUB sub-blocks of SUB_K 16-bit values.
+// A stage: P (the kernel rows' operand) then Q, each KSUB sub-blocks of a 128-byte row per row.
 GEMMTUNE_HOST_DEVICE constexpr int p_sub_bytes(const Shape& s) {
-  return tile_rows(s) * SUB_K * 2;
+  return tile_rows(s) * ROW_BYTES;
 }
 GEMMTUNE_HOST_DEVICE constexpr int q_sub_bytes(const Shape& s) {
-  return tile_cols(s) * SUB_K * 2;
+  return tile_cols(s) * ROW_BYTES;
 }
 GEMMTUNE_HOST_DEVICE constexpr int p_bytes(const Shape& s) {
   return p_sub_bytes(s) * s.KSUB;

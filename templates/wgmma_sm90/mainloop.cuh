@@ -46,6 +46,7 @@ struct Mainloop : Traits<Cfg> {
   using T::SHARE_Q;
   using T::SLICES;
   using T::STAGE_BYTES;
+  using T::STAGES;
   using T::SUB_K;
   using T::SWAP;
   using T::TM;
@@ -107,8 +108,9 @@ struct Mainloop : Traits<Cfg> {
 
   // ---- the consumers: math ----------------------------------------------------------------
 
-  // Descriptors of 16-K slice kk, in sub-block kk / SLICES: K-major slices are 32 bytes apart
-  // inside a 128-byte row; MN-major slices are 16 rows (2 KB) apart, and 64-row chunks 8 KB apart.
+  // Descriptors of slice kk (MMA_K values of K), in sub-block kk / SLICES: K-major slices are 32
+  // bytes apart inside a 128-byte row; MN-major slices are 16 rows (2 KB) apart, and 64-row
+  // chunks 8 KB apart.
   GEMMTUNE_DEVICE_INLINE static u64 p_descriptor(const Smem& s, int stage, int block, int kk) {
     const u32 base =
         ptx::smem_u32(s.p + stage * P_BYTES + (kk / SLICES) * P_SUB_BYTES + block * 8192);
@@ -121,7 +123,7 @@ struct Mainloop : Traits<Cfg> {
                     : ptx::smem_descriptor(base + (kk % SLICES) * 2048, 8192, 1024);
   }
 
-  // Issues one stage: BK/16 wgmma per 64-row block of this warpgroup, as one commit group.
+  // Issues one stage: BK/MMA_K wgmma per 64-row block of this warpgroup, as one commit group.
   // first: the tile's first stage (its first wgmma overwrites the accumulators).
   GEMMTUNE_DEVICE_INLINE static void issue(const Smem& s, int stage, int consumer, bool first,
                                            float (&acc)[MW][TN / 2]) {
@@ -129,7 +131,7 @@ struct Mainloop : Traits<Cfg> {
     for (int mb = 0; mb < MW; ++mb) fence_registers(acc[mb]);
     ptx::wgmma_fence();
 #pragma unroll
-    for (int kk = 0; kk < BK / 16; ++kk)
+    for (int kk = 0; kk < KSUB * SLICES; ++kk)
 #pragma unroll
       for (int mb = 0; mb < MW; ++mb)
         Mma::mma(acc[mb], p_descriptor(s, stage, Tiles::rows_of(consumer) * MW + mb, kk),
@@ -152,6 +154,26 @@ struct Mainloop : Traits<Cfg> {
     ptx::wgmma_wait<PENDING>();
 #pragma unroll
     for (int mb = 0; mb < MW; ++mb) fence_registers(acc[mb]);
+  }
+
+  // The main loop over a tile's k-blocks ks: one stage's wgmma stay in flight while the next
+  // stage's are issued; a stage is released once the group after it was issued and it has
+  // completed. Returns the stage still to release once the last group has completed. (The args
+  // and the tile are promotion.cuh's, which runs float8 tiles in its place.)
+  GEMMTUNE_DEVICE_INLINE static int consume(const WgmmaArgs&, const Smem& s, Tile, KRange ks,
+                                            int consumer, Ring<STAGES>& ring,
+                                            float (&acc)[MW][TN / 2]) {
+    int previous = -1;
+    for (int kb = ks.begin; kb < ks.end; ++kb) {
+      ptx::mbarrier_wait(&s.full[ring.stage], ring.phase);
+      __syncwarp();
+      issue(s, ring.stage, consumer, kb == ks.begin, acc);
+      drain<1>(acc);
+      if (previous >= 0) release(s, previous);
+      previous = ring.stage;
+      ring.advance();
+    }
+    return previous;
   }
 
   // Consumer warpgroup `consumer` is done with `stage`: tell this CTA's producer and, when the

@@ -4,6 +4,7 @@
 #pragma once
 #include "common.cuh"
 #include "ptx/wgmma.cuh"
+#include "ptx/wgmma_fp8.cuh"
 #include "schedule.h"
 #include "wgmma_sm90/args.h"
 #include "wgmma_sm90/layout.h"
@@ -21,8 +22,11 @@ namespace wgmma_sm90 {
 // through distributed shared memory), PINGPONG (bool),
 // OCCUPANCY (CTAs per SM: 2 lets small-tile kernels overlap one CTA's fixed costs with the
 // other's loads), KSUB (64-K blocks a stage: 1 or 2), A_T, B_T (bools),
-// DTYPE (1 f16, 2 bf16), READS_C (bool: the kernel can apply beta != 0; without it the kernel
-// computes C = alpha * AB whatever beta says, and the runtime refuses beta != 0).
+// A_TYPE, B_TYPE (the operands' type codes, data_types.h: f16, bf16, or e4m3/e5m2 each), DTYPE
+// (C's and D's: f16 or bf16), READS_C (bool: the kernel can apply beta != 0; without it the
+// kernel computes C = alpha * AB whatever beta says, and the runtime refuses beta != 0), SCALING
+// (gemmtune::Scaling of float8 operands, 0 for none), PROMOTE (float8: k-blocks a partial
+// accumulator sums before it is added into the f32 one, promotion.cuh; 0 for f16 and bf16).
 // Cfg's values that decide sizes, for layout.h.
 template <class Cfg>
 GEMMTUNE_HOST_DEVICE constexpr Shape shape_of() {
@@ -38,8 +42,19 @@ GEMMTUNE_HOST_DEVICE constexpr Shape shape_of() {
   s.CLUSTER_K = Cfg::CLUSTER_K;
   s.KSUB = Cfg::KSUB;
   s.PINGPONG = Cfg::PINGPONG;
+  s.IN_BYTES = Cfg::A_TYPE == GEMMTUNE_TYPE_E4M3 || Cfg::A_TYPE == GEMMTUNE_TYPE_E5M2 ? 1 : 2;
   return s;
 }
+
+// T where the condition holds, else F (NVRTC has no <type_traits> here).
+template <bool C, class T, class F>
+struct Select {
+  using type = T;
+};
+template <class T, class F>
+struct Select<false, T, F> {
+  using type = F;
+};
 
 template <class Cfg>
 struct Traits {
@@ -47,10 +62,13 @@ struct Traits {
   static constexpr bool SWAP = Cfg::SWAP;
   static constexpr int TM = tile_rows(SHAPE);  // kernel rows per tile
   static constexpr int TN = tile_cols(SHAPE);  // kernel columns: wgmma N
-  // K per stage: KSUB sub-blocks of SUB_K 16-bit values (one 128-byte swizzle row each), each
-  // laid out in shared memory as a whole stage of one sub-block would be.
-  static constexpr int SUB_K = wgmma_sm90::SUB_K;
-  static constexpr int SLICES = SUB_K / 16;  // wgmma K slices of a sub-block
+  // K per stage: KSUB sub-blocks of SUB_K values (one 128-byte swizzle row each), each laid out
+  // in shared memory as a whole stage of one sub-block would be; wgmma takes 32 bytes of K at a
+  // time (16 16-bit values, 32 float8 ones), 32 bytes apart in a row.
+  static constexpr bool FP8 = SHAPE.IN_BYTES == 1;
+  static constexpr int SUB_K = sub_k(SHAPE);
+  static constexpr int MMA_K = 32 / SHAPE.IN_BYTES;
+  static constexpr int SLICES = SUB_K / MMA_K;  // wgmma K slices of a sub-block
   static constexpr int KSUB = Cfg::KSUB;
   static constexpr int BK = stage_k(SHAPE);
   static constexpr int STAGES = Cfg::STAGES;
@@ -110,7 +128,13 @@ struct Traits {
   static constexpr bool REALLOCATE = WG > 1 && CTAS_PER_SM == 1;
   static constexpr int PRODUCER_REGS = 24;
   static constexpr int CONSUMER_REGS = WG == 3 ? 160 : 240;
-  using Mma = ptx::Wgmma<TN, P_KMAJOR ? 0 : 1, Q_KMAJOR ? 0 : 1, Cfg::DTYPE>;
+  // P holds op(B)'s values (A's with SWAP), Q the other's.
+  static constexpr int P_TYPE = SWAP ? Cfg::A_TYPE : Cfg::B_TYPE;
+  static constexpr int Q_TYPE = SWAP ? Cfg::B_TYPE : Cfg::A_TYPE;
+  static constexpr int SCALING = Cfg::SCALING;
+  static constexpr int PROMOTE = Cfg::PROMOTE;
+  using Mma = typename Select<FP8, ptx::WgmmaFp8<TN, P_TYPE, Q_TYPE>,
+                              ptx::Wgmma<TN, P_KMAJOR ? 0 : 1, Q_KMAJOR ? 0 : 1, Cfg::DTYPE>>::type;
 
   // setmaxnreg.inc waits until the registers it asks for are free: the consumers must not ask for
   // more than the CTA holds (its launch bounds: 65536 over THREADS threads, in units of 8) less
@@ -137,6 +161,9 @@ struct Traits {
                 "split-K and stream-K need the persistent schedule");
   static_assert(ACC % 4 == 0, "partial sums move as float4");
   static_assert(WG <= 4, "a fixup flag per consumer in four words");
+  static_assert(!FP8 || (P_KMAJOR && Q_KMAJOR && KSUB == 1 && WS && PROMOTE >= 1),
+                "float8: both operands K-major, a 128-K stage, warp-specialized, promoted");
+  static_assert(FP8 || (SCALING == 0 && PROMOTE == 0), "only float8 operands are scaled");
 
   // CLUSTER_K: the owners other than CTA `kpart`. Each tells it, round after round, that it has
   // read what this CTA pushed (its `added` barrier counts them); the lone owner of wgmma N 8

@@ -11,6 +11,7 @@
 #include "wgmma_sm90/epilogue.cuh"
 #include "wgmma_sm90/mainloop.cuh"
 #include "wgmma_sm90/parts.cuh"
+#include "wgmma_sm90/promotion.cuh"
 #include "wgmma_sm90/tiles.cuh"
 
 namespace gemmtune {
@@ -37,6 +38,8 @@ struct WarpSpecialized : Traits<Cfg> {
   using Smem = SharedMemory<Cfg>;
   using Tiles = wgmma_sm90::Tiles<Cfg>;
   using Mainloop = wgmma_sm90::Mainloop<Cfg>;
+  // The tile's main loop: float8 tiles promote their partial sums (promotion.cuh).
+  using Math = typename Select<(T::PROMOTE > 0), Promotion<Cfg>, Mainloop>::type;
   using Parts = wgmma_sm90::Parts<Cfg>;
   using ClusterK = wgmma_sm90::ClusterK<Cfg>;
   using Epilogue = wgmma_sm90::Epilogue<Cfg>;
@@ -100,8 +103,6 @@ struct WarpSpecialized : Traits<Cfg> {
       // stages. A full barrier's parity names its phase only while the waiter is at most one
       // phase behind; a warpgroup that skipped a long segment would be further ahead.
       if (PINGPONG && i > 0) ptx::named_barrier(TURN_BARRIER + consumer, 256);
-      // One stage's wgmma stay in flight while the next stage's are issued; a stage is
-      // released once the group after it was issued and it has completed.
       int previous = -1;
       // Stored from registers, a tile needs its place before its first store: it is worked out
       // here, while the first stage is on its way (after the main loop it delayed the stores by
@@ -131,15 +132,13 @@ struct WarpSpecialized : Traits<Cfg> {
           c_early = schedule::segment(Tiles::work_in(s), worker, i).parts == 1;
           if (c_early) TmaStore::free_c_buffers(s, consumer);
         }
-        for (int kb = ks.begin; kb < ks.end; ++kb) {
-          ptx::mbarrier_wait(&s.full[ring.stage], ring.phase);
-          __syncwarp();
-          Mainloop::issue(s, ring.stage, consumer, kb == ks.begin, acc);
-          Mainloop::template drain<1>(acc);
-          if (previous >= 0) Mainloop::release(s, previous);
-          previous = ring.stage;
-          ring.advance();
-        }
+        // The tile only where the main loop reads it (float8 block scales); unused, it is not
+        // worked out.
+        const Tile loop_tile =
+            KEEP_TILE ? tile
+                      : Tiles::tile_of(schedule::segment(Tiles::work_in(s), worker, i).tile, rank,
+                                       Tiles::grid_of(args));
+        previous = Math::consume(args, s, loop_tile, ks, consumer, ring, acc);
       }
       if (PINGPONG && i + 1 < count)
         ptx::named_barrier_arrive(TURN_BARRIER + 1 - consumer, 256);  // its turn

@@ -1,4 +1,6 @@
-// The Hopper family (templates/wgmma_sm90.cuh): bf16/f16 with f32 accumulation, TMA + wgmma.
+// The Hopper family (templates/wgmma_sm90.cuh): bf16/f16 with f32 accumulation, and float8
+// (e4m3/e5m2) with tensor, row or block scales, promoted into f32 (wgmma_sm90/promotion.cuh);
+// TMA + wgmma.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -21,6 +23,7 @@ struct WgmmaParams {
   int64_t wg = 1, ws = 1, pingpong = 0, occupancy = 1;
   int64_t schedule = schedule::DATA_PARALLEL, splits = 1, cluster_k = 1;
   int64_t stages = 4, cluster = 11, raster = 0, group = 8, epilogue = 0, ksub = 1, reads_c = 0;
+  int64_t promote = 0;
 
   using P = WgmmaParams;
   static constexpr std::array fields = {
@@ -41,6 +44,8 @@ struct WgmmaParams {
       ParamField<P>{"OCCUPANCY", &P::occupancy},             // CTAs per SM
       ParamField<P>{"KSUB", &P::ksub, true},                 // 64-K blocks a stage
       ParamField<P>{"READS_C", &P::reads_c, false, true},    // the code that applies beta != 0
+      // float8: k-blocks summed before promotion (0: f16, bf16)
+      ParamField<P>{"PROMOTE", &P::promote, true, false, true},
   };
 };
 using P = WgmmaParams;
@@ -48,20 +53,19 @@ using Config = FamilyConfig<P>;
 
 // ---- what a configuration is (its sizes come from the kernel's own layout.h) ----
 
+// The sizes that do not depend on shared memory (C_BUFFERS left 0).
+wgmma_sm90::Shape sides_of(const Config& c) {
+  return {int(c.bm),        int(c.bn),   int(c.stages),   int(c.wg),
+          c.swap != 0,      c.ws != 0,   int(c.epilogue), 0,
+          int(c.cluster_k), int(c.ksub), c.pingpong != 0, element_bytes(c.types.a)};
+}
 wgmma_sm90::Shape shape_of(const Config& c, const ArchInfo& arch) {
-  wgmma_sm90::Shape s{int(c.bm),        int(c.bn),   int(c.stages),   int(c.wg),
-                      c.swap != 0,      c.ws != 0,   int(c.epilogue), 0,
-                      int(c.cluster_k), int(c.ksub), c.pingpong != 0};
+  wgmma_sm90::Shape s = sides_of(c);
   s.C_BUFFERS = wgmma_sm90::c_buffers(s, int(arch.smem_per_block));
   return s;
 }
 int64_t smem_bytes_of(const Config& c, const ArchInfo& arch) {
   return wgmma_sm90::smem_bytes(shape_of(c, arch));
-}
-// The sizes that do not depend on shared memory (C_BUFFERS left 0).
-wgmma_sm90::Shape sides_of(const Config& c) {
-  return {int(c.bm),       int(c.bn), int(c.stages),    int(c.wg),   c.swap != 0,    c.ws != 0,
-          int(c.epilogue), 0,         int(c.cluster_k), int(c.ksub), c.pingpong != 0};
 }
 int64_t tile_rows(const Config& c) {
   return wgmma_sm90::tile_rows(sides_of(c));
@@ -92,6 +96,9 @@ int64_t cluster_size(const Config& c) {
 }
 int64_t cluster_ctas(const Config& c) {
   return cluster_size(c) * c.cluster_k;
+}
+bool is_fp8(const Config& c) {
+  return element_bytes(c.types.a) == 1;
 }
 // P (the 64-row side) is op(A) when swapped, else op(B)^T; Q the other. K-major: stored along K.
 bool a_kmajor(const Config& c) {
@@ -272,10 +279,29 @@ std::vector<Rule<P>> rules() {
        [](const Config& c, const Problem&, const ArchInfo&) {
          return tile_cols(c) % 8 == 0 && tile_cols(c) >= 8 && tile_cols(c) <= 256;
        }},
+      // Float8 keeps a partial sum beside each accumulator (promotion.cuh): 192 registers of
+      // both leave the consumer's 240 enough for the rest.
       {"accumulators_fit",
-       "f32 accumulators per consumer thread: 128 at most (96 with 3 warpgroups)", kRows,
+       "f32 accumulators per consumer thread: 128 at most (96 with 3 warpgroups); float8, with "
+       "its partial sums, 96 (48)",
+       kRows,
        [](const Config& c, const Problem&, const ArchInfo&) {
+         if (is_fp8(c)) return accumulators(c) <= (c.wg == 3 ? 48 : 96);
          return accumulators(c) <= (c.wg == 3 ? 96 : 128);
+       }},
+      {"fp8_k_major_streamed",
+       "float8: the persistent schedule, one 128-K block a stage, promoted every 1 to 4 k-blocks",
+       {&P::ws, &P::ksub, &P::promote},
+       [](const Config& c, const Problem&, const ArchInfo&) {
+         if (!is_fp8(c)) return c.promote == 0;
+         return c.ws == 1 && c.ksub == 1 && c.promote >= 1 && c.promote <= 4;
+       }},
+      {"block_scales_per_tile",
+       "block scales: problem n on the 64-row blocks, a tile's m within one or two 128-blocks",
+       kTile,
+       [](const Config& c, const Problem& p, const ArchInfo&) {
+         if (p.scaling != Scaling::block) return true;
+         return c.swap == 0 && (128 % tile_cols(c) == 0 || tile_cols(c) == 256);
        }},
       // One consumer warpgroup gets no registers from the producer (255 a thread, the most
       // there is): 128 accumulators leave too few for stream-K's fixup, or split-K's with
@@ -295,9 +321,10 @@ std::vector<Rule<P>> rules() {
          return q_kmajor(c) || tile_cols(c) % 64 == 0;
        }},
       {"skinny_side_on_wgmma_n",
-       "a side of 64 or less goes on wgmma's N (N: SWAP = 1, M: SWAP = 0)",
+       "a side of 64 or less goes on wgmma's N (N: SWAP = 1, M: SWAP = 0), but with block scales",
        {&P::swap},
        [](const Config& c, const Problem& p, const ArchInfo&) {
+         if (p.scaling == Scaling::block) return true;  // block_scales_per_tile decides
          if (skinny_n(p) && !skinny_m(p)) return c.swap != 0;
          if (skinny_m(p) && !skinny_n(p)) return c.swap == 0;
          return true;
@@ -469,14 +496,32 @@ std::vector<Rule<P>> rules() {
   };
 }
 
+// Float8 wgmma reads both operands K-major; the output is stored as f16 or bf16 (validate() has
+// checked the scaling).
+std::string fp8_unsupported_reason(const Problem& p) {
+  if (p.op_a != Op::T || p.op_b != Op::N)
+    return fmt::format(
+        "float8 wgmma reads both operands along K: layout tn only (op(A) = T, op(B) = N, "
+        "nn.Linear's y = x W^T as \"out tokens in\"), not {}; transpose an operand first",
+        p.layout());
+  if (p.types.d != DataType::bf16 && p.types.d != DataType::f16)
+    return fmt::format("the float8 kernels store bf16 or f16, not {} (f32 output is not built yet)",
+                       to_string(p.types.d));
+  return {};
+}
+
 class WgmmaSm90Family final : public FamilyOf<P> {
  public:
   std::string_view name() const override { return "wgmma_sm90"; }
   int rank() const override { return 20; }
 
   std::string unsupported_reason(const Problem& problem, const ArchInfo& arch) const override {
-    if (!one_type_of(problem, {DataType::f16, DataType::bf16}))
-      return "the wgmma family computes f16 and bf16, every operand of one type";
+    if (element_bytes(problem.types.a) == 1) {
+      const std::string why = fp8_unsupported_reason(problem);
+      if (!why.empty()) return why;
+    } else if (!one_type_of(problem, {DataType::f16, DataType::bf16})) {
+      return "the wgmma family computes f16 and bf16, every operand of one type, and float8";
+    }
     if (arch.cc != 90 || !arch.arch_specific) return "the wgmma family needs sm_90a (Hopper)";
     return {};
   }
@@ -514,8 +559,20 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     // Derived from beta != 0: the code that reads C costs a kernel with beta = 0 by its presence
     // alone (docs/PERF.md, 'The code that reads C costs beta = 0 kernels 1-2%').
     s.set(&P::reads_c, {p.reads_c ? 1 : 0});
+    s.set(&P::promote, {0});
+    if (element_bytes(p.types.a) == 1) narrow_to_fp8(s, p);
     s.rules = rules();
     return s;
+  }
+
+  // Float8: the persistent schedule, 128-K stages; block scales are applied every k-block, the
+  // others after 1, 2 or 4 (fewer promotions, less precision: the checker decides).
+  static void narrow_to_fp8(Space<P>& s, const Problem& p) {
+    s.set(&P::ws, {1});
+    s.set(&P::ksub, {1});
+    if (p.scaling == Scaling::block) s.set(&P::swap, {0});
+    s.set(&P::promote,
+          p.scaling == Scaling::block ? std::vector<int64_t>{1} : std::vector<int64_t>{1, 2, 4});
   }
 
   // A configuration per shape class, from the winners of gemm-tune on the H100: decode and other
@@ -529,6 +586,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
   // problems: 256x128 tiles, four stages, two chunk buffers'). Split-K takes up a wave the tiles
   // do not fill.
   Config default_of(const Problem& p, const ArchInfo& arch) const override {
+    if (element_bytes(p.types.a) == 1) return fp8_default(p, arch);
     Config c = Config::of(p);
     c.bm = 256, c.bn = 128, c.swap = 0, c.stages = 4, c.wg = 2, c.ws = 1, c.cluster = 12;
     c.raster = p.m >= p.n ? 0 : 1, c.group = 8, c.epilogue = 1;
@@ -567,34 +625,58 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     return repaired(with_fitting_stages(c, arch), p, arch);
   }
 
+  // Float8: tiles of 128 tokens (problem n, two consumer warpgroups) by 128 of m, multicast in
+  // clusters along n where the tiles fill the GPU, TMA stores, promotion every k-block; 64-token
+  // tiles where 128 would leave SMs idle; the skinny side on wgmma's N for decode.
+  Config fp8_default(const Problem& p, const ArchInfo& arch) const {
+    Config c = Config::of(p);
+    c.bm = 128, c.bn = 128, c.swap = 0, c.stages = 6, c.wg = 2, c.ws = 1, c.cluster = 12;
+    c.raster = p.m >= p.n ? 0 : 1, c.group = 8, c.epilogue = 1;
+    c.schedule = schedule::DATA_PARALLEL, c.splits = 1, c.cluster_k = 1, c.pingpong = 0;
+    c.occupancy = 1, c.ksub = 1, c.reads_c = p.reads_c ? 1 : 0, c.promote = 1;
+    if (p.n <= 64 && p.scaling != Scaling::block) {
+      c.swap = 1, c.bn = round_up(p.n, 8), c.wg = 1, c.epilogue = 0, c.stages = 8;
+      c.bm = 64;
+    } else if (tiles_of(p, 128, 128) < arch.sms) {
+      c.bn = 64, c.wg = 1;
+    }
+    c = with_paying_cluster(c, p, arch);
+    if (tiles_of(p, c.bm, c.bn) <= arch.sms) c.epilogue = c.swap ? 0 : c.epilogue;
+    c = with_schedule(c, p, arch);
+    return repaired(with_fitting_stages(c, arch), p, arch);
+  }
+
   std::string name_of(const Config& c) const override {
     std::string sched;
     if (c.schedule == schedule::SPLIT_K) sched = fmt::format("_splitk{}", c.splits);
     if (c.schedule == schedule::STREAM_K) sched = "_streamk";
     if (c.cluster_k > 1) sched = fmt::format("_ck{}", c.cluster_k);
     return fmt::format(
-        "gemm_wgmma_{}_{}{}_{}x{}x{}_s{}_wg{}_c{}x{}_{}_r{}{}{}{}{}{}{}", c.types.token(),
+        "gemm_wgmma_{}_{}{}_{}x{}x{}_s{}_wg{}_c{}x{}_{}_r{}{}{}{}{}{}{}{}", c.types.token(),
         to_char(c.op_a), to_char(c.op_b), c.bm, c.bn, stage_k(c), c.stages, c.wg, cluster_m(c),
         cluster_n(c), c.ws ? (c.pingpong ? "pingpong" : "ws") : "ms", c.raster ? "n" : "m",
         c.group == 8 ? "" : fmt::format("_g{}", c.group), c.swap ? "_swap" : "", sched,
         c.epilogue ? "_tmastore" : "", c.occupancy > 1 ? fmt::format("_o{}", c.occupancy) : "",
-        c.reads_c ? "_readsc" : "");
+        c.reads_c ? "_readsc" : "",
+        c.promote ? fmt::format("_{}_p{}", to_string(c.scaling), c.promote) : "");
   }
 
   UnitSource unit_of(const Config& c, const ArchInfo& arch) const override {
     const wgmma_sm90::Shape s = shape_of(c, arch);
-    return {"wgmma_sm90.cuh",
-            "",
-            "gemmtune::wgmma_sm90::Kernel",
-            fmt::format("  static constexpr int CLUSTER_M = {}, CLUSTER_N = {}, C_BUFFERS = {};\n"
-                        "  static constexpr bool A_T = {}, B_T = {};\n"
-                        "  static constexpr int DTYPE = {};\n",
-                        cluster_m(c), cluster_n(c), s.C_BUFFERS, c.a_t(), c.b_t(), int(c.types.a)),
-            smem_static_assert("K::SMEM_BYTES", wgmma_sm90::smem_bytes(s)) +
-                threads_static_assert(128 * (c.wg + c.ws)),
-            "K::THREADS, K::CTAS_PER_SM",
-            "  extern __shared__ __align__(1024) unsigned char gemmtune_smem[];\n"
-            "  K::run(args, gemmtune_smem);\n"};
+    return {
+        "wgmma_sm90.cuh",
+        "",
+        "gemmtune::wgmma_sm90::Kernel",
+        fmt::format("  static constexpr int CLUSTER_M = {}, CLUSTER_N = {}, C_BUFFERS = {};\n"
+                    "  static constexpr bool A_T = {}, B_T = {};\n"
+                    "  static constexpr int A_TYPE = {}, B_TYPE = {}, DTYPE = {}, SCALING = {};\n",
+                    cluster_m(c), cluster_n(c), s.C_BUFFERS, c.a_t(), c.b_t(), int(c.types.a),
+                    int(c.types.b), int(c.types.d), int(c.scaling)),
+        smem_static_assert("K::SMEM_BYTES", wgmma_sm90::smem_bytes(s)) +
+            threads_static_assert(128 * (c.wg + c.ws)),
+        "K::THREADS, K::CTAS_PER_SM",
+        "  extern __shared__ __align__(1024) unsigned char gemmtune_smem[];\n"
+        "  K::run(args, gemmtune_smem);\n"};
   }
 
   ArgsLayout args_layout() const override {
@@ -666,7 +748,8 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     if (shares_b(c)) w.l2_traffic = (w.tile_m + 0.5 * w.tile_n) / double(w.tile_m + w.tile_n);
     if (shares_a(c)) w.l2_traffic = (0.5 * w.tile_m + w.tile_n) / double(w.tile_m + w.tile_n);
     w.workspace_bytes = 2.0 * double(workspace_of(c, u).scratch);  // written, then read back
-    w.bytes_in_flight = double(c.stages * (tile_rows(c) + tile_cols(c)) * stage_k(c) * 2);
+    w.bytes_in_flight =
+        double(c.stages * (tile_rows(c) + tile_cols(c)) * wgmma_sm90::ROW_BYTES * c.ksub);
     // Persistent CTAs fill their pipeline once and overlap part of each epilogue with the next
     // tile's loads (most of it when the TMA engine stores); multistage CTAs pay both per tile.
     const double epilogue = epilogue_us(a, w.tile_m, w.tile_n, p.types.d);
@@ -693,7 +776,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
       TensorMapPlan m;
       m.operand = operand;
       m.type = operand == Operand::a ? c.types.a : c.types.b;
-      m.box_rows = 64;
+      m.box_rows = k_major ? uint32_t(wgmma_sm90::ROW_BYTES / element_bytes(m.type)) : 64;
       m.box_cols = k_major ? uint32_t(shared ? rows / 2 : rows) : (shared ? 32u : 64u);
       m.offset = g.args.offset_of(member);
       g.maps.push_back(m);

@@ -34,6 +34,9 @@ struct ParamField {
   bool refinement = false;
   // Emitted as `static constexpr bool` rather than int (the template takes a flag).
   bool flag = false;
+  // Added after configurations were stored: one stored without it takes P's default value (the
+  // member's initializer), which is what those kernels were.
+  bool defaulted = false;
 };
 
 // A point of a family's space: what the kernel computes (from the problem) and its parameters.
@@ -196,7 +199,7 @@ KernelConfig to_kernel_config(std::string_view family, const FamilyConfig<P>& c)
 template <class P>
 std::string why_not_params_of(const KernelConfig& config, std::string_view family) {
   for (const auto& f : P::fields)
-    if (!config.params.count(std::string(f.name)))
+    if (!f.defaulted && !config.params.count(std::string(f.name)))
       return fmt::format("parameter {} is missing", f.name);
   for (const auto& [name, value] : config.params) {
     bool known = false;
@@ -217,7 +220,10 @@ FamilyConfig<P> from_kernel_config(const KernelConfig& k, std::string_view famil
   c.scaling = k.scaling;
   c.op_a = k.op_a;
   c.op_b = k.op_b;
-  for (const auto& f : P::fields) c.*(f.member) = k.params.at(std::string(f.name));
+  for (const auto& f : P::fields) {
+    const auto it = k.params.find(std::string(f.name));
+    c.*(f.member) = it != k.params.end() ? it->second : P{}.*(f.member);
+  }
   return c;
 }
 

@@ -1,0 +1,162 @@
+// The main loop of a float8 tile with promotion: wgmma's float8 accumulation keeps fewer bits
+// than f32 (DeepSeek-V3's report), so every PROMOTE k-blocks (128 K each) go into a fresh partial
+// accumulator that is then added into the f32 one; with block scaling, scaled by the k-block's
+// scales of A and B on the way. Tensor and row scales multiply the sum once the tile's k-blocks
+// are done, before the epilogue (or the partial sums of split-K and clusters, which add linearly).
+// Scales are read from global memory (GemmCore::scale_a/b, in gemmtune::scale_shape_a/b's
+// layouts), a k-block's before its stage is waited for, so that the loads overlap the wgmma.
+#pragma once
+#include "ptx/mbarrier.cuh"
+#include "wgmma_sm90/mainloop.cuh"
+
+namespace gemmtune {
+namespace wgmma_sm90 {
+
+template <class Cfg>
+struct Promotion : Traits<Cfg> {
+  using T = Traits<Cfg>;
+  using T::MW;
+  using T::PROMOTE;
+  using T::SCALING;
+  using T::STAGES;
+  using T::SWAP;
+  using T::TN;
+  using Mainloop = wgmma_sm90::Mainloop<Cfg>;
+  using Smem = SharedMemory<Cfg>;
+  using Tiles = wgmma_sm90::Tiles<Cfg>;
+  static constexpr int TENSOR = 1, ROW = 2, BLOCK = 3;  // gemmtune::Scaling
+  // With TN = 256 a tile's columns (problem m) span two 128-row blocks of A's scales.
+  static constexpr int COL_BLOCKS = TN > 128 ? 2 : 1;
+  static_assert(SCALING != BLOCK || (!SWAP && (128 % TN == 0 || TN == 256)),
+                "block scales: columns are problem m, a tile's within one or two 128-blocks");
+
+  // Where a thread's accumulator i of 64-row block mb lies in the tile (PTX ISA, the wgmma D
+  // fragment of m64nNk*: rows lane/4 and lane/4 + 8 of the warp's 16, columns in pairs).
+  GEMMTUNE_DEVICE_INLINE static int row_in_tile(int consumer, int mb, int half) {
+    const int lane = threadIdx.x % 128;
+    return (Tiles::rows_of(consumer) * MW + mb) * 64 + 16 * (lane / 32) + (lane % 32) / 4 +
+           8 * half;
+  }
+  GEMMTUNE_DEVICE_INLINE static int col_in_tile(int i) {
+    return 8 * (i / 4) + 2 * (threadIdx.x % 4) + i % 2;
+  }
+  GEMMTUNE_DEVICE_INLINE static int half_of(int i) { return (i / 2) % 2; }
+
+  // ---- block scales, per k-block ----------------------------------------------------------
+
+  // The products' scales of k-block kb for this thread's rows (problem n: B's 1x128 scales) and
+  // the tile's one or two 128-blocks of columns (problem m: A's 128x128 scales).
+  struct BlockScales {
+    float row[MW][2];
+    float col[COL_BLOCKS];
+  };
+  GEMMTUNE_DEVICE_INLINE static BlockScales block_scales(const WgmmaArgs& args, Tile t,
+                                                         int consumer, int kb) {
+    const float* sa = reinterpret_cast<const float*>(args.core.scale_a);
+    const float* sb = reinterpret_cast<const float*>(args.core.scale_b);
+    const int m = args.core.m, n = args.core.n, a_blocks = (m + 127) / 128;
+    BlockScales s;
+#pragma unroll
+    for (int mb = 0; mb < MW; ++mb)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int row = min(t.row0 + row_in_tile(consumer, mb, h), n - 1);
+        s.row[mb][h] = __ldg(sb + row + (long long)kb * n);
+      }
+#pragma unroll
+    for (int b = 0; b < COL_BLOCKS; ++b)
+      s.col[b] = __ldg(sa + min(t.col0 / 128 + b, a_blocks - 1) + (long long)kb * a_blocks);
+    return s;
+  }
+
+  // acc += part, scaled by the k-block's scales with block scaling.
+  GEMMTUNE_DEVICE_INLINE static void promote(float (&acc)[MW][TN / 2],
+                                             const float (&part)[MW][TN / 2],
+                                             const BlockScales& s) {
+#pragma unroll
+    for (int mb = 0; mb < MW; ++mb)
+#pragma unroll
+      for (int i = 0; i < TN / 2; ++i) {
+        if constexpr (SCALING == BLOCK)
+          acc[mb][i] += part[mb][i] * (s.row[mb][half_of(i)] * s.col[col_in_tile(i) / 128]);
+        else
+          acc[mb][i] += part[mb][i];
+      }
+  }
+
+  // ---- tensor and row scales, once per tile -----------------------------------------------
+
+  // acc *= scale_a * scale_b of each element (tensor: one product; row: A's of its problem row
+  // m, B's of its column n, whichever the tile's rows and columns are).
+  GEMMTUNE_DEVICE_INLINE static void apply_output_scales(const WgmmaArgs& args, Tile t,
+                                                         int consumer, float (&acc)[MW][TN / 2]) {
+    const float* sa = reinterpret_cast<const float*>(args.core.scale_a);
+    const float* sb = reinterpret_cast<const float*>(args.core.scale_b);
+    if constexpr (SCALING == TENSOR) {
+      const float f = __ldg(sa) * __ldg(sb);
+#pragma unroll
+      for (int mb = 0; mb < MW; ++mb)
+#pragma unroll
+        for (int i = 0; i < TN / 2; ++i) acc[mb][i] *= f;
+    } else if constexpr (SCALING == ROW) {
+      // Kernel rows are problem n (B's scales) and columns m (A's); the other way with SWAP.
+      const float* row_scales = SWAP ? sa : sb;
+      const float* col_scales = SWAP ? sb : sa;
+      const int rows = SWAP ? args.core.m : args.core.n, cols = SWAP ? args.core.n : args.core.m;
+      float col_scale[TN / 8][2];
+#pragma unroll
+      for (int j = 0; j < TN / 8; ++j)
+#pragma unroll
+        for (int e = 0; e < 2; ++e)
+          col_scale[j][e] = __ldg(col_scales + min(t.col0 + col_in_tile(4 * j + e), cols - 1));
+#pragma unroll
+      for (int mb = 0; mb < MW; ++mb)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const float r = __ldg(row_scales + min(t.row0 + row_in_tile(consumer, mb, h), rows - 1));
+#pragma unroll
+          for (int j = 0; j < TN / 8; ++j)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) acc[mb][4 * j + 2 * h + e] *= r * col_scale[j][e];
+        }
+    }
+  }
+
+  // ---- the loop -----------------------------------------------------------------------------
+
+  // The tile's k-blocks ks, as Mainloop::consume, each stage into `part`; every PROMOTE k-blocks
+  // (and at the last) the groups drain and `part` is added into acc. Returns the stage still to
+  // release (-1: none; after a promotion every stage is released).
+  GEMMTUNE_DEVICE_INLINE static int consume(const WgmmaArgs& args, const Smem& s, Tile t,
+                                            KRange ks, int consumer, Ring<STAGES>& ring,
+                                            float (&acc)[MW][TN / 2]) {
+    float part[MW][TN / 2];
+    Mainloop::zero(acc);
+    int previous = -1;
+    for (int kb = ks.begin; kb < ks.end; ++kb) {
+      BlockScales scales{};
+      if constexpr (SCALING == BLOCK) scales = block_scales(args, t, consumer, kb);
+      const int step = kb - ks.begin;
+      ptx::mbarrier_wait(&s.full[ring.stage], ring.phase);
+      __syncwarp();
+      Mainloop::issue(s, ring.stage, consumer, step % PROMOTE == 0, part);
+      if ((step + 1) % PROMOTE == 0 || kb + 1 == ks.end) {
+        Mainloop::template drain<0>(part);
+        if (previous >= 0) Mainloop::release(s, previous);
+        Mainloop::release(s, ring.stage);
+        previous = -1;
+        promote(acc, part, scales);
+      } else {
+        Mainloop::template drain<1>(part);
+        if (previous >= 0) Mainloop::release(s, previous);
+        previous = ring.stage;
+      }
+      ring.advance();
+    }
+    if constexpr (SCALING == TENSOR || SCALING == ROW) apply_output_scales(args, t, consumer, acc);
+    return previous;
+  }
+};
+
+}  // namespace wgmma_sm90
+}  // namespace gemmtune

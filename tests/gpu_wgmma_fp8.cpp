@@ -1,0 +1,186 @@
+// The Hopper family's float8 kernels are right in every scaling mode (tensor, row, DeepSeek-V3
+// blocks) against the fp64 reference over the dequantized operands, with random scales over four
+// orders of magnitude: on shapes that are no multiple of any tile (K and M not multiples of 128,
+// so a partial last scale block), K = 1, leading dimensions TMA cannot read in place, both beta
+// paths, for each schedule (data-parallel, split-K, stream-K, ping-pong, clusters that multicast
+// or split K, the swapped decode orientation) and promotion interval. A kernel given scales
+// laid out one block (or one row) off is caught by the verifier. And the defaults' speed on the
+// fp8 suite's shapes, printed for the record (the bench compares with cuBLASLt).
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "gemmtune/runtime/driver.hpp"
+#include "gemmtune/tuner/timer.hpp"
+#include "gpu_support.hpp"
+
+namespace gemmtune {
+namespace {
+
+struct Point {
+  const char* what;
+  int64_t bm, bn, stages, wg, cluster, epilogue;
+  int64_t swap = 0, schedule = 0, splits = 1, pingpong = 0, cluster_k = 1, promote = 1;
+};
+
+// Problem m is on wgmma's N (BM = kernel columns) unless swapped.
+const Point kPoints[] = {
+    {"128x128, cluster along N, TMA stores", 128, 128, 5, 2, 12, 1},
+    {"64-token tiles, one warpgroup", 128, 64, 6, 1, 11, 0},
+    {"wgmma N 64, cluster along M", 64, 128, 6, 2, 21, 0},
+    {"wgmma N 192, register stores", 192, 128, 4, 2, 11, 0},
+    {"split-K in 3", 128, 128, 4, 2, 11, 0, 0, 1, 3},
+    {"stream-K, TMA stores", 128, 128, 4, 2, 11, 1, 0, 2},
+    {"ping-pong, TMA stores", 128, 64, 5, 2, 11, 1, 0, 0, 1, 1},
+    {"a cluster splits K", 128, 64, 6, 1, 11, 0, 0, 0, 1, 0, 2},
+    {"swapped (decode): wgmma N 16", 128, 16, 8, 2, 11, 0, 1},
+    {"promotion every 2 k-blocks", 128, 128, 5, 2, 11, 0, 0, 0, 1, 0, 1, 2},
+    {"promotion every 4 k-blocks, split-K in 2", 128, 128, 5, 2, 11, 0, 0, 1, 2, 0, 1, 4},
+};
+
+// Block scales need problem n on the kernel rows and promotion every k-block.
+bool fits_mode(const Point& pt, Scaling scaling) {
+  return scaling != Scaling::block || (pt.swap == 0 && pt.promote == 1 && pt.bm != 192);
+}
+
+KernelConfig config_of(const Point& pt, const Problem& p) {
+  return KernelConfig{"wgmma_sm90",
+                      p.types,
+                      p.scaling,
+                      p.op_a,
+                      p.op_b,
+                      {{"BM", pt.bm},
+                       {"BN", pt.bn},
+                       {"SWAP", pt.swap},
+                       {"STAGES", pt.stages},
+                       {"WG", pt.wg},
+                       {"WS", 1},
+                       {"CLUSTER", pt.cluster},
+                       {"RASTER", p.m >= p.n ? 0 : 1},
+                       {"GROUP", 8},
+                       {"EPILOGUE", pt.epilogue},
+                       {"SCHEDULE", pt.schedule},
+                       {"SPLITS", pt.splits},
+                       {"CLUSTER_K", pt.cluster_k},
+                       {"PINGPONG", pt.pingpong},
+                       {"OCCUPANCY", 1},
+                       {"KSUB", 1},
+                       {"READS_C", 1},
+                       {"PROMOTE", pt.promote}}};
+}
+
+Problem fp8_problem(DataTypes types, Scaling scaling, int64_t m, int64_t n, int64_t k,
+                    int64_t extra_ld = 0) {
+  Problem p = make_problem(types, Op::T, Op::N, m, n, k);
+  p.scaling = scaling;
+  p.lda += extra_ld;
+  p.ldb += extra_ld;
+  p.ldc += extra_ld;
+  p.align = alignment_class(p.types, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
+  return p;
+}
+
+const DataTypes kE4m3Bf16{DataType::e4m3, DataType::e4m3, DataType::bf16, DataType::bf16};
+const DataTypes kE4m3E5m2F16{DataType::e4m3, DataType::e5m2, DataType::f16, DataType::f16};
+
+class WgmmaFp8 : public test::GpuTest {
+ protected:
+  void SetUp() override {
+    test::GpuTest::SetUp();
+    if (IsSkipped()) return;
+    const Problem probe = fp8_problem(kE4m3Bf16, Scaling::tensor, 64, 64, 64);
+    if (!find_family("wgmma_sm90").unsupported_reason(probe, device_.arch).empty())
+      GTEST_SKIP() << "the float8 kernels need sm_90a; this GPU is " << device_.arch.name();
+  }
+};
+
+TEST_F(WgmmaFp8, EveryModeScheduleAndOddShape) {
+  const int64_t shapes[][3] = {{300, 200, 1000}, {257, 129, 40}, {129, 257, 1}, {2112, 64, 700}};
+  int checked = 0;
+  double worst = 0;
+  for (Scaling scaling : {Scaling::tensor, Scaling::row, Scaling::block})
+    for (const DataTypes& types : {kE4m3Bf16, kE4m3E5m2F16})
+      for (const auto& s : shapes)
+        for (int64_t extra_ld : {0, 3}) {
+          if (types != kE4m3Bf16 && extra_ld != 0) continue;
+          const Problem p = fp8_problem(types, scaling, s[0], s[1], s[2], extra_ld);
+          for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, std::pair{0.5f, -1.5f}}) {
+            const Verifier verifier(*checker_, p, alpha, beta, 5, stream_->get());
+            for (const Point& pt : kPoints) {
+              if (!fits_mode(pt, scaling)) continue;
+              const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
+              ASSERT_GT(k.loaded->occupancy(k.plan), 0) << k.compiled.name;
+              const Verdict v = check(k, verifier);
+              EXPECT_TRUE(v.ok) << k.compiled.name << " (" << pt.what << ") on " << p.describe()
+                                << " alpha=" << alpha << " beta=" << beta << ": " << v.message;
+              worst = std::max(worst, v.max_error);
+              ++checked;
+            }
+          }
+        }
+  std::printf("float8: %d kernel runs checked, largest normalized error %.3g\n", checked, worst);
+  EXPECT_GT(checked, 300);
+}
+
+// The verifier catches a kernel that reads its scales one K block (block scaling) or one row
+// (row scaling) off: the scales handed to the kernel are shifted copies of the ones the reference
+// used.
+TEST_F(WgmmaFp8, ScalesReadFromTheWrongBlockAreCaught) {
+  for (Scaling scaling : {Scaling::row, Scaling::block}) {
+    const Problem p = fp8_problem(kE4m3Bf16, scaling, 384, 256, 512);
+    const Verifier verifier(*checker_, p, 1.0f, 0.0f, 9, stream_->get());
+    const ReadyKernel k = prepare_kernel(compiler_, config_of(kPoints[0], p), p, device_.arch);
+    ASSERT_TRUE(check(k, verifier).ok) << k.compiled.name;
+    const ScaleShape shape = scale_shape_b(p);
+    const int64_t shift = scaling == Scaling::block ? shape.rows : 1;  // a K block, or a row
+    DeviceBuffer shifted(size_t(shape.count()) * sizeof(float));
+    const Verdict v = verifier.verify(
+        [&](const Problem& q, GemmOperands ops, CUstream s) {
+          const ScaleShape qs = scale_shape_b(q);
+          const int64_t q_shift = scaling == Scaling::block ? qs.rows : 1;
+          GT_CU(cuMemcpyDtoDAsync(shifted.ptr(), ops.scale_b + q_shift * sizeof(float),
+                                  size_t(qs.count() - q_shift) * sizeof(float), s));
+          GT_CU(cuMemcpyDtoDAsync(shifted.ptr() + (qs.count() - q_shift) * sizeof(float),
+                                  ops.scale_b, size_t(q_shift) * sizeof(float), s));
+          ops.scale_b = shifted.ptr();
+          const LaunchPlan g = k.family->plan(k.config, q, device_.arch);
+          workspaces_.provide(s, g, ops);
+          k.run(g, q, ops, s);
+        },
+        stream_->get(), true);
+    EXPECT_FALSE(v.ok) << "scales " << shift << " floats off passed, " << to_string(scaling);
+    std::printf("%s scales one %s off: %lld of %lld points out of tolerance (largest error %.3g)\n",
+                std::string(to_string(scaling)).c_str(),
+                scaling == Scaling::block ? "K block" : "row", (long long)v.bad,
+                (long long)v.points, v.max_error);
+  }
+}
+
+// The defaults on the fp8 suite's shapes: TFLOP/s, L2 flushed between runs.
+TEST_F(WgmmaFp8, DefaultsOnTheSuite) {
+  const int64_t rows[][4] = {
+      {2112, 64, 7168, 3},    {2112, 4096, 7168, 3}, {24576, 4096, 1536, 3}, {7168, 64, 16384, 3},
+      {7168, 128, 16384, 3},  {7168, 4096, 16384, 3}, {4096, 4096, 7168, 3}, {8192, 8192, 8192, 1},
+      {28672, 2048, 8192, 1}, {11008, 8, 4096, 1},    {8192, 8192, 8192, 2}, {6144, 32, 4096, 2}};
+  const Family& family = find_family("wgmma_sm90");
+  const Timer timer(device_);
+  TimingSettings settings;
+  settings.min_runs = 10;
+  settings.min_total_ms = 50;
+  for (const auto& r : rows) {
+    const Problem p = fp8_problem(kE4m3Bf16, static_cast<Scaling>(r[3]), r[0], r[1], r[2]);
+    const KernelConfig c = family.default_config(p, device_.arch);
+    const ReadyKernel k = prepare_kernel(compiler_, c, p, device_.arch);
+    const ProblemData data(p, *checker_, 3, stream_->get());
+    GemmOperands ops = data.operands(1.0f, 0.0f);
+    workspaces_.provide(stream_->get(), k.plan, ops);
+    const Timing t =
+        timer.time([&](CUstream s) { k.run(p, ops, s); }, stream_->get(), settings);
+    std::printf("%-7s %6lld %6lld %6lld  %7.1f TFLOP/s  %s\n",
+                std::string(to_string(p.scaling)).c_str(), (long long)p.m, (long long)p.n,
+                (long long)p.k, p.flops() / (t.median_ms * 1e9), k.compiled.name.c_str());
+  }
+}
+
+}  // namespace
+}  // namespace gemmtune
