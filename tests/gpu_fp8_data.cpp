@@ -42,13 +42,17 @@ TEST_F(Fp8Data, TheReferenceOfFloat8OperandsIsTheirDecodedProduct) {
     EXPECT_GT(std::count(seen.begin(), seen.end(), true), 40) << "random data takes many codes";
     std::vector<double> refs(static_cast<size_t>(points));
     GT_CU(cuMemcpyDtoH(refs.data(), ref.ptr(), refs.size() * 8));
+    float sa = 0, sb = 0;  // tensor scales: one each, random
+    GT_CU(cuMemcpyDtoH(&sa, d.scale_a.ptr(), 4));
+    GT_CU(cuMemcpyDtoH(&sb, d.scale_b.ptr(), 4));
+    EXPECT_TRUE(sa != 1.0f || sb != 1.0f) << "the scales are random, not ones";
     for (int64_t c = 0; c < p.n; ++c)
       for (int64_t r = 0; r < p.m; ++r) {
         double sum = 0;
         for (int64_t k = 0; k < p.k; ++k)  // op(A) = A^T: A[k, r]; B[k, c]
           sum += double(fp8::decode(a[size_t(k + r * p.lda)], format(types.a))) *
                  double(fp8::decode(b[size_t(k + c * p.ldb)], format(types.b)));
-        ASSERT_EQ(refs[size_t(r + c * p.m)], 1.5 * sum)
+        ASSERT_DOUBLE_EQ(refs[size_t(r + c * p.m)], 1.5 * sum * (double(sa) * double(sb)))
             << types.name() << " at (" << r << ", " << c << ")";
       }
   }

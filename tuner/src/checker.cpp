@@ -103,10 +103,14 @@ void Checker::fill_normal(CUdeviceptr p, int64_t count, DataType type, uint64_t 
   launch_raw(fill_->function(), blocks_for(count), kBlock, params, stream);
 }
 
-void Checker::fill_scales(CUdeviceptr p, int64_t count, uint64_t seed, CUstream stream) const {
+void Checker::fill_scales(CUdeviceptr p, int64_t count, uint64_t seed, DataType output,
+                          CUstream stream) const {
   unsigned long long ptr = p, s = seed;
   long long n = count;
-  void* params[] = {&ptr, &n, &s};
+  // Four orders of magnitude per operand; two and a half where the output is f16, whose 65504
+  // the products of the largest scales (2^16) with sums of a few tens would overflow.
+  int lowest = output == DataType::f16 ? -4 : -7, octaves = output == DataType::f16 ? 8 : 15;
+  void* params[] = {&ptr, &n, &s, &lowest, &octaves};
   launch_raw(fill_scales_->function(), blocks_for(count), kBlock, params, stream);
 }
 
@@ -174,8 +178,8 @@ ProblemData::ProblemData(const Problem& p, const Checker& checker, uint64_t seed
   if (nsa > 0) {
     scale_a = DeviceBuffer(size_t(nsa) * sizeof(float));
     scale_b = DeviceBuffer(size_t(nsb) * sizeof(float));
-    checker.fill_scales(scale_a.ptr(), nsa, seed * 5 + 1, stream);
-    checker.fill_scales(scale_b.ptr(), nsb, seed * 5 + 2, stream);
+    checker.fill_scales(scale_a.ptr(), nsa, seed * 5 + 1, p.types.d, stream);
+    checker.fill_scales(scale_b.ptr(), nsb, seed * 5 + 2, p.types.d, stream);
   }
 }
 

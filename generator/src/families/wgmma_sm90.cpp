@@ -630,7 +630,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
   // tiles where 128 would leave SMs idle; the skinny side on wgmma's N for decode.
   Config fp8_default(const Problem& p, const ArchInfo& arch) const {
     Config c = Config::of(p);
-    c.bm = 128, c.bn = 128, c.swap = 0, c.stages = 6, c.wg = 2, c.ws = 1, c.cluster = 12;
+    c.bm = 128, c.bn = 128, c.swap = 0, c.stages = 5, c.wg = 2, c.ws = 1, c.cluster = 12;
     c.raster = p.m >= p.n ? 0 : 1, c.group = 8, c.epilogue = 1;
     c.schedule = schedule::DATA_PARALLEL, c.splits = 1, c.cluster_k = 1, c.pingpong = 0;
     c.occupancy = 1, c.ksub = 1, c.reads_c = p.reads_c ? 1 : 0, c.promote = 1;

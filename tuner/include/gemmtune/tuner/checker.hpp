@@ -35,8 +35,10 @@ class Checker {
 
   void fill_normal(CUdeviceptr p, int64_t count, DataType type, uint64_t seed, float scale,
                    CUstream stream) const;
-  // Random positive fp32 scales over four orders of magnitude (never all ones).
-  void fill_scales(CUdeviceptr p, int64_t count, uint64_t seed, CUstream stream) const;
+  // Random positive fp32 scales over four orders of magnitude (never all ones; fewer for an f16
+  // output, which the largest would overflow).
+  void fill_scales(CUdeviceptr p, int64_t count, uint64_t seed, DataType output,
+                   CUstream stream) const;
   // NaN in every element: an element a kernel forgets to write stays NaN.
   void poison(CUdeviceptr p, int64_t count, DataType type, CUstream stream) const;
   // args: operands, points, ref/scale outputs; fills ref and scale.
