@@ -103,6 +103,21 @@ gt::Timing median_timing(std::vector<gt::Timing> t) {
   return t[t.size() / 2];
 }
 
+// Whether cuBLAS runs p, prepared outside the timing (cuBLASLt's algorithm and scales, for
+// float8); else says why not, and p has no baseline.
+bool baseline_ready(const gt::Cublas* cublas, const gt::Problem& p, const gt::GemmOperands& ops,
+                    CUstream stream) {
+  if (!cublas) return false;
+  try {
+    cublas->prepare(p, ops, stream);
+    return true;
+  } catch (const gt::Error& e) {
+    if (e.code() != gt::Errc::unsupported && e.code() != gt::Errc::invalid_argument) throw;
+    std::cerr << "gemm-bench: cuBLAS n/a (" << e.what() << ")\n";
+    return false;
+  }
+}
+
 // Verifies the library's result, then times it and cuBLAS `repeat` times, their runs taken in
 // turns (Timer::time_together), so that every ratio comes from the same clocks and temperature.
 Row bench_one(const Case& c, const Args& a, gt::Library& lib, const gt::Checker& checker,
@@ -130,7 +145,7 @@ Row bench_one(const Case& c, const Args& a, gt::Library& lib, const gt::Checker&
   const gt::GemmOperands ops = verifier.data().operands(a.alpha, c.beta);
   const gt::TimingSettings settings;
   std::vector<gt::Timing> ours, theirs;
-  const bool baseline = cublas && cublas->supports(p);
+  const bool baseline = baseline_ready(cublas, p, ops, stream);
   std::vector<gt::Timer::Launch> launches = {[&](CUstream s) { run(p, ops, s); }};
   if (baseline) launches.push_back([&](CUstream s) { cublas->gemm(p, ops, s); });
   for (int r = 0; r < std::max(1, a.repeat); ++r) {
@@ -272,9 +287,10 @@ ReadCeiling read_ceiling(const gt::Problem& p, const gt::LoadedKernel& kernel, C
     const gt::ProblemData pd(p, checker, 42, stream);
     // With beta = 1 where the problem reads C: the bytes above count C twice, and so does cuBLAS.
     const gt::GemmOperands ops = pd.operands(1.0f, p.reads_c ? 1.0f : 0.0f);
-    r.cublas_ms =
-        timer.time([&](CUstream s) { cublas->gemm(p, ops, s); }, stream, gt::TimingSettings{})
-            .median_ms;
+    if (baseline_ready(cublas, p, ops, stream))
+      r.cublas_ms =
+          timer.time([&](CUstream s) { cublas->gemm(p, ops, s); }, stream, gt::TimingSettings{})
+              .median_ms;
   }
   return r;
 }

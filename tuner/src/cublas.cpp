@@ -3,11 +3,120 @@
 #include <cublas_v2.h>
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <limits>
+#include <list>
+#include <mutex>
 
 #include "gemmtune/generator/util.hpp"
+#include "gemmtune/runtime/driver.hpp"
+#include "gemmtune/runtime/memory.hpp"
 
 namespace gemmtune {
+
+// The little of cuBLASLt the float8 baseline calls, declared here so that cublasLt.h is no
+// build dependency either. Types, attributes and values are copied from cublasLt.h of the CUDA
+// 13.0 toolkit (cuBLAS 13.1.0); the scale modes came with cuBLAS 12.9, the rest is older. The
+// attribute enums are int-sized C enums, passed here as int.
+namespace lt {
+
+struct Context;
+using Handle = Context*;  // cublasLtHandle_t
+struct MatmulDescOpaque;
+using MatmulDesc = MatmulDescOpaque*;  // cublasLtMatmulDesc_t
+struct LayoutOpaque;
+using Layout = LayoutOpaque*;  // cublasLtMatrixLayout_t
+struct PreferenceOpaque;
+using Preference = PreferenceOpaque*;  // cublasLtMatmulPreference_t
+struct Algo {                          // cublasLtMatmulAlgo_t
+  uint64_t data[8];
+};
+struct HeuristicResult {  // cublasLtMatmulHeuristicResult_t
+  Algo algo;
+  size_t workspace_size;
+  cublasStatus_t state;
+  float waves_count;
+  int reserved[4];
+};
+
+// cublasLtMatmulDescAttributes_t (int32_t values for the modes and operations, pointers for
+// the scales)
+constexpr int kDescTransA = 3;          // CUBLASLT_MATMUL_DESC_TRANSA
+constexpr int kDescTransB = 4;          // CUBLASLT_MATMUL_DESC_TRANSB
+constexpr int kDescAScalePointer = 17;  // CUBLASLT_MATMUL_DESC_A_SCALE_POINTER
+constexpr int kDescBScalePointer = 18;  // CUBLASLT_MATMUL_DESC_B_SCALE_POINTER
+constexpr int kDescAScaleMode = 31;     // CUBLASLT_MATMUL_DESC_A_SCALE_MODE
+constexpr int kDescBScaleMode = 32;     // CUBLASLT_MATMUL_DESC_B_SCALE_MODE
+// cublasLtMatmulMatrixScale_t (SCALAR_32F = 0 is the default, left as it is for `tensor`)
+constexpr int32_t kScaleOuterVec32F = 3;     // CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F
+constexpr int32_t kScaleVec128_32F = 4;      // CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F
+constexpr int32_t kScaleBlk128x128_32F = 5;  // CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F
+// cublasLtMatmulPreferenceAttributes_t (uint64_t for the workspace, uint32_t for alignments)
+constexpr int kPrefMaxWorkspaceBytes = 1;  // CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES
+constexpr int kPrefMinAlignmentA = 5;      // CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES
+constexpr int kPrefMinAlignmentB = 6;      // ..._B_BYTES
+constexpr int kPrefMinAlignmentC = 7;      // ..._C_BYTES
+constexpr int kPrefMinAlignmentD = 8;      // ..._D_BYTES
+
+struct Functions {
+  cublasStatus_t (*create)(Handle*) = nullptr;
+  cublasStatus_t (*destroy)(Handle) = nullptr;
+  size_t (*get_version)() = nullptr;
+  const char* (*status_name)(cublasStatus_t) = nullptr;    // optional
+  const char* (*status_string)(cublasStatus_t) = nullptr;  // optional
+  cublasStatus_t (*desc_create)(MatmulDesc*, cublasComputeType_t, cudaDataType) = nullptr;
+  cublasStatus_t (*desc_destroy)(MatmulDesc) = nullptr;
+  cublasStatus_t (*desc_set)(MatmulDesc, int, const void*, size_t) = nullptr;
+  cublasStatus_t (*layout_create)(Layout*, cudaDataType, uint64_t, uint64_t, int64_t) = nullptr;
+  cublasStatus_t (*layout_destroy)(Layout) = nullptr;
+  cublasStatus_t (*pref_create)(Preference*) = nullptr;
+  cublasStatus_t (*pref_destroy)(Preference) = nullptr;
+  cublasStatus_t (*pref_set)(Preference, int, const void*, size_t) = nullptr;
+  cublasStatus_t (*heuristic)(Handle, MatmulDesc, Layout, Layout, Layout, Layout, Preference, int,
+                              HeuristicResult*, int*) = nullptr;
+  cublasStatus_t (*matmul)(Handle, MatmulDesc, const void*, const void*, Layout, const void*,
+                           Layout, const void*, const void*, Layout, void*, Layout, const Algo*,
+                           void*, size_t, cudaStream_t) = nullptr;
+};
+
+// The largest power of two dividing an address, at most 256 (cuBLASLt's default assumption).
+inline uint32_t address_alignment(CUdeviceptr p) {
+  uint32_t a = 256;
+  while (a > 1 && p % a != 0) a /= 2;
+  return a;
+}
+
+// One float8 problem made ready: cuBLASLt's descriptors and algorithm, and the scales in its
+// layouts where ours differ, for the problem, the caller's scale pointers and the alignment of
+// the operands.
+struct Plan {
+  explicit Plan(const Functions& functions) : f(functions) {}
+  ~Plan() {
+    for (Layout l : {a, b, c})
+      if (l) f.layout_destroy(l);
+    if (desc) f.desc_destroy(desc);
+  }
+  Plan(const Plan&) = delete;
+  Plan& operator=(const Plan&) = delete;
+
+  bool serves(const Problem& p, const GemmOperands& o) const {
+    return problem == p && scale_a == o.scale_a && scale_b == o.scale_b &&
+           align_a == address_alignment(o.a) && align_b == address_alignment(o.b) &&
+           align_c == address_alignment(o.c);
+  }
+
+  const Functions& f;
+  Problem problem;
+  CUdeviceptr scale_a = 0, scale_b = 0;  // the caller's
+  uint32_t align_a = 0, align_b = 0, align_c = 0;
+  MatmulDesc desc = nullptr;
+  Layout a = nullptr, b = nullptr, c = nullptr;  // C is D: the GEMM writes D over C
+  Algo algo{};
+  DeviceBuffer scales;  // the scales in cuBLASLt's layouts, where they differ from ours
+};
+
+}  // namespace lt
+
 namespace {
 
 std::string& load_error() {
@@ -31,6 +140,10 @@ cudaDataType data_type(DataType type) {
   return CUDA_R_32F;
 }
 
+bool is_fp8(DataType type) {
+  return type == DataType::e4m3 || type == DataType::e5m2;
+}
+
 // What cublasGemmEx computes with f32 accumulation (its documented type combinations): A, B
 // and C of one type among f32, f16 and bf16. Float8 needs cuBLASLt.
 bool gemm_ex_types(const DataTypes& t) {
@@ -49,7 +162,89 @@ bool fits_int(const Problem& p) {
   return true;
 }
 
+// "13.1.0" of 130100 (cublasGetVersion and cublasLtGetVersion count alike).
+std::string version_text(size_t v) {
+  return fmt::format("{}.{}.{}", v / 10000, v / 100 % 100, v % 100);
+}
+
+constexpr size_t kLtWorkspaceBytes = size_t(32) << 20;
+constexpr size_t kMaxLtPlans = 8;
+
+int64_t blocks_of(int64_t extent) {
+  return (extent + kScaleBlock - 1) / kScaleBlock;
+}
+
+// The rules of cublasLtMatmul's float8 GEMMs (cuBLAS documentation, cublasLtMatmul(): "To use
+// tensor- or block-scaled FP8 kernels"; 3.1.4, "Scaling Mode Support Overview" and "Scaling
+// factors layouts").
+std::string lt_why_unsupported(const Problem& p, const CublasFeatures& f) {
+  const DataTypes& t = p.types;
+  const std::string none = ": no cuBLAS baseline for it";
+  if (!is_fp8(t.a) || !is_fp8(t.b))
+    return fmt::format("cuBLASLt multiplies float8 by float8 only, not {}{}", t.name(), none);
+  if (t.a == DataType::e5m2 && t.b == DataType::e5m2)
+    return "cuBLASLt has no e5m2*e5m2 GEMM (its float8 GEMMs take e4m3*e4m3, e4m3*e5m2 and "
+           "e5m2*e4m3)" +
+           none;
+  if (t.c != t.d || !(t.d == DataType::f32 || t.d == DataType::f16 || t.d == DataType::bf16))
+    return fmt::format(
+        "cuBLASLt's scaled float8 GEMMs write f32, f16 or bf16 over a C of that type, not {}{}",
+        t.name(), none);
+  if (t.acc != DataType::f32)
+    return fmt::format("cuBLASLt's float8 GEMMs accumulate in f32, not {}{}", to_string(t.acc),
+                       none);
+  if (p.scaling == Scaling::none)
+    return fmt::format("{} without scales: cuBLASLt's float8 GEMMs take them{}", t.name(), none);
+  if (p.op_a != Op::T || p.op_b != Op::N)
+    return fmt::format(
+        "cuBLASLt's float8 GEMMs take A transposed and B not (\"tn\") on Ada and Hopper GPUs, not "
+        "\"{}\"{}",
+        p.layout(), none);
+  if (p.align < 16)
+    return fmt::format(
+        "cuBLASLt's float8 GEMMs need 16-byte aligned operands and leading dimensions; {} has "
+        "{}-byte alignment{}",
+        p.describe(), p.align, none);
+  if (f.lt_version == 0) return fmt::format("no cuBLASLt for float8: {}", f.lt_missing);
+  if (p.scaling != Scaling::tensor && f.lt_version < 120900)
+    return fmt::format(
+        "cuBLASLt {} has no {} scaling (outer-vector and 128-block scales came in "
+        "cuBLAS 12.9){}",
+        version_text(f.lt_version), to_string(p.scaling), none);
+  if (p.scaling == Scaling::block && (p.m % 4 != 0 || p.n % 4 != 0))
+    return fmt::format("cuBLASLt's block scaling needs M and N multiples of 4, not {}{}", p.shape(),
+                       none);
+  return {};
+}
+
 }  // namespace
+
+std::string cublas_why_unsupported(const Problem& p, const CublasFeatures& f) {
+  if (is_fp8(p.types.a) || is_fp8(p.types.b)) return lt_why_unsupported(p, f);
+  if (!gemm_ex_types(p.types) || p.scaling != Scaling::none)
+    return fmt::format("cublasGemmEx has no {} GEMM{}: no cuBLAS baseline for it", p.types.name(),
+                       p.scaling == Scaling::none ? "" : " with scales");
+  if (!f.gemm_ex_64 && !fits_int(p))
+    return fmt::format(
+        "cuBLAS {} has no 64-bit API (cublasGemmEx_64) and {} has a size past 2^31 - 1: no cuBLAS "
+        "baseline for it",
+        version_text(size_t(f.version)), p.describe());
+  return {};
+}
+
+int64_t cublaslt_block_scales_a_count(int64_t m, int64_t k) {
+  return blocks_of(m) * ((blocks_of(k) + 3) / 4 * 4);
+}
+
+std::vector<float> cublaslt_block_scales_a(const std::vector<float>& ours, int64_t m, int64_t k) {
+  const int64_t mb = blocks_of(m), kb = blocks_of(k), ld = (kb + 3) / 4 * 4;
+  GT_REQUIRE(int64_t(ours.size()) == mb * kb, Errc::invalid_argument,
+             "block scales of A for M = {}, K = {}: {} values, not {}", m, k, ours.size(), mb * kb);
+  std::vector<float> theirs(size_t(mb * ld), 0.0f);
+  for (int64_t i = 0; i < mb; ++i)
+    for (int64_t j = 0; j < kb; ++j) theirs[size_t(j + i * ld)] = ours[size_t(i + j * mb)];
+  return theirs;
+}
 
 struct Cublas::Impl {
   void* lib = nullptr;
@@ -68,7 +263,197 @@ struct Cublas::Impl {
                                int64_t, cublasComputeType_t, cublasGemmAlgo_t) = nullptr;
   decltype(&::cublasGetVersion_v2) get_version = nullptr;
   cublasHandle_t handle = nullptr;
+
+  // cuBLASLt, for float8 (features.lt_version 0 when it is not loaded).
+  void* lt_lib = nullptr;
+  lt::Functions lt_fn;
+  lt::Handle lt_handle = nullptr;
+  CublasFeatures features;
+
+  std::mutex mutex;                            // guards what follows
+  std::list<std::unique_ptr<lt::Plan>> plans;  // the most recently used first
+  DeviceBuffer workspace;                      // cuBLASLt's, made with the first plan
+
+  ~Impl() {
+    plans.clear();
+    if (lt_handle) lt_fn.destroy(lt_handle);
+  }
+
+  void load_lt();
+  std::string status_text(cublasStatus_t s) const;
+  // The plan of a float8 problem and its operands, made when there is none or `refresh`; the
+  // caller holds the mutex.
+  lt::Plan& plan(const Problem& p, const GemmOperands& o, CUstream stream, bool refresh);
+  std::unique_ptr<lt::Plan> make_plan(const Problem& p, const GemmOperands& o, CUstream stream);
 };
+
+void Cublas::Impl::load_lt() {
+  // The libcublasLt of libcublas's major version first: libcublas itself loaded it.
+  const std::string own = fmt::format("libcublasLt.so.{}", features.version / 10000);
+  for (const char* name :
+       {own.c_str(), "libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so"}) {
+    lt_lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (lt_lib) break;
+  }
+  if (!lt_lib) {
+    features.lt_missing =
+        "libcublasLt could not be loaded (no libcublasLt.so.13/.12 on the library path)";
+    return;
+  }
+  auto sym = [&](auto& fn, const char* name) {
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(dlsym(lt_lib, name));
+    return fn != nullptr;
+  };
+  if (!sym(lt_fn.create, "cublasLtCreate") || !sym(lt_fn.destroy, "cublasLtDestroy") ||
+      !sym(lt_fn.get_version, "cublasLtGetVersion") ||
+      !sym(lt_fn.desc_create, "cublasLtMatmulDescCreate") ||
+      !sym(lt_fn.desc_destroy, "cublasLtMatmulDescDestroy") ||
+      !sym(lt_fn.desc_set, "cublasLtMatmulDescSetAttribute") ||
+      !sym(lt_fn.layout_create, "cublasLtMatrixLayoutCreate") ||
+      !sym(lt_fn.layout_destroy, "cublasLtMatrixLayoutDestroy") ||
+      !sym(lt_fn.pref_create, "cublasLtMatmulPreferenceCreate") ||
+      !sym(lt_fn.pref_destroy, "cublasLtMatmulPreferenceDestroy") ||
+      !sym(lt_fn.pref_set, "cublasLtMatmulPreferenceSetAttribute") ||
+      !sym(lt_fn.heuristic, "cublasLtMatmulAlgoGetHeuristic") ||
+      !sym(lt_fn.matmul, "cublasLtMatmul")) {
+    features.lt_missing = "libcublasLt lacks cublasLtMatmul or friends";
+    return;
+  }
+  sym(lt_fn.status_name, "cublasLtGetStatusName");  // optional, for messages
+  sym(lt_fn.status_string, "cublasLtGetStatusString");
+  if (lt_fn.create(&lt_handle) != CUBLAS_STATUS_SUCCESS) {
+    lt_handle = nullptr;
+    features.lt_missing = "cublasLtCreate failed";
+    return;
+  }
+  features.lt_version = lt_fn.get_version();
+}
+
+std::string Cublas::Impl::status_text(cublasStatus_t s) const {
+  if (lt_fn.status_name && lt_fn.status_string)
+    return fmt::format("{}: {}", lt_fn.status_name(s), lt_fn.status_string(s));
+  return fmt::format("cuBLAS status {}", int(s));
+}
+
+lt::Plan& Cublas::Impl::plan(const Problem& p, const GemmOperands& o, CUstream stream,
+                             bool refresh) {
+  const auto it = std::find_if(plans.begin(), plans.end(),
+                               [&](const std::unique_ptr<lt::Plan>& q) { return q->serves(p, o); });
+  if (it != plans.end()) {
+    if (!refresh) {
+      plans.splice(plans.begin(), plans, it);
+      return *plans.front();
+    }
+    plans.erase(it);
+  }
+  plans.push_front(make_plan(p, o, stream));
+  while (plans.size() > kMaxLtPlans) plans.pop_back();
+  return *plans.front();
+}
+
+std::unique_ptr<lt::Plan> Cublas::Impl::make_plan(const Problem& p, const GemmOperands& o,
+                                                  CUstream stream) {
+  GT_REQUIRE(o.scale_a != 0 && o.scale_b != 0, Errc::invalid_argument,
+             "{}: the cuBLASLt baseline needs the scales of A and B", p.describe());
+  const std::string lt_name = "cuBLASLt " + version_text(features.lt_version);
+  auto must = [&](cublasStatus_t s, const char* call) {
+    GT_REQUIRE(s == CUBLAS_STATUS_SUCCESS, Errc::cuda, "{} failed: {}", call, status_text(s));
+  };
+  if (workspace.bytes() == 0) workspace = DeviceBuffer(kLtWorkspaceBytes);
+  auto q = std::make_unique<lt::Plan>(lt_fn);
+  q->problem = p;
+  q->scale_a = o.scale_a;
+  q->scale_b = o.scale_b;
+  q->align_a = lt::address_alignment(o.a);
+  q->align_b = lt::address_alignment(o.b);
+  q->align_c = lt::address_alignment(o.c);
+
+  must(lt_fn.desc_create(&q->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  auto set = [&](int attribute, const auto& value) {
+    return lt_fn.desc_set(q->desc, attribute, &value, sizeof(value));
+  };
+  const int32_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;  // "tn": the only layout it takes
+  must(set(lt::kDescTransA, trans_a), "cublasLtMatmulDescSetAttribute(TRANSA)");
+  must(set(lt::kDescTransB, trans_b), "cublasLtMatmulDescSetAttribute(TRANSB)");
+
+  // Where ours and cuBLASLt's layouts of the scales agree, cuBLASLt reads the caller's.
+  CUdeviceptr scale_a = o.scale_a, scale_b = o.scale_b;
+  int32_t mode_a = 0, mode_b = 0;  // CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F: one per tensor
+  if (p.scaling == Scaling::row) {
+    // M scales of A and N of B, as ours.
+    mode_a = mode_b = lt::kScaleOuterVec32F;
+  } else if (p.scaling == Scaling::block) {
+    // A: BLK128x128_32F, K-major with columns padded to 4 (ours are M-major: converted). B:
+    // VEC128_32F, N x ceil(K/128) N-major, as ours, but 16-byte aligned (copied when not).
+    mode_a = lt::kScaleBlk128x128_32F;
+    mode_b = lt::kScaleVec128_32F;
+    std::vector<float> ours(size_t(scale_shape_a(p).count()));
+    GT_CU(cuStreamSynchronize(stream));  // the scales as the stream's work leaves them
+    GT_CU(cuMemcpyDtoH(ours.data(), o.scale_a, ours.size() * sizeof(float)));
+    const std::vector<float> theirs = cublaslt_block_scales_a(ours, p.m, p.k);
+    const size_t a_bytes = (theirs.size() * sizeof(float) + 255) / 256 * 256;
+    const bool copy_b = o.scale_b % 16 != 0;
+    const size_t b_bytes = size_t(scale_shape_b(p).count()) * sizeof(float);
+    q->scales = DeviceBuffer(a_bytes + (copy_b ? b_bytes : 0));
+    GT_CU(cuMemcpyHtoDAsync(q->scales.ptr(), theirs.data(), theirs.size() * sizeof(float), stream));
+    scale_a = q->scales.ptr();
+    if (copy_b) {
+      GT_CU(cuMemcpyDtoDAsync(q->scales.ptr() + a_bytes, o.scale_b, b_bytes, stream));
+      scale_b = q->scales.ptr() + a_bytes;
+    }
+    GT_CU(cuStreamSynchronize(stream));  // `theirs` is the source of the copy
+  }
+  if (mode_a != 0 || mode_b != 0) {
+    const cublasStatus_t s_a = set(lt::kDescAScaleMode, mode_a);
+    const cublasStatus_t s_b = set(lt::kDescBScaleMode, mode_b);
+    GT_REQUIRE(s_a == CUBLAS_STATUS_SUCCESS && s_b == CUBLAS_STATUS_SUCCESS, Errc::unsupported,
+               "{} takes no {} scaling (CUBLASLT_MATMUL_DESC_A/B_SCALE_MODE: {}): no cuBLAS "
+               "baseline for {}",
+               lt_name, to_string(p.scaling), status_text(s_a != CUBLAS_STATUS_SUCCESS ? s_a : s_b),
+               p.describe());
+  }
+  const void* pointer_a = reinterpret_cast<const void*>(scale_a);
+  const void* pointer_b = reinterpret_cast<const void*>(scale_b);
+  must(set(lt::kDescAScalePointer, pointer_a), "cublasLtMatmulDescSetAttribute(A_SCALE_POINTER)");
+  must(set(lt::kDescBScalePointer, pointer_b), "cublasLtMatmulDescSetAttribute(B_SCALE_POINTER)");
+
+  // op(A) = A^T: A is stored K x M; B is K x N; C (and D) M x N.
+  must(lt_fn.layout_create(&q->a, data_type(p.types.a), uint64_t(p.k), uint64_t(p.m), p.lda),
+       "cublasLtMatrixLayoutCreate(A)");
+  must(lt_fn.layout_create(&q->b, data_type(p.types.b), uint64_t(p.k), uint64_t(p.n), p.ldb),
+       "cublasLtMatrixLayoutCreate(B)");
+  must(lt_fn.layout_create(&q->c, data_type(p.types.c), uint64_t(p.m), uint64_t(p.n), p.ldc),
+       "cublasLtMatrixLayoutCreate(C)");
+
+  lt::Preference pref = nullptr;
+  must(lt_fn.pref_create(&pref), "cublasLtMatmulPreferenceCreate");
+  const std::unique_ptr<lt::PreferenceOpaque, decltype(lt_fn.pref_destroy)> pref_guard(
+      pref, lt_fn.pref_destroy);
+  auto prefer = [&](int attribute, const auto& value) {
+    must(lt_fn.pref_set(pref, attribute, &value, sizeof(value)),
+         "cublasLtMatmulPreferenceSetAttribute");
+  };
+  prefer(lt::kPrefMaxWorkspaceBytes, uint64_t(workspace.bytes()));
+  prefer(lt::kPrefMinAlignmentA, q->align_a);
+  prefer(lt::kPrefMinAlignmentB, q->align_b);
+  prefer(lt::kPrefMinAlignmentC, q->align_c);
+  prefer(lt::kPrefMinAlignmentD, q->align_c);
+
+  lt::HeuristicResult result{};
+  int found = 0;
+  const cublasStatus_t s =
+      lt_fn.heuristic(lt_handle, q->desc, q->a, q->b, q->c, q->c, pref, 1, &result, &found);
+  GT_REQUIRE(s == CUBLAS_STATUS_SUCCESS && found > 0 && result.state == CUBLAS_STATUS_SUCCESS,
+             Errc::unsupported,
+             "{} has no algorithm for {} on this GPU (cublasLtMatmulAlgoGetHeuristic: {}): no "
+             "cuBLAS baseline for it",
+             lt_name, p.describe(),
+             s != CUBLAS_STATUS_SUCCESS ? status_text(s)
+             : found == 0               ? std::string("no algorithm")
+                                        : status_text(result.state));
+  q->algo = result.algo;
+  return q;
+}
 
 std::unique_ptr<Cublas> Cublas::load() {
   auto impl = std::make_unique<Impl>();
@@ -95,6 +480,9 @@ std::unique_ptr<Cublas> Cublas::load() {
     load_error() = "cublasCreate failed";
     return nullptr;
   }
+  impl->get_version(impl->handle, &impl->features.version);
+  impl->features.gemm_ex_64 = impl->gemm_ex_64 != nullptr;
+  impl->load_lt();  // optional: float8 alone needs it
   return std::unique_ptr<Cublas>(new Cublas(std::move(impl)));
 }
 
@@ -106,13 +494,17 @@ Cublas::Cublas(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 Cublas::~Cublas() {
   if (impl_ && impl_->handle) impl_->destroy(impl_->handle);
-  // The library stays loaded: cuBLAS does not expect to be unloaded while CUDA is alive.
+  // The libraries stay loaded: cuBLAS does not expect to be unloaded while CUDA is alive.
+}
+
+const CublasFeatures& Cublas::features() const {
+  return impl_->features;
 }
 
 std::string Cublas::version() const {
-  int v = 0;
-  impl_->get_version(impl_->handle, &v);
-  return fmt::format("cuBLAS {}.{}.{}", v / 10000, v / 100 % 100, v % 100);
+  std::string v = "cuBLAS " + version_text(size_t(impl_->features.version));
+  if (impl_->features.lt_version) v += ", cuBLASLt " + version_text(impl_->features.lt_version);
+  return v;
 }
 
 bool Cublas::supports(const Problem& problem) const {
@@ -120,20 +512,36 @@ bool Cublas::supports(const Problem& problem) const {
 }
 
 std::string Cublas::why_unsupported(const Problem& p) const {
-  if (!gemm_ex_types(p.types) || p.scaling != Scaling::none)
-    return fmt::format("cublasGemmEx has no {} GEMM{}: no cuBLAS baseline for it", p.types.name(),
-                       p.scaling == Scaling::none ? "" : " with scales");
-  if (!impl_->gemm_ex_64 && !fits_int(p))
-    return fmt::format(
-        "{} has no 64-bit API (cublasGemmEx_64) and {} has a size past 2^31 - 1: no cuBLAS "
-        "baseline for it",
-        version(), p.describe());
-  return {};
+  return cublas_why_unsupported(p, impl_->features);
+}
+
+void Cublas::prepare(const Problem& p, const GemmOperands& o, CUstream stream) const {
+  const std::string why = why_unsupported(p);
+  GT_REQUIRE(why.empty(), Errc::unsupported, "{}", why);
+  if (!is_fp8(p.types.a)) return;  // cublasGemmEx needs nothing beforehand
+  const std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->plan(p, o, stream, /*refresh=*/true);
 }
 
 void Cublas::gemm(const Problem& p, const GemmOperands& o, CUstream stream) const {
   const std::string why = why_unsupported(p);
   GT_REQUIRE(why.empty(), Errc::unsupported, "{}", why);
+  if (is_fp8(p.types.a)) {
+    const std::lock_guard<std::mutex> lock(impl_->mutex);
+    const lt::Plan& q = impl_->plan(p, o, stream, /*refresh=*/false);
+    const cublasStatus_t s = impl_->lt_fn.matmul(
+        impl_->lt_handle, q.desc, &o.alpha, reinterpret_cast<const void*>(o.a), q.a,
+        reinterpret_cast<const void*>(o.b), q.b, &o.beta, reinterpret_cast<const void*>(o.c), q.c,
+        reinterpret_cast<void*>(o.c), q.c, &q.algo, reinterpret_cast<void*>(impl_->workspace.ptr()),
+        impl_->workspace.bytes(), reinterpret_cast<cudaStream_t>(stream));
+    GT_REQUIRE(s != CUBLAS_STATUS_NOT_SUPPORTED && s != CUBLAS_STATUS_ARCH_MISMATCH,
+               Errc::unsupported,
+               "cublasLtMatmul cannot run {} here ({}): no cuBLAS baseline for it", p.describe(),
+               impl_->status_text(s));
+    GT_REQUIRE(s == CUBLAS_STATUS_SUCCESS, Errc::cuda, "cublasLtMatmul failed on {}: {}",
+               p.describe(), impl_->status_text(s));
+    return;
+  }
   GT_REQUIRE(impl_->set_stream(impl_->handle, reinterpret_cast<cudaStream_t>(stream)) ==
                  CUBLAS_STATUS_SUCCESS,
              Errc::cuda, "cublasSetStream failed");

@@ -60,7 +60,7 @@ class Worker {
     for (const ReadyKernel& k : kernels)
       launches.push_back([&](CUstream s) { with_workspace(k.plan, problem_, ops, s, k); });
     const json cublas =
-        request.value("baseline", false) ? cublas_status() : json{{"available", false}};
+        request.value("baseline", false) ? cublas_status(ops) : json{{"available", false}};
     if (cublas.at("available"))
       launches.push_back([&](CUstream s) { cublas_->gemm(problem_, ops, s); });
     const std::vector<Timing> t = timer_->time_together(launches, stream_->get(), timing_);
@@ -86,22 +86,28 @@ class Worker {
   }
 
   json baseline() {
-    json answer = cublas_status();
+    const GemmOperands ops = operands_with_fresh_c();
+    json answer = cublas_status(ops);
     answer["event"] = "baseline";
     if (!answer.at("available")) return answer;
-    const GemmOperands ops = operands_with_fresh_c();
     answer.update(to_json(timer_->time([&](CUstream s) { cublas_->gemm(problem_, ops, s); },
                                        stream_->get(), timing_)));
     return answer;
   }
 
  private:
-  // Whether cuBLAS can time the problem here (its name), or why not (a message).
-  json cublas_status() {
+  // Whether cuBLAS can time the problem here (its name), or why not (a message): the rules it
+  // documents, then for float8 cuBLASLt's heuristic, which prepares it for these operands
+  // (Cublas::prepare: its algorithm, its layout of the scales) outside any timing.
+  json cublas_status(const GemmOperands& ops) {
     if (!cublas_) cublas_ = Cublas::load();
     if (!cublas_) return {{"available", false}, {"message", Cublas::why_not()}};
-    if (const std::string why = cublas_->why_unsupported(problem_); !why.empty())
-      return {{"available", false}, {"message", why}};
+    try {
+      cublas_->prepare(problem_, ops, stream_->get());
+    } catch (const Error& e) {
+      if (e.code() != Errc::unsupported && e.code() != Errc::invalid_argument) throw;
+      return {{"available", false}, {"message", e.what()}};
+    }
     return {{"available", true}, {"name", cublas_->version()}};
   }
 
@@ -174,14 +180,14 @@ class Worker {
   // are not timed on a cooler (faster-clocked) GPU than the last ones.
   void settle(double ms) {
     if (ms <= 0) return;
-    if (!cublas_) cublas_ = Cublas::load();
     const ProblemData& data = verifier_->data();
     const GemmOperands ops = data.operands(alpha_, beta_);
+    const bool cublas = cublas_status(ops).at("available");
     const auto start = std::chrono::steady_clock::now();
     while (std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
                .count() < ms) {
       for (int i = 0; i < 10; ++i) {
-        if (cublas_ && cublas_->supports(problem_))
+        if (cublas)
           cublas_->gemm(problem_, ops, stream_->get());
         else
           GT_CU(cuMemsetD32Async(data.c.ptr(), 0, data.c.bytes() / 4, stream_->get()));

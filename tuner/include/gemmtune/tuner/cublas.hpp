@@ -1,30 +1,78 @@
 #pragma once
-// cuBLAS as the baseline, loaded at run time when present (never a build dependency).
+// cuBLAS as the baseline, loaded at run time when present (never a build dependency):
+// cublasGemmEx for f32, f16 and bf16, cuBLASLt (libcublasLt) for float8 with its scales.
 #include <cuda.h>
 
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "gemmtune/runtime/kernel.hpp"
 
 namespace gemmtune {
 
+// What the loaded libraries offer, for the rules that need no GPU.
+struct CublasFeatures {
+  int version = 0;         // cublasGetVersion: 130100 for cuBLAS 13.1.0
+  bool gemm_ex_64 = true;  // cublasGemmEx_64 (cuBLAS 12 and later)
+  size_t lt_version = 0;   // cublasLtGetVersion, 0 when libcublasLt is not loaded
+  std::string lt_missing;  // why libcublasLt is not loaded, when lt_version is 0
+};
+
+// Why the baseline cannot run the problem with such libraries, by the rules the cuBLAS
+// documentation states (types, layout, scaling, alignment), or "" when it may run it: for
+// float8, cuBLASLt's heuristic has the last word, on the GPU (Cublas::prepare).
+//   f32, f16, bf16: cublasGemmEx, one type of A, B and C, unscaled; sizes past 2^31 - 1 need
+//     cublasGemmEx_64.
+//   float8: cublasLtMatmul, A and B e4m3 or e5m2 but not both e5m2, C = D in f32, f16 or bf16,
+//     f32 accumulation, "tn" (A transposed, B not), 16-byte alignment; row and block scaling
+//     need cuBLASLt 12.9, block scaling M and N multiples of 4.
+std::string cublas_why_unsupported(const Problem& problem, const CublasFeatures& features);
+
+// Block scaling's scales of A, ours (scale_shape_a: ceil(M/128) x ceil(K/128), column-major,
+// the M blocks contiguous) in cuBLASLt's CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F layout:
+// ceil(K/128) x ceil(M/128), the K blocks contiguous, each column ceil(K/128) rounded up to a
+// multiple of 4 long, zeros in the padding (cuBLAS documentation, "Scaling factors layouts").
+// The scales of B (N x ceil(K/128), N contiguous) are already those of VEC128_32F.
+std::vector<float> cublaslt_block_scales_a(const std::vector<float>& ours, int64_t m, int64_t k);
+// Its element count: ceil(M/128) * ceil(ceil(K/128) / 4) * 4.
+int64_t cublaslt_block_scales_a_count(int64_t m, int64_t k);
+
 class Cublas {
  public:
-  // nullptr when libcublas cannot be loaded or initialised; why_not() says why.
+  // nullptr when libcublas cannot be loaded or initialised; why_not() says why. libcublasLt is
+  // loaded beside it when present; without it only float8 problems lack a baseline.
   static std::unique_ptr<Cublas> load();
   static std::string why_not();
   ~Cublas();
 
-  // Whether gemm() can run the problem: its types are among cublasGemmEx's (one type of A, B
-  // and C: f32, f16 or bf16), unscaled, and it has the 64-bit API (cublasGemmEx_64, cuBLAS 12
-  // and later) or every size and leading dimension fits an int.
+  const CublasFeatures& features() const;
+  // Whether gemm() may run the problem: cublas_why_unsupported() with the loaded libraries.
+  // For float8, cuBLASLt may still find no algorithm on the GPU: prepare() and gemm() then
+  // throw Error(unsupported) with cuBLASLt's answer.
   bool supports(const Problem& problem) const;
   // Empty when supports(problem), else why not, for people.
   std::string why_unsupported(const Problem& problem) const;
-  // cublasGemmEx(_64) with f32 compute, in the problem's dtype; throws Error(unsupported) when
-  // !supports(problem), Error(cuda) on failure.
+
+  // Everything gemm() needs besides the GEMM itself, done before any timing, so that a timing
+  // of gemm() measures cublasLtMatmul alone. For float8: the descriptors, cuBLASLt's algorithm
+  // (its heuristic), the workspace (32 MiB, once per instance) and, for block scaling, the
+  // scales of A converted to cuBLASLt's layout in a buffer this instance keeps (the scales are
+  // read here, after a synchronization of the stream). All of it is kept for the problem, its
+  // scale pointers and the alignment of its operands (the last 8 such sets); calling prepare()
+  // again converts the scales again: do so when the scales changed in place. Nothing for
+  // cublasGemmEx's problems. Throws Error(unsupported) when !supports(problem) or cuBLASLt has
+  // no algorithm for it (with cuBLASLt's reason), Error(invalid_argument) for a scaled problem
+  // without its scales, Error(cuda) on failure.
+  void prepare(const Problem& problem, const GemmOperands& operands, CUstream stream) const;
+  // D = alpha op(A) op(B) + beta C, D written over C, with f32 compute: cublasGemmEx(_64) in the
+  // problem's dtype, or cublasLtMatmul for float8 with the scales (cuBLASLt multiplies as our
+  // kernels do: alpha * scale_a * scale_b * sum + beta * C). A float8 problem that prepare() did
+  // not see is prepared first. Throws as prepare() does.
   void gemm(const Problem& problem, const GemmOperands& operands, CUstream stream) const;
+  // "cuBLAS 13.1.0", with ", cuBLASLt 13.1.0" when libcublasLt is loaded.
   std::string version() const;
 
  private:
