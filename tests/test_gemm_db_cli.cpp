@@ -687,7 +687,8 @@ TEST(ShapesFile, ALineNamesItsTypesPositionallyOrWithTypesEquals) {
       {"64 64 64 types= tn", "'64 64 64 types= tn': unknown data type ''"},
       {"64 64 64 bf16 tn nt", "unexpected 'nt'"},
       {"64 64 64 types=bf16 tn nt", "unexpected 'nt'"},
-      {"64 64 64 dtype=bf16", "unknown field 'dtype' (types, lda, ldb, ldc, beta)"},
+      {"64 64 64 dtype=bf16",
+       "unknown field 'dtype' (types, dtype_b, out, scaling, lda, ldb, ldc, beta)"},
   };
   for (const auto& [line, says] : bad) {
     try {

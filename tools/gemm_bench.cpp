@@ -23,7 +23,8 @@ using nlohmann::json;
 namespace {
 
 struct Args {
-  std::string suite = "default", shapes, dtype = "f32", layout = "nn", csv, db;
+  std::string suite = "default", shapes, layout = "nn", csv, db;
+  gt::cli::TypeArgs types;  // --dtype, --dtype-b, --out, --scaling
   int64_t m = 0, n = 0, k = 0;
   bool json = false, overhead = false, mma_ceiling = false, read_ceiling = false;
   int device = 0;
@@ -59,7 +60,7 @@ std::vector<Case> cases_of(const Args& a) {
   std::vector<Case> out;
   for (const auto& l : lines)
     out.push_back(
-        {gt::cli::problem_of_line(l, a.dtype, a.layout, a.beta), l.beta.value_or(a.beta)});
+        {gt::cli::problem_of_line(l, a.types, a.layout, a.beta), l.beta.value_or(a.beta)});
   return out;
 }
 
@@ -448,7 +449,7 @@ int main(int argc, char** argv) {
   app.add_option("--m", a.m, "One shape instead of a suite");
   app.add_option("--n", a.n);
   app.add_option("--k", a.k);
-  app.add_option("--dtype", a.dtype, gt::cli::kTypesHelp)->capture_default_str();
+  gt::cli::add_type_options(app, a.types);
   app.add_option("--layout", a.layout, "nn, nt, tn or tt")->capture_default_str();
   app.add_option("--alpha", a.alpha, "C = alpha * op(A) * op(B) + beta * C")->capture_default_str();
   app.add_option("--beta", a.beta,
