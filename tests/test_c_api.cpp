@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_common.hpp"
 #include "gemmtune/gemmtune.h"
 #include "support.hpp"
 
@@ -41,8 +42,9 @@ const std::vector<Attribute>& attributes() {
       {GEMMTUNE_MATMUL_DESC_SCALING,
        "GEMMTUNE_MATMUL_DESC_SCALING",
        GEMMTUNE_SCALING_NONE,
-       {GEMMTUNE_SCALING_NONE},
-       {-1, 1, 7}},
+       {GEMMTUNE_SCALING_NONE, GEMMTUNE_SCALING_TENSOR, GEMMTUNE_SCALING_ROW,
+        GEMMTUNE_SCALING_BLOCK},
+       {-1, 4, 7}},
       {GEMMTUNE_MATMUL_DESC_OP_A,
        "GEMMTUNE_MATMUL_DESC_OP_A",
        GEMMTUNE_OP_N,
@@ -123,7 +125,7 @@ TEST(CApiMatmulDesc, EveryAttributeRoundTripsAndLeavesTheOthersAlone) {
   // All of them at once, each to a value other than its default where there is one.
   Desc d;
   const std::vector<int32_t> values{GEMMTUNE_E4M3, GEMMTUNE_E5M2, GEMMTUNE_BF16,
-                                    GEMMTUNE_BF16, GEMMTUNE_F16,  GEMMTUNE_SCALING_NONE,
+                                    GEMMTUNE_BF16, GEMMTUNE_F16,  GEMMTUNE_SCALING_BLOCK,
                                     GEMMTUNE_OP_T, GEMMTUNE_OP_T};
   for (size_t i = 0; i < attributes().size(); ++i)
     ASSERT_EQ(d.set(attributes()[i].attr, values[i]), GEMMTUNE_SUCCESS) << last_error();
@@ -179,7 +181,7 @@ TEST(CApiMatmulDesc, UnknownAttributesAreRefused) {
   Desc d;
   int32_t value = 0;
   size_t written = 0;
-  for (int attr : {-1, 8, 100}) {
+  for (int attr : {-1, 10, 100}) {
     const auto a = static_cast<gemmtune_matmul_attribute>(attr);
     expect_invalid(gemmtune_matmul_desc_set_attribute(d, a, &value, sizeof value),
                    {"unknown matmul descriptor attribute " + std::to_string(attr)});
@@ -189,6 +191,95 @@ TEST(CApiMatmulDesc, UnknownAttributesAreRefused) {
                    {"unknown matmul descriptor attribute " + std::to_string(attr)});
   }
   EXPECT_EQ(written, 0u);
+}
+
+TEST(CApiMatmulDesc, UnknownAttributesNameTheKnownRange) {
+  Desc d;
+  int32_t value = 0;
+  expect_invalid(gemmtune_matmul_desc_set_attribute(d, static_cast<gemmtune_matmul_attribute>(10),
+                                                    &value, sizeof value),
+                 {"GEMMTUNE_MATMUL_DESC_A_TYPE (0) to GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER (9)"});
+}
+
+// The scale pointers: a const float* each (the pointer is the value, its address what set and
+// get take), NULL by default, any address accepted (the call checks that a scaled call has them).
+const float* get_pointer(gemmtune_matmul_desc d, gemmtune_matmul_attribute attr) {
+  const float* value = reinterpret_cast<const float*>(0x1234);
+  size_t written = 0;
+  EXPECT_EQ(gemmtune_matmul_desc_get_attribute(d, attr, &value, sizeof value, &written),
+            GEMMTUNE_SUCCESS)
+      << last_error();
+  EXPECT_EQ(written, sizeof(void*));
+  return value;
+}
+
+gemmtune_status set_pointer(gemmtune_matmul_desc d, gemmtune_matmul_attribute attr,
+                            const float* value) {
+  return gemmtune_matmul_desc_set_attribute(d, attr, &value, sizeof value);
+}
+
+const float* const kScaleA = reinterpret_cast<const float*>(0x7f0000300000);
+const float* const kScaleB = reinterpret_cast<const float*>(0x7f0000300100);
+
+TEST(CApiMatmulDesc, ScalePointersRoundTripAndLeaveTheOthersAlone) {
+  Desc d;
+  EXPECT_EQ(get_pointer(d, GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER), nullptr);
+  EXPECT_EQ(get_pointer(d, GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER), nullptr);
+  const std::vector<int32_t> before = d.all();
+  ASSERT_EQ(set_pointer(d, GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER, kScaleA), GEMMTUNE_SUCCESS)
+      << last_error();
+  EXPECT_EQ(last_error(), "");
+  EXPECT_EQ(get_pointer(d, GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER), kScaleA);
+  EXPECT_EQ(get_pointer(d, GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER), nullptr);
+  ASSERT_EQ(set_pointer(d, GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER, kScaleB), GEMMTUNE_SUCCESS);
+  EXPECT_EQ(get_pointer(d, GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER), kScaleA);
+  EXPECT_EQ(get_pointer(d, GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER), kScaleB);
+  EXPECT_EQ(d.all(), before);  // the int32_t attributes are untouched
+  // The int32_t attributes leave the pointers alone.
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_SCALING, GEMMTUNE_SCALING_ROW), GEMMTUNE_SUCCESS);
+  EXPECT_EQ(get_pointer(d, GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER), kScaleA);
+  // NULL unsets one.
+  ASSERT_EQ(set_pointer(d, GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER, nullptr), GEMMTUNE_SUCCESS);
+  EXPECT_EQ(get_pointer(d, GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER), nullptr);
+  EXPECT_EQ(get_pointer(d, GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER), kScaleB);
+  // Another descriptor has its own.
+  Desc other;
+  EXPECT_EQ(get_pointer(other, GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER), nullptr);
+  // The size a pointer needs.
+  size_t written = 0;
+  EXPECT_EQ(gemmtune_matmul_desc_get_attribute(d, GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER, nullptr, 0,
+                                               &written),
+            GEMMTUNE_SUCCESS);
+  EXPECT_EQ(written, sizeof(void*));
+}
+
+TEST(CApiMatmulDesc, ScalePointersOfTheWrongSizeAreRefused) {
+  Desc d;
+  ASSERT_EQ(set_pointer(d, GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER, kScaleA), GEMMTUNE_SUCCESS);
+  for (const auto& [attr, name] :
+       {std::pair{GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER, "GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER"},
+        std::pair{GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER, "GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER"}}) {
+    int32_t narrow = 0;
+    const std::string size = std::to_string(sizeof(void*));
+    expect_invalid(gemmtune_matmul_desc_set_attribute(d, attr, &narrow, sizeof narrow),
+                   {name, "is a const float*", "(" + size + " bytes), but size is 4"});
+    expect_invalid(gemmtune_matmul_desc_set_attribute(d, attr, &narrow, 0), {name, "size is 0"});
+    expect_invalid(gemmtune_matmul_desc_set_attribute(d, attr, nullptr, sizeof(void*)),
+                   {name, "value is a null pointer"});
+    size_t written = 99;
+    expect_invalid(gemmtune_matmul_desc_get_attribute(d, attr, &narrow, sizeof narrow, &written),
+                   {name, "size is 4"});
+    EXPECT_EQ(written, 99u);
+    expect_invalid(gemmtune_matmul_desc_get_attribute(d, attr, nullptr, sizeof(void*), &written),
+                   {name, "null pointer"});
+  }
+  EXPECT_EQ(get_pointer(d, GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER), kScaleA);  // as it was
+  EXPECT_EQ(get_pointer(d, GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER), nullptr);
+  // An int32_t attribute given a pointer's size says it is an int32_t.
+  const float* pointer = kScaleA;
+  expect_invalid(
+      gemmtune_matmul_desc_set_attribute(d, GEMMTUNE_MATMUL_DESC_SCALING, &pointer, sizeof pointer),
+      {"GEMMTUNE_MATMUL_DESC_SCALING is an int32_t (4 bytes)"});
 }
 
 TEST(CApiMatmulDesc, WrongSizesAreRefusedWithTheSizeNeeded) {
@@ -328,17 +419,75 @@ TEST(CApiMatmul, ChecksItsArgumentsBeforeItNeedsAGpu) {
   EXPECT_EQ(json, nullptr);
 }
 
+// A float8 descriptor: e4m3 A, `b` B, bf16 C and D, op(A) = T, and `scaling`.
+void set_float8(Desc& d, int32_t b, int32_t scaling) {
+  for (auto [attr, value] : {std::pair{GEMMTUNE_MATMUL_DESC_A_TYPE, int32_t(GEMMTUNE_E4M3)},
+                             {GEMMTUNE_MATMUL_DESC_B_TYPE, b},
+                             {GEMMTUNE_MATMUL_DESC_C_TYPE, int32_t(GEMMTUNE_BF16)},
+                             {GEMMTUNE_MATMUL_DESC_D_TYPE, int32_t(GEMMTUNE_BF16)},
+                             {GEMMTUNE_MATMUL_DESC_SCALING, scaling},
+                             {GEMMTUNE_MATMUL_DESC_OP_A, int32_t(GEMMTUNE_OP_T)}})
+    ASSERT_EQ(d.set(attr, value), GEMMTUNE_SUCCESS) << last_error();
+}
+
+TEST(CApiMatmul, AScaledCallWithoutItsScalesIsRefusedBeforeItNeedsAGpu) {
+  const float one = 1.0f, zero = 0.0f;
+  Desc d;
+  set_float8(d, GEMMTUNE_E4M3, GEMMTUNE_SCALING_BLOCK);
+  // M = 300, K = 4096: A's scales are ceil(300/128) x 32, B's N x 32.
+  expect_invalid(
+      gemmtune_matmul(0, d, 300, 48, 4096, &one, kA, 4096, kB, 4096, &zero, kC, 300, nullptr),
+      {"scaling block needs the scales of A", "GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER", "is not set",
+       "3 x 32 fp32 scales"});
+  ASSERT_EQ(set_pointer(d, GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER, kScaleA), GEMMTUNE_SUCCESS);
+  expect_invalid(
+      gemmtune_matmul(0, d, 300, 48, 4096, &one, kA, 4096, kB, 4096, &zero, kC, 300, nullptr),
+      {"scaling block needs the scales of B", "GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER",
+       "48 x 32 fp32 scales"});
+  // Only B's given: A's is named.
+  ASSERT_EQ(set_pointer(d, GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER, nullptr), GEMMTUNE_SUCCESS);
+  ASSERT_EQ(set_pointer(d, GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER, kScaleB), GEMMTUNE_SUCCESS);
+  expect_invalid(
+      gemmtune_matmul(0, d, 300, 48, 4096, &one, kA, 4096, kB, 4096, &zero, kC, 300, nullptr),
+      {"GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER is not set"});
+  // Tensor scales are one of each.
+  Desc tensor;
+  set_float8(tensor, GEMMTUNE_E5M2, GEMMTUNE_SCALING_TENSOR);
+  expect_invalid(
+      gemmtune_matmul(0, tensor, 64, 48, 32, &one, kA, 32, kB, 32, &zero, kC, 64, nullptr),
+      {"scaling tensor needs the scales of A", "1 x 1 fp32 scales"});
+  // Float8 without a scaling, or a scaling of other types: validate()'s rules.
+  Desc unscaled;
+  set_float8(unscaled, GEMMTUNE_E4M3, GEMMTUNE_SCALING_NONE);
+  expect_invalid(
+      gemmtune_matmul(0, unscaled, 64, 48, 32, &one, kA, 32, kB, 32, &zero, kC, 64, nullptr),
+      {"e4m3*e4m3->bf16 operands take scales"});
+  Desc bf16_row;
+  for (auto attr : {GEMMTUNE_MATMUL_DESC_A_TYPE, GEMMTUNE_MATMUL_DESC_B_TYPE,
+                    GEMMTUNE_MATMUL_DESC_C_TYPE, GEMMTUNE_MATMUL_DESC_D_TYPE})
+    ASSERT_EQ(bf16_row.set(attr, GEMMTUNE_BF16), GEMMTUNE_SUCCESS);
+  ASSERT_EQ(bf16_row.set(GEMMTUNE_MATMUL_DESC_SCALING, GEMMTUNE_SCALING_ROW), GEMMTUNE_SUCCESS);
+  expect_invalid(
+      gemmtune_matmul(0, bf16_row, 64, 48, 32, &one, kA, 64, kB, 32, &zero, kC, 64, nullptr),
+      {"scaling row is for float8 operands"});
+  // The one-dtype functions cannot say scales: float8 goes through gemmtune_matmul.
+  expect_invalid(gemmtune_gemm(GEMMTUNE_E4M3, GEMMTUNE_OP_T, GEMMTUNE_OP_N, 64, 48, 32, 1.0f, kA,
+                               32, kB, 32, 0.0f, kC, 64, nullptr),
+                 {"e4m3 operands take scales", "gemmtune_matmul"});
+  gemmtune::test::TempDir dir;
+  expect_invalid(gemmtune_record_problem((dir / "shapes.txt").c_str(), GEMMTUNE_E5M2, GEMMTUNE_OP_T,
+                                         GEMMTUNE_OP_N, 64, 48, 32, 32, 32, 0.0f, 64, nullptr),
+                 {"e5m2 operands take scales", "gemmtune_matmul"});
+}
+
 TEST(CApiMatmul, WithoutAGpuTheCallSaysSo) {
   if (gemmtune::cu::available())
     GTEST_SKIP() << "a GPU is here: this test passes fake addresses, which the library would run "
                     "kernels on";
   Desc d;
-  for (auto [attr, value] : {std::pair{GEMMTUNE_MATMUL_DESC_A_TYPE, int32_t(GEMMTUNE_E4M3)},
-                             {GEMMTUNE_MATMUL_DESC_B_TYPE, int32_t(GEMMTUNE_E5M2)},
-                             {GEMMTUNE_MATMUL_DESC_C_TYPE, int32_t(GEMMTUNE_BF16)},
-                             {GEMMTUNE_MATMUL_DESC_D_TYPE, int32_t(GEMMTUNE_BF16)},
-                             {GEMMTUNE_MATMUL_DESC_OP_A, int32_t(GEMMTUNE_OP_T)}})
-    ASSERT_EQ(d.set(attr, value), GEMMTUNE_SUCCESS) << last_error();
+  set_float8(d, GEMMTUNE_E5M2, GEMMTUNE_SCALING_ROW);
+  ASSERT_EQ(set_pointer(d, GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER, kScaleA), GEMMTUNE_SUCCESS);
+  ASSERT_EQ(set_pointer(d, GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER, kScaleB), GEMMTUNE_SUCCESS);
   const float one = 1.0f, zero = 0.0f;
   for (int device : {-1, 0}) {
     EXPECT_EQ(gemmtune_matmul(device, d, 64, 48, 32, &one, kA, 32, kB, 32, &zero, kC, 64, nullptr),
@@ -352,8 +501,9 @@ TEST(CApiMatmul, WithoutAGpuTheCallSaysSo) {
     EXPECT_EQ(last_error().rfind("no GPU: ", 0), 0u) << last_error();
     EXPECT_EQ(json, nullptr);
   }
-  // gemmtune_gemm takes every type of data_types.h now (the library says what it cannot run).
-  EXPECT_EQ(gemmtune_gemm(GEMMTUNE_E4M3, GEMMTUNE_OP_T, GEMMTUNE_OP_N, 64, 48, 32, 1.0f, kA, 32, kB,
+  // gemmtune_gemm takes every type but float8 (which needs scales): the library says what it
+  // cannot run.
+  EXPECT_EQ(gemmtune_gemm(GEMMTUNE_F16, GEMMTUNE_OP_T, GEMMTUNE_OP_N, 64, 48, 32, 1.0f, kA, 32, kB,
                           32, 0.0f, kC, 64, nullptr),
             GEMMTUNE_ERROR_NO_DEVICE)
       << last_error();
@@ -374,13 +524,8 @@ std::vector<std::string> problem_lines(const std::filesystem::path& path) {
 TEST(CApiMatmul, RecordsTheProblemOfADescriptor) {
   gemmtune::test::TempDir dir;
   const std::string path = (dir / "shapes.txt").string();
-  Desc mixed;
-  for (auto [attr, value] : {std::pair{GEMMTUNE_MATMUL_DESC_A_TYPE, int32_t(GEMMTUNE_E4M3)},
-                             {GEMMTUNE_MATMUL_DESC_B_TYPE, int32_t(GEMMTUNE_E5M2)},
-                             {GEMMTUNE_MATMUL_DESC_C_TYPE, int32_t(GEMMTUNE_BF16)},
-                             {GEMMTUNE_MATMUL_DESC_D_TYPE, int32_t(GEMMTUNE_BF16)},
-                             {GEMMTUNE_MATMUL_DESC_OP_A, int32_t(GEMMTUNE_OP_T)}})
-    ASSERT_EQ(mixed.set(attr, value), GEMMTUNE_SUCCESS) << last_error();
+  Desc mixed;  // no scale pointers: recording needs none
+  set_float8(mixed, GEMMTUNE_E5M2, GEMMTUNE_SCALING_ROW);
   int appended = -1;
   ASSERT_EQ(
       gemmtune_matmul_record_problem(path.c_str(), mixed, 64, 48, 32, 32, 32, 0.0f, 64, &appended),
@@ -406,7 +551,8 @@ TEST(CApiMatmul, RecordsTheProblemOfADescriptor) {
             GEMMTUNE_SUCCESS);
   EXPECT_EQ(appended, 0);
   EXPECT_EQ(problem_lines(path),
-            (std::vector<std::string>{"64 48 32 e4m3*e5m2->bf16 tn", "64 48 32 bf16 tn beta=1"}));
+            (std::vector<std::string>{"64 48 32 e4m3*e5m2->bf16 tn scaling=row",
+                                      "64 48 32 bf16 tn beta=1"}));
   expect_invalid(
       gemmtune_matmul_record_problem(path.c_str(), nullptr, 64, 48, 32, 32, 32, 0.0f, 64, nullptr),
       {"matmul descriptor is a null pointer"});
@@ -415,6 +561,55 @@ TEST(CApiMatmul, RecordsTheProblemOfADescriptor) {
   expect_invalid(
       gemmtune_matmul_record_problem(path.c_str(), mixed, 64, 48, 32, 16, 32, 0.0f, 64, nullptr),
       {"lda (16)"});
+}
+
+// What gemmtune_matmul_record_problem (and so GEMMTUNE_RECORD) writes of a float8 problem,
+// gemm-tune --shapes reads back as the same problem: types, scaling, ops, sizes, ld, beta.
+TEST(CApiMatmul, AFloat8RecordReadsBackAsTheSameProblem) {
+  gemmtune::test::TempDir dir;
+  const std::string path = (dir / "shapes.txt").string();
+  struct Case {
+    int32_t b, scaling;
+    int64_t m, n, k, lda, ldb, ldc;
+    float beta;
+    std::string line;
+  };
+  const std::vector<Case> cases = {
+      {GEMMTUNE_E4M3, GEMMTUNE_SCALING_BLOCK, 2112, 64, 7168, 7168, 7168, 2112, 0.0f,
+       "2112 64 7168 e4m3*e4m3->bf16 tn scaling=block"},
+      {GEMMTUNE_E4M3, GEMMTUNE_SCALING_TENSOR, 2112, 64, 7168, 7168, 7168, 2112, 0.0f,
+       "2112 64 7168 e4m3*e4m3->bf16 tn scaling=tensor"},
+      {GEMMTUNE_E5M2, GEMMTUNE_SCALING_ROW, 300, 40, 256, 272, 256, 304, 1.0f,
+       "300 40 256 e4m3*e5m2->bf16 tn scaling=row lda=272 ldc=304 beta=1"},
+  };
+  for (const Case& c : cases) {
+    Desc d;
+    set_float8(d, c.b, c.scaling);
+    ASSERT_EQ(gemmtune_matmul_record_problem(path.c_str(), d, c.m, c.n, c.k, c.lda, c.ldb, c.beta,
+                                             c.ldc, nullptr),
+              GEMMTUNE_SUCCESS)
+        << last_error();
+  }
+  std::vector<std::string> expected;
+  for (const Case& c : cases) expected.push_back(c.line);
+  EXPECT_EQ(problem_lines(path), expected);
+  const auto lines = gemmtune::cli::read_shapes_file(path);
+  ASSERT_EQ(lines.size(), cases.size());
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    const gemmtune::Problem p = gemmtune::cli::problem_of_line(lines[i], "f32", "nn", 0.0f);
+    gemmtune::Problem want = gemmtune::make_problem(
+        gemmtune::DataTypes{gemmtune::DataType::e4m3, static_cast<gemmtune::DataType>(c.b),
+                            gemmtune::DataType::bf16, gemmtune::DataType::bf16},
+        gemmtune::Op::T, gemmtune::Op::N, c.m, c.n, c.k);
+    want.scaling = static_cast<gemmtune::Scaling>(c.scaling);
+    want.lda = c.lda, want.ldb = c.ldb, want.ldc = c.ldc;
+    want.align =
+        gemmtune::alignment_class(want.types, nullptr, nullptr, nullptr, c.lda, c.ldb, c.ldc);
+    want.reads_c = c.beta != 0.0f;
+    EXPECT_EQ(p.describe(), want.describe()) << c.line;
+    EXPECT_TRUE(p == want) << c.line;
+  }
 }
 
 TEST(CApiHeader, CompilesAsCAndCxx17) {
@@ -433,6 +628,9 @@ TEST(CApiHeader, CompilesAsCAndCxx17) {
          "  if (gemmtune_matmul_desc_create(&desc) != GEMMTUNE_SUCCESS) return 1;\n"
          "  gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_A_TYPE,"
          " &e4m3, sizeof e4m3);\n"
+         "  const float* scales = 0;\n"
+         "  gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER,"
+         " &scales, sizeof scales);\n"
          "  gemmtune_matmul(-1, desc, 1, 1, 1, &one, 0, 1, 0, 1, &zero, 0, 1, 0);\n"
          "  return gemmtune_matmul_desc_destroy(desc);\n"
          "}\n";

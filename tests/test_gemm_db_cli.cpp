@@ -12,6 +12,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -526,6 +527,74 @@ TEST_F(GemmDbCli, ProblemsAreShownAndFilteredByTheirTypes) {
   EXPECT_TRUE(contains(left, "gemm_simt_fast_2048x2048x2048"));
 }
 
+// Float8 problems, one shape tuned with two scalings: two problems, each shown with its scaling
+// by list, show, stats and list --for-gpu, and chosen by --scaling and --dtype e4m3 (what
+// gemm-tune --dtype e4m3 tunes: e4m3*e4m3->bf16).
+TEST_F(GemmDbCli, Float8ProblemsAreShownWithTheirScaling) {
+  Problem block = make_problem(parse_data_types("e4m3*e4m3->bf16"), Op::T, Op::N, 2112, 64, 7168);
+  block.scaling = Scaling::block;
+  Problem tensor = block;
+  tensor.scaling = Scaling::tensor;
+  {
+    TuningDb db(db_path());
+    for (const Problem& p : {block, tensor}) {
+      const std::string name = fmt::format("gemm_fp8_{}", to_string(p.scaling));
+      CandidateRecord c = candidate(f32_2048, name, CandidateStatus::ok, 0.05);
+      c.config.types = p.types;
+      c.config.scaling = p.scaling;
+      c.config.op_a = p.op_a;
+      c.config.op_b = p.op_b;
+      db.record(kH100, p, c);
+      db.set_best(kH100, p, name, c.template_version, 0.06, true);
+    }
+  }
+  const Outcome text = gemm_db({"list"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_TRUE(contains(text.out, "  e4m3*e4m3->bf16 scaling=block   tn  ")) << text.out;
+  EXPECT_TRUE(contains(text.out, "  e4m3*e4m3->bf16 scaling=tensor  tn  ")) << text.out;
+
+  const Json blocks = Json::parse(gemm_db({"list", "--scaling", "block", "--json"}).out);
+  ASSERT_EQ(blocks.size(), 1u);
+  EXPECT_EQ(blocks[0]["problem"]["types"], "e4m3*e4m3->bf16");
+  EXPECT_EQ(blocks[0]["problem"]["scaling"], "block");
+  EXPECT_EQ(blocks[0]["winner"]["kernel_name"], "gemm_fp8_block");
+  EXPECT_EQ(Json::parse(gemm_db({"list", "--dtype", "e4m3", "--json"}).out).size(), 2u);
+  EXPECT_EQ(Json::parse(gemm_db({"list", "--types", "e4m3", "--json"}).out).size(), 2u);
+  EXPECT_EQ(
+      Json::parse(
+          gemm_db({"list", "--types", "e4m3*e4m3->bf16", "--scaling", "tensor", "--json"}).out)
+          .size(),
+      1u);
+  EXPECT_EQ(
+      Json::parse(gemm_db({"list", "--dtype", "e4m3", "--scaling", "row", "--json"}).out).size(),
+      0u);
+  EXPECT_EQ(Json::parse(gemm_db({"list", "--dtype", "e5m2", "--json"}).out).size(), 0u);
+
+  const Outcome shown =
+      gemm_db({"show", "--m", "2112", "--n", "64", "--k", "7168", "--scaling", "block"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_TRUE(contains(shown.out,
+                       "e4m3*e4m3->bf16 tn 2112x64x7168 lda=7168 ldb=7168 ldc=2112 "
+                       "align=16 scaling=block"))
+      << shown.out;
+  EXPECT_TRUE(contains(shown.out, "gemm_fp8_block"));
+  EXPECT_FALSE(contains(shown.out, "gemm_fp8_tensor"));
+  const Json both = Json::parse(
+      gemm_db({"show", "--m", "2112", "--n", "64", "--k", "7168", "--dtype", "e4m3", "--json"})
+          .out);
+  ASSERT_EQ(both.size(), 2u);
+  std::set<std::string> scalings;
+  for (const auto& p : both) scalings.insert(p["problem"]["scaling"].get<std::string>());
+  EXPECT_EQ(scalings, (std::set<std::string>{"block", "tensor"}));
+
+  const Outcome stats = gemm_db({"stats"});
+  EXPECT_TRUE(contains(stats.out, "e4m3*e4m3->bf16 scaling=block 1")) << stats.out;
+  EXPECT_TRUE(contains(stats.out, "e4m3*e4m3->bf16 scaling=tensor 1")) << stats.out;
+  const Outcome used = gemm_db({"list", "--for-gpu", "H100"});
+  ASSERT_EQ(used.exit_code, 0) << used.err;
+  EXPECT_TRUE(contains(used.out, "e4m3*e4m3->bf16 scaling=block")) << used.out;
+}
+
 // An export of format 1 names one "dtype" per problem and config: it imports as every operand of
 // that type with f32 accumulation, unscaled, and exports again as format 2, exactly as the
 // database it came from.
@@ -687,7 +756,8 @@ TEST(ShapesFile, ALineNamesItsTypesPositionallyOrWithTypesEquals) {
       {"64 64 64 types= tn", "'64 64 64 types= tn': unknown data type ''"},
       {"64 64 64 bf16 tn nt", "unexpected 'nt'"},
       {"64 64 64 types=bf16 tn nt", "unexpected 'nt'"},
-      {"64 64 64 dtype=bf16", "unknown field 'dtype' (types, lda, ldb, ldc, beta)"},
+      {"64 64 64 dtype=bf16",
+       "unknown field 'dtype' (types, dtype_b, out, scaling, lda, ldb, ldc, beta)"},
   };
   for (const auto& [line, says] : bad) {
     try {

@@ -188,6 +188,47 @@ TEST_F(GemmDbReport, TypesAndScalingChooseAndLabelTheProblems) {
   EXPECT_FALSE(contains(read_text(page()), "gemm_mixed_256")) << "--dtype f32 is uniform f32";
 }
 
+// A float8 problem is labelled with its types and scaling, in the GPU's table and its own
+// section, and chosen by --scaling.
+TEST_F(GemmDbReport, Float8ProblemsShowTheirScaling) {
+  Problem fp8 = make_problem(parse_data_types("e4m3*e4m3->bf16"), Op::T, Op::N, 2112, 64, 7168);
+  fp8.scaling = Scaling::block;
+  const Problem f32 = make_problem(DType::f32, Op::N, Op::N, 256, 256, 256);
+  const Family& simt = find_family("simt");
+  CandidateRecord c;
+  c.kernel_name = "gemm_fp8_block_2112";
+  c.template_version = template_version(simt);
+  c.config = simt.default_config(f32, ArchInfo::from_cc(90));
+  c.config.types = fp8.types;
+  c.config.scaling = fp8.scaling;
+  c.config.op_a = fp8.op_a;
+  c.config.op_b = fp8.op_b;
+  c.status = CandidateStatus::ok;
+  c.median_ms = c.min_ms = c.max_ms = 0.02;
+  c.tflops = fp8.flops() / (c.median_ms * 1e9);
+  {
+    TuningDb tdb(db());
+    const DeviceKey h100{"NVIDIA H100 80GB HBM3", 90, 132, 13000, "13.0"};
+    tdb.record(h100, fp8, c);
+    tdb.set_best(h100, fp8, c.kernel_name, c.template_version, 0.025, true);
+  }
+  auto run = report("--scaling block");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "1 GPUs, 1 problems, 1 candidates")) << run.output;
+  const std::string html = read_text(page());
+  EXPECT_TRUE(contains(html, "<h4>e4m3*e4m3-&gt;bf16 tn 2112x64x7168 scaling=block</h4>"))
+      << html.substr(0, 4000);
+  EXPECT_GE(count(html, "e4m3*e4m3-&gt;bf16 tn 2112x64x7168 scaling=block"), 2)
+      << "the GPU's table names the scaling too";
+  EXPECT_TRUE(contains(html, "gemm_fp8_block_2112"));
+  run = report("--dtype e4m3 --scaling tensor");
+  EXPECT_TRUE(contains(run.output, "0 GPUs, 0 problems")) << run.output;
+  run = report("--dtype e4m3");
+  EXPECT_TRUE(contains(run.output, "1 GPUs, 1 problems")) << run.output;
+  run = report();
+  EXPECT_TRUE(contains(run.output, " GPUs, 15 problems")) << run.output;
+}
+
 TEST_F(GemmDbReport, BadUsageIsOneLineAndANonZeroExit) {
   auto run = run_command(fmt::format("{} --db {} report", test::tool("gemm-db"), quoted(db())));
   EXPECT_EQ(run.exit_code, 2);

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "cli_common.hpp"
 #include "gemmtune/cache/tuning_db.hpp"
 #include "gemmtune/generator/family.hpp"
 #include "support.hpp"
@@ -232,6 +233,200 @@ TEST(GemmTuneCli, ACandidateThatCannotBeCompiledIsRecordedAndTheRunGoesOn) {
               std::string::npos)
         << c.at("message");
   }
+}
+
+// ---- float8 on the command line and in shapes files ----------------------------------------
+
+// `f` throws Error(invalid_argument) whose one-line message holds every part of `says`.
+template <class F>
+void expect_refused(F&& f, const std::string& what, const std::vector<std::string>& says) {
+  try {
+    f();
+    ADD_FAILURE() << what << ": accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::invalid_argument) << what;
+    for (const auto& part : says)
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos)
+          << what << ": '" << e.what() << "' does not say '" << part << "'";
+    EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << what << ": " << e.what();
+  }
+}
+
+cli::ProblemTypes types_of(const std::string& dtype, const std::string& dtype_b = "",
+                           const std::string& out = "", const std::string& scaling = "") {
+  return cli::problem_types({dtype, dtype_b, out, scaling});
+}
+
+TEST(CliTypes, Float8IsBothOperandsWithABf16OutputAndTensorScalesByDefault) {
+  const auto e4m3 = types_of("e4m3");
+  EXPECT_EQ(e4m3.types.name(), "e4m3*e4m3->bf16");
+  EXPECT_EQ(e4m3.scaling, Scaling::tensor);
+  EXPECT_EQ(types_of("fp8_e5m2").types.name(), "e5m2*e5m2->bf16");
+  const auto mixed = types_of("e4m3", "e5m2", "f16", "block");
+  EXPECT_EQ(mixed.types.name(), "e4m3*e5m2->f16");
+  EXPECT_EQ(mixed.scaling, Scaling::block);
+  EXPECT_EQ(types_of("e5m2", "", "f32", "row").types.name(), "e5m2*e5m2->f32");
+  EXPECT_EQ(types_of("e4m3", "", "BF16", "Tensor").scaling, Scaling::tensor);
+  // A*B->D names every type; its scaling is still tensor by default.
+  const auto named = types_of("e4m3*e5m2->bf16+acc=f16");
+  EXPECT_EQ(named.types.name(), "e4m3*e5m2->bf16+acc=f16");
+  EXPECT_EQ(named.scaling, Scaling::tensor);
+  // Other types: unscaled, the output of --dtype's type unless --out says otherwise.
+  EXPECT_EQ(types_of("bf16").types, DataTypes::uniform(DType::bf16));
+  EXPECT_EQ(types_of("bf16").scaling, Scaling::none);
+  EXPECT_EQ(types_of("").types, DataTypes::uniform(DType::f32));
+  EXPECT_EQ(types_of("f16", "", "f32").types.name(), "f16*f16->f32");
+  EXPECT_EQ(types_of("f16", "bf16").types.name(), "f16*bf16->f16");
+  EXPECT_EQ(types_of("bf16", "", "", "none").scaling, Scaling::none);
+}
+
+TEST(CliTypes, BadValuesAreNamedWithWhatIsAccepted) {
+  const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> bad = {
+      {{"q8"}, {"unknown data type 'q8'", "f32, f16, bf16, e4m3 or e5m2"}},
+      {{"e4m3", "e6m1"}, {"B's type", "unknown data type 'e6m1'", "e5m2"}},
+      {{"e4m3", "", "f64"}, {"unknown output type 'f64'", "bf16, f16 or f32"}},
+      {{"e4m3", "", "e4m3"}, {"output type 'e4m3'", "bf16, f16 or f32"}},
+      {{"e4m3", "", "", "channel"}, {"unknown scaling 'channel'", "tensor, row or block"}},
+      {{"e4m3*e4m3->bf16", "e5m2"}, {"'e4m3*e4m3->bf16' names the type of every operand"}},
+      {{"e4m3*e4m3->bf16", "", "f16"}, {"'e4m3*e4m3->bf16' names", "--out"}},
+  };
+  for (const auto& [args, says] : bad) {
+    std::vector<std::string> a = args;
+    a.resize(4);
+    expect_refused([&] { types_of(a[0], a[1], a[2], a[3]); }, a[0] + " " + a[1] + " " + a[2], says);
+  }
+  // Whole problems: validate() says which combinations are not one.
+  const std::vector<std::pair<cli::TypeArgs, std::string>> invalid = {
+      {{"e4m3", "", "", "none"}, "e4m3*e4m3->bf16 operands take scales"},
+      {{"bf16", "", "", "row"}, "scaling row is for float8 operands (e4m3, e5m2), not bf16"},
+      {{"bf16", "e4m3"}, "A is bf16 but B is e4m3"},
+      {{"e4m3*e4m3->e4m3"}, "D is e4m3: the output is f32, f16 or bf16"},
+  };
+  for (const auto& [args, says] : invalid)
+    expect_refused([&] { cli::make_cli_problem(args, "tn", 64, 64, 64, 0, 0, 0); },
+                   args.dtype + " " + args.scaling, {says});
+}
+
+TEST(ShapesFile, Float8LinesTakeDtypeBOutAndScaling) {
+  const cli::TypeArgs command_line{};  // f32, nothing else given
+  auto problem_of = [&](const std::string& line, const cli::TypeArgs& args) {
+    return cli::problem_of_line(cli::parse_shape_line(line), args, "nn", 0.0f);
+  };
+  const Problem block = problem_of("2112 64 7168 e4m3 tn scaling=block", command_line);
+  EXPECT_EQ(block.describe(),
+            "e4m3*e4m3->bf16 tn 2112x64x7168 lda=7168 ldb=7168 ldc=2112 align=16 scaling=block");
+  EXPECT_EQ(problem_of("64 64 64 e4m3 tn", command_line).scaling, Scaling::tensor);
+  const Problem keyed =
+      problem_of("64x64x128 types=e4m3 dtype_b=e5m2 out=f32 scaling=row nt beta=1", command_line);
+  EXPECT_EQ(keyed.types.name(), "e4m3*e5m2->f32");
+  EXPECT_EQ(keyed.scaling, Scaling::row);
+  EXPECT_EQ(keyed.layout(), "nt");
+  EXPECT_TRUE(keyed.reads_c);
+  // The command line's options where the line gives none: here every line is float8.
+  const cli::TypeArgs fp8{"e4m3", "e5m2", "f16", "block"};
+  EXPECT_EQ(problem_of("64 64 64", fp8).types.name(), "e4m3*e5m2->f16");
+  EXPECT_EQ(problem_of("64 64 64", fp8).scaling, Scaling::block);
+  const Problem line_wins = problem_of("64 64 64 e5m2 out=bf16 scaling=tensor dtype_b=e5m2", fp8);
+  EXPECT_EQ(line_wins.types.name(), "e5m2*e5m2->bf16");
+  EXPECT_EQ(line_wins.scaling, Scaling::tensor);
+  // A line's A*B->D takes neither the command line's B type nor its output.
+  EXPECT_EQ(problem_of("64 64 64 e4m3*e4m3->f32", fp8).types.name(), "e4m3*e4m3->f32");
+  // What GEMMTUNE_RECORD writes reads back.
+  EXPECT_EQ(problem_of("2112 64 7168 e4m3*e4m3->bf16 tn scaling=block", command_line), block);
+
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"64 64 64 e4m3 scaling=channel",
+       "'64 64 64 e4m3 scaling=channel': unknown scaling "
+       "'channel' (expected tensor, row or block"},
+      {"64 64 64 e4m3 out=e5m2", "'64 64 64 e4m3 out=e5m2': output type 'e5m2'"},
+      {"64 64 64 e4m3 out=f64", "unknown output type 'f64' (expected bf16, f16 or f32)"},
+      {"64 64 64 e4m3 dtype_b=q4", "B's type: unknown data type 'q4'"},
+      {"64 64 64 e4m3 scaling=row scaling=block", "scaling= is given twice"},
+      {"64 64 64 e4m3 out=", "out= has no value"},
+      {"64 64 64 e4m3*e4m3->bf16 out=f16", "names the type of every operand"},
+      {"64 64 64 e4m3 scale=row",
+       "unknown field 'scale' (types, dtype_b, out, scaling, lda, ldb, ldc, beta)"},
+  };
+  for (const auto& [line, says] : bad)
+    expect_refused([&] { cli::parse_shape_line(line); }, line, {says});
+  // Combinations are refused with the line's place in its file.
+  test::TempDir dir;
+  std::ofstream(dir / "shapes.txt") << "64 64 64 e4m3 tn\n# comment\n64 64 64 bf16 scaling=row\n";
+  const auto lines = cli::read_shapes_file((dir / "shapes.txt").string());
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(cli::problem_of_line(lines[0], command_line, "nn", 0.0f).scaling, Scaling::tensor);
+  expect_refused([&] { cli::problem_of_line(lines[1], command_line, "nn", 0.0f); }, "bf16 row",
+                 {"shapes.txt:3: '64 64 64 bf16 scaling=row': scaling row is for float8"});
+}
+
+// The suite of issue 33 (shared/bench/fp8-shapes.txt, beside the checkout): every line parses.
+TEST(ShapesFile, TheFloat8SuiteParses) {
+  std::filesystem::path suite;
+  for (const char* where : {"/shared/bench/fp8-shapes.txt", "/../shared/bench/fp8-shapes.txt"})
+    if (std::filesystem::exists(std::string(GEMMTUNE_SOURCE_DIR) + where))
+      suite = std::string(GEMMTUNE_SOURCE_DIR) + where;
+  if (suite.empty()) GTEST_SKIP() << "no shared/bench/fp8-shapes.txt beside the checkout";
+  std::set<Scaling> scalings;
+  for (const auto& line : cli::read_shapes_file(suite.string())) {
+    const Problem p = cli::problem_of_line(line, cli::TypeArgs{}, "nn", 0.0f);
+    EXPECT_EQ(p.types.name(), "e4m3*e4m3->bf16") << line.text;
+    EXPECT_EQ(p.layout(), "tn") << line.text;
+    scalings.insert(p.scaling);
+  }
+  EXPECT_EQ(scalings, (std::set<Scaling>{Scaling::tensor, Scaling::row, Scaling::block}));
+}
+
+TEST(GemmTuneCli, Float8OptionsMakeTheScaledProblem) {
+  // Without a float8 family in this build, the dry run says that no family supports the
+  // problem; with one, it lists candidates of it. Either way, the problem is the one asked for.
+  test::TempDir dir;
+  const auto r = run_command("GEMMTUNE_CACHE_DIR=" + dir.path().string() + " " + tool("gemm-tune") +
+                             " --m 2112 --n 64 --k 7168 --dtype e4m3 --dtype-b e5m2 --out f16"
+                             " --scaling block --layout tn --dry-run --list --arch sm_90a --json");
+  EXPECT_EQ(r.signal, 0);
+  if (r.exit_code == 0)
+    EXPECT_EQ(nlohmann::json::parse(r.output).at("problem"),
+              "e4m3*e5m2->f16 tn 2112x64x7168 lda=7168 ldb=7168 ldc=2112 align=16 scaling=block");
+  else
+    EXPECT_NE(r.output.find("no kernel family supports e4m3*e5m2->f16 tn on sm_90a"),
+              std::string::npos)
+        << r.output;
+  expect_usage_error("--m 64 --n 64 --k 64 --dtype e4m3 --out e5m2",
+                     "output type 'e5m2': the output is bf16, f16 or f32");
+  expect_usage_error("--m 64 --n 64 --k 64 --dtype e4m3 --out half8",
+                     "unknown output type 'half8' (expected bf16, f16 or f32)");
+  expect_usage_error("--m 64 --n 64 --k 64 --dtype e4m3 --scaling channel",
+                     "unknown scaling 'channel' (expected tensor, row or block");
+  expect_usage_error("--m 64 --n 64 --k 64 --dtype e4m3 --scaling none", "take scales");
+  expect_usage_error("--m 64 --n 64 --k 64 --dtype bf16 --scaling row",
+                     "scaling row is for float8 operands");
+  expect_usage_error("--m 64 --n 64 --k 64 --dtype e4m3 --dtype-b bf16", "A is e4m3 but B is bf16");
+  expect_usage_error("--m 64 --n 64 --k 64 --dtype 'e4m3*e4m3->bf16' --out f16",
+                     "names the type of every operand");
+  std::ofstream(dir / "shapes.txt") << "2112 64 7168 e4m3 tn scaling=block\n64 64 64 e4m3 "
+                                       "scaling=diagonal\n";
+  expect_usage_error("--dry-run --shapes " + (dir / "shapes.txt").string(),
+                     "shapes.txt:2: '64 64 64 e4m3 scaling=diagonal': unknown scaling 'diagonal'");
+  const auto help = run_command(tool("gemm-tune") + " --help");
+  for (const char* option : {"--dtype-b", "--out", "--scaling", "scaling="})
+    EXPECT_NE(help.output.find(option), std::string::npos) << option << " not in --help";
+  EXPECT_NE(help.output.find("default: tensor for float8"), std::string::npos) << help.output;
+}
+
+TEST(GemmBenchCli, Float8OptionsAreCheckedBeforeTheGpu) {
+  for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
+           {"--m 64 --n 64 --k 64 --dtype e4m3 --out e4m3", "output type 'e4m3'"},
+           {"--m 64 --n 64 --k 64 --dtype e4m3 --scaling sideways", "unknown scaling 'sideways'"},
+           {"--m 64 --n 64 --k 64 --dtype f16 --scaling tensor", "scaling tensor is for float8"}}) {
+    const auto r = run_command(tool("gemm-bench") + " " + args);
+    EXPECT_EQ(r.signal, 0) << args;
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.output;
+    EXPECT_NE(r.output.find("gemm-bench: error: "), std::string::npos) << args << ": " << r.output;
+    EXPECT_NE(r.output.find(says), std::string::npos) << args << ": " << r.output;
+  }
+  const auto help = run_command(tool("gemm-bench") + " --help");
+  for (const char* option : {"--dtype-b", "--out", "--scaling"})
+    EXPECT_NE(help.output.find(option), std::string::npos) << option << " not in --help";
 }
 
 TEST(GemmBenchCli, BadInput) {

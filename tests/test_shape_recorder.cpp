@@ -62,6 +62,42 @@ TEST(ShapeRecorder, GemmTuneReadsEveryLineBackAsTheSameProblem) {
   }
 }
 
+// Float8 problems: the line names the types as A*B->D and the scaling, and gemm-tune reads it
+// back as the same problem (types, scaling, ops, sizes, leading dimensions, beta).
+TEST(ShapeRecorder, Float8ProblemsKeepTheirTypesAndScaling) {
+  Problem block = make_problem(parse_data_types("e4m3*e4m3->bf16"), Op::T, Op::N, 2112, 64, 7168);
+  block.scaling = Scaling::block;
+  EXPECT_EQ(shape_line(block), "2112 64 7168 e4m3*e4m3->bf16 tn scaling=block");
+  Problem row = make_problem(parse_data_types("e4m3*e5m2->f16"), Op::N, Op::T, 300, 200, 128);
+  row.scaling = Scaling::row;
+  row.lda = 320;
+  row.reads_c = true;
+  row.align = alignment_class(row.types, nullptr, nullptr, nullptr, row.lda, row.ldb, row.ldc);
+  EXPECT_EQ(shape_line(row), "300 200 128 e4m3*e5m2->f16 nt scaling=row lda=320 beta=1");
+  Problem tensor = make_problem(parse_data_types("e5m2*e5m2->f32"), Op::T, Op::N, 11008, 8, 4096);
+  tensor.scaling = Scaling::tensor;
+  Problem acc = make_problem(parse_data_types("e4m3*e4m3->bf16+acc=f16"), Op::T, Op::N, 64, 64, 64);
+  acc.scaling = Scaling::tensor;
+  for (const Problem& p : {block, row, tensor, acc}) {
+    EXPECT_EQ(read_back(shape_line(p)), p) << shape_line(p);
+    EXPECT_EQ(read_back(shape_line(p)).describe(), p.describe()) << shape_line(p);
+  }
+  // The same shape with another scaling is another problem: a line of its own.
+  test::TempDir dir;
+  const auto file = dir / "shapes.txt";
+  Problem tensor_block = block;
+  tensor_block.scaling = Scaling::tensor;
+  EXPECT_TRUE(record_shape(file, block));
+  EXPECT_FALSE(record_shape(file, block));
+  EXPECT_TRUE(record_shape(file, tensor_block));
+  EXPECT_TRUE(record_shape(file, row));
+  const auto lines = cli::read_shapes_file(file.string());
+  ASSERT_EQ(lines.size(), 3u);
+  const std::vector<Problem> recorded = {block, tensor_block, row};
+  for (size_t i = 0; i < lines.size(); ++i)
+    EXPECT_EQ(cli::problem_of_line(lines[i], "f32", "nn", 0.0f), recorded[i]) << lines[i].text;
+}
+
 TEST(ShapeRecorder, AppendsEachProblemOnceUnderAHeader) {
   test::TempDir dir;
   const auto file = dir / "deep/folder/shapes.txt";

@@ -113,13 +113,85 @@ float parse_beta(const std::string& line, const std::string& text) {
   return beta;
 }
 
+bool is_fp8(DataType type) {
+  return type == DataType::e4m3 || type == DataType::e5m2;
+}
+
+bool names_every_type(const std::string& dtype) {
+  return dtype.find('*') != std::string::npos;
+}
+
+// `what`'s type ("B's type"), any of data_types.h's.
+DataType operand_type(const std::string& text, const char* what) {
+  try {
+    return parse_data_type(text);
+  } catch (const Error& e) {
+    GT_THROW(Errc::invalid_argument, "{}: {}", what, e.what());
+  }
+}
+
+// The output's type: f32, f16 or bf16.
+DataType output_type(const std::string& text) {
+  DataType type = DataType::f32;
+  try {
+    type = parse_data_type(text);
+  } catch (const Error&) {
+    GT_THROW(Errc::invalid_argument, "unknown output type '{}' (expected bf16, f16 or f32)", text);
+  }
+  GT_REQUIRE(!is_fp8(type), Errc::invalid_argument,
+             "output type '{}': the output is bf16, f16 or f32 (float8 is for A and B)", text);
+  return type;
+}
+
+Scaling scaling_of(const std::string& text) {
+  try {
+    return parse_scaling(text);
+  } catch (const Error&) {
+    GT_THROW(Errc::invalid_argument,
+             "unknown scaling '{}' (expected tensor, row or block; none for other types than "
+             "float8)",
+             text);
+  }
+}
+
 }  // namespace
+
+void add_type_options(CLI::App& app, TypeArgs& args) {
+  app.add_option("--dtype", args.dtype, kTypesHelp)->capture_default_str();
+  app.add_option("--dtype-b", args.dtype_b, kTypeBHelp);
+  app.add_option("--out", args.out, kOutHelp);
+  app.add_option("--scaling", args.scaling, kScalingHelp);
+}
+
+ProblemTypes problem_types(const TypeArgs& args) {
+  const std::string dtype = args.dtype.empty() ? "f32" : args.dtype;
+  ProblemTypes out;
+  if (names_every_type(dtype)) {
+    GT_REQUIRE(args.dtype_b.empty() && args.out.empty(), Errc::invalid_argument,
+               "'{}' names the type of every operand: B's type (--dtype-b, dtype_b=) and the "
+               "output type (--out, out=) go with one type (--dtype e4m3 --dtype-b e5m2 --out f16)",
+               dtype);
+    out.types = parse_data_types(dtype);
+  } else {
+    const DataType a = parse_data_type(dtype);
+    const DataType b = args.dtype_b.empty() ? a : operand_type(args.dtype_b, "B's type");
+    const bool fp8 = is_fp8(a) || is_fp8(b);
+    const DataType d = !args.out.empty() ? output_type(args.out) : fp8 ? DataType::bf16 : a;
+    out.types = DataTypes{a, b, d, d};
+  }
+  const bool fp8 = is_fp8(out.types.a) || is_fp8(out.types.b);
+  out.scaling = !args.scaling.empty() ? scaling_of(args.scaling)
+                : fp8                 ? Scaling::tensor
+                                      : Scaling::none;
+  return out;
+}
 
 ShapeLine parse_shape_line(const std::string& raw) {
   std::istringstream words(raw);
   std::vector<std::string> tokens;
   for (std::string w; words >> w;) tokens.push_back(w);
   ShapeLine s;
+  s.text = fmt::format("'{}'", raw);
   // The shape: "MxNxK" as one word, or three words.
   std::string dims = tokens.empty() ? "" : tokens[0];
   if (dims.find('x') == std::string::npos && tokens.size() >= 3)
@@ -142,7 +214,7 @@ ShapeLine parse_shape_line(const std::string& raw) {
     const auto eq = t.find('=');
     const bool keyed = eq != std::string::npos && eq > 0 &&
                        std::all_of(t.begin(), t.begin() + std::ptrdiff_t(eq), [](char ch) {
-                         return std::isalpha(static_cast<unsigned char>(ch));
+                         return std::isalpha(static_cast<unsigned char>(ch)) || ch == '_';
                        });
     if (!keyed) {
       positional.push_back(t);
@@ -154,6 +226,11 @@ ShapeLine parse_shape_line(const std::string& raw) {
       GT_REQUIRE(!types_key, Errc::invalid_argument, "'{}': types= is given twice", raw);
       types_key = true;
       s.dtype = text;
+    } else if (key == "dtype_b" || key == "out" || key == "scaling") {
+      std::string& field = key == "dtype_b" ? s.dtype_b : key == "out" ? s.out : s.scaling;
+      GT_REQUIRE(field.empty(), Errc::invalid_argument, "'{}': {}= is given twice", raw, key);
+      GT_REQUIRE(!text.empty(), Errc::invalid_argument, "'{}': {}= has no value", raw, key);
+      field = text;
     } else if (key == "beta")
       s.beta = parse_beta(raw, text);
     else if (key == "lda")
@@ -163,7 +240,8 @@ ShapeLine parse_shape_line(const std::string& raw) {
     else if (key == "ldc")
       s.ldc = parse_integer(raw, text);
     else
-      GT_THROW(Errc::invalid_argument, "'{}': unknown field '{}' (types, lda, ldb, ldc, beta)", raw,
+      GT_THROW(Errc::invalid_argument,
+               "'{}': unknown field '{}' (types, dtype_b, out, scaling, lda, ldb, ldc, beta)", raw,
                key);
   }
   // Positional: the types and the layout, or only the layout after types=.
@@ -173,12 +251,16 @@ ShapeLine parse_shape_line(const std::string& raw) {
              positional[allowed], types_key ? "" : "the types, ");
   if (!types_key && !positional.empty()) s.dtype = positional[0];
   if (positional.size() == allowed) s.layout = positional.back();
-  if (types_key || !s.dtype.empty()) {
-    try {
-      parse_data_types(s.dtype);
-    } catch (const Error& e) {
-      GT_THROW(Errc::invalid_argument, "'{}': {}", raw, e.what());
-    }
+  // Each value is checked here, so that a bad one is refused with its line (the command line's
+  // options join them later: a line's B type alone is checked with its own types, if any).
+  try {
+    if (types_key || !s.dtype.empty()) parse_data_types(s.dtype);
+    if (!s.dtype_b.empty()) operand_type(s.dtype_b, "B's type");
+    if (!s.out.empty()) output_type(s.out);
+    if (!s.scaling.empty()) scaling_of(s.scaling);
+    if (!s.dtype.empty()) problem_types({s.dtype, s.dtype_b, s.out, s.scaling});
+  } catch (const Error& e) {
+    GT_THROW(Errc::invalid_argument, "'{}': {}", raw, e.what());
   }
   return s;
 }
@@ -193,6 +275,7 @@ std::vector<ShapeLine> read_shapes_file(const std::string& path) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     try {
       shapes.push_back(parse_shape_line(line));
+      shapes.back().text = fmt::format("{}:{}: {}", path, number, shapes.back().text);
     } catch (const Error& e) {
       GT_THROW(Errc::invalid_argument, "{}:{}: {}", path, number, e.what());
     }
@@ -201,14 +284,15 @@ std::vector<ShapeLine> read_shapes_file(const std::string& path) {
   return shapes;
 }
 
-Problem make_cli_problem(const std::string& dtype, const std::string& layout, int64_t m, int64_t n,
+Problem make_cli_problem(const TypeArgs& types, const std::string& layout, int64_t m, int64_t n,
                          int64_t k, int64_t lda, int64_t ldb, int64_t ldc, float beta) {
   GT_REQUIRE(layout.size() == 2, Errc::invalid_argument, "layout '{}' must be nn, nt, tn or tt",
              layout);
   GT_REQUIRE(m >= 1 && n >= 1 && k >= 1, Errc::invalid_argument,
              "M, N and K must be at least 1 (got {}x{}x{})", m, n, k);
-  Problem p =
-      make_problem(parse_data_types(dtype), parse_op(layout[0]), parse_op(layout[1]), m, n, k);
+  const ProblemTypes t = problem_types(types);
+  Problem p = make_problem(t.types, parse_op(layout[0]), parse_op(layout[1]), m, n, k);
+  p.scaling = t.scaling;
   if (lda) p.lda = lda;
   if (ldb) p.ldb = ldb;
   if (ldc) p.ldc = ldc;
@@ -218,11 +302,27 @@ Problem make_cli_problem(const std::string& dtype, const std::string& layout, in
   return p;
 }
 
-Problem problem_of_line(const ShapeLine& line, const std::string& dtype, const std::string& layout,
+Problem problem_of_line(const ShapeLine& line, const TypeArgs& types, const std::string& layout,
                         float beta) {
-  return make_cli_problem(line.dtype.empty() ? dtype : line.dtype,
-                          line.layout.empty() ? layout : line.layout, line.m, line.n, line.k,
-                          line.lda, line.ldb, line.ldc, line.beta.value_or(beta));
+  TypeArgs t = types;
+  if (!line.dtype.empty()) {
+    t.dtype = line.dtype;
+    // A*B->D on the line names every type: the command line's B and output types are not its.
+    if (names_every_type(line.dtype)) {
+      t.dtype_b.clear();
+      t.out.clear();
+    }
+  }
+  if (!line.dtype_b.empty()) t.dtype_b = line.dtype_b;
+  if (!line.out.empty()) t.out = line.out;
+  if (!line.scaling.empty()) t.scaling = line.scaling;
+  try {
+    return make_cli_problem(t, line.layout.empty() ? layout : line.layout, line.m, line.n, line.k,
+                            line.lda, line.ldb, line.ldc, line.beta.value_or(beta));
+  } catch (const Error& e) {
+    if (line.text.empty()) throw;
+    throw Error(e.code(), fmt::format("{}: {}", line.text, e.what()));
+  }
 }
 
 std::string format_ms(double ms) {

@@ -34,20 +34,55 @@ class Table {
 
 // What --dtype and a shapes file's types take: a DataTypes name (parse_data_types).
 inline constexpr const char* kTypesHelp =
-    "Data types: f32, f16, bf16, e4m3 or e5m2 for every operand, or A*B->D[+c=T][+acc=T] "
-    "(f16*bf16->f32)";
+    "Data types: f32, f16, bf16, e4m3 or e5m2 for every operand (e4m3, e5m2: A and B, with a "
+    "bf16 output unless --out says otherwise), or A*B->D[+c=T][+acc=T] (f16*bf16->f32, "
+    "e4m3*e5m2->f16)";
+inline constexpr const char* kTypeBHelp =
+    "B's type where it differs from --dtype's (e5m2 with --dtype e4m3); not with A*B->D";
+inline constexpr const char* kOutHelp =
+    "Output type (D, and C): bf16, f16 or f32 (default: bf16 for float8 operands, else "
+    "--dtype's type); not with A*B->D";
+inline constexpr const char* kScalingHelp =
+    "Scales of float8 operands (fp32, in device memory): tensor (one per operand), row (one per "
+    "row of op(A) and per column of op(B)) or block (128x128 blocks of op(A), 1x128 of op(B)); "
+    "default: tensor for float8 operands, none for others";
 inline constexpr const char* kShapesHelp =
-    "File of shapes, one per line: 'M N K [types] [layout] [types=] [lda=] [ldb=] [ldc=] [beta=]'";
+    "File of shapes, one per line: 'M N K [types] [layout] [types=] [dtype_b=] [out=] "
+    "[scaling=] [lda=] [ldb=] [ldc=] [beta=]'; a line's fields replace the options of the same "
+    "name";
+
+// The types of a problem as the options (or a shapes file's line) give them; empty: not given.
+//   dtype    one type (A and B; also D, except that float8 operands give bf16) or A*B->D
+//   dtype_b  B's type, where it is not dtype's
+//   out      D's and C's type: f32, f16 or bf16
+//   scaling  none, tensor, row or block (default: tensor for float8 operands, else none)
+// dtype_b and out go with a single type only: A*B->D names every type already.
+struct TypeArgs {
+  std::string dtype = "f32";
+  std::string dtype_b, out, scaling;
+};
+// Adds --dtype, --dtype-b, --out and --scaling to app, writing to args.
+void add_type_options(CLI::App& app, TypeArgs& args);
+// The types and scaling of args (dtype empty: f32). Throws Error(invalid_argument) naming the bad
+// value and what is accepted.
+struct ProblemTypes {
+  DataTypes types;
+  Scaling scaling = Scaling::none;
+};
+ProblemTypes problem_types(const TypeArgs& args);
 
 // "8192x8192x8192" or "8192 8192 8192", optionally followed by the data types (a DataTypes name:
-// bf16, f16*bf16->f32) and the layout, or by types=T and the layout; by lda=, ldb=, ldc= for
-// leading dimensions other than the tight ones, and by beta= (not 0: C is read). Unknown types
+// bf16, f16*bf16->f32) and the layout, or by types=T and the layout; by dtype_b=, out= and
+// scaling= (as --dtype-b, --out and --scaling), by lda=, ldb=, ldc= for leading dimensions other
+// than the tight ones, and by beta= (not 0: C is read). Unknown types, output types and scalings
 // are refused here, naming them.
 struct ShapeLine {
   int64_t m = 0, n = 0, k = 0;
   std::string dtype, layout;          // empty: the command line's; dtype is a DataTypes name
   int64_t lda = 0, ldb = 0, ldc = 0;  // 0: tight
   std::optional<float> beta;          // none: the command line's
+  std::string dtype_b, out, scaling;  // empty: the command line's
+  std::string text;                   // the line as written, for messages ("file:3: '...'")
 };
 ShapeLine parse_shape_line(const std::string& line);
 // Lines of a shapes file (comments with '#', blank lines ignored); throws Error(invalid_argument).
@@ -55,12 +90,21 @@ std::vector<ShapeLine> read_shapes_file(const std::string& path);
 
 // A problem from the usual options; ld = 0 means tight; it reads C when beta != 0. Throws
 // Error(invalid_argument).
-Problem make_cli_problem(const std::string& dtype, const std::string& layout, int64_t m, int64_t n,
+Problem make_cli_problem(const TypeArgs& types, const std::string& layout, int64_t m, int64_t n,
                          int64_t k, int64_t lda, int64_t ldb, int64_t ldc, float beta = 0.0f);
-// The problem of a shapes-file line, the command line's dtype, layout and beta where the line
-// gives none.
-Problem problem_of_line(const ShapeLine& line, const std::string& dtype, const std::string& layout,
+inline Problem make_cli_problem(const std::string& dtype, const std::string& layout, int64_t m,
+                                int64_t n, int64_t k, int64_t lda, int64_t ldb, int64_t ldc,
+                                float beta = 0.0f) {
+  return make_cli_problem(TypeArgs{dtype}, layout, m, n, k, lda, ldb, ldc, beta);
+}
+// The problem of a shapes-file line: each of its types, dtype_b, out, scaling, layout and beta,
+// else the command line's. A line whose types are A*B->D takes neither --dtype-b nor --out.
+Problem problem_of_line(const ShapeLine& line, const TypeArgs& types, const std::string& layout,
                         float beta);
+inline Problem problem_of_line(const ShapeLine& line, const std::string& dtype,
+                               const std::string& layout, float beta) {
+  return problem_of_line(line, TypeArgs{dtype}, layout, beta);
+}
 
 std::string format_ms(double ms);
 

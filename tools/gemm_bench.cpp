@@ -23,7 +23,8 @@ using nlohmann::json;
 namespace {
 
 struct Args {
-  std::string suite = "default", shapes, dtype = "f32", layout = "nn", csv, db;
+  std::string suite = "default", shapes, layout = "nn", csv, db;
+  gt::cli::TypeArgs types;  // --dtype, --dtype-b, --out, --scaling
   int64_t m = 0, n = 0, k = 0;
   bool json = false, overhead = false, mma_ceiling = false, read_ceiling = false;
   int device = 0;
@@ -59,7 +60,7 @@ std::vector<Case> cases_of(const Args& a) {
   std::vector<Case> out;
   for (const auto& l : lines)
     out.push_back(
-        {gt::cli::problem_of_line(l, a.dtype, a.layout, a.beta), l.beta.value_or(a.beta)});
+        {gt::cli::problem_of_line(l, a.types, a.layout, a.beta), l.beta.value_or(a.beta)});
   return out;
 }
 
@@ -118,6 +119,14 @@ bool baseline_ready(const gt::Cublas* cublas, const gt::Problem& p, const gt::Ge
   }
 }
 
+// The library's descriptor of a problem, with the scales of its data (none without scaling).
+gt::MatmulDesc desc_of(const gt::Problem& p, const gt::GemmOperands& o) {
+  gt::MatmulDesc desc{p.types, p.scaling, p.op_a, p.op_b};
+  desc.scale_a = reinterpret_cast<const float*>(o.scale_a);
+  desc.scale_b = reinterpret_cast<const float*>(o.scale_b);
+  return desc;
+}
+
 // Verifies the library's result, then times it and cuBLAS `repeat` times, their runs taken in
 // turns (Timer::time_together), so that every ratio comes from the same clocks and temperature.
 Row bench_one(const Case& c, const Args& a, gt::Library& lib, const gt::Checker& checker,
@@ -128,9 +137,9 @@ Row bench_one(const Case& c, const Args& a, gt::Library& lib, const gt::Checker&
   row.beta = c.beta;
   const gt::Verifier verifier(checker, p, a.alpha, c.beta, 42, stream);
   auto run = [&](const gt::Problem& q, const gt::GemmOperands& o, CUstream s) {
-    lib.matmul({q.types, q.scaling, q.op_a, q.op_b}, q.m, q.n, q.k, o.alpha,
-               reinterpret_cast<const void*>(o.a), q.lda, reinterpret_cast<const void*>(o.b), q.ldb,
-               o.beta, reinterpret_cast<void*>(o.c), q.ldc, reinterpret_cast<gt::Stream>(s));
+    lib.matmul(desc_of(q, o), q.m, q.n, q.k, o.alpha, reinterpret_cast<const void*>(o.a), q.lda,
+               reinterpret_cast<const void*>(o.b), q.ldb, o.beta, reinterpret_cast<void*>(o.c),
+               q.ldc, reinterpret_cast<gt::Stream>(s));
   };
   const gt::Verdict v = verifier.verify(run, stream);
   row.max_error = v.max_error;
@@ -169,10 +178,9 @@ void measure_overhead(gt::Library& lib, const gt::Checker& checker, CUstream str
   const gt::ProblemData data(p, checker, 7, stream);
   const auto ops = data.operands(1.0f, 0.0f);
   auto call = [&] {
-    lib.matmul({p.types, p.scaling, p.op_a, p.op_b}, p.m, p.n, p.k, 1.0f,
-               reinterpret_cast<const void*>(ops.a), p.lda, reinterpret_cast<const void*>(ops.b),
-               p.ldb, 0.0f, reinterpret_cast<void*>(ops.c), p.ldc,
-               reinterpret_cast<gt::Stream>(stream));
+    lib.matmul(desc_of(p, ops), p.m, p.n, p.k, 1.0f, reinterpret_cast<const void*>(ops.a), p.lda,
+               reinterpret_cast<const void*>(ops.b), p.ldb, 0.0f, reinterpret_cast<void*>(ops.c),
+               p.ldc, reinterpret_cast<gt::Stream>(stream));
   };
   call();
   const gt::Selection sel = lib.select(p);
@@ -360,18 +368,19 @@ void write_csv(const std::string& path, const std::vector<Row>& rows, const gt::
   GT_REQUIRE(out, gt::Errc::io, "cannot write {}", path);
   out << "device,dtype,layout,m,n,k,kernel,source,ours_ms,ours_tflops,ours_gbps,cublas_ms,cublas_"
          "tflops,ratio,"
-         "ratio_min,ratio_max,repeats,max_error,beta\n";
+         "ratio_min,ratio_max,repeats,max_error,beta,scaling\n";
   for (const auto& r : rows) {
     const double lo = r.ratios.empty() ? -1 : *std::min_element(r.ratios.begin(), r.ratios.end());
     const double hi = r.ratios.empty() ? -1 : *std::max_element(r.ratios.begin(), r.ratios.end());
     out << fmt::format(
         "\"{}\",{},{},{},{},{},{},{},{:.6f},{:.2f},{:.1f},{:.6f},{:.2f},{:.4f},{:.4f},{:.4f},{},{:."
-        "3g},{}\n",
+        "3g},{},{}\n",
         dev.name, r.problem.types.name(), r.problem.layout(), r.problem.m, r.problem.n, r.problem.k,
         r.selection.kernel, gt::to_string(r.selection.source), r.ours.median_ms,
         tflops(r.problem, r.ours.median_ms), gbps(r.problem, r.ours.median_ms),
         r.cublas_ok ? r.cublas.median_ms : -1.0, tflops(r.problem, r.cublas.median_ms),
-        r.cublas_ok ? r.ratio() : -1.0, lo, hi, r.ratios.size(), r.max_error, r.beta);
+        r.cublas_ok ? r.ratio() : -1.0, lo, hi, r.ratios.size(), r.max_error, r.beta,
+        gt::to_string(r.problem.scaling));
   }
 }
 
@@ -464,7 +473,7 @@ int main(int argc, char** argv) {
   app.add_option("--m", a.m, "One shape instead of a suite");
   app.add_option("--n", a.n);
   app.add_option("--k", a.k);
-  app.add_option("--dtype", a.dtype, gt::cli::kTypesHelp)->capture_default_str();
+  gt::cli::add_type_options(app, a.types);
   app.add_option("--layout", a.layout, "nn, nt, tn or tt")->capture_default_str();
   app.add_option("--alpha", a.alpha, "C = alpha * op(A) * op(B) + beta * C")->capture_default_str();
   app.add_option("--beta", a.beta,

@@ -106,8 +106,8 @@ void add_filter_options(CLI::App& sub, FilterArgs& args) {
   sub.add_option("--device", args.device, "Substring of the device name (any case)");
   auto* types = sub.add_option("--types", args.types, cli::kTypesHelp);
   sub.add_option("--dtype", args.dtype,
-                 "One type of every operand (f32, f16, bf16, e4m3 or e5m2): the same as --types "
-                 "with one type")
+                 "One type of every operand (f32, f16, bf16; e4m3 or e5m2: A and B, with a bf16 "
+                 "output, as gemm-tune's --dtype): the same as --types with one type")
       ->excludes(types);
   sub.add_option("--scaling", args.scaling, "Scaling of the operands: none, tensor, row or block");
   sub.add_option("--layout", args.layout, "op(A) op(B): nn, nt, tn or tt");
@@ -128,11 +128,12 @@ std::optional<int64_t> given(int64_t size) {
   return size > 0 ? std::optional<int64_t>(size) : std::nullopt;
 }
 
-// --dtype T means every operand T (and f32 accumulation), as it always did.
+// --dtype T means what gemm-tune's --dtype T tunes: every operand T (and f32 accumulation), but
+// for float8 T, whose output is bf16 (e4m3*e4m3->bf16).
 DataTypes uniform_types(const std::string& dtype) {
   GT_REQUIRE(dtype.find('*') == std::string::npos, Errc::invalid_argument,
              "--dtype names one type of every operand; mixed types go with --types ('{}')", dtype);
-  return DataTypes::uniform(parse_data_type(dtype));
+  return cli::problem_types({dtype}).types;
 }
 
 // Throws Error(invalid_argument) for unknown types, scaling or layout.
@@ -140,7 +141,7 @@ ProblemFilter to_filter(const FilterArgs& args) {
   ProblemFilter filter;
   DbFilter& f = filter.db;
   if (!args.device.empty()) f.device = args.device;
-  if (!args.types.empty()) f.types = parse_data_types(args.types);
+  if (!args.types.empty()) f.types = cli::problem_types({args.types}).types;
   if (!args.dtype.empty()) f.types = uniform_types(args.dtype);
   if (!args.scaling.empty()) filter.scaling = parse_scaling(args.scaling);
   if (!args.layout.empty()) {

@@ -20,7 +20,8 @@ namespace {
 
 struct Args {
   int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
-  std::string dtype = "f32", layout = "nn";
+  gt::cli::TypeArgs types;  // --dtype, --dtype-b, --out, --scaling
+  std::string layout = "nn";
   float alpha = 1.0f, beta = 0.0f;
   std::string db, budget, shapes, arch, families, devices, shard;
   int top = 5;
@@ -37,7 +38,7 @@ void add_options(CLI::App& app, Args& a) {
   app.add_option("--m", a.m, "Rows of op(A) and C");
   app.add_option("--n", a.n, "Columns of op(B) and C");
   app.add_option("--k", a.k, "Columns of op(A), rows of op(B)");
-  app.add_option("--dtype", a.dtype, gt::cli::kTypesHelp)->capture_default_str();
+  gt::cli::add_type_options(app, a.types);
   app.add_option("--layout", a.layout, "op(A)op(B): nn, nt, tn or tt")->capture_default_str();
   app.add_option("--lda", a.lda, "Leading dimension of A (default: rows of A as stored)");
   app.add_option("--ldb", a.ldb, "Leading dimension of B (default: rows of B as stored)");
@@ -109,13 +110,13 @@ std::vector<gt::Problem> problems_of(const Args& a) {
     GT_REQUIRE(a.m == 0 && a.n == 0 && a.k == 0, gt::Errc::invalid_argument,
                "give either --shapes or --m/--n/--k, not both");
     for (const auto& s : gt::cli::read_shapes_file(a.shapes))
-      out.push_back(gt::cli::problem_of_line(s, a.dtype, a.layout, a.beta));
+      out.push_back(gt::cli::problem_of_line(s, a.types, a.layout, a.beta));
     return out;
   }
   GT_REQUIRE(a.m != 0 || a.n != 0 || a.k != 0, gt::Errc::invalid_argument,
              "give the shape with --m, --n and --k (or a file with --shapes)");
   out.push_back(
-      gt::cli::make_cli_problem(a.dtype, a.layout, a.m, a.n, a.k, a.lda, a.ldb, a.ldc, a.beta));
+      gt::cli::make_cli_problem(a.types, a.layout, a.m, a.n, a.k, a.lda, a.ldb, a.ldc, a.beta));
   return out;
 }
 

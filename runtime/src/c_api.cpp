@@ -4,6 +4,7 @@
 #include <cstring>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 
 #include "gemmtune/gemmtune.h"
 #include "gemmtune/gemmtune.hpp"
@@ -109,6 +110,11 @@ gemmtune::Problem checked_problem(gemmtune_dtype dtype, gemmtune_op op_a, gemmtu
                                   const void* b, int64_t ldb, float beta, const void* c,
                                   int64_t ldc) {
   check_enums(dtype, op_a, op_b);
+  GT_REQUIRE(dtype != GEMMTUNE_E4M3 && dtype != GEMMTUNE_E5M2, gemmtune::Errc::invalid_argument,
+             "{} operands take scales and a bf16, f16 or f32 output, which the one-dtype "
+             "functions cannot say: use gemmtune_matmul (or _select, _record_problem) with a "
+             "descriptor whose GEMMTUNE_MATMUL_DESC_SCALING and scale pointers are set",
+             gemmtune::to_string(static_cast<gemmtune::DataType>(dtype)));
   const gemmtune::MatmulDesc desc{
       gemmtune::DataTypes::uniform(static_cast<gemmtune::DataType>(dtype)), gemmtune::Scaling::none,
       static_cast<gemmtune::Op>(op_a), static_cast<gemmtune::Op>(op_b)};
@@ -124,7 +130,7 @@ void require_finite(float beta) {
 // ---------------------------------------------------------------------------------------------
 // The matmul descriptor
 
-// Its attributes by name, for messages; every value is an int32_t.
+// Its attributes by name, for messages; every value is an int32_t but the scale pointers'.
 const char* attribute_name(int attr) {
   switch (attr) {
     case GEMMTUNE_MATMUL_DESC_A_TYPE:
@@ -143,8 +149,22 @@ const char* attribute_name(int attr) {
       return "GEMMTUNE_MATMUL_DESC_OP_A";
     case GEMMTUNE_MATMUL_DESC_OP_B:
       return "GEMMTUNE_MATMUL_DESC_OP_B";
+    case GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER:
+      return "GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER";
+    case GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER:
+      return "GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER";
   }
   return nullptr;
+}
+
+// The scale pointers' values are a const float*; every other attribute's an int32_t.
+bool is_pointer(int attr) {
+  return attr == GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER ||
+         attr == GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER;
+}
+
+size_t value_size(int attr) {
+  return is_pointer(attr) ? sizeof(const float*) : sizeof(int32_t);
 }
 
 // `attr` as a known attribute, else Error(invalid_argument) naming it.
@@ -152,7 +172,7 @@ const char* known_attribute(int attr) {
   const char* name = attribute_name(attr);
   GT_REQUIRE(name != nullptr, gemmtune::Errc::invalid_argument,
              "unknown matmul descriptor attribute {} (expected GEMMTUNE_MATMUL_DESC_A_TYPE (0) to "
-             "GEMMTUNE_MATMUL_DESC_OP_B (7))",
+             "GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER (9))",
              attr);
   return name;
 }
@@ -181,9 +201,11 @@ void check_value(int attr, int32_t value) {
   }
 }
 
-void check_size(const char* name, size_t size) {
-  GT_REQUIRE(size == sizeof(int32_t), gemmtune::Errc::invalid_argument,
-             "{} is an int32_t ({} bytes), but size is {}", name, sizeof(int32_t), size);
+void check_size(int attr, size_t size) {
+  GT_REQUIRE(size == value_size(attr), gemmtune::Errc::invalid_argument,
+             "{} is {} ({} bytes), but size is {}", attribute_name(attr),
+             is_pointer(attr) ? "a const float* (a device pointer)" : "an int32_t",
+             value_size(attr), size);
 }
 
 }  // namespace
@@ -200,6 +222,10 @@ const gemmtune::MatmulDesc& desc_of(gemmtune_matmul_desc desc) {
              "the matmul descriptor is a null pointer (make one with "
              "gemmtune_matmul_desc_create)");
   return desc->desc;
+}
+
+const float*& scale_pointer(gemmtune::MatmulDesc& d, int attr) {
+  return attr == GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER ? d.scale_a : d.scale_b;
 }
 
 int32_t get_value(const gemmtune::MatmulDesc& d, int attr) {
@@ -254,6 +280,18 @@ void set_value(gemmtune::MatmulDesc& d, int attr, int32_t value) {
       return;
   }
   GT_THROW(gemmtune::Errc::internal, "attribute {} has no field", attr);
+}
+
+// A scaled call has both scale pointers; the message names the missing one and what it holds.
+void require_scales(const gemmtune::Problem& p, const gemmtune::MatmulDesc& d) {
+  if (p.scaling == gemmtune::Scaling::none) return;
+  for (const auto& [operand, attr, pointer, shape] :
+       {std::tuple{'A', "GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER", d.scale_a, scale_shape_a(p)},
+        std::tuple{'B', "GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER", d.scale_b, scale_shape_b(p)}})
+    GT_REQUIRE(pointer != nullptr, gemmtune::Errc::invalid_argument,
+               "scaling {} needs the scales of {}: {} is not set (a device pointer to {} x {} "
+               "fp32 scales)",
+               gemmtune::to_string(p.scaling), operand, attr, shape.rows, shape.cols);
 }
 
 // A host scalar of gemmtune_matmul: present and finite.
@@ -369,7 +407,11 @@ gemmtune_status gemmtune_matmul_desc_set_attribute(gemmtune_matmul_desc desc,
     const char* name = known_attribute(attr);
     GT_REQUIRE(value != nullptr, gemmtune::Errc::invalid_argument, "{}: value is a null pointer",
                name);
-    check_size(name, size);
+    check_size(attr, size);
+    if (is_pointer(attr)) {  // any address, NULL included: the call checks it is there
+      std::memcpy(&scale_pointer(desc->desc, attr), value, sizeof(const float*));
+      return;
+    }
     int32_t v;
     std::memcpy(&v, value, sizeof v);
     check_value(attr, v);
@@ -384,12 +426,18 @@ gemmtune_status gemmtune_matmul_desc_get_attribute(gemmtune_matmul_desc desc,
     const gemmtune::MatmulDesc& d = desc_of(desc);
     const char* name = known_attribute(attr);
     if (size == 0 && written != nullptr) {  // how many bytes the value needs
-      *written = sizeof(int32_t);
+      *written = value_size(attr);
       return;
     }
     GT_REQUIRE(value != nullptr, gemmtune::Errc::invalid_argument,
                "{}: value (where it goes) is a null pointer", name);
-    check_size(name, size);
+    check_size(attr, size);
+    if (is_pointer(attr)) {
+      const float* pointer = attr == GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER ? d.scale_a : d.scale_b;
+      std::memcpy(value, &pointer, sizeof pointer);
+      if (written) *written = sizeof pointer;
+      return;
+    }
     const int32_t v = get_value(d, attr);
     std::memcpy(value, &v, sizeof v);
     if (written) *written = sizeof v;
@@ -404,10 +452,11 @@ gemmtune_status gemmtune_matmul(int device, gemmtune_matmul_desc desc, int64_t m
     const gemmtune::MatmulDesc& d = desc_of(desc);
     const float alpha_value = scalar(alpha, "alpha");
     const float beta_value = scalar(beta, "beta");
-    checked_problem(d, m, n, k, a, lda, b, ldb, beta_value, c, ldc);
+    const gemmtune::Problem p = checked_problem(d, m, n, k, a, lda, b, ldb, beta_value, c, ldc);
     GT_REQUIRE(a != nullptr, gemmtune::Errc::invalid_argument, "A is a null pointer");
     GT_REQUIRE(b != nullptr, gemmtune::Errc::invalid_argument, "B is a null pointer");
     GT_REQUIRE(c != nullptr, gemmtune::Errc::invalid_argument, "C is a null pointer");
+    require_scales(p, d);
     gemmtune::DeviceScope scope(device);
     gemmtune::default_library().matmul(d, m, n, k, alpha_value, a, lda, b, ldb, beta_value, c, ldc,
                                        static_cast<gemmtune::Stream>(stream));

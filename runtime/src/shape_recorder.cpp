@@ -69,6 +69,7 @@ struct Fd {
 
 std::string shape_line(const Problem& p) {
   std::string line = fmt::format("{} {} {} {} {}", p.m, p.n, p.k, p.types.name(), p.layout());
+  if (p.scaling != Scaling::none) line += fmt::format(" scaling={}", to_string(p.scaling));
   const Problem tight = make_problem(p.types, p.op_a, p.op_b, p.m, p.n, p.k);
   if (p.lda != tight.lda) line += fmt::format(" lda={}", p.lda);
   if (p.ldb != tight.ldb) line += fmt::format(" ldb={}", p.ldb);

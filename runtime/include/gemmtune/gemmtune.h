@@ -36,8 +36,14 @@ typedef enum gemmtune_dtype {
   GEMMTUNE_E5M2 = GEMMTUNE_TYPE_E5M2  /* float8, 5 exponent and 2 mantissa bits */
 } gemmtune_dtype;
 /* How the operands are dequantized before they are multiplied: fp32 scales in device memory
- * (gemmtune/types.hpp, Scaling and scale_shape_a/b, says each layout). Float8 operands take one
- * of tensor, row and block; other types none. */
+ * (GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER and _B_POINTER) that multiply each product. Float8
+ * operands take one of tensor, row and block; other types none. Each operand's scales are a
+ * column-major matrix whose leading dimension is its rows (gemmtune/types.hpp, scale_shape_a/b):
+ *   tensor: 1 scale of A, 1 of B.
+ *   row:    M scales of A (one per row of op(A)), N of B (one per column of op(B)).
+ *   block:  ceil(M/128) x ceil(K/128) of A (one per 128 x 128 block of op(A)), N x ceil(K/128)
+ *           of B (one per 128 K values of each column of op(B); the N of one K block contiguous).
+ */
 typedef enum gemmtune_scaling {
   GEMMTUNE_SCALING_NONE = 0,
   GEMMTUNE_SCALING_TENSOR = 1, /* one scale per operand */
@@ -47,7 +53,9 @@ typedef enum gemmtune_scaling {
 
 /* a, b, c are device pointers of the dtype; stream is a cudaStream_t / CUstream (NULL: default).
  * Every operand is of the one dtype (cublasGemmEx's form); gemmtune_matmul below takes a type
- * per operand. A dtype no kernel family runs on the GPU is GEMMTUNE_ERROR_UNSUPPORTED. */
+ * per operand. A dtype no kernel family runs on the GPU is GEMMTUNE_ERROR_UNSUPPORTED. Float8
+ * (e4m3, e5m2) needs scales and a wider output, which these functions cannot say: it is
+ * GEMMTUNE_ERROR_INVALID_ARGUMENT here and goes through gemmtune_matmul. */
 gemmtune_status gemmtune_gemm(gemmtune_dtype dtype, gemmtune_op op_a, gemmtune_op op_b, int64_t m,
                               int64_t n, int64_t k, float alpha, const void* a, int64_t lda,
                               const void* b, int64_t ldb, float beta, void* c, int64_t ldc,
@@ -83,7 +91,8 @@ gemmtune_status gemmtune_select(int device, gemmtune_dtype dtype, gemmtune_op op
  * append the problem to the file at `path` as a line of gemm-tune's shapes file
  * ("M N K dtype layout [lda= ldb= ldc=] [beta=1]": beta=1 when beta != 0, as gemm-tune keeps
  * problems that read C apart), unless a line already names it. Safe from several processes at
- * once (a file lock). Needs no GPU. *appended (may be NULL): 1 if it wrote a line. */
+ * once (a file lock). Needs no GPU. *appended (may be NULL): 1 if it wrote a line. Float8 takes
+ * gemmtune_matmul_record_problem, whose line also names the scaling. */
 gemmtune_status gemmtune_record_problem(const char* path, gemmtune_dtype dtype, gemmtune_op op_a,
                                         gemmtune_op op_b, int64_t m, int64_t n, int64_t k,
                                         int64_t lda, int64_t ldb, float beta, int64_t ldc,
@@ -103,11 +112,21 @@ gemmtune_status gemmtune_record_problem(const char* path, gemmtune_dtype dtype, 
  *   gemmtune_matmul(-1, desc, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc, stream);
  *   gemmtune_matmul_desc_destroy(desc);
  *
+ * Float8 A and B (e4m3 or e5m2; C and D bf16, f16 or f32) take a scaling and their scales:
+ *
+ *   int32_t block = GEMMTUNE_SCALING_BLOCK;
+ *   const float* scale_a = ...;  (device memory, as gemmtune_scaling says)
+ *   gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_SCALING, &block, sizeof block);
+ *   gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER, &scale_a,
+ *                                      sizeof scale_a);
+ *   ... and GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER likewise.
+ *
  * A descriptor is plain data: any number of threads may call with it at once, but setting an
  * attribute while another thread calls with it is a data race. */
 typedef struct gemmtune_matmul_desc_st* gemmtune_matmul_desc;
 
-/* The attributes of a descriptor. Every value is an int32_t (size 4). */
+/* The attributes of a descriptor. Every value is an int32_t (size 4), except the two scale
+ * pointers: a const float* (size sizeof(void*)). */
 typedef enum gemmtune_matmul_attribute {
   GEMMTUNE_MATMUL_DESC_A_TYPE = 0,   /* gemmtune_dtype of A; default GEMMTUNE_F32 */
   GEMMTUNE_MATMUL_DESC_B_TYPE = 1,   /* gemmtune_dtype of B; default GEMMTUNE_F32 */
@@ -117,22 +136,30 @@ typedef enum gemmtune_matmul_attribute {
   GEMMTUNE_MATMUL_DESC_ACC_TYPE = 4, /* gemmtune_dtype of the accumulator; default GEMMTUNE_F32 */
   GEMMTUNE_MATMUL_DESC_SCALING = 5,  /* gemmtune_scaling; default GEMMTUNE_SCALING_NONE */
   GEMMTUNE_MATMUL_DESC_OP_A = 6,     /* gemmtune_op of A; default GEMMTUNE_OP_N */
-  GEMMTUNE_MATMUL_DESC_OP_B = 7      /* gemmtune_op of B; default GEMMTUNE_OP_N */
+  GEMMTUNE_MATMUL_DESC_OP_B = 7,     /* gemmtune_op of B; default GEMMTUNE_OP_N */
+  /* const float*: A's fp32 scales in device memory, laid out as gemmtune_scaling says; default
+   * NULL. Needed by a call with a scaling, ignored without one; the kernel reads the scales when
+   * it runs (as cuBLASLt's A_SCALE_POINTER), so a captured graph sees new values. */
+  GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER = 8,
+  GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER = 9 /* const float*: B's scales, as A's */
 } gemmtune_matmul_attribute;
 
-/* A new descriptor with the defaults: f32 everywhere, no scaling, op(A) = op(B) = N. */
+/* A new descriptor with the defaults: f32 everywhere, no scaling and no scales, N and N. */
 gemmtune_status gemmtune_matmul_desc_create(gemmtune_matmul_desc* desc);
 /* Frees the descriptor. NULL is accepted and does nothing (as free(NULL)). */
 gemmtune_status gemmtune_matmul_desc_destroy(gemmtune_matmul_desc desc);
-/* Sets `attr` to the int32_t at `value`; `size` must be sizeof(int32_t). A value that names no
- * type, scaling or op is GEMMTUNE_ERROR_INVALID_ARGUMENT, and the descriptor stays as it was.
- * Which combinations of types a GPU runs is the call's question (GEMMTUNE_ERROR_UNSUPPORTED). */
+/* Sets `attr` to the value at `value`: an int32_t, `size` sizeof(int32_t), or for the scale
+ * pointers a const float* (`value` points to the pointer), `size` sizeof(void*); NULL unsets a
+ * scale pointer. A value that names no type, scaling or op is GEMMTUNE_ERROR_INVALID_ARGUMENT,
+ * and the descriptor stays as it was. Which combinations of types a GPU runs is the call's
+ * question (GEMMTUNE_ERROR_UNSUPPORTED). */
 gemmtune_status gemmtune_matmul_desc_set_attribute(gemmtune_matmul_desc desc,
                                                    gemmtune_matmul_attribute attr,
                                                    const void* value, size_t size);
-/* Writes the value of `attr` to `value`, which holds `size` bytes (sizeof(int32_t)), and its size
- * to *written (may be NULL). size 0 with written != NULL: only *written is set (the size the
- * attribute needs), as cublasLtMatmulDescGetAttribute does. */
+/* Writes the value of `attr` to `value`, which holds `size` bytes (sizeof(int32_t), or
+ * sizeof(void*) for the scale pointers), and its size to *written (may be NULL). size 0 with
+ * written != NULL: only *written is set (the size the attribute needs), as
+ * cublasLtMatmulDescGetAttribute does. */
 gemmtune_status gemmtune_matmul_desc_get_attribute(gemmtune_matmul_desc desc,
                                                    gemmtune_matmul_attribute attr, void* value,
                                                    size_t size, size_t* written);
@@ -142,7 +169,8 @@ gemmtune_status gemmtune_matmul_desc_get_attribute(gemmtune_matmul_desc desc,
  * over C (the buffer `c`, of leading dimension ldc): D's type must be C's. alpha and beta point
  * to host floats; beta == 0 never reads C. a, b, c are device pointers; stream is a
  * cudaStream_t / CUstream (NULL: default). The descriptor, the pointers, the sizes and the
- * leading dimensions are checked before any GPU is needed (GEMMTUNE_ERROR_INVALID_ARGUMENT);
+ * leading dimensions are checked before any GPU is needed (GEMMTUNE_ERROR_INVALID_ARGUMENT), and
+ * so are the scales: float8 operands need a scaling, and a scaling needs both scale pointers;
  * types no kernel family runs on this GPU are GEMMTUNE_ERROR_UNSUPPORTED, the message naming
  * them ("no kernel family supports e4m3*e5m2->bf16 tn on ..."). */
 gemmtune_status gemmtune_matmul(int device, gemmtune_matmul_desc desc, int64_t m, int64_t n,
@@ -160,7 +188,9 @@ gemmtune_status gemmtune_matmul_select(int device, gemmtune_matmul_desc desc, in
                                        const char** selection_json);
 
 /* gemmtune_record_problem for the problem of a descriptor: the line names the types as
- * gemm-tune's shapes file does ("bf16" when every operand is bf16, else "e4m3*e5m2->bf16"). */
+ * gemm-tune's shapes file does ("bf16" when every operand is bf16, else "e4m3*e5m2->bf16"), and
+ * the scaling where there is one ("64 48 4096 e4m3*e4m3->bf16 tn scaling=block"). The scale
+ * pointers are not needed. */
 gemmtune_status gemmtune_matmul_record_problem(const char* path, gemmtune_matmul_desc desc,
                                                int64_t m, int64_t n, int64_t k, int64_t lda,
                                                int64_t ldb, float beta, int64_t ldc, int* appended);

@@ -8,9 +8,10 @@
 
 namespace gemmtune {
 
-// "11008 8 4096 bf16 tn", then lda=, ldb=, ldc= where they are not tight, "beta=1" where it reads
-// C (gemm-tune then tunes it apart), then "# align=N" where the pointers were less aligned than
-// the leading dimensions (a shapes file cannot say so).
+// "11008 8 4096 bf16 tn", then the scaling where there is one ("scaling=block": float8), lda=,
+// ldb=, ldc= where they are not tight, "beta=1" where it reads C (gemm-tune then tunes it apart),
+// then "# align=N" where the pointers were less aligned than the leading dimensions (a shapes
+// file cannot say so).
 std::string shape_line(const Problem& problem);
 
 // Appends shape_line(problem) to file (creating it and its folder) unless a line of the file
