@@ -158,10 +158,10 @@ TEST_F(WgmmaFp8, ScalesReadFromTheWrongBlockAreCaught) {
 
 // The defaults on the fp8 suite's shapes: TFLOP/s, L2 flushed between runs.
 TEST_F(WgmmaFp8, DefaultsOnTheSuite) {
-  const int64_t rows[][4] = {
-      {2112, 64, 7168, 3},    {2112, 4096, 7168, 3}, {24576, 4096, 1536, 3}, {7168, 64, 16384, 3},
-      {7168, 128, 16384, 3},  {7168, 4096, 16384, 3}, {4096, 4096, 7168, 3}, {8192, 8192, 8192, 1},
-      {28672, 2048, 8192, 1}, {11008, 8, 4096, 1},    {8192, 8192, 8192, 2}, {6144, 32, 4096, 2}};
+  const int64_t rows[][4] = {{2112, 64, 7168, 3},   {2112, 4096, 7168, 3}, {24576, 4096, 1536, 3},
+                             {7168, 64, 16384, 3},  {7168, 128, 16384, 3}, {7168, 4096, 16384, 3},
+                             {4096, 4096, 7168, 3}, {8192, 8192, 8192, 1}, {28672, 2048, 8192, 1},
+                             {11008, 8, 4096, 1},   {8192, 8192, 8192, 2}, {6144, 32, 4096, 2}};
   const Family& family = find_family("wgmma_sm90");
   const Timer timer(device_);
   TimingSettings settings;
@@ -174,8 +174,7 @@ TEST_F(WgmmaFp8, DefaultsOnTheSuite) {
     const ProblemData data(p, *checker_, 3, stream_->get());
     GemmOperands ops = data.operands(1.0f, 0.0f);
     workspaces_.provide(stream_->get(), k.plan, ops);
-    const Timing t =
-        timer.time([&](CUstream s) { k.run(p, ops, s); }, stream_->get(), settings);
+    const Timing t = timer.time([&](CUstream s) { k.run(p, ops, s); }, stream_->get(), settings);
     std::printf("%-7s %6lld %6lld %6lld  %7.1f TFLOP/s  %s\n",
                 std::string(to_string(p.scaling)).c_str(), (long long)p.m, (long long)p.n,
                 (long long)p.k, p.flops() / (t.median_ms * 1e9), k.compiled.name.c_str());

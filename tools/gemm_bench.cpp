@@ -71,6 +71,9 @@ struct Row {
   gt::Timing ours, cublas;  // the median repeat of each
   bool cublas_ok = false;
   double max_error = 0;
+  // cuBLAS's largest error on the same data, checked the same way (the verifier's cases it
+  // runs); -1 where it has no result.
+  double cublas_error = -1;
   std::string wrong;  // why the library's result failed verification (then nothing is timed)
   std::vector<double> ratios;  // cuBLAS time / ours, one per repeat (runs in turns)
   double ratio() const { return median(ratios); }
@@ -119,6 +122,21 @@ bool baseline_ready(const gt::Cublas* cublas, const gt::Problem& p, const gt::Ge
   }
 }
 
+// cuBLAS's largest error over the verifier's cases (the problem, and the smaller ones with odd
+// sizes), or -1 where it refuses one of them.
+double baseline_error(const gt::Cublas& cublas, const gt::Verifier& verifier, CUstream stream) {
+  try {
+    return verifier
+        .verify([&](const gt::Problem& q, const gt::GemmOperands& o,
+                    CUstream s) { cublas.gemm(q, o, s); },
+                stream)
+        .max_error;
+  } catch (const gt::Error& e) {
+    if (e.code() != gt::Errc::unsupported && e.code() != gt::Errc::invalid_argument) throw;
+    return -1;
+  }
+}
+
 // The library's descriptor of a problem, with the scales of its data (none without scaling).
 gt::MatmulDesc desc_of(const gt::Problem& p, const gt::GemmOperands& o) {
   gt::MatmulDesc desc{p.types, p.scaling, p.op_a, p.op_b};
@@ -155,6 +173,7 @@ Row bench_one(const Case& c, const Args& a, gt::Library& lib, const gt::Checker&
   const gt::TimingSettings settings;
   std::vector<gt::Timing> ours, theirs;
   const bool baseline = baseline_ready(cublas, p, ops, stream);
+  if (baseline) row.cublas_error = baseline_error(*cublas, verifier, stream);
   std::vector<gt::Timer::Launch> launches = {[&](CUstream s) { run(p, ops, s); }};
   if (baseline) launches.push_back([&](CUstream s) { cublas->gemm(p, ops, s); });
   for (int r = 0; r < std::max(1, a.repeat); ++r) {
@@ -413,7 +432,7 @@ int run(const Args& a) {
   }
   std::vector<Row> rows;
   gt::cli::Table t({"problem", "kernel", "source", "ms", "TFLOP/s", "GB/s", "cuBLAS ms",
-                    "cuBLAS TFLOP/s", "vs cuBLAS"});
+                    "cuBLAS TFLOP/s", "vs cuBLAS", "error", "cuBLAS error"});
   for (const Case& c : cases) {
     const gt::Problem& p = c.problem;
     std::cerr << "gemm-bench: " << p.describe() << "\n";
@@ -424,7 +443,8 @@ int run(const Args& a) {
            memory_bound(p) ? fmt::format("{:.0f}", gbps(p, r.ours.median_ms)) : "",
            r.cublas_ok ? gt::cli::format_ms(r.cublas.median_ms) : "-",
            r.cublas_ok ? fmt::format("{:.1f}", tflops(p, r.cublas.median_ms)) : "-",
-           r.wrong.empty() ? ratio(r) : "WRONG"});
+           r.wrong.empty() ? ratio(r) : "WRONG", fmt::format("{:.2g}", r.max_error),
+           r.cublas_error >= 0 ? fmt::format("{:.2g}", r.cublas_error) : "-"});
   }
   const auto [geomean, worst] = summary(rows);
   const auto wrong =
@@ -439,6 +459,10 @@ int run(const Args& a) {
                    {"ours_ms", r.ours.median_ms},
                    {"beta", r.beta},
                    {"ours_gbps", gbps(r.problem, r.ours.median_ms)},
+                   {"ours_tflops", tflops(r.problem, r.ours.median_ms)},
+                   {"scaling", gt::to_string(r.problem.scaling)},
+                   {"max_error", r.max_error},
+                   {"cublas_error", r.cublas_error >= 0 ? json(r.cublas_error) : json(nullptr)},
                    {"cublas_ms", r.cublas_ok ? json(r.cublas.median_ms) : json(nullptr)},
                    {"ratio", r.cublas_ok ? json(r.ratio()) : json(nullptr)},
                    {"ratios", r.ratios}});

@@ -15,16 +15,17 @@ struct WgmmaFp8;
 
 // One wrapper per N, instantiated for the four pairs of types below.
 
-#define GEMMTUNE_WGMMA_FP8_N8(A_NAME, B_NAME, A_CODE, B_CODE)                                \
-  template <>                                                                                 \
-  struct WgmmaFp8<8, A_CODE, B_CODE> {                                                    \
+#define GEMMTUNE_WGMMA_FP8_N8(A_NAME, B_NAME, A_CODE, B_CODE)                                    \
+  template <>                                                                                    \
+  struct WgmmaFp8<8, A_CODE, B_CODE> {                                                           \
     GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[4], u64 desc_a, u64 desc_b, int scale_d) { \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %6, 0;\n"                      \
-                   " wgmma.mma_async.sync.aligned.m64n8k32.f32." A_NAME "." B_NAME            \
-                   " {%0, %1, %2, %3}, %4, %5, p, 1, 1;\n}\n"                          \
-                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                                                   \
-                   : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                 \
-    }                                                                                         \
+      asm volatile(                                                                              \
+          "{\n .reg .pred p;\n setp.ne.b32 p, %6, 0;\n"                                          \
+          " wgmma.mma_async.sync.aligned.m64n8k32.f32." A_NAME "." B_NAME                        \
+          " {%0, %1, %2, %3}, %4, %5, p, 1, 1;\n}\n"                                             \
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])                                       \
+          : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                             \
+    }                                                                                            \
   };
 GEMMTUNE_WGMMA_FP8_N8("e4m3", "e4m3", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N8("e4m3", "e5m2", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E5M2)
@@ -32,16 +33,18 @@ GEMMTUNE_WGMMA_FP8_N8("e5m2", "e4m3", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N8("e5m2", "e5m2", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E5M2)
 #undef GEMMTUNE_WGMMA_FP8_N8
 
-#define GEMMTUNE_WGMMA_FP8_N16(A_NAME, B_NAME, A_CODE, B_CODE)                                \
-  template <>                                                                                 \
-  struct WgmmaFp8<16, A_CODE, B_CODE> {                                                    \
+#define GEMMTUNE_WGMMA_FP8_N16(A_NAME, B_NAME, A_CODE, B_CODE)                                   \
+  template <>                                                                                    \
+  struct WgmmaFp8<16, A_CODE, B_CODE> {                                                          \
     GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[8], u64 desc_a, u64 desc_b, int scale_d) { \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %10, 0;\n"                      \
-                   " wgmma.mma_async.sync.aligned.m64n16k32.f32." A_NAME "." B_NAME            \
-                   " {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1;\n}\n"                          \
-                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])                                                                   \
-                   : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                 \
-    }                                                                                         \
+      asm volatile(                                                                              \
+          "{\n .reg .pred p;\n setp.ne.b32 p, %10, 0;\n"                                         \
+          " wgmma.mma_async.sync.aligned.m64n16k32.f32." A_NAME "." B_NAME                       \
+          " {%0, %1, %2, %3, %4, %5, %6, %7}, %8, %9, p, 1, 1;\n}\n"                             \
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),  \
+            "+f"(d[7])                                                                           \
+          : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                             \
+    }                                                                                            \
   };
 GEMMTUNE_WGMMA_FP8_N16("e4m3", "e4m3", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N16("e4m3", "e5m2", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E5M2)
@@ -49,16 +52,18 @@ GEMMTUNE_WGMMA_FP8_N16("e5m2", "e4m3", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N16("e5m2", "e5m2", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E5M2)
 #undef GEMMTUNE_WGMMA_FP8_N16
 
-#define GEMMTUNE_WGMMA_FP8_N24(A_NAME, B_NAME, A_CODE, B_CODE)                                \
-  template <>                                                                                 \
-  struct WgmmaFp8<24, A_CODE, B_CODE> {                                                    \
+#define GEMMTUNE_WGMMA_FP8_N24(A_NAME, B_NAME, A_CODE, B_CODE)                                    \
+  template <>                                                                                     \
+  struct WgmmaFp8<24, A_CODE, B_CODE> {                                                           \
     GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[12], u64 desc_a, u64 desc_b, int scale_d) { \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %14, 0;\n"                      \
-                   " wgmma.mma_async.sync.aligned.m64n24k32.f32." A_NAME "." B_NAME            \
-                   " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11}, %12, %13, p, 1, 1;\n}\n"                          \
-                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])                                                                   \
-                   : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                 \
-    }                                                                                         \
+      asm volatile(                                                                               \
+          "{\n .reg .pred p;\n setp.ne.b32 p, %14, 0;\n"                                          \
+          " wgmma.mma_async.sync.aligned.m64n24k32.f32." A_NAME "." B_NAME                        \
+          " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11}, %12, %13, p, 1, 1;\n}\n"          \
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),   \
+            "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])                          \
+          : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                              \
+    }                                                                                             \
   };
 GEMMTUNE_WGMMA_FP8_N24("e4m3", "e4m3", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N24("e4m3", "e5m2", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E5M2)
@@ -66,16 +71,20 @@ GEMMTUNE_WGMMA_FP8_N24("e5m2", "e4m3", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N24("e5m2", "e5m2", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E5M2)
 #undef GEMMTUNE_WGMMA_FP8_N24
 
-#define GEMMTUNE_WGMMA_FP8_N32(A_NAME, B_NAME, A_CODE, B_CODE)                                \
-  template <>                                                                                 \
-  struct WgmmaFp8<32, A_CODE, B_CODE> {                                                    \
-    GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[16], u64 desc_a, u64 desc_b, int scale_d) { \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %18, 0;\n"                      \
-                   " wgmma.mma_async.sync.aligned.m64n32k32.f32." A_NAME "." B_NAME            \
-                   " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1;\n}\n"                          \
-                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15])                                                                   \
-                   : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                 \
-    }                                                                                         \
+#define GEMMTUNE_WGMMA_FP8_N32(A_NAME, B_NAME, A_CODE, B_CODE)                                     \
+  template <>                                                                                      \
+  struct WgmmaFp8<32, A_CODE, B_CODE> {                                                            \
+    GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[16], u64 desc_a, u64 desc_b, int scale_d) {  \
+      asm volatile(                                                                                \
+          "{\n .reg .pred p;\n setp.ne.b32 p, %18, 0;\n"                                           \
+          " wgmma.mma_async.sync.aligned.m64n32k32.f32." A_NAME "." B_NAME                         \
+          " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, " \
+          "1, 1;\n}\n"                                                                             \
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),    \
+            "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),             \
+            "+f"(d[13]), "+f"(d[14]), "+f"(d[15])                                                  \
+          : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                               \
+    }                                                                                              \
   };
 GEMMTUNE_WGMMA_FP8_N32("e4m3", "e4m3", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N32("e4m3", "e5m2", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E5M2)
@@ -83,16 +92,21 @@ GEMMTUNE_WGMMA_FP8_N32("e5m2", "e4m3", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N32("e5m2", "e5m2", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E5M2)
 #undef GEMMTUNE_WGMMA_FP8_N32
 
-#define GEMMTUNE_WGMMA_FP8_N40(A_NAME, B_NAME, A_CODE, B_CODE)                                \
-  template <>                                                                                 \
-  struct WgmmaFp8<40, A_CODE, B_CODE> {                                                    \
+#define GEMMTUNE_WGMMA_FP8_N40(A_NAME, B_NAME, A_CODE, B_CODE)                                    \
+  template <>                                                                                     \
+  struct WgmmaFp8<40, A_CODE, B_CODE> {                                                           \
     GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[20], u64 desc_a, u64 desc_b, int scale_d) { \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %22, 0;\n"                      \
-                   " wgmma.mma_async.sync.aligned.m64n40k32.f32." A_NAME "." B_NAME            \
-                   " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19}, %20, %21, p, 1, 1;\n}\n"                          \
-                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19])                                                                   \
-                   : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                 \
-    }                                                                                         \
+      asm volatile(                                                                               \
+          "{\n .reg .pred p;\n setp.ne.b32 p, %22, 0;\n"                                          \
+          " wgmma.mma_async.sync.aligned.m64n40k32.f32." A_NAME "." B_NAME                        \
+          " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "    \
+          "%18, %19}, %20, %21, p, 1, 1;\n}\n"                                                    \
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),   \
+            "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),            \
+            "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),         \
+            "+f"(d[19])                                                                           \
+          : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                              \
+    }                                                                                             \
   };
 GEMMTUNE_WGMMA_FP8_N40("e4m3", "e4m3", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N40("e4m3", "e5m2", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E5M2)
@@ -100,16 +114,21 @@ GEMMTUNE_WGMMA_FP8_N40("e5m2", "e4m3", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N40("e5m2", "e5m2", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E5M2)
 #undef GEMMTUNE_WGMMA_FP8_N40
 
-#define GEMMTUNE_WGMMA_FP8_N48(A_NAME, B_NAME, A_CODE, B_CODE)                                \
-  template <>                                                                                 \
-  struct WgmmaFp8<48, A_CODE, B_CODE> {                                                    \
+#define GEMMTUNE_WGMMA_FP8_N48(A_NAME, B_NAME, A_CODE, B_CODE)                                    \
+  template <>                                                                                     \
+  struct WgmmaFp8<48, A_CODE, B_CODE> {                                                           \
     GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[24], u64 desc_a, u64 desc_b, int scale_d) { \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %26, 0;\n"                      \
-                   " wgmma.mma_async.sync.aligned.m64n48k32.f32." A_NAME "." B_NAME            \
-                   " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23}, %24, %25, p, 1, 1;\n}\n"                          \
-                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])                                                                   \
-                   : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                 \
-    }                                                                                         \
+      asm volatile(                                                                               \
+          "{\n .reg .pred p;\n setp.ne.b32 p, %26, 0;\n"                                          \
+          " wgmma.mma_async.sync.aligned.m64n48k32.f32." A_NAME "." B_NAME                        \
+          " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "    \
+          "%18, %19, %20, %21, %22, %23}, %24, %25, p, 1, 1;\n}\n"                                \
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),   \
+            "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),            \
+            "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),         \
+            "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23])                       \
+          : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                              \
+    }                                                                                             \
   };
 GEMMTUNE_WGMMA_FP8_N48("e4m3", "e4m3", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N48("e4m3", "e5m2", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E5M2)
@@ -117,16 +136,22 @@ GEMMTUNE_WGMMA_FP8_N48("e5m2", "e4m3", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N48("e5m2", "e5m2", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E5M2)
 #undef GEMMTUNE_WGMMA_FP8_N48
 
-#define GEMMTUNE_WGMMA_FP8_N56(A_NAME, B_NAME, A_CODE, B_CODE)                                \
-  template <>                                                                                 \
-  struct WgmmaFp8<56, A_CODE, B_CODE> {                                                    \
+#define GEMMTUNE_WGMMA_FP8_N56(A_NAME, B_NAME, A_CODE, B_CODE)                                    \
+  template <>                                                                                     \
+  struct WgmmaFp8<56, A_CODE, B_CODE> {                                                           \
     GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[28], u64 desc_a, u64 desc_b, int scale_d) { \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %30, 0;\n"                      \
-                   " wgmma.mma_async.sync.aligned.m64n56k32.f32." A_NAME "." B_NAME            \
-                   " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27}, %28, %29, p, 1, 1;\n}\n"                          \
-                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27])                                                                   \
-                   : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                 \
-    }                                                                                         \
+      asm volatile(                                                                               \
+          "{\n .reg .pred p;\n setp.ne.b32 p, %30, 0;\n"                                          \
+          " wgmma.mma_async.sync.aligned.m64n56k32.f32." A_NAME "." B_NAME                        \
+          " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "    \
+          "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27}, %28, %29, p, 1, 1;\n}\n"            \
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),   \
+            "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),            \
+            "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),         \
+            "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),         \
+            "+f"(d[25]), "+f"(d[26]), "+f"(d[27])                                                 \
+          : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                              \
+    }                                                                                             \
   };
 GEMMTUNE_WGMMA_FP8_N56("e4m3", "e4m3", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N56("e4m3", "e5m2", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E5M2)
@@ -134,16 +159,24 @@ GEMMTUNE_WGMMA_FP8_N56("e5m2", "e4m3", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N56("e5m2", "e5m2", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E5M2)
 #undef GEMMTUNE_WGMMA_FP8_N56
 
-#define GEMMTUNE_WGMMA_FP8_N64(A_NAME, B_NAME, A_CODE, B_CODE)                                \
-  template <>                                                                                 \
-  struct WgmmaFp8<64, A_CODE, B_CODE> {                                                    \
+#define GEMMTUNE_WGMMA_FP8_N64(A_NAME, B_NAME, A_CODE, B_CODE)                                    \
+  template <>                                                                                     \
+  struct WgmmaFp8<64, A_CODE, B_CODE> {                                                           \
     GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[32], u64 desc_a, u64 desc_b, int scale_d) { \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %34, 0;\n"                      \
-                   " wgmma.mma_async.sync.aligned.m64n64k32.f32." A_NAME "." B_NAME            \
-                   " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, 1, 1;\n}\n"                          \
-                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])                                                                   \
-                   : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                 \
-    }                                                                                         \
+      asm volatile(                                                                               \
+          "{\n .reg .pred p;\n setp.ne.b32 p, %34, 0;\n"                                          \
+          " wgmma.mma_async.sync.aligned.m64n64k32.f32." A_NAME "." B_NAME                        \
+          " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "    \
+          "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}, %32, %33, p, "  \
+          "1, 1;\n}\n"                                                                            \
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),   \
+            "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),            \
+            "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),         \
+            "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),         \
+            "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),         \
+            "+f"(d[31])                                                                           \
+          : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                              \
+    }                                                                                             \
   };
 GEMMTUNE_WGMMA_FP8_N64("e4m3", "e4m3", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N64("e4m3", "e5m2", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E5M2)
@@ -151,16 +184,24 @@ GEMMTUNE_WGMMA_FP8_N64("e5m2", "e4m3", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N64("e5m2", "e5m2", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E5M2)
 #undef GEMMTUNE_WGMMA_FP8_N64
 
-#define GEMMTUNE_WGMMA_FP8_N72(A_NAME, B_NAME, A_CODE, B_CODE)                                \
-  template <>                                                                                 \
-  struct WgmmaFp8<72, A_CODE, B_CODE> {                                                    \
+#define GEMMTUNE_WGMMA_FP8_N72(A_NAME, B_NAME, A_CODE, B_CODE)                                    \
+  template <>                                                                                     \
+  struct WgmmaFp8<72, A_CODE, B_CODE> {                                                           \
     GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[36], u64 desc_a, u64 desc_b, int scale_d) { \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %38, 0;\n"                      \
-                   " wgmma.mma_async.sync.aligned.m64n72k32.f32." A_NAME "." B_NAME            \
-                   " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35}, %36, %37, p, 1, 1;\n}\n"                          \
-                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])                                                                   \
-                   : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                 \
-    }                                                                                         \
+      asm volatile(                                                                               \
+          "{\n .reg .pred p;\n setp.ne.b32 p, %38, 0;\n"                                          \
+          " wgmma.mma_async.sync.aligned.m64n72k32.f32." A_NAME "." B_NAME                        \
+          " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "    \
+          "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, " \
+          "%35}, %36, %37, p, 1, 1;\n}\n"                                                         \
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),   \
+            "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),            \
+            "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),         \
+            "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),         \
+            "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),         \
+            "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])                       \
+          : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                              \
+    }                                                                                             \
   };
 GEMMTUNE_WGMMA_FP8_N72("e4m3", "e4m3", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N72("e4m3", "e5m2", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E5M2)
@@ -168,16 +209,25 @@ GEMMTUNE_WGMMA_FP8_N72("e5m2", "e4m3", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N72("e5m2", "e5m2", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E5M2)
 #undef GEMMTUNE_WGMMA_FP8_N72
 
-#define GEMMTUNE_WGMMA_FP8_N80(A_NAME, B_NAME, A_CODE, B_CODE)                                \
-  template <>                                                                                 \
-  struct WgmmaFp8<80, A_CODE, B_CODE> {                                                    \
+#define GEMMTUNE_WGMMA_FP8_N80(A_NAME, B_NAME, A_CODE, B_CODE)                                    \
+  template <>                                                                                     \
+  struct WgmmaFp8<80, A_CODE, B_CODE> {                                                           \
     GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[40], u64 desc_a, u64 desc_b, int scale_d) { \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %42, 0;\n"                      \
-                   " wgmma.mma_async.sync.aligned.m64n80k32.f32." A_NAME "." B_NAME            \
-                   " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39}, %40, %41, p, 1, 1;\n}\n"                          \
-                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39])                                                                   \
-                   : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                 \
-    }                                                                                         \
+      asm volatile(                                                                               \
+          "{\n .reg .pred p;\n setp.ne.b32 p, %42, 0;\n"                                          \
+          " wgmma.mma_async.sync.aligned.m64n80k32.f32." A_NAME "." B_NAME                        \
+          " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "    \
+          "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, " \
+          "%35, %36, %37, %38, %39}, %40, %41, p, 1, 1;\n}\n"                                     \
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),   \
+            "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),            \
+            "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),         \
+            "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),         \
+            "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),         \
+            "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),         \
+            "+f"(d[37]), "+f"(d[38]), "+f"(d[39])                                                 \
+          : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                              \
+    }                                                                                             \
   };
 GEMMTUNE_WGMMA_FP8_N80("e4m3", "e4m3", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N80("e4m3", "e5m2", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E5M2)
@@ -185,16 +235,26 @@ GEMMTUNE_WGMMA_FP8_N80("e5m2", "e4m3", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N80("e5m2", "e5m2", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E5M2)
 #undef GEMMTUNE_WGMMA_FP8_N80
 
-#define GEMMTUNE_WGMMA_FP8_N88(A_NAME, B_NAME, A_CODE, B_CODE)                                \
-  template <>                                                                                 \
-  struct WgmmaFp8<88, A_CODE, B_CODE> {                                                    \
+#define GEMMTUNE_WGMMA_FP8_N88(A_NAME, B_NAME, A_CODE, B_CODE)                                    \
+  template <>                                                                                     \
+  struct WgmmaFp8<88, A_CODE, B_CODE> {                                                           \
     GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[44], u64 desc_a, u64 desc_b, int scale_d) { \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %46, 0;\n"                      \
-                   " wgmma.mma_async.sync.aligned.m64n88k32.f32." A_NAME "." B_NAME            \
-                   " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43}, %44, %45, p, 1, 1;\n}\n"                          \
-                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43])                                                                   \
-                   : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                 \
-    }                                                                                         \
+      asm volatile(                                                                               \
+          "{\n .reg .pred p;\n setp.ne.b32 p, %46, 0;\n"                                          \
+          " wgmma.mma_async.sync.aligned.m64n88k32.f32." A_NAME "." B_NAME                        \
+          " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "    \
+          "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, " \
+          "%35, %36, %37, %38, %39, %40, %41, %42, %43}, %44, %45, p, 1, 1;\n}\n"                 \
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),   \
+            "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),            \
+            "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),         \
+            "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),         \
+            "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),         \
+            "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),         \
+            "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),         \
+            "+f"(d[43])                                                                           \
+          : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                              \
+    }                                                                                             \
   };
 GEMMTUNE_WGMMA_FP8_N88("e4m3", "e4m3", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N88("e4m3", "e5m2", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E5M2)
@@ -202,16 +262,27 @@ GEMMTUNE_WGMMA_FP8_N88("e5m2", "e4m3", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N88("e5m2", "e5m2", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E5M2)
 #undef GEMMTUNE_WGMMA_FP8_N88
 
-#define GEMMTUNE_WGMMA_FP8_N96(A_NAME, B_NAME, A_CODE, B_CODE)                                \
-  template <>                                                                                 \
-  struct WgmmaFp8<96, A_CODE, B_CODE> {                                                    \
+#define GEMMTUNE_WGMMA_FP8_N96(A_NAME, B_NAME, A_CODE, B_CODE)                                    \
+  template <>                                                                                     \
+  struct WgmmaFp8<96, A_CODE, B_CODE> {                                                           \
     GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[48], u64 desc_a, u64 desc_b, int scale_d) { \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %50, 0;\n"                      \
-                   " wgmma.mma_async.sync.aligned.m64n96k32.f32." A_NAME "." B_NAME            \
-                   " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}, %48, %49, p, 1, 1;\n}\n"                          \
-                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])                                                                   \
-                   : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                 \
-    }                                                                                         \
+      asm volatile(                                                                               \
+          "{\n .reg .pred p;\n setp.ne.b32 p, %50, 0;\n"                                          \
+          " wgmma.mma_async.sync.aligned.m64n96k32.f32." A_NAME "." B_NAME                        \
+          " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "    \
+          "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, " \
+          "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47}, %48, %49, p, 1, "    \
+          "1;\n}\n"                                                                               \
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),   \
+            "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),            \
+            "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),         \
+            "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),         \
+            "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),         \
+            "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),         \
+            "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),         \
+            "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])                       \
+          : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                              \
+    }                                                                                             \
   };
 GEMMTUNE_WGMMA_FP8_N96("e4m3", "e4m3", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N96("e4m3", "e5m2", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E5M2)
@@ -219,16 +290,28 @@ GEMMTUNE_WGMMA_FP8_N96("e5m2", "e4m3", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N96("e5m2", "e5m2", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E5M2)
 #undef GEMMTUNE_WGMMA_FP8_N96
 
-#define GEMMTUNE_WGMMA_FP8_N104(A_NAME, B_NAME, A_CODE, B_CODE)                                \
-  template <>                                                                                 \
-  struct WgmmaFp8<104, A_CODE, B_CODE> {                                                    \
-    GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[52], u64 desc_a, u64 desc_b, int scale_d) { \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %54, 0;\n"                      \
-                   " wgmma.mma_async.sync.aligned.m64n104k32.f32." A_NAME "." B_NAME            \
-                   " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51}, %52, %53, p, 1, 1;\n}\n"                          \
-                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51])                                                                   \
-                   : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                 \
-    }                                                                                         \
+#define GEMMTUNE_WGMMA_FP8_N104(A_NAME, B_NAME, A_CODE, B_CODE)                                    \
+  template <>                                                                                      \
+  struct WgmmaFp8<104, A_CODE, B_CODE> {                                                           \
+    GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[52], u64 desc_a, u64 desc_b, int scale_d) {  \
+      asm volatile(                                                                                \
+          "{\n .reg .pred p;\n setp.ne.b32 p, %54, 0;\n"                                           \
+          " wgmma.mma_async.sync.aligned.m64n104k32.f32." A_NAME "." B_NAME                        \
+          " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "     \
+          "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "  \
+          "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51}, " \
+          "%52, %53, p, 1, 1;\n}\n"                                                                \
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),    \
+            "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),             \
+            "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),          \
+            "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),          \
+            "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),          \
+            "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),          \
+            "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),          \
+            "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),          \
+            "+f"(d[49]), "+f"(d[50]), "+f"(d[51])                                                  \
+          : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                               \
+    }                                                                                              \
   };
 GEMMTUNE_WGMMA_FP8_N104("e4m3", "e4m3", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N104("e4m3", "e5m2", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E5M2)
@@ -236,16 +319,29 @@ GEMMTUNE_WGMMA_FP8_N104("e5m2", "e4m3", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N104("e5m2", "e5m2", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E5M2)
 #undef GEMMTUNE_WGMMA_FP8_N104
 
-#define GEMMTUNE_WGMMA_FP8_N112(A_NAME, B_NAME, A_CODE, B_CODE)                                \
-  template <>                                                                                 \
-  struct WgmmaFp8<112, A_CODE, B_CODE> {                                                    \
+#define GEMMTUNE_WGMMA_FP8_N112(A_NAME, B_NAME, A_CODE, B_CODE)                                   \
+  template <>                                                                                     \
+  struct WgmmaFp8<112, A_CODE, B_CODE> {                                                          \
     GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[56], u64 desc_a, u64 desc_b, int scale_d) { \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %58, 0;\n"                      \
-                   " wgmma.mma_async.sync.aligned.m64n112k32.f32." A_NAME "." B_NAME            \
-                   " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55}, %56, %57, p, 1, 1;\n}\n"                          \
-                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])                                                                   \
-                   : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                 \
-    }                                                                                         \
+      asm volatile(                                                                               \
+          "{\n .reg .pred p;\n setp.ne.b32 p, %58, 0;\n"                                          \
+          " wgmma.mma_async.sync.aligned.m64n112k32.f32." A_NAME "." B_NAME                       \
+          " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "    \
+          "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, " \
+          "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, " \
+          "%52, %53, %54, %55}, %56, %57, p, 1, 1;\n}\n"                                          \
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),   \
+            "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),            \
+            "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),         \
+            "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),         \
+            "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),         \
+            "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),         \
+            "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),         \
+            "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),         \
+            "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),         \
+            "+f"(d[55])                                                                           \
+          : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                              \
+    }                                                                                             \
   };
 GEMMTUNE_WGMMA_FP8_N112("e4m3", "e4m3", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N112("e4m3", "e5m2", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E5M2)
@@ -253,16 +349,29 @@ GEMMTUNE_WGMMA_FP8_N112("e5m2", "e4m3", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N112("e5m2", "e5m2", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E5M2)
 #undef GEMMTUNE_WGMMA_FP8_N112
 
-#define GEMMTUNE_WGMMA_FP8_N120(A_NAME, B_NAME, A_CODE, B_CODE)                                \
-  template <>                                                                                 \
-  struct WgmmaFp8<120, A_CODE, B_CODE> {                                                    \
+#define GEMMTUNE_WGMMA_FP8_N120(A_NAME, B_NAME, A_CODE, B_CODE)                                   \
+  template <>                                                                                     \
+  struct WgmmaFp8<120, A_CODE, B_CODE> {                                                          \
     GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[60], u64 desc_a, u64 desc_b, int scale_d) { \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %62, 0;\n"                      \
-                   " wgmma.mma_async.sync.aligned.m64n120k32.f32." A_NAME "." B_NAME            \
-                   " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59}, %60, %61, p, 1, 1;\n}\n"                          \
-                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59])                                                                   \
-                   : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                 \
-    }                                                                                         \
+      asm volatile(                                                                               \
+          "{\n .reg .pred p;\n setp.ne.b32 p, %62, 0;\n"                                          \
+          " wgmma.mma_async.sync.aligned.m64n120k32.f32." A_NAME "." B_NAME                       \
+          " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "    \
+          "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, " \
+          "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, " \
+          "%52, %53, %54, %55, %56, %57, %58, %59}, %60, %61, p, 1, 1;\n}\n"                      \
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),   \
+            "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),            \
+            "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),         \
+            "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),         \
+            "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),         \
+            "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),         \
+            "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),         \
+            "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),         \
+            "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),         \
+            "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59])                       \
+          : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                              \
+    }                                                                                             \
   };
 GEMMTUNE_WGMMA_FP8_N120("e4m3", "e4m3", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N120("e4m3", "e5m2", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E5M2)
@@ -270,16 +379,30 @@ GEMMTUNE_WGMMA_FP8_N120("e5m2", "e4m3", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N120("e5m2", "e5m2", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E5M2)
 #undef GEMMTUNE_WGMMA_FP8_N120
 
-#define GEMMTUNE_WGMMA_FP8_N128(A_NAME, B_NAME, A_CODE, B_CODE)                                \
-  template <>                                                                                 \
-  struct WgmmaFp8<128, A_CODE, B_CODE> {                                                    \
+#define GEMMTUNE_WGMMA_FP8_N128(A_NAME, B_NAME, A_CODE, B_CODE)                                   \
+  template <>                                                                                     \
+  struct WgmmaFp8<128, A_CODE, B_CODE> {                                                          \
     GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[64], u64 desc_a, u64 desc_b, int scale_d) { \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %66, 0;\n"                      \
-                   " wgmma.mma_async.sync.aligned.m64n128k32.f32." A_NAME "." B_NAME            \
-                   " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1;\n}\n"                          \
-                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])                                                                   \
-                   : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                 \
-    }                                                                                         \
+      asm volatile(                                                                               \
+          "{\n .reg .pred p;\n setp.ne.b32 p, %66, 0;\n"                                          \
+          " wgmma.mma_async.sync.aligned.m64n128k32.f32." A_NAME "." B_NAME                       \
+          " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "    \
+          "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, " \
+          "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, " \
+          "%52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1;\n}\n"  \
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),   \
+            "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),            \
+            "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),         \
+            "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),         \
+            "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),         \
+            "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),         \
+            "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),         \
+            "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),         \
+            "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),         \
+            "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]),         \
+            "+f"(d[61]), "+f"(d[62]), "+f"(d[63])                                                 \
+          : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                              \
+    }                                                                                             \
   };
 GEMMTUNE_WGMMA_FP8_N128("e4m3", "e4m3", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N128("e4m3", "e5m2", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E5M2)
@@ -287,16 +410,32 @@ GEMMTUNE_WGMMA_FP8_N128("e5m2", "e4m3", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N128("e5m2", "e5m2", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E5M2)
 #undef GEMMTUNE_WGMMA_FP8_N128
 
-#define GEMMTUNE_WGMMA_FP8_N136(A_NAME, B_NAME, A_CODE, B_CODE)                                \
-  template <>                                                                                 \
-  struct WgmmaFp8<136, A_CODE, B_CODE> {                                                    \
-    GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[68], u64 desc_a, u64 desc_b, int scale_d) { \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %70, 0;\n"                      \
-                   " wgmma.mma_async.sync.aligned.m64n136k32.f32." A_NAME "." B_NAME            \
-                   " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67}, %68, %69, p, 1, 1;\n}\n"                          \
-                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])                                                                   \
-                   : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                 \
-    }                                                                                         \
+#define GEMMTUNE_WGMMA_FP8_N136(A_NAME, B_NAME, A_CODE, B_CODE)                                    \
+  template <>                                                                                      \
+  struct WgmmaFp8<136, A_CODE, B_CODE> {                                                           \
+    GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[68], u64 desc_a, u64 desc_b, int scale_d) {  \
+      asm volatile(                                                                                \
+          "{\n .reg .pred p;\n setp.ne.b32 p, %70, 0;\n"                                           \
+          " wgmma.mma_async.sync.aligned.m64n136k32.f32." A_NAME "." B_NAME                        \
+          " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "     \
+          "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "  \
+          "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, "  \
+          "%52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67}, %68, " \
+          "%69, p, 1, 1;\n}\n"                                                                     \
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),    \
+            "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),             \
+            "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),          \
+            "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),          \
+            "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),          \
+            "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),          \
+            "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),          \
+            "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),          \
+            "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),          \
+            "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]),          \
+            "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]),          \
+            "+f"(d[67])                                                                            \
+          : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                               \
+    }                                                                                              \
   };
 GEMMTUNE_WGMMA_FP8_N136("e4m3", "e4m3", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N136("e4m3", "e5m2", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E5M2)
@@ -304,16 +443,32 @@ GEMMTUNE_WGMMA_FP8_N136("e5m2", "e4m3", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N136("e5m2", "e5m2", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E5M2)
 #undef GEMMTUNE_WGMMA_FP8_N136
 
-#define GEMMTUNE_WGMMA_FP8_N144(A_NAME, B_NAME, A_CODE, B_CODE)                                \
-  template <>                                                                                 \
-  struct WgmmaFp8<144, A_CODE, B_CODE> {                                                    \
+#define GEMMTUNE_WGMMA_FP8_N144(A_NAME, B_NAME, A_CODE, B_CODE)                                   \
+  template <>                                                                                     \
+  struct WgmmaFp8<144, A_CODE, B_CODE> {                                                          \
     GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[72], u64 desc_a, u64 desc_b, int scale_d) { \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %74, 0;\n"                      \
-                   " wgmma.mma_async.sync.aligned.m64n144k32.f32." A_NAME "." B_NAME            \
-                   " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71}, %72, %73, p, 1, 1;\n}\n"                          \
-                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])                                                                   \
-                   : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                 \
-    }                                                                                         \
+      asm volatile(                                                                               \
+          "{\n .reg .pred p;\n setp.ne.b32 p, %74, 0;\n"                                          \
+          " wgmma.mma_async.sync.aligned.m64n144k32.f32." A_NAME "." B_NAME                       \
+          " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "    \
+          "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, " \
+          "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, " \
+          "%52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, " \
+          "%69, %70, %71}, %72, %73, p, 1, 1;\n}\n"                                               \
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),   \
+            "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),            \
+            "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),         \
+            "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),         \
+            "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),         \
+            "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),         \
+            "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),         \
+            "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),         \
+            "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),         \
+            "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]),         \
+            "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]),         \
+            "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71])                       \
+          : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                              \
+    }                                                                                             \
   };
 GEMMTUNE_WGMMA_FP8_N144("e4m3", "e4m3", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N144("e4m3", "e5m2", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E5M2)
@@ -321,16 +476,33 @@ GEMMTUNE_WGMMA_FP8_N144("e5m2", "e4m3", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N144("e5m2", "e5m2", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E5M2)
 #undef GEMMTUNE_WGMMA_FP8_N144
 
-#define GEMMTUNE_WGMMA_FP8_N152(A_NAME, B_NAME, A_CODE, B_CODE)                                \
-  template <>                                                                                 \
-  struct WgmmaFp8<152, A_CODE, B_CODE> {                                                    \
+#define GEMMTUNE_WGMMA_FP8_N152(A_NAME, B_NAME, A_CODE, B_CODE)                                   \
+  template <>                                                                                     \
+  struct WgmmaFp8<152, A_CODE, B_CODE> {                                                          \
     GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[76], u64 desc_a, u64 desc_b, int scale_d) { \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %78, 0;\n"                      \
-                   " wgmma.mma_async.sync.aligned.m64n152k32.f32." A_NAME "." B_NAME            \
-                   " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75}, %76, %77, p, 1, 1;\n}\n"                          \
-                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75])                                                                   \
-                   : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                 \
-    }                                                                                         \
+      asm volatile(                                                                               \
+          "{\n .reg .pred p;\n setp.ne.b32 p, %78, 0;\n"                                          \
+          " wgmma.mma_async.sync.aligned.m64n152k32.f32." A_NAME "." B_NAME                       \
+          " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "    \
+          "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, " \
+          "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, " \
+          "%52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, " \
+          "%69, %70, %71, %72, %73, %74, %75}, %76, %77, p, 1, 1;\n}\n"                           \
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),   \
+            "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),            \
+            "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),         \
+            "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),         \
+            "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),         \
+            "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),         \
+            "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),         \
+            "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),         \
+            "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),         \
+            "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]),         \
+            "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]),         \
+            "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]),         \
+            "+f"(d[73]), "+f"(d[74]), "+f"(d[75])                                                 \
+          : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                              \
+    }                                                                                             \
   };
 GEMMTUNE_WGMMA_FP8_N152("e4m3", "e4m3", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N152("e4m3", "e5m2", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E5M2)
@@ -338,16 +510,34 @@ GEMMTUNE_WGMMA_FP8_N152("e5m2", "e4m3", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N152("e5m2", "e5m2", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E5M2)
 #undef GEMMTUNE_WGMMA_FP8_N152
 
-#define GEMMTUNE_WGMMA_FP8_N160(A_NAME, B_NAME, A_CODE, B_CODE)                                \
-  template <>                                                                                 \
-  struct WgmmaFp8<160, A_CODE, B_CODE> {                                                    \
+#define GEMMTUNE_WGMMA_FP8_N160(A_NAME, B_NAME, A_CODE, B_CODE)                                   \
+  template <>                                                                                     \
+  struct WgmmaFp8<160, A_CODE, B_CODE> {                                                          \
     GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[80], u64 desc_a, u64 desc_b, int scale_d) { \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %82, 0;\n"                      \
-                   " wgmma.mma_async.sync.aligned.m64n160k32.f32." A_NAME "." B_NAME            \
-                   " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79}, %80, %81, p, 1, 1;\n}\n"                          \
-                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79])                                                                   \
-                   : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                 \
-    }                                                                                         \
+      asm volatile(                                                                               \
+          "{\n .reg .pred p;\n setp.ne.b32 p, %82, 0;\n"                                          \
+          " wgmma.mma_async.sync.aligned.m64n160k32.f32." A_NAME "." B_NAME                       \
+          " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "    \
+          "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, " \
+          "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, " \
+          "%52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, " \
+          "%69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79}, %80, %81, p, 1, 1;\n}\n"       \
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),   \
+            "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),            \
+            "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),         \
+            "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),         \
+            "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),         \
+            "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),         \
+            "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),         \
+            "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),         \
+            "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),         \
+            "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]),         \
+            "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]),         \
+            "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]),         \
+            "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]),         \
+            "+f"(d[79])                                                                           \
+          : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                              \
+    }                                                                                             \
   };
 GEMMTUNE_WGMMA_FP8_N160("e4m3", "e4m3", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N160("e4m3", "e5m2", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E5M2)
@@ -355,16 +545,35 @@ GEMMTUNE_WGMMA_FP8_N160("e5m2", "e4m3", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N160("e5m2", "e5m2", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E5M2)
 #undef GEMMTUNE_WGMMA_FP8_N160
 
-#define GEMMTUNE_WGMMA_FP8_N168(A_NAME, B_NAME, A_CODE, B_CODE)                                \
-  template <>                                                                                 \
-  struct WgmmaFp8<168, A_CODE, B_CODE> {                                                    \
-    GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[84], u64 desc_a, u64 desc_b, int scale_d) { \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %86, 0;\n"                      \
-                   " wgmma.mma_async.sync.aligned.m64n168k32.f32." A_NAME "." B_NAME            \
-                   " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83}, %84, %85, p, 1, 1;\n}\n"                          \
-                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83])                                                                   \
-                   : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                 \
-    }                                                                                         \
+#define GEMMTUNE_WGMMA_FP8_N168(A_NAME, B_NAME, A_CODE, B_CODE)                                    \
+  template <>                                                                                      \
+  struct WgmmaFp8<168, A_CODE, B_CODE> {                                                           \
+    GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[84], u64 desc_a, u64 desc_b, int scale_d) {  \
+      asm volatile(                                                                                \
+          "{\n .reg .pred p;\n setp.ne.b32 p, %86, 0;\n"                                           \
+          " wgmma.mma_async.sync.aligned.m64n168k32.f32." A_NAME "." B_NAME                        \
+          " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "     \
+          "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "  \
+          "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, "  \
+          "%52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, "  \
+          "%69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83}, %84, %85, " \
+          "p, 1, 1;\n}\n"                                                                          \
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),    \
+            "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),             \
+            "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),          \
+            "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),          \
+            "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),          \
+            "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),          \
+            "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),          \
+            "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),          \
+            "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),          \
+            "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]),          \
+            "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]),          \
+            "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]),          \
+            "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]),          \
+            "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83])                        \
+          : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                               \
+    }                                                                                              \
   };
 GEMMTUNE_WGMMA_FP8_N168("e4m3", "e4m3", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N168("e4m3", "e5m2", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E5M2)
@@ -372,16 +581,36 @@ GEMMTUNE_WGMMA_FP8_N168("e5m2", "e4m3", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N168("e5m2", "e5m2", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E5M2)
 #undef GEMMTUNE_WGMMA_FP8_N168
 
-#define GEMMTUNE_WGMMA_FP8_N176(A_NAME, B_NAME, A_CODE, B_CODE)                                \
-  template <>                                                                                 \
-  struct WgmmaFp8<176, A_CODE, B_CODE> {                                                    \
+#define GEMMTUNE_WGMMA_FP8_N176(A_NAME, B_NAME, A_CODE, B_CODE)                                   \
+  template <>                                                                                     \
+  struct WgmmaFp8<176, A_CODE, B_CODE> {                                                          \
     GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[88], u64 desc_a, u64 desc_b, int scale_d) { \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %90, 0;\n"                      \
-                   " wgmma.mma_async.sync.aligned.m64n176k32.f32." A_NAME "." B_NAME            \
-                   " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87}, %88, %89, p, 1, 1;\n}\n"                          \
-                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87])                                                                   \
-                   : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                 \
-    }                                                                                         \
+      asm volatile(                                                                               \
+          "{\n .reg .pred p;\n setp.ne.b32 p, %90, 0;\n"                                          \
+          " wgmma.mma_async.sync.aligned.m64n176k32.f32." A_NAME "." B_NAME                       \
+          " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "    \
+          "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, " \
+          "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, " \
+          "%52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, " \
+          "%69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, " \
+          "%86, %87}, %88, %89, p, 1, 1;\n}\n"                                                    \
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),   \
+            "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),            \
+            "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),         \
+            "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),         \
+            "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),         \
+            "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),         \
+            "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),         \
+            "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),         \
+            "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),         \
+            "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]),         \
+            "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]),         \
+            "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]),         \
+            "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]),         \
+            "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]),         \
+            "+f"(d[85]), "+f"(d[86]), "+f"(d[87])                                                 \
+          : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                              \
+    }                                                                                             \
   };
 GEMMTUNE_WGMMA_FP8_N176("e4m3", "e4m3", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N176("e4m3", "e5m2", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E5M2)
@@ -389,16 +618,37 @@ GEMMTUNE_WGMMA_FP8_N176("e5m2", "e4m3", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N176("e5m2", "e5m2", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E5M2)
 #undef GEMMTUNE_WGMMA_FP8_N176
 
-#define GEMMTUNE_WGMMA_FP8_N184(A_NAME, B_NAME, A_CODE, B_CODE)                                \
-  template <>                                                                                 \
-  struct WgmmaFp8<184, A_CODE, B_CODE> {                                                    \
+#define GEMMTUNE_WGMMA_FP8_N184(A_NAME, B_NAME, A_CODE, B_CODE)                                   \
+  template <>                                                                                     \
+  struct WgmmaFp8<184, A_CODE, B_CODE> {                                                          \
     GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[92], u64 desc_a, u64 desc_b, int scale_d) { \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %94, 0;\n"                      \
-                   " wgmma.mma_async.sync.aligned.m64n184k32.f32." A_NAME "." B_NAME            \
-                   " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91}, %92, %93, p, 1, 1;\n}\n"                          \
-                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91])                                                                   \
-                   : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                 \
-    }                                                                                         \
+      asm volatile(                                                                               \
+          "{\n .reg .pred p;\n setp.ne.b32 p, %94, 0;\n"                                          \
+          " wgmma.mma_async.sync.aligned.m64n184k32.f32." A_NAME "." B_NAME                       \
+          " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "    \
+          "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, " \
+          "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, " \
+          "%52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, " \
+          "%69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, " \
+          "%86, %87, %88, %89, %90, %91}, %92, %93, p, 1, 1;\n}\n"                                \
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),   \
+            "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),            \
+            "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),         \
+            "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),         \
+            "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),         \
+            "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),         \
+            "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),         \
+            "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),         \
+            "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),         \
+            "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]),         \
+            "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]),         \
+            "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]),         \
+            "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]),         \
+            "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]),         \
+            "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]),         \
+            "+f"(d[91])                                                                           \
+          : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                              \
+    }                                                                                             \
   };
 GEMMTUNE_WGMMA_FP8_N184("e4m3", "e4m3", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N184("e4m3", "e5m2", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E5M2)
@@ -406,16 +656,37 @@ GEMMTUNE_WGMMA_FP8_N184("e5m2", "e4m3", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N184("e5m2", "e5m2", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E5M2)
 #undef GEMMTUNE_WGMMA_FP8_N184
 
-#define GEMMTUNE_WGMMA_FP8_N192(A_NAME, B_NAME, A_CODE, B_CODE)                                \
-  template <>                                                                                 \
-  struct WgmmaFp8<192, A_CODE, B_CODE> {                                                    \
+#define GEMMTUNE_WGMMA_FP8_N192(A_NAME, B_NAME, A_CODE, B_CODE)                                   \
+  template <>                                                                                     \
+  struct WgmmaFp8<192, A_CODE, B_CODE> {                                                          \
     GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[96], u64 desc_a, u64 desc_b, int scale_d) { \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %98, 0;\n"                      \
-                   " wgmma.mma_async.sync.aligned.m64n192k32.f32." A_NAME "." B_NAME            \
-                   " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, %96, %97, p, 1, 1;\n}\n"                          \
-                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])                                                                   \
-                   : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                 \
-    }                                                                                         \
+      asm volatile(                                                                               \
+          "{\n .reg .pred p;\n setp.ne.b32 p, %98, 0;\n"                                          \
+          " wgmma.mma_async.sync.aligned.m64n192k32.f32." A_NAME "." B_NAME                       \
+          " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "    \
+          "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, " \
+          "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, " \
+          "%52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, " \
+          "%69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, " \
+          "%86, %87, %88, %89, %90, %91, %92, %93, %94, %95}, %96, %97, p, 1, 1;\n}\n"            \
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),   \
+            "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),            \
+            "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),         \
+            "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),         \
+            "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),         \
+            "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),         \
+            "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),         \
+            "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),         \
+            "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),         \
+            "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]),         \
+            "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]),         \
+            "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]),         \
+            "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]),         \
+            "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]),         \
+            "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]),         \
+            "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95])                       \
+          : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                              \
+    }                                                                                             \
   };
 GEMMTUNE_WGMMA_FP8_N192("e4m3", "e4m3", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N192("e4m3", "e5m2", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E5M2)
@@ -423,16 +694,39 @@ GEMMTUNE_WGMMA_FP8_N192("e5m2", "e4m3", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N192("e5m2", "e5m2", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E5M2)
 #undef GEMMTUNE_WGMMA_FP8_N192
 
-#define GEMMTUNE_WGMMA_FP8_N200(A_NAME, B_NAME, A_CODE, B_CODE)                                \
-  template <>                                                                                 \
-  struct WgmmaFp8<200, A_CODE, B_CODE> {                                                    \
+#define GEMMTUNE_WGMMA_FP8_N200(A_NAME, B_NAME, A_CODE, B_CODE)                                    \
+  template <>                                                                                      \
+  struct WgmmaFp8<200, A_CODE, B_CODE> {                                                           \
     GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[100], u64 desc_a, u64 desc_b, int scale_d) { \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %102, 0;\n"                      \
-                   " wgmma.mma_async.sync.aligned.m64n200k32.f32." A_NAME "." B_NAME            \
-                   " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99}, %100, %101, p, 1, 1;\n}\n"                          \
-                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99])                                                                   \
-                   : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                 \
-    }                                                                                         \
+      asm volatile(                                                                                \
+          "{\n .reg .pred p;\n setp.ne.b32 p, %102, 0;\n"                                          \
+          " wgmma.mma_async.sync.aligned.m64n200k32.f32." A_NAME "." B_NAME                        \
+          " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "     \
+          "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "  \
+          "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, "  \
+          "%52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, "  \
+          "%69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, "  \
+          "%86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99}, %100, %101, p, " \
+          "1, 1;\n}\n"                                                                             \
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),    \
+            "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),             \
+            "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),          \
+            "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),          \
+            "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),          \
+            "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),          \
+            "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),          \
+            "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),          \
+            "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),          \
+            "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]),          \
+            "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]),          \
+            "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]),          \
+            "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]),          \
+            "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]),          \
+            "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]),          \
+            "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]),          \
+            "+f"(d[97]), "+f"(d[98]), "+f"(d[99])                                                  \
+          : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                               \
+    }                                                                                              \
   };
 GEMMTUNE_WGMMA_FP8_N200("e4m3", "e4m3", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N200("e4m3", "e5m2", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E5M2)
@@ -440,16 +734,40 @@ GEMMTUNE_WGMMA_FP8_N200("e5m2", "e4m3", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N200("e5m2", "e5m2", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E5M2)
 #undef GEMMTUNE_WGMMA_FP8_N200
 
-#define GEMMTUNE_WGMMA_FP8_N208(A_NAME, B_NAME, A_CODE, B_CODE)                                \
-  template <>                                                                                 \
-  struct WgmmaFp8<208, A_CODE, B_CODE> {                                                    \
+#define GEMMTUNE_WGMMA_FP8_N208(A_NAME, B_NAME, A_CODE, B_CODE)                                    \
+  template <>                                                                                      \
+  struct WgmmaFp8<208, A_CODE, B_CODE> {                                                           \
     GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[104], u64 desc_a, u64 desc_b, int scale_d) { \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %106, 0;\n"                      \
-                   " wgmma.mma_async.sync.aligned.m64n208k32.f32." A_NAME "." B_NAME            \
-                   " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103}, %104, %105, p, 1, 1;\n}\n"                          \
-                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103])                                                                   \
-                   : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                 \
-    }                                                                                         \
+      asm volatile(                                                                                \
+          "{\n .reg .pred p;\n setp.ne.b32 p, %106, 0;\n"                                          \
+          " wgmma.mma_async.sync.aligned.m64n208k32.f32." A_NAME "." B_NAME                        \
+          " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "     \
+          "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "  \
+          "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, "  \
+          "%52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, "  \
+          "%69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, "  \
+          "%86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, "     \
+          "%102, %103}, %104, %105, p, 1, 1;\n}\n"                                                 \
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),    \
+            "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),             \
+            "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),          \
+            "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),          \
+            "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),          \
+            "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),          \
+            "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),          \
+            "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),          \
+            "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),          \
+            "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]),          \
+            "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]),          \
+            "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]),          \
+            "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]),          \
+            "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]),          \
+            "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]),          \
+            "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]),          \
+            "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]),       \
+            "+f"(d[103])                                                                           \
+          : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                               \
+    }                                                                                              \
   };
 GEMMTUNE_WGMMA_FP8_N208("e4m3", "e4m3", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N208("e4m3", "e5m2", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E5M2)
@@ -457,16 +775,40 @@ GEMMTUNE_WGMMA_FP8_N208("e5m2", "e4m3", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N208("e5m2", "e5m2", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E5M2)
 #undef GEMMTUNE_WGMMA_FP8_N208
 
-#define GEMMTUNE_WGMMA_FP8_N216(A_NAME, B_NAME, A_CODE, B_CODE)                                \
-  template <>                                                                                 \
-  struct WgmmaFp8<216, A_CODE, B_CODE> {                                                    \
+#define GEMMTUNE_WGMMA_FP8_N216(A_NAME, B_NAME, A_CODE, B_CODE)                                    \
+  template <>                                                                                      \
+  struct WgmmaFp8<216, A_CODE, B_CODE> {                                                           \
     GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[108], u64 desc_a, u64 desc_b, int scale_d) { \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %110, 0;\n"                      \
-                   " wgmma.mma_async.sync.aligned.m64n216k32.f32." A_NAME "." B_NAME            \
-                   " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107}, %108, %109, p, 1, 1;\n}\n"                          \
-                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107])                                                                   \
-                   : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                 \
-    }                                                                                         \
+      asm volatile(                                                                                \
+          "{\n .reg .pred p;\n setp.ne.b32 p, %110, 0;\n"                                          \
+          " wgmma.mma_async.sync.aligned.m64n216k32.f32." A_NAME "." B_NAME                        \
+          " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "     \
+          "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "  \
+          "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, "  \
+          "%52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, "  \
+          "%69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, "  \
+          "%86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, "     \
+          "%102, %103, %104, %105, %106, %107}, %108, %109, p, 1, 1;\n}\n"                         \
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),    \
+            "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),             \
+            "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),          \
+            "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),          \
+            "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),          \
+            "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),          \
+            "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),          \
+            "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),          \
+            "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),          \
+            "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]),          \
+            "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]),          \
+            "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]),          \
+            "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]),          \
+            "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]),          \
+            "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]),          \
+            "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]),          \
+            "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]),       \
+            "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107])                   \
+          : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                               \
+    }                                                                                              \
   };
 GEMMTUNE_WGMMA_FP8_N216("e4m3", "e4m3", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N216("e4m3", "e5m2", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E5M2)
@@ -474,16 +816,41 @@ GEMMTUNE_WGMMA_FP8_N216("e5m2", "e4m3", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N216("e5m2", "e5m2", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E5M2)
 #undef GEMMTUNE_WGMMA_FP8_N216
 
-#define GEMMTUNE_WGMMA_FP8_N224(A_NAME, B_NAME, A_CODE, B_CODE)                                \
-  template <>                                                                                 \
-  struct WgmmaFp8<224, A_CODE, B_CODE> {                                                    \
+#define GEMMTUNE_WGMMA_FP8_N224(A_NAME, B_NAME, A_CODE, B_CODE)                                    \
+  template <>                                                                                      \
+  struct WgmmaFp8<224, A_CODE, B_CODE> {                                                           \
     GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[112], u64 desc_a, u64 desc_b, int scale_d) { \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %114, 0;\n"                      \
-                   " wgmma.mma_async.sync.aligned.m64n224k32.f32." A_NAME "." B_NAME            \
-                   " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111}, %112, %113, p, 1, 1;\n}\n"                          \
-                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111])                                                                   \
-                   : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                 \
-    }                                                                                         \
+      asm volatile(                                                                                \
+          "{\n .reg .pred p;\n setp.ne.b32 p, %114, 0;\n"                                          \
+          " wgmma.mma_async.sync.aligned.m64n224k32.f32." A_NAME "." B_NAME                        \
+          " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "     \
+          "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "  \
+          "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, "  \
+          "%52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, "  \
+          "%69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, "  \
+          "%86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, "     \
+          "%102, %103, %104, %105, %106, %107, %108, %109, %110, %111}, %112, %113, p, 1, 1;\n}\n" \
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),    \
+            "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),             \
+            "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),          \
+            "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),          \
+            "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),          \
+            "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),          \
+            "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),          \
+            "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),          \
+            "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),          \
+            "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]),          \
+            "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]),          \
+            "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]),          \
+            "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]),          \
+            "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]),          \
+            "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]),          \
+            "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]),          \
+            "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]),       \
+            "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]),    \
+            "+f"(d[109]), "+f"(d[110]), "+f"(d[111])                                               \
+          : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                               \
+    }                                                                                              \
   };
 GEMMTUNE_WGMMA_FP8_N224("e4m3", "e4m3", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N224("e4m3", "e5m2", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E5M2)
@@ -491,16 +858,43 @@ GEMMTUNE_WGMMA_FP8_N224("e5m2", "e4m3", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N224("e5m2", "e5m2", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E5M2)
 #undef GEMMTUNE_WGMMA_FP8_N224
 
-#define GEMMTUNE_WGMMA_FP8_N232(A_NAME, B_NAME, A_CODE, B_CODE)                                \
-  template <>                                                                                 \
-  struct WgmmaFp8<232, A_CODE, B_CODE> {                                                    \
+#define GEMMTUNE_WGMMA_FP8_N232(A_NAME, B_NAME, A_CODE, B_CODE)                                    \
+  template <>                                                                                      \
+  struct WgmmaFp8<232, A_CODE, B_CODE> {                                                           \
     GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[116], u64 desc_a, u64 desc_b, int scale_d) { \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %118, 0;\n"                      \
-                   " wgmma.mma_async.sync.aligned.m64n232k32.f32." A_NAME "." B_NAME            \
-                   " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115}, %116, %117, p, 1, 1;\n}\n"                          \
-                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115])                                                                   \
-                   : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                 \
-    }                                                                                         \
+      asm volatile(                                                                                \
+          "{\n .reg .pred p;\n setp.ne.b32 p, %118, 0;\n"                                          \
+          " wgmma.mma_async.sync.aligned.m64n232k32.f32." A_NAME "." B_NAME                        \
+          " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "     \
+          "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "  \
+          "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, "  \
+          "%52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, "  \
+          "%69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, "  \
+          "%86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, "     \
+          "%102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115}, "  \
+          "%116, %117, p, 1, 1;\n}\n"                                                              \
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),    \
+            "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),             \
+            "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),          \
+            "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),          \
+            "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),          \
+            "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),          \
+            "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),          \
+            "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),          \
+            "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),          \
+            "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]),          \
+            "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]),          \
+            "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]),          \
+            "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]),          \
+            "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]),          \
+            "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]),          \
+            "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]),          \
+            "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]),       \
+            "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]),    \
+            "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]),    \
+            "+f"(d[115])                                                                           \
+          : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                               \
+    }                                                                                              \
   };
 GEMMTUNE_WGMMA_FP8_N232("e4m3", "e4m3", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N232("e4m3", "e5m2", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E5M2)
@@ -508,16 +902,43 @@ GEMMTUNE_WGMMA_FP8_N232("e5m2", "e4m3", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N232("e5m2", "e5m2", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E5M2)
 #undef GEMMTUNE_WGMMA_FP8_N232
 
-#define GEMMTUNE_WGMMA_FP8_N240(A_NAME, B_NAME, A_CODE, B_CODE)                                \
-  template <>                                                                                 \
-  struct WgmmaFp8<240, A_CODE, B_CODE> {                                                    \
+#define GEMMTUNE_WGMMA_FP8_N240(A_NAME, B_NAME, A_CODE, B_CODE)                                    \
+  template <>                                                                                      \
+  struct WgmmaFp8<240, A_CODE, B_CODE> {                                                           \
     GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[120], u64 desc_a, u64 desc_b, int scale_d) { \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %122, 0;\n"                      \
-                   " wgmma.mma_async.sync.aligned.m64n240k32.f32." A_NAME "." B_NAME            \
-                   " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119}, %120, %121, p, 1, 1;\n}\n"                          \
-                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119])                                                                   \
-                   : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                 \
-    }                                                                                         \
+      asm volatile(                                                                                \
+          "{\n .reg .pred p;\n setp.ne.b32 p, %122, 0;\n"                                          \
+          " wgmma.mma_async.sync.aligned.m64n240k32.f32." A_NAME "." B_NAME                        \
+          " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "     \
+          "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "  \
+          "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, "  \
+          "%52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, "  \
+          "%69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, "  \
+          "%86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, "     \
+          "%102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, "   \
+          "%116, %117, %118, %119}, %120, %121, p, 1, 1;\n}\n"                                     \
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),    \
+            "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),             \
+            "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),          \
+            "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),          \
+            "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),          \
+            "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),          \
+            "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),          \
+            "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),          \
+            "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),          \
+            "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]),          \
+            "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]),          \
+            "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]),          \
+            "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]),          \
+            "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]),          \
+            "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]),          \
+            "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]),          \
+            "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]),       \
+            "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]),    \
+            "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]),    \
+            "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119])                   \
+          : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                               \
+    }                                                                                              \
   };
 GEMMTUNE_WGMMA_FP8_N240("e4m3", "e4m3", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N240("e4m3", "e5m2", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E5M2)
@@ -525,16 +946,44 @@ GEMMTUNE_WGMMA_FP8_N240("e5m2", "e4m3", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N240("e5m2", "e5m2", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E5M2)
 #undef GEMMTUNE_WGMMA_FP8_N240
 
-#define GEMMTUNE_WGMMA_FP8_N248(A_NAME, B_NAME, A_CODE, B_CODE)                                \
-  template <>                                                                                 \
-  struct WgmmaFp8<248, A_CODE, B_CODE> {                                                    \
+#define GEMMTUNE_WGMMA_FP8_N248(A_NAME, B_NAME, A_CODE, B_CODE)                                    \
+  template <>                                                                                      \
+  struct WgmmaFp8<248, A_CODE, B_CODE> {                                                           \
     GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[124], u64 desc_a, u64 desc_b, int scale_d) { \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %126, 0;\n"                      \
-                   " wgmma.mma_async.sync.aligned.m64n248k32.f32." A_NAME "." B_NAME            \
-                   " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123}, %124, %125, p, 1, 1;\n}\n"                          \
-                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123])                                                                   \
-                   : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                 \
-    }                                                                                         \
+      asm volatile(                                                                                \
+          "{\n .reg .pred p;\n setp.ne.b32 p, %126, 0;\n"                                          \
+          " wgmma.mma_async.sync.aligned.m64n248k32.f32." A_NAME "." B_NAME                        \
+          " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "     \
+          "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "  \
+          "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, "  \
+          "%52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, "  \
+          "%69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, "  \
+          "%86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, "     \
+          "%102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, "   \
+          "%116, %117, %118, %119, %120, %121, %122, %123}, %124, %125, p, 1, 1;\n}\n"             \
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),    \
+            "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),             \
+            "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),          \
+            "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),          \
+            "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),          \
+            "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),          \
+            "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),          \
+            "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),          \
+            "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),          \
+            "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]),          \
+            "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]),          \
+            "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]),          \
+            "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]),          \
+            "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]),          \
+            "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]),          \
+            "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]),          \
+            "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]),       \
+            "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]),    \
+            "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]),    \
+            "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]),    \
+            "+f"(d[121]), "+f"(d[122]), "+f"(d[123])                                               \
+          : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                               \
+    }                                                                                              \
   };
 GEMMTUNE_WGMMA_FP8_N248("e4m3", "e4m3", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N248("e4m3", "e5m2", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E5M2)
@@ -542,16 +991,46 @@ GEMMTUNE_WGMMA_FP8_N248("e5m2", "e4m3", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N248("e5m2", "e5m2", GEMMTUNE_TYPE_E5M2, GEMMTUNE_TYPE_E5M2)
 #undef GEMMTUNE_WGMMA_FP8_N248
 
-#define GEMMTUNE_WGMMA_FP8_N256(A_NAME, B_NAME, A_CODE, B_CODE)                                \
-  template <>                                                                                 \
-  struct WgmmaFp8<256, A_CODE, B_CODE> {                                                    \
+#define GEMMTUNE_WGMMA_FP8_N256(A_NAME, B_NAME, A_CODE, B_CODE)                                    \
+  template <>                                                                                      \
+  struct WgmmaFp8<256, A_CODE, B_CODE> {                                                           \
     GEMMTUNE_DEVICE_INLINE static void mma(float (&d)[128], u64 desc_a, u64 desc_b, int scale_d) { \
-      asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %130, 0;\n"                      \
-                   " wgmma.mma_async.sync.aligned.m64n256k32.f32." A_NAME "." B_NAME            \
-                   " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, p, 1, 1;\n}\n"                          \
-                   : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])                                                                   \
-                   : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                 \
-    }                                                                                         \
+      asm volatile(                                                                                \
+          "{\n .reg .pred p;\n setp.ne.b32 p, %130, 0;\n"                                          \
+          " wgmma.mma_async.sync.aligned.m64n256k32.f32." A_NAME "." B_NAME                        \
+          " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, "     \
+          "%18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, "  \
+          "%35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, "  \
+          "%52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, %64, %65, %66, %67, %68, "  \
+          "%69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, %80, %81, %82, %83, %84, %85, "  \
+          "%86, %87, %88, %89, %90, %91, %92, %93, %94, %95, %96, %97, %98, %99, %100, %101, "     \
+          "%102, %103, %104, %105, %106, %107, %108, %109, %110, %111, %112, %113, %114, %115, "   \
+          "%116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}, %128, %129, "  \
+          "p, 1, 1;\n}\n"                                                                          \
+          : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),    \
+            "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]),             \
+            "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]),          \
+            "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]),          \
+            "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]),          \
+            "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),          \
+            "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]),          \
+            "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),          \
+            "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]),          \
+            "+f"(d[55]), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]),          \
+            "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]),          \
+            "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), "+f"(d[72]),          \
+            "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]),          \
+            "+f"(d[79]), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]),          \
+            "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]),          \
+            "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), "+f"(d[96]),          \
+            "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]),       \
+            "+f"(d[103]), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]),    \
+            "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]),    \
+            "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), "+f"(d[120]),    \
+            "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]),    \
+            "+f"(d[127])                                                                           \
+          : "l"(desc_a), "l"(desc_b), "r"(scale_d));                                               \
+    }                                                                                              \
   };
 GEMMTUNE_WGMMA_FP8_N256("e4m3", "e4m3", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E4M3)
 GEMMTUNE_WGMMA_FP8_N256("e4m3", "e5m2", GEMMTUNE_TYPE_E4M3, GEMMTUNE_TYPE_E5M2)

@@ -127,8 +127,8 @@ struct Promotion : Traits<Cfg> {
   // The tile's k-blocks ks, as Mainloop::consume, each stage into `part`; every PROMOTE k-blocks
   // (and at the last) the groups drain and `part` is added into acc. Returns the stage still to
   // release (-1: none; after a promotion every stage is released).
-  GEMMTUNE_DEVICE_INLINE static int consume(const WgmmaArgs& args, const Smem& s, Tile t,
-                                            KRange ks, int consumer, Ring<STAGES>& ring,
+  GEMMTUNE_DEVICE_INLINE static int consume(const WgmmaArgs& args, const Smem& s, Tile t, KRange ks,
+                                            int consumer, Ring<STAGES>& ring,
                                             float (&acc)[MW][TN / 2]) {
     float part[MW][TN / 2];
     Mainloop::zero(acc);
