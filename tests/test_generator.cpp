@@ -204,7 +204,8 @@ TEST(SearchSpace, AStructureLeavesOutTheRefinements) {
   std::set<std::string> refinements;
   for (const auto& param : f.space_summary(p, arch).params)
     if (param.refinement) refinements.insert(param.name);
-  EXPECT_EQ(refinements, (std::set<std::string>{"STAGES", "CLUSTER", "GROUP", "EPILOGUE", "KSUB"}));
+  EXPECT_EQ(refinements, (std::set<std::string>{"STAGES", "CLUSTER", "GROUP", "EPILOGUE", "KSUB",
+                                                "PROMOTE"}));
   const KernelConfig c = f.default_config(p, arch);
   KernelConfig refined = c, other = c;
   refined.params["STAGES"] = c.at("STAGES") + 1;
@@ -366,6 +367,7 @@ TEST(Templates, IncludesAreFoundTransitively) {
                                       "ptx/stmatrix.cuh",
                                       "ptx/tma.cuh",
                                       "ptx/wgmma.cuh",
+                                      "ptx/wgmma_fp8.cuh",
                                       "raster.h",
                                       "schedule.h",
                                       "store16.cuh",
@@ -377,6 +379,7 @@ TEST(Templates, IncludesAreFoundTransitively) {
                                       "wgmma_sm90/mainloop.cuh",
                                       "wgmma_sm90/multistage.cuh",
                                       "wgmma_sm90/parts.cuh",
+                                      "wgmma_sm90/promotion.cuh",
                                       "wgmma_sm90/shared_memory.cuh",
                                       "wgmma_sm90/store_registers.cuh",
                                       "wgmma_sm90/store_tma.cuh",

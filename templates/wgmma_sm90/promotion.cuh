@@ -69,16 +69,30 @@ struct Promotion : Traits<Cfg> {
     return s;
   }
 
-  // acc += part, scaled by the k-block's scales with block scaling.
+  // Which of the tile's 128-blocks of columns accumulator i is in: known at compile time (the
+  // thread's columns of a pair of 8-column groups lie in one block).
+  GEMMTUNE_DEVICE_INLINE static constexpr int col_block_of(int i) {
+    return COL_BLOCKS == 1 ? 0 : (8 * (i / 4) >= 128 ? 1 : 0);
+  }
+
+  // acc += part, scaled by the k-block's scales with block scaling: one product of a row's and a
+  // column block's scale per row, then a fused multiply-add per accumulator.
   GEMMTUNE_DEVICE_INLINE static void promote(float (&acc)[MW][TN / 2],
                                              const float (&part)[MW][TN / 2],
                                              const BlockScales& s) {
+    float f[MW][2][COL_BLOCKS];
+#pragma unroll
+    for (int mb = 0; mb < MW; ++mb)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int b = 0; b < COL_BLOCKS; ++b) f[mb][h][b] = s.row[mb][h] * s.col[b];
 #pragma unroll
     for (int mb = 0; mb < MW; ++mb)
 #pragma unroll
       for (int i = 0; i < TN / 2; ++i) {
         if constexpr (SCALING == BLOCK)
-          acc[mb][i] += part[mb][i] * (s.row[mb][half_of(i)] * s.col[col_in_tile(i) / 128]);
+          acc[mb][i] = fmaf(part[mb][i], f[mb][half_of(i)][col_block_of(i)], acc[mb][i]);
         else
           acc[mb][i] += part[mb][i];
       }
@@ -133,9 +147,14 @@ struct Promotion : Traits<Cfg> {
     float part[MW][TN / 2];
     Mainloop::zero(acc);
     int previous = -1;
+    // Block scales are loaded a k-block ahead: the loads' latency hides under a stage's wgmma.
+    BlockScales next{};
+    if constexpr (SCALING == BLOCK)
+      if (ks.begin < ks.end) next = block_scales(args, t, consumer, ks.begin);
     for (int kb = ks.begin; kb < ks.end; ++kb) {
-      BlockScales scales{};
-      if constexpr (SCALING == BLOCK) scales = block_scales(args, t, consumer, kb);
+      const BlockScales scales = next;
+      if constexpr (SCALING == BLOCK)
+        next = block_scales(args, t, consumer, min(kb + 1, ks.end - 1));
       const int step = kb - ks.begin;
       ptx::mbarrier_wait(&s.full[ring.stage], ring.phase);
       __syncwarp();

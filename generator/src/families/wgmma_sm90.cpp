@@ -351,6 +351,8 @@ std::vector<Rule<P>> rules() {
        kTile + Members{&P::ws},
        [](const Config& c, const Problem& p, const ArchInfo& a) {
          if (tile_rows(c) > 64 && c.ws == 1) return true;
+         // Block-scaled float8 keeps a short problem n on the rows: 64 are all it needs.
+         if (c.ws == 1 && tile_rows(c) >= rows_needed(c, p)) return true;
          return tiles_of(p, 128, 128) < a.sms;
        }},
       // A side shorter than 128 (a skinny problem) takes the whole side: tile_not_past_problem
