@@ -302,6 +302,13 @@ Verifier::Verifier(const Checker& checker, const Problem& problem, float alpha, 
 
 Verifier::~Verifier() = default;
 
+Verdict Verifier::verify_problem(const RunFn& run, CUstream stream) const {
+  const Case& cs = *cases_.front();
+  cs.data.reset_c(checker_, cs.beta, stream);
+  run(cs.data.problem, cs.data.operands(cs.alpha, cs.beta), stream);
+  return checker_.compare(cs.args(), stream);
+}
+
 const ProblemData& Verifier::data() const {
   return cases_.front()->data;
 }

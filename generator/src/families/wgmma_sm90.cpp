@@ -628,8 +628,11 @@ class WgmmaSm90Family final : public FamilyOf<P> {
   }
 
   // Float8: tiles of 128 tokens (problem n, two consumer warpgroups) by 128 of m, multicast in
-  // clusters along n where the tiles fill the GPU, TMA stores, promotion every k-block; 64-token
-  // tiles where 128 would leave SMs idle; the skinny side on wgmma's N for decode.
+  // clusters along n where the tiles fill the GPU, TMA stores, promotion every k-block; with
+  // tensor and row scales, which need no 128-aligned column blocks, 192 of m four stages deep
+  // without a cluster (the tuned winner of every large tensor and row problem of the fp8 suite,
+  // docs/PERF.md, 'Float8: where it stands'); 64-token tiles where 128 would leave SMs idle; the
+  // skinny side on wgmma's N for decode.
   Config fp8_default(const Problem& p, const ArchInfo& arch) const {
     Config c = Config::of(p);
     c.bm = 128, c.bn = 128, c.swap = 0, c.stages = 5, c.wg = 2, c.ws = 1, c.cluster = 12;
@@ -641,6 +644,8 @@ class WgmmaSm90Family final : public FamilyOf<P> {
       c.bm = 64;
     } else if (tiles_of(p, 128, 128) < arch.sms) {
       c.bn = 64, c.wg = 1;
+    } else if (p.scaling != Scaling::block && tiles_of(p, 192, 128) >= arch.sms) {
+      c.bm = 192, c.stages = 4, c.cluster = 11;
     }
     c = with_paying_cluster(c, p, arch);
     if (tiles_of(p, c.bm, c.bn) <= arch.sms) c.epilogue = c.swap ? 0 : c.epilogue;

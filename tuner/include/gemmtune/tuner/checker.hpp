@@ -88,6 +88,9 @@ class Verifier {
   // `kernel_reads_c` false: the kernel was built for beta == 0 alone (LaunchGeometry::reads_c),
   // so the cases with beta != 0 are left out; such a kernel fails a problem with beta != 0.
   Verdict verify(const RunFn& run, CUstream stream, bool kernel_reads_c = true) const;
+  // The check of the problem itself alone (not the smaller ones): for a baseline that may refuse
+  // their odd sizes.
+  Verdict verify_problem(const RunFn& run, CUstream stream) const;
   // The data of the problem itself, for timing.
   const ProblemData& data() const;
 
