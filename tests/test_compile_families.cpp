@@ -167,7 +167,7 @@ Problem fp8_problem(int64_t m, int64_t n, int64_t k, Scaling scaling) {
 
 // The float8 defaults of every scaling mode compile without spills: large, token-narrow and
 // decode shapes, mixed e4m3 x e5m2, and the widest tiles the promotion leaves room for (wgmma N
-// 192: 96 accumulators and 96 partial sums a thread).
+// 192: 96 accumulators and 96 partial sums a thread), with block scales too.
 TEST_F(CompileFamilies, WgmmaFloat8CompilesWithoutSpills) {
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
   const Family& family = find_family("wgmma_sm90");
@@ -184,6 +184,14 @@ TEST_F(CompileFamilies, WgmmaFloat8CompilesWithoutSpills) {
   widest.params["BM"] = 192;
   widest.params["PROMOTE"] = 2;
   configs.push_back(widest);
+  // Block scales over tiles that span two 128-blocks of A's scales (wgmma N 192 and 160).
+  for (const int64_t bm : {192, 160}) {
+    const Problem block = fp8_problem(7168, 4096, 16384, Scaling::block);
+    KernelConfig c = family.default_config(block, arch);
+    c.params["BM"] = bm;
+    c.params["EPILOGUE"] = bm % 64 == 0 ? c.at("EPILOGUE") : 0;
+    configs.push_back(c);
+  }
   expect_compile_without_spills(family, configs, arch);
 }
 

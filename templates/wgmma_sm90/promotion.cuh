@@ -25,9 +25,12 @@ struct Promotion : Traits<Cfg> {
   using Smem = SharedMemory<Cfg>;
   using Tiles = wgmma_sm90::Tiles<Cfg>;
   static constexpr int TENSOR = 1, ROW = 2, BLOCK = 3;  // gemmtune::Scaling
-  // With TN = 256 a tile's columns (problem m) span two 128-row blocks of A's scales.
-  static constexpr int COL_BLOCKS = TN > 128 ? 2 : 1;
-  static_assert(SCALING != BLOCK || (!SWAP && (128 % TN == 0 || TN == 256)),
+  // A tile's columns (problem m) start on a multiple of TN, so of gcd(TN, 128) within a 128-row
+  // block of A's scales: a tile with TN dividing 128 lies in one block, others span two at most
+  // where TN <= 128 + gcd(TN, 128) (wgmma N 192 from an offset of 0 or 64, say).
+  static constexpr int GCD = (TN & -TN) < 128 ? (TN & -TN) : 128;
+  static constexpr int COL_BLOCKS = 128 % TN == 0 ? 1 : 2;
+  static_assert(SCALING != BLOCK || (!SWAP && TN <= 128 + GCD),
                 "block scales: columns are problem m, a tile's within one or two 128-blocks");
 
   // Where a thread's accumulator i of 64-row block mb lies in the tile (PTX ISA, the wgmma D
@@ -49,6 +52,7 @@ struct Promotion : Traits<Cfg> {
   struct BlockScales {
     float row[MW][2];
     float col[COL_BLOCKS];
+    int boundary;  // the first tile column of the second block (a multiple of 8)
   };
   GEMMTUNE_DEVICE_INLINE static BlockScales block_scales(const WgmmaArgs& args, Tile t,
                                                          int consumer, int kb) {
@@ -66,13 +70,14 @@ struct Promotion : Traits<Cfg> {
 #pragma unroll
     for (int b = 0; b < COL_BLOCKS; ++b)
       s.col[b] = __ldg(sa + min(t.col0 / 128 + b, a_blocks - 1) + (long long)kb * a_blocks);
+    s.boundary = 128 - t.col0 % 128;
     return s;
   }
 
-  // Which of the tile's 128-blocks of columns accumulator i is in: known at compile time (the
-  // thread's columns of a pair of 8-column groups lie in one block).
-  GEMMTUNE_DEVICE_INLINE static constexpr int col_block_of(int i) {
-    return COL_BLOCKS == 1 ? 0 : (8 * (i / 4) >= 128 ? 1 : 0);
+  // Whether accumulator i lies in the tile's second 128-block of columns: its 8-column group
+  // (whose columns all lie in one block) starts at or past the boundary.
+  GEMMTUNE_DEVICE_INLINE static bool in_second_block(int i, const BlockScales& s) {
+    return COL_BLOCKS == 2 && 8 * (i / 4) >= s.boundary;
   }
 
   // acc += part, scaled by the k-block's scales with block scaling: one product of a row's and a
@@ -91,9 +96,11 @@ struct Promotion : Traits<Cfg> {
     for (int mb = 0; mb < MW; ++mb)
 #pragma unroll
       for (int i = 0; i < TN / 2; ++i) {
-        if constexpr (SCALING == BLOCK)
-          acc[mb][i] = fmaf(part[mb][i], f[mb][half_of(i)][col_block_of(i)], acc[mb][i]);
-        else
+        if constexpr (SCALING == BLOCK) {
+          const float* fh = f[mb][half_of(i)];
+          acc[mb][i] =
+              fmaf(part[mb][i], in_second_block(i, s) ? fh[COL_BLOCKS - 1] : fh[0], acc[mb][i]);
+        } else
           acc[mb][i] += part[mb][i];
       }
   }

@@ -297,11 +297,13 @@ std::vector<Rule<P>> rules() {
          return c.ws == 1 && c.ksub == 1 && c.promote >= 1 && c.promote <= 4;
        }},
       {"block_scales_per_tile",
-       "block scales: problem n on the 64-row blocks, a tile's m within one or two 128-blocks",
+       "block scales: problem n on the 64-row blocks, a tile's m within one or two 128-blocks "
+       "(wgmma N at most 128 + gcd(N, 128))",
        kTile,
        [](const Config& c, const Problem& p, const ArchInfo&) {
          if (p.scaling != Scaling::block) return true;
-         return c.swap == 0 && (128 % tile_cols(c) == 0 || tile_cols(c) == 256);
+         const int64_t n = tile_cols(c), gcd = std::min<int64_t>(n & -n, 128);
+         return c.swap == 0 && n <= 128 + gcd;
        }},
       // One consumer warpgroup gets no registers from the producer (255 a thread, the most
       // there is): 128 accumulators leave too few for stream-K's fixup, or split-K's with
