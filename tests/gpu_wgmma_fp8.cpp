@@ -28,7 +28,7 @@ const Point kPoints[] = {
     {"128x128, cluster along N, TMA stores", 128, 128, 5, 2, 12, 1},
     {"64-token tiles, one warpgroup", 128, 64, 6, 1, 11, 0},
     {"wgmma N 64, cluster along M", 64, 128, 6, 2, 21, 0},
-    {"wgmma N 192 (two 128-blocks of block scales a tile), register stores", 192, 128, 4, 2, 11, 0},
+    {"wgmma N 192 (block scales: two 128-blocks a tile), register stores", 192, 128, 4, 2, 11, 0},
     {"wgmma N 160, register stores", 160, 128, 4, 2, 11, 0},
     {"split-K in 3", 128, 128, 4, 2, 11, 0, 0, 1, 3},
     {"stream-K, TMA stores", 128, 128, 4, 2, 11, 1, 0, 2},
@@ -180,6 +180,27 @@ TEST_F(WgmmaFp8, DefaultsOnTheSuite) {
                 std::string(to_string(p.scaling)).c_str(), (long long)p.m, (long long)p.n,
                 (long long)p.k, p.flops() / (t.median_ms * 1e9), k.compiled.name.c_str());
   }
+}
+
+// One tile in every mode on one problem: what block scaling costs over tensor scaling (printed).
+TEST_F(WgmmaFp8, OneTileInEveryMode) {
+  const Timer timer(device_);
+  TimingSettings settings;
+  settings.min_runs = 10;
+  settings.min_total_ms = 50;
+  const Point tiles[] = {{"128x128, cluster along N, TMA stores", 128, 128, 5, 2, 12, 1},
+                         {"192x128, TMA stores", 192, 128, 4, 2, 11, 1}};
+  for (const Point& pt : tiles)
+    for (Scaling scaling : {Scaling::tensor, Scaling::row, Scaling::block}) {
+      const Problem p = fp8_problem(kE4m3Bf16, scaling, 4096, 4096, 7168);
+      const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
+      const ProblemData data(p, *checker_, 3, stream_->get());
+      GemmOperands ops = data.operands(1.0f, 0.0f);
+      workspaces_.provide(stream_->get(), k.plan, ops);
+      const Timing t = timer.time([&](CUstream s) { k.run(p, ops, s); }, stream_->get(), settings);
+      std::printf("%-7s %7.1f TFLOP/s  %s\n", std::string(to_string(scaling)).c_str(),
+                  p.flops() / (t.median_ms * 1e9), k.compiled.name.c_str());
+    }
 }
 
 }  // namespace
