@@ -5,31 +5,37 @@ arrays (CuPy, anything with __cuda_array_interface__ or DLPack).
     y = gemmtune.linear(x, w)              # x @ w.T, as torch.nn.functional.linear
     c = gemmtune.matmul(a, b)              # a @ b, transposed views read in place
     gemmtune.select_linear(x, w)           # which kernel, and why: tuned ... fallback
+    y = gemmtune.scaled_mm(x8, w8.t(), sx, sw)   # float8, as torch._scaled_mm (bf16 result)
     # Operands may differ in dtype where a kernel computes the pair (else Error 'unsupported').
 
 GEMMTUNE_RECORD=shapes.txt lists every problem served without a tuned kernel;
 `gemm-tune --shapes shapes.txt` then tunes exactly those. The library is libgemmtune, found
 beside this package, in the source tree's build/lib, on the loader's path, or at
-$GEMMTUNE_LIBRARY. With PyTorch (>= 2.4) there are torch.ops.gemmtune.mm and
-torch.ops.gemmtune.linear too, which torch.compile and autograd understand.
+$GEMMTUNE_LIBRARY. With PyTorch (>= 2.4) there are torch.ops.gemmtune.mm,
+torch.ops.gemmtune.linear and torch.ops.gemmtune.scaled_mm too, which torch.compile (and, but
+for scaled_mm, autograd) understand.
 """
-from ._api import (Selection, library_path, linear, matmul, problem, problem_linear, record,
-                   result_dtype, select, select_linear)
+from ._api import (Selection, library_path, linear, matmul, problem, problem_linear,
+                   problem_scaled_mm, record, result_dtype, select, select_linear,
+                   select_scaled_mm)
 from ._library import Error
 from ._plan import DataTypes, Problem
 
 __all__ = ["DataTypes", "Error", "Problem", "Selection", "library_path", "linear", "matmul",
-           "problem", "problem_linear", "record", "result_dtype", "select", "select_linear",
-           "torch_operators"]
+           "problem", "problem_linear", "problem_scaled_mm", "record", "result_dtype",
+           "scaled_mm", "select", "select_linear", "select_scaled_mm", "torch_operators"]
 
 try:
     import torch as _torch_module  # noqa: F401
 except ImportError:
     _torch_module = None
 
-# True when torch.ops.gemmtune.mm and .linear are registered (PyTorch >= 2.4 is importable).
+# True when torch.ops.gemmtune.mm, .linear and .scaled_mm are registered (PyTorch >= 2.4).
 torch_operators = False
 if _torch_module is not None:
     from . import _api, _torch
     _api.torch_api = _torch
     torch_operators = _torch.OPERATORS
+    scaled_mm = _torch.scaled_mm
+else:
+    from ._api import scaled_mm  # says that scaled_mm needs torch

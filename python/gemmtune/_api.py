@@ -1,4 +1,4 @@
-"""The public calls: matmul, linear, select, problem, record."""
+"""The public calls: matmul, linear, scaled_mm's library call, select, problem, record."""
 import ctypes
 import functools
 import json
@@ -7,9 +7,11 @@ import os
 from typing import NamedTuple
 
 from . import _library
-from ._library import OPS, Error, check, descriptor, library, scalar, type_name
+from ._library import (OPS, Error, InvalidType, check, descriptor, library, scalar,
+                       scaled_descriptor, type_name)
 from ._operands import View, is_torch_tensor, view_of
 from ._plan import DataTypes, Plan, check_shapes, plan_matmul, shape_text
+from ._scaled import FLOAT8, plan_scaled_mm
 
 
 # gemmtune._torch where torch is importable (set by gemmtune/__init__.py): a module attribute,
@@ -37,7 +39,7 @@ class Selection(NamedTuple):
 # ---------------------------------------------------------------------------------------------
 # Operands and their types
 
-# The dtypes a result takes by default when a and b differ (see result_dtype).
+# The dtypes a result takes by default: a's where it is one of them (see result_dtype).
 _RESULT_DTYPES = ("f32", "f16", "bf16")
 
 
@@ -60,13 +62,12 @@ def dtype_name(dtype, what="out_dtype"):
 
 def result_dtype(a_dtype, b_dtype, out_dtype=None):
     """The dtype (its name) of the result of a call without out=: out_dtype where given; else
-    a's when a and b are of one dtype, or when a's is f32, f16 or bf16; else (a float8 a of
-    another dtype than b's) bf16. The result is D, written over C: both are of this dtype."""
+    a's when it is f32, f16 or bf16; else (a float8 a: float8 is never an output) bf16, as
+    gemm-tune's `--dtype e4m3` means e4m3*e4m3->bf16. The result is D, written over C: both are
+    of this dtype. b's dtype does not count (kept for the callers' sake)."""
     if out_dtype is not None:
         return dtype_name(out_dtype)
-    if a_dtype == b_dtype or a_dtype in _RESULT_DTYPES:
-        return a_dtype
-    return "bf16"
+    return a_dtype if a_dtype in _RESULT_DTYPES else "bf16"
 
 
 def _types(va, vb, vc, out_dtype, names):
@@ -147,12 +148,24 @@ def _plan(types, a_shape, a_strides, b_shape, b_strides, c_shape, c_strides):
 # The call
 
 
+def _float8_hint(types, error):
+    """The library's refusal of a problem with float8 operands (they take scales, and float8
+    multiplies float8 only), with where such operands go."""
+    if error.code == "invalid_argument" and (types.a in FLOAT8 or types.b in FLOAT8):
+        return Error(f"{error} (float8 operands go through gemmtune.scaled_mm, with their "
+                     "scales)", error.code)
+    return error
+
+
 def _gemm(plan: Plan, a: View, b: View, c: View, alpha, beta, stream, device):
     p = plan.problem
     first, second = (b, a) if plan.swap else (a, b)
-    check(library().gemmtune_matmul(
-        device, descriptor(plan.types, p.layout).handle, p.m, p.n, p.k, scalar(alpha),
-        first.ptr, p.lda, second.ptr, p.ldb, scalar(beta), c.ptr, p.ldc, stream))
+    try:
+        check(library().gemmtune_matmul(
+            device, descriptor(plan.types, p.layout).handle, p.m, p.n, p.k, scalar(alpha),
+            first.ptr, p.lda, second.ptr, p.ldb, scalar(beta), c.ptr, p.ldc, stream))
+    except Error as e:
+        raise _float8_hint(plan.types, e) from None
 
 
 def _check_scalars(alpha, beta, out):
@@ -168,12 +181,13 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, stream=None, out_dtype=None):
     GEMM's op and leading dimension); a matrix needs a unit stride in one dimension.
 
     a, b, out: torch tensors, or arrays with __cuda_array_interface__ or __dlpack__ (CuPy).
-    a and b may differ in dtype (float8 weights with bf16 activations); which combinations run
-    is the library's answer for the GPU (Error 'unsupported' names the types). out=None: a new
-    row-major result (a torch tensor or a CuPy array) of dtype out_dtype (a name such as 'bf16',
-    or a torch/NumPy dtype); by default a's dtype when a and b are of one dtype or a is
-    float32, float16 or bfloat16, else bfloat16 (result_dtype). With out, the result has out's
-    dtype. stream: an int handle, a torch.cuda.Stream or a CuPy stream; by default the current
+    a and b may differ in dtype (f16 and bf16, say); which combinations run is the library's
+    answer for the GPU (Error 'unsupported' names the types). Float8 operands take scales, which
+    matmul cannot pass: they go through scaled_mm (here the library refuses them, its message
+    naming the types). out=None: a new row-major result (a torch tensor or a CuPy array) of
+    dtype out_dtype (a name such as 'bf16', or a torch/NumPy dtype); by default a's dtype when a
+    is float32, float16 or bfloat16, else bfloat16 (result_dtype). With out, the result has
+    out's dtype. stream: an int handle, a torch.cuda.Stream or a CuPy stream; by default the current
     torch stream of the tensors' device, else the stream the array interface names, else the
     default stream. Raises gemmtune.Error."""
     if is_torch_tensor(a) or is_torch_tensor(b) or is_torch_tensor(out):
@@ -320,7 +334,9 @@ def linear(x, w, bias=None, *, stream=None, out_dtype=None):
 def problem(a, b, out=None, *, beta=0.0, out_dtype=None):
     """The column-major GEMM problem gemmtune runs for matmul(a, b, out, beta=beta,
     out_dtype=out_dtype): what gemm-tune tunes (beta only counts for whether it is 0). Needs no
-    GPU (torch tensors on any device, even 'meta', will do)."""
+    GPU (torch tensors on any device, even 'meta', will do). It describes the call; the library
+    checks the problem where it is used (a call, select, record), and refuses float8 operands
+    without scales, which matmul and linear cannot pass (problem_scaled_mm gives scaled_mm's)."""
     ops = _operands(a, b, out, need_gpu=False, out_dtype=out_dtype)
     if ops.plan is None:
         raise Error(f"a is {shape_text(ops.a.shape)} and b is {shape_text(ops.b.shape)}: "
@@ -347,10 +363,17 @@ def select(a, b, out=None, *, beta=0.0, out_dtype=None):
         raise Error("an empty product runs no kernel")
     p = ops.plan.problem
     first, second = (ops.b, ops.a) if ops.plan.swap else (ops.a, ops.b)
+    try:
+        return _select(ops.device, descriptor(ops.plan.types, p.layout), p, first.ptr,
+                       second.ptr, beta, ops.c.ptr if ops.c else None)
+    except Error as e:
+        raise _float8_hint(ops.plan.types, e) from None
+
+
+def _select(device, desc, p, a_ptr, b_ptr, beta, c_ptr):
     text = ctypes.c_char_p()
     check(library().gemmtune_matmul_select(
-        ops.device, descriptor(ops.plan.types, p.layout).handle, p.m, p.n, p.k, first.ptr,
-        p.lda, second.ptr, p.ldb, beta, ops.c.ptr if ops.c else None, p.ldc,
+        device, desc.handle, p.m, p.n, p.k, a_ptr, p.lda, b_ptr, p.ldb, beta, c_ptr, p.ldc,
         ctypes.byref(text)))
     fields = json.loads(text.value.decode())
     return Selection(fields["source"], fields["kernel"], fields["family"], fields["config"],
@@ -381,7 +404,8 @@ def record(problem, path=None):
     if not isinstance(layout, str) or len(layout) != 2 or any(op not in OPS for op in layout):
         raise Error(f"record: {problem} is not a gemmtune problem (layout '{layout}')")
     try:
-        desc = descriptor(problem.types, layout)  # the library knows the types' names
+        # The library knows the types' names; the scaling goes into the line.
+        desc = descriptor(problem.types, layout, getattr(problem, "scaling", "none"))
     except Error as e:
         raise Error(f"record: {e}", e.code) from None
     appended = ctypes.c_int(0)
@@ -389,6 +413,86 @@ def record(problem, path=None):
         os.fsencode(path), desc.handle, problem.m, problem.n, problem.k, problem.lda,
         problem.ldb, 1.0 if problem.reads_c else 0.0, problem.ldc, ctypes.byref(appended)))
     return bool(appended.value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Float8: scaled_mm (torch._scaled_mm's semantics; gemmtune._torch holds the call itself)
+
+
+def scaled_out_dtype(value):
+    """scaled_mm's out_dtype as a type's name ('bf16'); a dtype gemmtune has no name for as its
+    own name ('float64'), which plan_scaled_mm refuses with a TypeError."""
+    if hasattr(value, "shape") and not isinstance(value, str):
+        raise InvalidType(f"out_dtype is a {type(value).__name__}: scaled_mm's fifth argument is "
+                          "out_dtype (torch._scaled_mm's is bias: pass bias=...)")
+    try:
+        return dtype_name(value)
+    except Error:
+        text = str(value)
+        return text[len("torch."):] if text.startswith("torch.") else text
+
+
+def _scaled_views(tensors, names):
+    views = []
+    for t, name in zip(tensors, names):
+        if t is None:
+            views.append(None)
+        elif is_torch_tensor(t):
+            views.append(torch_api.scaled_view(t, name))
+        else:
+            views.append(view_of(t, name))
+    return views
+
+
+_SCALED_NAMES = ("a", "b", "scale_a", "scale_b", "bias")
+
+
+def problem_scaled_mm(a, b, scale_a, scale_b, *, out_dtype="bf16", bias=None):
+    """The column-major float8 problem gemmtune runs for scaled_mm(a, b, scale_a, scale_b,
+    out_dtype, bias): 'tn' with M = b's columns (N), N = a's rows (M), K, the types of b and a,
+    out_dtype, and the scaling the scales' shapes say (Problem.scaling); with a bias, C holds
+    it and is read (beta = 1). Needs no GPU (tensors on any device, even 'meta'). Raises
+    ValueError and TypeError as scaled_mm does."""
+    views = _scaled_views((a, b, scale_a, scale_b, bias), _SCALED_NAMES)
+    plan = plan_scaled_mm(*views[:4], scaled_out_dtype(out_dtype), bias=views[4],
+                          need_gpu=False)
+    if plan.problem is None:
+        raise Error(f"a is {shape_text(views[0].shape)} and b is {shape_text(views[1].shape)}: "
+                    "gemmtune needs M, N and K >= 1")
+    return plan.problem
+
+
+def select_scaled_mm(a, b, scale_a, scale_b, *, out_dtype="bf16", bias=None):
+    """Which kernel scaled_mm(a, b, scale_a, scale_b, out_dtype, bias) uses on its GPU, and why
+    (a Selection). Loads or compiles that kernel, as the call would."""
+    views = _scaled_views((a, b, scale_a, scale_b, bias), _SCALED_NAMES)
+    plan = plan_scaled_mm(*views[:4], scaled_out_dtype(out_dtype), bias=views[4])
+    if plan.problem is None:
+        raise Error("an empty product runs no kernel")
+    p = plan.problem
+    return _select(plan.device, descriptor(plan.types, p.layout, plan.scaling), p, views[1].ptr,
+                   views[0].ptr, 1.0 if p.reads_c else 0.0, None)
+
+
+def run_scaled(plan, a, b, scales, out, stream):
+    """The library call of a planned scaled_mm (plan_scaled_mm): a, b and out are addresses,
+    scales the addresses of the call's scale tensors ({'scale_a': ..., 'scale_b': ...}), each
+    laid out as the plan says. The GEMM's A is b, its B is a, and each one's scales are the
+    plan's (torch's scale_b for A). With a bias, out holds it already (beta = 1)."""
+    p = plan.problem
+    desc = scaled_descriptor(plan.types, p.layout, plan.scaling)  # this thread's
+    desc.set_scales(scales[plan.scale_a.argument], scales[plan.scale_b.argument])
+    check(library().gemmtune_matmul(
+        plan.device, desc.handle, p.m, p.n, p.k, scalar(1.0), b, p.lda, a, p.ldb,
+        scalar(1.0 if p.reads_c else 0.0), out, p.ldc, stream))
+
+
+def scaled_mm(a, b, scale_a, scale_b, out_dtype="bf16", bias=None, use_fast_accum=False,
+              out=None):
+    """torch._scaled_mm through gemmtune: needs PyTorch (gemmtune._torch.scaled_mm is this
+    function where torch is importable)."""
+    raise InvalidType("scaled_mm takes torch tensors (torch._scaled_mm's semantics), and torch "
+                      "is not importable here")
 
 
 def library_path():

@@ -8,6 +8,7 @@ import functools
 import math
 import os
 import pathlib
+import threading
 
 # gemmtune_status codes, by their C names less the prefix.
 _STATUS_CODES = {
@@ -24,9 +25,14 @@ _STATUS_CODES = {
 
 # gemmtune_op. The codes of the element types are the library's (type_code, type_name).
 OPS = {"n": 0, "t": 1}
-# gemmtune_matmul_attribute: the type of A, B, C, D and the accumulator, then op(A) and op(B).
+# gemmtune_scaling: how float8 operands are dequantized (gemmtune.h; a test reads them there).
+SCALINGS = {"none": 0, "tensor": 1, "row": 2, "block": 3}
+# gemmtune_matmul_attribute: the type of A, B, C, D and the accumulator, then op(A) and op(B),
+# the scaling, and the scale pointers of A and B (each a `const float*`).
 _TYPE_ATTRIBUTES = (0, 1, 2, 3, 4)
 _OP_ATTRIBUTES = (6, 7)
+SCALING_ATTRIBUTE = 5
+SCALE_A_POINTER, SCALE_B_POINTER = 8, 9
 
 
 class Error(Exception):
@@ -37,6 +43,16 @@ class Error(Exception):
     def __init__(self, message, code="invalid_argument"):
         super().__init__(message)
         self.code = code
+
+
+class InvalidValue(Error, ValueError):
+    """A bad argument of scaled_mm (a shape, a layout, a device): a ValueError, and a
+    gemmtune.Error with code 'invalid_argument'."""
+
+
+class InvalidType(Error, TypeError):
+    """An argument of scaled_mm of the wrong dtype or kind: a TypeError, and a gemmtune.Error
+    with code 'invalid_argument'."""
 
 
 def _library_candidates():
@@ -158,19 +174,33 @@ def type_name(name):
 
 
 class MatmulDesc:
-    """A gemmtune_matmul_desc with the types and ops of a problem; destroyed with this object.
-    Never changed once made, so that any number of threads may call with it."""
+    """A gemmtune_matmul_desc with the types, ops and scaling of a problem; destroyed with this
+    object. Those never change once it is made; the scale pointers of a scaled descriptor do
+    (set_scales), so such a descriptor belongs to one thread (scaled_descriptor)."""
 
-    def __init__(self, types, layout):
+    def __init__(self, types, layout, scaling="none"):
         lib = library()
+        if scaling not in SCALINGS:
+            raise Error(f"unknown scaling '{scaling}' (expected none, tensor, row or block)")
         values = [type_code(t) for t in types] + [OPS[op] for op in layout]
+        attributes = _TYPE_ATTRIBUTES + _OP_ATTRIBUTES
+        if scaling != "none":
+            values.append(SCALINGS[scaling])
+            attributes += (SCALING_ATTRIBUTE,)
         handle = ctypes.c_void_p()
         check(lib.gemmtune_matmul_desc_create(ctypes.byref(handle)))
         self._lib, self.handle = lib, handle.value
-        for attribute, value in zip(_TYPE_ATTRIBUTES + _OP_ATTRIBUTES, values):
+        for attribute, value in zip(attributes, values):
             value = ctypes.c_int32(value)
             check(lib.gemmtune_matmul_desc_set_attribute(
                 self.handle, attribute, ctypes.byref(value), ctypes.sizeof(value)))
+
+    def set_scales(self, scale_a, scale_b):
+        """The device addresses of the fp32 scales of A and B (ints), read by the next call."""
+        for attribute, address in ((SCALE_A_POINTER, scale_a), (SCALE_B_POINTER, scale_b)):
+            pointer = ctypes.c_void_p(address)
+            check(self._lib.gemmtune_matmul_desc_set_attribute(
+                self.handle, attribute, ctypes.byref(pointer), ctypes.sizeof(pointer)))
 
     def get(self, attribute):
         """The int32 value of a gemmtune_matmul_attribute (for tests)."""
@@ -180,6 +210,14 @@ class MatmulDesc:
             ctypes.byref(written)))
         return value.value
 
+    def get_pointer(self, attribute):
+        """The address a scale-pointer attribute holds, 0 for NULL (for tests)."""
+        value, written = ctypes.c_void_p(), ctypes.c_size_t(0)
+        check(self._lib.gemmtune_matmul_desc_get_attribute(
+            self.handle, attribute, ctypes.byref(value), ctypes.sizeof(value),
+            ctypes.byref(written)))
+        return value.value or 0
+
     def __del__(self):
         handle = getattr(self, "handle", None)
         if handle:
@@ -187,10 +225,27 @@ class MatmulDesc:
 
 
 @functools.lru_cache(maxsize=None)  # keyed by valid types and layouts only: a few at most
-def descriptor(types, layout):
-    """The descriptor of a problem's types (A, B, C, D, accumulator names) and layout ('tn'),
-    made once and kept: the calls pass its handle."""
-    return MatmulDesc(tuple(types), layout)
+def descriptor(types, layout, scaling="none"):
+    """The descriptor of a problem's types (A, B, C, D, accumulator names), layout ('tn') and
+    scaling, made once and kept: the calls pass its handle. Without scale pointers: for calls
+    of unscaled problems, select and record."""
+    return MatmulDesc(tuple(types), layout, scaling)
+
+
+_thread = threading.local()
+
+
+def scaled_descriptor(types, layout, scaling):
+    """A descriptor of this thread for scaled calls, whose scale pointers each call sets
+    (set_scales) just before it runs: no other thread sees them change."""
+    descriptors = getattr(_thread, "descriptors", None)
+    if descriptors is None:
+        descriptors = _thread.descriptors = {}
+    key = (tuple(types), layout, scaling)
+    desc = descriptors.get(key)
+    if desc is None:
+        desc = descriptors[key] = MatmulDesc(key[0], layout, scaling)
+    return desc
 
 
 # alpha and beta as gemmtune_matmul takes them: addresses of host floats. 1 and 0 are nearly

@@ -79,6 +79,9 @@ class Problem(NamedTuple):
     ldb: int
     ldc: int
     reads_c: bool = False  # beta != 0: tuned and stored apart from the problem that does not
+    # How float8 operands are dequantized: 'none' (other types), 'tensor', 'row' or 'block'
+    # (gemmtune/types.hpp, Scaling): part of the problem, tuned and stored apart.
+    scaling: str = "none"
 
     @property
     def types(self):
@@ -87,12 +90,14 @@ class Problem(NamedTuple):
 
     def shape_line(self):
         """The problem as a line of gemm-tune's shapes file, as GEMMTUNE_RECORD writes it:
-        leading dimensions only where they are not tight, then beta=1 if it reads C."""
+        the scaling where there is one, leading dimensions only where they are not tight, then
+        beta=1 if it reads C."""
         tight = (self.m if self.layout[0] == "n" else self.k,
                  self.k if self.layout[1] == "n" else self.n, self.m)
-        extra = "".join(f" {name}={ld}" for name, ld, tight_ld in
-                        zip(("lda", "ldb", "ldc"), (self.lda, self.ldb, self.ldc), tight)
-                        if ld != tight_ld)
+        extra = "" if self.scaling == "none" else f" scaling={self.scaling}"
+        extra += "".join(f" {name}={ld}" for name, ld, tight_ld in
+                         zip(("lda", "ldb", "ldc"), (self.lda, self.ldb, self.ldc), tight)
+                         if ld != tight_ld)
         beta = " beta=1" if self.reads_c else ""
         return f"{self.m} {self.n} {self.k} {self.dtype} {self.layout}{extra}{beta}"
 

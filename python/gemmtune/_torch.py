@@ -1,15 +1,19 @@
-"""PyTorch: tensors as operands, the current stream of their device, and the custom operators
-torch.ops.gemmtune.mm and torch.ops.gemmtune.linear (with fake implementations for
-torch.compile, and autograd formulas). Imported only where torch is."""
+"""PyTorch: tensors as operands, the current stream of their device, scaled_mm (float8, with
+torch._scaled_mm's semantics), and the custom operators torch.ops.gemmtune.mm,
+torch.ops.gemmtune.linear (with fake implementations for torch.compile, and autograd formulas)
+and torch.ops.gemmtune.scaled_mm (a fake implementation; no autograd, as torch._scaled_mm).
+Imported only where torch is."""
 from typing import Optional
 
 import torch
 
 from . import _operands
-from ._api import _check_scalars, _stream_handle, result_dtype, run_linear, run_matmul
-from ._library import Error, check, descriptor, library, scalar
-from ._operands import SUPPORTED
+from ._api import (_check_scalars, _stream_handle, result_dtype, run_linear, run_matmul,
+                   run_scaled, scaled_out_dtype)
+from ._library import Error, InvalidType, check, descriptor, library, scalar
+from ._operands import SUPPORTED, View
 from ._plan import DataTypes, plan_matmul
+from ._scaled import plan_scaled_mm
 
 # torch's dtypes by gemmtune's names; the float8 ones where this torch has them (>= 2.1).
 _DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
@@ -38,8 +42,6 @@ def torch_dtype(name):
 
 def result_torch_dtype(a_dtype, b_dtype, out_dtype=None):
     """result_dtype for torch dtypes (torch.compile's fake tensors too)."""
-    if out_dtype is None and a_dtype == b_dtype:
-        return a_dtype
     a_name, b_name = _DTYPES.get(a_dtype), _DTYPES.get(b_dtype)
     if out_dtype is None and (a_name is None or b_name is None):
         return a_dtype  # the call itself says what is wrong
@@ -246,6 +248,104 @@ def _learn_linear(key, x, w, bias, y):
 
 
 # ---------------------------------------------------------------------------------------------
+# Float8: scaled_mm
+
+
+def scaled_view(t, name):
+    """The View of a tensor for scaled_mm's checks: a dtype gemmtune has no name for keeps
+    torch's ('float64'), so that the checks refuse it by name with a TypeError."""
+    dtype = _DTYPES.get(t.dtype)
+    if dtype is None:
+        dtype = str(t.dtype)
+        dtype = dtype[len("torch."):] if dtype.startswith("torch.") else dtype
+    if t.device.type != "cuda":  # no address needed: the checks refuse it, or need no GPU
+        return View(0, tuple(t.shape), tuple(t.stride()), dtype, -2, None)
+    return View(t.data_ptr(), tuple(t.shape), tuple(t.stride()), dtype, t.device.index, None)
+
+
+def _laid_out(t, source):
+    """The scales t in the layout the library reads (source: a ScaleSource); a copy where they
+    are not (one small kernel on the current stream)."""
+    if not source.copy:
+        return t
+    if source.layout == "contiguous":
+        return t.contiguous()
+    return t.t().contiguous().t()  # outer-dim-major: column-major
+
+
+_SCALED_NAMES = ("a", "b", "scale_a", "scale_b", "bias", "out")
+
+
+def _scaled_mm(a, b, scale_a, scale_b, out_dtype, bias, use_fast_accum, out):
+    tensors = (a, b, scale_a, scale_b, bias, out)
+    for t, name in zip(tensors, _SCALED_NAMES):
+        if t is not None and not isinstance(t, torch.Tensor):
+            raise InvalidType(f"{name} is a {type(t).__name__}: scaled_mm takes torch tensors")
+    views = [None if t is None else scaled_view(t, name)
+             for t, name in zip(tensors, _SCALED_NAMES)]
+    plan = plan_scaled_mm(*views[:4], scaled_out_dtype(out_dtype), bias=views[4], out=views[5])
+    if out is None:
+        out = torch.empty(plan.shape, dtype=torch_dtype(plan.types.d), device=a.device)
+    if plan.problem is None:  # M, N or K is 0
+        if out.numel():  # K = 0: a sum over nothing
+            out.zero_()
+            if bias is not None:
+                out.add_(bias)
+        return out
+    if bias is not None:
+        # The bias enters as C, read with beta = 1 (as linear's): added in f32 to the scaled
+        # product before the one rounding to out's dtype. Copied into every row first.
+        out.copy_(bias)
+    scales = {"scale_a": scale_a, "scale_b": scale_b}
+    for source in (plan.scale_a, plan.scale_b):
+        scales[source.argument] = _laid_out(scales[source.argument], source)
+    device = plan.device
+    stream = _raw_stream(device) if _raw_stream is not None else \
+        torch.cuda.current_stream(device).cuda_stream
+    # The copies live in `scales` until the call has queued the kernel; the caching allocator
+    # hands their memory out again only after it, on this stream.
+    run_scaled(plan, a.data_ptr(), b.data_ptr(), {k: t.data_ptr() for k, t in scales.items()},
+               out.data_ptr(), stream)
+    return out
+
+
+def scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, bias=None, use_fast_accum=False,
+              out=None):
+    """torch._scaled_mm(a, b, scale_a, scale_b, bias, out_dtype=out_dtype) with gemmtune's
+    float8 kernels: out = (scale_a * scale_b) * (a @ b) (+ bias), the scales applied per tensor,
+    per row or per block as their shapes say, the products summed in f32 and rounded once.
+
+    a: (M, K) row-major, float8_e4m3fn or float8_e5m2. b: (K, N) column-major (b = W.t() of a
+    row-major (N, K) weight W), float8 too. The result is (M, N), row-major, of out_dtype
+    (bfloat16 or float16; a float32 output is refused by the library, Error 'unsupported', until
+    its kernels are built).
+    The scales are float32 tensors on a's GPU:
+      per-tensor: scale_a and scale_b each one element;
+      rowwise:    scale_a (M, 1), scale_b (1, N);
+      blockwise:  DeepSeek-V3's: scale_a (M, ceil(K/128)) (one per 1x128 block of a row of a;
+                  torch wants it outer-dim-major, stride (1, M), which is read in place), scale_b
+                  (ceil(K/128), ceil(N/128)) (one per 128x128 block of b): the library reads the
+                  latter transposed, so each call copies it into a row-major tensor first (a
+                  small kernel); scales in other layouts are copied likewise.
+    bias: (N,) of out_dtype, added to every row as torch's is: it is the GEMM's C, read with
+    beta = 1 (no separate epilogue; a copy of the bias into the output's rows comes first).
+    use_fast_accum: accepted and ignored: every float8 kernel promotes its partial sums into
+    f32 registers (the precise path; there are no fast-accumulation kernels yet). out: an (M, N)
+    row-major tensor of out_dtype to write into (its rows may be padded).
+
+    The library runs the column-major D^T = b^T a^T: 'tn', its M torch's N and its N torch's M,
+    the weights as its A (problem_scaled_mm shows the problem, scaling included; GEMMTUNE_RECORD
+    records it). Bad arguments raise ValueError (shapes, layouts, devices) or TypeError (dtypes)
+    naming the argument and what it must be; both are gemmtune.Error too. The library's refusals
+    are gemmtune.Error with its message. With torch >= 2.4 this is torch.ops.gemmtune.scaled_mm
+    under torch.compile (out= takes the eager path)."""
+    if out is None and OPERATORS and isinstance(out_dtype, torch.dtype) and _is_compiling():
+        return torch.ops.gemmtune.scaled_mm(a, b, scale_a, scale_b, out_dtype, bias,
+                                            bool(use_fast_accum))
+    return _scaled_mm(a, b, scale_a, scale_b, out_dtype, bias, use_fast_accum, out)
+
+
+# ---------------------------------------------------------------------------------------------
 # Custom operators (torch >= 2.4: torch.library.custom_op)
 
 
@@ -305,6 +405,22 @@ def _register():
         return grad_x, grad_w, grad_bias
 
     linear_op.register_autograd(linear_backward, setup_context=linear_context)
+
+    @torch.library.custom_op("gemmtune::scaled_mm", mutates_args=())
+    def scaled_mm_op(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor,
+                     scale_b: torch.Tensor, out_dtype: torch.dtype,
+                     bias: Optional[torch.Tensor] = None,
+                     use_fast_accum: bool = False) -> torch.Tensor:
+        return _scaled_mm(a, b, scale_a, scale_b, out_dtype, bias, use_fast_accum, None)
+
+    @scaled_mm_op.register_fake
+    def _(a, b, scale_a, scale_b, out_dtype, bias=None, use_fast_accum=False):
+        torch._check(a.dim() == 2 and b.dim() == 2,
+                     lambda: "gemmtune.scaled_mm takes a 2-D a (M, K) and b (K, N)")
+        torch._check(a.shape[1] == b.shape[0],
+                     lambda: "gemmtune.scaled_mm: a's columns != b's rows")
+        return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype)
+
     return True
 
 

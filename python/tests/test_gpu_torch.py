@@ -118,8 +118,9 @@ def run_or_refused(call, types):
 
 
 MIXED = [(torch.bfloat16, torch.float16), (torch.float16, torch.float32)]
+FLOAT8 = []
 if hasattr(torch, "float8_e4m3fn"):
-    MIXED += [(torch.bfloat16, torch.float8_e4m3fn), (torch.float8_e4m3fn, torch.float8_e5m2)]
+    FLOAT8 = [(torch.bfloat16, torch.float8_e4m3fn), (torch.float8_e4m3fn, torch.float8_e5m2)]
 
 
 @pytest.mark.parametrize("x_dtype,w_dtype", MIXED, ids=str)
@@ -139,6 +140,20 @@ def test_mixed_dtypes_run_right_or_are_refused_by_name(x_dtype, w_dtype):
     if y is not None:
         assert y.dtype == torch.float32
         close(y, F.linear(x.float(), w.float()), torch.bfloat16)
+
+
+@pytest.mark.parametrize("x_dtype,w_dtype", FLOAT8, ids=str)
+def test_float8_without_scales_is_refused_with_the_librarys_message(x_dtype, w_dtype):
+    # Float8 multiplies float8 only, and with scales: gemmtune.scaled_mm's, not linear's.
+    x, w = rand(70, 128, dtype=x_dtype), rand(96, 128, dtype=w_dtype)
+    p = gemmtune.problem_linear(x, w)
+    want = (f"A is {p.types.a} but B is {p.types.b}: float8 multiplies float8"
+            if "bf16" in (p.types.a, p.types.b) else f"{p.dtype} operands take scales")
+    for _ in range(2):
+        with pytest.raises(gemmtune.Error) as e:
+            gemmtune.linear(x, w)
+        assert e.value.code == "invalid_argument"
+        assert str(e.value).startswith(want) and "gemmtune.scaled_mm" in str(e.value)
 
 
 def test_out_dtype_of_uniform_operands():

@@ -76,7 +76,7 @@ def test_every_layout_computes_a_times_b(m, n, k):
 def test_linear_is_tn_with_out_features_as_m():
     # y = x @ w.T, x: 8 tokens x 4096, w: 11008 x 4096 (out x in): llm-shapes.txt's convention.
     plan = plan_matmul("bf16", (8, 4096), (4096, 1), (4096, 11008), (1, 4096))
-    assert tuple(plan.problem) == ("bf16", "tn", 11008, 8, 4096, 4096, 4096, 11008, False)
+    assert tuple(plan.problem) == ("bf16", "tn", 11008, 8, 4096, 4096, 4096, 11008, False, "none")
     assert plan.problem.shape_line() == "11008 8 4096 bf16 tn"
     assert plan.problem._replace(reads_c=True).shape_line() == "11008 8 4096 bf16 tn beta=1"
 
@@ -111,21 +111,31 @@ def test_a_uniform_plan_carries_its_types():
 
 
 def test_the_types_swap_with_the_operands_of_a_row_major_call():
-    # y = x @ w.T with bf16 activations x and e4m3 weights w: row-major, so the GEMM is the
-    # column-major w . x ('tn'), whose A is w: e4m3 * bf16.
-    x_then_w = DataTypes("bf16", "e4m3", "bf16", "bf16")
+    # y = x @ w.T with f16 activations x and f32 weights w: row-major, so the GEMM is the
+    # column-major w . x ('tn'), whose A is w: f32 * f16.
+    x_then_w = DataTypes("f16", "f32", "f16", "f16")
     plan = plan_matmul(x_then_w, (8, 4096), (4096, 1), (4096, 11008), (1, 4096))
     assert plan.swap
-    assert plan.types == DataTypes("e4m3", "bf16", "bf16", "bf16")
-    assert tuple(plan.problem) == ("e4m3*bf16->bf16", "tn", 11008, 8, 4096, 4096, 4096, 11008,
-                                   False)
-    assert plan.problem.shape_line() == "11008 8 4096 e4m3*bf16->bf16 tn"
+    assert plan.types == DataTypes("f32", "f16", "f16", "f16")
+    assert tuple(plan.problem) == ("f32*f16->f16", "tn", 11008, 8, 4096, 4096, 4096, 11008,
+                                   False, "none")
+    assert plan.problem.shape_line() == "11008 8 4096 f32*f16->f16 tn"
     assert plan.problem.types == plan.types
     # Into a column-major out nothing swaps: the GEMM's A is x.
     plan = plan_matmul(x_then_w, (8, 4096), (4096, 1), (4096, 11008), (1, 4096), (1, 8))
     assert not plan.swap
     assert plan.types == x_then_w
-    assert plan.problem.dtype == "bf16*e4m3->bf16" and plan.problem.layout == "tn"
+    assert plan.problem.dtype == "f16*f32->f16" and plan.problem.layout == "tn"
+
+
+def test_shape_line_names_the_scaling_where_there_is_one():
+    # As the library writes it: the scaling right after the layout, before the leading
+    # dimensions and beta.
+    p = Problem("e4m3*e4m3->bf16", "tn", 2112, 64, 7168, 7168, 7168, 2112, False, "block")
+    assert p.shape_line() == "2112 64 7168 e4m3*e4m3->bf16 tn scaling=block"
+    p = p._replace(ldc=2120, reads_c=True, scaling="row")
+    assert p.shape_line() == "2112 64 7168 e4m3*e4m3->bf16 tn scaling=row ldc=2120 beta=1"
+    assert Problem("bf16", "tn", 1, 2, 3, 3, 3, 1).scaling == "none"
 
 
 def test_type_names_are_the_librarys_format_and_read_back():

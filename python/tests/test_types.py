@@ -71,25 +71,26 @@ BF16, F16, F32, E4M3, E5M2 = (4, 16), (2, 16), (2, 32), (10, 8), (12, 8)
 
 def test_operands_of_different_dtypes_make_one_problem_with_the_types_swapped():
     # Row-major x @ w.T is the column-major w . x: A is w, of w's type.
-    p = problem(BF16, E4M3)
-    assert tuple(p) == ("e4m3*bf16->bf16", "tn", 32, 8, 64, 64, 64, 32, False)
-    assert p.types == DataTypes("e4m3", "bf16", "bf16", "bf16")
+    p = problem(F16, BF16)
+    assert tuple(p) == ("bf16*f16->f16", "tn", 32, 8, 64, 64, 64, 32, False, "none")
+    assert p.types == DataTypes("bf16", "f16", "f16", "f16")
     assert problem(E5M2, E4M3).dtype == "e4m3*e5m2->bf16"
     assert problem(F16, F32).dtype == "f32*f16->f16"
 
 
 def test_the_result_dtype_rule():
-    # One dtype: that dtype, float8 too.
-    assert problem(E4M3, E4M3).dtype == "e4m3"
+    # a's (x's) dtype when it is f32, f16 or bf16, whatever b's.
     assert problem(F32, F32).dtype == "f32"
-    # Different dtypes: a's (x's) when it is f32, f16 or bf16, else bf16.
     assert problem(F32, BF16).types.d == "f32"
-    assert problem(F16, E5M2).types.d == "f16"
-    assert problem(E4M3, F16).types.d == "bf16"
+    assert problem(F16, F32).types.d == "f16"
+    assert _api.result_dtype("f16", "e5m2") == "f16"
+    # Float8 is never an output: a float8 a gives bf16, as gemm-tune's --dtype e4m3 means.
+    assert problem(E4M3, E4M3).dtype == "e4m3*e4m3->bf16"
     assert problem(E4M3, E5M2).types.d == "bf16"
     assert _api.result_dtype("e5m2", "e4m3") == "bf16"
+    assert _api.result_dtype("e4m3", "f16") == "bf16"
     # out_dtype says otherwise: by name (any the library knows), or a torch or NumPy dtype.
-    assert problem(BF16, E4M3, out_dtype="f32").dtype == "e4m3*bf16->f32"
+    assert problem(BF16, BF16, out_dtype="f32").dtype == "bf16*bf16->f32"
     assert problem(E4M3, E4M3, out_dtype="float16").dtype == "e4m3*e4m3->f16"
     assert problem(BF16, BF16, out_dtype="bf16").dtype == "bf16"
 
@@ -100,10 +101,10 @@ def test_the_result_dtype_rule():
     class NumpyLikeDtype:
         name = "float16"
 
-    assert problem(BF16, E4M3, out_dtype=TorchLikeDtype()).types.d == "f32"
-    assert problem(BF16, E4M3, out_dtype=NumpyLikeDtype()).types.d == "f16"
+    assert problem(BF16, F16, out_dtype=TorchLikeDtype()).types.d == "f32"
+    assert problem(BF16, F16, out_dtype=NumpyLikeDtype()).types.d == "f16"
     with pytest.raises(gemmtune.Error, match=r"out_dtype is 'f64': unknown data type 'f64'"):
-        problem(BF16, E4M3, out_dtype="f64")
+        problem(BF16, F16, out_dtype="f64")
 
 
 def test_out_decides_the_result_dtype():
@@ -129,14 +130,37 @@ def test_dlpack_float8_codes():
 
 def test_record_writes_per_operand_types(tmp_path):
     path = tmp_path / "shapes.txt"
-    p = problem(BF16, E4M3)
+    p = problem(F16, BF16)
     assert gemmtune.record(p, path)
     assert gemmtune.record(p._replace(reads_c=True), path)
     assert not gemmtune.record(p, path)  # listed already
+    # Float8 with its scaling, as scaled_mm's problems have one.
+    fp8 = problem(E4M3, E5M2)._replace(scaling="row")
+    assert gemmtune.record(fp8, path)
     lines = [line for line in path.read_text().splitlines() if not line.startswith("#")]
     # The library's line is Problem.shape_line's: the same names, in the same format.
-    assert lines == [p.shape_line(), p._replace(reads_c=True).shape_line()]
-    assert lines == ["32 8 64 e4m3*bf16->bf16 tn", "32 8 64 e4m3*bf16->bf16 tn beta=1"]
+    assert lines == [p.shape_line(), p._replace(reads_c=True).shape_line(), fp8.shape_line()]
+    assert lines == ["32 8 64 bf16*f16->f16 tn", "32 8 64 bf16*f16->f16 tn beta=1",
+                     "32 8 64 e5m2*e4m3->bf16 tn scaling=row"]
+
+
+def test_the_library_refuses_float8_without_scales_or_with_bf16(tmp_path):
+    # Float8 multiplies float8 only, and takes scales: record() says what the library says.
+    path = tmp_path / "shapes.txt"
+    with pytest.raises(gemmtune.Error, match=r"^A is e4m3 but B is bf16: float8 multiplies "
+                                             r"float8 \(e4m3 or e5m2 each\)$") as e:
+        gemmtune.record(problem(BF16, E4M3), path)
+    assert e.value.code == "invalid_argument"
+    with pytest.raises(gemmtune.Error, match=r"^e4m3\*e4m3->bf16 operands take scales: a scaling "
+                                             r"of tensor, row or block$"):
+        gemmtune.record(problem(E4M3, E4M3), path)
+    with pytest.raises(gemmtune.Error, match=r"^scaling block is for float8 operands \(e4m3, "
+                                             r"e5m2\), not bf16$"):
+        gemmtune.record(problem(BF16, BF16)._replace(scaling="block"), path)
+    with pytest.raises(gemmtune.Error, match=r"record: unknown scaling 'blocks' \(expected none, "
+                                             r"tensor, row or block\)"):
+        gemmtune.record(problem(E4M3, E4M3)._replace(scaling="blocks"), path)
+    assert not path.exists()
 
 
 def test_record_reports_the_librarys_errors_naming_the_types(tmp_path):
@@ -207,13 +231,36 @@ def test_a_call_passes_its_descriptor_and_makes_one_library_call(monkeypatch):
     assert str(address_value(alpha_p)) == "-0.0"
 
 
-@no_gpu_only
-def test_without_a_gpu_a_mixed_call_raises_the_librarys_no_device_error():
+def test_a_float8_call_with_bf16_is_refused_with_the_librarys_message():
+    # e4m3 weights with bf16 activations are no problem the library takes: it says so before
+    # any GPU is touched (fake addresses are safe here, GPU or not), and the package adds where
+    # float8 operands go.
     x = FakeDLPack((8, 64), code=4, bits=16)
     w = FakeDLPack((32, 64), code=10, bits=8)
     out = FakeDLPack((8, 32), code=4, bits=16)
-    with pytest.raises(gemmtune.Error, match="^no GPU: ") as e:
+    message = (r"^A is e4m3 but B is bf16: float8 multiplies float8 \(e4m3 or e5m2 each\) "
+               r"\(float8 operands go through gemmtune.scaled_mm, with their scales\)$")
+    with pytest.raises(gemmtune.Error, match=message) as e:
         gemmtune.matmul(x, FakeDLPack((64, 32), code=10, bits=8), out=out)
+    assert e.value.code == "invalid_argument"
+    with pytest.raises(gemmtune.Error, match=message) as e:
+        gemmtune.select_linear(x, w)
+    assert e.value.code == "invalid_argument"
+    # Float8 on both sides still needs the scales that only scaled_mm passes.
+    with pytest.raises(gemmtune.Error, match=r"^e4m3\*e4m3->bf16 operands take scales: .*"
+                                             r"gemmtune.scaled_mm") as e:
+        gemmtune.matmul(FakeDLPack((8, 64), code=10, bits=8),
+                        FakeDLPack((64, 32), code=10, bits=8), out=out)
+    assert e.value.code == "invalid_argument"
+
+
+@no_gpu_only
+def test_without_a_gpu_a_mixed_call_raises_the_librarys_no_device_error():
+    x = FakeDLPack((8, 64), code=2, bits=16)  # f16
+    w = FakeDLPack((32, 64), code=2, bits=32)  # f32
+    out = FakeDLPack((8, 32), code=2, bits=16)
+    with pytest.raises(gemmtune.Error, match="^no GPU: ") as e:
+        gemmtune.matmul(x, FakeDLPack((64, 32), code=2, bits=32), out=out)
     assert e.value.code == "no_device"
     with pytest.raises(gemmtune.Error, match="^no GPU: ") as e:
         gemmtune.select_linear(x, w)
