@@ -115,7 +115,17 @@ def torch_scaled_mm(a, b, sa, sb, **kw):
 def test_matches_torch_scaled_mm(M, N, K, scaling):
     a, b, sa, sb = operands(M, N, K, scaling)
     want = torch_scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16)
-    close(gemmtune.scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16), want, torch.bfloat16)
+    ours = gemmtune.scaled_mm(a, b, sa, sb, out_dtype=torch.bfloat16)
+    # Where torch itself is off the dequantized product (on the H100, torch 2.11: blockwise with
+    # M = 300 tokens, whose outer-dim-major scale_a stride is no multiple of 4), ours is checked
+    # against the product alone, and the skip says by how much torch is off.
+    ref = dequantized_product(a, b, sa, sb)
+    torch_error = ((want.float() - ref).abs().max() / ref.abs().max().clamp_min(1e-6)).item()
+    if torch_error >= TOLERANCE[torch.bfloat16]:
+        close(ours, ref, torch.bfloat16)
+        pytest.skip(f"torch._scaled_mm is off the dequantized product here (relative error "
+                    f"{torch_error:.2e}); ours matches the product")
+    close(ours, want, torch.bfloat16)
     bias = torch.randn(N, device="cuda").to(torch.bfloat16)
     want = torch_scaled_mm(a, b, sa, sb, bias=bias, out_dtype=torch.bfloat16)
     close(gemmtune.scaled_mm(a, b, sa, sb, bias=bias), want, torch.bfloat16)
