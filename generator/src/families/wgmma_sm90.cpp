@@ -644,6 +644,15 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     if (p.n <= 64 && p.scaling != Scaling::block) {
       c.swap = 1, c.bn = round_up(p.n, 8), c.wg = 1, c.epilogue = 0, c.stages = 8;
       c.bm = 64;
+    } else if (p.n <= 128 && tiles_of(p, 128, 128) < arch.sms &&
+               6 * tiles_of(p, 128, 128) >= arch.sms) {
+      // Few tiles of at most 128 tokens, whose pairs fill a third of the SMs: all the tokens a
+      // tile, a cluster of two splitting each tile's k-blocks, eight stages, register stores (the
+      // tuned winners of the suite's narrow block-scaled rows; fewer tiles split K six ways
+      // through the workspace instead, docs/notebook/issue-33.md, runs 241 and 242).
+      c.bn = round_up(p.n, 64), c.wg = c.bn / 64, c.stages = 8, c.cluster = 11, c.epilogue = 0;
+      c.cluster_k = 2;
+      return repaired(with_fitting_stages(c, arch), p, arch);
     } else if (tiles_of(p, 128, 128) < arch.sms) {
       c.bn = 64, c.wg = 1;
     } else if (p.scaling != Scaling::block && tiles_of(p, 192, 128) >= arch.sms) {
