@@ -123,34 +123,29 @@ int64_t blocks_of(int64_t extent) {
   return (extent + kScaleBlock - 1) / kScaleBlock;
 }
 
-}  // namespace
-
-ScaleShape scale_shape_a(const Problem& p) {
-  switch (p.scaling) {
+// An operand's scales: one, one per its `rows` (row), or per 128 K values of `block_rows` (block).
+ScaleShape scale_shape(Scaling scaling, int64_t rows, int64_t block_rows, int64_t k) {
+  switch (scaling) {
     case Scaling::none:
       return {};
     case Scaling::tensor:
       return {1, 1};
     case Scaling::row:
-      return {p.m, 1};
+      return {rows, 1};
     case Scaling::block:
-      return {blocks_of(p.m), blocks_of(p.k)};
+      return {block_rows, blocks_of(k)};
   }
   return {};
 }
 
+}  // namespace
+
+ScaleShape scale_shape_a(const Problem& p) {
+  return scale_shape(p.scaling, p.m, blocks_of(p.m), p.k);  // 128 x 128 blocks of op(A)
+}
+
 ScaleShape scale_shape_b(const Problem& p) {
-  switch (p.scaling) {
-    case Scaling::none:
-      return {};
-    case Scaling::tensor:
-      return {1, 1};
-    case Scaling::row:
-      return {p.n, 1};
-    case Scaling::block:
-      return {p.n, blocks_of(p.k)};
-  }
-  return {};
+  return scale_shape(p.scaling, p.n, p.n, p.k);  // 1 x 128 of each column of op(B)
 }
 
 std::string DataTypes::name() const {
