@@ -93,7 +93,7 @@ struct GemmtuneWgmmaDefault {
   static constexpr int SCHEDULE = 0, SPLITS = 1, CLUSTER_K = 1, OCCUPANCY = 1, KSUB = 1;
   static constexpr bool PINGPONG = false, A_T = false, B_T = false;
   static constexpr int A_TYPE = 2, B_TYPE = 2, DTYPE = 2, SCALING = 0, PROMOTE = 0;
-  static constexpr bool READS_C = true;
+  static constexpr bool READS_C = true, OVERLAP = false;
 };
 extern "C" __global__ void __launch_bounds__(
     gemmtune::wgmma_sm90::Kernel<GemmtuneWgmmaDefault>::THREADS,

@@ -3,7 +3,8 @@
 // orders of magnitude: on shapes that are no multiple of any tile (K and M not multiples of 128,
 // so a partial last scale block), K = 1, leading dimensions TMA cannot read in place, both beta
 // paths, for each schedule (data-parallel, split-K, stream-K, ping-pong, clusters that multicast
-// or split K, the swapped decode orientation) and promotion interval. A kernel given scales
+// or split K, the swapped decode orientation) and promotion interval, with one partial sum or two
+// taking turns (odd and even counts of k-blocks a tile or part). A kernel given scales
 // laid out one block (or one row) off is caught by the verifier. And the defaults' speed on the
 // fp8 suite's shapes, printed for the record (the bench compares with cuBLASLt).
 #include <algorithm>
@@ -21,6 +22,7 @@ struct Point {
   const char* what;
   int64_t bm, bn, stages, wg, cluster, epilogue;
   int64_t swap = 0, schedule = 0, splits = 1, pingpong = 0, cluster_k = 1, promote = 1;
+  int64_t overlap = 0;
 };
 
 // Problem m is on wgmma's N (BM = kernel columns) unless swapped.
@@ -37,6 +39,10 @@ const Point kPoints[] = {
     {"swapped (decode): wgmma N 16", 128, 16, 8, 2, 11, 0, 1},
     {"promotion every 2 k-blocks", 128, 128, 5, 2, 11, 0, 0, 0, 1, 0, 1, 2},
     {"promotion every 4 k-blocks, split-K in 2", 128, 128, 5, 2, 11, 0, 0, 1, 2, 0, 1, 4},
+    {"two partial sums, TMA stores", 128, 128, 5, 2, 12, 1, 0, 0, 1, 0, 1, 1, 1},
+    {"two partial sums, split-K in 3", 128, 128, 4, 2, 11, 0, 0, 1, 3, 0, 1, 1, 1},
+    {"two partial sums, stream-K", 128, 128, 4, 2, 11, 1, 0, 2, 1, 0, 1, 1, 1},
+    {"two partial sums, a cluster splits K", 128, 64, 6, 1, 11, 0, 0, 0, 1, 0, 2, 1, 1},
 };
 
 // Block scales need problem n on the kernel rows and promotion every k-block.
@@ -67,7 +73,8 @@ KernelConfig config_of(const Point& pt, const Problem& p) {
                        {"OCCUPANCY", 1},
                        {"KSUB", 1},
                        {"READS_C", 1},
-                       {"PROMOTE", pt.promote}}};
+                       {"PROMOTE", pt.promote},
+                       {"OVERLAP", pt.overlap}}};
 }
 
 Problem fp8_problem(DataTypes types, Scaling scaling, int64_t m, int64_t n, int64_t k,

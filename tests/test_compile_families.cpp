@@ -166,7 +166,7 @@ Problem fp8_problem(int64_t m, int64_t n, int64_t k, Scaling scaling) {
 }
 
 // The float8 defaults of every scaling mode compile without spills: large, token-narrow and
-// decode shapes, mixed e4m3 x e5m2, and the widest tiles the promotion leaves room for (wgmma N
+// decode shapes, mixed e4m3 x e5m2, and the widest tiles one partial sum leaves room for (wgmma N
 // 192: 96 accumulators and 96 partial sums a thread), with block scales too.
 TEST_F(CompileFamilies, WgmmaFloat8CompilesWithoutSpills) {
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
@@ -183,16 +183,45 @@ TEST_F(CompileFamilies, WgmmaFloat8CompilesWithoutSpills) {
   KernelConfig widest = family.default_config(wide, arch);
   widest.params["BM"] = 192;
   widest.params["PROMOTE"] = 2;
+  widest.params["OVERLAP"] = 0;
   configs.push_back(widest);
   // Block scales over tiles that span two 128-blocks of A's scales (wgmma N 192 and 160).
   for (const int64_t bm : {192, 160}) {
     const Problem block = fp8_problem(7168, 4096, 16384, Scaling::block);
     KernelConfig c = family.default_config(block, arch);
     c.params["BM"] = bm;
+    c.params["OVERLAP"] = 0;  // one partial sum: two do not fit beside 80 or 96 accumulators
     c.params["EPILOGUE"] = bm % 64 == 0 ? c.at("EPILOGUE") : 0;
     configs.push_back(c);
   }
   expect_compile_without_spills(family, configs, arch);
+}
+
+// Two partial sums taking turns (OVERLAP) fit beside the accumulators of 128x128 tiles in every
+// mode, and of 64-token tiles with one consumer warpgroup, without spills; and ptxas keeps the
+// wgmma asynchronous (it serializes them, with a warning, where it cannot tell which registers a
+// wgmma in flight still writes).
+TEST_F(CompileFamilies, WgmmaFloat8OverlapKeepsWgmmaAsynchronous) {
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  const Family& family = find_family("wgmma_sm90");
+  const Compiler compiler(false);
+  std::vector<std::pair<Problem, KernelConfig>> cases;
+  for (Scaling scaling : {Scaling::tensor, Scaling::row, Scaling::block}) {
+    const Problem p = fp8_problem(7168, 4096, 16384, scaling);
+    KernelConfig c = family.default_config(p, arch);
+    c.params["BM"] = 128, c.params["BN"] = 128, c.params["WG"] = 2, c.params["PROMOTE"] = 1;
+    c.params["OVERLAP"] = 1;
+    cases.emplace_back(p, c);
+  }
+  const Problem narrow = fp8_problem(7168, 64, 16384, Scaling::block);
+  cases.emplace_back(narrow, family.default_config(narrow, arch));
+  cases.back().second.params["OVERLAP"] = 1;
+  for (const auto& [p, c] : cases) {
+    EXPECT_EQ(family.broken_rules(c, p, arch), std::vector<std::string>{}) << family.kernel_name(c);
+    const CompiledKernel k = compiler.compile(emit_source(family, c, arch), arch);
+    EXPECT_EQ(k.report.spills(), 0) << k.name << " (" << k.report.registers << " registers)";
+    EXPECT_EQ(k.log.find("serialized"), std::string::npos) << k.name << ":\n" << k.log;
+  }
 }
 
 // A problem that does not read C compiles without the code that reads it (READS_C = 0): for both

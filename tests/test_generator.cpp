@@ -204,8 +204,8 @@ TEST(SearchSpace, AStructureLeavesOutTheRefinements) {
   std::set<std::string> refinements;
   for (const auto& param : f.space_summary(p, arch).params)
     if (param.refinement) refinements.insert(param.name);
-  EXPECT_EQ(refinements,
-            (std::set<std::string>{"STAGES", "CLUSTER", "GROUP", "EPILOGUE", "KSUB", "PROMOTE"}));
+  EXPECT_EQ(refinements, (std::set<std::string>{"STAGES", "CLUSTER", "GROUP", "EPILOGUE", "KSUB",
+                                                "PROMOTE", "OVERLAP"}));
   const KernelConfig c = f.default_config(p, arch);
   KernelConfig refined = c, other = c;
   refined.params["STAGES"] = c.at("STAGES") + 1;

@@ -5,6 +5,8 @@
 // are done, before the epilogue (or the partial sums of split-K and clusters, which add linearly).
 // Scales are read from global memory (GemmCore::scale_a/b, in gemmtune::scale_shape_a/b's
 // layouts), a k-block's before its stage is waited for, so that the loads overlap the wgmma.
+// With OVERLAP (PROMOTE 1), two partial sums take turns: k-block kb's wgmma run while kb - 1's
+// partial sum is promoted, so that the tensor cores do not wait for the adds.
 #pragma once
 #include "ptx/mbarrier.cuh"
 #include "wgmma_sm90/mainloop.cuh"
@@ -16,6 +18,7 @@ template <class Cfg>
 struct Promotion : Traits<Cfg> {
   using T = Traits<Cfg>;
   using T::MW;
+  using T::OVERLAP;
   using T::PROMOTE;
   using T::SCALING;
   using T::STAGES;
@@ -143,7 +146,7 @@ struct Promotion : Traits<Cfg> {
     }
   }
 
-  // ---- the loop -----------------------------------------------------------------------------
+  // ---- the loops ----------------------------------------------------------------------------
 
   // The tile's k-blocks ks, as Mainloop::consume, each stage into `part`; every PROMOTE k-blocks
   // (and at the last) the groups drain and `part` is added into acc. Returns the stage still to
@@ -151,6 +154,7 @@ struct Promotion : Traits<Cfg> {
   GEMMTUNE_DEVICE_INLINE static int consume(const WgmmaArgs& args, const Smem& s, Tile t, KRange ks,
                                             int consumer, Ring<STAGES>& ring,
                                             float (&acc)[MW][TN / 2]) {
+    if constexpr (OVERLAP) return consume_overlapped(args, s, t, ks, consumer, ring, acc);
     float part[MW][TN / 2];
     Mainloop::zero(acc);
     int previous = -1;
@@ -181,6 +185,61 @@ struct Promotion : Traits<Cfg> {
     }
     if constexpr (SCALING == TENSOR || SCALING == ROW) apply_output_scales(args, t, consumer, acc);
     return previous;
+  }
+
+  // Without overlap both consumers of a tile promote at once, once their wgmma have drained: the
+  // tensor cores wait through the adds, about a quarter of a k-block's wgmma time. Here k-block
+  // kb's wgmma go into one partial sum (`into`) while kb - 1's (`from`, complete) is promoted.
+  // Each step drains its own wgmma before the next: ptxas serializes every wgmma of a loop that
+  // reads accumulators while a wgmma is in flight across its back edge.
+  struct ScaleQueue {
+    BlockScales older, newer;  // kb - 1's, kb's
+  };
+  GEMMTUNE_DEVICE_INLINE static void overlapped_step(const WgmmaArgs& args, const Smem& s, Tile t,
+                                                     int kb, KRange ks, int consumer,
+                                                     Ring<STAGES>& ring, ScaleQueue& q,
+                                                     float (&acc)[MW][TN / 2],
+                                                     float (&into)[MW][TN / 2],
+                                                     float (&from)[MW][TN / 2]) {
+    // ptxas places the adds among the wgmma of the step: scales loaded two k-blocks ahead are
+    // there by then (one ahead made the wgmma wait for them).
+    BlockScales ahead{};
+    if constexpr (SCALING == BLOCK)
+      ahead = block_scales(args, t, consumer, min(kb + 1, ks.end - 1));
+    ptx::mbarrier_wait(&s.full[ring.stage], ring.phase);
+    __syncwarp();
+    Mainloop::issue(s, ring.stage, consumer, true, into);
+    if (kb != ks.begin) promote(acc, from, q.older);
+    Mainloop::template drain<0>(into);
+    Mainloop::release(s, ring.stage);
+    q.older = q.newer;
+    q.newer = ahead;
+    ring.advance();
+  }
+
+  // The loop with OVERLAP: k-blocks in pairs, so that each partial sum keeps its registers, the
+  // odd one out first, so that the last k-block is always `odd`'s. (ptxas serialized the wgmma of
+  // a loop whose pair's second step was conditional.)
+  GEMMTUNE_DEVICE_INLINE static int consume_overlapped(const WgmmaArgs& args, const Smem& s, Tile t,
+                                                       KRange ks, int consumer, Ring<STAGES>& ring,
+                                                       float (&acc)[MW][TN / 2]) {
+    float even[MW][TN / 2], odd[MW][TN / 2];
+    Mainloop::zero(acc);
+    ScaleQueue q{};
+    if constexpr (SCALING == BLOCK)
+      if (ks.begin < ks.end) q.newer = block_scales(args, t, consumer, ks.begin);
+    int kb = ks.begin;
+    if ((ks.end - ks.begin) % 2 == 1) {
+      overlapped_step(args, s, t, kb, ks, consumer, ring, q, acc, odd, even);
+      ++kb;
+    }
+    for (; kb < ks.end; kb += 2) {
+      overlapped_step(args, s, t, kb, ks, consumer, ring, q, acc, even, odd);
+      overlapped_step(args, s, t, kb + 1, ks, consumer, ring, q, acc, odd, even);
+    }
+    if (ks.begin < ks.end) promote(acc, odd, q.older);  // the last k-block's partial sum
+    if constexpr (SCALING == TENSOR || SCALING == ROW) apply_output_scales(args, t, consumer, acc);
+    return -1;
   }
 };
 

@@ -133,6 +133,7 @@ struct Traits {
   static constexpr int Q_TYPE = SWAP ? Cfg::B_TYPE : Cfg::A_TYPE;
   static constexpr int SCALING = Cfg::SCALING;
   static constexpr int PROMOTE = Cfg::PROMOTE;
+  static constexpr bool OVERLAP = Cfg::OVERLAP;
   using Mma = typename Select<FP8, ptx::WgmmaFp8<TN, P_TYPE, Q_TYPE>,
                               ptx::Wgmma<TN, P_KMAJOR ? 0 : 1, Q_KMAJOR ? 0 : 1, Cfg::DTYPE>>::type;
 
@@ -164,6 +165,7 @@ struct Traits {
   static_assert(!FP8 || (P_KMAJOR && Q_KMAJOR && KSUB == 1 && WS && PROMOTE >= 1),
                 "float8: both operands K-major, a 128-K stage, warp-specialized, promoted");
   static_assert(FP8 || (SCALING == 0 && PROMOTE == 0), "only float8 operands are scaled");
+  static_assert(!OVERLAP || (FP8 && PROMOTE == 1), "two partial sums take turns every k-block");
 
   // CLUSTER_K: the owners other than CTA `kpart`. Each tells it, round after round, that it has
   // read what this CTA pushed (its `added` barrier counts them); the lone owner of wgmma N 8

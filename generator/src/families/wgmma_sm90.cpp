@@ -23,7 +23,7 @@ struct WgmmaParams {
   int64_t wg = 1, ws = 1, pingpong = 0, occupancy = 1;
   int64_t schedule = schedule::DATA_PARALLEL, splits = 1, cluster_k = 1;
   int64_t stages = 4, cluster = 11, raster = 0, group = 8, epilogue = 0, ksub = 1, reads_c = 0;
-  int64_t promote = 0;
+  int64_t promote = 0, overlap = 0;
 
   using P = WgmmaParams;
   static constexpr std::array fields = {
@@ -46,6 +46,8 @@ struct WgmmaParams {
       ParamField<P>{"READS_C", &P::reads_c, false, true},    // the code that applies beta != 0
       // float8: k-blocks summed before promotion (0: f16, bf16)
       ParamField<P>{"PROMOTE", &P::promote, true, false, true},
+      // float8: two partial sums take turns, one promoted while the other's wgmma run
+      ParamField<P>{"OVERLAP", &P::overlap, true, true, true},
   };
 };
 using P = WgmmaParams;
@@ -279,22 +281,24 @@ std::vector<Rule<P>> rules() {
        [](const Config& c, const Problem&, const ArchInfo&) {
          return tile_cols(c) % 8 == 0 && tile_cols(c) >= 8 && tile_cols(c) <= 256;
        }},
-      // Float8 keeps a partial sum beside each accumulator (promotion.cuh): 192 registers of
-      // both leave the consumer's 240 enough for the rest.
+      // Float8 keeps one partial sum beside each accumulator, or two with OVERLAP
+      // (promotion.cuh): 192 registers of them leave the consumer's 240 enough for the rest.
       {"accumulators_fit",
        "f32 accumulators per consumer thread: 128 at most (96 with 3 warpgroups); float8, with "
-       "its partial sums, 96 (48)",
-       kRows,
+       "its one or two partial sums, 192 of all (96)",
+       kRows + Members{&P::overlap},
        [](const Config& c, const Problem&, const ArchInfo&) {
-         if (is_fp8(c)) return accumulators(c) <= (c.wg == 3 ? 48 : 96);
+         if (is_fp8(c)) return accumulators(c) * (c.overlap ? 3 : 2) <= (c.wg == 3 ? 96 : 192);
          return accumulators(c) <= (c.wg == 3 ? 96 : 128);
        }},
       {"fp8_k_major_streamed",
-       "float8: the persistent schedule, one 128-K block a stage, promoted every 1 to 4 k-blocks",
-       {&P::ws, &P::ksub, &P::promote},
+       "float8: the persistent schedule, one 128-K block a stage, promoted every 1 to 4 k-blocks "
+       "(every one where two partial sums take turns)",
+       {&P::ws, &P::ksub, &P::promote, &P::overlap},
        [](const Config& c, const Problem&, const ArchInfo&) {
-         if (!is_fp8(c)) return c.promote == 0;
-         return c.ws == 1 && c.ksub == 1 && c.promote >= 1 && c.promote <= 4;
+         if (!is_fp8(c)) return c.promote == 0 && c.overlap == 0;
+         return c.ws == 1 && c.ksub == 1 && c.promote >= 1 && c.promote <= 4 &&
+                (c.overlap == 0 || c.promote == 1);
        }},
       {"block_scales_per_tile",
        "block scales: problem n on the 64-row blocks, a tile's m within one or two 128-blocks "
@@ -564,6 +568,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     // alone (docs/PERF.md, 'The code that reads C costs beta = 0 kernels 1-2%').
     s.set(&P::reads_c, {p.reads_c ? 1 : 0});
     s.set(&P::promote, {0});
+    s.set(&P::overlap, {0});
     if (element_bytes(p.types.a) == 1) narrow_to_fp8(s, p);
     s.rules = rules();
     return s;
@@ -577,6 +582,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     if (p.scaling == Scaling::block) s.set(&P::swap, {0});
     s.set(&P::promote,
           p.scaling == Scaling::block ? std::vector<int64_t>{1} : std::vector<int64_t>{1, 2, 4});
+    s.set(&P::overlap, {1, 0});
   }
 
   // A configuration per shape class, from the winners of gemm-tune on the H100: decode and other
@@ -634,7 +640,8 @@ class WgmmaSm90Family final : public FamilyOf<P> {
   // tensor and row scales, which need no 128-aligned column blocks, 192 of m four stages deep
   // without a cluster (the tuned winner of every large tensor and row problem of the fp8 suite,
   // docs/PERF.md, 'Float8: where it stands'); 64-token tiles where 128 would leave SMs idle; the
-  // skinny side on wgmma's N for decode.
+  // skinny side on wgmma's N for decode; two partial sums taking turns where the tiles are few or
+  // narrow.
   Config fp8_default(const Problem& p, const ArchInfo& arch) const {
     Config c = Config::of(p);
     c.bm = 128, c.bn = 128, c.swap = 0, c.stages = 5, c.wg = 2, c.ws = 1, c.cluster = 12;
@@ -652,7 +659,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
       // through the workspace instead, docs/notebook/issue-33.md, runs 241 and 242).
       c.bn = round_up(p.n, 64), c.wg = c.bn / 64, c.stages = 8, c.cluster = 11, c.epilogue = 0;
       c.cluster_k = 2;
-      return repaired(with_fitting_stages(c, arch), p, arch);
+      return with_overlap(repaired(with_fitting_stages(c, arch), p, arch));
     } else if (tiles_of(p, 128, 128) < arch.sms) {
       c.bn = 64, c.wg = 1;
     } else if (p.scaling != Scaling::block && tiles_of(p, 192, 128) >= arch.sms) {
@@ -661,7 +668,16 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     c = with_paying_cluster(c, p, arch);
     if (tiles_of(p, c.bm, c.bn) <= arch.sms) c.epilogue = c.swap ? 0 : c.epilogue;
     c = with_schedule(c, p, arch);
-    return repaired(with_fitting_stages(c, arch), p, arch);
+    c = repaired(with_fitting_stages(c, arch), p, arch);
+    return p.n <= 128 || tiles_of(p, 128, 128) < arch.sms ? with_overlap(c) : c;
+  }
+
+  // Two partial sums taking turns wherever their registers fit (promotion.cuh): 2-15% faster on
+  // the fp8 suite's narrow and token-few rows, but 1-5% slower on three of its six large ones,
+  // whose 128x128 tiles multicast in pairs (docs/PERF.md, 'Float8: where it stands').
+  static Config with_overlap(Config c) {
+    c.overlap = c.promote == 1 && accumulators(c) * 3 <= (c.wg == 3 ? 96 : 192) ? 1 : 0;
+    return c;
   }
 
   std::string name_of(const Config& c) const override {
@@ -676,7 +692,9 @@ class WgmmaSm90Family final : public FamilyOf<P> {
         c.group == 8 ? "" : fmt::format("_g{}", c.group), c.swap ? "_swap" : "", sched,
         c.epilogue ? "_tmastore" : "", c.occupancy > 1 ? fmt::format("_o{}", c.occupancy) : "",
         c.reads_c ? "_readsc" : "",
-        c.promote ? fmt::format("_{}_p{}", to_string(c.scaling), c.promote) : "");
+        c.promote
+            ? fmt::format("_{}_p{}{}", to_string(c.scaling), c.promote, c.overlap ? "_overlap" : "")
+            : "");
   }
 
   UnitSource unit_of(const Config& c, const ArchInfo& arch) const override {
