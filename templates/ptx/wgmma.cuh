@@ -24,6 +24,13 @@ GEMMTUNE_DEVICE_INLINE u64 smem_descriptor(u32 smem_addr, u32 leading_bytes, u32
          u64((stride_bytes & 0x3FFFF) >> 4) << 32 | u64(1) << 62;
 }
 
+// A descriptor of the same tile `bytes` further on (a multiple of 16): the start address is the
+// low 14 bits in 16-byte units, and shared memory ends below 256 KB, so the offset adds to it
+// without a carry into the other fields.
+GEMMTUNE_DEVICE_INLINE u64 descriptor_plus(u64 desc, u32 bytes) {
+  return (desc & 0xFFFFFFFF00000000ull) | u32(u32(desc) + (bytes >> 4));
+}
+
 // D(64 x N, f32) += A(64 x 16) * B(16 x N). TRANS_A/TRANS_B: 0 = K-major, 1 = MN-major in shared
 // memory. DTYPE: 1 = f16, 2 = bf16. scale_d = 0 overwrites D instead of accumulating.
 template <int N, int TRANS_A, int TRANS_B, int DTYPE>

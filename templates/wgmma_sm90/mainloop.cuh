@@ -110,17 +110,27 @@ struct Mainloop : Traits<Cfg> {
 
   // Descriptors of slice kk (MMA_K values of K), in sub-block kk / SLICES: K-major slices are 32
   // bytes apart inside a 128-byte row; MN-major slices are 16 rows (2 KB) apart, and 64-row
-  // chunks 8 KB apart.
+  // chunks 8 KB apart. Each is the ring's first descriptor plus an offset: made whole for every
+  // wgmma, they cost ~90 instructions a k-block per warp, more than the adds of float8's
+  // promotion (docs/PERF.md, 'wgmma descriptors are offsets from one').
+  template <bool KMAJOR>
+  GEMMTUNE_DEVICE_INLINE static u64 first_descriptor(const unsigned char* ring) {
+    return KMAJOR ? ptx::smem_descriptor(ptx::smem_u32(ring), 16, 1024)
+                  : ptx::smem_descriptor(ptx::smem_u32(ring), 8192, 1024);
+  }
+  template <bool KMAJOR>
+  GEMMTUNE_DEVICE_INLINE static constexpr u32 slice_bytes(int kk) {
+    return (kk % SLICES) * (KMAJOR ? 32 : 2048);
+  }
   GEMMTUNE_DEVICE_INLINE static u64 p_descriptor(const Smem& s, int stage, int block, int kk) {
-    const u32 base =
-        ptx::smem_u32(s.p + stage * P_BYTES + (kk / SLICES) * P_SUB_BYTES + block * 8192);
-    return P_KMAJOR ? ptx::smem_descriptor(base + (kk % SLICES) * 32, 16, 1024)
-                    : ptx::smem_descriptor(base + (kk % SLICES) * 2048, 8192, 1024);
+    return ptx::descriptor_plus(
+        first_descriptor<P_KMAJOR>(s.p),
+        stage * P_BYTES + (kk / SLICES) * P_SUB_BYTES + block * 8192 + slice_bytes<P_KMAJOR>(kk));
   }
   GEMMTUNE_DEVICE_INLINE static u64 q_descriptor(const Smem& s, int stage, int kk) {
-    const u32 base = ptx::smem_u32(s.q + stage * Q_BYTES + (kk / SLICES) * Q_SUB_BYTES);
-    return Q_KMAJOR ? ptx::smem_descriptor(base + (kk % SLICES) * 32, 16, 1024)
-                    : ptx::smem_descriptor(base + (kk % SLICES) * 2048, 8192, 1024);
+    return ptx::descriptor_plus(
+        first_descriptor<Q_KMAJOR>(s.q),
+        stage * Q_BYTES + (kk / SLICES) * Q_SUB_BYTES + slice_bytes<Q_KMAJOR>(kk));
   }
 
   // Issues one stage: BK/MMA_K wgmma per 64-row block of this warpgroup, as one commit group.
