@@ -640,8 +640,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
   // tensor and row scales, which need no 128-aligned column blocks, 192 of m four stages deep
   // without a cluster (the tuned winner of every large tensor and row problem of the fp8 suite,
   // docs/PERF.md, 'Float8: where it stands'); 64-token tiles where 128 would leave SMs idle; the
-  // skinny side on wgmma's N for decode; two partial sums taking turns where the tiles are few or
-  // narrow.
+  // skinny side on wgmma's N for decode; two partial sums taking turns where they fit.
   Config fp8_default(const Problem& p, const ArchInfo& arch) const {
     Config c = Config::of(p);
     c.bm = 128, c.bn = 128, c.swap = 0, c.stages = 5, c.wg = 2, c.ws = 1, c.cluster = 12;
@@ -668,13 +667,12 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     c = with_paying_cluster(c, p, arch);
     if (tiles_of(p, c.bm, c.bn) <= arch.sms) c.epilogue = c.swap ? 0 : c.epilogue;
     c = with_schedule(c, p, arch);
-    c = repaired(with_fitting_stages(c, arch), p, arch);
-    return p.n <= 128 || tiles_of(p, 128, 128) < arch.sms ? with_overlap(c) : c;
+    return with_overlap(repaired(with_fitting_stages(c, arch), p, arch));
   }
 
   // Two partial sums taking turns wherever their registers fit (promotion.cuh): 2-15% faster on
-  // the fp8 suite's narrow and token-few rows, but 1-5% slower on three of its six large ones,
-  // whose 128x128 tiles multicast in pairs (docs/PERF.md, 'Float8: where it stands').
+  // the fp8 suite's narrow rows, 0-6% on its large block-scaled ones (docs/PERF.md, 'Float8:
+  // where it stands').
   static Config with_overlap(Config c) {
     c.overlap = c.promote == 1 && accumulators(c) * 3 <= (c.wg == 3 ? 96 : 192) ? 1 : 0;
     return c;
