@@ -110,32 +110,30 @@ struct Mainloop : Traits<Cfg> {
 
   // Descriptors of slice kk (MMA_K values of K), in sub-block kk / SLICES: K-major slices are 32
   // bytes apart inside a 128-byte row; MN-major slices are 16 rows (2 KB) apart, and 64-row
-  // chunks 8 KB apart. Each is the ring's first descriptor plus an offset: made whole for every
-  // wgmma, they cost ~90 instructions a k-block per warp, more than the adds of float8's
-  // promotion (docs/PERF.md, 'wgmma descriptors are offsets from one').
+  // chunks 8 KB apart. Each is an offset from a consumer's first descriptors, worked out once
+  // per tile: made whole for every wgmma, they cost ~90 instructions a k-block per warp, more
+  // than the adds of float8's promotion (docs/PERF.md, 'wgmma descriptors are offsets from one').
+  struct Descriptors {
+    u64 p, q;  // stage 0, slice 0: of P the consumer's first 64-row block
+  };
   template <bool KMAJOR>
   GEMMTUNE_DEVICE_INLINE static u64 first_descriptor(const unsigned char* ring) {
     return KMAJOR ? ptx::smem_descriptor(ptx::smem_u32(ring), 16, 1024)
                   : ptx::smem_descriptor(ptx::smem_u32(ring), 8192, 1024);
   }
+  GEMMTUNE_DEVICE_INLINE static Descriptors descriptors(const Smem& s, int consumer) {
+    return {
+        ptx::descriptor_plus(first_descriptor<P_KMAJOR>(s.p), Tiles::rows_of(consumer) * MW * 8192),
+        first_descriptor<Q_KMAJOR>(s.q)};
+  }
   template <bool KMAJOR>
   GEMMTUNE_DEVICE_INLINE static constexpr u32 slice_bytes(int kk) {
     return (kk % SLICES) * (KMAJOR ? 32 : 2048);
   }
-  GEMMTUNE_DEVICE_INLINE static u64 p_descriptor(const Smem& s, int stage, int block, int kk) {
-    return ptx::descriptor_plus(
-        first_descriptor<P_KMAJOR>(s.p),
-        stage * P_BYTES + (kk / SLICES) * P_SUB_BYTES + block * 8192 + slice_bytes<P_KMAJOR>(kk));
-  }
-  GEMMTUNE_DEVICE_INLINE static u64 q_descriptor(const Smem& s, int stage, int kk) {
-    return ptx::descriptor_plus(
-        first_descriptor<Q_KMAJOR>(s.q),
-        stage * Q_BYTES + (kk / SLICES) * Q_SUB_BYTES + slice_bytes<Q_KMAJOR>(kk));
-  }
 
   // Issues one stage: BK/MMA_K wgmma per 64-row block of this warpgroup, as one commit group.
   // first: the tile's first stage (its first wgmma overwrites the accumulators).
-  GEMMTUNE_DEVICE_INLINE static void issue(const Smem& s, int stage, int consumer, bool first,
+  GEMMTUNE_DEVICE_INLINE static void issue(const Descriptors& d, int stage, bool first,
                                            float (&acc)[MW][TN / 2]) {
 #pragma unroll
     for (int mb = 0; mb < MW; ++mb) fence_registers(acc[mb]);
@@ -144,8 +142,12 @@ struct Mainloop : Traits<Cfg> {
     for (int kk = 0; kk < KSUB * SLICES; ++kk)
 #pragma unroll
       for (int mb = 0; mb < MW; ++mb)
-        Mma::mma(acc[mb], p_descriptor(s, stage, Tiles::rows_of(consumer) * MW + mb, kk),
-                 q_descriptor(s, stage, kk), (first && kk == 0) ? 0 : 1);
+        Mma::mma(acc[mb],
+                 ptx::descriptor_plus(d.p, stage * P_BYTES + (kk / SLICES) * P_SUB_BYTES +
+                                               mb * 8192 + slice_bytes<P_KMAJOR>(kk)),
+                 ptx::descriptor_plus(d.q, stage * Q_BYTES + (kk / SLICES) * Q_SUB_BYTES +
+                                               slice_bytes<Q_KMAJOR>(kk)),
+                 (first && kk == 0) ? 0 : 1);
     ptx::wgmma_commit();
 #pragma unroll
     for (int mb = 0; mb < MW; ++mb) fence_registers(acc[mb]);
@@ -174,10 +176,11 @@ struct Mainloop : Traits<Cfg> {
                                             int consumer, Ring<STAGES>& ring,
                                             float (&acc)[MW][TN / 2]) {
     int previous = -1;
+    const Descriptors d = descriptors(s, consumer);
     for (int kb = ks.begin; kb < ks.end; ++kb) {
       ptx::mbarrier_wait(&s.full[ring.stage], ring.phase);
       __syncwarp();
-      issue(s, ring.stage, consumer, kb == ks.begin, acc);
+      issue(d, ring.stage, kb == ks.begin, acc);
       drain<1>(acc);
       if (previous >= 0) release(s, previous);
       previous = ring.stage;

@@ -41,11 +41,12 @@ struct Multistage : Traits<Cfg> {
     const int consumer = threadIdx.x / 128;
     if (Epilogue::loads_c_by_threads(args)) RegisterStore::prefetch_c_lines(args, t, consumer);
     float acc[MW][TN / 2];
+    const typename Mainloop::Descriptors d = Mainloop::descriptors(s, consumer);
     for (int kb = 0; kb < k_blocks; ++kb) {
       const int stage = kb % STAGES;
       ptx::mbarrier_wait(&s.full[stage], (kb / STAGES) & 1);
       __syncwarp();
-      Mainloop::issue(s, stage, consumer, kb == 0, acc);
+      Mainloop::issue(d, stage, kb == 0, acc);
       Mainloop::template drain<1>(acc);  // the previous stage's group is done: release it
       if (kb > 0) Mainloop::release(s, (kb - 1) % STAGES);
       // Refill the stage used one step ago, once every warpgroup is done with it.

@@ -50,31 +50,75 @@ struct Promotion : Traits<Cfg> {
 
   // ---- block scales, per k-block ----------------------------------------------------------
 
-  // The products' scales of k-block kb for this thread's rows (problem n: B's 1x128 scales) and
+  // The products' scales of a k-block for this thread's rows (problem n: B's 1x128 scales) and
   // the tile's one or two 128-blocks of columns (problem m: A's 128x128 scales).
   struct BlockScales {
     float row[MW][2];
     float col[COL_BLOCKS];
     int boundary;  // the first tile column of the second block (a multiple of 8)
   };
-  GEMMTUNE_DEVICE_INLINE static BlockScales block_scales(const WgmmaArgs& args, Tile t,
+  // Where they are read: worked out for the tile's first k-block, then moved a k-block on by a
+  // stride (worked out anew for every k-block, the addresses cost ~40 instructions a k-block per
+  // warp).
+  struct ScaleCursor {
+    const float* row[MW][2];
+    const float* col[COL_BLOCKS];
+    int row_stride, col_stride;  // the scales of a k-block: n of B's, ceil(m / 128) of A's
+    int boundary;
+  };
+  GEMMTUNE_DEVICE_INLINE static ScaleCursor scale_cursor(const WgmmaArgs& args, Tile t,
                                                          int consumer, int kb) {
     const float* sa = reinterpret_cast<const float*>(args.core.scale_a);
     const float* sb = reinterpret_cast<const float*>(args.core.scale_b);
-    const int m = args.core.m, n = args.core.n, a_blocks = (m + 127) / 128;
+    const int n = args.core.n, a_blocks = (args.core.m + 127) / 128;
+    ScaleCursor c;
+#pragma unroll
+    for (int mb = 0; mb < MW; ++mb)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        c.row[mb][h] = sb + min(t.row0 + row_in_tile(consumer, mb, h), n - 1) + (long long)kb * n;
+#pragma unroll
+    for (int b = 0; b < COL_BLOCKS; ++b)
+      c.col[b] = sa + min(t.col0 / 128 + b, a_blocks - 1) + (long long)kb * a_blocks;
+    c.row_stride = n, c.col_stride = a_blocks;
+    c.boundary = 128 - t.col0 % 128;
+    return c;
+  }
+  GEMMTUNE_DEVICE_INLINE static BlockScales load(const ScaleCursor& c) {
     BlockScales s;
 #pragma unroll
     for (int mb = 0; mb < MW; ++mb)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int row = min(t.row0 + row_in_tile(consumer, mb, h), n - 1);
-        s.row[mb][h] = __ldg(sb + row + (long long)kb * n);
-      }
+      for (int h = 0; h < 2; ++h) s.row[mb][h] = __ldg(c.row[mb][h]);
 #pragma unroll
-    for (int b = 0; b < COL_BLOCKS; ++b)
-      s.col[b] = __ldg(sa + min(t.col0 / 128 + b, a_blocks - 1) + (long long)kb * a_blocks);
-    s.boundary = 128 - t.col0 % 128;
+    for (int b = 0; b < COL_BLOCKS; ++b) s.col[b] = __ldg(c.col[b]);
+    s.boundary = c.boundary;
     return s;
+  }
+  // On to the next k-block where there is one (else it stays, and is read again unused).
+  GEMMTUNE_DEVICE_INLINE static void advance(ScaleCursor& c, bool more) {
+    const int row_step = more ? c.row_stride : 0, col_step = more ? c.col_stride : 0;
+#pragma unroll
+    for (int mb = 0; mb < MW; ++mb)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) c.row[mb][h] += row_step;
+#pragma unroll
+    for (int b = 0; b < COL_BLOCKS; ++b) c.col[b] += col_step;
+  }
+  // The scales of the tile's first k-block; the cursor then at its second (where there is one).
+  GEMMTUNE_DEVICE_INLINE static BlockScales first_scales(const WgmmaArgs& args, Tile t,
+                                                         int consumer, KRange ks,
+                                                         ScaleCursor& cursor) {
+    cursor = scale_cursor(args, t, consumer, ks.begin);
+    const BlockScales first = load(cursor);
+    advance(cursor, ks.begin + 1 < ks.end);
+    return first;
+  }
+  // The scales at the cursor (k-block kb + 1's, or the last's again), the cursor moved on.
+  GEMMTUNE_DEVICE_INLINE static BlockScales next_scales(ScaleCursor& cursor, int kb, KRange ks) {
+    const BlockScales next = load(cursor);
+    advance(cursor, kb + 2 < ks.end);
+    return next;
   }
 
   // Whether accumulator i lies in the tile's second 128-block of columns: its 8-column group
@@ -158,18 +202,19 @@ struct Promotion : Traits<Cfg> {
     float part[MW][TN / 2];
     Mainloop::zero(acc);
     int previous = -1;
+    const typename Mainloop::Descriptors d = Mainloop::descriptors(s, consumer);
     // Block scales are loaded a k-block ahead: the loads' latency hides under a stage's wgmma.
     BlockScales next{};
+    ScaleCursor cursor{};
     if constexpr (SCALING == BLOCK)
-      if (ks.begin < ks.end) next = block_scales(args, t, consumer, ks.begin);
+      if (ks.begin < ks.end) next = first_scales(args, t, consumer, ks, cursor);
     for (int kb = ks.begin; kb < ks.end; ++kb) {
       const BlockScales scales = next;
-      if constexpr (SCALING == BLOCK)
-        next = block_scales(args, t, consumer, min(kb + 1, ks.end - 1));
+      if constexpr (SCALING == BLOCK) next = next_scales(cursor, kb, ks);
       const int step = kb - ks.begin;
       ptx::mbarrier_wait(&s.full[ring.stage], ring.phase);
       __syncwarp();
-      Mainloop::issue(s, ring.stage, consumer, step % PROMOTE == 0, part);
+      Mainloop::issue(d, ring.stage, step % PROMOTE == 0, part);
       if ((step + 1) % PROMOTE == 0 || kb + 1 == ks.end) {
         Mainloop::template drain<0>(part);
         if (previous >= 0) Mainloop::release(s, previous);
@@ -195,20 +240,17 @@ struct Promotion : Traits<Cfg> {
   struct ScaleQueue {
     BlockScales older, newer;  // kb - 1's, kb's
   };
-  GEMMTUNE_DEVICE_INLINE static void overlapped_step(const WgmmaArgs& args, const Smem& s, Tile t,
-                                                     int kb, KRange ks, int consumer,
-                                                     Ring<STAGES>& ring, ScaleQueue& q,
-                                                     float (&acc)[MW][TN / 2],
-                                                     float (&into)[MW][TN / 2],
-                                                     float (&from)[MW][TN / 2]) {
+  GEMMTUNE_DEVICE_INLINE static void overlapped_step(
+      const Smem& s, const typename Mainloop::Descriptors& d, int kb, KRange ks, Ring<STAGES>& ring,
+      ScaleCursor& cursor, ScaleQueue& q, float (&acc)[MW][TN / 2], float (&into)[MW][TN / 2],
+      float (&from)[MW][TN / 2]) {
     // ptxas places the adds among the wgmma of the step: scales loaded two k-blocks ahead are
     // there by then (one ahead made the wgmma wait for them).
     BlockScales ahead{};
-    if constexpr (SCALING == BLOCK)
-      ahead = block_scales(args, t, consumer, min(kb + 1, ks.end - 1));
+    if constexpr (SCALING == BLOCK) ahead = next_scales(cursor, kb, ks);
     ptx::mbarrier_wait(&s.full[ring.stage], ring.phase);
     __syncwarp();
-    Mainloop::issue(s, ring.stage, consumer, true, into);
+    Mainloop::issue(d, ring.stage, true, into);
     if (kb != ks.begin) promote(acc, from, q.older);
     Mainloop::template drain<0>(into);
     Mainloop::release(s, ring.stage);
@@ -225,17 +267,19 @@ struct Promotion : Traits<Cfg> {
                                                        float (&acc)[MW][TN / 2]) {
     float even[MW][TN / 2], odd[MW][TN / 2];
     Mainloop::zero(acc);
+    const typename Mainloop::Descriptors d = Mainloop::descriptors(s, consumer);
     ScaleQueue q{};
+    ScaleCursor cursor{};
     if constexpr (SCALING == BLOCK)
-      if (ks.begin < ks.end) q.newer = block_scales(args, t, consumer, ks.begin);
+      if (ks.begin < ks.end) q.newer = first_scales(args, t, consumer, ks, cursor);
     int kb = ks.begin;
     if ((ks.end - ks.begin) % 2 == 1) {
-      overlapped_step(args, s, t, kb, ks, consumer, ring, q, acc, odd, even);
+      overlapped_step(s, d, kb, ks, ring, cursor, q, acc, odd, even);
       ++kb;
     }
     for (; kb < ks.end; kb += 2) {
-      overlapped_step(args, s, t, kb, ks, consumer, ring, q, acc, even, odd);
-      overlapped_step(args, s, t, kb + 1, ks, consumer, ring, q, acc, odd, even);
+      overlapped_step(s, d, kb, ks, ring, cursor, q, acc, even, odd);
+      overlapped_step(s, d, kb + 1, ks, ring, cursor, q, acc, odd, even);
     }
     if (ks.begin < ks.end) promote(acc, odd, q.older);  // the last k-block's partial sum
     if constexpr (SCALING == TENSOR || SCALING == ROW) apply_output_scales(args, t, consumer, acc);
