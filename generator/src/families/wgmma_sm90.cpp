@@ -102,6 +102,12 @@ int64_t cluster_ctas(const Config& c) {
 bool is_fp8(const Config& c) {
   return element_bytes(c.types.a) == 1;
 }
+// Float8 keeps one partial sum beside each accumulator, or two with OVERLAP (promotion.cuh):
+// `sets` of them (the accumulators too) fit 192 registers, 96 with three consumer warpgroups,
+// leaving the consumer's 240 (160) enough for the rest.
+bool fp8_sums_fit(const Config& c, int64_t sets) {
+  return accumulators(c) * sets <= (c.wg == 3 ? 96 : 192);
+}
 // P (the 64-row side) is op(A) when swapped, else op(B)^T; Q the other. K-major: stored along K.
 bool a_kmajor(const Config& c) {
   return c.op_a == Op::T;
@@ -281,14 +287,12 @@ std::vector<Rule<P>> rules() {
        [](const Config& c, const Problem&, const ArchInfo&) {
          return tile_cols(c) % 8 == 0 && tile_cols(c) >= 8 && tile_cols(c) <= 256;
        }},
-      // Float8 keeps one partial sum beside each accumulator, or two with OVERLAP
-      // (promotion.cuh): 192 registers of them leave the consumer's 240 enough for the rest.
       {"accumulators_fit",
        "f32 accumulators per consumer thread: 128 at most (96 with 3 warpgroups); float8, with "
        "its one or two partial sums, 192 of all (96)",
        kRows + Members{&P::overlap},
        [](const Config& c, const Problem&, const ArchInfo&) {
-         if (is_fp8(c)) return accumulators(c) * (c.overlap ? 3 : 2) <= (c.wg == 3 ? 96 : 192);
+         if (is_fp8(c)) return fp8_sums_fit(c, c.overlap ? 3 : 2);
          return accumulators(c) <= (c.wg == 3 ? 96 : 128);
        }},
       {"fp8_k_major_streamed",
@@ -674,7 +678,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
   // the fp8 suite's narrow rows, 0-6% on its large block-scaled ones (docs/PERF.md, 'Float8:
   // where it stands').
   static Config with_overlap(Config c) {
-    c.overlap = c.promote == 1 && accumulators(c) * 3 <= (c.wg == 3 ? 96 : 192) ? 1 : 0;
+    c.overlap = c.promote == 1 && fp8_sums_fit(c, 3) ? 1 : 0;
     return c;
   }
 
