@@ -43,6 +43,10 @@ struct GemmCore {
   // picks up new values.
   unsigned long long scale_a;
   unsigned long long scale_b;
+  // A grouped problem's G int32 end offsets of the groups' columns (gemmtune/types.hpp, Problem),
+  // in device memory, and G; else 0 and 0. Read by the kernel: a graph replays new routings.
+  unsigned long long group_ends;
+  int groups;
 };
 
 // The tiling of a launch, for the families whose kernels map blocks or work units to output

@@ -166,10 +166,20 @@ const Family& find_family(std::string_view name) {
            family_names(all_families()));
 }
 
+bool takes_kind_of(const Family& family, const Problem& problem) {
+  return !problem.grouped() || family.takes_groups();
+}
+
+std::string why_unsupported(const Family& family, const Problem& problem, const ArchInfo& arch) {
+  if (!takes_kind_of(family, problem))
+    return fmt::format("the {} family has no grouped kernels", family.name());
+  return family.unsupported_reason(problem, arch);
+}
+
 std::vector<const Family*> families_for(const Problem& problem, const ArchInfo& arch) {
   std::vector<const Family*> out;
   for (const Family* f : all_families())
-    if (f->unsupported_reason(problem, arch).empty()) out.push_back(f);
+    if (why_unsupported(*f, problem, arch).empty()) out.push_back(f);
   return out;
 }
 
@@ -198,7 +208,7 @@ std::string why_unusable(const KernelConfig& config, const Problem& problem, con
   if (family == nullptr)
     return fmt::format("unknown kernel family '{}' (this build has {})", config.family,
                        family_names(all_families()));
-  if (std::string why = family->unsupported_reason(problem, arch); !why.empty()) return why;
+  if (std::string why = why_unsupported(*family, problem, arch); !why.empty()) return why;
   if (config.types != problem.types || config.scaling != problem.scaling ||
       config.op_a != problem.op_a || config.op_b != problem.op_b)
     return fmt::format("the config is for {} {}, the problem is {} {}", config.types.name(),

@@ -197,7 +197,7 @@ std::string Problem::layout() const {
 }
 
 double Problem::operand_bytes() const {
-  return double(m) * double(k) * element_bytes(types.a) +
+  return double(m) * double(k) * double(std::max<int64_t>(groups, 1)) * element_bytes(types.a) +
          double(k) * double(n) * element_bytes(types.b) +
          double(m) * double(n) * (reads_c ? element_bytes(types.c) : 0) +
          double(m) * double(n) * element_bytes(types.d);
@@ -214,15 +214,16 @@ std::string Problem::beta_mark() const {
 std::string Problem::describe() const {
   const std::string scaled =
       scaling == Scaling::none ? "" : fmt::format(" scaling={}", to_string(scaling));
-  return fmt::format("{} {} {} lda={} ldb={} ldc={} align={}{}{}", types.name(), layout(), shape(),
-                     lda, ldb, ldc, align, scaled, beta_mark());
+  const std::string grouping = grouped() ? fmt::format(" groups={}", groups) : "";
+  return fmt::format("{} {} {} lda={} ldb={} ldc={} align={}{}{}{}", types.name(), layout(),
+                     shape(), lda, ldb, ldc, align, scaled, grouping, beta_mark());
 }
 
 size_t ProblemHash::operator()(const Problem& p) const noexcept {
   size_t h = 0;
   for (int64_t v : {int64_t(p.types.a), int64_t(p.types.b), int64_t(p.types.c), int64_t(p.types.d),
                     int64_t(p.types.acc), int64_t(p.scaling), int64_t(p.op_a), int64_t(p.op_b), p.m,
-                    p.n, p.k, p.lda, p.ldb, p.ldc, int64_t(p.align), int64_t(p.reads_c)})
+                    p.n, p.k, p.lda, p.ldb, p.ldc, int64_t(p.align), int64_t(p.reads_c), p.groups})
     h = h * 1000003u ^ size_t(v);
   return h;
 }
@@ -287,8 +288,12 @@ void validate(const Problem& p) {
              "ldb ({}) must be at least the rows of B as stored ({}: op(B)={}, {})", p.ldb,
              p.rows_b(), to_char(p.op_b), p.op_b == Op::N ? "K" : "N");
   GT_REQUIRE(p.ldc >= p.m, Errc::invalid_argument, "ldc ({}) must be at least M ({})", p.ldc, p.m);
+  GT_REQUIRE(p.groups >= 0 && p.groups <= kMaxGroups, Errc::invalid_argument,
+             "groups must be 0 (one GEMM) or 1 to {} (got {})", kMaxGroups, p.groups);
+  GT_REQUIRE(!p.grouped() || p.scaling == Scaling::none, Errc::invalid_argument,
+             "{}: grouped problems with scaling are not supported yet", p.describe());
   for (const auto& [name, rows, cols, ld, type] :
-       {std::tuple{'A', p.rows_a(), p.cols_a(), p.lda, p.types.a},
+       {std::tuple{'A', p.rows_a(), p.cols_a() * std::max<int64_t>(p.groups, 1), p.lda, p.types.a},
         std::tuple{'B', p.rows_b(), p.cols_b(), p.ldb, p.types.b},
         std::tuple{'C', p.m, p.n, p.ldc, p.types.c}})
     GT_REQUIRE(span_bytes(rows, cols, ld, element_bytes(type)) >= 0, Errc::invalid_argument,

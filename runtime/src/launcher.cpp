@@ -116,6 +116,8 @@ GemmCore core_of(const LaunchPlan& plan, const Problem& p, const GemmOperands& o
   GT_REQUIRE(p.scaling == Scaling::none || (ops.scale_a != 0 && ops.scale_b != 0),
              Errc::invalid_argument, "{} has scaling {} but the scales of {} are a null pointer",
              p.describe(), to_string(p.scaling), ops.scale_a == 0 ? "A" : "B");
+  GT_REQUIRE(!p.grouped() || ops.group_ends != 0, Errc::invalid_argument,
+             "{} is grouped but the group ends are a null pointer", p.describe());
   GemmCore core{};
   core.a = ops.a;
   core.b = ops.b;
@@ -132,6 +134,8 @@ GemmCore core_of(const LaunchPlan& plan, const Problem& p, const GemmOperands& o
   core.counters = ops.counters;
   core.scale_a = ops.scale_a;
   core.scale_b = ops.scale_b;
+  core.group_ends = ops.group_ends;
+  core.groups = int(p.groups);
   return core;
 }
 
@@ -160,7 +164,11 @@ struct Launcher::MapKey {
   uint32_t box0, box1;
   DataType type;
   Swizzle swizzle;
-  auto tie() const { return std::tie(ptr, rows, cols, ld, box0, box1, type, swizzle); }
+  // layer_stride > 0: a 3-D map over `layers` matrices, layer_stride elements apart
+  int64_t layers = 1, layer_stride = 0;
+  auto tie() const {
+    return std::tie(ptr, rows, cols, ld, box0, box1, type, swizzle, layers, layer_stride);
+  }
   bool operator<(const MapKey& o) const { return tie() < o.tie(); }
 };
 
@@ -180,12 +188,14 @@ GemmTensorMap Launcher::tensor_map(const MapKey& key) {
   if (auto it = maps_.find(key); it != maps_.end()) return it->second;
   if (maps_.size() >= 512) maps_.clear();  // a bound, not an LRU: re-encoding costs microseconds
   CUtensorMap map;
-  const cuuint64_t dims[2] = {cuuint64_t(key.rows), cuuint64_t(key.cols)};
-  const cuuint64_t strides[1] = {cuuint64_t(key.ld * element_bytes(key.type))};
-  const cuuint32_t box[2] = {key.box0, key.box1};
-  const cuuint32_t element_strides[2] = {1, 1};
-  GT_CU(cuTensorMapEncodeTiled(&map, map_type(key.type), 2, reinterpret_cast<void*>(key.ptr), dims,
-                               strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+  const int bytes = element_bytes(key.type);
+  const cuuint64_t dims[3] = {cuuint64_t(key.rows), cuuint64_t(key.cols), cuuint64_t(key.layers)};
+  const cuuint64_t strides[2] = {cuuint64_t(key.ld * bytes), cuuint64_t(key.layer_stride * bytes)};
+  const cuuint32_t box[3] = {key.box0, key.box1, 1};
+  const cuuint32_t element_strides[3] = {1, 1, 1};
+  const cuuint32_t rank = key.layer_stride > 0 ? 3 : 2;
+  GT_CU(cuTensorMapEncodeTiled(&map, map_type(key.type), rank, reinterpret_cast<void*>(key.ptr),
+                               dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
                                map_swizzle(key.swizzle), l2_promotion(key.ptr, key.ld, key.type),
                                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
   GemmTensorMap out;
@@ -231,7 +241,9 @@ void Launcher::pack_unaligned(const LaunchPlan& plan, Operands& o, CUstream stre
     CUdeviceptr& ptr = is_a ? o.ops.a : o.ops.b;
     int64_t& ld = is_a ? p.lda : p.ldb;
     if (tma_aligned(ptr, ld, m.type)) continue;
-    const int64_t rows = is_a ? p.rows_a() : p.rows_b(), cols = is_a ? p.cols_a() : p.cols_b();
+    // A grouped problem's A: its G matrices one after another, packed as one.
+    const int64_t rows = is_a ? p.rows_a() : p.rows_b(),
+                  cols = is_a ? p.cols_a() * std::max<int64_t>(p.groups, 1) : p.cols_b();
     const int bytes = element_bytes(m.type);
     const int64_t packed = packed_ld(rows, bytes);
     ptr = pack(m.operand, ptr, rows, cols, ld, packed, bytes, stream);
@@ -280,8 +292,12 @@ void Launcher::fill_arguments(std::byte* args, const LaunchPlan& plan, const Pro
                "a tensor map over an operand that is not 16-byte aligned ({})", p.describe());
     const int64_t rows = a ? p.rows_a() : b ? p.rows_b() : p.m;
     const int64_t cols = a ? p.cols_a() : b ? p.cols_b() : p.n;
-    const GemmTensorMap map =
-        tensor_map(MapKey{ptr, rows, cols, ld, m.box_rows, m.box_cols, m.type, m.swizzle});
+    MapKey key{ptr, rows, cols, ld, m.box_rows, m.box_cols, m.type, m.swizzle};
+    if (m.per_group) {
+      key.layers = p.groups;
+      key.layer_stride = p.group_stride_a();
+    }
+    const GemmTensorMap map = tensor_map(key);
     std::memcpy(args + m.offset, &map, sizeof(map));
     core.flags |= m.made_flag;
   }

@@ -295,6 +295,7 @@ void Library::matmul(const MatmulDesc& desc, int64_t m, int64_t n, int64_t k, fl
   p.ldc = ldc;
   p.align = alignment_class(p.types, a, b, c, lda, ldb, ldc);
   p.reads_c = beta != 0.0f;
+  p.groups = desc.groups;
   validate(p);
   GT_REQUIRE(a != nullptr, Errc::invalid_argument, "A is a null pointer");
   GT_REQUIRE(b != nullptr, Errc::invalid_argument, "B is a null pointer");
@@ -302,6 +303,8 @@ void Library::matmul(const MatmulDesc& desc, int64_t m, int64_t n, int64_t k, fl
   GT_REQUIRE(p.scaling == Scaling::none || (desc.scale_a != nullptr && desc.scale_b != nullptr),
              Errc::invalid_argument, "scaling {} needs the scales of A and B (scale_a and scale_b)",
              to_string(p.scaling));
+  GT_REQUIRE(!p.grouped() || desc.group_ends != nullptr, Errc::invalid_argument,
+             "{} groups need their end offsets (group_ends)", p.groups);
   GT_REQUIRE(std::isfinite(alpha) && std::isfinite(beta), Errc::invalid_argument,
              "alpha and beta must be finite (got {} and {})", alpha, beta);
   const auto [choice, workspaces] = impl_->choice_for(p);
@@ -309,6 +312,7 @@ void Library::matmul(const MatmulDesc& desc, int64_t m, int64_t n, int64_t k, fl
   GemmOperands ops{CUdeviceptr(a), CUdeviceptr(b), CUdeviceptr(c), alpha, beta};
   ops.scale_a = CUdeviceptr(desc.scale_a);
   ops.scale_b = CUdeviceptr(desc.scale_b);
+  ops.group_ends = CUdeviceptr(desc.group_ends);
   workspaces->provide(cu_stream, choice->plan, ops);
   choice->kernel->run(choice->plan, p, ops, cu_stream);
 }

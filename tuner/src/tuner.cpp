@@ -57,7 +57,7 @@ std::vector<Planned> plan(const Problem& problem, const ArchInfo& arch,
   std::vector<Planned> out;
   for (const auto& name : only) {
     const Family& family = find_family(name);  // throws for unknown names
-    const std::string why = family.unsupported_reason(problem, arch);
+    const std::string why = why_unsupported(family, problem, arch);
     GT_REQUIRE(why.empty(), Errc::invalid_argument, "family '{}' cannot solve {} on {}: {}", name,
                problem.describe(), arch.name(), why);
   }
@@ -418,7 +418,7 @@ void require_family(const Problem& problem, const ArchInfo& arch) {
   std::string why;
   for (const Family* f : all_families())
     why += fmt::format("{}{}: {}", why.empty() ? "" : "; ", f->name(),
-                       f->unsupported_reason(problem, arch));
+                       why_unsupported(*f, problem, arch));
   GT_THROW(Errc::unsupported, "no kernel family supports {} {} on {} ({})", problem.types.name(),
            problem.layout(), arch.name(), why);
 }

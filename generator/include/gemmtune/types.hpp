@@ -65,6 +65,14 @@ struct DataTypes {
 DataTypes parse_data_types(std::string_view text);  // throws Error(invalid_argument)
 
 // One GEMM problem, without its data. op(A) is M x K, op(B) is K x N, C and D are M x N.
+//
+// A grouped problem (a mixture-of-experts layer, `groups` = G >= 1) is G GEMMs that share M, K,
+// the types and the layout and split the N columns between them: group g owns columns
+// [end[g-1], end[g]) of op(B) and D (end[-1] = 0), where `end` is G nondecreasing int32 offsets
+// in device memory (torch._grouped_mm's `offs`), read only by the kernel, so that a captured
+// graph can be replayed with another routing. Columns past end[G-1] are not written. A holds G
+// matrices of op(A), group g's group_stride_a() elements after the first. N is then the columns
+// of all groups (n / G the mean tokens of an expert).
 struct Problem {
   DataTypes types;
   Scaling scaling = Scaling::none;
@@ -79,24 +87,28 @@ struct Problem {
   // so problems that read C are tuned and stored apart from those that do not; the value of
   // beta itself changes nothing in a kernel's speed.
   bool reads_c = false;
+  int64_t groups = 0;  // 0: one GEMM; else G groups (above)
 
+  bool grouped() const { return groups > 0; }
+  // Elements from one group's A to the next: one stored op(A), tightly after the other.
+  int64_t group_stride_a() const { return lda * cols_a(); }
   std::string layout() const;                               // "nn", "nt", "tn", "tt"
   int64_t rows_a() const { return op_a == Op::N ? m : k; }  // rows of A as stored
   int64_t cols_a() const { return op_a == Op::N ? k : m; }
   int64_t rows_b() const { return op_b == Op::N ? k : n; }
   int64_t cols_b() const { return op_b == Op::N ? n : k; }
   double flops() const { return 2.0 * double(m) * double(n) * double(k); }
-  // Bytes of A, B and C (D) once each, as stored tightly: the memory floor.
+  // Bytes of A (all groups'), B and C (D) once each, as stored tightly: the memory floor.
   double operand_bytes() const;
   std::string shape() const;      // "8192x8192x8192"
   std::string beta_mark() const;  // " beta!=0" if it reads C, else ""
   // "bf16 tn 8192x8192x8192 lda=8192 ldb=8192 ldc=8192 align=16", then the scaling when there
-  // is one, then the beta mark
+  // is one, the groups when grouped ("groups=128"), then the beta mark
   std::string describe() const;
   bool operator==(const Problem& o) const {
     return types == o.types && scaling == o.scaling && op_a == o.op_a && op_b == o.op_b &&
            m == o.m && n == o.n && k == o.k && lda == o.lda && ldb == o.ldb && ldc == o.ldc &&
-           align == o.align && reads_c == o.reads_c;
+           align == o.align && reads_c == o.reads_c && groups == o.groups;
   }
   bool operator!=(const Problem& o) const { return !(*this == o); }
 };
@@ -130,9 +142,13 @@ inline Problem make_problem(DataType type, Op op_a, Op op_b, int64_t m, int64_t 
 // more than 2^31 elements.
 inline constexpr int64_t kMaxDimension = int64_t(1) << 30;
 
+// The most groups a grouped problem may have.
+inline constexpr int64_t kMaxGroups = 4096;
+
 // Throws Error(invalid_argument) naming the first bad field: M/N/K <= 0 or above kMaxDimension,
 // ld < rows, an operand whose extent does not fit 2^62 bytes, D of another type than C, float8
-// operands without scaling or scaling of other types, a float8 output.
+// operands without scaling or scaling of other types, a float8 output, groups < 0 or above
+// kMaxGroups, a grouped problem with scaling (not defined yet).
 void validate(const Problem& problem);
 
 // The alignment class of a problem from its addresses and leading dimensions.

@@ -51,7 +51,7 @@ struct Selection {
 
 // What a GEMM computes beyond its sizes, described once and used for many calls, in the manner
 // of cuBLASLt's matmul descriptor: each operand's type, the scaling and its scales, op(A) and
-// op(B). Group tables and epilogues join it as the kernels for them arrive.
+// op(B), and the groups of a grouped GEMM. Epilogues join it as the kernels for them arrive.
 struct MatmulDesc {
   DataTypes types;  // default: f32 everywhere (A, B, C = D, accumulator), as the C descriptor
   Scaling scaling = Scaling::none;
@@ -61,6 +61,11 @@ struct MatmulDesc {
   // say (as cuBLASLt's A_SCALE_POINTER, read when the kernel runs: a graph sees new values).
   const float* scale_a = nullptr;
   const float* scale_b = nullptr;
+  // A grouped GEMM (gemmtune/types.hpp, Problem): G groups, and a device pointer to their G int32
+  // column end offsets (torch._grouped_mm's offs), read when the kernel runs. A holds the G
+  // matrices of op(A) one after another; n is the columns of all groups.
+  int64_t groups = 0;
+  const int32_t* group_ends = nullptr;
 };
 
 struct Options {

@@ -61,7 +61,11 @@ class Family {
   // supports a problem, and the tuner searches them in this order.
   virtual int rank() const = 0;
   // Empty when the family can solve the problem on the architecture, otherwise the reason.
+  // Asked only of problems whose kind the family takes (takes_kind_of).
   virtual std::string unsupported_reason(const Problem& problem, const ArchInfo& arch) const = 0;
+  // Kinds of problem beyond one dense GEMM that a family opts into; a family that does not know
+  // a kind is never asked to solve one.
+  virtual bool takes_groups() const { return false; }
 
   virtual SpaceSummary space_summary(const Problem& problem, const ArchInfo& arch) const = 0;
   // The valid points of the default space, pruned while they are enumerated.
@@ -231,6 +235,10 @@ std::string why_unusable(const KernelConfig& config, const Problem& problem, con
 // back as is.
 KernelConfig with_derived_params(KernelConfig config, const Problem& tuned, const Problem& problem,
                                  const ArchInfo& arch);
+// Whether the family takes problems of this kind (grouped ones only if it takes_groups()).
+bool takes_kind_of(const Family& family, const Problem& problem);
+// unsupported_reason, or why the family does not take problems of this kind.
+std::string why_unsupported(const Family& family, const Problem& problem, const ArchInfo& arch);
 // Families that can solve the problem on the architecture, best first.
 std::vector<const Family*> families_for(const Problem& problem, const ArchInfo& arch);
 // The configuration for a problem nobody tuned, from `families` (best first, not empty): the
@@ -326,7 +334,8 @@ std::string FamilyOf<P>::structure_of(const KernelConfig& config) const {
 template <class P>
 KernelConfig FamilyOf<P>::with_derived_params(KernelConfig config, const Problem& tuned,
                                               const Problem& problem, const ArchInfo& arch) const {
-  if (!unsupported_reason(tuned, arch).empty() || !unsupported_reason(problem, arch).empty() ||
+  if (!why_unsupported(*this, tuned, arch).empty() ||
+      !why_unsupported(*this, problem, arch).empty() ||
       !why_not_params_of<P>(config, name()).empty())
     return config;
   const Space<P> before = space(tuned, arch), after = space(problem, arch);

@@ -39,6 +39,9 @@ struct TensorMapPlan {
   // Otherwise the map is made only where the operand is aligned, and then this bit is set in
   // GemmCore::flags (C's map for TMA stores: without it the kernel stores from registers).
   unsigned made_flag = 0;
+  // A's map of a grouped problem: 3-D, over its G stored matrices (a box is of one of them), so
+  // that a tile past a group's last row or K reads zeros, not the next group's values.
+  bool per_group = false;
 };
 
 // Where the parts of a family's argument struct lie (offsetof, on the host, over the same

@@ -49,11 +49,14 @@ struct GemmOperands {
   CUdeviceptr counters = 0;
   // The fp32 scales of A and B, for a problem with scaling (Problem::scaling).
   CUdeviceptr scale_a = 0, scale_b = 0;
+  // A grouped problem's G int32 end offsets of its groups' columns (Problem::groups).
+  CUdeviceptr group_ends = 0;
 };
 
 // The core every kernel's arguments hold (kernel_args.h). Throws Error(invalid_argument) for
 // beta != 0 on a kernel built for beta == 0 alone (plan.reads_c false): it would compute
-// alpha * AB and drop C; and for a scaled problem without its scales.
+// alpha * AB and drop C; for a scaled problem without its scales, and a grouped one without its
+// group ends.
 GemmCore core_of(const LaunchPlan& plan, const Problem& problem, const GemmOperands& ops);
 
 // The grid of a persistent launch: at most `resident` CTAs (0: no limit), and of those the fewest
