@@ -58,6 +58,17 @@ inline std::vector<Problem> sample_problems(const std::vector<std::string>& layo
       out.push_back(p);
     }
   }
+  // Grouped (mixture-of-experts layers): decode, prefill, and a layout of torch._grouped_mm's.
+  const std::tuple<DataType, const char*, int64_t, int64_t, int64_t, int64_t> grouped[] = {
+      {DataType::bf16, "tn", 1536, 8, 2048, 128},
+      {DataType::bf16, "tn", 4096, 512, 7168, 32},
+      {DataType::f16, "nn", 1000, 200, 520, 8}};
+  for (const auto& [type, layout, m, mean, k, groups] : grouped) {
+    if (std::find(layouts.begin(), layouts.end(), layout) == layouts.end()) continue;
+    Problem p = make_problem(type, parse_op(layout[0]), parse_op(layout[1]), m, mean * groups, k);
+    p.groups = groups;
+    out.push_back(p);
+  }
   return out;
 }
 

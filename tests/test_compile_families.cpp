@@ -3,6 +3,7 @@
 // corners that once spilled or hung. No GPU needed: this is what ptxas reports.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -55,7 +56,7 @@ TEST_P(CompileEveryFamily, ASampleAndEveryRulesEdgeCompileWithoutSpills) {
   const size_t most = env ? size_t(-1) : 160;  // compiles per family and architecture
   std::vector<std::vector<KernelConfig>> samples;
   for (const Problem& p : test::sample_problems())
-    if (family.unsupported_reason(p, arch).empty())
+    if (why_unsupported(family, p, arch).empty())
       samples.push_back(test::sample_points(family, p, arch, per_problem));
   // Round robin over the problems (each one's default first), so that the bound spreads.
   std::set<std::string> names;
@@ -194,6 +195,24 @@ TEST_F(CompileFamilies, WgmmaFloat8CompilesWithoutSpills) {
     c.params["EPILOGUE"] = bm % 64 == 0 ? c.at("EPILOGUE") : 0;
     configs.push_back(c);
   }
+  expect_compile_without_spills(family, configs, arch);
+}
+
+// Grouped problems (mixture-of-experts layers): the defaults of decode, prefill and an nn layout,
+// and the points that take every value of every parameter of the decode and prefill spaces,
+// compile without spills (the group table, the 3-D loads of A and the group's column bound).
+TEST_F(CompileFamilies, WgmmaGroupedCompilesWithoutSpills) {
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  const Family& family = find_family("wgmma_sm90");
+  std::vector<KernelConfig> configs;
+  for (const Problem& p : test::sample_problems()) {
+    if (!p.grouped()) continue;
+    configs.push_back(family.default_config(p, arch));
+    if (p.op_a != Op::T) continue;
+    for (const KernelConfig& c : test::covering_points(family.prune(p, arch).valid))
+      if (std::find(configs.begin(), configs.end(), c) == configs.end()) configs.push_back(c);
+  }
+  EXPECT_GE(configs.size(), 6u);
   expect_compile_without_spills(family, configs, arch);
 }
 

@@ -26,7 +26,7 @@ class EveryFamily : public ::testing::TestWithParam<std::string> {
                                                           "nn", "nt", "tn", "tt"}) const {
     std::vector<Problem> out;
     for (const Problem& p : test::sample_problems(layouts))
-      if (family().unsupported_reason(p, arch).empty()) out.push_back(p);
+      if (why_unsupported(family(), p, arch).empty()) out.push_back(p);
     return out;
   }
 };
@@ -86,7 +86,7 @@ TEST(Families, KernelNamesAreUniqueAcrossAllFamilies) {
     std::map<std::string, std::string> unit_of;  // name -> hash of the unit
     for (const Family* f : all_families())
       for (const Problem& p : test::sample_problems({"nn", "tt"})) {
-        if (!f->unsupported_reason(p, arch).empty()) continue;
+        if (!why_unsupported(*f, p, arch).empty()) continue;
         for (const KernelConfig& c : f->prune(p, arch).valid) {
           const KernelSource src = emit_source(*f, c, arch);
           const auto [it, added] = unit_of.emplace(src.name, src.hash);

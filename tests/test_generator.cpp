@@ -319,7 +319,7 @@ TEST(Emission, TheUnitCarriesTheConfigAndChecksSharedMemory) {
   for (const Family* f : all_families())
     for (DType dtype : {DType::f32, DType::bf16}) {
       const Problem p = make_problem(dtype, Op::N, Op::T, 4096, 4096, 4096);
-      if (!f->unsupported_reason(p, arch).empty()) continue;
+      if (!why_unsupported(*f, p, arch).empty()) continue;
       for (const auto& point : f->prune(p, arch).valid) {
         const std::string expected =
             fmt::format("static_assert(K::SMEM_BYTES == {},", f->plan(point, p, arch).smem_bytes);
@@ -375,6 +375,7 @@ TEST(Templates, IncludesAreFoundTransitively) {
                                       "wgmma_sm90/args.h",
                                       "wgmma_sm90/cluster_k.cuh",
                                       "wgmma_sm90/epilogue.cuh",
+                                      "wgmma_sm90/groups.cuh",
                                       "wgmma_sm90/layout.h",
                                       "wgmma_sm90/mainloop.cuh",
                                       "wgmma_sm90/multistage.cuh",

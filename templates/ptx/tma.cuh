@@ -51,6 +51,24 @@ GEMMTUNE_DEVICE_INLINE void tma_load_2d_hint(void* dst, const void* map, u64* ba
       : "memory");
 }
 
+// Copies the box at (c0, c1) of matrix c2 of a 3-D map (the G matrices of a grouped problem's A)
+// into dst, with an L2 cache policy (a policy of 0 is none: the plain copy).
+GEMMTUNE_DEVICE_INLINE void tma_load_3d(void* dst, const void* map, u64* bar, int c0, int c1,
+                                        int c2, u64 policy) {
+  if (policy == 0)
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%3, %4, %5}], [%2];" ::"r"(smem_u32(dst)),
+        "l"(reinterpret_cast<u64>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2)
+        : "memory");
+  else
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.L2::"
+        "cache_hint [%0], [%1, {%3, %4, %5}], [%2], %6;" ::"r"(smem_u32(dst)),
+        "l"(reinterpret_cast<u64>(map)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2), "l"(policy)
+        : "memory");
+}
+
 // The same copy, delivered to dst and bar at the same offsets in every CTA of `cta_mask`.
 GEMMTUNE_DEVICE_INLINE void tma_load_2d_multicast(void* dst, const void* map, u64* bar, int c0,
                                                   int c1, u16 cta_mask) {

@@ -29,7 +29,8 @@ struct Shape {
   bool SWAP, WS;
   int EPILOGUE, C_BUFFERS, CLUSTER_K, KSUB;
   bool PINGPONG;
-  int IN_BYTES;  // bytes of an element of A and B: 2 (f16, bf16) or 1 (e4m3, e5m2)
+  int IN_BYTES;     // bytes of an element of A and B: 2 (f16, bf16) or 1 (e4m3, e5m2)
+  int GROUP_TABLE;  // a grouped problem's groups the table holds (groups.cuh), else 0
 };
 
 // wgmma computes 64-row blocks ("kernel rows", TM per tile) by N ("kernel columns", TN): with
@@ -126,12 +127,18 @@ GEMMTUNE_HOST_DEVICE constexpr int push_barriers(const Shape& s) {
   return s.CLUSTER_K > 1 ? 2 * s.WG : 0;
 }
 
+// A grouped problem's table: each group's end in tiles along N, then the raster's divisor.
+GEMMTUNE_HOST_DEVICE constexpr int group_table_bytes(const Shape& s) {
+  return s.GROUP_TABLE > 0 ? 4 * s.GROUP_TABLE + 16 : 0;
+}
+
 // Stages, staged C, pushed sums, alignment slack, full and empty barriers (and the pushes' and
-// staged C's), then the fixup flags (a word per consumer) and the schedule (kept in shared
-// memory: registers are for the accumulators).
+// staged C's), then the fixup flags (a word per consumer), the schedule (kept in shared memory:
+// registers are for the accumulators) and the group table.
 GEMMTUNE_HOST_DEVICE constexpr int smem_bytes(const Shape& s) {
   return s.STAGES * stage_bytes(s) + c_bytes(s) + push_bytes(s) + 1024 + 2 * s.STAGES * 8 +
-         push_barriers(s) * 8 + c_barriers(s) * 8 + 16 + int(sizeof(schedule::Work));
+         push_barriers(s) * 8 + c_barriers(s) * 8 + 16 + int(sizeof(schedule::Work)) +
+         group_table_bytes(s);
 }
 
 // The C chunk buffers of a configuration with TMA stores (EPILOGUE 1; 0 without): as many of its

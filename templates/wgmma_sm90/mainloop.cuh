@@ -60,11 +60,23 @@ struct Mainloop : Traits<Cfg> {
   // One operand's 64-K sub-block of a stage: ROWS rows (kernel rows for P, columns for Q).
   // K-major: one box of (64 K, ROWS rows). MN-major: ROWS/64 boxes of (64 rows, 64 K), 8 KB apart.
   // When shared by the cluster, each CTA loads half (half the rows, or half the K of each box)
-  // for both.
-  template <bool KMAJOR, int ROWS, bool SHARED, bool STREAMED>
+  // for both. LAYERED: a grouped problem's A, from matrix `layer` of its 3-D map (never shared:
+  // tiles along N, which would share it, may lie in two groups).
+  template <bool KMAJOR, int ROWS, bool SHARED, bool STREAMED, bool LAYERED>
   GEMMTUNE_DEVICE_INLINE static void load_operand(unsigned char* dst, const GemmTensorMap* map,
-                                                  u64* bar, int mn0, int k0, int rank, u64 policy) {
-    if constexpr (KMAJOR) {
+                                                  u64* bar, int mn0, int k0, int rank, u64 policy,
+                                                  int layer) {
+    if constexpr (LAYERED) {
+      static_assert(!SHARED, "a grouped problem's A is not multicast");
+      const u64 hint = STREAMED ? policy : 0;
+      if constexpr (KMAJOR) {
+        ptx::tma_load_3d(dst, map, bar, k0, mn0, layer, hint);
+      } else {
+#pragma unroll
+        for (int c = 0; c < ROWS / 64; ++c)
+          ptx::tma_load_3d(dst + c * 8192, map, bar, mn0 + c * 64, k0, layer, hint);
+      }
+    } else if constexpr (KMAJOR) {
       constexpr int rows = SHARED ? ROWS / 2 : ROWS;
       const int r0 = SHARED ? rank * rows : 0;
       if (SHARED)
@@ -99,10 +111,12 @@ struct Mainloop : Traits<Cfg> {
     const GemmTensorMap* q_map = SWAP ? &args.map_b : &args.map_a;
 #pragma unroll
     for (int sub = 0; sub < KSUB; ++sub) {
-      load_operand<P_KMAJOR, TM, SHARE_P, SWAP>(s.p + stage * P_BYTES + sub * P_SUB_BYTES, p_map,
-                                                bar, t.row0, kb * BK + SUB_K * sub, rank, policy);
-      load_operand<Q_KMAJOR, TN, SHARE_Q, false>(s.q + stage * Q_BYTES + sub * Q_SUB_BYTES, q_map,
-                                                 bar, t.col0, kb * BK + SUB_K * sub, rank, policy);
+      load_operand<P_KMAJOR, TM, SHARE_P, SWAP, SWAP && T::GROUPED>(
+          s.p + stage * P_BYTES + sub * P_SUB_BYTES, p_map, bar, t.row0, kb * BK + SUB_K * sub,
+          rank, policy, t.group);
+      load_operand<Q_KMAJOR, TN, SHARE_Q, false, !SWAP && T::GROUPED>(
+          s.q + stage * Q_BYTES + sub * Q_SUB_BYTES, q_map, bar, t.col0, kb * BK + SUB_K * sub,
+          rank, policy, t.group);
     }
   }
 

@@ -35,6 +35,8 @@ struct SharedMemory : Traits<Cfg> {
   u64* c_free;    // per consumer: the last tile's stores have read its C buffers
   int* fixup;     // per consumer: "this part is the tile's last" for its warpgroup
   schedule::Work* work;
+  int* group_tiles;           // a grouped problem's: each group's end in tiles along N
+  GemmDivisor* group_raster;  // and the divisor of its raster (groups.cuh)
 
   GEMMTUNE_DEVICE_INLINE static SharedMemory carve(unsigned char* raw) {
     unsigned char* base =
@@ -52,6 +54,8 @@ struct SharedMemory : Traits<Cfg> {
     s.c_free = s.c_loaded + WG * C_BUFFERS;
     s.fixup = reinterpret_cast<int*>(s.c_loaded + C_BARRIERS);
     s.work = reinterpret_cast<schedule::Work*>(s.fixup + 4);
+    s.group_tiles = reinterpret_cast<int*>(s.work + 1);
+    s.group_raster = reinterpret_cast<GemmDivisor*>(s.group_tiles + T::GROUP_TABLE);
     return s;
   }
 

@@ -27,6 +27,11 @@ struct RegisterStore : Traits<Cfg> {
     return SWAP ? C + r + (long long)c * args.core.ldc : C + c + (long long)r * args.core.ldc;
   }
 
+  // The end of the tile's columns of C (problem n): a grouped problem's group ends before n.
+  GEMMTUNE_DEVICE_INLINE static int n_end(const WgmmaArgs& args, Tile t) {
+    return min(args.core.n, t.n_end);
+  }
+
   // beta != 0, stores from registers: the consumer warpgroup fetches its part of C's tile into
   // L2 as its main loop begins, a 128-byte line a thread in turn (one more line a column, for a
   // column that does not start on a line), so that the epilogue's loads wait for L2.
@@ -35,8 +40,8 @@ struct RegisterStore : Traits<Cfg> {
     constexpr int COLUMNS = SWAP ? TN : ROWS;  // the columns of C they span
     constexpr int SPAN = SWAP ? ROWS : TN;     // and the values of each, contiguous
     constexpr int LINES = SPAN / 64 + 1;
-    const int rows_end = SWAP ? args.core.m : args.core.n,
-              cols_end = SWAP ? args.core.n : args.core.m;
+    const int rows_end = SWAP ? args.core.m : n_end(args, t),
+              cols_end = SWAP ? n_end(args, t) : args.core.m;
     const int r0 = t.row0 + Tiles::rows_of(consumer) * ROWS;
     for (int i = threadIdx.x % 128; i < COLUMNS * LINES; i += 128) {
       const int column = i / LINES, e = min(i % LINES * 64, SPAN - 1);
@@ -71,9 +76,9 @@ struct RegisterStore : Traits<Cfg> {
   // Kernel row r's pairs from column c0 on (store16.cuh's accessors): across two columns of C
   // with SWAP, else neighbours along m in one, 4-byte aligned or not (with an odd ldc, every
   // other column is).
-  GEMMTUNE_DEVICE_INLINE static auto row_pairs(const WgmmaArgs& args, int r, int c0) {
+  GEMMTUNE_DEVICE_INLINE static auto row_pairs(const WgmmaArgs& args, int r, int c0, int cols_end) {
     if constexpr (SWAP) {
-      return AcrossPairs{args, r, c0, args.core.n};
+      return AcrossPairs{args, r, c0, cols_end};
     } else {
       u16* column = c_at(args, r, 0);
       return ColumnPairs<Cfg::DTYPE>{column, c0, args.core.m,
@@ -91,7 +96,8 @@ struct RegisterStore : Traits<Cfg> {
     // (A cluster of four has the most partial sums in registers: 16 pairs ahead spilled there.)
     constexpr bool ALL_AHEAD = STORE_BATCH > 1 && MW * 2 * (TN / 8) <= (CLUSTER_K == 4 ? 8 : 32);
     const int lane = threadIdx.x % 128;
-    const int rows_end = SWAP ? args.core.m : args.core.n;
+    const int columns_end = n_end(args, t);
+    const int rows_end = SWAP ? args.core.m : columns_end;
     const int c0 = t.col0 + 2 * (lane % 4);
     const float alpha = args.core.alpha, beta = T::beta_of(args);
     auto row_of = [&](int mb, int h) {
@@ -107,7 +113,7 @@ struct RegisterStore : Traits<Cfg> {
         for (int h = 0; h < 2; ++h) {
           const int r = row_of(mb, h);
           if (r >= rows_end) continue;
-          const auto at = row_pairs(args, r, c0);
+          const auto at = row_pairs(args, r, c0, columns_end);
 #pragma unroll
           for (int j = 0; j < TN / 8; ++j)
             if (!skip(j)) old[ALL_AHEAD ? mb : 0][h][ALL_AHEAD ? j : 0] = at.read(j);
@@ -124,7 +130,7 @@ struct RegisterStore : Traits<Cfg> {
           v1 = alpha * acc[mb][4 * j + 2 * h + 1];
         };
         if constexpr (ALL_AHEAD) {
-          const auto at = row_pairs(args, r, c0);
+          const auto at = row_pairs(args, r, c0, columns_end);
 #pragma unroll
           for (int j = 0; j < TN / 8; ++j) {
             if (skip(j)) continue;
@@ -134,7 +140,8 @@ struct RegisterStore : Traits<Cfg> {
             at.write(j, v0, v1);
           }
         } else {
-          store_pairs<Cfg::DTYPE, TN / 8, STORE_BATCH>(row_pairs(args, r, c0), beta, value, skip);
+          store_pairs<Cfg::DTYPE, TN / 8, STORE_BATCH>(row_pairs(args, r, c0, columns_end), beta,
+                                                       value, skip);
         }
       }
     }

@@ -11,6 +11,10 @@ namespace wgmma_sm90 {
 
 struct Tile {
   int row0, col0;  // first kernel row and column
+  // A grouped problem's (groups.cuh): the group, whose A the loads read, and the end of its
+  // columns of C (problem n), past which the tile stores nothing. One GEMM: 0 and no end.
+  int group = 0;
+  int n_end = 0x7fffffff;
 };
 
 struct Grid {
@@ -70,6 +74,17 @@ struct Tiles : Traits<Cfg> {
   // The workers of the schedule are clusters (or CTAs).
   GEMMTUNE_DEVICE_INLINE static schedule::Work work_of(const Grid& g, int workers) {
     return schedule::make_work(SCHEDULE, g.super_m * g.super_n, g.k_blocks, workers, Cfg::SPLITS);
+  }
+
+  // What the schedule needs in shared memory before it starts (nothing: the grouped tiles' table).
+  GEMMTUNE_DEVICE_INLINE static void prepare(const WgmmaArgs&, const Smem&) {}
+  GEMMTUNE_DEVICE_INLINE static schedule::Work work_of(const WgmmaArgs& args, const Smem&,
+                                                       int workers) {
+    return work_of(grid_of(args), workers);
+  }
+  // Super tile `st`'s tile for CTA `rank` of the cluster.
+  GEMMTUNE_DEVICE_INLINE static Tile tile_at(const WgmmaArgs& args, const Smem&, int st, int rank) {
+    return tile_of(st, rank, grid_of(args));
   }
 
   // The schedule read from shared memory, its mode a constant so that unused modes fold away.

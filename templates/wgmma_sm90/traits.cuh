@@ -26,7 +26,8 @@ namespace wgmma_sm90 {
 // (C's and D's: f16 or bf16), READS_C (bool: the kernel can apply beta != 0; without it the
 // kernel computes C = alpha * AB whatever beta says, and the runtime refuses beta != 0), SCALING
 // (gemmtune::Scaling of float8 operands, 0 for none), PROMOTE (float8: k-blocks a partial
-// accumulator sums before it is added into the f32 one, promotion.cuh; 0 for f16 and bf16).
+// accumulator sums before it is added into the f32 one, promotion.cuh; 0 for f16 and bf16),
+// GROUP_TABLE (a grouped problem's groups the kernel's table holds, groups.cuh; 0: one GEMM).
 // Cfg's values that decide sizes, for layout.h.
 template <class Cfg>
 GEMMTUNE_HOST_DEVICE constexpr Shape shape_of() {
@@ -43,6 +44,7 @@ GEMMTUNE_HOST_DEVICE constexpr Shape shape_of() {
   s.KSUB = Cfg::KSUB;
   s.PINGPONG = Cfg::PINGPONG;
   s.IN_BYTES = Cfg::A_TYPE == GEMMTUNE_TYPE_E4M3 || Cfg::A_TYPE == GEMMTUNE_TYPE_E5M2 ? 1 : 2;
+  s.GROUP_TABLE = Cfg::GROUP_TABLE;
   return s;
 }
 
@@ -104,6 +106,9 @@ struct Traits {
   // at the kernel's start gained nothing (docs/PERF.md, 'The code that reads C costs beta = 0
   // kernels 1-2%'): a problem that never reads C gets a kernel without it.
   static constexpr bool READS_C = Cfg::READS_C;
+  // A grouped problem: its tiles come from the group table (groups.cuh), A's loads name a group.
+  static constexpr int GROUP_TABLE = Cfg::GROUP_TABLE;
+  static constexpr bool GROUPED = GROUP_TABLE > 0;
   // The C tile staged for TMA stores (layout.h): per consumer, C_CHUNKS chunks through
   // C_BUFFERS buffers, and C_BARRIERS barriers with beta != 0.
   static constexpr int C_CHUNK_BYTES = c_chunk_bytes(SHAPE);

@@ -9,6 +9,7 @@
 #include "schedule.h"
 #include "wgmma_sm90/cluster_k.cuh"
 #include "wgmma_sm90/epilogue.cuh"
+#include "wgmma_sm90/groups.cuh"
 #include "wgmma_sm90/mainloop.cuh"
 #include "wgmma_sm90/parts.cuh"
 #include "wgmma_sm90/promotion.cuh"
@@ -36,7 +37,7 @@ struct WarpSpecialized : Traits<Cfg> {
   using T::TN;
   using T::TURN_BARRIER;
   using Smem = SharedMemory<Cfg>;
-  using Tiles = wgmma_sm90::Tiles<Cfg>;
+  using Tiles = wgmma_sm90::TilesOf<Cfg>;
   using Mainloop = wgmma_sm90::Mainloop<Cfg>;
   // The tile's main loop: float8 tiles promote their partial sums (promotion.cuh).
   using Math = typename Select<(T::PROMOTE > 0), Promotion<Cfg>, Mainloop>::type;
@@ -54,7 +55,7 @@ struct WarpSpecialized : Traits<Cfg> {
     Ring<STAGES> ring;
     for (int i = 0; schedule::has_segment(Tiles::work_in(s), worker, i); ++i) {
       const schedule::Segment seg = schedule::segment(Tiles::work_in(s), worker, i);
-      const Tile t = Tiles::tile_of(seg.tile, rank, Tiles::grid_of(args));
+      const Tile t = Tiles::tile_at(args, s, seg.tile, rank);
       const KRange ks = Tiles::k_range(seg, kpart);
       const int c_kb = TmaStore::c_block(ks);
       if (TMA_STORE && with_c && i > 0) TmaStore::prefetch_c(args, t);
@@ -112,15 +113,13 @@ struct WarpSpecialized : Traits<Cfg> {
       constexpr bool KEEP_TILE = !TMA_STORE && CTAS_PER_SM == 1;
       Tile tile{};
       if constexpr (KEEP_TILE) {
-        tile = Tiles::tile_of(schedule::segment(Tiles::work_in(s), worker, i).tile, rank,
-                              Tiles::grid_of(args));
+        tile = Tiles::tile_at(args, s, schedule::segment(Tiles::work_in(s), worker, i).tile, rank);
         Tiles::keep_here(tile);
       }
       if (Epilogue::loads_c_by_threads(args)) {
         const schedule::Segment seg = schedule::segment(Tiles::work_in(s), worker, i);
         RegisterStore::prefetch_c_lines(
-            args, KEEP_TILE ? tile : Tiles::tile_of(seg.tile, rank, Tiles::grid_of(args)),
-            consumer);
+            args, KEEP_TILE ? tile : Tiles::tile_at(args, s, seg.tile, rank), consumer);
       }
       {
         const KRange ks = Tiles::k_range(schedule::segment(Tiles::work_in(s), worker, i), kpart);
@@ -136,8 +135,8 @@ struct WarpSpecialized : Traits<Cfg> {
         // worked out.
         const Tile loop_tile =
             KEEP_TILE ? tile
-                      : Tiles::tile_of(schedule::segment(Tiles::work_in(s), worker, i).tile, rank,
-                                       Tiles::grid_of(args));
+                      : Tiles::tile_at(args, s,
+                                       schedule::segment(Tiles::work_in(s), worker, i).tile, rank);
         previous = Math::consume(args, s, loop_tile, ks, consumer, ring, acc);
       }
       if (PINGPONG && i + 1 < count)
@@ -148,8 +147,7 @@ struct WarpSpecialized : Traits<Cfg> {
       const schedule::Segment seg = schedule::segment(Tiles::work_in(s), worker, i);
       if constexpr (CLUSTER_K > 1) ClusterK::exchange(s, kpart, consumer, i, i + 1 < count, acc);
       if (seg.parts == 1 || Parts::reduce(args, s, Tiles::work_in(s), seg, rank, consumer, acc))
-        Epilogue::store(args, s,
-                        KEEP_TILE ? tile : Tiles::tile_of(seg.tile, rank, Tiles::grid_of(args)),
+        Epilogue::store(args, s, KEEP_TILE ? tile : Tiles::tile_at(args, s, seg.tile, rank),
                         consumer, acc, c_phases, c_early, kpart);
     }
     Epilogue::finish_stores(args);
@@ -159,9 +157,9 @@ struct WarpSpecialized : Traits<Cfg> {
     const int cta = CLUSTER_CTAS > 1 ? int(ptx::cluster_ctarank()) : 0;
     const int rank = CLUSTER_K > 1 ? 0 : cta;   // place in a pair that shares loads
     const int kpart = CLUSTER_K > 1 ? cta : 0;  // share of each tile's k-blocks
-    const Grid g = Tiles::grid_of(args);
     const int worker = blockIdx.x / CLUSTER_CTAS;
-    Smem::init(s, ROW_WG * CLUSTER, Tiles::work_of(g, gridDim.x / CLUSTER_CTAS), kpart);
+    Tiles::prepare(args, s);
+    Smem::init(s, ROW_WG * CLUSTER, Tiles::work_of(args, s, gridDim.x / CLUSTER_CTAS), kpart);
     const int warpgroup = threadIdx.x / 128;
     if (warpgroup == 0) {
       if (REALLOCATE) ptx::setmaxnreg_dec<PRODUCER_REGS>();

@@ -23,7 +23,7 @@ struct WgmmaParams {
   int64_t wg = 1, ws = 1, pingpong = 0, occupancy = 1;
   int64_t schedule = schedule::DATA_PARALLEL, splits = 1, cluster_k = 1;
   int64_t stages = 4, cluster = 11, raster = 0, group = 8, epilogue = 0, ksub = 1, reads_c = 0;
-  int64_t promote = 0, overlap = 0;
+  int64_t promote = 0, overlap = 0, group_table = 0;
 
   using P = WgmmaParams;
   static constexpr std::array fields = {
@@ -48,6 +48,8 @@ struct WgmmaParams {
       ParamField<P>{"PROMOTE", &P::promote, true, false, true},
       // float8: two partial sums take turns, one promoted while the other's wgmma run
       ParamField<P>{"OVERLAP", &P::overlap, true, true, true},
+      // a grouped problem's groups the kernel's table holds (derived from G; 0: one GEMM)
+      ParamField<P>{"GROUP_TABLE", &P::group_table, false, false, true},
   };
 };
 using P = WgmmaParams;
@@ -57,9 +59,10 @@ using Config = FamilyConfig<P>;
 
 // The sizes that do not depend on shared memory (C_BUFFERS left 0).
 wgmma_sm90::Shape sides_of(const Config& c) {
-  return {int(c.bm),        int(c.bn),   int(c.stages),   int(c.wg),
-          c.swap != 0,      c.ws != 0,   int(c.epilogue), 0,
-          int(c.cluster_k), int(c.ksub), c.pingpong != 0, element_bytes(c.types.a)};
+  return {int(c.bm),         int(c.bn),   int(c.stages),   int(c.wg),
+          c.swap != 0,       c.ws != 0,   int(c.epilogue), 0,
+          int(c.cluster_k),  int(c.ksub), c.pingpong != 0, element_bytes(c.types.a),
+          int(c.group_table)};
 }
 wgmma_sm90::Shape shape_of(const Config& c, const ArchInfo& arch) {
   wgmma_sm90::Shape s = sides_of(c);
@@ -120,10 +123,10 @@ bool q_kmajor(const Config& c) {
 }
 // The longest tile sides the problem needs: rows in 64s, columns in 8s (K-major Q) or 64s.
 int64_t rows_needed(const Config& c, const Problem& p) {
-  return round_up(c.swap ? p.m : p.n, 64);
+  return round_up(c.swap ? p.m : group_columns(p), 64);
 }
 int64_t cols_needed(const Config& c, const Problem& p) {
-  return round_up(c.swap ? p.n : p.m, q_kmajor(c) ? 8 : 64);
+  return round_up(c.swap ? group_columns(p) : p.m, q_kmajor(c) ? 8 : 64);
 }
 // Which operand a cluster of two shares: CTAs along M share B's tile, along N A's.
 bool shares_a(const Config& c) {
@@ -132,8 +135,25 @@ bool shares_a(const Config& c) {
 bool shares_b(const Config& c) {
   return cluster_m(c) == 2;
 }
+// Tiles are swept along the longer of M and N first; a grouped problem's along M, across all its
+// groups' column tiles (templates/wgmma_sm90/groups.cuh).
+int64_t raster_of(const Problem& p) {
+  return p.grouped() || p.m >= group_columns(p) ? 0 : 1;
+}
+// The groups a grouped kernel's table holds: G rounded up to a power of two, at least 8, so that
+// one kernel serves problems of nearby G.
+int64_t group_table_of(const Problem& p) {
+  int64_t slots = 8;
+  while (p.grouped() && slots < p.groups) slots *= 2;
+  return p.grouped() ? slots : 0;
+}
+// A tile (its M tiles, along N at most one more a group than one GEMM's of n columns: the groups'
+// partial tiles), which bounds a grouped launch's work units.
+int64_t grouped_super_tiles(const Config& c, const Problem& p) {
+  return ceil_div(ceil_div(p.m, c.bm), cluster_m(c)) * (ceil_div(p.n, c.bn) + p.groups);
+}
 int64_t tiles_of(const Problem& p, int64_t bm, int64_t bn) {
-  return ceil_div(p.m, bm) * ceil_div(p.n, bn);
+  return ceil_div(p.m, bm) * ceil_div(group_columns(p), bn) * group_count(p);
 }
 
 struct Units {
@@ -145,7 +165,7 @@ struct Units {
 Units units_of(const Config& c, const Problem& p, const ArchInfo& arch) {
   Units u;
   u.tiles_m = ceil_div(p.m, c.bm);
-  u.tiles_n = ceil_div(p.n, c.bn);
+  u.tiles_n = ceil_div(group_columns(p), c.bn) * group_count(p);
   u.super_tiles = ceil_div(u.tiles_m, cluster_m(c)) * ceil_div(u.tiles_n, cluster_n(c));
   u.k_blocks = ceil_div(p.k, stage_k(c));
   u.workers = std::max<int64_t>(1, arch.sms / cluster_ctas(c)) * c.occupancy;
@@ -209,7 +229,7 @@ bool many_waves(const Problem& p, const ArchInfo& arch) {
 
 // The skinny side of a problem goes on wgmma's N (steps of 8), not on 64-row blocks.
 bool skinny_n(const Problem& p) {
-  return p.n <= 64;
+  return group_columns(p) <= 64;
 }
 bool skinny_m(const Problem& p) {
   return p.m <= 64;
@@ -218,7 +238,7 @@ bool skinny_m(const Problem& p) {
 // a skinny one, 64 rows a tile and K split (docs/PERF.md, 'Narrow problems with few tiles stream
 // like decode').
 bool narrow_few(const Problem& p, const ArchInfo& arch) {
-  return std::min(p.m, p.n) <= 128 && few_tiles(p, arch);
+  return std::min(p.m, group_columns(p)) <= 128 && few_tiles(p, arch);
 }
 
 // ---- the cost model's calibration (docs/PERF.md, 'The cost model is fitted to measured
@@ -351,7 +371,7 @@ std::vector<Rule<P>> rules() {
        "where the problem is bound by latency",
        kTile,
        [](const Config& c, const Problem& p, const ArchInfo& a) {
-         const int64_t cols = tile_cols(c), side = c.swap ? p.n : p.m;
+         const int64_t cols = tile_cols(c), side = c.swap ? group_columns(p) : p.m;
          const bool usual = cols == 64 || cols == 128 || cols == 256 || cols == 192;
          return usual || cols == round_up(side, 8) || side % 64 != 0 ||
                 (cols < 64 && latency_bound(p, a));
@@ -444,7 +464,7 @@ std::vector<Rule<P>> rules() {
        {&P::cluster, &P::bm, &P::bn},
        [](const Config& c, const Problem& p, const ArchInfo&) {
          if (cluster_m(c) == 2) return ceil_div(p.m, c.bm) >= 2;
-         if (cluster_n(c) == 2) return ceil_div(p.n, c.bn) >= 2;
+         if (cluster_n(c) == 2) return ceil_div(group_columns(p), c.bn) >= 2;
          return true;
        }},
       {"shared_half_whole", "a multicast half of a K-major tile is whole 8-row swizzle atoms",
@@ -468,9 +488,7 @@ std::vector<Rule<P>> rules() {
       {"raster_along_longer_side",
        "tiles are swept along the longer of M and N first",
        {&P::raster},
-       [](const Config& c, const Problem& p, const ArchInfo&) {
-         return c.raster == (p.m >= p.n ? 0 : 1);
-       }},
+       [](const Config& c, const Problem& p, const ArchInfo&) { return c.raster == raster_of(p); }},
       {"schedules_need_ws",
        "split-K and stream-K run on the persistent warp-specialized schedule",
        {&P::schedule, &P::ws},
@@ -526,6 +544,8 @@ class WgmmaSm90Family final : public FamilyOf<P> {
  public:
   std::string_view name() const override { return "wgmma_sm90"; }
   int rank() const override { return 20; }
+  // Grouped problems: templates/wgmma_sm90/groups.cuh.
+  bool takes_groups() const override { return true; }
 
   std::string unsupported_reason(const Problem& problem, const ArchInfo& arch) const override {
     if (element_bytes(problem.types.a) == 1) {
@@ -541,10 +561,11 @@ class WgmmaSm90Family final : public FamilyOf<P> {
   Space<P> space(const Problem& p, const ArchInfo& arch) const override {
     Space<P> s;
     const bool few = few_tiles(p, arch), narrow = latency_bound(p, arch);
-    const bool skinny = p.n <= 256 || p.m <= 256;
+    const int64_t columns = group_columns(p);
+    const bool skinny = columns <= 256 || p.m <= 256;
     s.set(&P::bm, tile_values(p.m, narrow));
-    s.set(&P::bn, tile_values(p.n, narrow));
-    s.set(&P::swap, p.n <= 256 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
+    s.set(&P::bn, tile_values(columns, narrow));
+    s.set(&P::swap, columns <= 256 ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{0});
     s.set(&P::wg, {1, 2, 3});
     s.set(&P::ws, {0, 1});
     s.set(&P::pingpong, {0, 1});
@@ -559,7 +580,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     s.set(&P::stages,
           skinny || few ? std::vector<int64_t>{8, 6, 5, 4, 12, 3} : std::vector<int64_t>{4, 3, 5});
     s.set(&P::cluster, {11, 21, 12});
-    s.set(&P::raster, {p.m >= p.n ? 0 : 1});  // derived: along the longer side first
+    s.set(&P::raster, {raster_of(p)});  // derived: along the longer side first
     // How many tile rows run together and share operand rows in L2: it matters where many
     // waves of tiles run one after the other.
     s.set(&P::group,
@@ -573,9 +594,32 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     s.set(&P::reads_c, {p.reads_c ? 1 : 0});
     s.set(&P::promote, {0});
     s.set(&P::overlap, {0});
+    s.set(&P::group_table, {group_table_of(p)});
     if (element_bytes(p.types.a) == 1) narrow_to_fp8(s, p);
+    if (p.grouped()) narrow_to_groups(s);
     s.rules = rules();
     return s;
+  }
+
+  // A grouped problem's tile count is known on the device alone (groups.cuh): the persistent
+  // schedule's data-parallel tiles; stored from registers, since a TMA store would write past a
+  // group's last column; clusters only along M, whose pairs share a group.
+  static void narrow_to_groups(Space<P>& s) {
+    s.set(&P::ws, {1});
+    s.set(&P::schedule, {schedule::DATA_PARALLEL});
+    s.set(&P::splits, {1});
+    s.set(&P::cluster_k, {1});
+    s.set(&P::cluster, {11, 21});
+    s.set(&P::epilogue, {0});
+  }
+
+  // The default made for a grouped problem (narrow_to_groups).
+  static Config for_groups(Config c, const Problem& p) {
+    c.group_table = group_table_of(p);
+    if (!p.grouped()) return c;
+    c.ws = 1, c.schedule = schedule::DATA_PARALLEL, c.splits = 1, c.cluster_k = 1, c.epilogue = 0;
+    if (cluster_n(c) == 2) c.cluster = 11;
+    return c;
   }
 
   // Float8: the persistent schedule, 128-K stages; block scales are applied every k-block, the
@@ -603,7 +647,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     if (element_bytes(p.types.a) == 1) return fp8_default(p, arch);
     Config c = Config::of(p);
     c.bm = 256, c.bn = 128, c.swap = 0, c.stages = 4, c.wg = 2, c.ws = 1, c.cluster = 12;
-    c.raster = p.m >= p.n ? 0 : 1, c.group = 8, c.epilogue = 1;
+    c.raster = raster_of(p), c.group = 8, c.epilogue = 1;
     c.schedule = schedule::DATA_PARALLEL, c.splits = 1, c.cluster_k = 1, c.pingpong = 0;
     c.occupancy = 1, c.ksub = 1, c.reads_c = p.reads_c ? 1 : 0;
     bool split_where_few = true, one_wave_tma_store = false;
@@ -624,7 +668,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
       // less.
       make_filling(c, p, arch);
       one_wave_tma_store = true;
-    } else if (p.m < 512 || p.n < 256) {
+    } else if (p.m < 512 || group_columns(p) < 256) {
       c.bm = 128, c.cluster = 11, c.stages = 4;
     } else if (make_filling(c, p, arch)) {
       one_wave_tma_store = c.epilogue == 1;
@@ -636,7 +680,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     c = with_paying_cluster(c, p, arch);
     if (tiles_of(p, c.bm, c.bn) <= arch.sms && !one_wave_tma_store) c.epilogue = 0;
     if (split_where_few) c = with_schedule(c, p, arch);
-    return repaired(with_fitting_stages(c, arch), p, arch);
+    return repaired(with_fitting_stages(for_groups(c, p), arch), p, arch);
   }
 
   // Float8: tiles of 128 tokens (problem n, two consumer warpgroups) by 128 of m, multicast in
@@ -648,7 +692,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
   Config fp8_default(const Problem& p, const ArchInfo& arch) const {
     Config c = Config::of(p);
     c.bm = 128, c.bn = 128, c.swap = 0, c.stages = 5, c.wg = 2, c.ws = 1, c.cluster = 12;
-    c.raster = p.m >= p.n ? 0 : 1, c.group = 8, c.epilogue = 1;
+    c.raster = raster_of(p), c.group = 8, c.epilogue = 1;
     c.schedule = schedule::DATA_PARALLEL, c.splits = 1, c.cluster_k = 1, c.pingpong = 0;
     c.occupancy = 1, c.ksub = 1, c.reads_c = p.reads_c ? 1 : 0, c.promote = 1;
     if (p.n <= 64 && p.scaling != Scaling::block) {
@@ -688,7 +732,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     if (c.schedule == schedule::STREAM_K) sched = "_streamk";
     if (c.cluster_k > 1) sched = fmt::format("_ck{}", c.cluster_k);
     return fmt::format(
-        "gemm_wgmma_{}_{}{}_{}x{}x{}_s{}_wg{}_c{}x{}_{}_r{}{}{}{}{}{}{}{}", c.types.token(),
+        "gemm_wgmma_{}_{}{}_{}x{}x{}_s{}_wg{}_c{}x{}_{}_r{}{}{}{}{}{}{}{}{}", c.types.token(),
         to_char(c.op_a), to_char(c.op_b), c.bm, c.bn, stage_k(c), c.stages, c.wg, cluster_m(c),
         cluster_n(c), c.ws ? (c.pingpong ? "pingpong" : "ws") : "ms", c.raster ? "n" : "m",
         c.group == 8 ? "" : fmt::format("_g{}", c.group), c.swap ? "_swap" : "", sched,
@@ -696,7 +740,8 @@ class WgmmaSm90Family final : public FamilyOf<P> {
         c.reads_c ? "_readsc" : "",
         c.promote
             ? fmt::format("_{}_p{}{}", to_string(c.scaling), c.promote, c.overlap ? "_overlap" : "")
-            : "");
+            : "",
+        c.group_table ? fmt::format("_groups{}", c.group_table) : "");
   }
 
   UnitSource unit_of(const Config& c, const ArchInfo& arch) const override {
@@ -737,8 +782,12 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     g.cluster = {uint32_t(cluster), 1, 1};
     if (c.ws) {
       // Persistent: one CTA per SM (whole clusters), each a worker of the tile schedule.
+      // A grouped launch's tiles are known on the device alone: as many as there can be.
       const int64_t units =
-          u.super_tiles * (c.schedule == schedule::SPLIT_K ? std::min(c.splits, u.k_blocks) : 1);
+          c.group_table > 0
+              ? grouped_super_tiles(c, p)
+              : u.super_tiles *
+                    (c.schedule == schedule::SPLIT_K ? std::min(c.splits, u.k_blocks) : 1);
       const int64_t most = c.schedule == schedule::STREAM_K ? u.super_tiles * u.k_blocks : units;
       g.grid = {uint32_t(std::min(most, u.workers) * cluster), 1, 1};
       g.persistent = true;
@@ -817,6 +866,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
       m.box_rows = k_major ? uint32_t(wgmma_sm90::ROW_BYTES / element_bytes(m.type)) : 64;
       m.box_cols = k_major ? uint32_t(shared ? rows / 2 : rows) : (shared ? 32u : 64u);
       m.offset = g.args.offset_of(member);
+      m.per_group = operand == Operand::a && c.group_table > 0;
       g.maps.push_back(m);
     };
     box(Operand::a, a_kmajor(c), c.swap ? tile_rows(c) : tile_cols(c), shares_a(c), "map_a");
@@ -852,15 +902,16 @@ class WgmmaSm90Family final : public FamilyOf<P> {
   // leave half the SMs without weights to stream. Returns whether the tiles are still so few
   // that K is worth splitting.
   static bool make_skinny(Config& c, const Problem& p, const ArchInfo& arch) {
-    const bool swap = p.n <= p.m;  // the narrow side on wgmma's N
-    const int64_t wide = swap ? p.m : p.n;
+    const int64_t n = group_columns(p);
+    const bool swap = n <= p.m;  // the narrow side on wgmma's N
+    const int64_t wide = swap ? p.m : n;
     const int64_t rows =
         std::min<int64_t>(2 * ceil_div(wide, 128) >= arch.sms ? 128 : 64, round_up(wide, 64));
     c.swap = swap;
     (swap ? c.bm : c.bn) = rows;
     // wgmma N in steps of 8, or of 64 where the narrow operand is stored along M or N
     // (mn_major_in_chunks: bf16 nn 16x4096x4096).
-    (swap ? c.bn : c.bm) = round_up(swap ? p.n : p.m, q_kmajor(c) ? 8 : 64);
+    (swap ? c.bn : c.bm) = round_up(swap ? n : p.m, q_kmajor(c) ? 8 : 64);
     c.wg = rows / 64, c.cluster = 11, c.epilogue = 0, c.ksub = 2;
     c.stages = rows == 128 ? 4 : 6;
     return 2 * ceil_div(wide, rows) < arch.sms;
@@ -874,7 +925,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
   static void make_latency_bound(Config& c, const Problem& p, const ArchInfo& arch) {
     c.bm = 64, c.bn = 64, c.stages = 5, c.wg = 1;
     if (p.op_a == Op::T) {
-      const int64_t tile_rows = std::max<int64_t>(1, arch.sms / 2 / ceil_div(p.n, 64));
+      const int64_t tile_rows = std::max<int64_t>(1, arch.sms / 2 / ceil_div(group_columns(p), 64));
       c.bm = std::min<int64_t>(64, round_up(ceil_div(p.m, tile_rows), 8));
       c.ksub = 2;
       c.cluster_k = 2;  // repaired() drops it where the clusters would not fit
