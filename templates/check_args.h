@@ -23,7 +23,24 @@ struct CheckArgs {
   unsigned long long scale_a, scale_b;
   int scaling;
   int a_blocks;
+  // A grouped problem's G int32 column ends in device memory (gemmtune/types.hpp, Problem), and
+  // G; else 0 and 0. Every column must lie in a group (end[G-1] = n).
+  unsigned long long group_ends;
+  int groups;
 };
+
+// The group that owns column c of a grouped problem: the first whose end lies past it.
+GEMMTUNE_HOST_DEVICE int gemmtune_group_of(const int* ends, int groups, long long c) {
+  int lo = 0, hi = groups - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi) / 2;
+    if (ends[mid] > c)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return lo;
+}
 
 // The scale of the product op(A)[r,k] op(B)[k,c] (a plain function: the reference's, and tests').
 GEMMTUNE_HOST_DEVICE double gemmtune_product_scale(const float* sa, const float* sb, int scaling,

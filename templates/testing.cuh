@@ -63,11 +63,17 @@ extern "C" __global__ void gemmtune_reference(const CheckArgs args) {
   const int* cols = reinterpret_cast<const int*>(args.cols);
   const long long r = rows ? rows[i] : i % args.m;
   const long long c = cols ? cols[i] : i / args.m;
+  // A grouped problem's A: the G stored matrices one after another, its group's.
+  const long long a0 = args.groups > 0
+                           ? (long long)gemmtune_group_of(
+                                 reinterpret_cast<const int*>(args.group_ends), args.groups, c) *
+                                 (args.op_a == 0 ? args.k : args.m)
+                           : 0;
   double sum = 0.0, squares = 0.0;
   for (long long k = 0; k < args.k; ++k) {
     const double a = args.op_a == 0
-                         ? gemmtune::testing::element(args.a, r, k, args.lda, args.type_a)
-                         : gemmtune::testing::element(args.a, k, r, args.lda, args.type_a);
+                         ? gemmtune::testing::element(args.a, r, a0 + k, args.lda, args.type_a)
+                         : gemmtune::testing::element(args.a, k, a0 + r, args.lda, args.type_a);
     const double b = args.op_b == 0
                          ? gemmtune::testing::element(args.b, k, c, args.ldb, args.type_b)
                          : gemmtune::testing::element(args.b, c, k, args.ldb, args.type_b);

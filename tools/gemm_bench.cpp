@@ -137,11 +137,14 @@ double baseline_error(const gt::Cublas& cublas, const gt::Verifier& verifier, CU
   }
 }
 
-// The library's descriptor of a problem, with the scales of its data (none without scaling).
+// The library's descriptor of a problem, with the scales of its data (none without scaling) and
+// its groups' ends (none unless grouped).
 gt::MatmulDesc desc_of(const gt::Problem& p, const gt::GemmOperands& o) {
   gt::MatmulDesc desc{p.types, p.scaling, p.op_a, p.op_b};
   desc.scale_a = reinterpret_cast<const float*>(o.scale_a);
   desc.scale_b = reinterpret_cast<const float*>(o.scale_b);
+  desc.groups = p.groups;
+  desc.group_ends = reinterpret_cast<const int32_t*>(o.group_ends);
   return desc;
 }
 

@@ -51,6 +51,8 @@ CheckArgs check_args(const ProblemData& d, float alpha, float beta) {
   a.scale_b = d.scale_b.ptr();
   a.scaling = int(p.scaling);
   a.a_blocks = int(scale_shape_a(p).rows);
+  a.group_ends = d.group_ends.ptr();
+  a.groups = int(p.groups);
   return a;
 }
 
@@ -163,10 +165,46 @@ int64_t Checker::count_nonfinite(CUdeviceptr p, int64_t ld, int64_t m, int64_t n
   return host;
 }
 
-ProblemData::ProblemData(const Problem& p, const Checker& checker, uint64_t seed, CUstream stream)
+std::vector<int32_t> group_ends_of(const Problem& p, Routing routing, uint64_t seed) {
+  const int64_t groups = std::max<int64_t>(p.groups, 1);
+  std::mt19937_64 rng(seed);
+  std::vector<int64_t> sizes(static_cast<size_t>(groups), 0);
+  int64_t routed = 0;
+  if (routing == Routing::skewed && groups > 1) {
+    sizes[0] = std::min(p.n, 10 * ((p.n + groups - 1) / groups));
+    routed = sizes[0];
+  }
+  if (routing == Routing::ragged) {
+    std::uniform_int_distribution<int64_t> cut(0, p.n);
+    std::vector<int64_t> cuts(static_cast<size_t>(groups - 1));
+    for (auto& c : cuts) c = cut(rng);
+    cuts.push_back(p.n);
+    std::sort(cuts.begin(), cuts.end());
+    return {cuts.begin(), cuts.end()};
+  }
+  const int64_t first = routing == Routing::skewed && groups > 1 ? 1 : 0;
+  std::uniform_int_distribution<int64_t> group(first, groups - 1);
+  for (int64_t t = routed; t < p.n; ++t) ++sizes[size_t(group(rng))];
+  std::vector<int32_t> ends(static_cast<size_t>(groups));
+  int64_t end = 0;
+  for (size_t g = 0; g < sizes.size(); ++g) ends[g] = int32_t(end += sizes[g]);
+  return ends;
+}
+
+void ProblemData::route(Routing routing, uint64_t seed, CUstream stream) {
+  if (!problem.grouped()) return;
+  host_group_ends = group_ends_of(problem, routing, seed);
+  if (group_ends.bytes() == 0) group_ends = DeviceBuffer(host_group_ends.size() * sizeof(int32_t));
+  // On the stream, and synchronized: the host vector may change with the next routing.
+  GT_CU(cuMemcpyHtoDAsync(group_ends.ptr(), host_group_ends.data(), group_ends.bytes(), stream));
+  GT_CU(cuStreamSynchronize(stream));
+}
+
+ProblemData::ProblemData(const Problem& p, const Checker& checker, uint64_t seed, CUstream stream,
+                         Routing routing)
     : problem(p) {
-  const int64_t na = stored_elements(p.lda, p.cols_a()), nb = stored_elements(p.ldb, p.cols_b()),
-                nc = stored_elements(p.ldc, p.n);
+  const int64_t na = stored_elements(p.lda, p.cols_a() * std::max<int64_t>(p.groups, 1)),
+                nb = stored_elements(p.ldb, p.cols_b()), nc = stored_elements(p.ldc, p.n);
   a = DeviceBuffer(size_t(na * element_bytes(p.types.a)));
   b = DeviceBuffer(size_t(nb * element_bytes(p.types.b)));
   c = DeviceBuffer(size_t(nc * element_bytes(p.types.c)));
@@ -181,6 +219,7 @@ ProblemData::ProblemData(const Problem& p, const Checker& checker, uint64_t seed
     checker.fill_scales(scale_a.ptr(), nsa, seed * 5 + 1, p.types.d, stream);
     checker.fill_scales(scale_b.ptr(), nsb, seed * 5 + 2, p.types.d, stream);
   }
+  route(routing, seed * 7 + 3, stream);
 }
 
 void ProblemData::reset_c(const Checker& checker, float beta, CUstream stream) const {
@@ -201,8 +240,8 @@ struct Verifier::Case {
   DeviceBuffer rows, cols, ref, scale;
 
   Case(const Checker& checker, const Problem& p, float alpha_, float beta_, uint64_t seed,
-       CUstream stream)
-      : data(p, checker, seed, stream), alpha(alpha_), beta(beta_) {
+       CUstream stream, Routing routing = Routing::uniform)
+      : data(p, checker, seed, stream, routing), alpha(alpha_), beta(beta_) {
     const int64_t elements = p.m * p.n;
     all_points = elements <= (int64_t(1) << 18);
     if (!all_points) sample_points(p, seed, sampled_rows, sampled_cols);
@@ -255,7 +294,8 @@ namespace {
 
 // Bytes of a problem's data: A, B, C and C's initial copy, as ProblemData allocates them.
 int64_t data_bytes(const Problem& p) {
-  return stored_elements(p.lda, p.cols_a()) * element_bytes(p.types.a) +
+  return stored_elements(p.lda, p.cols_a() * std::max<int64_t>(p.groups, 1)) *
+             element_bytes(p.types.a) +
          stored_elements(p.ldb, p.cols_b()) * element_bytes(p.types.b) +
          2 * stored_elements(p.ldc, p.n) * element_bytes(p.types.c) +
          (scale_shape_a(p).count() + scale_shape_b(p).count()) * int64_t(sizeof(float));
@@ -294,9 +334,12 @@ Verifier::Verifier(const Checker& checker, const Problem& problem, float alpha, 
   const bool sampled = !cases_.front()->all_points;
   const Problem probe =
       sampled || data_bytes(problem) > kSecondCopyLimit ? smaller_probe(problem) : problem;
+  // A grouped problem's other cases route its columns raggedly: empty groups, ends mid-tile.
+  const Routing other = Routing::ragged;
   if (sampled)
-    cases_.push_back(std::make_unique<Case>(checker, probe, alpha, beta, seed + 7, stream));
-  cases_.push_back(std::make_unique<Case>(checker, probe, alpha, other_beta, seed + 11, stream));
+    cases_.push_back(std::make_unique<Case>(checker, probe, alpha, beta, seed + 7, stream, other));
+  cases_.push_back(
+      std::make_unique<Case>(checker, probe, alpha, other_beta, seed + 11, stream, other));
   GT_CU(cuStreamSynchronize(stream));
 }
 

@@ -13,7 +13,8 @@ nlohmann::json to_json(const Problem& p) {
           {"ldb", p.ldb},
           {"ldc", p.ldc},
           {"align", p.align},
-          {"reads_c", p.reads_c}};
+          {"reads_c", p.reads_c},
+          {"groups", p.groups}};
 }
 
 Problem problem_from_json(const nlohmann::json& j) {
@@ -31,6 +32,7 @@ Problem problem_from_json(const nlohmann::json& j) {
   p.ldc = j.at("ldc");
   p.align = j.at("align");
   p.reads_c = j.at("reads_c");
+  p.groups = j.value("groups", int64_t(0));
   return p;
 }
 

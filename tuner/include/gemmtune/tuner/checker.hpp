@@ -54,19 +54,35 @@ class Checker {
   DeviceBuffer scratch_;  // max_error (float) and counters
 };
 
-// One problem's operands on the GPU, with random normal contents, and for a scaled problem its
-// random scales (Checker::fill_scales) in the layouts of scale_shape_a/b.
+// How a grouped problem's columns (tokens) are split between its groups (experts), every column
+// in one: `uniform`, each token routed to a random group (a real router's balanced case);
+// `skewed`, group 0 gets ten times the mean and the rest share the others; `ragged`, the groups
+// end at random columns (cuts of the n columns at G - 1 random points), with empty groups and
+// ends in the middle of tiles.
+enum class Routing { uniform, skewed, ragged };
+// The G int32 end offsets of a routing of the problem's n columns (end[G-1] = n).
+std::vector<int32_t> group_ends_of(const Problem& problem, Routing routing, uint64_t seed);
+
+// One problem's operands on the GPU, with random normal contents, for a scaled problem its
+// random scales (Checker::fill_scales) in the layouts of scale_shape_a/b, and for a grouped one
+// the group ends of a routing.
 struct ProblemData {
   Problem problem;
   DeviceBuffer a, b, c, c_init;
   DeviceBuffer scale_a, scale_b;  // empty without scaling
-  ProblemData(const Problem& p, const Checker& checker, uint64_t seed, CUstream stream);
+  DeviceBuffer group_ends;        // empty unless grouped
+  std::vector<int32_t> host_group_ends;
+  ProblemData(const Problem& p, const Checker& checker, uint64_t seed, CUstream stream,
+              Routing routing = Routing::uniform);
+  // Routes the columns anew (a grouped problem).
+  void route(Routing routing, uint64_t seed, CUstream stream);
   // Before each run under test: C = C_init (beta != 0) or NaN everywhere (beta == 0).
   void reset_c(const Checker& checker, float beta, CUstream stream) const;
   GemmOperands operands(float alpha, float beta) const {
     GemmOperands ops{a.ptr(), b.ptr(), c.ptr(), alpha, beta};
     ops.scale_a = scale_a.ptr();
     ops.scale_b = scale_b.ptr();
+    ops.group_ends = group_ends.ptr();
     return ops;
   }
 };
