@@ -57,7 +57,13 @@ namespace gemmtune::cu {
   X(cuPointerGetAttribute) \
   X(cuDeviceGetPCIBusId) \
   X(cuMemAllocAsync) \
-  X(cuMemFreeAsync)
+  X(cuMemFreeAsync) \
+  X(cuStreamBeginCapture) \
+  X(cuStreamEndCapture) \
+  X(cuGraphInstantiate) \
+  X(cuGraphLaunch) \
+  X(cuGraphExecDestroy) \
+  X(cuGraphDestroy)
 // clang-format on
 
 struct Api {
