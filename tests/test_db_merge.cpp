@@ -275,6 +275,43 @@ TEST(DbMerge, ProblemsThatReadCAndThoseThatDoNotStayApart) {
   EXPECT_TRUE(out.best(h100(), q)->problem.reads_c);
 }
 
+// A grouped problem (G experts that split N) and one GEMM of the same sizes are tuned apart;
+// merging keeps their candidates and winners apart. Their candidates are of another template
+// version: history, which a merge keeps without asking whether a family runs groups.
+TEST(DbMerge, GroupedProblemsAndOneGemmOfTheSameSizesStayApart) {
+  TempDir dir;
+  const Workload w = llm_like_workload();
+  const Problem p = w.problems[0];
+  Problem q = p;
+  q.groups = 8;
+  auto history = [](std::vector<CandidateRecord> cands) {
+    for (auto& c : cands) c.template_version = "00000000deadbeef";
+    return cands;
+  };
+  auto other = history(w.candidates[0]);
+  std::reverse(other.begin(), other.end());
+  for (size_t i = 0; i < other.size(); ++i) other[i].median_ms = other[i].min_ms = 1.0 + double(i);
+  TuningDb a(dir / "a.db"), b(dir / "b.db"), out(dir / "out.db");
+  tune_into(a, h100(), p, history(w.candidates[0]));
+  tune_into(b, h100(), q, other);
+  const std::string winner_p = a.list({})[0].winner.kernel_name;
+  const std::string winner_q = b.list({})[0].winner.kernel_name;
+  ASSERT_NE(winner_p, winner_q);
+  out.merge(a);
+  out.merge(b);
+  EXPECT_EQ(out.stats().problems, 2);
+  EXPECT_EQ(out.stats().best, 2);
+  EXPECT_EQ(out.candidates(h100(), p, true).size(), w.candidates[0].size());
+  EXPECT_EQ(out.candidates(h100(), q, true).size(), other.size());
+  const auto one_gemm = out.list({.groups = 0}), groups = out.list({.groups = 8});
+  ASSERT_EQ(one_gemm.size(), 1u);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(one_gemm[0].problem, p);
+  EXPECT_EQ(one_gemm[0].winner.kernel_name, winner_p);
+  EXPECT_EQ(groups[0].problem, q);
+  EXPECT_EQ(groups[0].winner.kernel_name, winner_q);
+}
+
 // ---- gemm-db merge --------------------------------------------------------------------------
 
 std::string merge_command(const fs::path& out, const std::vector<fs::path>& inputs) {

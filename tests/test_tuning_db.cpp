@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "gemmtune/cache/nearest.hpp"
 #include "gemmtune/cache/tuning_db.hpp"
 #include "gemmtune/generator/family.hpp"
 #include "gemmtune/generator/util.hpp"
@@ -69,11 +70,24 @@ Problem reading_c(Problem p) {
   return p;
 }
 
+// The same problem as G groups that split its N columns (a mixture-of-experts layer).
+Problem grouped(Problem p, int64_t groups) {
+  p.groups = groups;
+  return p;
+}
+
+// The one GEMM of a problem's sizes: whose family and configs a grouped problem's records take
+// here (the database does not judge whether a family computes groups).
+Problem one_gemm(Problem p) {
+  p.groups = 0;
+  return p;
+}
+
 CandidateRecord candidate(const Problem& p, const std::string& name, size_t index) {
   CandidateRecord c;
   c.kernel_name = name;
-  c.template_version = version_for(p);
-  c.config = config_for(p, index);
+  c.template_version = version_for(one_gemm(p));
+  c.config = config_for(one_gemm(p), index);
   return c;
 }
 
@@ -114,7 +128,7 @@ class TuningDbTest : public ::testing::Test {
     db.record(device, p,
               failed_candidate(p, "broken_" + p.shape(), CandidateStatus::compile_error,
                                "ptxas error: too many resources"));
-    db.set_best(device, p, "fast_" + p.shape(), version_for(p), fastest_ms * 1.2, true);
+    db.set_best(device, p, "fast_" + p.shape(), version_for(one_gemm(p)), fastest_ms * 1.2, true);
   }
 
   TempDir dir_;
@@ -354,6 +368,49 @@ TEST_F(TuningDbTest, ProblemsThatDifferOnlyInReadingCAreKeptApart) {
             (std::map<bool, std::string>{{false, "beta0_fast"}, {true, "beta1_fast"}}));
 }
 
+// A grouped problem (G experts that split N) runs other kernels than one GEMM of the same sizes:
+// each is its own row, with its own candidates and winner, and is found by its groups.
+TEST_F(TuningDbTest, AGroupedProblemAndOneGemmOfTheSameSizesAreDifferentRows) {
+  TuningDb db(db_path());
+  const Problem dense = make_problem(DType::bf16, Op::T, Op::N, 1536, 32768, 2048);
+  const Problem moe = grouped(dense, 128);
+  db.record(h100(), dense, ok_candidate(dense, "dense_fast", 1.0, 0));
+  db.set_best(h100(), dense, "dense_fast", version_for(dense), 1.1, true);
+  EXPECT_FALSE(db.best(h100(), moe)) << "the grouped problem was never tuned";
+  EXPECT_TRUE(db.candidates(h100(), moe).empty());
+  EXPECT_TRUE(db.bests_for(h100(), moe).empty());
+
+  db.record(h100(), moe, ok_candidate(moe, "moe_fast", 1.4, 1));
+  db.record(h100(), moe, ok_candidate(moe, "moe_slow", 2.0, 2));
+  EXPECT_THROW(db.set_best(h100(), moe, "dense_fast", version_for(dense), 1.1, true), Error);
+  db.set_best(h100(), moe, "moe_fast", version_for(dense), 1.5, true);
+
+  EXPECT_EQ(RawDb(db_path()).text("SELECT group_concat(groups, ' ') FROM "
+                                  "(SELECT groups FROM problems ORDER BY id)"),
+            "0 128");
+  EXPECT_EQ(db.candidates(h100(), dense).size(), 1u);
+  EXPECT_EQ(db.candidates(h100(), moe).size(), 2u);
+  const auto best_dense = db.best(h100(), dense), best_moe = db.best(h100(), moe);
+  ASSERT_TRUE(best_dense && best_moe);
+  EXPECT_EQ(best_dense->winner.kernel_name, "dense_fast");
+  EXPECT_EQ(best_dense->problem.groups, 0);
+  EXPECT_EQ(best_moe->winner.kernel_name, "moe_fast");
+  EXPECT_EQ(best_moe->problem, moe);
+  EXPECT_EQ(best_moe->problem.describe(), moe.describe());
+  EXPECT_FALSE(db.best(h100(), grouped(dense, 64))) << "other groups, another problem";
+  EXPECT_EQ(db.stats().problems, 2);
+
+  EXPECT_EQ(db.list({}).size(), 2u);
+  ASSERT_EQ(db.list({.groups = 128}).size(), 1u);
+  EXPECT_EQ(db.list({.groups = 128})[0].problem, moe);
+  ASSERT_EQ(db.list({.groups = 0}).size(), 1u);
+  EXPECT_EQ(db.list({.groups = 0})[0].problem, dense);
+  EXPECT_TRUE(db.list({.groups = 64}).empty());
+  EXPECT_EQ(db.remove({.groups = 128}), 1);
+  EXPECT_TRUE(db.best(h100(), dense));
+  EXPECT_FALSE(db.best(h100(), moe));
+}
+
 TEST_F(TuningDbTest, ListProblemsStatsAndRemoveFollowTheFilters) {
   TuningDb db(db_path());
   seed_problem(db, h100(), square(1024));
@@ -554,7 +611,7 @@ TEST_F(TuningDbTest, MigratesAVersion3FileToTypesPerOperandKeepingTheirMeaning) 
         c.template_version, c.config.family, old_config.dump()));
   }
   TuningDb db(db_path());
-  EXPECT_EQ(db.schema_version(), 4);
+  EXPECT_EQ(db.schema_version(), TuningDb::kSchemaVersion);
   {
     RawDb raw(db_path());
     EXPECT_EQ(raw.text("SELECT group_concat(id || ':' || type_a || type_b || type_c || type_d || "
@@ -571,6 +628,60 @@ TEST_F(TuningDbTest, MigratesAVersion3FileToTypesPerOperandKeepingTheirMeaning) 
   EXPECT_EQ(best->problem.scaling, Scaling::none);
   ASSERT_EQ(db.problems({}).size(), 1u) << "problem 9 has no candidates";
   EXPECT_EQ(db.list({.types = DataTypes::uniform(DType::bf16)}).size(), 1u);
+}
+
+// Before migration 5 every problem was one GEMM: its rows, with their ids, stay, as groups = 0.
+TEST_F(TuningDbTest, MigratesAVersion4FileToGroupsKeepingEveryRowAndItsId) {
+  const Problem p = make_problem(DType::bf16, Op::T, Op::N, 1536, 32768, 2048), q = square(2048);
+  const CandidateRecord c = ok_candidate(p, "gemm_p", 0.75);
+  {
+    RawDb raw(db_path());
+    create_old_file(raw, 4);
+    raw.exec(fmt::format(
+        "INSERT INTO devices VALUES (5, 'NVIDIA H100 80GB HBM3', 90, 132, 13000, '13.0');"
+        "INSERT INTO problems VALUES (7, 'bf16', 'bf16', 'bf16', 'bf16', 'f32', 'none', 'tn', "
+        "{0}, {1}, {2}, {3}, {4}, {5}, 16, 0),"
+        " (9, 'f32', 'f32', 'f32', 'f32', 'f32', 'none', 'nn', {6}, {6}, {6}, {6}, {6}, {6}, 16, "
+        "1);",
+        p.m, p.n, p.k, p.lda, p.ldb, p.ldc, q.m));
+    raw.exec(fmt::format(
+        "INSERT INTO candidates (id, device_id, problem_id, template_version, kernel_name, family, "
+        "config, status, median_ms, min_ms, runs, measured_at) VALUES "
+        "(3, 5, 7, '{0}', 'gemm_p', '{1}', '{2}', 'ok', 0.75, 0.75, 10, "
+        "'2025-01-02T03:04:05.000Z');"
+        "INSERT INTO best VALUES (5, 7, '{0}', 3, 0.9, 1, '2025-01-02T03:05:00.000Z');",
+        c.template_version, c.config.family, c.config.to_json()));
+  }
+  TuningDb db(db_path());
+  EXPECT_EQ(db.schema_version(), TuningDb::kSchemaVersion);
+  {
+    RawDb raw(db_path());
+    EXPECT_EQ(raw.text("SELECT group_concat(id || ':' || layout || ':' || reads_c || ':' || "
+                       "groups, ' ') FROM (SELECT * FROM problems ORDER BY id)"),
+              "7:tn:0:0 9:nn:1:0");
+    EXPECT_EQ(raw.text("SELECT group_concat(id || ':' || problem_id, ' ') FROM "
+                       "(SELECT id, problem_id FROM candidates ORDER BY id)"),
+              "3:7");
+    EXPECT_EQ(raw.text("SELECT count(*) FROM pragma_foreign_key_check"), "0");
+    EXPECT_EQ(raw.text("SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_schema "
+                       "WHERE type = 'table' ORDER BY name)"),
+              "best candidates devices problems");
+  }
+  const auto best = db.best(h100(), p);
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->winner.id, 3);
+  EXPECT_EQ(best->problem, p);
+  EXPECT_FALSE(db.best(h100(), grouped(p, 128))) << "old rows are of one GEMM";
+
+  // The same sizes as 128 groups are a new row beside the old one.
+  const Problem moe = grouped(p, 128);
+  db.record(h100(), moe, ok_candidate(moe, "gemm_moe", 1.5));
+  EXPECT_EQ(db.stats().problems, 3);
+  EXPECT_EQ(db.candidates(h100(), p).size(), 1u);
+  EXPECT_EQ(db.candidates(h100(), moe).size(), 1u);
+  // A group count below 0 never gets into the table, whoever writes it.
+  EXPECT_THROW(RawDb(db_path()).exec("UPDATE problems SET groups = -1 WHERE id = 7"),
+               std::runtime_error);
 }
 
 TEST_F(TuningDbTest, AMigrationLeavingRowsThatPointAtNothingIsRefused) {
@@ -774,7 +885,8 @@ TEST_F(TuningDbTest, ExportAndImportKeepWhetherAProblemReadsC) {
   ASSERT_EQ(document["entries"].size(), 2u);
   EXPECT_EQ(document["entries"][0]["problem"]["reads_c"], false);
   EXPECT_EQ(document["entries"][1]["problem"]["reads_c"], true);
-  EXPECT_EQ(document["version"], 2) << "absent means false: older exports read as written";
+  // reads_c did not raise the format (3 is for groups): absent, it means false.
+  EXPECT_EQ(document["version"], 3);
 
   TuningDb fresh(dir_.path() / "fresh.db");
   EXPECT_EQ(fresh.import_json(exported).problems, 2);
@@ -810,6 +922,61 @@ TEST_F(TuningDbTest, ImportingAProblemWithoutReadsCTakesItAsNotReadingC) {
     EXPECT_NE(std::string(e.what()).find("entries[0].problem.reads_c: expected true or false"),
               std::string::npos)
         << e.what();
+  }
+}
+
+// The groups of a problem survive export and import; an export without them (format 1 or 2)
+// is of problems of one GEMM. The grouped candidates are of another template version: history,
+// which an import keeps without asking whether a family of this build runs groups.
+TEST_F(TuningDbTest, ExportAndImportKeepTheGroupsOfAProblem) {
+  const Problem dense = make_problem(DType::bf16, Op::T, Op::N, 1536, 32768, 2048);
+  const Problem moe = grouped(dense, 128);
+  std::string exported;
+  {
+    TuningDb db(db_path());
+    seed_problem(db, h100(), dense, 1.0);
+    CandidateRecord old = ok_candidate(moe, "moe_fast", 2.0);
+    old.template_version = "00000000deadbeef";
+    db.record(h100(), moe, old);
+    db.set_best(h100(), moe, "moe_fast", old.template_version, 2.5, true);
+    exported = db.export_json({});
+  }
+  Json document = Json::parse(exported);
+  EXPECT_EQ(document["version"], 3);
+  ASSERT_EQ(document["entries"].size(), 2u);
+  EXPECT_EQ(document["entries"][0]["problem"]["groups"], 0);
+  EXPECT_EQ(document["entries"][1]["problem"]["groups"], 128);
+  EXPECT_EQ(document["entries"][1]["problem"]["n"], 32768) << "N of all the groups";
+
+  TuningDb fresh(dir_.path() / "fresh.db");
+  EXPECT_EQ(fresh.import_json(exported).problems, 2);
+  EXPECT_EQ(fresh.export_json({}), exported);
+  const auto listed = fresh.list({.groups = 128});
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].problem, moe);
+  EXPECT_EQ(listed[0].winner.kernel_name, "moe_fast");
+  EXPECT_EQ(Json::parse(fresh.export_json({.groups = 0}))["entries"].size(), 1u);
+
+  // A format 2 export has no groups: one GEMM.
+  document["version"] = 2;
+  document["entries"][1]["problem"].erase("groups");
+  TuningDb older(dir_.path() / "older.db");
+  older.import_json(document.dump());
+  EXPECT_TRUE(older.list({.groups = 128}).empty());
+  ASSERT_EQ(older.list({.groups = 0}).size(), 2u) << "two best rows of one GEMM";
+
+  for (const auto& [groups, says] :
+       {std::pair{Json(-1), "entries[1].problem.groups: must be at least 0 (got -1)"},
+        std::pair{Json(4097), "entries[1].problem: groups must be 0 (one GEMM) or 1 to 4096"},
+        std::pair{Json("8"), "entries[1].problem.groups: expected an integer"}}) {
+    document["entries"][1]["problem"]["groups"] = groups;
+    try {
+      fresh.import_json(document.dump());
+      ADD_FAILURE() << "imported groups " << groups;
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::invalid_argument);
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
   }
 }
 
@@ -1155,6 +1322,47 @@ TEST_F(TuningDbTest, AMixedTypesProblemIsStoredListedAndFilteredByItsTypes) {
   EXPECT_EQ(exported["entries"][0]["problem"]["scaling"], "none");
   EXPECT_EQ(db.remove({.types = mixed}), 1);
   EXPECT_EQ(db.list({}).size(), 1u);
+}
+
+// The nearest-shape fallback never crosses groups: a grouped problem borrows only a winner of
+// the same groups, M, K, types and layout (only N, the tokens, may differ); one GEMM never
+// borrows a grouped problem's, nor the reverse.
+TEST_F(TuningDbTest, TheNearestTunedShapeNeverCrossesGroups) {
+  TuningDb db(db_path());
+  const Problem dense = make_problem(DType::bf16, Op::T, Op::N, 1536, 128 * 256, 2048);
+  const Problem call = grouped(dense, 128);
+  const Problem fewer_tokens =
+      grouped(make_problem(DType::bf16, Op::T, Op::N, 1536, 128 * 200, 2048), 128);
+  const Problem other_m =
+      grouped(make_problem(DType::bf16, Op::T, Op::N, 2048, 128 * 256, 2048), 128);
+  const Problem other_groups = grouped(dense, 64);
+  for (const Problem& p : {dense, fewer_tokens, other_m, other_groups}) seed_problem(db, h100(), p);
+
+  const auto like = db.bests_like(h100(), call);
+  ASSERT_EQ(like.size(), 2u) << "the rows of 128 groups";
+  for (const auto& b : like) EXPECT_EQ(b.problem.groups, 128) << b.problem.describe();
+  const auto anything = [](const BestRecord&, const KernelConfig&) { return true; };
+  const auto nearest = nearest_best(like, call, ArchInfo::from_cc(90), anything);
+  ASSERT_TRUE(nearest);
+  EXPECT_EQ(nearest->best.problem, fewer_tokens);
+
+  EXPECT_TRUE(std::isinf(shape_distance(call, dense)));
+  EXPECT_TRUE(std::isinf(shape_distance(call, other_groups)));
+  EXPECT_TRUE(std::isinf(shape_distance(call, other_m))) << "other experts: only N may differ";
+  EXPECT_FALSE(std::isinf(shape_distance(call, fewer_tokens)));
+  // Even given every row, a grouped call finds none but its own groups'.
+  const auto all = db.list({});
+  ASSERT_EQ(all.size(), 4u);
+  EXPECT_FALSE(nearest_best(all, grouped(dense, 32), ArchInfo::from_cc(90), anything));
+
+  // One GEMM of the same sizes sees only rows of one GEMM.
+  const auto dense_like = db.bests_like(h100(), dense);
+  ASSERT_EQ(dense_like.size(), 1u);
+  EXPECT_EQ(dense_like[0].problem, dense);
+  const Problem near_dense = make_problem(DType::bf16, Op::T, Op::N, 1600, 128 * 256, 2048);
+  const auto from_all = nearest_best(all, near_dense, ArchInfo::from_cc(90), anything);
+  ASSERT_TRUE(from_all);
+  EXPECT_EQ(from_all->best.problem, dense);
 }
 
 }  // namespace

@@ -21,8 +21,10 @@ constexpr const char* kFormat = "gemmtune-db";
 // 2: a problem names the type of each operand ("types") and its scaling; version 1's "dtype"
 // (one type of every operand, f32 accumulation) is read as those types, so old files keep their
 // meaning. problem.reads_c did not raise the version: without it a problem does not read C
-// (older builds tuned beta = 0 only).
-constexpr int64_t kFormatVersion = 2;
+// (older builds tuned beta = 0 only). 3: a problem has "groups" (0: one GEMM); without it, as in
+// versions 1 and 2, it is one GEMM. A build of version 2 would file a grouped problem as one
+// GEMM, so it must refuse these files.
+constexpr int64_t kFormatVersion = 3;
 
 // Unknown values (-1 in the structs) are null in JSON.
 Json number_or_null(double value) {
@@ -47,7 +49,8 @@ Json problem_json(const Problem& p) {
           {"ldb", p.ldb},
           {"ldc", p.ldc},
           {"align", p.align},
-          {"reads_c", p.reads_c}};
+          {"reads_c", p.reads_c},
+          {"groups", p.groups}};
 }
 
 Json candidate_json(const CandidateRecord& c) {
@@ -216,6 +219,8 @@ Problem parse_problem(const Field& f) {
   p.align = small_integer(f["align"], 1);
   // Absent in exports of builds before it existed, which tuned only problems with beta = 0.
   p.reads_c = f.find("reads_c") ? f["reads_c"].boolean() : false;
+  // Absent before format 3: every problem was one GEMM. validate() bounds it by kMaxGroups.
+  p.groups = f.find("groups") ? f["groups"].integer(0) : 0;
   f.checked([&] { validate(p); });
   return p;
 }

@@ -6,10 +6,14 @@
 namespace gemmtune {
 
 double shape_distance(const Problem& a, const Problem& b) {
+  constexpr double kFar = std::numeric_limits<double>::infinity();
+  if (a.groups != b.groups) return kFar;
+  // A grouped problem's M and K are its experts' (fixed by the model): only N, the tokens, moves.
+  if (a.grouped() && (a.m != b.m || a.k != b.k)) return kFar;
   double total = a.reads_c == b.reads_c ? 0 : std::log(kOtherBetaFactor);
   for (auto [x, y] : {std::pair{a.m, b.m}, std::pair{a.n, b.n}, std::pair{a.k, b.k}}) {
     const double d = std::abs(std::log(double(x) / double(y)));
-    if (d > std::log(kNearestShapeCutoff) + 1e-9) return std::numeric_limits<double>::infinity();
+    if (d > std::log(kNearestShapeCutoff) + 1e-9) return kFar;
     total += d;
   }
   return total;

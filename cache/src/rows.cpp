@@ -63,8 +63,8 @@ struct KeyColumns {
 constexpr KeyColumns kDeviceKey{"devices", "name, cc, sms, driver, nvrtc", 5};
 constexpr KeyColumns kProblemKey{"problems",
                                  "type_a, type_b, type_c, type_d, type_acc, scaling, layout, m, n, "
-                                 "k, lda, ldb, ldc, align, reads_c",
-                                 15};
+                                 "k, lda, ldb, ldc, align, reads_c, groups",
+                                 16};
 
 std::vector<sql::Value> key_of(const DeviceKey& d) {
   return {d.name, int64_t(d.cc), int64_t(d.sms), int64_t(d.driver), d.nvrtc};
@@ -85,7 +85,8 @@ std::vector<sql::Value> key_of(const Problem& p) {
           p.ldb,
           p.ldc,
           int64_t(p.align),
-          int64_t(p.reads_c)};
+          int64_t(p.reads_c),
+          p.groups};
 }
 
 std::string placeholders(int count) {
@@ -143,6 +144,7 @@ sql::Conditions matching(const DbFilter& f) {
   for (const auto& [clause, value] : sizes)
     if (value->has_value()) where.add(clause, {**value});
   if (f.reads_c) where.add("p.reads_c = ?", {int64_t(*f.reads_c)});
+  if (f.groups) where.add("p.groups = ?", {*f.groups});
   return where;
 }
 
@@ -152,7 +154,7 @@ namespace {
 constexpr const char* kDeviceColumns = "d.name, d.cc, d.sms, d.driver, d.nvrtc";
 constexpr const char* kProblemColumns =
     "p.type_a, p.type_b, p.type_c, p.type_d, p.type_acc, p.scaling, p.layout, p.m, p.n, p.k, "
-    "p.lda, p.ldb, p.ldc, p.align, p.reads_c";
+    "p.lda, p.ldb, p.ldc, p.align, p.reads_c, p.groups";
 constexpr const char* kCandidateColumns =
     "c.id, c.kernel_name, c.template_version, c.config, c.status, c.registers, c.spills, "
     "c.smem_bytes, c.compile_ms, c.median_ms, c.min_ms, c.max_ms, c.runs, c.tflops, "
@@ -161,7 +163,7 @@ constexpr const char* kCandidatesJoined =
     "candidates c JOIN devices d ON d.id = c.device_id JOIN problems p ON p.id = c.problem_id";
 constexpr const char* kProblemOrder =
     "d.name, d.cc, d.sms, d.driver, d.nvrtc, p.type_a, p.type_b, p.type_c, p.type_d, p.type_acc, "
-    "p.scaling, p.layout, p.m, p.n, p.k, p.lda, p.ldb, p.ldc, p.align, p.reads_c";
+    "p.scaling, p.layout, p.m, p.n, p.k, p.lda, p.ldb, p.ldc, p.align, p.reads_c, p.groups";
 
 DeviceKey read_device(sql::Row& row) {
   DeviceKey d;
@@ -192,6 +194,7 @@ Problem read_problem(sql::Row& row) {
   p.ldc = row.integer();
   p.align = int(row.integer());
   p.reads_c = row.integer() != 0;
+  p.groups = row.integer();
   return p;
 }
 

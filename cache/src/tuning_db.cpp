@@ -196,6 +196,7 @@ std::vector<BestRecord> TuningDb::bests_like(const DeviceKey& device, const Prob
   DbFilter same_kind;
   same_kind.types = like.types;
   same_kind.layout = like.layout();
+  same_kind.groups = like.groups;  // a grouped problem never borrows a dense one's tuning
   return rows::fastest_current(
       rows::select_bests(db_, sql::Conditions()
                                   .add(rows::device_is(device))
