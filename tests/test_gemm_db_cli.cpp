@@ -595,6 +595,68 @@ TEST_F(GemmDbCli, Float8ProblemsAreShownWithTheirScaling) {
   EXPECT_TRUE(contains(used.out, "e4m3*e4m3->bf16 scaling=block")) << used.out;
 }
 
+// A grouped problem (8 experts that split N) is a problem of its own beside one GEMM of the same
+// sizes: listed with its groups, found by --groups, where --n is the mean N of a group as
+// gemm-tune's --n is.
+TEST_F(GemmDbCli, GroupedProblemsAreShownAndFilteredByTheirGroups) {
+  Problem moe = f16_1024;
+  moe.groups = 8;  // 8 groups of 128 columns on average
+  {
+    TuningDb db(db_path());
+    // The records of one GEMM's family: the database does not judge who computes groups.
+    db.record(kH100, moe, candidate(f16_1024, "gemm_moe_fast", CandidateStatus::ok, 3.0));
+    db.record(kH100, moe, candidate(f16_1024, "gemm_moe_slow", CandidateStatus::ok, 4.0));
+    db.set_best(kH100, moe, "gemm_moe_fast", version_for(f16_1024), 3.3, true);
+  }
+  const Outcome all = gemm_db({"list"});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_TRUE(contains(all.out, "  1024x1024x1024 groups=8  ")) << all.out;
+  EXPECT_TRUE(contains(all.out, "  1024x1024x1024  ")) << all.out;
+  const Json grouped = Json::parse(gemm_db({"list", "--groups", "8", "--json"}).out);
+  ASSERT_EQ(grouped.size(), 1u);
+  EXPECT_EQ(grouped[0]["problem"]["groups"], 8);
+  EXPECT_EQ(grouped[0]["problem"]["n"], 1024) << "N of all the groups";
+  EXPECT_EQ(grouped[0]["winner"]["kernel_name"], "gemm_moe_fast");
+  const Json one_gemm = Json::parse(gemm_db({"list", "--groups", "0", "--json"}).out);
+  ASSERT_EQ(one_gemm.size(), 2u);
+  for (const auto& row : one_gemm) EXPECT_EQ(row["problem"]["groups"], 0);
+  EXPECT_TRUE(Json::parse(gemm_db({"list", "--groups", "16", "--json"}).out).empty());
+
+  // show: --n with --groups is a group's mean, as gemm-tune was given it.
+  const Outcome shown =
+      gemm_db({"show", "--m", "1024", "--n", "128", "--k", "1024", "--groups", "8"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_TRUE(
+      contains(shown.out, "f16 tn 1024x1024x1024 lda=1024 ldb=1024 ldc=1024 align=16 groups=8"))
+      << shown.out;
+  EXPECT_TRUE(contains(shown.out, "gemm_moe_slow"));
+  EXPECT_FALSE(contains(shown.out, "gemm_simt_fast_1024x1024x1024")) << shown.out;
+  const Json both =
+      Json::parse(gemm_db({"show", "--m", "1024", "--n", "1024", "--k", "1024", "--json"}).out);
+  EXPECT_EQ(both.size(), 2u) << "without --groups, every problem of N = 1024";
+  const Outcome used = gemm_db({"list", "--for-gpu", "H100"});
+  ASSERT_EQ(used.exit_code, 0) << used.err;
+  EXPECT_TRUE(contains(used.out, "1024x1024x1024 groups=8")) << used.out;
+
+  const Outcome exported = gemm_db({"export", "--groups", "8"});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_EQ(Json::parse(exported.out)["entries"].size(), 1u);
+  for (const auto& [args, says] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"list", "--groups", "-2"}, "groups must be 0 (one GEMM) or 1 to 4096 (got -2)"},
+           {{"list", "--groups", "x"}, "groups 'x' is not a number"},
+           {{"show", "--m", "8", "--n", "1073741824", "--k", "8", "--groups", "2"},
+            "above the largest N"}}) {
+    const Outcome bad = gemm_db(args);
+    EXPECT_EQ(bad.exit_code, 2) << args[1] << ": " << bad.err;
+    EXPECT_TRUE(contains(bad.err, "gemm-db: error: ")) << bad.err;
+    EXPECT_TRUE(contains(bad.err, says)) << bad.err;
+  }
+  const Outcome removed = gemm_db({"delete", "--groups", "8"});
+  ASSERT_EQ(removed.exit_code, 0) << removed.err;
+  EXPECT_TRUE(contains(removed.out, "deleted 1 tuned problem")) << removed.out;
+  EXPECT_EQ(Json::parse(gemm_db({"list", "--json"}).out).size(), 2u);
+}
+
 // An export of format 1 names one "dtype" per problem and config and has no groups: it imports as
 // every operand of that type with f32 accumulation, unscaled, one GEMM, and exports again as the
 // current format, exactly as the database it came from.
@@ -758,7 +820,8 @@ TEST(ShapesFile, ALineNamesItsTypesPositionallyOrWithTypesEquals) {
       {"64 64 64 bf16 tn nt", "unexpected 'nt'"},
       {"64 64 64 types=bf16 tn nt", "unexpected 'nt'"},
       {"64 64 64 dtype=bf16",
-       "unknown field 'dtype' (types, dtype_b, out, scaling, lda, ldb, ldc, beta)"},
+       "unknown field 'dtype' (types, dtype_b, out, scaling, groups, lda, ldb, ldc, "
+       "beta)"},
   };
   for (const auto& [line, says] : bad) {
     try {

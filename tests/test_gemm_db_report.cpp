@@ -229,6 +229,42 @@ TEST_F(GemmDbReport, Float8ProblemsShowTheirScaling) {
   EXPECT_TRUE(contains(run.output, " GPUs, 15 problems")) << run.output;
 }
 
+// A grouped problem is labelled with its groups, in the GPU's table and its own section, and
+// chosen by --groups.
+TEST_F(GemmDbReport, GroupedProblemsShowTheirGroups) {
+  Problem moe = make_problem(DType::bf16, Op::T, Op::N, 1536, 8 * 256, 2048);
+  moe.groups = 8;
+  const Problem f32 = make_problem(DType::f32, Op::N, Op::N, 256, 256, 256);
+  const Family& simt = find_family("simt");
+  CandidateRecord c;
+  c.kernel_name = "gemm_moe_1536";
+  c.template_version = template_version(simt);
+  c.config = simt.default_config(f32, ArchInfo::from_cc(90));
+  c.config.types = moe.types;
+  c.config.op_a = moe.op_a;
+  c.config.op_b = moe.op_b;
+  c.status = CandidateStatus::ok;
+  c.median_ms = c.min_ms = c.max_ms = 0.03;
+  c.tflops = moe.flops() / (c.median_ms * 1e9);
+  {
+    TuningDb tdb(db());
+    const DeviceKey h100{"NVIDIA H100 80GB HBM3", 90, 132, 13000, "13.0"};
+    tdb.record(h100, moe, c);
+    tdb.set_best(h100, moe, c.kernel_name, c.template_version, 0.035, true);
+  }
+  auto run = report("--groups 8");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "1 GPUs, 1 problems, 1 candidates")) << run.output;
+  const std::string html = read_text(page());
+  EXPECT_TRUE(contains(html, "<h4>bf16 tn 1536x2048x2048 groups=8</h4>")) << html.substr(0, 4000);
+  EXPECT_GE(count(html, "bf16 tn 1536x2048x2048 groups=8"), 2)
+      << "the GPU's table names the groups too";
+  run = report("--groups 0");
+  EXPECT_TRUE(contains(run.output, "2 GPUs, 14 problems")) << run.output;
+  run = report();
+  EXPECT_TRUE(contains(run.output, " GPUs, 15 problems")) << run.output;
+}
+
 TEST_F(GemmDbReport, BadUsageIsOneLineAndANonZeroExit) {
   auto run = run_command(fmt::format("{} --db {} report", test::tool("gemm-db"), quoted(db())));
   EXPECT_EQ(run.exit_code, 2);

@@ -345,7 +345,8 @@ TEST(ShapesFile, Float8LinesTakeDtypeBOutAndScaling) {
       {"64 64 64 e4m3 out=", "out= has no value"},
       {"64 64 64 e4m3*e4m3->bf16 out=f16", "names the type of every operand"},
       {"64 64 64 e4m3 scale=row",
-       "unknown field 'scale' (types, dtype_b, out, scaling, lda, ldb, ldc, beta)"},
+       "unknown field 'scale' (types, dtype_b, out, scaling, groups, lda, ldb, ldc, "
+       "beta)"},
   };
   for (const auto& [line, says] : bad)
     expect_refused([&] { cli::parse_shape_line(line); }, line, {says});
@@ -438,6 +439,115 @@ TEST(GemmBenchCli, BadInput) {
     EXPECT_NE(r.exit_code, 0) << args;
     EXPECT_NE(r.output.find("gemm-bench: error: "), std::string::npos) << args << ": " << r.output;
   }
+}
+
+// ---- grouped problems (mixture of experts) -------------------------------------------------
+
+// With groups, N on the command line and in a shapes file is the mean columns (tokens) of a
+// group, as the MoE suite writes it: the problem has G x N columns, and the tight leading
+// dimensions of that N.
+TEST(ShapesFile, AGroupedLineGivesTheMeanColumnsOfAGroup) {
+  const cli::TypeArgs command_line{};
+  auto problem_of = [](const std::string& line, const cli::TypeArgs& args) {
+    return cli::problem_of_line(cli::parse_shape_line(line), args, "nn", 0.0f);
+  };
+  const Problem moe = problem_of("1536 256 2048 bf16 tn groups=128", command_line);
+  EXPECT_EQ(moe.m, 1536);
+  EXPECT_EQ(moe.n, 32768);
+  EXPECT_EQ(moe.k, 2048);
+  EXPECT_EQ(moe.groups, 128);
+  EXPECT_EQ(moe.describe(),
+            "bf16 tn 1536x32768x2048 lda=2048 ldb=2048 ldc=1536 align=16 groups=128");
+  // op(B) = T: B's leading dimension is N, of all the groups.
+  const Problem nt = problem_of("64x100x64 f16 nt groups=8 beta=1", command_line);
+  EXPECT_EQ(nt.n, 800);
+  EXPECT_EQ(nt.ldb, 800);
+  EXPECT_TRUE(nt.reads_c);
+  // --groups applies to every line that does not say otherwise; groups=0 is one GEMM.
+  cli::TypeArgs grouped{"bf16"};
+  grouped.groups = "32";
+  EXPECT_EQ(problem_of("4096 512 7168 bf16 tn", grouped).n, 32 * 512);
+  EXPECT_EQ(problem_of("4096 512 7168 bf16 tn", grouped).groups, 32);
+  EXPECT_EQ(problem_of("4096 512 7168 bf16 tn groups=8", grouped).groups, 8);
+  const Problem one_gemm = problem_of("4096 512 7168 bf16 tn groups=0", grouped);
+  EXPECT_EQ(one_gemm.groups, 0);
+  EXPECT_EQ(one_gemm.n, 512);
+  EXPECT_EQ(problem_of("4096 512 7168 bf16 tn", command_line).groups, 0);
+
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"64 64 64 groups=-1", "'64 64 64 groups=-1': groups must be 0 (one GEMM) or 1 to 4096"},
+      {"64 64 64 groups=4097", "groups must be 0 (one GEMM) or 1 to 4096 (got 4097)"},
+      {"64 64 64 groups=99999999999999999999", "or 1 to 4096 (got 99999999999999999999)"},
+      {"64 64 64 groups=many", "groups 'many' is not a number (expected 0 for one GEMM"},
+      {"64 64 64 groups=8x", "groups '8x' is not a number"},
+      {"64 64 64 groups=", "groups= has no value"},
+      {"64 64 64 groups=8 groups=16", "groups= is given twice"},
+  };
+  for (const auto& [line, says] : bad)
+    expect_refused([&] { cli::parse_shape_line(line); }, line, {says});
+  expect_refused([&] { problem_of("64 1073741824 64 groups=2", command_line); }, "too many",
+                 {"2 groups of 1073741824 columns make N = 2 x 1073741824, above the largest N"});
+  expect_refused([&] { problem_of("64 64 64 e4m3 groups=8", command_line); }, "fp8",
+                 {"grouped problems with scaling are not supported yet"});
+}
+
+// The MoE suite (shared/bench/moe-shapes.txt, beside the checkout): every line parses, and each
+// unscaled one is G groups of its N columns on average.
+TEST(ShapesFile, TheMoeSuiteParses) {
+  std::filesystem::path suite;
+  for (const char* where : {"/shared/bench/moe-shapes.txt", "/../shared/bench/moe-shapes.txt"})
+    if (std::filesystem::exists(std::string(GEMMTUNE_SOURCE_DIR) + where))
+      suite = std::string(GEMMTUNE_SOURCE_DIR) + where;
+  if (suite.empty()) GTEST_SKIP() << "no shared/bench/moe-shapes.txt beside the checkout";
+  int unscaled = 0;
+  for (const auto& line : cli::read_shapes_file(suite.string())) {
+    ASSERT_FALSE(line.groups.empty()) << line.text;
+    if (!line.scaling.empty()) continue;  // grouped float8: a problem once validate() takes it
+    const Problem p = cli::problem_of_line(line, cli::TypeArgs{}, "nn", 0.0f);
+    EXPECT_EQ(p.n, p.groups * line.n) << line.text;
+    EXPECT_EQ(p.layout(), "tn") << line.text;
+    ++unscaled;
+  }
+  EXPECT_GT(unscaled, 0);
+}
+
+TEST(GemmTuneCli, GroupsMakeTheGroupedProblemOfTheMeanN) {
+  // Without a family of grouped kernels in this build, the dry run says that no family supports
+  // the problem; with one, it lists candidates of it. Either way, the problem is the one asked for.
+  test::TempDir dir;
+  const auto r = run_command("GEMMTUNE_CACHE_DIR=" + dir.path().string() + " " + tool("gemm-tune") +
+                             " --m 1536 --n 256 --k 2048 --dtype bf16 --layout tn --groups 128"
+                             " --dry-run --list --arch sm_90a --json");
+  EXPECT_EQ(r.signal, 0);
+  if (r.exit_code == 0)
+    EXPECT_EQ(nlohmann::json::parse(r.output).at("problem"),
+              "bf16 tn 1536x32768x2048 lda=2048 ldb=2048 ldc=1536 align=16 groups=128");
+  else
+    EXPECT_NE(r.output.find("has no grouped kernels"), std::string::npos) << r.output;
+  expect_usage_error("--m 64 --n 64 --k 64 --groups -1",
+                     "groups must be 0 (one GEMM) or 1 to 4096 (got -1)");
+  expect_usage_error("--m 64 --n 64 --k 64 --groups 5000",
+                     "groups must be 0 (one GEMM) or 1 to 4096 (got 5000)");
+  expect_usage_error("--m 64 --n 64 --k 64 --groups many", "groups 'many' is not a number");
+  expect_usage_error("--m 64 --n 1073741824 --k 64 --groups 2", "above the largest N");
+  expect_usage_error("--m 64 --n 64 --k 64 --dtype e4m3 --groups 8",
+                     "grouped problems with scaling are not supported yet");
+  const auto help = run_command(tool("gemm-tune") + " --help");
+  for (const char* words : {"--groups", "groups=", "mean columns"})
+    EXPECT_NE(help.output.find(words), std::string::npos) << words << " not in --help";
+}
+
+TEST(GemmBenchCli, GroupsAreCheckedBeforeTheGpu) {
+  for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
+           {"--m 64 --n 64 --k 64 --groups 4097", "or 1 to 4096 (got 4097)"},
+           {"--m 64 --n 64 --k 64 --groups x", "groups 'x' is not a number"}}) {
+    const auto r = run_command(tool("gemm-bench") + " " + args);
+    EXPECT_EQ(r.signal, 0) << args;
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.output;
+    EXPECT_NE(r.output.find("gemm-bench: error: "), std::string::npos) << args << ": " << r.output;
+    EXPECT_NE(r.output.find(says), std::string::npos) << args << ": " << r.output;
+  }
+  EXPECT_NE(run_command(tool("gemm-bench") + " --help").output.find("--groups"), std::string::npos);
 }
 
 }  // namespace

@@ -161,6 +161,12 @@ void add_type_options(CLI::App& app, TypeArgs& args) {
   app.add_option("--dtype-b", args.dtype_b, kTypeBHelp);
   app.add_option("--out", args.out, kOutHelp);
   app.add_option("--scaling", args.scaling, kScalingHelp);
+  app.add_option("--groups", args.groups,
+                 fmt::format("Groups of a grouped GEMM (mixture of experts: G matrices of A share "
+                             "M and K, the columns of B and C are split between them), 1 to {}; "
+                             "0: one GEMM (default). With G groups --n (and a shapes file's N) is "
+                             "the mean columns (tokens) of a group: the problem has N = G x --n",
+                             kMaxGroups));
 }
 
 ProblemTypes problem_types(const TypeArgs& args) {
@@ -186,6 +192,27 @@ ProblemTypes problem_types(const TypeArgs& args) {
   return out;
 }
 
+int64_t groups_of(const std::string& text) {
+  int64_t groups = -1;
+  const char* end = text.data() + text.size();
+  const auto [stop, ec] = std::from_chars(text.data(), end, groups);
+  GT_REQUIRE(
+      !text.empty() && stop == end && ec != std::errc::invalid_argument, Errc::invalid_argument,
+      "groups '{}' is not a number (expected 0 for one GEMM, or 1 to {} groups)", text, kMaxGroups);
+  GT_REQUIRE(ec == std::errc() && groups >= 0 && groups <= kMaxGroups, Errc::invalid_argument,
+             "groups must be 0 (one GEMM) or 1 to {} (got {})", kMaxGroups, text);
+  return groups;
+}
+
+int64_t columns_of(int64_t mean, int64_t groups) {
+  if (groups == 0) return mean;
+  // Checked before it is multiplied: a mean near 2^63 must not wrap around.
+  GT_REQUIRE(mean <= kMaxDimension / groups, Errc::invalid_argument,
+             "{} groups of {} columns make N = {} x {}, above the largest N ({})", groups, mean,
+             groups, mean, kMaxDimension);
+  return mean * groups;
+}
+
 ShapeLine parse_shape_line(const std::string& raw) {
   std::istringstream words(raw);
   std::vector<std::string> tokens;
@@ -202,7 +229,7 @@ ShapeLine parse_shape_line(const std::string& raw) {
   if (!(shape >> s.m >> s.n >> s.k) || (shape >> rest))
     GT_THROW(Errc::invalid_argument,
              "'{}' is not a shape (expected 'M N K' or 'MxNxK', then optional types, layout, "
-             "types=, lda=, ldb=, ldc=, beta=)",
+             "types=, groups=, lda=, ldb=, ldc=, beta=)",
              raw);
   std::vector<std::string> positional;  // the types, then the layout
   bool types_key = false;
@@ -226,8 +253,11 @@ ShapeLine parse_shape_line(const std::string& raw) {
       GT_REQUIRE(!types_key, Errc::invalid_argument, "'{}': types= is given twice", raw);
       types_key = true;
       s.dtype = text;
-    } else if (key == "dtype_b" || key == "out" || key == "scaling") {
-      std::string& field = key == "dtype_b" ? s.dtype_b : key == "out" ? s.out : s.scaling;
+    } else if (key == "dtype_b" || key == "out" || key == "scaling" || key == "groups") {
+      std::string& field = key == "dtype_b"   ? s.dtype_b
+                           : key == "out"     ? s.out
+                           : key == "scaling" ? s.scaling
+                                              : s.groups;
       GT_REQUIRE(field.empty(), Errc::invalid_argument, "'{}': {}= is given twice", raw, key);
       GT_REQUIRE(!text.empty(), Errc::invalid_argument, "'{}': {}= has no value", raw, key);
       field = text;
@@ -241,8 +271,9 @@ ShapeLine parse_shape_line(const std::string& raw) {
       s.ldc = parse_integer(raw, text);
     else
       GT_THROW(Errc::invalid_argument,
-               "'{}': unknown field '{}' (types, dtype_b, out, scaling, lda, ldb, ldc, beta)", raw,
-               key);
+               "'{}': unknown field '{}' (types, dtype_b, out, scaling, groups, lda, ldb, ldc, "
+               "beta)",
+               raw, key);
   }
   // Positional: the types and the layout, or only the layout after types=.
   const size_t allowed = types_key ? 1 : 2;
@@ -258,6 +289,7 @@ ShapeLine parse_shape_line(const std::string& raw) {
     if (!s.dtype_b.empty()) operand_type(s.dtype_b, "B's type");
     if (!s.out.empty()) output_type(s.out);
     if (!s.scaling.empty()) scaling_of(s.scaling);
+    if (!s.groups.empty()) groups_of(s.groups);
     if (!s.dtype.empty()) problem_types({s.dtype, s.dtype_b, s.out, s.scaling});
   } catch (const Error& e) {
     GT_THROW(Errc::invalid_argument, "'{}': {}", raw, e.what());
@@ -291,8 +323,13 @@ Problem make_cli_problem(const TypeArgs& types, const std::string& layout, int64
   GT_REQUIRE(m >= 1 && n >= 1 && k >= 1, Errc::invalid_argument,
              "M, N and K must be at least 1 (got {}x{}x{})", m, n, k);
   const ProblemTypes t = problem_types(types);
-  Problem p = make_problem(t.types, parse_op(layout[0]), parse_op(layout[1]), m, n, k);
+  const int64_t groups = types.groups.empty() ? 0 : groups_of(types.groups);
+  // With groups, n is the mean columns of a group (the MoE suite's N): the tight leading
+  // dimensions are of all the groups' columns.
+  Problem p =
+      make_problem(t.types, parse_op(layout[0]), parse_op(layout[1]), m, columns_of(n, groups), k);
   p.scaling = t.scaling;
+  p.groups = groups;
   if (lda) p.lda = lda;
   if (ldb) p.ldb = ldb;
   if (ldc) p.ldc = ldc;
@@ -316,6 +353,7 @@ Problem problem_of_line(const ShapeLine& line, const TypeArgs& types, const std:
   if (!line.dtype_b.empty()) t.dtype_b = line.dtype_b;
   if (!line.out.empty()) t.out = line.out;
   if (!line.scaling.empty()) t.scaling = line.scaling;
+  if (!line.groups.empty()) t.groups = line.groups;
   try {
     return make_cli_problem(t, line.layout.empty() ? layout : line.layout, line.m, line.n, line.k,
                             line.lda, line.ldb, line.ldc, line.beta.value_or(beta));

@@ -13,6 +13,11 @@ std::string types_text(const Problem& p) {
   return fmt::format("{} scaling={}", p.types.name(), to_string(p.scaling));
 }
 
+std::string shape_text(const Problem& p) {
+  const std::string groups = p.grouped() ? fmt::format(" groups={}", p.groups) : "";
+  return p.shape() + groups + p.beta_mark();
+}
+
 double cublas_ratio(const BestRecord& best) {
   if (best.baseline_ms <= 0 || best.winner.median_ms <= 0) return -1;
   return best.baseline_ms / best.winner.median_ms;

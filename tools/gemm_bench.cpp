@@ -24,7 +24,7 @@ namespace {
 
 struct Args {
   std::string suite = "default", shapes, layout = "nn", csv, db;
-  gt::cli::TypeArgs types;  // --dtype, --dtype-b, --out, --scaling
+  gt::cli::TypeArgs types;  // --dtype, --dtype-b, --out, --scaling, --groups
   int64_t m = 0, n = 0, k = 0;
   bool json = false, overhead = false, mma_ceiling = false, read_ceiling = false;
   int device = 0;

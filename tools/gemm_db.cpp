@@ -65,7 +65,7 @@ void print_json(const Json& json) {
 // Options
 
 struct FilterArgs {
-  std::string device, types, dtype, scaling, layout;
+  std::string device, types, dtype, scaling, layout, groups;
   int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;  // 0: not given
   std::optional<double> beta;                              // only whether it is 0 counts
 };
@@ -112,8 +112,11 @@ void add_filter_options(CLI::App& sub, FilterArgs& args) {
   sub.add_option("--scaling", args.scaling, "Scaling of the operands: none, tensor, row or block");
   sub.add_option("--layout", args.layout, "op(A) op(B): nn, nt, tn or tt");
   sub.add_option("--m", args.m, "M")->check(kPositive);
-  sub.add_option("--n", args.n, "N")->check(kPositive);
+  sub.add_option("--n", args.n, "N; with --groups, the mean N of a group, as gemm-tune's --n")
+      ->check(kPositive);
   sub.add_option("--k", args.k, "K")->check(kPositive);
+  sub.add_option("--groups", args.groups,
+                 "Only grouped problems of this many groups (0: only problems of one GEMM)");
   sub.add_option("--beta", args.beta,
                  "Only problems that read C (not 0: tuned with beta != 0) or that do not (0)");
 }
@@ -153,7 +156,10 @@ ProblemFilter to_filter(const FilterArgs& args) {
                args.layout);
     f.layout = layout;
   }
-  f.m = given(args.m), f.n = given(args.n), f.k = given(args.k);
+  if (!args.groups.empty()) f.groups = cli::groups_of(args.groups);
+  // --n with --groups is what gemm-tune was given: the mean N of a group.
+  const int64_t n = cli::columns_of(args.n, f.groups.value_or(0));
+  f.m = given(args.m), f.n = given(n), f.k = given(args.k);
   f.lda = given(args.lda), f.ldb = given(args.ldb), f.ldc = given(args.ldc);
   if (args.beta) f.reads_c = *args.beta != 0;
   return filter;
@@ -162,7 +168,7 @@ ProblemFilter to_filter(const FilterArgs& args) {
 bool is_empty(const ProblemFilter& filter) {
   const DbFilter& f = filter.db;
   return !f.device && !f.types && !f.layout && !f.m && !f.n && !f.k && !f.lda && !f.ldb && !f.ldc &&
-         !f.reads_c && !filter.scaling;
+         !f.reads_c && !f.groups && !filter.scaling;
 }
 
 template <class Rows, class ProblemOf>
@@ -311,7 +317,7 @@ DeviceKey gpu_for(const std::vector<BestRecord>& rows, const ForGpuArgs& args, c
 bool listed_before(const Problem& a, const Problem& b) {
   auto key = [](const Problem& p) {
     return std::make_tuple(p.types.name(), std::string(to_string(p.scaling)), p.layout(), p.m, p.n,
-                           p.k, p.lda, p.ldb, p.ldc, p.align, p.reads_c);
+                           p.k, p.lda, p.ldb, p.ldc, p.align, p.reads_c, p.groups);
   };
   return key(a) < key(b);
 }
@@ -378,7 +384,7 @@ int list_for_gpu(const TuningDb& db, const ProblemFilter& filter, const Options&
                     "cuBLAS ms", "ratio", "tuned_at"});
   for (const auto& u : used) {
     const BestRecord& b = u.best;
-    table.add({types_text(b.problem), b.problem.layout(), b.problem.shape() + b.problem.beta_mark(),
+    table.add({types_text(b.problem), b.problem.layout(), cli::shape_text(b.problem),
                source_text(u, gpu), b.winner.config.family, b.winner.kernel_name,
                cli::format_ms(b.winner.median_ms), tflops_text(b.winner.tflops),
                cli::format_ms(b.baseline_ms), ratio_text(cublas_ratio(b)), b.tuned_at});
@@ -421,9 +427,8 @@ int list_bests(const Options& opts) {
   cli::Table table({"device", "types", "layout", "shape", "family", "kernel", "time ms", "TFLOP/s",
                     "cuBLAS ms", "ratio", "state", "tuned_at"});
   for (const auto& b : bests)
-    table.add({b.device.name, types_text(b.problem), b.problem.layout(),
-               b.problem.shape() + b.problem.beta_mark(), b.winner.config.family,
-               b.winner.kernel_name, cli::format_ms(b.winner.median_ms),
+    table.add({b.device.name, types_text(b.problem), b.problem.layout(), cli::shape_text(b.problem),
+               b.winner.config.family, b.winner.kernel_name, cli::format_ms(b.winner.median_ms),
                tflops_text(b.winner.tflops), cli::format_ms(b.baseline_ms),
                ratio_text(cublas_ratio(b)), state_of(b, here), b.tuned_at});
   std::cout << table.render()
@@ -690,7 +695,7 @@ int delete_problems(const Options& opts) {
   const ProblemFilter filter = to_filter(opts.filter);
   GT_REQUIRE(opts.all || !is_empty(filter), Errc::invalid_argument,
              "delete needs a filter (--device, --types, --scaling, --layout, --m, --n, --k, "
-             "--beta) or --all");
+             "--groups, --beta) or --all");
   GT_REQUIRE(!opts.all || is_empty(filter), Errc::invalid_argument,
              "delete takes filters or --all, not both");
   const auto db = open_existing(opts.db);
