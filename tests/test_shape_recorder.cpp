@@ -98,6 +98,58 @@ TEST(ShapeRecorder, Float8ProblemsKeepTheirTypesAndScaling) {
     EXPECT_EQ(cli::problem_of_line(lines[i], "f32", "nn", 0.0f), recorded[i]) << lines[i].text;
 }
 
+// A grouped problem's line says N as gemm-tune --groups takes it, the mean columns of a group,
+// and reads back as the same problem.
+TEST(ShapeRecorder, AGroupedProblemWritesItsGroupsAndTheMeanN) {
+  Problem moe = problem(DType::bf16, "tn", 1536, 32768, 2048);
+  moe.groups = 128;
+  EXPECT_EQ(shape_line(moe), "1536 256 2048 bf16 tn groups=128");
+  EXPECT_EQ(read_back(shape_line(moe)), moe);
+  Problem padded = problem(DType::f16, "nt", 300, 8 * 100, 128);
+  padded.groups = 8;
+  padded.lda = 304;  // leading dimensions that are not tight, and beta != 0, as for one GEMM
+  padded.ldb = 808;
+  padded.reads_c = true;
+  padded.align =
+      alignment_class(padded.types, nullptr, nullptr, nullptr, padded.lda, padded.ldb, padded.ldc);
+  EXPECT_EQ(shape_line(padded), "300 100 128 f16 nt groups=8 lda=304 ldb=808 beta=1");
+  EXPECT_EQ(read_back(shape_line(padded)), padded);
+  EXPECT_EQ(read_back(shape_line(padded)).describe(), padded.describe());
+
+  // One GEMM of the same sizes, and other groups, are other problems: lines of their own.
+  test::TempDir dir;
+  const auto file = dir / "shapes.txt";
+  Problem other_groups = moe;
+  other_groups.groups = 64;
+  const Problem dense = problem(DType::bf16, "tn", 1536, 32768, 2048);
+  EXPECT_TRUE(record_shape(file, moe));
+  EXPECT_FALSE(record_shape(file, moe));
+  EXPECT_TRUE(record_shape(file, dense));
+  EXPECT_TRUE(record_shape(file, other_groups));
+  const auto lines = cli::read_shapes_file(file.string());
+  ASSERT_EQ(lines.size(), 3u);
+  const std::vector<Problem> recorded = {moe, dense, other_groups};
+  for (size_t i = 0; i < lines.size(); ++i)
+    EXPECT_EQ(cli::problem_of_line(lines[i], "f32", "nn", 0.0f), recorded[i]) << lines[i].text;
+}
+
+// N that G does not divide cannot be said as a mean: the line rounds it up, to the nearest problem
+// it can name (with the tight leading dimensions of that N), and its comment keeps the N.
+TEST(ShapeRecorder, AGroupedNThatGroupsDoNotDivideIsRoundedUp) {
+  Problem ragged = problem(DType::f16, "nt", 64, 1001, 32);  // B's leading dimension is N
+  ragged.groups = 8;
+  EXPECT_EQ(shape_line(ragged), "64 126 32 f16 nt groups=8  # n=1001");
+  const Problem back = read_back(shape_line(ragged));
+  EXPECT_EQ(back.n, 8 * 126);
+  EXPECT_EQ(back.ldb, 8 * 126) << "the tight ldb of the rounded N, not 1001";
+  EXPECT_EQ(back.groups, 8);
+  ragged.ldb = 1024;  // one above the rounded N's is kept
+  ragged.align =
+      alignment_class(ragged.types, nullptr, nullptr, nullptr, ragged.lda, ragged.ldb, ragged.ldc);
+  EXPECT_EQ(shape_line(ragged), "64 126 32 f16 nt groups=8 ldb=1024  # n=1001");
+  EXPECT_EQ(read_back(shape_line(ragged)).ldb, 1024);
+}
+
 TEST(ShapeRecorder, AppendsEachProblemOnceUnderAHeader) {
   test::TempDir dir;
   const auto file = dir / "deep/folder/shapes.txt";

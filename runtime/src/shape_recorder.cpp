@@ -4,6 +4,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <sstream>
@@ -68,16 +69,29 @@ struct Fd {
 }  // namespace
 
 std::string shape_line(const Problem& p) {
-  std::string line = fmt::format("{} {} {} {} {}", p.m, p.n, p.k, p.types.name(), p.layout());
+  // A grouped problem's line says N as gemm-tune --groups takes it: the mean columns of a group.
+  // An N that is not a multiple of G is rounded up, to the nearest problem a line can name (G x
+  // the mean columns, with the tight leading dimensions of that N); the comment keeps the N.
+  const int64_t groups = std::max<int64_t>(p.groups, 1);
+  const int64_t mean = (p.n + groups - 1) / groups;
+  std::string line = fmt::format("{} {} {} {} {}", p.m, mean, p.k, p.types.name(), p.layout());
   if (p.scaling != Scaling::none) line += fmt::format(" scaling={}", to_string(p.scaling));
-  const Problem tight = make_problem(p.types, p.op_a, p.op_b, p.m, p.n, p.k);
-  if (p.lda != tight.lda) line += fmt::format(" lda={}", p.lda);
-  if (p.ldb != tight.ldb) line += fmt::format(" ldb={}", p.ldb);
-  if (p.ldc != tight.ldc) line += fmt::format(" ldc={}", p.ldc);
+  if (p.grouped()) line += fmt::format(" groups={}", p.groups);
+  // Leading dimensions below the read-back problem's tight ones (only where N was rounded up)
+  // cannot be named: the tight ones stand for them.
+  const Problem tight = make_problem(p.types, p.op_a, p.op_b, p.m, mean * groups, p.k);
+  const int64_t lda = std::max(p.lda, tight.lda), ldb = std::max(p.ldb, tight.ldb),
+                ldc = std::max(p.ldc, tight.ldc);
+  if (lda != tight.lda) line += fmt::format(" lda={}", lda);
+  if (ldb != tight.ldb) line += fmt::format(" ldb={}", ldb);
+  if (ldc != tight.ldc) line += fmt::format(" ldc={}", ldc);
   if (p.reads_c) line += " beta=1";
+  std::string notes;
+  // The call's own leading dimensions: the note is about its pointers.
   const int ld_align = alignment_class(p.types, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
-  if (p.align < ld_align) line += fmt::format("  # align={}", p.align);
-  return line;
+  if (p.align < ld_align) notes += fmt::format(" align={}", p.align);
+  if (mean * groups != p.n) notes += fmt::format(" n={}", p.n);
+  return notes.empty() ? line : fmt::format("{}  #{}", line, notes);
 }
 
 bool record_shape(const std::filesystem::path& file, const Problem& problem) {
