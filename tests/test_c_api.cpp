@@ -55,6 +55,8 @@ const std::vector<Attribute>& attributes() {
        GEMMTUNE_OP_N,
        {GEMMTUNE_OP_N, GEMMTUNE_OP_T},
        {-1, 2}},
+      // Out-of-range groups are refused in words of their own (GroupsAreBoundedByKMaxGroups).
+      {GEMMTUNE_MATMUL_DESC_GROUPS, "GEMMTUNE_MATMUL_DESC_GROUPS", 0, {0, 1, 8, 128, 4096}, {}},
   };
   return all;
 }
@@ -126,7 +128,7 @@ TEST(CApiMatmulDesc, EveryAttributeRoundTripsAndLeavesTheOthersAlone) {
   Desc d;
   const std::vector<int32_t> values{GEMMTUNE_E4M3, GEMMTUNE_E5M2, GEMMTUNE_BF16,
                                     GEMMTUNE_BF16, GEMMTUNE_F16,  GEMMTUNE_SCALING_BLOCK,
-                                    GEMMTUNE_OP_T, GEMMTUNE_OP_T};
+                                    GEMMTUNE_OP_T, GEMMTUNE_OP_T, 128};
   for (size_t i = 0; i < attributes().size(); ++i)
     ASSERT_EQ(d.set(attributes()[i].attr, values[i]), GEMMTUNE_SUCCESS) << last_error();
   EXPECT_EQ(d.all(), values);
@@ -181,7 +183,7 @@ TEST(CApiMatmulDesc, UnknownAttributesAreRefused) {
   Desc d;
   int32_t value = 0;
   size_t written = 0;
-  for (int attr : {-1, 10, 100}) {
+  for (int attr : {-1, 12, 100}) {
     const auto a = static_cast<gemmtune_matmul_attribute>(attr);
     expect_invalid(gemmtune_matmul_desc_set_attribute(d, a, &value, sizeof value),
                    {"unknown matmul descriptor attribute " + std::to_string(attr)});
@@ -196,9 +198,22 @@ TEST(CApiMatmulDesc, UnknownAttributesAreRefused) {
 TEST(CApiMatmulDesc, UnknownAttributesNameTheKnownRange) {
   Desc d;
   int32_t value = 0;
-  expect_invalid(gemmtune_matmul_desc_set_attribute(d, static_cast<gemmtune_matmul_attribute>(10),
-                                                    &value, sizeof value),
-                 {"GEMMTUNE_MATMUL_DESC_A_TYPE (0) to GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER (9)"});
+  expect_invalid(
+      gemmtune_matmul_desc_set_attribute(d, static_cast<gemmtune_matmul_attribute>(12), &value,
+                                         sizeof value),
+      {"GEMMTUNE_MATMUL_DESC_A_TYPE (0) to GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER (11)"});
+}
+
+TEST(CApiMatmulDesc, GroupsAreBoundedByKMaxGroups) {
+  Desc d;
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_GROUPS, 64), GEMMTUNE_SUCCESS) << last_error();
+  const std::vector<int32_t> before = d.all();
+  for (int32_t groups : {-1, 4097, 1 << 30})
+    expect_invalid(d.set(GEMMTUNE_MATMUL_DESC_GROUPS, groups),
+                   {"GEMMTUNE_MATMUL_DESC_GROUPS: groups must be 0 (one GEMM) or 1 to 4096 (got " +
+                    std::to_string(groups) + ")"});
+  EXPECT_EQ(d.all(), before) << "a refused value changes nothing";
+  EXPECT_EQ(d.get(GEMMTUNE_MATMUL_DESC_GROUPS), 64);
 }
 
 // The scale pointers: a const float* each (the pointer is the value, its address what set and
@@ -280,6 +295,58 @@ TEST(CApiMatmulDesc, ScalePointersOfTheWrongSizeAreRefused) {
   expect_invalid(
       gemmtune_matmul_desc_set_attribute(d, GEMMTUNE_MATMUL_DESC_SCALING, &pointer, sizeof pointer),
       {"GEMMTUNE_MATMUL_DESC_SCALING is an int32_t (4 bytes)"});
+}
+
+// The group ends: a const int32_t*, NULL by default, kept apart from the scale pointers.
+const int32_t* get_ends(gemmtune_matmul_desc d) {
+  const int32_t* value = reinterpret_cast<const int32_t*>(0x1234);
+  size_t written = 0;
+  EXPECT_EQ(gemmtune_matmul_desc_get_attribute(d, GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER, &value,
+                                               sizeof value, &written),
+            GEMMTUNE_SUCCESS)
+      << last_error();
+  EXPECT_EQ(written, sizeof(void*));
+  return value;
+}
+
+gemmtune_status set_ends(gemmtune_matmul_desc d, const int32_t* value) {
+  return gemmtune_matmul_desc_set_attribute(d, GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER, &value,
+                                            sizeof value);
+}
+
+const int32_t* const kEnds = reinterpret_cast<const int32_t*>(0x7f0000400000);
+
+TEST(CApiMatmulDesc, GroupEndsRoundTripAndLeaveTheOthersAlone) {
+  Desc d;
+  EXPECT_EQ(get_ends(d), nullptr);
+  ASSERT_EQ(set_pointer(d, GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER, kScaleA), GEMMTUNE_SUCCESS);
+  const std::vector<int32_t> before = d.all();
+  ASSERT_EQ(set_ends(d, kEnds), GEMMTUNE_SUCCESS) << last_error();
+  EXPECT_EQ(get_ends(d), kEnds);
+  EXPECT_EQ(get_pointer(d, GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER), kScaleA);
+  EXPECT_EQ(get_pointer(d, GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER), nullptr);
+  EXPECT_EQ(d.all(), before);
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_GROUPS, 128), GEMMTUNE_SUCCESS);
+  EXPECT_EQ(get_ends(d), kEnds);
+  ASSERT_EQ(set_pointer(d, GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER, kScaleB), GEMMTUNE_SUCCESS);
+  EXPECT_EQ(get_ends(d), kEnds);
+  ASSERT_EQ(set_ends(d, nullptr), GEMMTUNE_SUCCESS);
+  EXPECT_EQ(get_ends(d), nullptr);
+  EXPECT_EQ(get_pointer(d, GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER), kScaleA);
+  size_t written = 0;
+  EXPECT_EQ(gemmtune_matmul_desc_get_attribute(d, GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER, nullptr,
+                                               0, &written),
+            GEMMTUNE_SUCCESS);
+  EXPECT_EQ(written, sizeof(void*));
+  int32_t narrow = 0;
+  expect_invalid(gemmtune_matmul_desc_set_attribute(d, GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER,
+                                                    &narrow, sizeof narrow),
+                 {"GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER is a const int32_t*", "but size is 4"});
+  const int32_t* pointer = kEnds;
+  expect_invalid(
+      gemmtune_matmul_desc_set_attribute(d, GEMMTUNE_MATMUL_DESC_GROUPS, &pointer, sizeof pointer),
+      {"GEMMTUNE_MATMUL_DESC_GROUPS is an int32_t (4 bytes)"});
+  EXPECT_EQ(get_ends(d), nullptr);
 }
 
 TEST(CApiMatmulDesc, WrongSizesAreRefusedWithTheSizeNeeded) {
@@ -480,6 +547,34 @@ TEST(CApiMatmul, AScaledCallWithoutItsScalesIsRefusedBeforeItNeedsAGpu) {
                  {"e5m2 operands take scales", "gemmtune_matmul"});
 }
 
+// A grouped descriptor: bf16 everywhere, op(A) = T, `groups` groups.
+void set_grouped(Desc& d, int32_t groups) {
+  for (auto attr : {GEMMTUNE_MATMUL_DESC_A_TYPE, GEMMTUNE_MATMUL_DESC_B_TYPE,
+                    GEMMTUNE_MATMUL_DESC_C_TYPE, GEMMTUNE_MATMUL_DESC_D_TYPE})
+    ASSERT_EQ(d.set(attr, GEMMTUNE_BF16), GEMMTUNE_SUCCESS);
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_OP_A, GEMMTUNE_OP_T), GEMMTUNE_SUCCESS);
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_GROUPS, groups), GEMMTUNE_SUCCESS);
+}
+
+TEST(CApiMatmul, AGroupedCallWithoutItsGroupEndsIsRefusedBeforeItNeedsAGpu) {
+  const float one = 1.0f, zero = 0.0f;
+  Desc d;
+  set_grouped(d, 128);
+  expect_invalid(
+      gemmtune_matmul(0, d, 1536, 32768, 2048, &one, kA, 2048, kB, 2048, &zero, kC, 1536, nullptr),
+      {"128 groups need their column end offsets",
+       "GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER is not set",
+       "a device pointer to 128 int32 offsets"});
+  // The problem's own rules come first: groups with a scaling are not defined yet.
+  Desc scaled;
+  set_float8(scaled, GEMMTUNE_E4M3, GEMMTUNE_SCALING_BLOCK);
+  ASSERT_EQ(scaled.set(GEMMTUNE_MATMUL_DESC_GROUPS, 32), GEMMTUNE_SUCCESS);
+  ASSERT_EQ(set_ends(scaled, kEnds), GEMMTUNE_SUCCESS);
+  expect_invalid(gemmtune_matmul(0, scaled, 4096, 512, 7168, &one, kA, 7168, kB, 7168, &zero, kC,
+                                 4096, nullptr),
+                 {"groups=32", "grouped problems with scaling are not supported yet"});
+}
+
 TEST(CApiMatmul, WithoutAGpuTheCallSaysSo) {
   if (gemmtune::cu::available())
     GTEST_SKIP() << "a GPU is here: this test passes fake addresses, which the library would run "
@@ -501,6 +596,14 @@ TEST(CApiMatmul, WithoutAGpuTheCallSaysSo) {
     EXPECT_EQ(last_error().rfind("no GPU: ", 0), 0u) << last_error();
     EXPECT_EQ(json, nullptr);
   }
+  // A grouped call with its group ends gets as far as the GPU too.
+  Desc moe;
+  set_grouped(moe, 128);
+  ASSERT_EQ(set_ends(moe, kEnds), GEMMTUNE_SUCCESS);
+  EXPECT_EQ(gemmtune_matmul(0, moe, 1536, 32768, 2048, &one, kA, 2048, kB, 2048, &zero, kC, 1536,
+                            nullptr),
+            GEMMTUNE_ERROR_NO_DEVICE)
+      << last_error();
   // gemmtune_gemm takes every type but float8 (which needs scales): the library says what it
   // cannot run.
   EXPECT_EQ(gemmtune_gemm(GEMMTUNE_F16, GEMMTUNE_OP_T, GEMMTUNE_OP_N, 64, 48, 32, 1.0f, kA, 32, kB,
@@ -612,6 +715,26 @@ TEST(CApiMatmul, AFloat8RecordReadsBackAsTheSameProblem) {
   }
 }
 
+// A grouped problem's line gives N as the mean columns of a group, as gemm-tune --groups takes it,
+// and reads back as the same problem. Recording needs no group ends.
+TEST(CApiMatmul, AGroupedRecordReadsBackAsTheSameProblem) {
+  gemmtune::test::TempDir dir;
+  const std::string path = (dir / "shapes.txt").string();
+  Desc d;
+  set_grouped(d, 128);
+  ASSERT_EQ(gemmtune_matmul_record_problem(path.c_str(), d, 1536, 32768, 2048, 2048, 2048, 0.0f,
+                                           1536, nullptr),
+            GEMMTUNE_SUCCESS)
+      << last_error();
+  EXPECT_EQ(problem_lines(path), (std::vector<std::string>{"1536 256 2048 bf16 tn groups=128"}));
+  const auto lines = gemmtune::cli::read_shapes_file(path);
+  ASSERT_EQ(lines.size(), 1u);
+  gemmtune::Problem want = gemmtune::make_problem(gemmtune::DType::bf16, gemmtune::Op::T,
+                                                  gemmtune::Op::N, 1536, 32768, 2048);
+  want.groups = 128;
+  EXPECT_TRUE(gemmtune::cli::problem_of_line(lines[0], "f32", "nn", 0.0f) == want);
+}
+
 TEST(CApiHeader, CompilesAsCAndCxx17) {
   const std::string include = std::string("-I") + GEMMTUNE_SOURCE_DIR + "/runtime/include -I" +
                               GEMMTUNE_SOURCE_DIR + "/templates";
@@ -631,6 +754,12 @@ TEST(CApiHeader, CompilesAsCAndCxx17) {
          "  const float* scales = 0;\n"
          "  gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER,"
          " &scales, sizeof scales);\n"
+         "  int32_t groups = 8;\n"
+         "  const int32_t* ends = 0;\n"
+         "  gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_GROUPS,"
+         " &groups, sizeof groups);\n"
+         "  gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER,"
+         " &ends, sizeof ends);\n"
          "  gemmtune_matmul(-1, desc, 1, 1, 1, &one, 0, 1, 0, 1, &zero, 0, 1, 0);\n"
          "  return gemmtune_matmul_desc_destroy(desc);\n"
          "}\n";

@@ -101,6 +101,7 @@ gemmtune::Problem checked_problem(const gemmtune::MatmulDesc& desc, int64_t m, i
   p.lda = lda, p.ldb = ldb, p.ldc = ldc;
   p.align = gemmtune::alignment_class(p.types, a, b, c, lda, ldb, ldc);
   p.reads_c = beta != 0.0f;
+  p.groups = desc.groups;
   gemmtune::validate(p);
   return p;
 }
@@ -130,7 +131,7 @@ void require_finite(float beta) {
 // ---------------------------------------------------------------------------------------------
 // The matmul descriptor
 
-// Its attributes by name, for messages; every value is an int32_t but the scale pointers'.
+// Its attributes by name, for messages; every value is an int32_t but the pointers'.
 const char* attribute_name(int attr) {
   switch (attr) {
     case GEMMTUNE_MATMUL_DESC_A_TYPE:
@@ -153,18 +154,24 @@ const char* attribute_name(int attr) {
       return "GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER";
     case GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER:
       return "GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER";
+    case GEMMTUNE_MATMUL_DESC_GROUPS:
+      return "GEMMTUNE_MATMUL_DESC_GROUPS";
+    case GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER:
+      return "GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER";
   }
   return nullptr;
 }
 
-// The scale pointers' values are a const float*; every other attribute's an int32_t.
+// The scale pointers' values are a const float*, the group ends' a const int32_t*; every other
+// attribute's an int32_t.
 bool is_pointer(int attr) {
   return attr == GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER ||
-         attr == GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER;
+         attr == GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER ||
+         attr == GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER;
 }
 
 size_t value_size(int attr) {
-  return is_pointer(attr) ? sizeof(const float*) : sizeof(int32_t);
+  return is_pointer(attr) ? sizeof(const void*) : sizeof(int32_t);
 }
 
 // `attr` as a known attribute, else Error(invalid_argument) naming it.
@@ -172,7 +179,7 @@ const char* known_attribute(int attr) {
   const char* name = attribute_name(attr);
   GT_REQUIRE(name != nullptr, gemmtune::Errc::invalid_argument,
              "unknown matmul descriptor attribute {} (expected GEMMTUNE_MATMUL_DESC_A_TYPE (0) to "
-             "GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER (9))",
+             "GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER (11))",
              attr);
   return name;
 }
@@ -194,6 +201,11 @@ void check_value(int attr, int32_t value) {
                  "{}: unknown op {} (expected GEMMTUNE_OP_N (0) or GEMMTUNE_OP_T (1))", name,
                  value);
       return;
+    case GEMMTUNE_MATMUL_DESC_GROUPS:
+      GT_REQUIRE(value >= 0 && value <= gemmtune::kMaxGroups, gemmtune::Errc::invalid_argument,
+                 "{}: groups must be 0 (one GEMM) or 1 to {} (got {})", name, gemmtune::kMaxGroups,
+                 value);
+      return;
     default:
       GT_REQUIRE(known_type(value), gemmtune::Errc::invalid_argument,
                  "{}: unknown data type code {} (expected 0 to {}: f32, f16, bf16, e4m3, e5m2)",
@@ -202,10 +214,13 @@ void check_value(int attr, int32_t value) {
 }
 
 void check_size(int attr, size_t size) {
+  const char* what = attr == GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER
+                         ? "a const int32_t* (a device pointer)"
+                     : is_pointer(attr) ? "a const float* (a device pointer)"
+                                        : "an int32_t";
   GT_REQUIRE(size == value_size(attr), gemmtune::Errc::invalid_argument,
-             "{} is {} ({} bytes), but size is {}", attribute_name(attr),
-             is_pointer(attr) ? "a const float* (a device pointer)" : "an int32_t",
-             value_size(attr), size);
+             "{} is {} ({} bytes), but size is {}", attribute_name(attr), what, value_size(attr),
+             size);
 }
 
 }  // namespace
@@ -224,7 +239,18 @@ const gemmtune::MatmulDesc& desc_of(gemmtune_matmul_desc desc) {
   return desc->desc;
 }
 
-const float*& scale_pointer(gemmtune::MatmulDesc& d, int attr) {
+// A pointer attribute's value from `value` (it points to the pointer), into its field.
+void set_pointer(gemmtune::MatmulDesc& d, int attr, const void* value) {
+  if (attr == GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER)
+    std::memcpy(&d.group_ends, value, sizeof d.group_ends);
+  else if (attr == GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER)
+    std::memcpy(&d.scale_a, value, sizeof d.scale_a);
+  else
+    std::memcpy(&d.scale_b, value, sizeof d.scale_b);
+}
+
+const void* get_pointer(const gemmtune::MatmulDesc& d, int attr) {
+  if (attr == GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER) return d.group_ends;
   return attr == GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER ? d.scale_a : d.scale_b;
 }
 
@@ -246,6 +272,8 @@ int32_t get_value(const gemmtune::MatmulDesc& d, int attr) {
       return int32_t(d.op_a);
     case GEMMTUNE_MATMUL_DESC_OP_B:
       return int32_t(d.op_b);
+    case GEMMTUNE_MATMUL_DESC_GROUPS:
+      return int32_t(d.groups);
   }
   GT_THROW(gemmtune::Errc::internal, "attribute {} has no field", attr);
 }
@@ -278,6 +306,9 @@ void set_value(gemmtune::MatmulDesc& d, int attr, int32_t value) {
     case GEMMTUNE_MATMUL_DESC_OP_B:
       d.op_b = static_cast<gemmtune::Op>(value);
       return;
+    case GEMMTUNE_MATMUL_DESC_GROUPS:
+      d.groups = value;
+      return;
   }
   GT_THROW(gemmtune::Errc::internal, "attribute {} has no field", attr);
 }
@@ -292,6 +323,14 @@ void require_scales(const gemmtune::Problem& p, const gemmtune::MatmulDesc& d) {
                "scaling {} needs the scales of {}: {} is not set (a device pointer to {} x {} "
                "fp32 scales)",
                gemmtune::to_string(p.scaling), operand, attr, shape.rows, shape.cols);
+}
+
+// A grouped call has its group ends; the message names the attribute and what it holds.
+void require_group_ends(const gemmtune::Problem& p, const gemmtune::MatmulDesc& d) {
+  GT_REQUIRE(!p.grouped() || d.group_ends != nullptr, gemmtune::Errc::invalid_argument,
+             "{} groups need their column end offsets: GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER is "
+             "not set (a device pointer to {} int32 offsets)",
+             p.groups, p.groups);
 }
 
 // A host scalar of gemmtune_matmul: present and finite.
@@ -409,7 +448,7 @@ gemmtune_status gemmtune_matmul_desc_set_attribute(gemmtune_matmul_desc desc,
                name);
     check_size(attr, size);
     if (is_pointer(attr)) {  // any address, NULL included: the call checks it is there
-      std::memcpy(&scale_pointer(desc->desc, attr), value, sizeof(const float*));
+      set_pointer(desc->desc, attr, value);
       return;
     }
     int32_t v;
@@ -433,7 +472,7 @@ gemmtune_status gemmtune_matmul_desc_get_attribute(gemmtune_matmul_desc desc,
                "{}: value (where it goes) is a null pointer", name);
     check_size(attr, size);
     if (is_pointer(attr)) {
-      const float* pointer = attr == GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER ? d.scale_a : d.scale_b;
+      const void* pointer = get_pointer(d, attr);
       std::memcpy(value, &pointer, sizeof pointer);
       if (written) *written = sizeof pointer;
       return;
@@ -457,6 +496,7 @@ gemmtune_status gemmtune_matmul(int device, gemmtune_matmul_desc desc, int64_t m
     GT_REQUIRE(b != nullptr, gemmtune::Errc::invalid_argument, "B is a null pointer");
     GT_REQUIRE(c != nullptr, gemmtune::Errc::invalid_argument, "C is a null pointer");
     require_scales(p, d);
+    require_group_ends(p, d);
     gemmtune::DeviceScope scope(device);
     gemmtune::default_library().matmul(d, m, n, k, alpha_value, a, lda, b, ldb, beta_value, c, ldc,
                                        static_cast<gemmtune::Stream>(stream));

@@ -121,12 +121,22 @@ gemmtune_status gemmtune_record_problem(const char* path, gemmtune_dtype dtype, 
  *                                      sizeof scale_a);
  *   ... and GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER likewise.
  *
+ * A grouped GEMM (a mixture-of-experts layer: G experts, the tokens routed to each) takes its
+ * groups and the device pointer to their column end offsets:
+ *
+ *   int32_t groups = 128;
+ *   const int32_t* ends = ...;  (device memory: 128 nondecreasing column offsets)
+ *   gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_GROUPS, &groups, sizeof groups);
+ *   gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER, &ends,
+ *                                      sizeof ends);
+ *   gemmtune_matmul(-1, desc, m, n, k, ...);  (n: the columns of all groups)
+ *
  * A descriptor is plain data: any number of threads may call with it at once, but setting an
  * attribute while another thread calls with it is a data race. */
 typedef struct gemmtune_matmul_desc_st* gemmtune_matmul_desc;
 
-/* The attributes of a descriptor. Every value is an int32_t (size 4), except the two scale
- * pointers: a const float* (size sizeof(void*)). */
+/* The attributes of a descriptor. Every value is an int32_t (size 4), except the pointers: the
+ * two scale pointers are a const float*, the group ends a const int32_t* (size sizeof(void*)). */
 typedef enum gemmtune_matmul_attribute {
   GEMMTUNE_MATMUL_DESC_A_TYPE = 0,   /* gemmtune_dtype of A; default GEMMTUNE_F32 */
   GEMMTUNE_MATMUL_DESC_B_TYPE = 1,   /* gemmtune_dtype of B; default GEMMTUNE_F32 */
@@ -141,23 +151,34 @@ typedef enum gemmtune_matmul_attribute {
    * NULL. Needed by a call with a scaling, ignored without one; the kernel reads the scales when
    * it runs (as cuBLASLt's A_SCALE_POINTER), so a captured graph sees new values. */
   GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER = 8,
-  GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER = 9 /* const float*: B's scales, as A's */
+  GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER = 9, /* const float*: B's scales, as A's */
+  /* G, the groups of a grouped GEMM (a mixture-of-experts layer), 1 to 4096; default 0: one
+   * GEMM. The G groups share M, K, the types and the ops; group g owns columns
+   * [end[g-1], end[g]) of op(B) and D (end[-1] = 0), and A holds the G matrices of op(A), each
+   * lda x (columns of A as stored) elements after the one before. n is the columns of all
+   * groups; columns past end[G-1] are not written. No scaling yet. */
+  GEMMTUNE_MATMUL_DESC_GROUPS = 10,
+  /* const int32_t*: the G column end offsets of the groups in device memory, nondecreasing
+   * (torch._grouped_mm's offs); default NULL. Needed by a grouped call, ignored by another; the
+   * kernel reads them when it runs, so a captured graph can be replayed with another routing. */
+  GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER = 11
 } gemmtune_matmul_attribute;
 
-/* A new descriptor with the defaults: f32 everywhere, no scaling and no scales, N and N. */
+/* A new descriptor with the defaults: f32 everywhere, no scaling and no scales, N and N, no
+ * groups. */
 gemmtune_status gemmtune_matmul_desc_create(gemmtune_matmul_desc* desc);
 /* Frees the descriptor. NULL is accepted and does nothing (as free(NULL)). */
 gemmtune_status gemmtune_matmul_desc_destroy(gemmtune_matmul_desc desc);
-/* Sets `attr` to the value at `value`: an int32_t, `size` sizeof(int32_t), or for the scale
- * pointers a const float* (`value` points to the pointer), `size` sizeof(void*); NULL unsets a
- * scale pointer. A value that names no type, scaling or op is GEMMTUNE_ERROR_INVALID_ARGUMENT,
- * and the descriptor stays as it was. Which combinations of types a GPU runs is the call's
- * question (GEMMTUNE_ERROR_UNSUPPORTED). */
+/* Sets `attr` to the value at `value`: an int32_t, `size` sizeof(int32_t), or for the pointers
+ * a const float* or const int32_t* (`value` points to the pointer), `size` sizeof(void*); NULL
+ * unsets a pointer. A value that names no type, scaling or op, or groups outside 0 to 4096, is
+ * GEMMTUNE_ERROR_INVALID_ARGUMENT, and the descriptor stays as it was. Which combinations of types
+ * a GPU runs is the call's question (GEMMTUNE_ERROR_UNSUPPORTED). */
 gemmtune_status gemmtune_matmul_desc_set_attribute(gemmtune_matmul_desc desc,
                                                    gemmtune_matmul_attribute attr,
                                                    const void* value, size_t size);
 /* Writes the value of `attr` to `value`, which holds `size` bytes (sizeof(int32_t), or
- * sizeof(void*) for the scale pointers), and its size to *written (may be NULL). size 0 with
+ * sizeof(void*) for the pointers), and its size to *written (may be NULL). size 0 with
  * written != NULL: only *written is set (the size the attribute needs), as
  * cublasLtMatmulDescGetAttribute does. */
 gemmtune_status gemmtune_matmul_desc_get_attribute(gemmtune_matmul_desc desc,
@@ -170,9 +191,10 @@ gemmtune_status gemmtune_matmul_desc_get_attribute(gemmtune_matmul_desc desc,
  * to host floats; beta == 0 never reads C. a, b, c are device pointers; stream is a
  * cudaStream_t / CUstream (NULL: default). The descriptor, the pointers, the sizes and the
  * leading dimensions are checked before any GPU is needed (GEMMTUNE_ERROR_INVALID_ARGUMENT), and
- * so are the scales: float8 operands need a scaling, and a scaling needs both scale pointers;
- * types no kernel family runs on this GPU are GEMMTUNE_ERROR_UNSUPPORTED, the message naming
- * them ("no kernel family supports e4m3*e5m2->bf16 tn on ..."). */
+ * so are the scales and groups: float8 operands need a scaling, a scaling needs both scale
+ * pointers, and groups need the group ends pointer; types (or groups) no kernel family runs on
+ * this GPU are GEMMTUNE_ERROR_UNSUPPORTED, the message naming them ("no kernel family supports
+ * e4m3*e5m2->bf16 tn on ..."). */
 gemmtune_status gemmtune_matmul(int device, gemmtune_matmul_desc desc, int64_t m, int64_t n,
                                 int64_t k, const float* alpha, const void* a, int64_t lda,
                                 const void* b, int64_t ldb, const float* beta, void* c, int64_t ldc,
@@ -188,9 +210,11 @@ gemmtune_status gemmtune_matmul_select(int device, gemmtune_matmul_desc desc, in
                                        const char** selection_json);
 
 /* gemmtune_record_problem for the problem of a descriptor: the line names the types as
- * gemm-tune's shapes file does ("bf16" when every operand is bf16, else "e4m3*e5m2->bf16"), and
- * the scaling where there is one ("64 48 4096 e4m3*e4m3->bf16 tn scaling=block"). The scale
- * pointers are not needed. */
+ * gemm-tune's shapes file does ("bf16" when every operand is bf16, else "e4m3*e5m2->bf16"), the
+ * scaling where there is one ("64 48 4096 e4m3*e4m3->bf16 tn scaling=block"), and the groups of
+ * a grouped problem, with N the mean columns of a group as gemm-tune --groups takes it
+ * ("1536 256 2048 bf16 tn groups=128" for n = 32768; rounded up where G does not divide n).
+ * Neither the scale pointers nor the group ends are needed. */
 gemmtune_status gemmtune_matmul_record_problem(const char* path, gemmtune_matmul_desc desc,
                                                int64_t m, int64_t n, int64_t k, int64_t lda,
                                                int64_t ldb, float beta, int64_t ldc, int* appended);
