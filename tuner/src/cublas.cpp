@@ -170,6 +170,25 @@ std::string version_text(size_t v) {
 constexpr size_t kLtWorkspaceBytes = size_t(32) << 20;
 constexpr size_t kMaxLtPlans = 8;
 
+// The plan in `plans` that serves the problem and operands, made by `make` when there is none or
+// `refresh`; the most recently used first, at most `most` of them.
+template <class Plan, class Make>
+Plan& use_plan(std::list<std::unique_ptr<Plan>>& plans, size_t most, const Problem& p,
+               const GemmOperands& o, bool refresh, Make make) {
+  const auto it = std::find_if(plans.begin(), plans.end(),
+                               [&](const std::unique_ptr<Plan>& q) { return q->serves(p, o); });
+  if (it != plans.end()) {
+    if (!refresh) {
+      plans.splice(plans.begin(), plans, it);
+      return *plans.front();
+    }
+    plans.erase(it);  // first: a refresh that throws leaves no stale plan to be used
+  }
+  plans.push_front(make());
+  while (plans.size() > most) plans.pop_back();
+  return *plans.front();
+}
+
 int64_t blocks_of(int64_t extent) {
   return (extent + kScaleBlock - 1) / kScaleBlock;
 }
@@ -337,18 +356,7 @@ std::string Cublas::Impl::status_text(cublasStatus_t s) const {
 
 lt::Plan& Cublas::Impl::plan(const Problem& p, const GemmOperands& o, CUstream stream,
                              bool refresh) {
-  const auto it = std::find_if(plans.begin(), plans.end(),
-                               [&](const std::unique_ptr<lt::Plan>& q) { return q->serves(p, o); });
-  if (it != plans.end()) {
-    if (!refresh) {
-      plans.splice(plans.begin(), plans, it);
-      return *plans.front();
-    }
-    plans.erase(it);
-  }
-  plans.push_front(make_plan(p, o, stream));
-  while (plans.size() > kMaxLtPlans) plans.pop_back();
-  return *plans.front();
+  return use_plan(plans, kMaxLtPlans, p, o, refresh, [&] { return make_plan(p, o, stream); });
 }
 
 std::unique_ptr<lt::Plan> Cublas::Impl::make_plan(const Problem& p, const GemmOperands& o,
