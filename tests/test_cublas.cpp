@@ -1,6 +1,7 @@
 // The baseline's rules that need no GPU (cublas_why_unsupported: what cuBLAS's documentation
-// says cublasGemmEx and cuBLASLt's float8 GEMMs take) and its conversion of block scales to
-// cuBLASLt's layout. What cuBLASLt's heuristic then refuses on a GPU is gpu_cublaslt_fp8.cpp's.
+// says cublasGemmEx, cublasGemmGroupedBatchedEx and cuBLASLt's float8 GEMMs take) and its
+// conversion of block scales to cuBLASLt's layout. What cuBLASLt's heuristic then refuses on a
+// GPU is gpu_cublaslt_fp8.cpp's.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -16,6 +17,7 @@ CublasFeatures cublas13() {
   CublasFeatures f;
   f.version = 130100;
   f.gemm_ex_64 = true;
+  f.grouped_batched = true;
   f.lt_version = 130100;
   return f;
 }
@@ -28,6 +30,13 @@ Problem scaled(DataTypes types, Scaling scaling, Op op_a = Op::T, Op op_b = Op::
                int64_t n = 4096, int64_t k = 16384) {
   Problem p = make_problem(types, op_a, op_b, m, n, k);
   p.scaling = scaling;
+  return p;
+}
+
+// A mixture-of-experts layer: 8 experts' A of M x K, N tokens split between them.
+Problem grouped(DataTypes types, Op op_a = Op::T, Op op_b = Op::N, int64_t groups = 8) {
+  Problem p = make_problem(types, op_a, op_b, 2048, 4096, 1024);
+  p.groups = groups;
   return p;
 }
 
@@ -126,6 +135,51 @@ TEST(Cublas, KeepsTheRulesOfCublasGemmEx) {
   CublasFeatures no64 = f;
   no64.gemm_ex_64 = false;
   EXPECT_TRUE(refused_for(wide, no64, "cublasGemmEx_64"));
+}
+
+TEST(Cublas, TakesGroupedProblemsOfCublasGemmExsTypesInEveryLayout) {
+  for (DataType t : {DataType::f32, DataType::f16, DataType::bf16})
+    for (const auto& [op_a, op_b] : {std::pair{Op::N, Op::N}, std::pair{Op::N, Op::T},
+                                     std::pair{Op::T, Op::N}, std::pair{Op::T, Op::T}})
+      for (int64_t groups : {1, 8, 128}) {
+        const Problem p = grouped(DataTypes::uniform(t), op_a, op_b, groups);
+        EXPECT_EQ(cublas_why_unsupported(p, cublas13()), "") << p.describe();
+      }
+}
+
+TEST(Cublas, GroupedNeedsCublasGemmGroupedBatchedExOfCuBlas12Dot5) {
+  CublasFeatures old = cublas13();
+  old.version = 120400;
+  old.grouped_batched = false;
+  const Problem p = grouped(DataTypes::uniform(DataType::bf16));
+  EXPECT_TRUE(
+      refused_for(p, old, "cuBLAS 12.4.0 has no cublasGemmGroupedBatchedEx (12.5 or later)"));
+  // One GEMM keeps cublasGemmEx.
+  EXPECT_EQ(
+      cublas_why_unsupported(make_problem(DataType::bf16, Op::T, Op::N, 2048, 4096, 1024), old),
+      "");
+}
+
+TEST(Cublas, RefusesGroupedProblemsOutsideCublasGemmGroupedBatchedExsRules) {
+  const CublasFeatures f = cublas13();
+  Problem with_scales = grouped(DataTypes::uniform(DataType::bf16));
+  with_scales.scaling = Scaling::tensor;
+  EXPECT_TRUE(
+      refused_for(with_scales, f, "cublasGemmGroupedBatchedEx has no bf16 GEMM with scales"));
+  EXPECT_TRUE(
+      refused_for(grouped(DataTypes{DataType::f16, DataType::bf16, DataType::f32, DataType::f32}),
+                  f, "cublasGemmGroupedBatchedEx has no f16*bf16->f32 GEMM"));
+  // Float8 is cuBLASLt's, which has no grouped GEMM here: refused as grouped, not as float8.
+  Problem e4m3 = grouped(fp8(DataType::e4m3, DataType::e4m3, DataType::bf16));
+  e4m3.scaling = Scaling::tensor;
+  EXPECT_TRUE(refused_for(e4m3, f, "cublasGemmGroupedBatchedEx has no e4m3"));
+  // Its arrays are int: a leading dimension past 2^31 - 1 is refused even with cublasGemmEx_64.
+  Problem wide = grouped(DataTypes::uniform(DataType::bf16), Op::N, Op::N);
+  wide.k = 2;
+  wide.lda = int64_t(1) << 31;
+  EXPECT_TRUE(refused_for(wide, f, "int sizes"));
+  wide.groups = 0;
+  EXPECT_EQ(cublas_why_unsupported(wide, f), "");
 }
 
 // Ours: ceil(M/128) x ceil(K/128), the M blocks contiguous. cuBLASLt's BLK128x128_32F:

@@ -4,9 +4,11 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <list>
 #include <mutex>
+#include <vector>
 
 #include "gemmtune/generator/util.hpp"
 #include "gemmtune/runtime/driver.hpp"
@@ -117,6 +119,33 @@ struct Plan {
 
 }  // namespace lt
 
+namespace grouped {
+
+// One grouped problem made ready for cublasGemmGroupedBatchedEx: the host arrays it reads, one
+// cuBLAS group of one GEMM per non-empty group, and the device array of their A, B and C
+// pointers, for the problem, the caller's operand pointers and its ends pointer.
+struct Plan {
+  bool serves(const Problem& p, const GemmOperands& o) const {
+    return problem == p && a == o.a && b == o.b && c == o.c && ends == o.group_ends;
+  }
+  int count() const { return int(m.size()); }
+  // The scalars of every group, those of the call (host memory: cuBLAS reads them in the call).
+  void use_scalars(float a_scalar, float b_scalar) {
+    if (!alpha.empty() && alpha[0] == a_scalar && beta[0] == b_scalar) return;
+    std::fill(alpha.begin(), alpha.end(), a_scalar);
+    std::fill(beta.begin(), beta.end(), b_scalar);
+  }
+
+  Problem problem;
+  CUdeviceptr a = 0, b = 0, c = 0, ends = 0;  // the caller's
+  std::vector<cublasOperation_t> trans_a, trans_b;
+  std::vector<int> m, n, k, lda, ldb, ldc, sizes;  // sizes: 1 GEMM per cuBLAS group
+  std::vector<float> alpha, beta;
+  DeviceBuffer pointers;  // count() pointers of A, then of B, then of C
+};
+
+}  // namespace grouped
+
 namespace {
 
 std::string& load_error() {
@@ -169,6 +198,7 @@ std::string version_text(size_t v) {
 
 constexpr size_t kLtWorkspaceBytes = size_t(32) << 20;
 constexpr size_t kMaxLtPlans = 8;
+constexpr size_t kMaxGroupedPlans = 8;
 
 // The plan in `plans` that serves the problem and operands, made by `make` when there is none or
 // `refresh`; the most recently used first, at most `most` of them.
@@ -187,6 +217,25 @@ Plan& use_plan(std::list<std::unique_ptr<Plan>>& plans, size_t most, const Probl
   plans.push_front(make());
   while (plans.size() > most) plans.pop_back();
   return *plans.front();
+}
+
+// Group g's matrices, its columns [start, ...) of op(B) and C: A is the g-th of the G stored one
+// after another, B's columns are its rows when op(B) = B^T.
+std::array<CUdeviceptr, 3> group_pointers(const Problem& p, const GemmOperands& o, int64_t g,
+                                          int64_t start) {
+  const int64_t b_offset = p.op_b == Op::N ? start * p.ldb : start;
+  return {o.a + CUdeviceptr(g * p.group_stride_a() * element_bytes(p.types.a)),
+          o.b + CUdeviceptr(b_offset * element_bytes(p.types.b)),
+          o.c + CUdeviceptr(start * p.ldc * element_bytes(p.types.c))};
+}
+
+// The alignment cublasGemmGroupedBatchedEx needs of every matrix pointer (cuBLAS documentation:
+// with f16 or bf16, 16 bytes when K * element size is a multiple of 16, else 4 bytes when it is a
+// multiple of 4), lest a kernel fault and end the context.
+int64_t grouped_alignment(const Problem& p) {
+  if (p.types.a != DataType::f16 && p.types.a != DataType::bf16) return 1;
+  const int64_t row = p.k * element_bytes(p.types.a);
+  return row % 16 == 0 ? 16 : row % 4 == 0 ? 4 : 1;
 }
 
 int64_t blocks_of(int64_t extent) {
@@ -236,9 +285,26 @@ std::string lt_why_unsupported(const Problem& p, const CublasFeatures& f) {
   return {};
 }
 
+// The rules of cublasGemmGroupedBatchedEx (cuBLAS documentation: its types, its int arrays).
+std::string grouped_why_unsupported(const Problem& p, const CublasFeatures& f) {
+  const std::string none = ": no cuBLAS baseline for it";
+  if (!f.grouped_batched)
+    return fmt::format("cuBLAS {} has no cublasGemmGroupedBatchedEx (12.5 or later) for {}{}",
+                       version_text(size_t(f.version)), p.describe(), none);
+  if (!gemm_ex_types(p.types) || p.scaling != Scaling::none)
+    return fmt::format("cublasGemmGroupedBatchedEx has no {} GEMM{}{}", p.types.name(),
+                       p.scaling == Scaling::none ? "" : " with scales", none);
+  if (!fits_int(p))
+    return fmt::format(
+        "cublasGemmGroupedBatchedEx takes int sizes and {} has a size past 2^31 - 1{}",
+        p.describe(), none);
+  return {};
+}
+
 }  // namespace
 
 std::string cublas_why_unsupported(const Problem& p, const CublasFeatures& f) {
+  if (p.grouped()) return grouped_why_unsupported(p, f);
   if (is_fp8(p.types.a) || is_fp8(p.types.b)) return lt_why_unsupported(p, f);
   if (!gemm_ex_types(p.types) || p.scaling != Scaling::none)
     return fmt::format("cublasGemmEx has no {} GEMM{}: no cuBLAS baseline for it", p.types.name(),
@@ -281,6 +347,8 @@ struct Cublas::Impl {
                                const void*, cudaDataType, int64_t, const void*, void*, cudaDataType,
                                int64_t, cublasComputeType_t, cublasGemmAlgo_t) = nullptr;
   decltype(&::cublasGetVersion_v2) get_version = nullptr;
+  // cuBLAS 12.5 and later, for grouped problems (features.grouped_batched).
+  decltype(&::cublasGemmGroupedBatchedEx) grouped_batched = nullptr;
   cublasHandle_t handle = nullptr;
 
   // cuBLASLt, for float8 (features.lt_version 0 when it is not loaded).
@@ -289,9 +357,10 @@ struct Cublas::Impl {
   lt::Handle lt_handle = nullptr;
   CublasFeatures features;
 
-  std::mutex mutex;                            // guards what follows
-  std::list<std::unique_ptr<lt::Plan>> plans;  // the most recently used first
-  DeviceBuffer workspace;                      // cuBLASLt's, made with the first plan
+  std::mutex mutex;                                         // guards what follows
+  std::list<std::unique_ptr<lt::Plan>> plans;               // the most recently used first
+  DeviceBuffer workspace;                                   // cuBLASLt's, made with the first plan
+  std::list<std::unique_ptr<grouped::Plan>> grouped_plans;  // the most recently used first
 
   ~Impl() {
     plans.clear();
@@ -304,6 +373,14 @@ struct Cublas::Impl {
   // caller holds the mutex.
   lt::Plan& plan(const Problem& p, const GemmOperands& o, CUstream stream, bool refresh);
   std::unique_ptr<lt::Plan> make_plan(const Problem& p, const GemmOperands& o, CUstream stream);
+  // The same for a grouped problem: its ends read, its groups' arrays built.
+  grouped::Plan& grouped_plan(const Problem& p, const GemmOperands& o, CUstream stream,
+                              bool refresh);
+  std::unique_ptr<grouped::Plan> make_grouped_plan(const Problem& p, const GemmOperands& o,
+                                                   CUstream stream);
+  void use_stream(CUstream stream);
+  // cublasGemmGroupedBatchedEx over the prepared groups; the caller holds the mutex.
+  void grouped_gemm(const Problem& p, const GemmOperands& o, CUstream stream);
 };
 
 void Cublas::Impl::load_lt() {
@@ -463,6 +540,93 @@ std::unique_ptr<lt::Plan> Cublas::Impl::make_plan(const Problem& p, const GemmOp
   return q;
 }
 
+grouped::Plan& Cublas::Impl::grouped_plan(const Problem& p, const GemmOperands& o, CUstream stream,
+                                          bool refresh) {
+  return use_plan(grouped_plans, kMaxGroupedPlans, p, o, refresh,
+                  [&] { return make_grouped_plan(p, o, stream); });
+}
+
+std::unique_ptr<grouped::Plan> Cublas::Impl::make_grouped_plan(const Problem& p,
+                                                               const GemmOperands& o,
+                                                               CUstream stream) {
+  GT_REQUIRE(o.group_ends != 0, Errc::invalid_argument,
+             "{} is grouped but the group ends are a null pointer", p.describe());
+  std::vector<int32_t> ends(size_t(p.groups));
+  GT_CU(cuStreamSynchronize(stream));  // the ends as the stream's work leaves them
+  GT_CU(cuMemcpyDtoH(ends.data(), o.group_ends, ends.size() * sizeof(int32_t)));
+  auto q = std::make_unique<grouped::Plan>();
+  q->problem = p;
+  q->a = o.a;
+  q->b = o.b;
+  q->c = o.c;
+  q->ends = o.group_ends;
+  const int64_t align = grouped_alignment(p);
+  std::array<std::vector<CUdeviceptr>, 3> pointers;  // of A, B and C
+  int64_t start = 0;
+  for (int64_t g = 0; g < p.groups; ++g) {
+    const int64_t end = ends[size_t(g)];
+    GT_REQUIRE(end >= start && end <= p.n, Errc::invalid_argument,
+               "{}: group {} ends at column {}, before its start ({}) or past N ({})", p.describe(),
+               g, end, start, p.n);
+    if (end == start) continue;  // no columns: no GEMM (cuBLAS would take it, for nothing)
+    const std::array<CUdeviceptr, 3> ptrs = group_pointers(p, o, g, start);
+    for (int i = 0; i < 3; ++i) {
+      GT_REQUIRE(ptrs[size_t(i)] % uint64_t(align) == 0, Errc::unsupported,
+                 "cublasGemmGroupedBatchedEx needs {}-byte aligned matrices for {} (K = {}), and "
+                 "group {}'s {} (from column {}) is at {:#x}: no cuBLAS baseline for this routing",
+                 align, p.types.name(), p.k, g, "ABC"[i], start, ptrs[size_t(i)]);
+      pointers[size_t(i)].push_back(ptrs[size_t(i)]);
+    }
+    q->m.push_back(int(p.m));
+    q->n.push_back(int(end - start));
+    q->k.push_back(int(p.k));
+    start = end;
+  }
+  const size_t count = q->m.size();
+  q->trans_a.assign(count, op(p.op_a));
+  q->trans_b.assign(count, op(p.op_b));
+  q->lda.assign(count, int(p.lda));
+  q->ldb.assign(count, int(p.ldb));
+  q->ldc.assign(count, int(p.ldc));
+  q->sizes.assign(count, 1);
+  q->alpha.assign(count, 1.0f);
+  q->beta.assign(count, 0.0f);
+  if (count == 0) return q;  // every group empty: gemm() has nothing to do
+  std::vector<CUdeviceptr> all;
+  for (const auto& v : pointers) all.insert(all.end(), v.begin(), v.end());
+  q->pointers = DeviceBuffer(all.size() * sizeof(CUdeviceptr));
+  GT_CU(cuMemcpyHtoDAsync(q->pointers.ptr(), all.data(), all.size() * sizeof(CUdeviceptr), stream));
+  GT_CU(cuStreamSynchronize(stream));  // `all` is the source of the copy
+  return q;
+}
+
+void Cublas::Impl::use_stream(CUstream stream) {
+  GT_REQUIRE(set_stream(handle, reinterpret_cast<cudaStream_t>(stream)) == CUBLAS_STATUS_SUCCESS,
+             Errc::cuda, "cublasSetStream failed");
+}
+
+void Cublas::Impl::grouped_gemm(const Problem& p, const GemmOperands& o, CUstream stream) {
+  grouped::Plan& q = grouped_plan(p, o, stream, /*refresh=*/false);
+  if (q.count() == 0) return;  // every group empty
+  q.use_scalars(o.alpha, o.beta);
+  use_stream(stream);
+  const cudaDataType t = data_type(p.types.a);
+  const auto pointers = reinterpret_cast<void* const*>(q.pointers.ptr());
+  const void* const* a = pointers;
+  const void* const* b = pointers + q.count();
+  void* const* c = pointers + 2 * q.count();
+  const cublasStatus_t s = grouped_batched(
+      handle, q.trans_a.data(), q.trans_b.data(), q.m.data(), q.n.data(), q.k.data(),
+      q.alpha.data(), a, t, q.lda.data(), b, t, q.ldb.data(), q.beta.data(), c, t, q.ldc.data(),
+      q.count(), q.sizes.data(), CUBLAS_COMPUTE_32F);
+  GT_REQUIRE(s != CUBLAS_STATUS_NOT_SUPPORTED && s != CUBLAS_STATUS_ARCH_MISMATCH,
+             Errc::unsupported,
+             "cublasGemmGroupedBatchedEx cannot run {} here ({}): no cuBLAS baseline for it",
+             p.describe(), status_text(s));
+  GT_REQUIRE(s == CUBLAS_STATUS_SUCCESS, Errc::cuda, "cublasGemmGroupedBatchedEx failed on {}: {}",
+             p.describe(), status_text(s));
+}
+
 std::unique_ptr<Cublas> Cublas::load() {
   auto impl = std::make_unique<Impl>();
   for (const char* name : {"libcublas.so.13", "libcublas.so.12", "libcublas.so"}) {
@@ -483,13 +647,15 @@ std::unique_ptr<Cublas> Cublas::load() {
     load_error() = "libcublas lacks cublasGemmEx or friends";
     return nullptr;
   }
-  sym(impl->gemm_ex_64, "cublasGemmEx_64");  // optional
+  sym(impl->gemm_ex_64, "cublasGemmEx_64");                  // optional
+  sym(impl->grouped_batched, "cublasGemmGroupedBatchedEx");  // optional: cuBLAS 12.5
   if (impl->create(&impl->handle) != CUBLAS_STATUS_SUCCESS) {
     load_error() = "cublasCreate failed";
     return nullptr;
   }
   impl->get_version(impl->handle, &impl->features.version);
   impl->features.gemm_ex_64 = impl->gemm_ex_64 != nullptr;
+  impl->features.grouped_batched = impl->grouped_batched != nullptr;
   impl->load_lt();  // optional: float8 alone needs it
   return std::unique_ptr<Cublas>(new Cublas(std::move(impl)));
 }
@@ -526,14 +692,22 @@ std::string Cublas::why_unsupported(const Problem& p) const {
 void Cublas::prepare(const Problem& p, const GemmOperands& o, CUstream stream) const {
   const std::string why = why_unsupported(p);
   GT_REQUIRE(why.empty(), Errc::unsupported, "{}", why);
-  if (!is_fp8(p.types.a)) return;  // cublasGemmEx needs nothing beforehand
+  if (!p.grouped() && !is_fp8(p.types.a)) return;  // cublasGemmEx needs nothing beforehand
   const std::lock_guard<std::mutex> lock(impl_->mutex);
-  impl_->plan(p, o, stream, /*refresh=*/true);
+  if (p.grouped())
+    impl_->grouped_plan(p, o, stream, /*refresh=*/true);
+  else
+    impl_->plan(p, o, stream, /*refresh=*/true);
 }
 
 void Cublas::gemm(const Problem& p, const GemmOperands& o, CUstream stream) const {
   const std::string why = why_unsupported(p);
   GT_REQUIRE(why.empty(), Errc::unsupported, "{}", why);
+  if (p.grouped()) {
+    const std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->grouped_gemm(p, o, stream);
+    return;
+  }
   if (is_fp8(p.types.a)) {
     const std::lock_guard<std::mutex> lock(impl_->mutex);
     const lt::Plan& q = impl_->plan(p, o, stream, /*refresh=*/false);
@@ -550,9 +724,7 @@ void Cublas::gemm(const Problem& p, const GemmOperands& o, CUstream stream) cons
                p.describe(), impl_->status_text(s));
     return;
   }
-  GT_REQUIRE(impl_->set_stream(impl_->handle, reinterpret_cast<cudaStream_t>(stream)) ==
-                 CUBLAS_STATUS_SUCCESS,
-             Errc::cuda, "cublasSetStream failed");
+  impl_->use_stream(stream);
   const cudaDataType t = data_type(p.types.a);
   const auto a = reinterpret_cast<const void*>(o.a), b = reinterpret_cast<const void*>(o.b);
   const auto c = reinterpret_cast<void*>(o.c);

@@ -1,6 +1,7 @@
 #pragma once
 // cuBLAS as the baseline, loaded at run time when present (never a build dependency):
-// cublasGemmEx for f32, f16 and bf16, cuBLASLt (libcublasLt) for float8 with its scales.
+// cublasGemmEx for f32, f16 and bf16, cuBLASLt (libcublasLt) for float8 with its scales, and
+// cublasGemmGroupedBatchedEx for grouped problems (one cuBLAS GEMM per non-empty group).
 #include <cuda.h>
 
 #include <cstddef>
@@ -17,6 +18,8 @@ namespace gemmtune {
 struct CublasFeatures {
   int version = 0;         // cublasGetVersion: 130100 for cuBLAS 13.1.0
   bool gemm_ex_64 = true;  // cublasGemmEx_64 (cuBLAS 12 and later)
+  // cublasGemmGroupedBatchedEx (cuBLAS 12.5 and later), for grouped problems
+  bool grouped_batched = true;
   size_t lt_version = 0;   // cublasLtGetVersion, 0 when libcublasLt is not loaded
   std::string lt_missing;  // why libcublasLt is not loaded, when lt_version is 0
 };
@@ -26,6 +29,8 @@ struct CublasFeatures {
 // float8, cuBLASLt's heuristic has the last word, on the GPU (Cublas::prepare).
 //   f32, f16, bf16: cublasGemmEx, one type of A, B and C, unscaled; sizes past 2^31 - 1 need
 //     cublasGemmEx_64.
+//   grouped (Problem::groups): cublasGemmGroupedBatchedEx (cuBLAS 12.5), cublasGemmEx's types,
+//     unscaled, every size and leading dimension at most 2^31 - 1 (it takes int arrays).
 //   float8: cublasLtMatmul, A and B e4m3 or e5m2 but not both e5m2, C = D in f32, f16 or bf16,
 //     f32 accumulation, "tn" (A transposed, B not), 16-byte alignment; row and block scaling
 //     need cuBLASLt 12.9, block scaling M and N multiples of 4.
@@ -51,26 +56,38 @@ class Cublas {
   const CublasFeatures& features() const;
   // Whether gemm() may run the problem: cublas_why_unsupported() with the loaded libraries.
   // For float8, cuBLASLt may still find no algorithm on the GPU: prepare() and gemm() then
-  // throw Error(unsupported) with cuBLASLt's answer.
+  // throw Error(unsupported) with cuBLASLt's answer; for a grouped problem they do so when a
+  // group's matrix is misaligned for cuBLAS (prepare()).
   bool supports(const Problem& problem) const;
   // Empty when supports(problem), else why not, for people.
   std::string why_unsupported(const Problem& problem) const;
 
   // Everything gemm() needs besides the GEMM itself, done before any timing, so that a timing
-  // of gemm() measures cublasLtMatmul alone. For float8: the descriptors, cuBLASLt's algorithm
-  // (its heuristic), the workspace (32 MiB, once per instance) and, for block scaling, the
-  // scales of A converted to cuBLASLt's layout in a buffer this instance keeps (the scales are
-  // read here, after a synchronization of the stream). All of it is kept for the problem, its
-  // scale pointers and the alignment of its operands (the last 8 such sets); calling prepare()
-  // again converts the scales again: do so when the scales changed in place. Nothing for
-  // cublasGemmEx's problems. Throws Error(unsupported) when !supports(problem) or cuBLASLt has
-  // no algorithm for it (with cuBLASLt's reason), Error(invalid_argument) for a scaled problem
-  // without its scales, Error(cuda) on failure.
+  // of gemm() measures cublasLtMatmul or cublasGemmGroupedBatchedEx alone. For float8: the
+  // descriptors, cuBLASLt's algorithm (its heuristic), the workspace (32 MiB, once per
+  // instance) and, for block scaling, the scales of A converted to cuBLASLt's layout in a
+  // buffer this instance keeps (the scales are read here, after a synchronization of the
+  // stream). All of it is kept for the problem, its scale pointers and the alignment of its
+  // operands (the last 8 such sets); calling prepare() again converts the scales again: do so
+  // when the scales changed in place. Nothing for cublasGemmEx's problems.
+  // For a grouped problem: cuBLAS's grouped API takes the sizes of the groups on the host, so
+  // the baseline reads the group ends here (after a synchronization of the stream) and builds
+  // one cuBLAS group per non-empty group (none at all: gemm() does nothing), its sizes and the
+  // device array of its A, B and C pointers, kept for the problem, its operand pointers and its
+  // ends pointer (the last 8 such sets). gemm() then launches cublasGemmGroupedBatchedEx alone,
+  // with the sizes read here: call prepare() again when the routing (the ends) changed in place.
+  // With f16 and bf16 every group's A, B and C must be aligned as cuBLAS documents (16 bytes
+  // when K * element size is a multiple of 16, else 4 when it is a multiple of 4).
+  // Throws Error(unsupported) when !supports(problem), cuBLASLt has no algorithm for it (with
+  // cuBLASLt's reason) or a group's matrix is misaligned for cuBLAS, Error(invalid_argument) for
+  // a scaled problem without its scales or a grouped one without its ends or with ends that
+  // decrease or pass N, Error(cuda) on failure.
   void prepare(const Problem& problem, const GemmOperands& operands, CUstream stream) const;
   // D = alpha op(A) op(B) + beta C, D written over C, with f32 compute: cublasGemmEx(_64) in the
-  // problem's dtype, or cublasLtMatmul for float8 with the scales (cuBLASLt multiplies as our
-  // kernels do: alpha * scale_a * scale_b * sum + beta * C). A float8 problem that prepare() did
-  // not see is prepared first. Throws as prepare() does.
+  // problem's dtype, cublasLtMatmul for float8 with the scales (cuBLASLt multiplies as our
+  // kernels do: alpha * scale_a * scale_b * sum + beta * C), or cublasGemmGroupedBatchedEx for a
+  // grouped problem, with the group sizes prepare() read. A float8 or grouped problem that
+  // prepare() did not see is prepared first. Throws as prepare() does.
   void gemm(const Problem& problem, const GemmOperands& operands, CUstream stream) const;
   // "cuBLAS 13.1.0", with ", cuBLASLt 13.1.0" when libcublasLt is loaded.
   std::string version() const;
