@@ -6,14 +6,16 @@ arrays (CuPy, anything with __cuda_array_interface__ or DLPack).
     c = gemmtune.matmul(a, b)              # a @ b, transposed views read in place
     gemmtune.select_linear(x, w)           # which kernel, and why: tuned ... fallback
     y = gemmtune.scaled_mm(x8, w8.t(), sx, sw)   # float8, as torch._scaled_mm (bf16 result)
+    y = gemmtune.grouped_mm(x, w, offs)    # experts: as torch._grouped_mm, x (T, K), w (G, K, N)
+    c = gemmtune.bmm(a, b)                 # as torch.bmm, on the same grouped kernels
     # Operands may differ in dtype where a kernel computes the pair (else Error 'unsupported').
 
 GEMMTUNE_RECORD=shapes.txt lists every problem served without a tuned kernel;
 `gemm-tune --shapes shapes.txt` then tunes exactly those. The library is libgemmtune, found
 beside this package, in the source tree's build/lib, on the loader's path, or at
 $GEMMTUNE_LIBRARY. With PyTorch (>= 2.4) there are torch.ops.gemmtune.mm,
-torch.ops.gemmtune.linear and torch.ops.gemmtune.scaled_mm too, which torch.compile (and, but
-for scaled_mm, autograd) understand.
+torch.ops.gemmtune.linear, torch.ops.gemmtune.scaled_mm, torch.ops.gemmtune.grouped_mm and
+torch.ops.gemmtune.bmm too, which torch.compile (and, for mm and linear, autograd) understand.
 """
 from ._api import (Selection, library_path, linear, matmul, problem, problem_linear,
                    problem_scaled_mm, record, result_dtype, select, select_linear,
@@ -21,21 +23,25 @@ from ._api import (Selection, library_path, linear, matmul, problem, problem_lin
 from ._library import Error
 from ._plan import DataTypes, Problem
 
-__all__ = ["DataTypes", "Error", "Problem", "Selection", "library_path", "linear", "matmul",
-           "problem", "problem_linear", "problem_scaled_mm", "record", "result_dtype",
-           "scaled_mm", "select", "select_linear", "select_scaled_mm", "torch_operators"]
+__all__ = ["DataTypes", "Error", "Problem", "Selection", "bmm", "grouped_mm", "library_path",
+           "linear", "matmul", "problem", "problem_linear", "problem_scaled_mm", "record",
+           "result_dtype", "scaled_mm", "select", "select_linear", "select_scaled_mm",
+           "torch_operators"]
 
 try:
     import torch as _torch_module  # noqa: F401
 except ImportError:
     _torch_module = None
 
-# True when torch.ops.gemmtune.mm, .linear and .scaled_mm are registered (PyTorch >= 2.4).
+# True when torch.ops.gemmtune.mm, .linear, .scaled_mm, .grouped_mm and .bmm are registered
+# (PyTorch >= 2.4).
 torch_operators = False
 if _torch_module is not None:
     from . import _api, _torch
     _api.torch_api = _torch
     torch_operators = _torch.OPERATORS
     scaled_mm = _torch.scaled_mm
+    grouped_mm = _torch.grouped_mm
+    bmm = _torch.bmm
 else:
-    from ._api import scaled_mm  # says that scaled_mm needs torch
+    from ._api import bmm, grouped_mm, scaled_mm  # each says that it needs torch

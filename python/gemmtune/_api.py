@@ -1,4 +1,5 @@
-"""The public calls: matmul, linear, scaled_mm's library call, select, problem, record."""
+"""The public calls: matmul, linear, the library calls of scaled_mm and grouped_mm, select,
+problem, record."""
 import ctypes
 import functools
 import json
@@ -7,8 +8,8 @@ import os
 from typing import NamedTuple
 
 from . import _library
-from ._library import (OPS, Error, InvalidType, check, descriptor, library, scalar,
-                       scaled_descriptor, type_name)
+from ._library import (OPS, Error, InvalidType, check, descriptor, grouped_descriptor, library,
+                       scalar, scaled_descriptor, type_name)
 from ._operands import View, is_torch_tensor, view_of
 from ._plan import DataTypes, Plan, check_shapes, plan_matmul, shape_text
 from ._scaled import FLOAT8, plan_scaled_mm
@@ -493,6 +494,35 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype="bf16", bias=None, use_fast_accu
     function where torch is importable)."""
     raise InvalidType("scaled_mm takes torch tensors (torch._scaled_mm's semantics), and torch "
                       "is not importable here")
+
+
+# ---------------------------------------------------------------------------------------------
+# Grouped GEMMs: grouped_mm and bmm (gemmtune._torch holds the calls themselves)
+
+
+def run_grouped(plan, a, b, ends, out, stream):
+    """The library call of a planned grouped_mm or bmm (plan_grouped_mm, plan_bmm): a, b, ends
+    and out are addresses: the GEMM's A is w (b of bmm), its B x (a), laid out as the plan says
+    (copies where it says so), ends the G int32 end offsets of the groups on the GPU."""
+    p = plan.problem
+    desc = grouped_descriptor(plan.types, p.layout)  # this thread's
+    desc.set_groups(plan.groups, ends)
+    check(library().gemmtune_matmul(
+        plan.device, desc.handle, p.m, p.n, p.k, scalar(1.0), a, p.lda, b, p.ldb, scalar(0.0),
+        out, p.ldc, stream))
+
+
+def grouped_mm(x, w, offs, out_dtype=None, out=None):
+    """torch._grouped_mm through gemmtune: needs PyTorch (gemmtune._torch.grouped_mm is this
+    function where torch is importable)."""
+    raise InvalidType("grouped_mm takes torch tensors (torch._grouped_mm's semantics), and torch "
+                      "is not importable here")
+
+
+def bmm(a, b, out=None):
+    """torch.bmm through gemmtune's grouped kernels: needs PyTorch (gemmtune._torch.bmm is this
+    function where torch is importable)."""
+    raise InvalidType("bmm takes torch tensors, and torch is not importable here")
 
 
 def library_path():

@@ -28,11 +28,13 @@ OPS = {"n": 0, "t": 1}
 # gemmtune_scaling: how float8 operands are dequantized (gemmtune.h; a test reads them there).
 SCALINGS = {"none": 0, "tensor": 1, "row": 2, "block": 3}
 # gemmtune_matmul_attribute: the type of A, B, C, D and the accumulator, then op(A) and op(B),
-# the scaling, and the scale pointers of A and B (each a `const float*`).
+# the scaling, the scale pointers of A and B (each a `const float*`), the groups of a grouped
+# GEMM (an int32) and their column end offsets (a `const int32_t*`).
 _TYPE_ATTRIBUTES = (0, 1, 2, 3, 4)
 _OP_ATTRIBUTES = (6, 7)
 SCALING_ATTRIBUTE = 5
 SCALE_A_POINTER, SCALE_B_POINTER = 8, 9
+GROUPS_ATTRIBUTE, GROUP_ENDS_POINTER = 10, 11
 
 
 class Error(Exception):
@@ -176,7 +178,8 @@ def type_name(name):
 class MatmulDesc:
     """A gemmtune_matmul_desc with the types, ops and scaling of a problem; destroyed with this
     object. Those never change once it is made; the scale pointers of a scaled descriptor do
-    (set_scales), so such a descriptor belongs to one thread (scaled_descriptor)."""
+    (set_scales), and the groups of a grouped one (set_groups), so such a descriptor belongs to
+    one thread (scaled_descriptor, grouped_descriptor)."""
 
     def __init__(self, types, layout, scaling="none"):
         lib = library()
@@ -198,9 +201,20 @@ class MatmulDesc:
     def set_scales(self, scale_a, scale_b):
         """The device addresses of the fp32 scales of A and B (ints), read by the next call."""
         for attribute, address in ((SCALE_A_POINTER, scale_a), (SCALE_B_POINTER, scale_b)):
-            pointer = ctypes.c_void_p(address)
-            check(self._lib.gemmtune_matmul_desc_set_attribute(
-                self.handle, attribute, ctypes.byref(pointer), ctypes.sizeof(pointer)))
+            self._set_pointer(attribute, address)
+
+    def set_groups(self, groups, ends):
+        """G, the groups of the next call (0: one GEMM), and the device address of their G int32
+        column end offsets (an int), which the kernel reads when it runs."""
+        value = ctypes.c_int32(groups)
+        check(self._lib.gemmtune_matmul_desc_set_attribute(
+            self.handle, GROUPS_ATTRIBUTE, ctypes.byref(value), ctypes.sizeof(value)))
+        self._set_pointer(GROUP_ENDS_POINTER, ends)
+
+    def _set_pointer(self, attribute, address):
+        pointer = ctypes.c_void_p(address)
+        check(self._lib.gemmtune_matmul_desc_set_attribute(
+            self.handle, attribute, ctypes.byref(pointer), ctypes.sizeof(pointer)))
 
     def get(self, attribute):
         """The int32 value of a gemmtune_matmul_attribute (for tests)."""
@@ -211,7 +225,7 @@ class MatmulDesc:
         return value.value
 
     def get_pointer(self, attribute):
-        """The address a scale-pointer attribute holds, 0 for NULL (for tests)."""
+        """The address a pointer attribute holds, 0 for NULL (for tests)."""
         value, written = ctypes.c_void_p(), ctypes.c_size_t(0)
         check(self._lib.gemmtune_matmul_desc_get_attribute(
             self.handle, attribute, ctypes.byref(value), ctypes.sizeof(value),
@@ -235,17 +249,27 @@ def descriptor(types, layout, scaling="none"):
 _thread = threading.local()
 
 
-def scaled_descriptor(types, layout, scaling):
-    """A descriptor of this thread for scaled calls, whose scale pointers each call sets
-    (set_scales) just before it runs: no other thread sees them change."""
+def _thread_descriptor(key):
+    """This thread's descriptor of key = (types, layout, scaling, kind), made on first use."""
     descriptors = getattr(_thread, "descriptors", None)
     if descriptors is None:
         descriptors = _thread.descriptors = {}
-    key = (tuple(types), layout, scaling)
     desc = descriptors.get(key)
     if desc is None:
-        desc = descriptors[key] = MatmulDesc(key[0], layout, scaling)
+        desc = descriptors[key] = MatmulDesc(key[0], key[1], key[2])
     return desc
+
+
+def scaled_descriptor(types, layout, scaling):
+    """A descriptor of this thread for scaled calls, whose scale pointers each call sets
+    (set_scales) just before it runs: no other thread sees them change."""
+    return _thread_descriptor((tuple(types), layout, scaling, "scaled"))
+
+
+def grouped_descriptor(types, layout):
+    """A descriptor of this thread for grouped calls, whose groups and group ends each call sets
+    (set_groups) just before it runs: no other thread sees them change."""
+    return _thread_descriptor((tuple(types), layout, "none", "grouped"))
 
 
 # alpha and beta as gemmtune_matmul takes them: addresses of host floats. 1 and 0 are nearly

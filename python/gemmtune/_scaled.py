@@ -96,17 +96,18 @@ def _numel(shape):
     return math.prod(shape)
 
 
-def _check_devices(tensors):
-    """All on one CUDA GPU; returns it. tensors: (name, Tensor) pairs, a first."""
+def _check_devices(tensors, call="scaled_mm"):
+    """All on one CUDA GPU; returns it. tensors: (name, Tensor) pairs, a first; call: the
+    function's name, for messages."""
     first_name, first = tensors[0]
     for name, t in tensors:
         if t.device == -2:
-            raise InvalidValue(f"{name} is not on a CUDA GPU: scaled_mm multiplies tensors in GPU "
+            raise InvalidValue(f"{name} is not on a CUDA GPU: {call} multiplies tensors in GPU "
                                "memory (move it with .cuda())")
     for name, t in tensors:
         if -1 not in (t.device, first.device) and t.device != first.device:
             raise InvalidValue(f"{first_name} is on GPU {first.device} but {name} is on GPU "
-                               f"{t.device}: scaled_mm needs every tensor on one GPU")
+                               f"{t.device}: {call} needs every tensor on one GPU")
     return max(t.device for _, t in tensors)
 
 

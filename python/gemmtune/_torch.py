@@ -1,19 +1,22 @@
 """PyTorch: tensors as operands, the current stream of their device, scaled_mm (float8, with
-torch._scaled_mm's semantics), and the custom operators torch.ops.gemmtune.mm,
-torch.ops.gemmtune.linear (with fake implementations for torch.compile, and autograd formulas)
-and torch.ops.gemmtune.scaled_mm (a fake implementation; no autograd, as torch._scaled_mm).
+torch._scaled_mm's semantics), grouped_mm and bmm (the grouped kernels, with torch._grouped_mm's
+and torch.bmm's semantics), and the custom operators torch.ops.gemmtune.mm,
+torch.ops.gemmtune.linear (with fake implementations for torch.compile, and autograd formulas),
+torch.ops.gemmtune.scaled_mm, .grouped_mm and .bmm (fake implementations; no autograd).
 Imported only where torch is."""
+import functools
 from typing import Optional
 
 import torch
 
 from . import _operands
-from ._api import (_check_scalars, _stream_handle, result_dtype, run_linear, run_matmul,
-                   run_scaled, scaled_out_dtype)
+from ._api import (_check_scalars, _stream_handle, result_dtype, run_grouped, run_linear,
+                   run_matmul, run_scaled, scaled_out_dtype)
+from ._grouped import plan_bmm, plan_grouped_mm
 from ._library import Error, InvalidType, check, descriptor, library, scalar
 from ._operands import SUPPORTED, View
 from ._plan import DataTypes, plan_matmul
-from ._scaled import plan_scaled_mm
+from ._scaled import Tensor, plan_scaled_mm
 
 # torch's dtypes by gemmtune's names; the float8 ones where this torch has them (>= 2.1).
 _DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
@@ -251,13 +254,19 @@ def _learn_linear(key, x, w, bias, y):
 # Float8: scaled_mm
 
 
+def _name_of(dtype):
+    """gemmtune's name of a torch dtype ('bf16'); a dtype gemmtune has no name for keeps torch's
+    ('float64', 'int32'), so that the checks refuse it by name with a TypeError."""
+    name = _DTYPES.get(dtype)
+    if name is None:
+        name = str(dtype)
+        name = name[len("torch."):] if name.startswith("torch.") else name
+    return name
+
+
 def scaled_view(t, name):
-    """The View of a tensor for scaled_mm's checks: a dtype gemmtune has no name for keeps
-    torch's ('float64'), so that the checks refuse it by name with a TypeError."""
-    dtype = _DTYPES.get(t.dtype)
-    if dtype is None:
-        dtype = str(t.dtype)
-        dtype = dtype[len("torch."):] if dtype.startswith("torch.") else dtype
+    """The View of a tensor for scaled_mm's checks (its dtype as _name_of gives it)."""
+    dtype = _name_of(t.dtype)
     if t.device.type != "cuda":  # no address needed: the checks refuse it, or need no GPU
         return View(0, tuple(t.shape), tuple(t.stride()), dtype, -2, None)
     return View(t.data_ptr(), tuple(t.shape), tuple(t.stride()), dtype, t.device.index, None)
@@ -346,6 +355,152 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, bias=None, use_f
 
 
 # ---------------------------------------------------------------------------------------------
+# Grouped GEMMs: grouped_mm (torch._grouped_mm's 2-D x 3-D call) and bmm
+
+
+def _described(t):
+    """What the grouped checks need of a tensor, without its address: so that the plans of
+    calls are kept by dtypes, shapes, strides and devices alone."""
+    device = t.device.index if t.device.type == "cuda" else -2  # -2: not on a GPU
+    return Tensor(tuple(t.shape), tuple(t.stride()), _name_of(t.dtype), device)
+
+
+# Pure functions of what _described gives (errors are raised, never remembered): a model
+# repeats the same few shapes call after call.
+_plan_grouped_mm = functools.lru_cache(maxsize=1024)(plan_grouped_mm)
+_plan_bmm = functools.lru_cache(maxsize=1024)(plan_bmm)
+
+
+def _torch_tensors(call, named):
+    for name, t in named:
+        if t is not None and not isinstance(t, torch.Tensor):
+            raise InvalidType(f"{name} is a {type(t).__name__}: {call} takes torch tensors")
+
+
+def _grouped_out_dtype(value):
+    if value is None:
+        return None
+    if not isinstance(value, torch.dtype):
+        raise InvalidType(f"out_dtype is a {type(value).__name__}: grouped_mm takes a torch dtype "
+                          "(torch.bfloat16, torch.float16 or torch.float32) or None (x's)")
+    return _name_of(value)
+
+
+def _run_grouped(plan, x, w, ends, out):
+    """The planned grouped GEMM: the library's A is w, its B x, each read in place or from the
+    contiguous copy the plan says (a tensor torch calls contiguous is always read in place, so
+    .contiguous() makes a new one here: the layout the plan gives the copy)."""
+    if plan.copy_x:
+        x = x.contiguous()
+    if plan.copy_w:
+        w = w.contiguous()
+    device = plan.device
+    stream = _raw_stream(device) if _raw_stream is not None else \
+        torch.cuda.current_stream(device).cuda_stream
+    # The copies live until the call has queued the kernel; the caching allocator hands their
+    # memory out again only after it, on this stream.
+    run_grouped(plan, w.data_ptr(), x.data_ptr(), ends.data_ptr(), out.data_ptr(), stream)
+
+
+def _grouped_mm(x, w, offs, out_dtype, out):
+    _torch_tensors("grouped_mm", (("x", x), ("w", w), ("offs", offs), ("out", out)))
+    plan = _plan_grouped_mm(_described(x), _described(w), _described(offs),
+                            _grouped_out_dtype(out_dtype),
+                            None if out is None else _described(out))
+    if out is None:  # rows past offs[-1] are in no group: never written
+        out = torch.empty(plan.shape, dtype=torch_dtype(plan.types.d), device=x.device)
+    if plan.zero_rows:  # K = 0: the groups' rows are sums over nothing (no host sync for offs)
+        rows = torch.arange(out.shape[0], device=out.device) < offs[-1]
+        out.masked_fill_(rows.unsqueeze(1), 0)
+    elif plan.problem is not None:
+        _run_grouped(plan, x, w, offs, out)
+    return out
+
+
+def grouped_mm(x, w, offs, out_dtype=None, out=None):
+    """torch._grouped_mm(x, w, offs, out_dtype=out_dtype) for a 2-D x and a 3-D w (a
+    mixture-of-experts layer) with gemmtune's grouped kernels: rows offs[g-1]..offs[g] of the
+    (T, N) result (from row 0 for g = 0) are x[those rows] @ w[g], summed in f32 and rounded
+    once.
+
+    x: (T, K), the tokens sorted by expert, row-major or column-major. w: (G, K, N), the G
+    experts' weights: each w[g] row-major (w contiguous), or column-major (w = W.transpose(1, 2)
+    of nn.Linear-style weights W (G, N, K)); either is read in place when its G matrices lie one
+    after another (w.stride(0) = K * w.stride(1), or N * w.stride(2)), else from a contiguous
+    copy (as is an x of neither layout). offs: (G,) int32 on x's GPU, the cumulative end rows of
+    the groups: nondecreasing, at most T (not checked: the values stay on the GPU, and the
+    kernel reads them when it runs, so a captured CUDA graph replays whatever routing offs holds
+    then). An empty group is offs[g] == offs[g-1]. Rows past offs[-1] belong to no group and
+    are not written: a new result leaves them as torch.empty does. x and w are bfloat16 or
+    float16, of one dtype; the result is out_dtype (a torch dtype; default x's) or out's: a
+    row-major (T, N) tensor to write into (its rows may be padded). Which dtypes run is the
+    library's answer: only Hopper (sm_90a) has grouped kernels, and elsewhere the library
+    refuses the call (Error 'unsupported': 'no kernel family supports ...').
+
+    The library runs the column-major grouped problem D (N x T) = w[g]^T x^T per group: its
+    M is N, its N the T tokens (the groups split those columns), its K K, w its A. Bad arguments
+    raise ValueError (shapes, layouts, devices) or TypeError (dtypes) naming the argument; both
+    are gemmtune.Error too. No autograd. With torch >= 2.4 this is torch.ops.gemmtune.grouped_mm
+    under torch.compile (out= takes the eager path)."""
+    if (out is None and OPERATORS and (out_dtype is None or isinstance(out_dtype, torch.dtype))
+            and _is_compiling()):
+        return torch.ops.gemmtune.grouped_mm(x, w, offs, out_dtype)
+    return _grouped_mm(x, w, offs, out_dtype, out)
+
+
+# bmm's group ends, (g+1) * M for g < G, by (G, M, GPU): made once each and never dropped, as
+# a captured CUDA graph goes on reading the tensor it was captured with.
+_UNIFORM_ENDS = {}
+
+
+def _uniform_ends(groups, rows, device):
+    key = (groups, rows, device.index)
+    ends = _UNIFORM_ENDS.get(key)
+    if ends is None:
+        ends = torch.arange(1, groups + 1, dtype=torch.int32, device=device) * rows
+        with torch.cuda.device(device):  # whether the operands' GPU's stream is captured
+            if torch.cuda.is_current_stream_capturing():
+                # A graph's: its values are written when the graph replays. Kept by it alone.
+                return ends
+        # Written on this stream; a later call on another stream must find them written.
+        torch.cuda.current_stream(device).synchronize()
+        _UNIFORM_ENDS[key] = ends
+    return ends
+
+
+def _bmm(a, b, out):
+    _torch_tensors("bmm", (("a", a), ("b", b), ("out", out)))
+    plan = _plan_bmm(_described(a), _described(b), None if out is None else _described(out))
+    if out is None:
+        out = torch.empty(plan.shape, dtype=torch_dtype(plan.types.d), device=a.device)
+    if plan.zero_rows:  # K = 0: sums over nothing
+        out.zero_()
+    elif plan.problem is not None:
+        groups, rows = plan.shape[:2]
+        _run_grouped(plan, a, b, _uniform_ends(groups, rows, a.device), out)
+    return out
+
+
+def bmm(a, b, out=None):
+    """torch.bmm(a, b) with gemmtune's grouped kernels: a (G, M, K) @ b (G, K, N) is the
+    (G, M, N) result of a's dtype, each product summed in f32 and rounded once; out: a
+    (G, M, N) tensor to write into, in its dtype, its rows row-major (stride 1 along N) and its G
+    matrices one after another.
+
+    The grouped problem of grouped_mm, with a's G*M rows as x and b as w, and uniform group ends
+    (g+1) * M (an int32 tensor made once per G, M and GPU, and kept). a is read in place where
+    its rows flatten into a (G*M, K) matrix (a contiguous a does), else from a contiguous copy
+    (a.transpose(1, 2) of a (G, K, M) tensor); b as grouped_mm reads w: b[g] row-major, or
+    b = B.transpose(1, 2) of a contiguous (G, N, K) B, in place. a and b are bfloat16 or float16,
+    of one dtype; only Hopper (sm_90a) has grouped kernels (elsewhere Error 'unsupported').
+    Raises as grouped_mm. No autograd. With torch >= 2.4 this is torch.ops.gemmtune.bmm under
+    torch.compile (out= takes the eager path)."""
+    if out is None and OPERATORS and _is_compiling():
+        return torch.ops.gemmtune.bmm(a, b)
+    return _bmm(a, b, out)
+
+
+# ---------------------------------------------------------------------------------------------
 # Custom operators (torch >= 2.4: torch.library.custom_op)
 
 
@@ -420,6 +575,34 @@ def _register():
         torch._check(a.shape[1] == b.shape[0],
                      lambda: "gemmtune.scaled_mm: a's columns != b's rows")
         return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype)
+
+    @torch.library.custom_op("gemmtune::grouped_mm", mutates_args=())
+    def grouped_mm_op(x: torch.Tensor, w: torch.Tensor, offs: torch.Tensor,
+                      out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+        return _grouped_mm(x, w, offs, out_dtype, None)
+
+    @grouped_mm_op.register_fake
+    def _(x, w, offs, out_dtype=None):
+        torch._check(x.dim() == 2 and w.dim() == 3,
+                     lambda: "gemmtune.grouped_mm takes a 2-D x (T, K) and a 3-D w (G, K, N)")
+        torch._check(x.shape[1] == w.shape[1], lambda: "gemmtune.grouped_mm: x's columns != w's K")
+        torch._check(offs.dim() == 1, lambda: "gemmtune.grouped_mm takes a 1-D offs (G,)")
+        torch._check(offs.shape[0] == w.shape[0],
+                     lambda: "gemmtune.grouped_mm: offs must have one end per group of w")
+        return x.new_empty((x.shape[0], w.shape[2]),
+                           dtype=x.dtype if out_dtype is None else out_dtype)
+
+    @torch.library.custom_op("gemmtune::bmm", mutates_args=())
+    def bmm_op(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return _bmm(a, b, None)
+
+    @bmm_op.register_fake
+    def _(a, b):
+        torch._check(a.dim() == 3 and b.dim() == 3,
+                     lambda: "gemmtune.bmm takes a 3-D a (G, M, K) and b (G, K, N)")
+        torch._check(a.shape[0] == b.shape[0], lambda: "gemmtune.bmm: a's G != b's G")
+        torch._check(a.shape[2] == b.shape[1], lambda: "gemmtune.bmm: a's K != b's K")
+        return a.new_empty((a.shape[0], a.shape[1], b.shape[2]))
 
     return True
 

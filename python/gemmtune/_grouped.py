@@ -1,0 +1,211 @@
+"""torch._grouped_mm's 2-D x 3-D call (a mixture-of-experts layer) and bmm as the library's
+grouped problem. Pure Python: testable anywhere.
+
+grouped_mm(x, w, offs): x (T, K) holds the tokens, sorted by expert; w (G, K, N) the G experts'
+weights; offs (G,) int32 the cumulative ends of the experts' rows: rows offs[g-1]..offs[g] of the
+(T, N) result are x[those rows] @ w[g]. Read column-major, the row-major result is D (N x T) =
+W_g x^T group by group: the library's grouped problem with m = N, n = T, k = K, whose group g owns
+columns [offs[g-1], offs[g]) of op(B) = x^T (K x T) and of D, and whose A holds the G matrices
+op(A) = w[g]^T (N x K) one after another:
+
+    operand  torch                                   library
+    A        w (G, K, N), w[g] row-major             op(A) = N, lda = w.stride(1)
+             w = W.transpose(1, 2), W (G, N, K)      op(A) = T, lda = w.stride(2)
+    B        x (T, K) row-major                      op(B) = N, ldb = x.stride(0)
+             x column-major (x.stride(0) == 1)       op(B) = T, ldb = x.stride(1)
+    D        the (T, N) result, row-major            ldc = out.stride(0)
+
+The library takes the G matrices of A exactly lda x (columns of A as stored) elements apart:
+w.stride(0) must be lda * K (op 'n') or lda * N (op 't'). Operands laid out otherwise are read
+from a contiguous copy (GroupedPlan.copy_x, copy_w); a result must be row-major.
+
+bmm(a, b) (G, M, K) @ (G, K, N) is grouped_mm of a's G*M rows with uniform ends (g+1)*M.
+"""
+from typing import NamedTuple, Optional, Tuple
+
+from ._library import InvalidType, InvalidValue
+from ._plan import DataTypes, Problem
+from ._scaled import Tensor, _check_devices, _leading, _shape, torch_name
+
+INPUTS = ("bf16", "f16")  # the grouped kernels' (wgmma_sm90, Hopper)
+OUTPUTS = ("bf16", "f16", "f32")  # which pairs with which is the library's answer
+
+
+class GroupedPlan(NamedTuple):
+    """The library's grouped problem for grouped_mm or bmm: its A is w's (b's) memory, its B x's
+    (a's), its D the row-major result's."""
+    problem: Optional[Problem]  # None: nothing to compute (T, N or G is 0, or K is: zero_rows)
+    groups: int  # G
+    types: DataTypes  # the GEMM's: A of w's type, B of x's, C and D the result's
+    copy_x: bool  # x (a) is not laid out as the library reads it: the call copies it, contiguous
+    copy_w: bool  # likewise w (b)
+    shape: Tuple[int, ...]  # the result's: (T, N) for grouped_mm, (G, M, N) for bmm
+    device: int  # the GPU of the operands (-1 where none says)
+    zero_rows: bool = False  # K = 0: the groups' rows are sums over nothing, zeros; no GEMM
+
+
+def _x_layout(x):
+    """(op(B), ldb) of x (T, K) read in place as x^T (K x T), or None: not row- or
+    column-major."""
+    T, K = x.shape
+    ld = _leading(T, K, *x.strides)
+    if ld is not None:
+        return "n", ld  # row-major (T, K): column-major K x T
+    ld = _leading(K, T, x.strides[1], x.strides[0])
+    return None if ld is None else ("t", ld)  # column-major (T, K): op(B) = T
+
+
+def _w_layout(w):
+    """(op(A), lda) of w (G, K, N) read in place, each w[g]^T as op(A) (N x K), the G matrices
+    lda x (columns as stored) apart; None where that is not how w lies."""
+    G, K, N = w.shape
+    s0, s1, s2 = w.strides
+    ld = _leading(K, N, s1, s2)  # w[g] row-major: stored N x K column-major
+    if ld is not None and (G == 1 or s0 == ld * K):
+        return "n", ld
+    ld = _leading(N, K, s2, s1)  # w[g] column-major (nn.Linear's (N, K) transposed): K x N
+    if ld is not None and (G == 1 or s0 == ld * N):
+        return "t", ld
+    return None
+
+
+def _rows(shape, strides):
+    """The strides of the (G*R, C) matrix of the rows of a (G, R, C) tensor, or None where its
+    first two dimensions do not flatten without a copy."""
+    G, R, _ = shape
+    s0, s1, s2 = strides
+    if G == 1:
+        return s1, s2
+    if R == 1:
+        return s0, s2
+    return (s1, s2) if s0 == s1 * R else None
+
+
+def _check_dtypes(call, names, x, w):
+    x_name, w_name = names
+    if x.dtype not in INPUTS:
+        raise InvalidType(f"{x_name} has dtype {torch_name(x.dtype)}: {call} multiplies bfloat16 "
+                          f"or float16 {x_name} and {w_name} (the grouped kernels' types)")
+    if w.dtype != x.dtype:
+        raise InvalidType(f"{w_name} has dtype {torch_name(w.dtype)} but {x_name} has "
+                          f"{torch_name(x.dtype)}: {call} needs {x_name} and {w_name} of one "
+                          "dtype")
+
+
+def _result_dtype(call, x, out_dtype, out):
+    """The result's dtype: out's where given (out_dtype, if given too, must agree), else
+    out_dtype, else x's."""
+    if out_dtype is not None and out_dtype not in OUTPUTS:
+        raise InvalidType(f"out_dtype is {torch_name(out_dtype)}: {call} writes bfloat16, "
+                          "float16 or float32")
+    if out is None:
+        return x.dtype if out_dtype is None else out_dtype
+    if out.dtype not in OUTPUTS:
+        raise InvalidType(f"out has dtype {torch_name(out.dtype)}: {call} writes bfloat16, "
+                          "float16 or float32")
+    if out_dtype is not None and out.dtype != out_dtype:
+        raise InvalidType(f"out has dtype {torch_name(out.dtype)} but out_dtype is "
+                          f"{torch_name(out_dtype)}: the result is written into out, in its "
+                          "dtype (leave out_dtype out)")
+    return out.dtype
+
+
+def _plan(x, w, groups, ldc, types, shape, device, copy_x=False):
+    """The grouped problem of x (T, K) and w (G, K, N) into a row-major result with ldc: what
+    both calls plan once their own checks passed (sizes all >= 1)."""
+    T, K = x.shape
+    N = w.shape[2]
+    x_layout, w_layout = _x_layout(x), _w_layout(w)
+    copy_x = copy_x or x_layout is None
+    copy_w = w_layout is None
+    if copy_x:  # x.contiguous(): row-major (T, K)
+        x_layout = ("n", K)
+    if copy_w:  # w.contiguous(): each w[g] row-major (K, N), N * K apart
+        w_layout = ("n", N)
+    problem = Problem(types.name, w_layout[0] + x_layout[0], N, T, K, w_layout[1], x_layout[1],
+                      ldc)
+    return GroupedPlan(problem, groups, types, copy_x, copy_w, shape, device)
+
+
+def plan_grouped_mm(x, w, offs, out_dtype=None, out=None, need_gpu=True):
+    """The library's grouped problem for grouped_mm(x, w, offs, out_dtype, out): a GroupedPlan.
+    Operands are Tensors (or Views); dtypes gemmtune's names ('bf16'), or other dtypes' own
+    ('int32', 'float64'); out_dtype a type's name or None. Raises InvalidValue (a ValueError)
+    for shapes, layouts and devices, and InvalidType (a TypeError) for dtypes, each naming the
+    argument and what it must be. offs's values (nondecreasing, at most T) live on the GPU and
+    are not checked. need_gpu: check that every tensor is on one GPU."""
+    if len(x.shape) != 2:
+        raise InvalidValue(f"x must be a 2-D (T, K) matrix of tokens, got shape "
+                           f"{_shape(x.shape)}")
+    T, K = x.shape
+    if len(w.shape) != 3 or w.shape[1] != K:
+        raise InvalidValue(f"w must be (G, K, N) = (G, {K}, N): G weight matrices for x of shape "
+                           f"{_shape(x.shape)}, got shape {_shape(w.shape)}")
+    G, _, N = w.shape
+    if tuple(offs.shape) != (G,):
+        raise InvalidValue(f"offs must be (G,) = ({G},): the end row of each group of x, got "
+                           f"shape {_shape(offs.shape)}")
+    _check_dtypes("grouped_mm", ("x", "w"), x, w)
+    if offs.dtype != "int32":
+        raise InvalidType(f"offs has dtype {torch_name(offs.dtype)}: the group ends are int32 "
+                          "(as torch._grouped_mm's)")
+    result = _result_dtype("grouped_mm", x, out_dtype, out)
+    ldc = N
+    if out is not None:
+        if tuple(out.shape) != (T, N):
+            raise InvalidValue(f"out must be (T, N) = ({T}, {N}), got shape {_shape(out.shape)}")
+        ldc = _leading(T, N, *out.strides)
+        if ldc is None:  # a group's rows are its columns of D: they cannot be transposed
+            raise InvalidValue(f"out must be row-major: ({T}, {N}) with stride 1 along N, got "
+                               f"strides {_shape(out.strides)}")
+    named = [("x", x), ("w", w), ("offs", offs), ("out", out)]
+    device = -1
+    if need_gpu:
+        device = _check_devices([(n, t) for n, t in named if t is not None], "grouped_mm")
+    types = DataTypes(w.dtype, x.dtype, result, result)  # the library's A is w
+    if min(T, N, G) < 1:
+        return GroupedPlan(None, G, types, False, False, (T, N), device)
+    if K < 1:
+        return GroupedPlan(None, G, types, False, False, (T, N), device, zero_rows=True)
+    return _plan(x, w, G, ldc, types, (T, N), device)
+
+
+def plan_bmm(a, b, out=None, need_gpu=True):
+    """The library's grouped problem for bmm(a, b, out): a (G, M, K) @ b (G, K, N) as
+    grouped_mm of a's G*M rows (x) and b (w) with the uniform ends (g+1)*M (which the call
+    makes). a is read in place where its rows flatten into one (G*M, K) matrix (else from a
+    contiguous copy), b where grouped_mm reads w in place. Raises as plan_grouped_mm."""
+    if len(a.shape) != 3:
+        raise InvalidValue(f"a must be a 3-D (G, M, K) batch of matrices, got shape "
+                           f"{_shape(a.shape)}")
+    G, M, K = a.shape
+    if len(b.shape) != 3 or tuple(b.shape[:2]) != (G, K):
+        raise InvalidValue(f"b must be (G, K, N) = ({G}, {K}, N) for a of shape "
+                           f"{_shape(a.shape)}, got shape {_shape(b.shape)}")
+    N = b.shape[2]
+    _check_dtypes("bmm", ("a", "b"), a, b)
+    result = _result_dtype("bmm", a, None, out)
+    ldc = N
+    if out is not None:
+        if tuple(out.shape) != (G, M, N):
+            raise InvalidValue(f"out must be (G, M, N) = ({G}, {M}, {N}), got shape "
+                               f"{_shape(out.shape)}")
+        rows = _rows(out.shape, out.strides)
+        ldc = None if rows is None else _leading(G * M, N, *rows)
+        if ldc is None:
+            raise InvalidValue(f"out must be row-major rows: ({G}, {M}, {N}) with stride 1 along "
+                               f"N and its {G} matrices one after another (strides "
+                               f"({M} * ldc, ldc, 1)), got strides {_shape(out.strides)}")
+    named = [("a", a), ("b", b), ("out", out)]
+    device = -1
+    if need_gpu:
+        device = _check_devices([(n, t) for n, t in named if t is not None], "bmm")
+    types = DataTypes(b.dtype, a.dtype, result, result)  # the library's A is b
+    if min(G, M, N) < 1:
+        return GroupedPlan(None, G, types, False, False, (G, M, N), device)
+    if K < 1:
+        return GroupedPlan(None, G, types, False, False, (G, M, N), device, zero_rows=True)
+    rows = _rows(a.shape, a.strides)
+    # a.transpose(1, 2) of a (G, K, M) tensor has no such rows: copied (a.contiguous()).
+    x = Tensor((G * M, K), rows if rows is not None else (K, 1), a.dtype, a.device)
+    return _plan(x, b, G, ldc, types, (G, M, N), device, copy_x=rows is None)
