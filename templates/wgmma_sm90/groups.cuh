@@ -6,9 +6,10 @@
 // captured graph replays new routings.
 //
 // The tiles of all groups form one grid of super_m x (the groups' column tiles), swept in
-// raster groups of GROUP along M as one GEMM's, so that the CTAs running together share a
-// group's weights (A) and its tokens' columns (B) in L2. Data-parallel only: the tile count is
-// known on the device alone.
+// raster groups of GROUP as one GEMM's (raster.h): RASTER 1, GROUP column tiles at a time down
+// all of M, so that a group's weights (A) stream once past its tokens' columns (B), which stay in
+// L2; RASTER 0, GROUP M tiles at a time across all the groups' column tiles. Data-parallel only:
+// the tile count is known on the device alone.
 #pragma once
 #include "raster.h"
 #include "wgmma_sm90/tiles.cuh"
@@ -30,8 +31,8 @@ struct GroupedTiles : Tiles<Cfg> {
   }
 
   // Every thread: each group's column tiles, then warp 0 sums them up in place (each lane a run
-  // of the table, then across lanes), and thread 0 the raster's divisor. A CTA does this once; the
-  // init that follows (SharedMemory::init) makes it visible to all.
+  // of the table, then across lanes), and thread 0 the raster's divisors. A CTA does this once;
+  // the init that follows (SharedMemory::init) makes it visible to all.
   GEMMTUNE_DEVICE_INLINE static void prepare(const WgmmaArgs& args, const Smem& s) {
     const int groups = args.core.groups;
     const int* ends = reinterpret_cast<const int*>(args.core.group_ends);
@@ -58,8 +59,14 @@ struct GroupedTiles : Tiles<Cfg> {
     }
     __syncwarp();
     if (lane == 0) {
-      const int n_tiles = s.group_tiles[groups - 1];
-      *s.group_raster = make_divisor(unsigned(max(1, Cfg::GROUP * n_tiles)));
+      const int n_tiles = max(1, s.group_tiles[groups - 1]);
+      unsigned divisors[2];
+      if (Cfg::RASTER == 0)
+        raster_divisors(super_m(args), n_tiles, Cfg::GROUP, divisors);
+      else
+        raster_divisors(n_tiles, super_m(args), Cfg::GROUP, divisors);
+      s.group_raster[0] = make_divisor(divisors[0]);
+      s.group_raster[1] = make_divisor(divisors[1]);
     }
   }
 
@@ -90,9 +97,13 @@ struct GroupedTiles : Tiles<Cfg> {
 
   GEMMTUNE_DEVICE_INLINE static Tile tile_at(const WgmmaArgs& args, const Smem& s, int st,
                                              int rank) {
-    const GemmDivisor divisors[2] = {*s.group_raster, args.tiling.divisors[1]};
+    const GemmDivisor divisors[2] = {s.group_raster[0], s.group_raster[1]};
     int sm, column_tile;
-    grouped_tile(st, super_m(args), Cfg::GROUP, divisors, sm, column_tile);
+    if (Cfg::RASTER == 0)
+      grouped_tile(st, super_m(args), Cfg::GROUP, divisors, sm, column_tile);
+    else
+      grouped_tile(st, max(1, s.group_tiles[args.core.groups - 1]), Cfg::GROUP, divisors,
+                   column_tile, sm);
     const int group = group_of(s, args.core.groups, column_tile);
     const int first = group > 0 ? s.group_tiles[group - 1] : 0;
     const int m0 = (Cfg::CLUSTER_M == 2 ? 2 * sm + rank : sm) * Cfg::BM;

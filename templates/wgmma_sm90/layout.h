@@ -127,9 +127,9 @@ GEMMTUNE_HOST_DEVICE constexpr int push_barriers(const Shape& s) {
   return s.CLUSTER_K > 1 ? 2 * s.WG : 0;
 }
 
-// A grouped problem's table: each group's end in tiles along N, then the raster's divisor.
+// A grouped problem's table: each group's end in tiles along N, then the raster's two divisors.
 GEMMTUNE_HOST_DEVICE constexpr int group_table_bytes(const Shape& s) {
-  return s.GROUP_TABLE > 0 ? 4 * s.GROUP_TABLE + 16 : 0;
+  return s.GROUP_TABLE > 0 ? 4 * s.GROUP_TABLE + 32 : 0;
 }
 
 // Stages, staged C, pushed sums, alignment slack, full and empty barriers (and the pushes' and
