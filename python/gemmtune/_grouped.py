@@ -12,12 +12,13 @@ op(A) = w[g]^T (N x K) one after another:
     A        w (G, K, N), w[g] row-major             op(A) = N, lda = w.stride(1)
              w = W.transpose(1, 2), W (G, N, K)      op(A) = T, lda = w.stride(2)
     B        x (T, K) row-major                      op(B) = N, ldb = x.stride(0)
-             x column-major (x.stride(0) == 1)       op(B) = T, ldb = x.stride(1)
     D        the (T, N) result, row-major            ldc = out.stride(0)
 
 The library takes the G matrices of A exactly lda x (columns of A as stored) elements apart:
 w.stride(0) must be lda * K (op 'n') or lda * N (op 't'). Operands laid out otherwise are read
-from a contiguous copy (GroupedPlan.copy_x, copy_w); a result must be row-major.
+from a contiguous copy (GroupedPlan.copy_x, copy_w); a result must be row-major. x column-major
+is copied too: the grouped kernels read op(B) = N only (a group starts at any token, and TMA
+faults on a box whose contiguous side starts off 16 bytes).
 
 bmm(a, b) (G, M, K) @ (G, K, N) is grouped_mm of a's G*M rows with uniform ends (g+1)*M.
 """
@@ -45,14 +46,10 @@ class GroupedPlan(NamedTuple):
 
 
 def _x_layout(x):
-    """(op(B), ldb) of x (T, K) read in place as x^T (K x T), or None: not row- or
-    column-major."""
+    """(op(B), ldb) of x (T, K) read in place as x^T (K x T), or None: not row-major."""
     T, K = x.shape
     ld = _leading(T, K, *x.strides)
-    if ld is not None:
-        return "n", ld  # row-major (T, K): column-major K x T
-    ld = _leading(K, T, x.strides[1], x.strides[0])
-    return None if ld is None else ("t", ld)  # column-major (T, K): op(B) = T
+    return None if ld is None else ("n", ld)  # row-major (T, K): column-major K x T
 
 
 def _w_layout(w):

@@ -50,13 +50,14 @@ def offs(G, device=GPU):
     return Tensor((G,), (1,), "int32", device)
 
 
-# x (T, K): (strides, op(B), ldb, copied). Copied ones are read as x.contiguous(): ldb = K.
+# x (T, K): (strides, op(B), ldb, copied). Copied ones are read as x.contiguous(): ldb = K. The
+# grouped kernels read op(B) = N only: a column-major x is copied too.
 def x_layouts(T, K):
     return {
         "row-major": ((K, 1), "n", K, False),
         "padded": ((K + 3, 1), "n", K + 3, False),
-        "column-major": ((1, T), "t", T, False),  # x = X.t() of a contiguous (K, T) X
-        "column-major padded": ((1, T + 2), "t", T + 2, False),
+        "column-major": ((1, T), "n", K, True),  # x = X.t() of a contiguous (K, T) X
+        "column-major padded": ((1, T + 2), "n", K, True),
         "no unit stride": ((2 * K, 2), "n", K, True),
     }
 
