@@ -214,8 +214,8 @@ TEST_F(CompileFamilies, WgmmaGroupedCompilesWithoutSpills) {
   }
   EXPECT_GE(configs.size(), 6u);
   expect_compile_without_spills(family, configs, arch);
-  // op(B) = T is refused: a TMA box whose contiguous side starts off 16 bytes (a group's first
-  // token) faults.
+  // op(B) = T is refused: a group's first token would start B's TMA boxes (docs/PERF.md, 'TMA
+  // faults on a box whose contiguous side starts off 16 bytes').
   Problem nt = make_problem(DType::bf16, Op::N, Op::T, 512, 64 * 8, 256);
   nt.groups = 8;
   EXPECT_NE(why_unsupported(family, nt, arch).find("op(B) = N"), std::string::npos);

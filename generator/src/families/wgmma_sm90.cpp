@@ -145,8 +145,7 @@ bool shares_b(const Config& c) {
 }
 // Tiles are swept along the longer of M and N first. A grouped problem's GROUP column tiles at a
 // time down all of M: each group's weights then stream once past its tokens, which stay in L2
-// (templates/wgmma_sm90/groups.cuh); across M first the Mixtral prefill layer ran at 378 TFLOP/s
-// on the H100, its weights and tokens thrashing the L2.
+// (docs/PERF.md, 'Grouped tiles sweep down M, GROUP column tiles at a time').
 int64_t raster_of(const Problem& p) {
   return p.grouped() || p.m < group_columns(p) ? 1 : 0;
 }
@@ -567,8 +566,8 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     if (arch.cc != 90 || !arch.arch_specific) return "the wgmma family needs sm_90a (Hopper)";
     if (problem.grouped() && problem.op_b == Op::T)
       return "grouped problems need op(B) = N, the tokens stored along K (x as torch keeps it): "
-             "a group starts at any column, and a TMA box whose contiguous side starts off 16 "
-             "bytes faults (an illegal instruction on the H100); copy B transposed first";
+             "a group starts at any column, and TMA faults on a box whose contiguous side starts "
+             "off 16 bytes; copy B transposed first";
     return {};
   }
 
