@@ -114,6 +114,28 @@ class GemmDbReport : public ::testing::Test {
                                    quoted(db()), quoted(page()), extra));
   }
 
+  // Stores `p` as tuned on an H100: one measured candidate (simt's default made for p's types,
+  // scaling and ops, so that the row needs no family of its kind) as its best.
+  void store_tuned(const Problem& p, const std::string& kernel, double ms, double baseline_ms) {
+    const Problem f32 = make_problem(DType::f32, Op::N, Op::N, 256, 256, 256);
+    const Family& simt = find_family("simt");
+    CandidateRecord c;
+    c.kernel_name = kernel;
+    c.template_version = template_version(simt);
+    c.config = simt.default_config(f32, ArchInfo::from_cc(90));
+    c.config.types = p.types;
+    c.config.scaling = p.scaling;
+    c.config.op_a = p.op_a;
+    c.config.op_b = p.op_b;
+    c.status = CandidateStatus::ok;
+    c.median_ms = c.min_ms = c.max_ms = ms;
+    c.tflops = p.flops() / (ms * 1e9);
+    TuningDb tdb(db());
+    const DeviceKey h100{"NVIDIA H100 80GB HBM3", 90, 132, 13000, "13.0"};
+    tdb.record(h100, p, c);
+    tdb.set_best(h100, p, c.kernel_name, c.template_version, baseline_ms, true);
+  }
+
   test::TempDir dir_;
 };
 
@@ -193,25 +215,7 @@ TEST_F(GemmDbReport, TypesAndScalingChooseAndLabelTheProblems) {
 TEST_F(GemmDbReport, Float8ProblemsShowTheirScaling) {
   Problem fp8 = make_problem(parse_data_types("e4m3*e4m3->bf16"), Op::T, Op::N, 2112, 64, 7168);
   fp8.scaling = Scaling::block;
-  const Problem f32 = make_problem(DType::f32, Op::N, Op::N, 256, 256, 256);
-  const Family& simt = find_family("simt");
-  CandidateRecord c;
-  c.kernel_name = "gemm_fp8_block_2112";
-  c.template_version = template_version(simt);
-  c.config = simt.default_config(f32, ArchInfo::from_cc(90));
-  c.config.types = fp8.types;
-  c.config.scaling = fp8.scaling;
-  c.config.op_a = fp8.op_a;
-  c.config.op_b = fp8.op_b;
-  c.status = CandidateStatus::ok;
-  c.median_ms = c.min_ms = c.max_ms = 0.02;
-  c.tflops = fp8.flops() / (c.median_ms * 1e9);
-  {
-    TuningDb tdb(db());
-    const DeviceKey h100{"NVIDIA H100 80GB HBM3", 90, 132, 13000, "13.0"};
-    tdb.record(h100, fp8, c);
-    tdb.set_best(h100, fp8, c.kernel_name, c.template_version, 0.025, true);
-  }
+  store_tuned(fp8, "gemm_fp8_block_2112", 0.02, 0.025);
   auto run = report("--scaling block");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_TRUE(contains(run.output, "1 GPUs, 1 problems, 1 candidates")) << run.output;
@@ -234,24 +238,7 @@ TEST_F(GemmDbReport, Float8ProblemsShowTheirScaling) {
 TEST_F(GemmDbReport, GroupedProblemsShowTheirGroups) {
   Problem moe = make_problem(DType::bf16, Op::T, Op::N, 1536, 8 * 256, 2048);
   moe.groups = 8;
-  const Problem f32 = make_problem(DType::f32, Op::N, Op::N, 256, 256, 256);
-  const Family& simt = find_family("simt");
-  CandidateRecord c;
-  c.kernel_name = "gemm_moe_1536";
-  c.template_version = template_version(simt);
-  c.config = simt.default_config(f32, ArchInfo::from_cc(90));
-  c.config.types = moe.types;
-  c.config.op_a = moe.op_a;
-  c.config.op_b = moe.op_b;
-  c.status = CandidateStatus::ok;
-  c.median_ms = c.min_ms = c.max_ms = 0.03;
-  c.tflops = moe.flops() / (c.median_ms * 1e9);
-  {
-    TuningDb tdb(db());
-    const DeviceKey h100{"NVIDIA H100 80GB HBM3", 90, 132, 13000, "13.0"};
-    tdb.record(h100, moe, c);
-    tdb.set_best(h100, moe, c.kernel_name, c.template_version, 0.035, true);
-  }
+  store_tuned(moe, "gemm_moe_1536", 0.03, 0.035);
   auto run = report("--groups 8");
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_TRUE(contains(run.output, "1 GPUs, 1 problems, 1 candidates")) << run.output;
