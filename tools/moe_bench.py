@@ -2,7 +2,7 @@
 for docs/PERF.md, 'Grouped GEMMs: where they stand': the same tokens, weights and routing for
 both, timed in turns back to back; per row the median ratio (torch's time over ours) and its
 spread, TFLOP/s, and for decode rows (16 tokens an expert or fewer) the share of the HBM bandwidth
-at which each streams the experts' weights.
+at which each streams the weights of the experts that have tokens.
 
     python3 tools/moe_bench.py SHAPES [--routing uniform|skewed] [--json FILE]
 
@@ -19,6 +19,7 @@ import sys
 import torch
 
 import gemmtune
+from python_bench import us_per_call  # this folder's: back-to-back calls timed with events
 
 
 def suite_rows(path):
@@ -46,13 +47,7 @@ def routing_ends(tokens, groups, skewed, seed):
 
 
 def ms_per_call(call, calls):
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(calls):
-        call()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / calls
+    return us_per_call(call, calls) * 1e-3
 
 
 def bench_row(m, mean, k, groups, skewed, rounds=7):
@@ -73,7 +68,9 @@ def bench_row(m, mean, k, groups, skewed, rounds=7):
         times["torch"].append(ms_per_call(theirs, calls))
     ratios = [t / o for o, t in zip(times["ours"], times["torch"])]
     flops = 2.0 * m * tokens * k
-    weights = 2.0 * m * k * groups
+    # The weights of the experts with tokens: an expert without any is never read.
+    busy = int((torch.diff(offs, prepend=offs.new_zeros(1)) > 0).sum())
+    weights = 2.0 * m * k * busy
     row = {"m": m, "mean": mean, "k": k, "groups": groups, "routing": "skewed" if skewed else
            "uniform", "ratio": statistics.median(ratios), "ratio_min": min(ratios),
            "ratio_max": max(ratios), "error_vs_torch": error}
