@@ -35,7 +35,7 @@ struct Epilogue : Traits<Cfg> {
                                            int consumer, const float (&acc)[MW][TN / 2],
                                            u32& c_phases, bool c_early, int kpart = 0) {
     if constexpr (TMA_STORE) {
-      if (stores_by_tma(args)) {
+      if (stores_by_tma(args) && TmaStore::stays_in_group(args, t, consumer)) {
         if constexpr (READS_C)
           if (args.core.beta != 0.0f)
             return TmaStore::template store<true>(args, s, t, consumer, acc, c_phases, c_early);

@@ -97,6 +97,14 @@ struct TmaStore : Traits<Cfg> {
   // per chunk, all chunks are written and then stored; with fewer, each chunk is stored as soon
   // as it is written, and a buffer is written again once the store C_BUFFERS chunks back has
   // read it.
+  // Whether the consumer's rows (problem n) lie in the tile's group, or run past n, where C's map
+  // ends: a grouped problem's tile may end inside them, and a TMA store would write the next
+  // group's columns there (those consumers store from registers). One GEMM's always do.
+  GEMMTUNE_DEVICE_INLINE static bool stays_in_group(const WgmmaArgs& args, Tile t, int consumer) {
+    const int n0 = t.row0 + Tiles::rows_of(consumer) * 64 * MW;
+    return t.n_end >= args.core.n || n0 + 64 * MW <= t.n_end;
+  }
+
   // READ_C (beta != 0): each chunk of C first comes by TMA into the buffer it leaves from, once
   // the buffer's last store has read it (the first C_BUFFERS chunks together: by the producer
   // during the tile's main loop where c_early, else here); each thread reads its values back

@@ -494,6 +494,15 @@ std::vector<Rule<P>> rules() {
        [](const Config& c, const Problem&, const ArchInfo&) {
          return c.epilogue == 0 || (c.ws == 1 && !c.swap && tile_cols(c) % 64 == 0);
        }},
+      // A consumer whose rows a group ends inside stores from registers (TmaStore::stays_in_group);
+      // with beta != 0 the producer would load C for its TMA stores all the same.
+      {"grouped_tma_stores_beta_zero",
+       "a grouped problem stores by TMA only with beta = 0 (where a group ends inside a tile, "
+       "from registers)",
+       {&P::epilogue, &P::reads_c},
+       [](const Config& c, const Problem& p, const ArchInfo&) {
+         return !p.grouped() || c.epilogue == 0 || c.reads_c == 0;
+       }},
       {"raster_along_longer_side",
        "tiles are swept along the longer of M and N first",
        {&P::raster},
@@ -616,22 +625,22 @@ class WgmmaSm90Family final : public FamilyOf<P> {
   }
 
   // A grouped problem's tile count is known on the device alone (groups.cuh): the persistent
-  // schedule's data-parallel tiles; stored from registers, since a TMA store would write past a
-  // group's last column; clusters only along M, whose pairs share a group.
+  // schedule's data-parallel tiles; clusters only along M, whose pairs share a group. TMA stores
+  // only for beta = 0 (grouped_tma_stores_beta_zero).
   static void narrow_to_groups(Space<P>& s) {
     s.set(&P::ws, {1});
     s.set(&P::schedule, {schedule::DATA_PARALLEL});
     s.set(&P::splits, {1});
     s.set(&P::cluster_k, {1});
     s.set(&P::cluster, {11, 21});
-    s.set(&P::epilogue, {0});
   }
 
   // The default made for a grouped problem (narrow_to_groups).
   static Config for_groups(Config c, const Problem& p) {
     c.group_table = group_table_of(p);
     if (!p.grouped()) return c;
-    c.ws = 1, c.schedule = schedule::DATA_PARALLEL, c.splits = 1, c.cluster_k = 1, c.epilogue = 0;
+    c.ws = 1, c.schedule = schedule::DATA_PARALLEL, c.splits = 1, c.cluster_k = 1;
+    if (p.reads_c) c.epilogue = 0;
     if (cluster_n(c) == 2) c.cluster = 11;
     // Tokens on wgmma's N: wide enough that a group of a skewed routing takes one tile, up to 64.
     if (c.swap) c.bn = round_up(std::min<int64_t>(columns_needed(p), 64), 8);
