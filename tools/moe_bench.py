@@ -5,6 +5,10 @@ spread, TFLOP/s, and for decode rows (16 tokens an expert or fewer) the share of
 at which each streams the weights of the experts that have tokens.
 
     python3 tools/moe_bench.py SHAPES [--routing uniform|skewed] [--json FILE]
+    python3 tools/moe_bench.py SHAPES --bmm [--json FILE]
+
+With --bmm, every expert gets exactly the mean tokens, and gemmtune.bmm is timed against torch.bmm
+(cuBLAS's strided batched GEMM) on a (G, N, K) and a (G, K, M) tensor.
 
 SHAPES is a suite file (M N K dtype tn groups=G: M out features, N the mean tokens an expert, K
 in features); rows of other types or scalings are left out. Weights are nn.Linear's (G, M, K),
@@ -50,13 +54,29 @@ def ms_per_call(call, calls):
     return us_per_call(call, calls) * 1e-3
 
 
-def bench_row(m, mean, k, groups, skewed, rounds=7):
+def grouped_calls(m, mean, k, groups, skewed):
+    """(ours, torch's, weights read) of grouped_mm on the row's tokens and nn.Linear's weights."""
     tokens = mean * groups
     x = torch.randn(tokens, k, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(groups, m, k, device="cuda", dtype=torch.bfloat16).transpose(1, 2)
     offs = routing_ends(tokens, groups, skewed, seed=m + k)
-    ours = lambda: gemmtune.grouped_mm(x, w, offs)
-    theirs = lambda: torch._grouped_mm(x, w, offs=offs)
+    # The weights of the experts with tokens: an expert without any is never read.
+    busy = int((torch.diff(offs, prepend=offs.new_zeros(1)) > 0).sum())
+    return (lambda: gemmtune.grouped_mm(x, w, offs), lambda: torch._grouped_mm(x, w, offs=offs),
+            2.0 * m * k * busy)
+
+
+def bmm_calls(m, mean, k, groups):
+    """(ours, torch's, weights read) of bmm: every expert the mean tokens."""
+    a = torch.randn(groups, mean, k, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(groups, k, m, device="cuda", dtype=torch.bfloat16)
+    return lambda: gemmtune.bmm(a, b), lambda: torch.bmm(a, b), 2.0 * m * k * groups
+
+
+def bench_row(m, mean, k, groups, skewed, bmm, rounds=7):
+    tokens = mean * groups
+    ours, theirs, weights = (bmm_calls(m, mean, k, groups) if bmm else
+                             grouped_calls(m, mean, k, groups, skewed))
     want, got = theirs().float(), ours().float()
     error = ((got - want).abs().max() / want.abs().max()).item()
     calls = max(3, min(200, int(2e10 / (2 * m * tokens * k) + 1)))
@@ -68,11 +88,8 @@ def bench_row(m, mean, k, groups, skewed, rounds=7):
         times["torch"].append(ms_per_call(theirs, calls))
     ratios = [t / o for o, t in zip(times["ours"], times["torch"])]
     flops = 2.0 * m * tokens * k
-    # The weights of the experts with tokens: an expert without any is never read.
-    busy = int((torch.diff(offs, prepend=offs.new_zeros(1)) > 0).sum())
-    weights = 2.0 * m * k * busy
-    row = {"m": m, "mean": mean, "k": k, "groups": groups, "routing": "skewed" if skewed else
-           "uniform", "ratio": statistics.median(ratios), "ratio_min": min(ratios),
+    row = {"m": m, "mean": mean, "k": k, "groups": groups, "routing": "bmm" if bmm else
+           "skewed" if skewed else "uniform", "ratio": statistics.median(ratios), "ratio_min": min(ratios),
            "ratio_max": max(ratios), "error_vs_torch": error}
     for name, t in times.items():
         ms = statistics.median(t)
@@ -86,11 +103,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("shapes")
     parser.add_argument("--routing", choices=["uniform", "skewed"], default="uniform")
+    parser.add_argument("--bmm", action="store_true", help="gemmtune.bmm against torch.bmm")
     parser.add_argument("--json")
     args = parser.parse_args()
     rows = []
     for m, mean, k, groups in suite_rows(args.shapes):
-        r = bench_row(m, mean, k, groups, args.routing == "skewed")
+        r = bench_row(m, mean, k, groups, args.routing == "skewed", args.bmm)
         rows.append(r)
         print(f"{m:6d} {mean:5d} {k:6d} G={groups:<4d} ours {r['ours_tflops']:6.1f} torch "
               f"{r['torch_tflops']:6.1f} TFLOP/s  x{r['ratio']:.3f} ({r['ratio_min']:.3f}-"
