@@ -34,12 +34,8 @@ int ctas_per_sm(const ArchInfo& arch, int64_t threads, int64_t smem_bytes,
   return int(std::max<int64_t>(fit, 1));
 }
 
-int64_t group_count(const Problem& p) {
-  return std::max<int64_t>(p.groups, 1);
-}
-
 int64_t group_columns(const Problem& p) {
-  return std::max<int64_t>(1, ceil_div(p.n, group_count(p)));
+  return std::max<int64_t>(1, ceil_div(p.n, p.group_count()));
 }
 
 Cost roofline(const Problem& p, const ArchInfo& arch, const TileWork& w) {
@@ -47,7 +43,7 @@ Cost roofline(const Problem& p, const ArchInfo& arch, const TileWork& w) {
   const int64_t splits = std::max<int64_t>(w.k_splits, 1);
   const int64_t k_slice = ceil_div(p.k, splits);
   cost.tiles =
-      ceil_div(p.m, w.tile_m) * ceil_div(group_columns(p), w.tile_n) * group_count(p) * splits;
+      ceil_div(p.m, w.tile_m) * ceil_div(group_columns(p), w.tile_n) * p.group_count() * splits;
   cost.tiles_per_sm = ceil_div(cost.tiles, arch.sms);
   // Tiles on the busiest SM: whole tiles, or an even share of them when the work is balanced.
   // Balancing gains nothing below a wave: a tile split over two SMs ends when both halves and
@@ -65,7 +61,7 @@ Cost roofline(const Problem& p, const ArchInfo& arch, const TileWork& w) {
 
   const double a_bytes = element_bytes(p.types.a), b_bytes = element_bytes(p.types.b);
   const double dram_bytes_per_ms = arch.dram_gb_per_s * 1e6;
-  const double unique_bytes = double(p.m * p.k * group_count(p)) * a_bytes +
+  const double unique_bytes = double(p.m * p.k * p.group_count()) * a_bytes +
                               double(p.k * p.n) * b_bytes +
                               double(p.m * p.n) * element_bytes(p.types.d) + w.workspace_bytes;
   const double tile_bytes =

@@ -197,7 +197,7 @@ std::string Problem::layout() const {
 }
 
 double Problem::operand_bytes() const {
-  return double(m) * double(k) * double(std::max<int64_t>(groups, 1)) * element_bytes(types.a) +
+  return double(m) * double(k) * double(group_count()) * element_bytes(types.a) +
          double(k) * double(n) * element_bytes(types.b) +
          double(m) * double(n) * (reads_c ? element_bytes(types.c) : 0) +
          double(m) * double(n) * element_bytes(types.d);
@@ -293,7 +293,7 @@ void validate(const Problem& p) {
   GT_REQUIRE(!p.grouped() || p.scaling == Scaling::none, Errc::invalid_argument,
              "{}: grouped problems with scaling are not supported yet", p.describe());
   for (const auto& [name, rows, cols, ld, type] :
-       {std::tuple{'A', p.rows_a(), p.cols_a() * std::max<int64_t>(p.groups, 1), p.lda, p.types.a},
+       {std::tuple{'A', p.rows_a(), p.cols_a_stored(), p.lda, p.types.a},
         std::tuple{'B', p.rows_b(), p.cols_b(), p.ldb, p.types.b},
         std::tuple{'C', p.m, p.n, p.ldc, p.types.c}})
     GT_REQUIRE(span_bytes(rows, cols, ld, element_bytes(type)) >= 0, Errc::invalid_argument,

@@ -243,7 +243,7 @@ void Launcher::pack_unaligned(const LaunchPlan& plan, Operands& o, CUstream stre
     if (tma_aligned(ptr, ld, m.type)) continue;
     // A grouped problem's A: its G matrices one after another, packed as one.
     const int64_t rows = is_a ? p.rows_a() : p.rows_b(),
-                  cols = is_a ? p.cols_a() * std::max<int64_t>(p.groups, 1) : p.cols_b();
+                  cols = is_a ? p.cols_a_stored() : p.cols_b();
     const int bytes = element_bytes(m.type);
     const int64_t packed = packed_ld(rows, bytes);
     ptr = pack(m.operand, ptr, rows, cols, ld, packed, bytes, stream);

@@ -72,7 +72,7 @@ std::string shape_line(const Problem& p) {
   // A grouped problem's line says N as gemm-tune --groups takes it: the mean columns of a group.
   // An N that is not a multiple of G is rounded up, to the nearest problem a line can name (G x
   // the mean columns, with the tight leading dimensions of that N); the comment keeps the N.
-  const int64_t groups = std::max<int64_t>(p.groups, 1);
+  const int64_t groups = p.group_count();
   const int64_t mean = (p.n + groups - 1) / groups;
   std::string line = fmt::format("{} {} {} {} {}", p.m, mean, p.k, p.types.name(), p.layout());
   if (p.scaling != Scaling::none) line += fmt::format(" scaling={}", to_string(p.scaling));

@@ -166,7 +166,7 @@ int64_t Checker::count_nonfinite(CUdeviceptr p, int64_t ld, int64_t m, int64_t n
 }
 
 std::vector<int32_t> group_ends_of(const Problem& p, Routing routing, uint64_t seed) {
-  const int64_t groups = std::max<int64_t>(p.groups, 1);
+  const int64_t groups = p.group_count();
   std::mt19937_64 rng(seed);
   std::vector<int64_t> sizes(static_cast<size_t>(groups), 0);
   int64_t routed = 0;
@@ -203,7 +203,7 @@ void ProblemData::route(Routing routing, uint64_t seed, CUstream stream) {
 ProblemData::ProblemData(const Problem& p, const Checker& checker, uint64_t seed, CUstream stream,
                          Routing routing)
     : problem(p) {
-  const int64_t na = stored_elements(p.lda, p.cols_a() * std::max<int64_t>(p.groups, 1)),
+  const int64_t na = stored_elements(p.lda, p.cols_a_stored()),
                 nb = stored_elements(p.ldb, p.cols_b()), nc = stored_elements(p.ldc, p.n);
   a = DeviceBuffer(size_t(na * element_bytes(p.types.a)));
   b = DeviceBuffer(size_t(nb * element_bytes(p.types.b)));
@@ -294,8 +294,7 @@ namespace {
 
 // Bytes of a problem's data: A, B, C and C's initial copy, as ProblemData allocates them.
 int64_t data_bytes(const Problem& p) {
-  return stored_elements(p.lda, p.cols_a() * std::max<int64_t>(p.groups, 1)) *
-             element_bytes(p.types.a) +
+  return stored_elements(p.lda, p.cols_a_stored()) * element_bytes(p.types.a) +
          stored_elements(p.ldb, p.cols_b()) * element_bytes(p.types.b) +
          2 * stored_elements(p.ldc, p.n) * element_bytes(p.types.c) +
          (scale_shape_a(p).count() + scale_shape_b(p).count()) * int64_t(sizeof(float));

@@ -90,11 +90,13 @@ struct Problem {
   int64_t groups = 0;  // 0: one GEMM; else G groups (above)
 
   bool grouped() const { return groups > 0; }
+  int64_t group_count() const { return groups > 0 ? groups : 1; }  // 1 for one GEMM
   // Elements from one group's A to the next: one stored op(A), tightly after the other.
   int64_t group_stride_a() const { return lda * cols_a(); }
   std::string layout() const;                               // "nn", "nt", "tn", "tt"
   int64_t rows_a() const { return op_a == Op::N ? m : k; }  // rows of A as stored
   int64_t cols_a() const { return op_a == Op::N ? k : m; }
+  int64_t cols_a_stored() const { return cols_a() * group_count(); }  // all groups' matrices
   int64_t rows_b() const { return op_b == Op::N ? k : n; }
   int64_t cols_b() const { return op_b == Op::N ? n : k; }
   double flops() const { return 2.0 * double(m) * double(n) * double(k); }

@@ -162,7 +162,7 @@ int64_t grouped_super_tiles(const Config& c, const Problem& p) {
   return ceil_div(ceil_div(p.m, c.bm), cluster_m(c)) * (ceil_div(p.n, c.bn) + p.groups);
 }
 int64_t tiles_of(const Problem& p, int64_t bm, int64_t bn) {
-  return ceil_div(p.m, bm) * ceil_div(group_columns(p), bn) * group_count(p);
+  return ceil_div(p.m, bm) * ceil_div(group_columns(p), bn) * p.group_count();
 }
 
 struct Units {
@@ -174,7 +174,7 @@ struct Units {
 Units units_of(const Config& c, const Problem& p, const ArchInfo& arch) {
   Units u;
   u.tiles_m = ceil_div(p.m, c.bm);
-  u.tiles_n = ceil_div(group_columns(p), c.bn) * group_count(p);
+  u.tiles_n = ceil_div(group_columns(p), c.bn) * p.group_count();
   u.super_tiles = ceil_div(u.tiles_m, cluster_m(c)) * ceil_div(u.tiles_n, cluster_n(c));
   u.k_blocks = ceil_div(p.k, stage_k(c));
   u.workers = std::max<int64_t>(1, arch.sms / cluster_ctas(c)) * c.occupancy;

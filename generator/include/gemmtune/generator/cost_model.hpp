@@ -54,9 +54,8 @@ struct Cost {
   int64_t tiles_per_sm = 0;  // on the busiest SM
 };
 
-// A grouped problem is costed as its G groups of its mean columns each (n / G, rounded up); one
-// GEMM as itself (1 group of n columns).
-int64_t group_count(const Problem& problem);
+// A grouped problem is costed as its G groups (Problem::group_count) of its mean columns each
+// (n / G, rounded up); one GEMM as itself.
 int64_t group_columns(const Problem& problem);
 
 // The generic roofline of a tiled GEMM described by `work`.
