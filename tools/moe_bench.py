@@ -1,5 +1,5 @@
 """The MoE suite's bf16 rows through the Python package against torch._grouped_mm (GPU machine),
-for docs/PERF.md, 'Grouped GEMMs: where they stand': the same tokens, weights and routing for
+for docs/PERF.md, 'The MoE suite': the same tokens, weights and routing for
 both, timed in turns back to back; per row the median ratio (torch's time over ours) and its
 spread, TFLOP/s, and for decode rows (16 tokens an expert or fewer) the share of the HBM bandwidth
 at which each streams the weights of the experts that have tokens.
