@@ -23,14 +23,23 @@ struct CheckArgs {
   unsigned long long scale_a, scale_b;
   int scaling;
   int a_blocks;
-  // A grouped problem's G int32 column ends in device memory (gemmtune/types.hpp, Problem), and
-  // G; else 0 and 0. Every column must lie in a group (end[G-1] = n).
+  // A grouped problem's G int32 column ends in device memory (gemmtune/types.hpp, Problem), or
+  // counts when masked, and G; else 0 and 0. group_capacity: a masked problem's columns per
+  // group, else 0. A column in no group (past end[G-1], past a masked group's count) must keep
+  // the value it had before the kernel ran.
   unsigned long long group_ends;
   int groups;
+  int group_capacity;
 };
 
-// The group that owns column c of a grouped problem: the first whose end lies past it.
-GEMMTUNE_HOST_DEVICE int gemmtune_group_of(const int* ends, int groups, long long c) {
+// The group that owns column c of a grouped problem, or -1 when none does: contiguous, the first
+// whose end lies past it; masked, c's capacity-wide slot if c lies within its count.
+GEMMTUNE_HOST_DEVICE int gemmtune_group_of(const int* ends, int groups, int capacity, long long c) {
+  if (capacity > 0) {
+    const int g = int(c / capacity);
+    return c - (long long)g * capacity < ends[g] ? g : -1;
+  }
+  if (groups == 0 || c >= ends[groups - 1]) return -1;
   int lo = 0, hi = groups - 1;
   while (lo < hi) {
     const int mid = (lo + hi) / 2;

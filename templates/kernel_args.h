@@ -44,9 +44,11 @@ struct GemmCore {
   unsigned long long scale_a;
   unsigned long long scale_b;
   // A grouped problem's G int32 end offsets of the groups' columns (gemmtune/types.hpp, Problem),
-  // in device memory, and G; else 0 and 0. Read by the kernel: a graph replays new routings.
+  // or their counts when masked, in device memory, and G; else 0 and 0. Read by the kernel: a
+  // graph replays new routings. group_capacity: a masked problem's columns per group, else 0.
   unsigned long long group_ends;
   int groups;
+  int group_capacity;
 };
 
 // The tiling of a launch, for the families whose kernels map blocks or work units to output

@@ -64,11 +64,17 @@ extern "C" __global__ void gemmtune_reference(const CheckArgs args) {
   const long long r = rows ? rows[i] : i % args.m;
   const long long c = cols ? cols[i] : i / args.m;
   // A grouped problem's A: the G stored matrices one after another, its group's.
-  const long long a0 = args.groups > 0
-                           ? (long long)gemmtune_group_of(
-                                 reinterpret_cast<const int*>(args.group_ends), args.groups, c) *
-                                 (args.op_a == 0 ? args.k : args.m)
-                           : 0;
+  const int group = args.groups > 0
+                        ? gemmtune_group_of(reinterpret_cast<const int*>(args.group_ends),
+                                            args.groups, args.group_capacity, c)
+                        : 0;
+  if (group < 0) {  // in no group: C as it was (beta == 0: the poison), marked by scale -1
+    const double c0 = gemmtune::testing::element(args.c_init, r, c, args.ldc, args.type_c);
+    reinterpret_cast<double*>(args.ref)[i] = args.beta != 0.0f ? c0 : nan("");
+    reinterpret_cast<double*>(args.scale)[i] = -1.0;
+    return;
+  }
+  const long long a0 = (long long)group * (args.op_a == 0 ? args.k : args.m);
   double sum = 0.0, squares = 0.0;
   for (long long k = 0; k < args.k; ++k) {
     const double a = args.op_a == 0
@@ -107,6 +113,11 @@ extern "C" __global__ void gemmtune_check(const CheckArgs args) {
   const double out = gemmtune::testing::element(args.out, r, c, args.ldc, args.type_c);
   const double ref = reinterpret_cast<const double*>(args.ref)[i];
   const double scale = reinterpret_cast<const double*>(args.scale)[i];
+  if (scale < 0.0) {  // a column in no group: untouched, still the poison when beta == 0
+    const bool kept = args.beta != 0.0f ? out == ref : !isfinite(out);
+    if (!kept) atomicAdd(reinterpret_cast<unsigned*>(args.bad), 1u);
+    return;
+  }
   // f16 keeps 2^-24 steps below its smallest normal value (2^-14): that much is rounding too.
   const double floor = args.type_c == GEMMTUNE_TYPE_F16 ? 6.103515625e-05 : 1e-30;
   const double err = fabs(out - ref) / (fabs(ref) + scale + floor);

@@ -117,6 +117,17 @@ Scaling parse_scaling(std::string_view text) {
            text);
 }
 
+std::string_view to_string(GroupLayout layout) noexcept {
+  return layout == GroupLayout::masked ? "masked" : "contiguous";
+}
+
+GroupLayout parse_group_layout(std::string_view text) {
+  for (GroupLayout l : {GroupLayout::contiguous, GroupLayout::masked})
+    if (lower(text) == to_string(l)) return l;
+  GT_THROW(Errc::invalid_argument, "unknown group layout '{}' (expected contiguous or masked)",
+           text);
+}
+
 namespace {
 
 int64_t blocks_of(int64_t extent) {
@@ -214,16 +225,26 @@ std::string Problem::beta_mark() const {
 std::string Problem::describe() const {
   const std::string scaled =
       scaling == Scaling::none ? "" : fmt::format(" scaling={}", to_string(scaling));
-  const std::string grouping = grouped() ? fmt::format(" groups={}", groups) : "";
+  const std::string grouping =
+      grouped() ? fmt::format(" groups={}{}", groups, masked() ? " masked" : "") : "";
   return fmt::format("{} {} {} lda={} ldb={} ldc={} align={}{}{}{}", types.name(), layout(),
                      shape(), lda, ldb, ldc, align, scaled, grouping, beta_mark());
+}
+
+ColumnRange group_columns(const Problem& p, const int32_t* values, int64_t g) {
+  if (p.masked()) {
+    const int64_t begin = g * p.group_capacity();
+    return {begin, begin + values[g]};
+  }
+  return {g > 0 ? values[g - 1] : 0, values[g]};
 }
 
 size_t ProblemHash::operator()(const Problem& p) const noexcept {
   size_t h = 0;
   for (int64_t v : {int64_t(p.types.a), int64_t(p.types.b), int64_t(p.types.c), int64_t(p.types.d),
                     int64_t(p.types.acc), int64_t(p.scaling), int64_t(p.op_a), int64_t(p.op_b), p.m,
-                    p.n, p.k, p.lda, p.ldb, p.ldc, int64_t(p.align), int64_t(p.reads_c), p.groups})
+                    p.n, p.k, p.lda, p.ldb, p.ldc, int64_t(p.align), int64_t(p.reads_c), p.groups,
+                    int64_t(p.group_layout)})
     h = h * 1000003u ^ size_t(v);
   return h;
 }
@@ -290,6 +311,10 @@ void validate(const Problem& p) {
   GT_REQUIRE(p.ldc >= p.m, Errc::invalid_argument, "ldc ({}) must be at least M ({})", p.ldc, p.m);
   GT_REQUIRE(p.groups >= 0 && p.groups <= kMaxGroups, Errc::invalid_argument,
              "groups must be 0 (one GEMM) or 1 to {} (got {})", kMaxGroups, p.groups);
+  GT_REQUIRE(p.group_layout == GroupLayout::contiguous || p.grouped(), Errc::invalid_argument,
+             "a masked group layout needs groups");
+  GT_REQUIRE(!p.masked() || p.n % p.groups == 0, Errc::invalid_argument,
+             "masked: N ({}) must be the {} groups' capacity times G", p.n, p.groups);
   GT_REQUIRE(!p.grouped() || p.scaling == Scaling::none, Errc::invalid_argument,
              "{}: grouped problems with scaling are not supported yet", p.describe());
   for (const auto& [name, rows, cols, ld, type] :

@@ -136,6 +136,7 @@ GemmCore core_of(const LaunchPlan& plan, const Problem& p, const GemmOperands& o
   core.scale_b = ops.scale_b;
   core.group_ends = ops.group_ends;
   core.groups = int(p.groups);
+  core.group_capacity = int(p.group_capacity());
   return core;
 }
 

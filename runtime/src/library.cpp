@@ -296,6 +296,7 @@ void Library::matmul(const MatmulDesc& desc, int64_t m, int64_t n, int64_t k, fl
   p.align = alignment_class(p.types, a, b, c, lda, ldb, ldc);
   p.reads_c = beta != 0.0f;
   p.groups = desc.groups;
+  p.group_layout = desc.group_layout;
   validate(p);
   GT_REQUIRE(a != nullptr, Errc::invalid_argument, "A is a null pointer");
   GT_REQUIRE(b != nullptr, Errc::invalid_argument, "B is a null pointer");
@@ -304,7 +305,8 @@ void Library::matmul(const MatmulDesc& desc, int64_t m, int64_t n, int64_t k, fl
              Errc::invalid_argument, "scaling {} needs the scales of A and B (scale_a and scale_b)",
              to_string(p.scaling));
   GT_REQUIRE(!p.grouped() || desc.group_ends != nullptr, Errc::invalid_argument,
-             "{} groups need their end offsets (group_ends)", p.groups);
+             "{} groups need their {} (group_ends)", p.groups,
+             p.masked() ? "counts" : "end offsets");
   GT_REQUIRE(std::isfinite(alpha) && std::isfinite(beta), Errc::invalid_argument,
              "alpha and beta must be finite (got {} and {})", alpha, beta);
   const auto [choice, workspaces] = impl_->choice_for(p);

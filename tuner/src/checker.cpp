@@ -53,6 +53,7 @@ CheckArgs check_args(const ProblemData& d, float alpha, float beta) {
   a.a_blocks = int(scale_shape_a(p).rows);
   a.group_ends = d.group_ends.ptr();
   a.groups = int(p.groups);
+  a.group_capacity = int(p.group_capacity());
   return a;
 }
 
@@ -165,7 +166,33 @@ int64_t Checker::count_nonfinite(CUdeviceptr p, int64_t ld, int64_t m, int64_t n
   return host;
 }
 
+namespace {
+
+// A masked problem's counts: the groups' sizes of a contiguous routing of half its columns, each
+// cut to the capacity (a decode batch seldom fills every slot); ragged, anything from empty to
+// full.
+std::vector<int32_t> group_counts_of(const Problem& p, Routing routing, uint64_t seed) {
+  const int64_t capacity = p.group_capacity();
+  std::vector<int32_t> counts(static_cast<size_t>(p.groups));
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int64_t> any(0, capacity);
+  if (routing == Routing::ragged) {
+    for (auto& c : counts) c = int32_t(any(rng));
+    return counts;
+  }
+  Problem half = p;
+  half.group_layout = GroupLayout::contiguous;
+  half.n = std::max<int64_t>(1, p.n / 2);
+  const std::vector<int32_t> ends = group_ends_of(half, routing, seed);
+  for (size_t g = 0; g < counts.size(); ++g)
+    counts[g] = int32_t(std::min<int64_t>(capacity, ends[g] - (g > 0 ? ends[g - 1] : 0)));
+  return counts;
+}
+
+}  // namespace
+
 std::vector<int32_t> group_ends_of(const Problem& p, Routing routing, uint64_t seed) {
+  if (p.masked()) return group_counts_of(p, routing, seed);
   const int64_t groups = p.group_count();
   std::mt19937_64 rng(seed);
   std::vector<int64_t> sizes(static_cast<size_t>(groups), 0);

@@ -562,12 +562,12 @@ std::unique_ptr<grouped::Plan> Cublas::Impl::make_grouped_plan(const Problem& p,
   q->ends = o.group_ends;
   const int64_t align = grouped_alignment(p);
   std::array<std::vector<CUdeviceptr>, 3> pointers;  // of A, B and C
-  int64_t start = 0;
   for (int64_t g = 0; g < p.groups; ++g) {
-    const int64_t end = ends[size_t(g)];
-    GT_REQUIRE(end >= start && end <= p.n, Errc::invalid_argument,
-               "{}: group {} ends at column {}, before its start ({}) or past N ({})", p.describe(),
-               g, end, start, p.n);
+    const auto [start, end] = group_columns(p, ends.data(), g);
+    GT_REQUIRE(end >= start && end <= (p.masked() ? start + p.group_capacity() : p.n),
+               Errc::invalid_argument,
+               "{}: group {} ends at column {}, before its start ({}) or past its last",
+               p.describe(), g, end, start);
     if (end == start) continue;  // no columns: no GEMM (cuBLAS would take it, for nothing)
     const std::array<CUdeviceptr, 3> ptrs = group_pointers(p, o, g, start);
     for (int i = 0; i < 3; ++i) {
@@ -580,7 +580,6 @@ std::unique_ptr<grouped::Plan> Cublas::Impl::make_grouped_plan(const Problem& p,
     q->m.push_back(int(p.m));
     q->n.push_back(int(end - start));
     q->k.push_back(int(p.k));
-    start = end;
   }
   const size_t count = q->m.size();
   q->trans_a.assign(count, op(p.op_a));

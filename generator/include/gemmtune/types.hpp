@@ -39,6 +39,15 @@ enum class Scaling { none, tensor, row, block };
 std::string_view to_string(Scaling scaling) noexcept;
 Scaling parse_scaling(std::string_view text);  // "none", "tensor", "row", "block"
 
+// How a grouped problem's G int32 values in device memory split the columns of op(B) and D:
+// `contiguous`, they are the groups' ends, group g owning columns [end[g-1], end[g])
+// (torch._grouped_mm's offsets); `masked`, they are counts, group g owning the first count[g]
+// of its capacity = n / G columns [g * capacity, (g + 1) * capacity) (DeepGEMM's layout for
+// decode under CUDA graphs: the shapes stay fixed, only the counts change).
+enum class GroupLayout { contiguous, masked };
+std::string_view to_string(GroupLayout layout) noexcept;
+GroupLayout parse_group_layout(std::string_view text);  // "contiguous", "masked"
+
 // The K (and, for op(A), M) extent of one block of `block` scaling.
 inline constexpr int64_t kScaleBlock = 128;
 
@@ -72,7 +81,9 @@ DataTypes parse_data_types(std::string_view text);  // throws Error(invalid_argu
 // in device memory (torch._grouped_mm's `offs`), read only by the kernel, so that a captured
 // graph can be replayed with another routing. Columns past end[G-1] are not written. A holds G
 // matrices of op(A), group g's group_stride_a() elements after the first. N is then the columns
-// of all groups (n / G the mean tokens of an expert).
+// of all groups (n / G the mean tokens of an expert). A `masked` grouped problem gives counts
+// instead (GroupLayout): N is then G times the capacity of a group, and the columns of a group
+// past its count are not written.
 struct Problem {
   DataTypes types;
   Scaling scaling = Scaling::none;
@@ -88,9 +99,13 @@ struct Problem {
   // beta itself changes nothing in a kernel's speed.
   bool reads_c = false;
   int64_t groups = 0;  // 0: one GEMM; else G groups (above)
+  GroupLayout group_layout = GroupLayout::contiguous;
 
   bool grouped() const { return groups > 0; }
   int64_t group_count() const { return groups > 0 ? groups : 1; }  // 1 for one GEMM
+  bool masked() const { return grouped() && group_layout == GroupLayout::masked; }
+  // A masked problem's columns per group (n / G); 0 otherwise.
+  int64_t group_capacity() const { return masked() ? n / groups : 0; }
   // Elements from one group's A to the next: one stored op(A), tightly after the other.
   int64_t group_stride_a() const { return lda * cols_a(); }
   std::string layout() const;                               // "nn", "nt", "tn", "tt"
@@ -105,12 +120,13 @@ struct Problem {
   std::string shape() const;      // "8192x8192x8192"
   std::string beta_mark() const;  // " beta!=0" if it reads C, else ""
   // "bf16 tn 8192x8192x8192 lda=8192 ldb=8192 ldc=8192 align=16", then the scaling when there
-  // is one, the groups when grouped ("groups=128"), then the beta mark
+  // is one, the groups when grouped ("groups=128", "groups=128 masked"), then the beta mark
   std::string describe() const;
   bool operator==(const Problem& o) const {
     return types == o.types && scaling == o.scaling && op_a == o.op_a && op_b == o.op_b &&
            m == o.m && n == o.n && k == o.k && lda == o.lda && ldb == o.ldb && ldc == o.ldc &&
-           align == o.align && reads_c == o.reads_c && groups == o.groups;
+           align == o.align && reads_c == o.reads_c && groups == o.groups &&
+           group_layout == o.group_layout;
   }
   bool operator!=(const Problem& o) const { return !(*this == o); }
 };
@@ -126,6 +142,13 @@ struct ScaleShape {
 };
 ScaleShape scale_shape_a(const Problem& problem);
 ScaleShape scale_shape_b(const Problem& problem);
+
+// The columns [begin, end) of group g of a grouped problem, from a host copy of its G values
+// (the groups' ends, or their counts when masked).
+struct ColumnRange {
+  int64_t begin = 0, end = 0;
+};
+ColumnRange group_columns(const Problem& problem, const int32_t* values, int64_t g);
 
 // For unordered containers of problems.
 struct ProblemHash {
@@ -150,7 +173,8 @@ inline constexpr int64_t kMaxGroups = 4096;
 // Throws Error(invalid_argument) naming the first bad field: M/N/K <= 0 or above kMaxDimension,
 // ld < rows, an operand whose extent does not fit 2^62 bytes, D of another type than C, float8
 // operands without scaling or scaling of other types, a float8 output, groups < 0 or above
-// kMaxGroups, a grouped problem with scaling (not defined yet).
+// kMaxGroups, a grouped problem with scaling (not defined yet), a masked layout without groups or
+// with N not a multiple of G.
 void validate(const Problem& problem);
 
 // The alignment class of a problem from its addresses and leading dimensions.

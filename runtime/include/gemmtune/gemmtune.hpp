@@ -63,9 +63,11 @@ struct MatmulDesc {
   const float* scale_b = nullptr;
   // A grouped GEMM (gemmtune/types.hpp, Problem): G groups, and a device pointer to their G int32
   // column end offsets (torch._grouped_mm's offs), read when the kernel runs. A holds the G
-  // matrices of op(A) one after another; n is the columns of all groups.
+  // matrices of op(A) one after another; n is the columns of all groups. Masked (GroupLayout):
+  // group_ends points to the groups' counts instead, and n is G times a group's capacity.
   int64_t groups = 0;
   const int32_t* group_ends = nullptr;
+  GroupLayout group_layout = GroupLayout::contiguous;
 };
 
 struct Options {

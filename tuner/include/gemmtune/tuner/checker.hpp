@@ -60,7 +60,8 @@ class Checker {
 // end at random columns (cuts of the n columns at G - 1 random points), with empty groups and
 // ends in the middle of tiles.
 enum class Routing { uniform, skewed, ragged };
-// The G int32 end offsets of a routing of the problem's n columns (end[G-1] = n).
+// The G int32 end offsets of a routing of the problem's n columns (end[G-1] = n); a masked
+// problem's G counts (each at most its capacity; half the columns routed, ragged any count).
 std::vector<int32_t> group_ends_of(const Problem& problem, Routing routing, uint64_t seed);
 
 // One problem's operands on the GPU, with random normal contents, for a scaled problem its
@@ -70,7 +71,7 @@ struct ProblemData {
   Problem problem;
   DeviceBuffer a, b, c, c_init;
   DeviceBuffer scale_a, scale_b;  // empty without scaling
-  DeviceBuffer group_ends;        // empty unless grouped
+  DeviceBuffer group_ends;        // empty unless grouped; counts when masked
   std::vector<int32_t> host_group_ends;
   ProblemData(const Problem& p, const Checker& checker, uint64_t seed, CUstream stream,
               Routing routing = Routing::uniform);
