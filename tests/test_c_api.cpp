@@ -57,6 +57,11 @@ const std::vector<Attribute>& attributes() {
        {-1, 2}},
       // Out-of-range groups are refused in words of their own (GroupsAreBoundedByKMaxGroups).
       {GEMMTUNE_MATMUL_DESC_GROUPS, "GEMMTUNE_MATMUL_DESC_GROUPS", 0, {0, 1, 8, 128, 4096}, {}},
+      {GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT,
+       "GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT",
+       GEMMTUNE_GROUP_LAYOUT_CONTIGUOUS,
+       {GEMMTUNE_GROUP_LAYOUT_CONTIGUOUS, GEMMTUNE_GROUP_LAYOUT_MASKED},
+       {-1, 2, 100}},
   };
   return all;
 }
@@ -126,9 +131,11 @@ TEST(CApiMatmulDesc, EveryAttributeRoundTripsAndLeavesTheOthersAlone) {
   }
   // All of them at once, each to a value other than its default where there is one.
   Desc d;
-  const std::vector<int32_t> values{GEMMTUNE_E4M3, GEMMTUNE_E5M2, GEMMTUNE_BF16,
-                                    GEMMTUNE_BF16, GEMMTUNE_F16,  GEMMTUNE_SCALING_BLOCK,
-                                    GEMMTUNE_OP_T, GEMMTUNE_OP_T, 128};
+  const std::vector<int32_t> values{GEMMTUNE_E4M3, GEMMTUNE_E5M2,
+                                    GEMMTUNE_BF16, GEMMTUNE_BF16,
+                                    GEMMTUNE_F16,  GEMMTUNE_SCALING_BLOCK,
+                                    GEMMTUNE_OP_T, GEMMTUNE_OP_T,
+                                    128,           GEMMTUNE_GROUP_LAYOUT_MASKED};
   for (size_t i = 0; i < attributes().size(); ++i)
     ASSERT_EQ(d.set(attributes()[i].attr, values[i]), GEMMTUNE_SUCCESS) << last_error();
   EXPECT_EQ(d.all(), values);
@@ -177,13 +184,16 @@ TEST(CApiMatmulDesc, UnknownValuesAreRefusedByNameAndChangeNothing) {
   expect_invalid(d.set(GEMMTUNE_MATMUL_DESC_OP_B, 2), {"unknown op 2", "GEMMTUNE_OP_T"});
   expect_invalid(d.set(GEMMTUNE_MATMUL_DESC_SCALING, 4),
                  {"unknown scaling 4", "GEMMTUNE_SCALING_BLOCK"});
+  expect_invalid(d.set(GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT, 2),
+                 {"unknown group layout 2", "GEMMTUNE_GROUP_LAYOUT_CONTIGUOUS (0)",
+                  "GEMMTUNE_GROUP_LAYOUT_MASKED (1)"});
 }
 
 TEST(CApiMatmulDesc, UnknownAttributesAreRefused) {
   Desc d;
   int32_t value = 0;
   size_t written = 0;
-  for (int attr : {-1, 12, 100}) {
+  for (int attr : {-1, 13, 100}) {
     const auto a = static_cast<gemmtune_matmul_attribute>(attr);
     expect_invalid(gemmtune_matmul_desc_set_attribute(d, a, &value, sizeof value),
                    {"unknown matmul descriptor attribute " + std::to_string(attr)});
@@ -198,10 +208,9 @@ TEST(CApiMatmulDesc, UnknownAttributesAreRefused) {
 TEST(CApiMatmulDesc, UnknownAttributesNameTheKnownRange) {
   Desc d;
   int32_t value = 0;
-  expect_invalid(
-      gemmtune_matmul_desc_set_attribute(d, static_cast<gemmtune_matmul_attribute>(12), &value,
-                                         sizeof value),
-      {"GEMMTUNE_MATMUL_DESC_A_TYPE (0) to GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER (11)"});
+  expect_invalid(gemmtune_matmul_desc_set_attribute(d, static_cast<gemmtune_matmul_attribute>(13),
+                                                    &value, sizeof value),
+                 {"GEMMTUNE_MATMUL_DESC_A_TYPE (0) to GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT (12)"});
 }
 
 TEST(CApiMatmulDesc, GroupsAreBoundedByKMaxGroups) {
@@ -347,6 +356,45 @@ TEST(CApiMatmulDesc, GroupEndsRoundTripAndLeaveTheOthersAlone) {
       gemmtune_matmul_desc_set_attribute(d, GEMMTUNE_MATMUL_DESC_GROUPS, &pointer, sizeof pointer),
       {"GEMMTUNE_MATMUL_DESC_GROUPS is an int32_t (4 bytes)"});
   EXPECT_EQ(get_ends(d), nullptr);
+}
+
+// The group layout: an int32_t, set in any order with the groups and their pointer, each of
+// which it leaves alone.
+TEST(CApiMatmulDesc, TheGroupLayoutIsAnInt32ApartFromTheGroupsAndTheirPointer) {
+  Desc d;
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT, GEMMTUNE_GROUP_LAYOUT_MASKED),
+            GEMMTUNE_SUCCESS)
+      << last_error();  // before the groups: a call checks that there are some
+  EXPECT_EQ(d.get(GEMMTUNE_MATMUL_DESC_GROUPS), 0);
+  ASSERT_EQ(set_ends(d, kEnds), GEMMTUNE_SUCCESS);
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_GROUPS, 64), GEMMTUNE_SUCCESS);
+  EXPECT_EQ(d.get(GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT), GEMMTUNE_GROUP_LAYOUT_MASKED);
+  EXPECT_EQ(get_ends(d), kEnds);
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT, GEMMTUNE_GROUP_LAYOUT_CONTIGUOUS),
+            GEMMTUNE_SUCCESS);
+  EXPECT_EQ(get_ends(d), kEnds);
+  EXPECT_EQ(d.get(GEMMTUNE_MATMUL_DESC_GROUPS), 64);
+  // A refused layout changes nothing.
+  const std::vector<int32_t> before = d.all();
+  expect_invalid(d.set(GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT, -1),
+                 {"GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT: unknown group layout -1"});
+  EXPECT_EQ(d.all(), before);
+  // Its size is an int32_t's: a pointer's is refused both ways, and size 0 asks for it.
+  const int32_t* pointer = kEnds;
+  expect_invalid(gemmtune_matmul_desc_set_attribute(d, GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT, &pointer,
+                                                    sizeof pointer),
+                 {"GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT is an int32_t (4 bytes), but size is " +
+                  std::to_string(sizeof pointer)});
+  expect_invalid(gemmtune_matmul_desc_get_attribute(d, GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT, &pointer,
+                                                    sizeof pointer, nullptr),
+                 {"GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT is an int32_t"});
+  EXPECT_EQ(pointer, kEnds);
+  size_t written = 0;
+  EXPECT_EQ(gemmtune_matmul_desc_get_attribute(d, GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT, nullptr, 0,
+                                               &written),
+            GEMMTUNE_SUCCESS);
+  EXPECT_EQ(written, sizeof(int32_t));
+  EXPECT_EQ(d.all(), before);
 }
 
 TEST(CApiMatmulDesc, WrongSizesAreRefusedWithTheSizeNeeded) {
@@ -575,6 +623,40 @@ TEST(CApiMatmul, AGroupedCallWithoutItsGroupEndsIsRefusedBeforeItNeedsAGpu) {
                  {"groups=32", "grouped problems with scaling are not supported yet"});
 }
 
+// A masked descriptor: `groups` groups of counts.
+void set_masked(Desc& d, int32_t groups) {
+  set_grouped(d, groups);
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT, GEMMTUNE_GROUP_LAYOUT_MASKED),
+            GEMMTUNE_SUCCESS);
+}
+
+TEST(CApiMatmul, AMaskedCallIsCheckedBeforeItNeedsAGpu) {
+  const float one = 1.0f, zero = 0.0f;
+  Desc d;
+  set_masked(d, 32);
+  // Without its counts: the message says counts, not offsets.
+  expect_invalid(
+      gemmtune_matmul(0, d, 7168, 32 * 64, 2048, &one, kA, 2048, kB, 2048, &zero, kC, 7168,
+                      nullptr),
+      {"32 masked groups need their counts", "GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER is not set",
+       "a device pointer to 32 int32 counts"});
+  // n must be G capacities (the problem's rule, before the counts are asked for).
+  ASSERT_EQ(set_ends(d, kEnds), GEMMTUNE_SUCCESS);
+  expect_invalid(
+      gemmtune_matmul(0, d, 7168, 2000, 2048, &one, kA, 2048, kB, 2048, &zero, kC, 7168, nullptr),
+      {"masked: N (2000) must be the 32 groups' capacity times G"});
+  // Masked needs groups.
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_GROUPS, 0), GEMMTUNE_SUCCESS);
+  expect_invalid(
+      gemmtune_matmul(0, d, 7168, 2048, 2048, &one, kA, 2048, kB, 2048, &zero, kC, 7168, nullptr),
+      {"a masked group layout needs groups"});
+  const char* json = nullptr;
+  expect_invalid(
+      gemmtune_matmul_select(0, d, 7168, 2048, 2048, kA, 2048, kB, 2048, 0.0f, kC, 7168, &json),
+      {"a masked group layout needs groups"});
+  EXPECT_EQ(json, nullptr);
+}
+
 TEST(CApiMatmul, WithoutAGpuTheCallSaysSo) {
   if (gemmtune::cu::available())
     GTEST_SKIP() << "a GPU is here: this test passes fake addresses, which the library would run "
@@ -602,6 +684,14 @@ TEST(CApiMatmul, WithoutAGpuTheCallSaysSo) {
   ASSERT_EQ(set_ends(moe, kEnds), GEMMTUNE_SUCCESS);
   EXPECT_EQ(gemmtune_matmul(0, moe, 1536, 32768, 2048, &one, kA, 2048, kB, 2048, &zero, kC, 1536,
                             nullptr),
+            GEMMTUNE_ERROR_NO_DEVICE)
+      << last_error();
+  // And a masked one with its counts.
+  Desc decode;
+  set_masked(decode, 32);
+  ASSERT_EQ(set_ends(decode, kEnds), GEMMTUNE_SUCCESS);
+  EXPECT_EQ(gemmtune_matmul(0, decode, 7168, 32 * 64, 2048, &one, kA, 2048, kB, 2048, &zero, kC,
+                            7168, nullptr),
             GEMMTUNE_ERROR_NO_DEVICE)
       << last_error();
   // gemmtune_gemm takes every type but float8 (which needs scales): the library says what it
@@ -760,6 +850,9 @@ TEST(CApiHeader, CompilesAsCAndCxx17) {
          " &groups, sizeof groups);\n"
          "  gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER,"
          " &ends, sizeof ends);\n"
+         "  int32_t masked = GEMMTUNE_GROUP_LAYOUT_MASKED;\n"
+         "  gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT,"
+         " &masked, sizeof masked);\n"
          "  gemmtune_matmul(-1, desc, 1, 1, 1, &one, 0, 1, 0, 1, &zero, 0, 1, 0);\n"
          "  return gemmtune_matmul_desc_destroy(desc);\n"
          "}\n";

@@ -71,6 +71,8 @@ static_assert(GEMMTUNE_SCALING_NONE == int(gemmtune::Scaling::none) &&
               GEMMTUNE_SCALING_TENSOR == int(gemmtune::Scaling::tensor) &&
               GEMMTUNE_SCALING_ROW == int(gemmtune::Scaling::row) &&
               GEMMTUNE_SCALING_BLOCK == int(gemmtune::Scaling::block));
+static_assert(GEMMTUNE_GROUP_LAYOUT_CONTIGUOUS == int(gemmtune::GroupLayout::contiguous) &&
+              GEMMTUNE_GROUP_LAYOUT_MASKED == int(gemmtune::GroupLayout::masked));
 
 bool known_type(int code) {
   return code >= 0 && code < GEMMTUNE_TYPE_COUNT;
@@ -102,6 +104,7 @@ gemmtune::Problem checked_problem(const gemmtune::MatmulDesc& desc, int64_t m, i
   p.align = gemmtune::alignment_class(p.types, a, b, c, lda, ldb, ldc);
   p.reads_c = beta != 0.0f;
   p.groups = desc.groups;
+  p.group_layout = desc.group_layout;
   gemmtune::validate(p);
   return p;
 }
@@ -158,6 +161,8 @@ const char* attribute_name(int attr) {
       return "GEMMTUNE_MATMUL_DESC_GROUPS";
     case GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER:
       return "GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER";
+    case GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT:
+      return "GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT";
   }
   return nullptr;
 }
@@ -179,7 +184,7 @@ const char* known_attribute(int attr) {
   const char* name = attribute_name(attr);
   GT_REQUIRE(name != nullptr, gemmtune::Errc::invalid_argument,
              "unknown matmul descriptor attribute {} (expected GEMMTUNE_MATMUL_DESC_A_TYPE (0) to "
-             "GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER (11))",
+             "GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT (12))",
              attr);
   return name;
 }
@@ -205,6 +210,13 @@ void check_value(int attr, int32_t value) {
       GT_REQUIRE(value >= 0 && value <= gemmtune::kMaxGroups, gemmtune::Errc::invalid_argument,
                  "{}: groups must be 0 (one GEMM) or 1 to {} (got {})", name, gemmtune::kMaxGroups,
                  value);
+      return;
+    case GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT:
+      GT_REQUIRE(value == GEMMTUNE_GROUP_LAYOUT_CONTIGUOUS || value == GEMMTUNE_GROUP_LAYOUT_MASKED,
+                 gemmtune::Errc::invalid_argument,
+                 "{}: unknown group layout {} (expected GEMMTUNE_GROUP_LAYOUT_CONTIGUOUS (0) or "
+                 "GEMMTUNE_GROUP_LAYOUT_MASKED (1))",
+                 name, value);
       return;
     default:
       GT_REQUIRE(known_type(value), gemmtune::Errc::invalid_argument,
@@ -274,6 +286,8 @@ int32_t get_value(const gemmtune::MatmulDesc& d, int attr) {
       return int32_t(d.op_b);
     case GEMMTUNE_MATMUL_DESC_GROUPS:
       return int32_t(d.groups);
+    case GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT:
+      return int32_t(d.group_layout);
   }
   GT_THROW(gemmtune::Errc::internal, "attribute {} has no field", attr);
 }
@@ -309,6 +323,9 @@ void set_value(gemmtune::MatmulDesc& d, int attr, int32_t value) {
     case GEMMTUNE_MATMUL_DESC_GROUPS:
       d.groups = value;
       return;
+    case GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT:
+      d.group_layout = static_cast<gemmtune::GroupLayout>(value);
+      return;
   }
   GT_THROW(gemmtune::Errc::internal, "attribute {} has no field", attr);
 }
@@ -325,12 +342,15 @@ void require_scales(const gemmtune::Problem& p, const gemmtune::MatmulDesc& d) {
                gemmtune::to_string(p.scaling), operand, attr, shape.rows, shape.cols);
 }
 
-// A grouped call has its group ends; the message names the attribute and what it holds.
+// A grouped call has its group ends (counts when masked); the message names the attribute and
+// what it holds.
 void require_group_ends(const gemmtune::Problem& p, const gemmtune::MatmulDesc& d) {
+  const bool masked = p.masked();
   GT_REQUIRE(!p.grouped() || d.group_ends != nullptr, gemmtune::Errc::invalid_argument,
-             "{} groups need their column end offsets: GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER is "
-             "not set (a device pointer to {} int32 offsets)",
-             p.groups, p.groups);
+             "{}{} groups need their {}: GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER is not set (a "
+             "device pointer to {} int32 {})",
+             p.groups, masked ? " masked" : "", masked ? "counts" : "column end offsets", p.groups,
+             masked ? "counts" : "offsets");
 }
 
 // A host scalar of gemmtune_matmul: present and finite.

@@ -50,6 +50,16 @@ typedef enum gemmtune_scaling {
   GEMMTUNE_SCALING_ROW = 2,    /* one per row of op(A), one per column of op(B) */
   GEMMTUNE_SCALING_BLOCK = 3   /* 128 x 128 blocks of op(A), 1 x 128 of each column of op(B) */
 } gemmtune_scaling;
+/* What the G int32 values of a grouped GEMM (GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER) are, and so
+ * which columns of op(B) and D each group owns. */
+typedef enum gemmtune_group_layout {
+  /* The groups' column ends: group g owns [end[g-1], end[g]) (torch._grouped_mm's offs). */
+  GEMMTUNE_GROUP_LAYOUT_CONTIGUOUS = 0,
+  /* Their counts (DeepGEMM's masked layout, for decode under CUDA graphs: the shapes stay
+   * fixed, only the counts change): each group has capacity = n / G columns, and group g owns
+   * [g * capacity, g * capacity + count[g]), 0 <= count[g] <= capacity. */
+  GEMMTUNE_GROUP_LAYOUT_MASKED = 1
+} gemmtune_group_layout;
 
 /* a, b, c are device pointers of the dtype; stream is a cudaStream_t / CUstream (NULL: default).
  * Every operand is of the one dtype (cublasGemmEx's form); gemmtune_matmul below takes a type
@@ -131,6 +141,16 @@ gemmtune_status gemmtune_record_problem(const char* path, gemmtune_dtype dtype, 
  *                                      sizeof ends);
  *   gemmtune_matmul(-1, desc, m, n, k, ...);  (n: the columns of all groups)
  *
+ * The masked layout gives each group's count instead, of a capacity of columns each:
+ *
+ *   int32_t masked = GEMMTUNE_GROUP_LAYOUT_MASKED;
+ *   const int32_t* counts = ...;  (device memory: 128 counts, each 0 to the capacity)
+ *   gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT, &masked,
+ *                                      sizeof masked);
+ *   gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER, &counts,
+ *                                      sizeof counts);
+ *   gemmtune_matmul(-1, desc, m, 128 * capacity, k, ...);
+ *
  * A descriptor is plain data: any number of threads may call with it at once, but setting an
  * attribute while another thread calls with it is a data race. */
 typedef struct gemmtune_matmul_desc_st* gemmtune_matmul_desc;
@@ -159,21 +179,27 @@ typedef enum gemmtune_matmul_attribute {
    * groups; columns past end[G-1] are not written. No scaling yet. */
   GEMMTUNE_MATMUL_DESC_GROUPS = 10,
   /* const int32_t*: the G column end offsets of the groups in device memory, nondecreasing
-   * (torch._grouped_mm's offs); default NULL. Needed by a grouped call, ignored by another; the
-   * kernel reads them when it runs, so a captured graph can be replayed with another routing. */
-  GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER = 11
+   * (torch._grouped_mm's offs), or their G counts when masked; default NULL. Needed by a grouped
+   * call, ignored by another; the kernel reads them when it runs, so a captured graph can be
+   * replayed with another routing. */
+  GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER = 11,
+  /* gemmtune_group_layout of a grouped GEMM; default GEMMTUNE_GROUP_LAYOUT_CONTIGUOUS. Masked:
+   * the group pointer holds counts, n is G times a group's capacity (a call with n not a multiple
+   * of G is refused, as is a masked one without groups), and a group's columns past its count
+   * are not written. */
+  GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT = 12
 } gemmtune_matmul_attribute;
 
 /* A new descriptor with the defaults: f32 everywhere, no scaling and no scales, N and N, no
- * groups. */
+ * groups (contiguous when there are). */
 gemmtune_status gemmtune_matmul_desc_create(gemmtune_matmul_desc* desc);
 /* Frees the descriptor. NULL is accepted and does nothing (as free(NULL)). */
 gemmtune_status gemmtune_matmul_desc_destroy(gemmtune_matmul_desc desc);
 /* Sets `attr` to the value at `value`: an int32_t, `size` sizeof(int32_t), or for the pointers
  * a const float* or const int32_t* (`value` points to the pointer), `size` sizeof(void*); NULL
- * unsets a pointer. A value that names no type, scaling or op, or groups outside 0 to 4096, is
- * GEMMTUNE_ERROR_INVALID_ARGUMENT, and the descriptor stays as it was. Which combinations of types
- * a GPU runs is the call's question (GEMMTUNE_ERROR_UNSUPPORTED). */
+ * unsets a pointer. A value that names no type, scaling, op or group layout, or groups outside
+ * 0 to 4096, is GEMMTUNE_ERROR_INVALID_ARGUMENT, and the descriptor stays as it was. Which
+ * combinations of types a GPU runs is the call's question (GEMMTUNE_ERROR_UNSUPPORTED). */
 gemmtune_status gemmtune_matmul_desc_set_attribute(gemmtune_matmul_desc desc,
                                                    gemmtune_matmul_attribute attr,
                                                    const void* value, size_t size);
@@ -192,9 +218,9 @@ gemmtune_status gemmtune_matmul_desc_get_attribute(gemmtune_matmul_desc desc,
  * cudaStream_t / CUstream (NULL: default). The descriptor, the pointers, the sizes and the
  * leading dimensions are checked before any GPU is needed (GEMMTUNE_ERROR_INVALID_ARGUMENT), and
  * so are the scales and groups: float8 operands need a scaling, a scaling needs both scale
- * pointers, and groups need the group ends pointer; types (or groups) no kernel family runs on
- * this GPU are GEMMTUNE_ERROR_UNSUPPORTED, the message naming them ("no kernel family supports
- * e4m3*e5m2->bf16 tn on ..."). */
+ * pointers, and groups need the group ends pointer (their counts when masked, n then a multiple
+ * of G); types (or groups) no kernel family runs on this GPU are GEMMTUNE_ERROR_UNSUPPORTED, the
+ * message naming them ("no kernel family supports e4m3*e5m2->bf16 tn on ..."). */
 gemmtune_status gemmtune_matmul(int device, gemmtune_matmul_desc desc, int64_t m, int64_t n,
                                 int64_t k, const float* alpha, const void* a, int64_t lda,
                                 const void* b, int64_t ldb, const float* beta, void* c, int64_t ldc,
@@ -213,8 +239,9 @@ gemmtune_status gemmtune_matmul_select(int device, gemmtune_matmul_desc desc, in
  * gemm-tune's shapes file does ("bf16" when every operand is bf16, else "e4m3*e5m2->bf16"), the
  * scaling where there is one ("64 48 4096 e4m3*e4m3->bf16 tn scaling=block"), and the groups of
  * a grouped problem, with N the mean columns of a group as gemm-tune --groups takes it
- * ("1536 256 2048 bf16 tn groups=128" for n = 32768; rounded up where G does not divide n).
- * Neither the scale pointers nor the group ends are needed. */
+ * ("1536 256 2048 bf16 tn groups=128" for n = 32768; rounded up where G does not divide n;
+ * a masked problem's line does not say masked yet). Neither the scale pointers nor the group
+ * ends are needed. */
 gemmtune_status gemmtune_matmul_record_problem(const char* path, gemmtune_matmul_desc desc,
                                                int64_t m, int64_t n, int64_t k, int64_t lda,
                                                int64_t ldb, float beta, int64_t ldc, int* appended);
