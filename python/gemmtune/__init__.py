@@ -7,6 +7,7 @@ arrays (CuPy, anything with __cuda_array_interface__ or DLPack).
     gemmtune.select_linear(x, w)           # which kernel, and why: tuned ... fallback
     y = gemmtune.scaled_mm(x8, w8.t(), sx, sw)   # float8, as torch._scaled_mm (bf16 result)
     y = gemmtune.grouped_mm(x, w, offs)    # experts: as torch._grouped_mm, x (T, K), w (G, K, N)
+    y = gemmtune.grouped_mm_masked(x, w, counts)  # decode: x (G, cap, K), counts[g] rows each
     c = gemmtune.bmm(a, b)                 # as torch.bmm, on the same grouped kernels
     # Operands may differ in dtype where a kernel computes the pair (else Error 'unsupported').
 
@@ -14,8 +15,9 @@ GEMMTUNE_RECORD=shapes.txt lists every problem served without a tuned kernel;
 `gemm-tune --shapes shapes.txt` then tunes exactly those. The library is libgemmtune, found
 beside this package, in the source tree's build/lib, on the loader's path, or at
 $GEMMTUNE_LIBRARY. With PyTorch (>= 2.4) there are torch.ops.gemmtune.mm,
-torch.ops.gemmtune.linear, torch.ops.gemmtune.scaled_mm, torch.ops.gemmtune.grouped_mm and
-torch.ops.gemmtune.bmm too, which torch.compile (and, for mm and linear, autograd) understand.
+torch.ops.gemmtune.linear, torch.ops.gemmtune.scaled_mm, torch.ops.gemmtune.grouped_mm,
+torch.ops.gemmtune.grouped_mm_masked and torch.ops.gemmtune.bmm too, which torch.compile (and,
+for mm and linear, autograd) understand.
 """
 from ._api import (Selection, library_path, linear, matmul, problem, problem_linear,
                    problem_scaled_mm, record, result_dtype, select, select_linear,
@@ -23,18 +25,18 @@ from ._api import (Selection, library_path, linear, matmul, problem, problem_lin
 from ._library import Error
 from ._plan import DataTypes, Problem
 
-__all__ = ["DataTypes", "Error", "Problem", "Selection", "bmm", "grouped_mm", "library_path",
-           "linear", "matmul", "problem", "problem_linear", "problem_scaled_mm", "record",
-           "result_dtype", "scaled_mm", "select", "select_linear", "select_scaled_mm",
-           "torch_operators"]
+__all__ = ["DataTypes", "Error", "Problem", "Selection", "bmm", "grouped_mm",
+           "grouped_mm_masked", "library_path", "linear", "matmul", "problem", "problem_linear",
+           "problem_scaled_mm", "record", "result_dtype", "scaled_mm", "select", "select_linear",
+           "select_scaled_mm", "torch_operators"]
 
 try:
     import torch as _torch_module  # noqa: F401
 except ImportError:
     _torch_module = None
 
-# True when torch.ops.gemmtune.mm, .linear, .scaled_mm, .grouped_mm and .bmm are registered
-# (PyTorch >= 2.4).
+# True when torch.ops.gemmtune.mm, .linear, .scaled_mm, .grouped_mm, .grouped_mm_masked and .bmm
+# are registered (PyTorch >= 2.4).
 torch_operators = False
 if _torch_module is not None:
     from . import _api, _torch
@@ -42,6 +44,7 @@ if _torch_module is not None:
     torch_operators = _torch.OPERATORS
     scaled_mm = _torch.scaled_mm
     grouped_mm = _torch.grouped_mm
+    grouped_mm_masked = _torch.grouped_mm_masked
     bmm = _torch.bmm
 else:
-    from ._api import bmm, grouped_mm, scaled_mm  # each says that it needs torch
+    from ._api import bmm, grouped_mm, grouped_mm_masked, scaled_mm  # each says it needs torch

@@ -1,5 +1,5 @@
-"""The public calls: matmul, linear, the library calls of scaled_mm and grouped_mm, select,
-problem, record."""
+"""The public calls: matmul, linear, the library calls of scaled_mm and the grouped GEMMs,
+select, problem, record."""
 import ctypes
 import functools
 import json
@@ -497,15 +497,18 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype="bf16", bias=None, use_fast_accu
 
 
 # ---------------------------------------------------------------------------------------------
-# Grouped GEMMs: grouped_mm and bmm (gemmtune._torch holds the calls themselves)
+# Grouped GEMMs: grouped_mm, grouped_mm_masked and bmm (gemmtune._torch holds the calls
+# themselves)
 
 
 def run_grouped(plan, a, b, ends, out, stream):
-    """The library call of a planned grouped_mm or bmm (plan_grouped_mm, plan_bmm): a, b, ends
-    and out are addresses: the GEMM's A is w (b of bmm), its B x (a), laid out as the plan says
-    (copies where it says so), ends the G int32 end offsets of the groups on the GPU."""
+    """The library call of a planned grouped_mm, grouped_mm_masked or bmm (plan_grouped_mm,
+    plan_grouped_mm_masked, plan_bmm): a, b, ends and out are addresses: the GEMM's A is w (b of
+    bmm), its B x (a), laid out as the plan says (copies where it says so), ends the G int32 end
+    offsets of the groups on the GPU (their counts when the plan is masked)."""
     p = plan.problem
-    desc = grouped_descriptor(plan.types, p.layout)  # this thread's
+    # This thread's, of the plan's group layout.
+    desc = grouped_descriptor(plan.types, p.layout, "masked" if plan.masked else "contiguous")
     desc.set_groups(plan.groups, ends)
     check(library().gemmtune_matmul(
         plan.device, desc.handle, p.m, p.n, p.k, scalar(1.0), a, p.lda, b, p.ldb, scalar(0.0),
@@ -517,6 +520,12 @@ def grouped_mm(x, w, offs, out_dtype=None, out=None):
     function where torch is importable)."""
     raise InvalidType("grouped_mm takes torch tensors (torch._grouped_mm's semantics), and torch "
                       "is not importable here")
+
+
+def grouped_mm_masked(x, w, counts, out_dtype=None, out=None):
+    """DeepGEMM's masked grouped GEMM through gemmtune: needs PyTorch
+    (gemmtune._torch.grouped_mm_masked is this function where torch is importable)."""
+    raise InvalidType("grouped_mm_masked takes torch tensors, and torch is not importable here")
 
 
 def bmm(a, b, out=None):

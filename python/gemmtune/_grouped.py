@@ -21,6 +21,12 @@ is copied too: the grouped kernels read op(B) = N only (a group starts at any to
 faults on a box whose contiguous side starts off 16 bytes).
 
 bmm(a, b) (G, M, K) @ (G, K, N) is grouped_mm of a's G*M rows with uniform ends (g+1)*M.
+
+grouped_mm_masked(x, w, counts) (DeepGEMM's masked layout, for decode under CUDA graphs): x
+(G, cap, K) holds each group's capacity of token rows, counts (G,) int32 how many of them are
+tokens; rows r < counts[g] of the (G, cap, N) result are x[g, r] @ w[g]. It is bmm's problem,
+x's G*cap rows as op(B), with the library's masked group layout: counts instead of ends, group g
+owning columns [g cap, g cap + counts[g]) of n = G cap.
 """
 from typing import NamedTuple, Optional, Tuple
 
@@ -33,16 +39,17 @@ OUTPUTS = ("bf16", "f16", "f32")  # which pairs with which is the library's answ
 
 
 class GroupedPlan(NamedTuple):
-    """The library's grouped problem for grouped_mm or bmm: its A is w's (b's) memory, its B x's
-    (a's), its D the row-major result's."""
+    """The library's grouped problem for grouped_mm, grouped_mm_masked or bmm: its A is w's
+    (b's) memory, its B x's (a's), its D the row-major result's."""
     problem: Optional[Problem]  # None: nothing to compute (T, N or G is 0, or K is: zero_rows)
     groups: int  # G
     types: DataTypes  # the GEMM's: A of w's type, B of x's, C and D the result's
     copy_x: bool  # x (a) is not laid out as the library reads it: the call copies it, contiguous
     copy_w: bool  # likewise w (b)
-    shape: Tuple[int, ...]  # the result's: (T, N) for grouped_mm, (G, M, N) for bmm
+    shape: Tuple[int, ...]  # the result's: (T, N) for grouped_mm, (G, M, N) for bmm and masked
     device: int  # the GPU of the operands (-1 where none says)
     zero_rows: bool = False  # K = 0: the groups' rows are sums over nothing, zeros; no GEMM
+    masked: bool = False  # the group values are counts (grouped_mm_masked), not ends
 
 
 def _x_layout(x):
@@ -107,9 +114,24 @@ def _result_dtype(call, x, out_dtype, out):
     return out.dtype
 
 
-def _plan(x, w, groups, ldc, types, shape, device, copy_x=False):
+def _check_group_values(call, x, w, values, G, out_dtype, out):
+    """The group values (offs of grouped_mm, counts of grouped_mm_masked): (G,) int32; then x's
+    and w's dtypes. The result's dtype (_result_dtype)."""
+    name, says, dtype_says = (("offs", "the end row", "ends are int32 (as torch._grouped_mm's)")
+                              if call == "grouped_mm" else
+                              ("counts", "the tokens", "counts are int32"))
+    if tuple(values.shape) != (G,):
+        raise InvalidValue(f"{name} must be (G,) = ({G},): {says} of each group of x, got shape "
+                           f"{_shape(values.shape)}")
+    _check_dtypes(call, ("x", "w"), x, w)
+    if values.dtype != "int32":
+        raise InvalidType(f"{name} has dtype {torch_name(values.dtype)}: the group {dtype_says}")
+    return _result_dtype(call, x, out_dtype, out)
+
+
+def _plan(x, w, groups, ldc, types, shape, device, copy_x=False, masked=False):
     """The grouped problem of x (T, K) and w (G, K, N) into a row-major result with ldc: what
-    both calls plan once their own checks passed (sizes all >= 1)."""
+    every call plans once its own checks passed (sizes all >= 1)."""
     T, K = x.shape
     N = w.shape[2]
     x_layout, w_layout = _x_layout(x), _w_layout(w)
@@ -121,7 +143,7 @@ def _plan(x, w, groups, ldc, types, shape, device, copy_x=False):
         w_layout = ("n", N)
     problem = Problem(types.name, w_layout[0] + x_layout[0], N, T, K, w_layout[1], x_layout[1],
                       ldc)
-    return GroupedPlan(problem, groups, types, copy_x, copy_w, shape, device)
+    return GroupedPlan(problem, groups, types, copy_x, copy_w, shape, device, masked=masked)
 
 
 def plan_grouped_mm(x, w, offs, out_dtype=None, out=None, need_gpu=True):
@@ -139,14 +161,7 @@ def plan_grouped_mm(x, w, offs, out_dtype=None, out=None, need_gpu=True):
         raise InvalidValue(f"w must be (G, K, N) = (G, {K}, N): G weight matrices for x of shape "
                            f"{_shape(x.shape)}, got shape {_shape(w.shape)}")
     G, _, N = w.shape
-    if tuple(offs.shape) != (G,):
-        raise InvalidValue(f"offs must be (G,) = ({G},): the end row of each group of x, got "
-                           f"shape {_shape(offs.shape)}")
-    _check_dtypes("grouped_mm", ("x", "w"), x, w)
-    if offs.dtype != "int32":
-        raise InvalidType(f"offs has dtype {torch_name(offs.dtype)}: the group ends are int32 "
-                          "(as torch._grouped_mm's)")
-    result = _result_dtype("grouped_mm", x, out_dtype, out)
+    result = _check_group_values("grouped_mm", x, w, offs, G, out_dtype, out)
     ldc = N
     if out is not None:
         if tuple(out.shape) != (T, N):
@@ -167,42 +182,86 @@ def plan_grouped_mm(x, w, offs, out_dtype=None, out=None, need_gpu=True):
     return _plan(x, w, G, ldc, types, (T, N), device)
 
 
+def _batch_shapes(names, rows, what, a, b):
+    """(G, M, K, N) of a (G, M, K) batch `a` and b (G, K, N); names: theirs in the call, rows
+    the name of M, what a's matrices are."""
+    a_name, b_name = names
+    if len(a.shape) != 3:
+        raise InvalidValue(f"{a_name} must be a 3-D (G, {rows}, K) {what}, got shape "
+                           f"{_shape(a.shape)}")
+    G, M, K = a.shape
+    if len(b.shape) != 3 or tuple(b.shape[:2]) != (G, K):
+        raise InvalidValue(f"{b_name} must be (G, K, N) = ({G}, {K}, N) for {a_name} of shape "
+                           f"{_shape(a.shape)}, got shape {_shape(b.shape)}")
+    return G, M, K, b.shape[2]
+
+
+def _batch_ldc(out, G, M, N, rows):
+    """ldc of the (G, M, N) result (`rows` the name of M): N for a new one, else out's, whose
+    rows must be row-major and its G matrices one after another."""
+    if out is None:
+        return N
+    if tuple(out.shape) != (G, M, N):
+        raise InvalidValue(f"out must be (G, {rows}, N) = ({G}, {M}, {N}), got shape "
+                           f"{_shape(out.shape)}")
+    out_rows = _rows(out.shape, out.strides)
+    ldc = None if out_rows is None else _leading(G * M, N, *out_rows)
+    if ldc is None:
+        raise InvalidValue(f"out must be row-major rows: ({G}, {M}, {N}) with stride 1 along N and "
+                           f"its {G} matrices one after another (strides ({M} * ldc, ldc, 1)), "
+                           f"got strides {_shape(out.strides)}")
+    return ldc
+
+
+def _batch_plan(a, b, ldc, types, device, masked=False):
+    """The grouped problem of a (G, M, K) @ b (G, K, N) as grouped_mm of a's G*M rows (x) and b
+    (w), group g owning rows [g M, (g+1) M) (the first counts[g] of them when masked). a is read
+    in place where its rows flatten into one (G*M, K) matrix (else from a contiguous copy), b
+    where grouped_mm reads w in place."""
+    G, M, K = a.shape
+    N = b.shape[2]
+    shape = (G, M, N)
+    if min(G, M, N) < 1:
+        return GroupedPlan(None, G, types, False, False, shape, device, masked=masked)
+    if K < 1:
+        return GroupedPlan(None, G, types, False, False, shape, device, zero_rows=True,
+                           masked=masked)
+    rows = _rows(a.shape, a.strides)
+    # a.transpose(1, 2) of a (G, K, M) tensor has no such rows: copied (a.contiguous()).
+    x = Tensor((G * M, K), rows if rows is not None else (K, 1), a.dtype, a.device)
+    return _plan(x, b, G, ldc, types, shape, device, copy_x=rows is None, masked=masked)
+
+
 def plan_bmm(a, b, out=None, need_gpu=True):
     """The library's grouped problem for bmm(a, b, out): a (G, M, K) @ b (G, K, N) as
     grouped_mm of a's G*M rows (x) and b (w) with the uniform ends (g+1)*M (which the call
     makes). a is read in place where its rows flatten into one (G*M, K) matrix (else from a
     contiguous copy), b where grouped_mm reads w in place. Raises as plan_grouped_mm."""
-    if len(a.shape) != 3:
-        raise InvalidValue(f"a must be a 3-D (G, M, K) batch of matrices, got shape "
-                           f"{_shape(a.shape)}")
-    G, M, K = a.shape
-    if len(b.shape) != 3 or tuple(b.shape[:2]) != (G, K):
-        raise InvalidValue(f"b must be (G, K, N) = ({G}, {K}, N) for a of shape "
-                           f"{_shape(a.shape)}, got shape {_shape(b.shape)}")
-    N = b.shape[2]
+    G, M, K, N = _batch_shapes(("a", "b"), "M", "batch of matrices", a, b)
     _check_dtypes("bmm", ("a", "b"), a, b)
     result = _result_dtype("bmm", a, None, out)
-    ldc = N
-    if out is not None:
-        if tuple(out.shape) != (G, M, N):
-            raise InvalidValue(f"out must be (G, M, N) = ({G}, {M}, {N}), got shape "
-                               f"{_shape(out.shape)}")
-        rows = _rows(out.shape, out.strides)
-        ldc = None if rows is None else _leading(G * M, N, *rows)
-        if ldc is None:
-            raise InvalidValue(f"out must be row-major rows: ({G}, {M}, {N}) with stride 1 along "
-                               f"N and its {G} matrices one after another (strides "
-                               f"({M} * ldc, ldc, 1)), got strides {_shape(out.strides)}")
+    ldc = _batch_ldc(out, G, M, N, "M")
     named = [("a", a), ("b", b), ("out", out)]
     device = -1
     if need_gpu:
         device = _check_devices([(n, t) for n, t in named if t is not None], "bmm")
     types = DataTypes(b.dtype, a.dtype, result, result)  # the library's A is b
-    if min(G, M, N) < 1:
-        return GroupedPlan(None, G, types, False, False, (G, M, N), device)
-    if K < 1:
-        return GroupedPlan(None, G, types, False, False, (G, M, N), device, zero_rows=True)
-    rows = _rows(a.shape, a.strides)
-    # a.transpose(1, 2) of a (G, K, M) tensor has no such rows: copied (a.contiguous()).
-    x = Tensor((G * M, K), rows if rows is not None else (K, 1), a.dtype, a.device)
-    return _plan(x, b, G, ldc, types, (G, M, N), device, copy_x=rows is None)
+    return _batch_plan(a, b, ldc, types, device)
+
+
+def plan_grouped_mm_masked(x, w, counts, out_dtype=None, out=None, need_gpu=True):
+    """The library's grouped problem for grouped_mm_masked(x, w, counts, out_dtype, out): x
+    (G, cap, K) @ w (G, K, N) as bmm plans it (x's G*cap rows op(B), n = G*cap, w read as
+    grouped_mm reads it), in the masked group layout: counts (G,) int32, group g owning the
+    first counts[g] of its cap rows. Raises as plan_grouped_mm; counts's values (0 to cap) live
+    on the GPU and are not checked."""
+    G, cap, K, N = _batch_shapes(("x", "w"), "cap", "batch of each group's capacity of tokens",
+                                 x, w)
+    result = _check_group_values("grouped_mm_masked", x, w, counts, G, out_dtype, out)
+    ldc = _batch_ldc(out, G, cap, N, "cap")
+    named = [("x", x), ("w", w), ("counts", counts), ("out", out)]
+    device = -1
+    if need_gpu:
+        device = _check_devices([(n, t) for n, t in named if t is not None], "grouped_mm_masked")
+    types = DataTypes(w.dtype, x.dtype, result, result)  # the library's A is w
+    return _batch_plan(x, w, ldc, types, device, masked=True)

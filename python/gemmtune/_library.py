@@ -27,14 +27,17 @@ _STATUS_CODES = {
 OPS = {"n": 0, "t": 1}
 # gemmtune_scaling: how float8 operands are dequantized (gemmtune.h; a test reads them there).
 SCALINGS = {"none": 0, "tensor": 1, "row": 2, "block": 3}
+# gemmtune_group_layout: what a grouped GEMM's G int32 values are (its column ends, or counts).
+GROUP_LAYOUTS = {"contiguous": 0, "masked": 1}
 # gemmtune_matmul_attribute: the type of A, B, C, D and the accumulator, then op(A) and op(B),
 # the scaling, the scale pointers of A and B (each a `const float*`), the groups of a grouped
-# GEMM (an int32) and their column end offsets (a `const int32_t*`).
+# GEMM (an int32), their column end offsets or counts (a `const int32_t*`), and which of the two
+# they are (a gemmtune_group_layout).
 _TYPE_ATTRIBUTES = (0, 1, 2, 3, 4)
 _OP_ATTRIBUTES = (6, 7)
 SCALING_ATTRIBUTE = 5
 SCALE_A_POINTER, SCALE_B_POINTER = 8, 9
-GROUPS_ATTRIBUTE, GROUP_ENDS_POINTER = 10, 11
+GROUPS_ATTRIBUTE, GROUP_ENDS_POINTER, GROUP_LAYOUT_ATTRIBUTE = 10, 11, 12
 
 
 class Error(Exception):
@@ -176,20 +179,25 @@ def type_name(name):
 
 
 class MatmulDesc:
-    """A gemmtune_matmul_desc with the types, ops and scaling of a problem; destroyed with this
-    object. Those never change once it is made; the scale pointers of a scaled descriptor do
-    (set_scales), and the groups of a grouped one (set_groups), so such a descriptor belongs to
-    one thread (scaled_descriptor, grouped_descriptor)."""
+    """A gemmtune_matmul_desc with the types, ops, scaling and group layout of a problem;
+    destroyed with this object. Those never change once it is made; the scale pointers of a
+    scaled descriptor do (set_scales), and the groups of a grouped one (set_groups), so such a
+    descriptor belongs to one thread (scaled_descriptor, grouped_descriptor)."""
 
-    def __init__(self, types, layout, scaling="none"):
+    def __init__(self, types, layout, scaling="none", group_layout="contiguous"):
         lib = library()
         if scaling not in SCALINGS:
             raise Error(f"unknown scaling '{scaling}' (expected none, tensor, row or block)")
+        if group_layout not in GROUP_LAYOUTS:
+            raise Error(f"unknown group layout '{group_layout}' (expected contiguous or masked)")
         values = [type_code(t) for t in types] + [OPS[op] for op in layout]
         attributes = _TYPE_ATTRIBUTES + _OP_ATTRIBUTES
         if scaling != "none":
             values.append(SCALINGS[scaling])
             attributes += (SCALING_ATTRIBUTE,)
+        if group_layout != "contiguous":
+            values.append(GROUP_LAYOUTS[group_layout])
+            attributes += (GROUP_LAYOUT_ATTRIBUTE,)
         handle = ctypes.c_void_p()
         check(lib.gemmtune_matmul_desc_create(ctypes.byref(handle)))
         self._lib, self.handle = lib, handle.value
@@ -205,7 +213,8 @@ class MatmulDesc:
 
     def set_groups(self, groups, ends):
         """G, the groups of the next call (0: one GEMM), and the device address of their G int32
-        column end offsets (an int), which the kernel reads when it runs."""
+        column end offsets, or counts for a masked descriptor (an int), which the kernel reads
+        when it runs."""
         value = ctypes.c_int32(groups)
         check(self._lib.gemmtune_matmul_desc_set_attribute(
             self.handle, GROUPS_ATTRIBUTE, ctypes.byref(value), ctypes.sizeof(value)))
@@ -249,14 +258,14 @@ def descriptor(types, layout, scaling="none"):
 _thread = threading.local()
 
 
-def _thread_descriptor(key):
+def _thread_descriptor(key, group_layout="contiguous"):
     """This thread's descriptor of key = (types, layout, scaling, kind), made on first use."""
     descriptors = getattr(_thread, "descriptors", None)
     if descriptors is None:
         descriptors = _thread.descriptors = {}
     desc = descriptors.get(key)
     if desc is None:
-        desc = descriptors[key] = MatmulDesc(key[0], key[1], key[2])
+        desc = descriptors[key] = MatmulDesc(key[0], key[1], key[2], group_layout)
     return desc
 
 
@@ -266,10 +275,11 @@ def scaled_descriptor(types, layout, scaling):
     return _thread_descriptor((tuple(types), layout, scaling, "scaled"))
 
 
-def grouped_descriptor(types, layout):
-    """A descriptor of this thread for grouped calls, whose groups and group ends each call sets
+def grouped_descriptor(types, layout, group_layout="contiguous"):
+    """A descriptor of this thread for grouped calls of a group layout ('contiguous': the
+    values are column ends; 'masked': counts), whose groups and group values each call sets
     (set_groups) just before it runs: no other thread sees them change."""
-    return _thread_descriptor((tuple(types), layout, "none", "grouped"))
+    return _thread_descriptor((tuple(types), layout, "none", group_layout), group_layout)
 
 
 # alpha and beta as gemmtune_matmul takes them: addresses of host floats. 1 and 0 are nearly

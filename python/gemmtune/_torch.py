@@ -1,9 +1,9 @@
 """PyTorch: tensors as operands, the current stream of their device, scaled_mm (float8, with
-torch._scaled_mm's semantics), grouped_mm and bmm (the grouped kernels, with torch._grouped_mm's
-and torch.bmm's semantics), and the custom operators torch.ops.gemmtune.mm,
-torch.ops.gemmtune.linear (with fake implementations for torch.compile, and autograd formulas),
-torch.ops.gemmtune.scaled_mm, .grouped_mm and .bmm (fake implementations; no autograd).
-Imported only where torch is."""
+torch._scaled_mm's semantics), grouped_mm, grouped_mm_masked and bmm (the grouped kernels, with
+torch._grouped_mm's, DeepGEMM's masked and torch.bmm's semantics), and the custom operators
+torch.ops.gemmtune.mm, torch.ops.gemmtune.linear (with fake implementations for torch.compile,
+and autograd formulas), torch.ops.gemmtune.scaled_mm, .grouped_mm, .grouped_mm_masked and .bmm
+(fake implementations; no autograd). Imported only where torch is."""
 import functools
 from typing import Optional
 
@@ -12,7 +12,7 @@ import torch
 from . import _operands
 from ._api import (_check_scalars, _stream_handle, result_dtype, run_grouped, run_linear,
                    run_matmul, run_scaled, scaled_out_dtype)
-from ._grouped import plan_bmm, plan_grouped_mm
+from ._grouped import plan_bmm, plan_grouped_mm, plan_grouped_mm_masked
 from ._library import Error, InvalidType, check, descriptor, library, scalar
 from ._operands import SUPPORTED, View
 from ._plan import DataTypes, plan_matmul
@@ -355,7 +355,7 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, bias=None, use_f
 
 
 # ---------------------------------------------------------------------------------------------
-# Grouped GEMMs: grouped_mm (torch._grouped_mm's 2-D x 3-D call) and bmm
+# Grouped GEMMs: grouped_mm (torch._grouped_mm's 2-D x 3-D call), grouped_mm_masked and bmm
 
 
 def _described(t):
@@ -369,6 +369,7 @@ def _described(t):
 # repeats the same few shapes call after call.
 _plan_grouped_mm = functools.lru_cache(maxsize=1024)(plan_grouped_mm)
 _plan_bmm = functools.lru_cache(maxsize=1024)(plan_bmm)
+_plan_grouped_mm_masked = functools.lru_cache(maxsize=1024)(plan_grouped_mm_masked)
 
 
 def _torch_tensors(call, named):
@@ -377,11 +378,11 @@ def _torch_tensors(call, named):
             raise InvalidType(f"{name} is a {type(t).__name__}: {call} takes torch tensors")
 
 
-def _grouped_out_dtype(value):
+def _grouped_out_dtype(value, call="grouped_mm"):
     if value is None:
         return None
     if not isinstance(value, torch.dtype):
-        raise InvalidType(f"out_dtype is a {type(value).__name__}: grouped_mm takes a torch dtype "
+        raise InvalidType(f"out_dtype is a {type(value).__name__}: {call} takes a torch dtype "
                           "(torch.bfloat16, torch.float16 or torch.float32) or None (x's)")
     return _name_of(value)
 
@@ -446,6 +447,52 @@ def grouped_mm(x, w, offs, out_dtype=None, out=None):
             and _is_compiling()):
         return torch.ops.gemmtune.grouped_mm(x, w, offs, out_dtype)
     return _grouped_mm(x, w, offs, out_dtype, out)
+
+
+def _grouped_mm_masked(x, w, counts, out_dtype, out):
+    call = "grouped_mm_masked"
+    _torch_tensors(call, (("x", x), ("w", w), ("counts", counts), ("out", out)))
+    plan = _plan_grouped_mm_masked(_described(x), _described(w), _described(counts),
+                                   _grouped_out_dtype(out_dtype, call),
+                                   None if out is None else _described(out))
+    if out is None:  # rows past a group's count are never written
+        out = torch.empty(plan.shape, dtype=torch_dtype(plan.types.d), device=x.device)
+    if plan.zero_rows:  # K = 0: the groups' rows are sums over nothing (no host sync for counts)
+        rows = torch.arange(out.shape[1], device=out.device) < counts.unsqueeze(1)
+        out.masked_fill_(rows.unsqueeze(2), 0)
+    elif plan.problem is not None:
+        _run_grouped(plan, x, w, counts, out)
+    return out
+
+
+def grouped_mm_masked(x, w, counts, out_dtype=None, out=None):
+    """DeepGEMM's masked grouped GEMM (the layout of decode under CUDA graphs) with gemmtune's
+    grouped kernels: out[g, :counts[g]] = x[g, :counts[g]] @ w[g] for each group g, summed in
+    f32 and rounded once. Rows past a group's count are not written.
+
+    x: (G, cap, K), each group's capacity of token rows, read in place where its G*cap rows
+    flatten into one row-major (G*cap, K) matrix (x contiguous, or with padded rows), else from a
+    contiguous copy. w: (G, K, N), as grouped_mm takes it: each w[g] row-major, or
+    W.transpose(1, 2) of nn.Linear-style weights W (G, N, K). counts: (G,) int32 on x's GPU, each
+    0 to cap (not checked: the values stay on the GPU, and the kernel reads them when it runs,
+    so a CUDA graph captured once replays whatever counts hold then, the shapes unchanged).
+    x and w are bfloat16 or float16, of one dtype; the result is out_dtype (a torch dtype;
+    default x's) or out's: a (G, cap, N) tensor to write into, its rows row-major (stride 1
+    along N, may be padded) and its G matrices one after another.
+
+    With out=None the result is a new torch.empty tensor: its rows past a count hold whatever
+    that memory held. Pass out= (torch.zeros, say) where those rows must have defined values;
+    they are left as they were. Only Hopper (sm_90a) has grouped kernels (elsewhere Error
+    'unsupported').
+
+    The library runs bmm's column-major grouped problem D (N x G*cap) = w[g]^T x^T in its masked
+    group layout: its M is N, its N G*cap (group g owning columns [g cap, g cap + counts[g])),
+    its K K, w its A. Raises as grouped_mm. No autograd. With torch >= 2.4 this is
+    torch.ops.gemmtune.grouped_mm_masked under torch.compile (out= takes the eager path)."""
+    if (out is None and OPERATORS and (out_dtype is None or isinstance(out_dtype, torch.dtype))
+            and _is_compiling()):
+        return torch.ops.gemmtune.grouped_mm_masked(x, w, counts, out_dtype)
+    return _grouped_mm_masked(x, w, counts, out_dtype, out)
 
 
 # bmm's group ends, (g+1) * M for g < G, by (G, M, GPU): made once each and never dropped, as
@@ -590,6 +637,23 @@ def _register():
         torch._check(offs.shape[0] == w.shape[0],
                      lambda: "gemmtune.grouped_mm: offs must have one end per group of w")
         return x.new_empty((x.shape[0], w.shape[2]),
+                           dtype=x.dtype if out_dtype is None else out_dtype)
+
+    @torch.library.custom_op("gemmtune::grouped_mm_masked", mutates_args=())
+    def grouped_mm_masked_op(x: torch.Tensor, w: torch.Tensor, counts: torch.Tensor,
+                             out_dtype: Optional[torch.dtype] = None) -> torch.Tensor:
+        return _grouped_mm_masked(x, w, counts, out_dtype, None)
+
+    @grouped_mm_masked_op.register_fake
+    def _(x, w, counts, out_dtype=None):
+        torch._check(x.dim() == 3 and w.dim() == 3,
+                     lambda: "gemmtune.grouped_mm_masked takes a 3-D x (G, cap, K) and a 3-D w "
+                             "(G, K, N)")
+        torch._check(x.shape[0] == w.shape[0], lambda: "gemmtune.grouped_mm_masked: x's G != w's G")
+        torch._check(x.shape[2] == w.shape[1], lambda: "gemmtune.grouped_mm_masked: x's K != w's K")
+        torch._check(counts.dim() == 1 and counts.shape[0] == w.shape[0],
+                     lambda: "gemmtune.grouped_mm_masked: counts must be (G,), one per group")
+        return x.new_empty((x.shape[0], x.shape[1], w.shape[2]),
                            dtype=x.dtype if out_dtype is None else out_dtype)
 
     @torch.library.custom_op("gemmtune::bmm", mutates_args=())

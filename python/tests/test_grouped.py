@@ -1,8 +1,9 @@
-"""grouped_mm and bmm without a GPU or torch: torch._grouped_mm's 2-D x 3-D call and torch.bmm
-become the library's grouped problem (checked by running both definitions in pure Python over
-the tensors' memory, for every striding of x, w and out and for ragged routings), operands that
-cannot be read in place are copied, bad arguments are ValueError or TypeError naming the
-argument, and the library takes the groups and their ends through the descriptor."""
+"""grouped_mm, grouped_mm_masked and bmm without a GPU or torch: torch._grouped_mm's 2-D x 3-D
+call, DeepGEMM's masked layout and torch.bmm become the library's grouped problem (checked by
+running both definitions in pure Python over the tensors' memory, for every striding of x, w and
+out, for ragged routings and for counts from 0 to the capacity), operands that cannot be read in
+place are copied, bad arguments are ValueError or TypeError naming the argument, and the library
+takes the groups, their ends or counts and the group layout through the descriptor."""
 import ctypes
 import itertools
 import random
@@ -14,7 +15,7 @@ import pytest
 import gemmtune
 from conftest import ROOT, no_gpu_only
 from gemmtune import _api, _library
-from gemmtune._grouped import GroupedPlan, plan_bmm, plan_grouped_mm
+from gemmtune._grouped import GroupedPlan, plan_bmm, plan_grouped_mm, plan_grouped_mm_masked
 from gemmtune._plan import DataTypes, Problem
 from gemmtune._scaled import Tensor
 
@@ -32,6 +33,8 @@ def test_the_group_attributes_are_gemmtune_hs():
     attributes = header_enum("GEMMTUNE_MATMUL_DESC_")
     assert attributes["groups"] == _library.GROUPS_ATTRIBUTE
     assert attributes["group_ends_pointer"] == _library.GROUP_ENDS_POINTER
+    assert attributes["group_layout"] == _library.GROUP_LAYOUT_ATTRIBUTE
+    assert header_enum("GEMMTUNE_GROUP_LAYOUT_") == _library.GROUP_LAYOUTS
 
 
 # ---------------------------------------------------------------------------------------------
@@ -206,11 +209,13 @@ def as_read(memory, copied, rng):
     return Memory(contiguous(memory.tensor.shape), lambda *i: memory[i], rng)
 
 
-def library_grouped(p, groups, ends, a, b, d):
+def library_grouped(p, groups, ends, a, b, d, masked=False):
     """The library's definition (gemmtune.h, GEMMTUNE_MATMUL_DESC_GROUPS) over raw memory: for
     the columns j of group g, [end[g-1], end[g]), D[i + j ldc] = sum over l of
     op(A_g)(i, l) op(B)(l, j), A_g the g-th matrix of A, g lda (columns of A as stored) elements
-    after the first. Columns past end[G-1] are not written."""
+    after the first. Columns past end[G-1] are not written. masked
+    (GEMMTUNE_GROUP_LAYOUT_MASKED): `ends` are counts, group g's columns
+    [g cap, g cap + count[g]) of cap = n / G each; the columns past a count are not written."""
     cols_a = p.k if p.layout[0] == "n" else p.m
     for g in range(groups):
         base = g * p.lda * cols_a
@@ -220,7 +225,9 @@ def library_grouped(p, groups, ends, a, b, d):
 
         def op_b(l, j):
             return b[l + j * p.ldb if p.layout[1] == "n" else j + l * p.ldb]
-        for j in range(ends[g - 1] if g else 0, ends[g]):
+        columns = (range(g * (p.n // groups), g * (p.n // groups) + ends[g]) if masked
+                   else range(ends[g - 1] if g else 0, ends[g]))
+        for j in columns:
             for i in range(p.m):
                 d[i + j * p.ldc] = sum(op_a(i, l) * op_b(l, j) for l in range(p.k))
 
@@ -254,27 +261,38 @@ def test_the_library_computes_what_torch_grouped_mm_does(ends, padded_out):
             assert got == pytest.approx(want, rel=1e-9, abs=1e-9), (x_name, w_name, row, n)
 
 
-def test_the_library_computes_what_torch_bmm_does():
-    G, M, K, N = 3, 4, 5, 2
-    rng = random.Random(11)
-    ends = [(g + 1) * M for g in range(G)]
+def batched_runs(shape, dtype, plan, values, rng):
+    """The library's definition over memory for every layout of a (G, M, K), b (G, K, N) and a
+    (G, M, N) out with contiguous or padded rows, planned by plan(a, b, out) and given the group
+    values `values`: yields (where, a, b, result), result(g, m, n) the value the library wrote
+    there (None: never written)."""
+    G, M, K, N = shape
     outs = {"contiguous": (M * N, N, 1), "padded rows": (M * (N + 3), N + 3, 1)}
     for (a_name, (a_strides, *_)), (b_name, (b_strides, *_)), (out_name, out_strides) in \
             itertools.product(a_layouts(G, M, K).items(), w_layouts(G, K, N).items(),
                               outs.items()):
-        a_t = Tensor((G, M, K), a_strides, "f16", GPU)
-        b_t = Tensor((G, K, N), b_strides, "f16", GPU)
+        a_t = Tensor((G, M, K), a_strides, dtype, GPU)
+        b_t = Tensor((G, K, N), b_strides, dtype, GPU)
         a = Memory(a_t, lambda g, m, k: rng.uniform(-1, 1), rng)
         b = Memory(b_t, lambda g, k, n: rng.uniform(-1, 1), rng)
-        out_t = Tensor((G, M, N), out_strides, "f16", GPU)
-        plan = plan_bmm(a_t, b_t, out_t)
-        d = [None] * (G * out_strides[0])
-        library_grouped(plan.problem, plan.groups, ends, as_read(b, plan.copy_w, rng).data,
-                        as_read(a, plan.copy_x, rng).data, d)
+        p = plan(a_t, b_t, Tensor((G, M, N), out_strides, dtype, GPU))
+        d = [None] * (G * out_strides[0])  # None: never written
+        library_grouped(p.problem, p.groups, values, as_read(b, p.copy_w, rng).data,
+                        as_read(a, p.copy_x, rng).data, d, masked=p.masked)
+
+        def result(*index, d=d, out_strides=out_strides):
+            return d[sum(i * s for i, s in zip(index, out_strides))]
+        yield (a_name, b_name, out_name), a, b, result
+
+
+def test_the_library_computes_what_torch_bmm_does():
+    G, M, K, N = 3, 4, 5, 2
+    ends = [(g + 1) * M for g in range(G)]
+    for where, a, b, result in batched_runs((G, M, K, N), "f16", plan_bmm, ends,
+                                            random.Random(11)):
         for g, m, n in itertools.product(range(G), range(M), range(N)):
             want = sum(a[g, m, k] * b[g, k, n] for k in range(K))
-            got = d[sum(i * s for i, s in zip((g, m, n), out_strides))]
-            assert got == pytest.approx(want, rel=1e-9, abs=1e-9), (a_name, b_name, out_name)
+            assert result(g, m, n) == pytest.approx(want, rel=1e-9, abs=1e-9), where
 
 
 # ---------------------------------------------------------------------------------------------
@@ -382,20 +400,23 @@ def test_bmm_errors():
 
 
 class CountingLibrary:
-    """libgemmtune with gemmtune_matmul recorded instead of run, and the groups and group ends
-    of the descriptor it was given read back at that moment."""
+    """libgemmtune with gemmtune_matmul recorded instead of run, and the groups, group ends and
+    group layout of the descriptor it was given read back at that moment."""
 
     def __init__(self, lib):
-        self.lib, self.matmuls = lib, []
+        self.lib, self.matmuls, self.group_layouts = lib, [], []
 
     def gemmtune_matmul(self, device, handle, *args):
-        pointer, value = ctypes.c_void_p(), ctypes.c_int32()
+        pointer, value, layout = ctypes.c_void_p(), ctypes.c_int32(), ctypes.c_int32()
         _library.check(self.lib.gemmtune_matmul_desc_get_attribute(
             handle, _library.GROUP_ENDS_POINTER, ctypes.byref(pointer), ctypes.sizeof(pointer),
             None))
         _library.check(self.lib.gemmtune_matmul_desc_get_attribute(
             handle, _library.GROUPS_ATTRIBUTE, ctypes.byref(value), 4, None))
+        _library.check(self.lib.gemmtune_matmul_desc_get_attribute(
+            handle, _library.GROUP_LAYOUT_ATTRIBUTE, ctypes.byref(layout), 4, None))
         self.matmuls.append((device, handle, value.value, pointer.value) + args)
+        self.group_layouts.append(layout.value)
         return 0
 
     def __getattr__(self, name):
@@ -417,6 +438,7 @@ def test_the_call_passes_w_as_a_x_as_b_and_the_ends(monkeypatch):
      on) = counting.matmuls[-1]
     assert (device, groups, ends_pointer, m, n, k, first, lda, second, ldb, c, ldc, on) == (
         GPU, G, ends, N, T, K, w, K, x, K + 8, out, N, stream)
+    assert counting.group_layouts[-1] == _library.GROUP_LAYOUTS["contiguous"]
     assert [scalar_value(alpha), scalar_value(beta)] == [1.0, 0.0]
     # The descriptor is this thread's, made for grouped calls: another thread calls with its
     # own, and the shared descriptor of the types (select, record, plain calls) has no groups.
@@ -438,13 +460,18 @@ def test_the_call_passes_w_as_a_x_as_b_and_the_ends(monkeypatch):
     assert counting.matmuls[-1][2:4] == (3, ends + 64)
 
 
-def test_the_library_refuses_groups_without_their_ends():
-    plan = plan_grouped_mm(X, W, OFFS)
-    with pytest.raises(gemmtune.Error, match=r"^8 groups need their column end offsets: "
-                                             r"GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER is not set "
-                                             r"\(a device pointer to 8 int32 offsets\)$") as e:
+@pytest.mark.parametrize("masked", [False, True], ids=["ends", "counts"])
+def test_the_library_refuses_groups_without_their_ends_or_counts(masked):
+    if masked:
+        plan = plan_grouped_mm_masked(contiguous((G, 64, K)), W, OFFS)
+        says = r"8 masked groups need their counts: .* \(a device pointer to 8 int32 counts\)"
+    else:
+        plan = plan_grouped_mm(X, W, OFFS)
+        says = r"8 groups need their column end offsets: .* \(a device pointer to 8 int32 offsets\)"
+    with pytest.raises(gemmtune.Error, match=rf"^{says}$") as e:
         _api.run_grouped(plan, 0x7F0001000000, 0x7F0000000000, 0, 0x7F0002000000, 0)
     assert e.value.code == "invalid_argument"
+    assert "GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER is not set" in str(e.value)
 
 
 def test_the_library_bounds_the_groups():
@@ -456,7 +483,8 @@ def test_the_library_bounds_the_groups():
 
 @no_gpu_only
 def test_without_a_gpu_the_library_takes_the_problem_and_says_no_gpu():
-    for plan in (plan_grouped_mm(X, W, OFFS), plan_bmm(A, B)):
+    for plan in (plan_grouped_mm(X, W, OFFS), plan_bmm(A, B),
+                 plan_grouped_mm_masked(contiguous((G, 64, K)), W, OFFS)):
         assert isinstance(plan, GroupedPlan)
         with pytest.raises(gemmtune.Error, match="^no GPU: ") as e:
             _api.run_grouped(plan, 0x7F0001000000, 0x7F0000000000, 0x7F0003000000,
@@ -473,3 +501,118 @@ def test_grouped_mm_and_bmm_without_torch_say_so():
     with pytest.raises(TypeError, match=r"^bmm takes torch tensors, and torch is not importable "
                                         r"here$"):
         gemmtune.bmm(A, B)
+    with pytest.raises(TypeError, match=r"^grouped_mm_masked takes torch tensors, and torch is "
+                                        r"not importable here$"):
+        gemmtune.grouped_mm_masked(A, B, OFFS)
+
+
+# ---------------------------------------------------------------------------------------------
+# The masked layout: grouped_mm_masked, x (G, cap, K), counts (G,)
+
+
+CAP = 64
+XM = contiguous((G, CAP, K))
+
+
+@pytest.mark.parametrize("x_name", list(a_layouts(3, 4, 5)))
+@pytest.mark.parametrize("w_name", list(w_layouts(3, 5, 4)))
+def test_masked_is_bmms_problem_with_counts(x_name, w_name):
+    Gm, cap, Km, Nm = 4, 48, 128, 96
+    x_strides, op_b, ldb, copy_x = a_layouts(Gm, cap, Km)[x_name]
+    w_strides, op_a, lda, copy_w = w_layouts(Gm, Km, Nm)[w_name]
+    plan = plan_grouped_mm_masked(Tensor((Gm, cap, Km), x_strides, "bf16", GPU),
+                                  Tensor((Gm, Km, Nm), w_strides, "bf16", GPU), offs(Gm))
+    # m = N, n = G * cap (group g's columns start at g * cap), k = K; the counts say how many.
+    assert plan.problem == Problem("bf16", op_a + op_b, Nm, Gm * cap, Km, lda, ldb, Nm)
+    assert (plan.groups, plan.masked, plan.copy_x, plan.copy_w) == (Gm, True, copy_x, copy_w)
+    assert (plan.shape, plan.device, plan.zero_rows) == ((Gm, cap, Nm), GPU, False)
+    # grouped_mm and bmm are not masked.
+    assert not plan_grouped_mm(X, W, OFFS).masked and not plan_bmm(A, B).masked
+
+
+def test_masked_out_gives_ldc_and_the_result_dtype():
+    out = Tensor((G, CAP, N), (CAP * (N + 8), N + 8, 1), "bf16", GPU)
+    plan = plan_grouped_mm_masked(XM, W, OFFS, out=out)
+    assert plan.problem.ldc == N + 8 and plan.types == DataTypes.uniform("bf16")
+    plan = plan_grouped_mm_masked(XM, W, OFFS, out=contiguous((G, CAP, N), "f32"))
+    assert plan.problem.dtype == "bf16*bf16->f32"
+    assert plan_grouped_mm_masked(XM, W, OFFS, "f16").problem.dtype == "bf16*bf16->f16"
+
+
+def test_masked_empty_problems():
+    for plan in (plan_grouped_mm_masked(contiguous((G, 0, K)), W, OFFS),
+                 plan_grouped_mm_masked(XM, contiguous((G, K, 0)), OFFS),
+                 plan_grouped_mm_masked(contiguous((0, CAP, K)), contiguous((0, K, N)), offs(0))):
+        assert plan.problem is None and not plan.zero_rows and plan.masked
+    plan = plan_grouped_mm_masked(contiguous((G, CAP, 0)), contiguous((G, 0, N)), OFFS)
+    assert plan.problem is None and plan.zero_rows and plan.shape == (G, CAP, N)
+
+
+COUNTS = [(0, 4, 2), (4, 4, 4), (0, 0, 0), (1, 0, 4)]  # G = 3, cap = 4: from none to full
+
+
+@pytest.mark.parametrize("counts", COUNTS)
+def test_the_library_computes_what_grouped_mm_masked_does(counts):
+    Gm, cap, Km, Nm = 3, 4, 5, 2
+
+    def plan(x, w, out):
+        return plan_grouped_mm_masked(x, w, offs(Gm), out=out)
+    for where, x, w, result in batched_runs((Gm, cap, Km, Nm), "bf16", plan, counts,
+                                            random.Random(hash(counts) % 1000)):
+        for g, r, n in itertools.product(range(Gm), range(cap), range(Nm)):
+            got = result(g, r, n)
+            if r >= counts[g]:  # past the group's count: left as it was
+                assert got is None, where + (g, r, n)
+                continue
+            want = sum(x[g, r, k] * w[g, k, n] for k in range(Km))
+            assert got == pytest.approx(want, rel=1e-9, abs=1e-9), where + (g, r, n)
+
+
+def test_grouped_mm_masked_errors():
+    plan = plan_grouped_mm_masked
+    refused(ValueError, r"^x must be a 3-D \(G, cap, K\) batch of each group's capacity of "
+                        r"tokens, got shape \(300, 512\)$", plan, X, W, OFFS)
+    refused(ValueError, r"^w must be \(G, K, N\) = \(8, 512, N\) for x of shape \(8, 64, 512\), "
+                        r"got shape \(4, 512, 1024\)$", plan, XM, contiguous((4, K, N)), OFFS)
+    refused(ValueError, r"^counts must be \(G,\) = \(8,\): the tokens of each group of x, got "
+                        r"shape \(7,\)$", plan, XM, W, offs(7))
+    refused(TypeError, r"^x has dtype float32: grouped_mm_masked multiplies bfloat16 or float16 "
+                       r"x and w", plan, XM._replace(dtype="f32"), W._replace(dtype="f32"), OFFS)
+    refused(TypeError, r"^w has dtype float16 but x has bfloat16: grouped_mm_masked needs x and "
+                       r"w of one dtype$", plan, XM, W._replace(dtype="f16"), OFFS)
+    refused(TypeError, r"^counts has dtype int64: the group counts are int32$",
+            plan, XM, W, OFFS._replace(dtype="int64"))
+    refused(TypeError, r"^out_dtype is float64: grouped_mm_masked writes bfloat16, float16 or "
+                       r"float32$", plan, XM, W, OFFS, "float64")
+    refused(ValueError, r"^out must be \(G, cap, N\) = \(8, 64, 1024\), got shape "
+                        r"\(8, 1024, 64\)$", plan, XM, W, OFFS, out=contiguous((G, N, CAP)))
+    refused(ValueError, r"^out must be row-major rows: \(8, 64, 1024\) with stride 1 along N and "
+                        r"its 8 matrices one after another \(strides \(64 \* ldc, ldc, 1\)\), got "
+                        r"strides \(65536, 1, 64\)$",
+            plan, XM, W, OFFS, out=Tensor((G, CAP, N), (CAP * N, 1, CAP), "bf16", GPU))
+    refused(ValueError, r"^counts is not on a CUDA GPU: grouped_mm_masked multiplies tensors in "
+                        r"GPU memory", plan, XM, W, offs(G, device=-2))
+    refused(ValueError, r"^x is on GPU 0 but out is on GPU 1: grouped_mm_masked needs every "
+                        r"tensor", plan, XM, W, OFFS, out=contiguous((G, CAP, N), device=1))
+    unchecked = plan(*(t._replace(device=-2) for t in (XM, W, OFFS)), need_gpu=False)
+    assert unchecked.device == -1 and unchecked.problem is not None
+
+
+def test_the_masked_call_passes_its_counts_in_the_masked_layout(monkeypatch):
+    counting = CountingLibrary(_library.library())
+    monkeypatch.setattr(_library, "_lib", counting)
+    plan = plan_grouped_mm_masked(XM, W, OFFS)
+    x, w, counts, out, stream = 0x7F0000000000, 0x7F0001000000, 0x7F0003000000, 0x7F0002000000, 7
+    _api.run_grouped(plan, w, x, counts, out, stream)
+    (device, handle, groups, counts_pointer, m, n, k, _, first, lda, second, ldb, _, c, ldc,
+     on) = counting.matmuls[-1]
+    assert (device, groups, counts_pointer, m, n, k, first, lda, second, ldb, c, ldc, on) == (
+        GPU, G, counts, N, G * CAP, K, w, N, x, K, out, N, stream)
+    assert counting.group_layouts[-1] == _library.GROUP_LAYOUTS["masked"]
+    # This thread's masked descriptor of the types and layout, set masked once when made; a
+    # contiguous call of the same types and layout has its own.
+    assert _library.grouped_descriptor(plan.types, "nn", "masked").handle == handle
+    _api.run_grouped(plan_bmm(XM, W), w, x, counts, out, stream)
+    assert counting.matmuls[-1][1] != handle
+    assert counting.group_layouts[-1] == _library.GROUP_LAYOUTS["contiguous"]
+

@@ -1,14 +1,14 @@
-"""grouped_mm's and bmm's torch front end without a GPU (skipped without torch): torch's strides
-give the plan (nn.Linear-style weights transposed, x.t(), padded rows), the errors torch tensors
-get, and the fake implementations of torch.ops.gemmtune.grouped_mm and .bmm that torch.compile
-traces with."""
+"""grouped_mm's, grouped_mm_masked's and bmm's torch front end without a GPU (skipped without
+torch): torch's strides give the plan (nn.Linear-style weights transposed, x.t(), padded rows),
+the errors torch tensors get, and the fake implementations of torch.ops.gemmtune.grouped_mm,
+.grouped_mm_masked and .bmm that torch.compile traces with."""
 import pytest
 
 torch = pytest.importorskip("torch")
 
 import gemmtune  # noqa: E402
 from gemmtune import Problem, _torch  # noqa: E402
-from gemmtune._grouped import plan_bmm, plan_grouped_mm  # noqa: E402
+from gemmtune._grouped import plan_bmm, plan_grouped_mm, plan_grouped_mm_masked  # noqa: E402
 
 BF16, F16 = torch.bfloat16, torch.float16
 T, K, N, G = 300, 512, 1024, 8
@@ -54,6 +54,26 @@ def test_bmm_strides_give_the_problem():
     assert plan_bmm(*described(at, b), need_gpu=False).copy_x
 
 
+def test_masked_strides_give_the_problem():
+    cap = 64
+    x = torch.empty(G, cap, K, dtype=BF16, device="meta")
+    counts = torch.empty(G, dtype=torch.int32, device="meta")
+    wt = torch.empty(G, N, K, dtype=BF16, device="meta").transpose(1, 2)
+    plan = plan_grouped_mm_masked(*described(x, wt, counts), need_gpu=False)
+    assert plan.problem == Problem("bf16", "tn", N, G * cap, K, K, K, N)
+    assert (plan.groups, plan.masked, plan.copy_x, plan.copy_w) == (G, True, False, False)
+    assert plan.shape == (G, cap, N)
+    # Padded rows of x and out are read in place; x.transpose(1, 2) of a (G, K, cap) tensor is
+    # copied.
+    xp = torch.empty(G, cap, K + 8, dtype=BF16, device="meta")[:, :, :K]
+    out = torch.empty(G, cap, N + 8, dtype=BF16, device="meta")[:, :, :N]
+    plan = plan_grouped_mm_masked(*described(xp, wt, counts), out=described(out)[0],
+                                  need_gpu=False)
+    assert plan.problem == Problem("bf16", "tn", N, G * cap, K, K, K + 8, N + 8)
+    xt = torch.empty(G, K, cap, dtype=BF16, device="meta").transpose(1, 2)
+    assert plan_grouped_mm_masked(*described(xt, wt, counts), need_gpu=False).copy_x
+
+
 def cpu(*shape, dtype=BF16):
     return torch.zeros(*shape, dtype=dtype)
 
@@ -89,6 +109,20 @@ def test_errors_of_torch_tensors():
     with pytest.raises(TypeError, match=r"^b has dtype float16 but a has bfloat16: bmm needs a "
                                         r"and b of one dtype$"):
         gemmtune.bmm(cpu(G, 64, K), w.half())
+    xm = cpu(G, 64, K)
+    with pytest.raises(ValueError, match=r"^x is not on a CUDA GPU: grouped_mm_masked multiplies "
+                                         r"tensors in GPU memory"):
+        gemmtune.grouped_mm_masked(xm, w, offs)
+    with pytest.raises(TypeError, match=r"^counts is a list: grouped_mm_masked takes torch "
+                                        r"tensors$"):
+        gemmtune.grouped_mm_masked(xm, w, [1] * G)
+    with pytest.raises(TypeError, match=r"^out_dtype is a str: grouped_mm_masked takes a torch "
+                                        r"dtype"):
+        gemmtune.grouped_mm_masked(xm, w, offs, "bf16")
+    with pytest.raises(TypeError, match=r"^counts has dtype int64: the group counts are int32$"):
+        gemmtune.grouped_mm_masked(xm, w, offs.long())
+    with pytest.raises(ValueError, match=r"^x must be a 3-D \(G, cap, K\)"):
+        gemmtune.grouped_mm_masked(x, w, offs)
 
 
 @pytest.mark.skipif(not gemmtune.torch_operators, reason="torch < 2.4: no torch.library.custom_op")
@@ -111,6 +145,14 @@ def test_the_fake_implementations_give_the_results_shape_and_dtype(out_dtype):
             torch.ops.gemmtune.bmm(cpu(G, 64, K), cpu(G, K + 1, 96))
         with pytest.raises(RuntimeError, match="a's G != b's G"):
             torch.ops.gemmtune.bmm(cpu(G, 64, K), cpu(G + 1, K, 96))
+        y = torch.ops.gemmtune.grouped_mm_masked(cpu(G, 64, K), w, offs, out_dtype)
+        assert (tuple(y.shape), y.dtype) == ((G, 64, N), out_dtype or BF16)
+        with pytest.raises(RuntimeError, match="x's K != w's K"):
+            torch.ops.gemmtune.grouped_mm_masked(cpu(G, 64, K + 1), w, offs)
+        with pytest.raises(RuntimeError, match="x's G != w's G"):
+            torch.ops.gemmtune.grouped_mm_masked(cpu(G + 1, 64, K), w, offs)
+        with pytest.raises(RuntimeError, match=r"counts must be \(G,\), one per group"):
+            torch.ops.gemmtune.grouped_mm_masked(cpu(G, 64, K), w, offs[:3])
     # Meta tensors take the same implementations.
     meta = {"device": "meta", "dtype": BF16}
     y = torch.ops.gemmtune.grouped_mm(torch.empty(T, K, **meta), torch.empty(G, K, N, **meta),
@@ -118,3 +160,8 @@ def test_the_fake_implementations_give_the_results_shape_and_dtype(out_dtype):
     assert (y.device.type, tuple(y.shape), y.dtype) == ("meta", (T, N), out_dtype or BF16)
     y = torch.ops.gemmtune.bmm(torch.empty(G, 64, K, **meta), torch.empty(G, K, 96, **meta))
     assert (y.device.type, tuple(y.shape), y.dtype) == ("meta", (G, 64, 96), BF16)
+    y = torch.ops.gemmtune.grouped_mm_masked(torch.empty(G, 64, K, **meta),
+                                             torch.empty(G, K, N, **meta),
+                                             torch.empty(G, dtype=torch.int32, device="meta"),
+                                             out_dtype)
+    assert (y.device.type, tuple(y.shape), y.dtype) == ("meta", (G, 64, N), out_dtype or BF16)
