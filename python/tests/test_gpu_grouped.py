@@ -3,7 +3,11 @@ sm_90): gemmtune.grouped_mm against a float32 reference of each group and agains
 torch._grouped_mm, with uniform, skewed and ragged routings (empty groups, offs[-1] < T, whose
 rows past it are never written), both weight stridings, bf16 and f16; bmm against torch.bmm; a
 CUDA graph captured once and replayed with other routings written into the same offs; the
-custom operators under torch.compile. On other GPUs: the library's refusal, by name."""
+custom operators under torch.compile; grouped_mm_masked against a per-group reference with
+counts from 0 to the capacity (rows past a count untouched), and in a CUDA graph replayed with
+three sets of counts. On other GPUs: the library's refusal, by name."""
+import math
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -100,6 +104,18 @@ def test_matches_a_per_group_reference(dtype, striding, routing):
     assert out[end:].isnan().all()
 
 
+def f32_or_refused(call):
+    """An f32 result, where the library has such kernels; else None, its refusal naming the
+    types."""
+    try:
+        y = call()
+    except gemmtune.Error as e:
+        assert e.code == "unsupported" and "->f32" in str(e), e
+        return None
+    assert y.dtype == torch.float32
+    return y
+
+
 @hopper
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_other_layouts_and_outputs(dtype):
@@ -119,13 +135,8 @@ def test_other_layouts_and_outputs(dtype):
     w2 = torch.empty(2 * G, K, N, dtype=dtype, device="cuda")[::2].copy_(w)
     assert plan_of(x, w2, offs).copy_w
     close(gemmtune.grouped_mm(x, w2, offs), want, dtype, end)
-    # An f32 result, where the library has such kernels; else its refusal names the types.
-    try:
-        y = gemmtune.grouped_mm(x, w, offs, out_dtype=torch.float32)
-    except gemmtune.Error as e:
-        assert e.code == "unsupported" and "->f32" in str(e), e
-    else:
-        assert y.dtype == torch.float32
+    y = f32_or_refused(lambda: gemmtune.grouped_mm(x, w, offs, out_dtype=torch.float32))
+    if y is not None:
         close(y, want, dtype, end)
 
 
@@ -192,19 +203,23 @@ def test_empty_products():
     assert (gemmtune.bmm(x[:64, :0].expand(2, 64, 0), w[:2, :0]) == 0).all()
 
 
+def warm_up(call):
+    """call() outside any capture, so that the library loads the kernel before a graph captures
+    the call: on a side stream, as torch recommends."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        call()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+
+
 @hopper
 def test_a_captured_graph_replays_other_routings():
     dtype = torch.bfloat16
     x, w = rand(T, K, dtype=dtype, seed=10), weights(G, K, N, dtype, "transposed", seed=11)
     offs = ends_of(ROUTINGS["uniform"])
-    # Warm up outside the capture (the library loads the kernel), on a side stream as torch
-    # recommends.
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        gemmtune.grouped_mm(x, w, offs)
-    torch.cuda.current_stream().wait_stream(side)
-    torch.cuda.synchronize()
+    warm_up(lambda: gemmtune.grouped_mm(x, w, offs))
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         y = gemmtune.grouped_mm(x, w, offs)
@@ -275,3 +290,137 @@ def test_other_gpus_refuse_grouped_problems_by_name():
     with pytest.raises(gemmtune.Error) as e:
         gemmtune.grouped_mm(x, w, ends_of(ROUTINGS["uniform"]))
     assert e.value.code == "unsupported" and "no kernel family supports" in str(e.value), e.value
+    with pytest.raises(gemmtune.Error) as e:
+        gemmtune.grouped_mm_masked(x.view(G, T // G, K), w, counts_of(COUNTS["mixed"]))
+    assert e.value.code == "unsupported" and "no kernel family supports" in str(e.value), e.value
+
+
+# ---------------------------------------------------------------------------------------------
+# grouped_mm_masked: x (G, CAP, K), counts[g] of each group's CAP rows are tokens
+
+CAP = 64  # T // G: the same x viewed as (G, CAP, K)
+COUNTS = {
+    "mixed": [0, 64, 5, 64, 0, 37, 1, 63],  # empty groups, full ones, rows ending mid-tile
+    "all full": [64] * 8,
+    "all empty": [0] * 8,
+    "one token each": [1] * 8,
+    "first and last": [64, 0, 0, 0, 0, 0, 0, 17],
+}
+
+
+def counts_of(sizes):
+    return torch.tensor(sizes, dtype=torch.int32, device="cuda")
+
+
+def in_groups(counts, cap):
+    """(G, cap) bool: the rows of the groups, r < counts[g]."""
+    return torch.arange(cap, device="cuda") < counts.unsqueeze(1)
+
+
+def masked_reference(x, w, counts):
+    """The definition in f32: out[g, :counts[g]] = x[g, :counts[g]] @ w[g]; NaN past a count."""
+    out = torch.full((x.shape[0], x.shape[1], w.shape[2]), float("nan"), device="cuda")
+    for g, count in enumerate(counts.tolist()):
+        out[g, :count] = x[g, :count].float() @ w[g].float()
+    return out
+
+
+def close_masked(got, want, counts, dtype, untouched=None):
+    """got against want on the groups' rows; the rows past a count hold `untouched` (NaN: never
+    written), where given."""
+    rows = in_groups(counts, got.shape[1])
+    close(got[rows], want[rows], dtype)
+    if untouched is not None:
+        rest = got[~rows].float()
+        kept = rest.isnan() if math.isnan(untouched) else rest == untouched
+        assert kept.all(), "rows past a count were written"
+
+
+@hopper
+@pytest.mark.parametrize("counts_name", list(COUNTS))
+@pytest.mark.parametrize("striding", STRIDINGS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_masked_matches_a_per_group_reference(dtype, striding, counts_name):
+    x = rand(G, CAP, K, dtype=dtype, seed=21)
+    w = weights(G, K, N, dtype, striding, seed=22)
+    counts = counts_of(COUNTS[counts_name])
+    plan = _torch._plan_grouped_mm_masked(*(_torch._described(t) for t in (x, w, counts)), None,
+                                          None)
+    assert plan.masked and plan.problem.layout == ("nn" if striding == "row-major" else "tn")
+    assert not plan.copy_x and not plan.copy_w
+    want = masked_reference(x, w, counts)
+    y = gemmtune.grouped_mm_masked(x, w, counts)
+    assert y.shape == (G, CAP, N) and y.dtype == dtype
+    close_masked(y, want, counts, dtype)
+    # out=: the groups' rows written in place, the rows past a count left as they were.
+    out = torch.full((G, CAP, N), float("nan"), dtype=dtype, device="cuda")
+    assert gemmtune.grouped_mm_masked(x, w, counts, out=out) is out
+    close_masked(out, want, counts, dtype, untouched=float("nan"))
+    zeros = torch.zeros(G, CAP, N, dtype=dtype, device="cuda")
+    gemmtune.grouped_mm_masked(x, w, counts, out=zeros)
+    close_masked(zeros, want, counts, dtype, untouched=0.0)
+
+
+@hopper
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_masked_other_layouts_and_outputs(dtype):
+    counts = counts_of(COUNTS["mixed"])
+    x, w = rand(G, CAP, K, dtype=dtype, seed=23), weights(G, K, N, dtype, "row-major", seed=24)
+    want = masked_reference(x, w, counts)
+    # Padded rows of x, w and out: read and written in place.
+    xp = torch.empty(G, CAP, K + 8, dtype=dtype, device="cuda")[:, :, :K].copy_(x)
+    wp = torch.empty(G, K, N + 8, dtype=dtype, device="cuda")[:, :, :N].copy_(w)
+    out = torch.full((G, CAP, N + 8), float("nan"), dtype=dtype, device="cuda")[:, :, :N]
+    close_masked(gemmtune.grouped_mm_masked(xp, wp, counts, out=out), want, counts, dtype,
+                 untouched=float("nan"))
+    # x.transpose(1, 2) of a (G, K, CAP) tensor: its rows do not flatten, so it is copied.
+    xt = x.transpose(1, 2).contiguous().transpose(1, 2)
+    plan = _torch._plan_grouped_mm_masked(*(_torch._described(t) for t in (xt, w, counts)), None,
+                                          None)
+    assert plan.copy_x
+    close_masked(gemmtune.grouped_mm_masked(xt, w, counts), want, counts, dtype)
+    y = f32_or_refused(lambda: gemmtune.grouped_mm_masked(x, w, counts, out_dtype=torch.float32))
+    if y is not None:
+        close_masked(y, want, counts, dtype)
+    # K = 0: the groups' rows are sums over nothing; the rows past a count are left alone.
+    out = torch.full((G, CAP, N), 7.0, dtype=dtype, device="cuda")
+    gemmtune.grouped_mm_masked(x[:, :, :0], w[:, :0], counts, out=out)
+    rows = in_groups(counts, CAP)
+    assert (out[rows] == 0).all() and (out[~rows] == 7).all()
+
+
+@hopper
+def test_a_captured_masked_graph_replays_other_counts():
+    dtype = torch.bfloat16
+    x, w = rand(G, CAP, K, dtype=dtype, seed=25), weights(G, K, N, dtype, "transposed", seed=26)
+    counts = counts_of(COUNTS["all full"])
+    out = torch.empty(G, CAP, N, dtype=dtype, device="cuda")
+    warm_up(lambda: gemmtune.grouped_mm_masked(x, w, counts, out=out))
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        gemmtune.grouped_mm_masked(x, w, counts, out=out)
+    # The kernel reads the counts when it runs: each replay follows what counts holds then, and
+    # writes no row past them.
+    for name in ("mixed", "first and last", "one token each"):
+        counts.copy_(counts_of(COUNTS[name]))
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        close_masked(out, masked_reference(x, w, counts), counts, dtype, untouched=float("nan"))
+
+
+@hopper
+@pytest.mark.skipif(not gemmtune.torch_operators, reason="torch < 2.4: no torch.library.custom_op")
+@pytest.mark.parametrize("backend", ["aot_eager", "inductor"])
+def test_masked_under_torch_compile(backend):
+    def experts(x, w, counts):
+        return gemmtune.grouped_mm_masked(x, w, counts) * 2
+
+    dtype = torch.bfloat16
+    x, w = rand(G, CAP, K, dtype=dtype, seed=27), weights(G, K, N, dtype, "transposed", seed=28)
+    compiled = torch.compile(experts, fullgraph=True, backend=backend)
+    for name in ("mixed", "first and last"):  # counts are an input, read when the kernel runs
+        counts = counts_of(COUNTS[name])
+        y = compiled(x, w, counts)
+        assert y.shape == (G, CAP, N) and y.dtype == dtype
+        close_masked(y, 2 * masked_reference(x, w, counts), counts, dtype)
