@@ -275,24 +275,23 @@ TEST(DbMerge, ProblemsThatReadCAndThoseThatDoNotStayApart) {
   EXPECT_TRUE(out.best(h100(), q)->problem.reads_c);
 }
 
-// A grouped problem (G experts that split N) and one GEMM of the same sizes are tuned apart;
-// merging keeps their candidates and winners apart. Their candidates are of another template
-// version: history, which a merge keeps without asking whether a family runs groups.
-TEST(DbMerge, GroupedProblemsAndOneGemmOfTheSameSizesStayApart) {
+// Two problems of the same sizes that are tuned apart (p one GEMM or contiguous groups, q other
+// groups or another layout of them), each tuned into a file of its own: merging keeps their
+// candidates and winners apart, and each filter finds its own. Their candidates are of another
+// template version: history, which a merge keeps without asking whether a family runs groups.
+void expect_merged_apart(const Problem& p, const Problem& q,
+                         const std::vector<CandidateRecord>& measured, const DbFilter& only_p,
+                         const DbFilter& only_q) {
   TempDir dir;
-  const Workload w = llm_like_workload();
-  const Problem p = w.problems[0];
-  Problem q = p;
-  q.groups = 8;
   auto history = [](std::vector<CandidateRecord> cands) {
     for (auto& c : cands) c.template_version = "00000000deadbeef";
     return cands;
   };
-  auto other = history(w.candidates[0]);
+  auto other = history(measured);
   std::reverse(other.begin(), other.end());
   for (size_t i = 0; i < other.size(); ++i) other[i].median_ms = other[i].min_ms = 1.0 + double(i);
   TuningDb a(dir / "a.db"), b(dir / "b.db"), out(dir / "out.db");
-  tune_into(a, h100(), p, history(w.candidates[0]));
+  tune_into(a, h100(), p, history(measured));
   tune_into(b, h100(), q, other);
   const std::string winner_p = a.list({})[0].winner.kernel_name;
   const std::string winner_q = b.list({})[0].winner.kernel_name;
@@ -301,15 +300,35 @@ TEST(DbMerge, GroupedProblemsAndOneGemmOfTheSameSizesStayApart) {
   out.merge(b);
   EXPECT_EQ(out.stats().problems, 2);
   EXPECT_EQ(out.stats().best, 2);
-  EXPECT_EQ(out.candidates(h100(), p, true).size(), w.candidates[0].size());
+  EXPECT_EQ(out.candidates(h100(), p, true).size(), measured.size());
   EXPECT_EQ(out.candidates(h100(), q, true).size(), other.size());
-  const auto one_gemm = out.list({.groups = 0}), groups = out.list({.groups = 8});
-  ASSERT_EQ(one_gemm.size(), 1u);
-  ASSERT_EQ(groups.size(), 1u);
-  EXPECT_EQ(one_gemm[0].problem, p);
-  EXPECT_EQ(one_gemm[0].winner.kernel_name, winner_p);
-  EXPECT_EQ(groups[0].problem, q);
-  EXPECT_EQ(groups[0].winner.kernel_name, winner_q);
+  const auto listed_p = out.list(only_p), listed_q = out.list(only_q);
+  ASSERT_EQ(listed_p.size(), 1u);
+  ASSERT_EQ(listed_q.size(), 1u);
+  EXPECT_EQ(listed_p[0].problem, p);
+  EXPECT_EQ(listed_p[0].winner.kernel_name, winner_p);
+  EXPECT_EQ(listed_q[0].problem, q);
+  EXPECT_EQ(listed_q[0].winner.kernel_name, winner_q);
+}
+
+// A grouped problem (G experts that split N) and one GEMM of the same sizes are tuned apart.
+TEST(DbMerge, GroupedProblemsAndOneGemmOfTheSameSizesStayApart) {
+  const Workload w = llm_like_workload();
+  const Problem p = w.problems[0];
+  Problem q = p;
+  q.groups = 8;
+  expect_merged_apart(p, q, w.candidates[0], {.groups = 0}, {.groups = 8});
+}
+
+// So are masked groups (each a count of a fixed capacity) and contiguous ones of the same sizes.
+TEST(DbMerge, MaskedAndContiguousGroupsOfTheSameSizesStayApart) {
+  const Workload w = llm_like_workload();
+  Problem p = w.problems[0];
+  p.groups = 8;
+  Problem q = p;
+  q.group_layout = GroupLayout::masked;
+  expect_merged_apart(p, q, w.candidates[0], {.group_layout = GroupLayout::contiguous},
+                      {.group_layout = GroupLayout::masked});
 }
 
 // ---- gemm-db merge --------------------------------------------------------------------------

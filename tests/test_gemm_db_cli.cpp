@@ -657,13 +657,13 @@ TEST_F(GemmDbCli, GroupedProblemsAreShownAndFilteredByTheirGroups) {
   EXPECT_EQ(Json::parse(gemm_db({"list", "--json"}).out).size(), 2u);
 }
 
-// An export of format 1 names one "dtype" per problem and config and has no groups: it imports as
-// every operand of that type with f32 accumulation, unscaled, one GEMM, and exports again as the
-// current format, exactly as the database it came from.
+// An export of format 1 names one "dtype" per problem and config and has no groups nor group
+// layouts: it imports as every operand of that type with f32 accumulation, unscaled, one GEMM,
+// and exports again as the current format, exactly as the database it came from.
 TEST_F(GemmDbCli, AFormat1ExportImportsWithItsMeaningAndExportsAsTheCurrentFormat) {
   const std::string current = export_all();
   Json old = Json::parse(current);
-  ASSERT_EQ(old["version"], 3);
+  ASSERT_EQ(old["version"], 4);
   old["version"] = 1;
   for (auto& entry : old["entries"]) {
     Json& problem = entry["problem"];
@@ -672,6 +672,7 @@ TEST_F(GemmDbCli, AFormat1ExportImportsWithItsMeaningAndExportsAsTheCurrentForma
     problem.erase("types");
     problem.erase("scaling");
     problem.erase("groups");
+    problem.erase("group_layout");
     problem["dtype"] = type;
     for (auto& c : entry["candidates"]) {
       c["config"].erase("types");

@@ -76,10 +76,18 @@ Problem grouped(Problem p, int64_t groups) {
   return p;
 }
 
+// The same problem as G masked groups: each a count of its capacity of N / G columns.
+Problem masked(Problem p, int64_t groups) {
+  p.groups = groups;
+  p.group_layout = GroupLayout::masked;
+  return p;
+}
+
 // The one GEMM of a problem's sizes: whose family and configs a grouped problem's records take
 // here (the database does not judge whether a family computes groups).
 Problem one_gemm(Problem p) {
   p.groups = 0;
+  p.group_layout = GroupLayout::contiguous;
   return p;
 }
 
@@ -411,6 +419,52 @@ TEST_F(TuningDbTest, AGroupedProblemAndOneGemmOfTheSameSizesAreDifferentRows) {
   EXPECT_FALSE(db.best(h100(), moe));
 }
 
+// A masked grouped problem (each group a count of a fixed capacity) and a contiguous one of the
+// same sizes and groups run other kernels: each is its own row, found by its group layout. The
+// filter's layout is of grouped problems only: one GEMM, contiguous in the table, never matches.
+TEST_F(TuningDbTest, AMaskedAndAContiguousProblemOfTheSameGroupsAreDifferentRows) {
+  TuningDb db(db_path());
+  const Problem dense = make_problem(DType::bf16, Op::T, Op::N, 1536, 32768, 2048);
+  const Problem contiguous = grouped(dense, 128), decode = masked(dense, 128);
+  db.record(h100(), contiguous, ok_candidate(contiguous, "contiguous_fast", 1.0, 0));
+  db.set_best(h100(), contiguous, "contiguous_fast", version_for(dense), 1.1, true);
+  EXPECT_FALSE(db.best(h100(), decode)) << "the masked problem was never tuned";
+  EXPECT_TRUE(db.candidates(h100(), decode).empty());
+  EXPECT_TRUE(db.bests_for(h100(), decode).empty());
+
+  db.record(h100(), decode, ok_candidate(decode, "masked_fast", 1.4, 1));
+  EXPECT_THROW(db.set_best(h100(), decode, "contiguous_fast", version_for(dense), 1.1, true),
+               Error);
+  db.set_best(h100(), decode, "masked_fast", version_for(dense), 1.5, true);
+  EXPECT_EQ(RawDb(db_path()).text("SELECT group_concat(groups || ':' || group_layout, ' ') FROM "
+                                  "(SELECT * FROM problems ORDER BY id)"),
+            "128:contiguous 128:masked");
+  const auto best_contiguous = db.best(h100(), contiguous), best_masked = db.best(h100(), decode);
+  ASSERT_TRUE(best_contiguous && best_masked);
+  EXPECT_EQ(best_contiguous->winner.kernel_name, "contiguous_fast");
+  EXPECT_EQ(best_contiguous->problem, contiguous);
+  EXPECT_EQ(best_masked->winner.kernel_name, "masked_fast");
+  EXPECT_EQ(best_masked->problem, decode);
+  EXPECT_EQ(best_masked->problem.describe(), decode.describe());
+  EXPECT_EQ(db.candidates(h100(), decode).size(), 1u);
+  EXPECT_EQ(db.stats().problems, 2);
+
+  seed_problem(db, h100(), dense);
+  EXPECT_EQ(db.list({}).size(), 3u);
+  const auto only_masked = db.list({.group_layout = GroupLayout::masked});
+  ASSERT_EQ(only_masked.size(), 1u);
+  EXPECT_EQ(only_masked[0].problem, decode);
+  const auto only_contiguous = db.list({.group_layout = GroupLayout::contiguous});
+  ASSERT_EQ(only_contiguous.size(), 1u) << "grouped problems only, not one GEMM";
+  EXPECT_EQ(only_contiguous[0].problem, contiguous);
+  EXPECT_EQ(db.list({.groups = 128, .group_layout = GroupLayout::masked}).size(), 1u);
+  EXPECT_TRUE(db.list({.groups = 0, .group_layout = GroupLayout::contiguous}).empty());
+  EXPECT_EQ(db.remove({.group_layout = GroupLayout::masked}), 1);
+  EXPECT_TRUE(db.best(h100(), contiguous));
+  EXPECT_TRUE(db.best(h100(), dense));
+  EXPECT_FALSE(db.best(h100(), decode));
+}
+
 TEST_F(TuningDbTest, ListProblemsStatsAndRemoveFollowTheFilters) {
   TuningDb db(db_path());
   seed_problem(db, h100(), square(1024));
@@ -471,6 +525,31 @@ std::string schema_up_to(int version) {
 void create_old_file(RawDb& raw, int version) {
   raw.exec(
       fmt::format("BEGIN; {}; PRAGMA user_version = {}; COMMIT;", schema_up_to(version), version));
+}
+
+// Into a file of an old version, beside its problem 7: device 5, and candidate 3 of problem 7 as
+// its winner, with `config` as the config JSON that version wrote.
+void insert_old_winner(RawDb& raw, const CandidateRecord& c, const std::string& config) {
+  raw.exec(fmt::format(
+      "INSERT INTO devices VALUES (5, 'NVIDIA H100 80GB HBM3', 90, 132, 13000, '13.0');"
+      "INSERT INTO candidates (id, device_id, problem_id, template_version, kernel_name, family, "
+      "config, status, median_ms, min_ms, runs, measured_at) VALUES "
+      "(3, 5, 7, '{0}', '{1}', '{2}', '{3}', 'ok', 0.75, 0.75, 10, '2025-01-02T03:04:05.000Z');"
+      "INSERT INTO best VALUES (5, 7, '{0}', 3, 0.9, 1, '2025-01-02T03:05:00.000Z');",
+      c.template_version, c.kernel_name, c.config.family, config));
+}
+
+// After a migration that rebuilt problems: candidate 3 still points at problem 7, no row points
+// at nothing, and the tables are the schema's four.
+void expect_old_winner_kept(const fs::path& path) {
+  RawDb raw(path);
+  EXPECT_EQ(raw.text("SELECT group_concat(id || ':' || problem_id, ' ') FROM "
+                     "(SELECT id, problem_id FROM candidates ORDER BY id)"),
+            "3:7");
+  EXPECT_EQ(raw.text("SELECT count(*) FROM pragma_foreign_key_check"), "0");
+  EXPECT_EQ(raw.text("SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_schema "
+                     "WHERE type = 'table' ORDER BY name)"),
+            "best candidates devices problems");
 }
 
 TEST_F(TuningDbTest, MigratesAVersion1FileKeepingItsRows) {
@@ -592,7 +671,6 @@ TEST_F(TuningDbTest, MigratesAVersion3FileToTypesPerOperandKeepingTheirMeaning) 
     RawDb raw(db_path());
     create_old_file(raw, 3);
     raw.exec(fmt::format(
-        "INSERT INTO devices VALUES (5, 'NVIDIA H100 80GB HBM3', 90, 132, 13000, '13.0');"
         "INSERT INTO problems VALUES (7, 'bf16', 'nn', {0}, {0}, {0}, {0}, {0}, {0}, 16, 0),"
         " (9, 'f32', 'nn', {1}, {1}, {1}, {1}, {1}, {1}, 16, 1);",
         p.m, q.m));
@@ -602,13 +680,7 @@ TEST_F(TuningDbTest, MigratesAVersion3FileToTypesPerOperandKeepingTheirMeaning) 
     old_config.erase("types");
     old_config.erase("scaling");
     old_config["dtype"] = "bf16";
-    raw.exec(fmt::format(
-        "INSERT INTO candidates (id, device_id, problem_id, template_version, kernel_name, family, "
-        "config, status, median_ms, min_ms, runs, measured_at) VALUES "
-        "(3, 5, 7, '{0}', 'gemm_p', '{1}', '{2}', 'ok', 0.75, 0.75, 10, "
-        "'2025-01-02T03:04:05.000Z');"
-        "INSERT INTO best VALUES (5, 7, '{0}', 3, 0.9, 1, '2025-01-02T03:05:00.000Z');",
-        c.template_version, c.config.family, old_config.dump()));
+    insert_old_winner(raw, c, old_config.dump());
   }
   TuningDb db(db_path());
   EXPECT_EQ(db.schema_version(), TuningDb::kSchemaVersion);
@@ -638,19 +710,12 @@ TEST_F(TuningDbTest, MigratesAVersion4FileToGroupsKeepingEveryRowAndItsId) {
     RawDb raw(db_path());
     create_old_file(raw, 4);
     raw.exec(fmt::format(
-        "INSERT INTO devices VALUES (5, 'NVIDIA H100 80GB HBM3', 90, 132, 13000, '13.0');"
         "INSERT INTO problems VALUES (7, 'bf16', 'bf16', 'bf16', 'bf16', 'f32', 'none', 'tn', "
         "{0}, {1}, {2}, {3}, {4}, {5}, 16, 0),"
         " (9, 'f32', 'f32', 'f32', 'f32', 'f32', 'none', 'nn', {6}, {6}, {6}, {6}, {6}, {6}, 16, "
         "1);",
         p.m, p.n, p.k, p.lda, p.ldb, p.ldc, q.m));
-    raw.exec(fmt::format(
-        "INSERT INTO candidates (id, device_id, problem_id, template_version, kernel_name, family, "
-        "config, status, median_ms, min_ms, runs, measured_at) VALUES "
-        "(3, 5, 7, '{0}', 'gemm_p', '{1}', '{2}', 'ok', 0.75, 0.75, 10, "
-        "'2025-01-02T03:04:05.000Z');"
-        "INSERT INTO best VALUES (5, 7, '{0}', 3, 0.9, 1, '2025-01-02T03:05:00.000Z');",
-        c.template_version, c.config.family, c.config.to_json()));
+    insert_old_winner(raw, c, c.config.to_json());
   }
   TuningDb db(db_path());
   EXPECT_EQ(db.schema_version(), TuningDb::kSchemaVersion);
@@ -659,14 +724,8 @@ TEST_F(TuningDbTest, MigratesAVersion4FileToGroupsKeepingEveryRowAndItsId) {
     EXPECT_EQ(raw.text("SELECT group_concat(id || ':' || layout || ':' || reads_c || ':' || "
                        "groups, ' ') FROM (SELECT * FROM problems ORDER BY id)"),
               "7:tn:0:0 9:nn:1:0");
-    EXPECT_EQ(raw.text("SELECT group_concat(id || ':' || problem_id, ' ') FROM "
-                       "(SELECT id, problem_id FROM candidates ORDER BY id)"),
-              "3:7");
-    EXPECT_EQ(raw.text("SELECT count(*) FROM pragma_foreign_key_check"), "0");
-    EXPECT_EQ(raw.text("SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_schema "
-                       "WHERE type = 'table' ORDER BY name)"),
-              "best candidates devices problems");
   }
+  expect_old_winner_kept(db_path());
   const auto best = db.best(h100(), p);
   ASSERT_TRUE(best);
   EXPECT_EQ(best->winner.id, 3);
@@ -681,6 +740,55 @@ TEST_F(TuningDbTest, MigratesAVersion4FileToGroupsKeepingEveryRowAndItsId) {
   EXPECT_EQ(db.candidates(h100(), moe).size(), 1u);
   // A group count below 0 never gets into the table, whoever writes it.
   EXPECT_THROW(RawDb(db_path()).exec("UPDATE problems SET groups = -1 WHERE id = 7"),
+               std::runtime_error);
+}
+
+// Before migration 6 every grouped problem was contiguous: its rows, with their ids, stay so, and
+// one GEMM too. The layout joins the key: the same sizes as masked groups are a row of their own.
+TEST_F(TuningDbTest, MigratesAVersion5FileToGroupLayoutsKeepingEveryRowAndItsId) {
+  const Problem dense = make_problem(DType::bf16, Op::T, Op::N, 1536, 32768, 2048);
+  const Problem moe = grouped(dense, 128);
+  const CandidateRecord c = ok_candidate(moe, "gemm_moe", 0.75);
+  {
+    RawDb raw(db_path());
+    create_old_file(raw, 5);
+    raw.exec(fmt::format(
+        "INSERT INTO problems VALUES (7, 'bf16', 'bf16', 'bf16', 'bf16', 'f32', 'none', 'tn', "
+        "{0}, {1}, {2}, {3}, {4}, {5}, 16, 0, 128),"
+        " (9, 'bf16', 'bf16', 'bf16', 'bf16', 'f32', 'none', 'tn', {0}, {1}, {2}, {3}, {4}, {5}, "
+        "16, 0, 0);",
+        dense.m, dense.n, dense.k, dense.lda, dense.ldb, dense.ldc));
+    insert_old_winner(raw, c, c.config.to_json());
+  }
+  TuningDb db(db_path());
+  EXPECT_EQ(db.schema_version(), TuningDb::kSchemaVersion);
+  {
+    RawDb raw(db_path());
+    EXPECT_EQ(raw.text("SELECT group_concat(id || ':' || groups || ':' || group_layout, ' ') FROM "
+                       "(SELECT * FROM problems ORDER BY id)"),
+              "7:128:contiguous 9:0:contiguous");
+    // The UNIQUE key, and the index SQLite keeps for it, end with the layout.
+    EXPECT_EQ(raw.text("SELECT group_concat(name, ' ') FROM (SELECT name FROM pragma_index_info("
+                       "(SELECT name FROM sqlite_schema WHERE type = 'index' AND "
+                       "tbl_name = 'problems')) ORDER BY seqno)"),
+              "type_a type_b type_c type_d type_acc scaling layout m n k lda ldb ldc align "
+              "reads_c groups group_layout");
+  }
+  expect_old_winner_kept(db_path());
+  const auto best = db.best(h100(), moe);
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->winner.id, 3);
+  EXPECT_EQ(best->problem, moe);
+  EXPECT_FALSE(db.best(h100(), masked(dense, 128))) << "old grouped rows are contiguous";
+
+  // The same sizes as 128 masked groups are a new row beside the old ones.
+  const Problem decode = masked(dense, 128);
+  db.record(h100(), decode, ok_candidate(decode, "gemm_decode", 1.5));
+  EXPECT_EQ(db.stats().problems, 3);
+  EXPECT_EQ(db.candidates(h100(), moe).size(), 1u);
+  EXPECT_EQ(db.candidates(h100(), decode).size(), 1u);
+  // A masked row of one GEMM never gets into the table, whoever writes it.
+  EXPECT_THROW(RawDb(db_path()).exec("UPDATE problems SET group_layout = 'masked' WHERE id = 9"),
                std::runtime_error);
 }
 
@@ -885,8 +993,8 @@ TEST_F(TuningDbTest, ExportAndImportKeepWhetherAProblemReadsC) {
   ASSERT_EQ(document["entries"].size(), 2u);
   EXPECT_EQ(document["entries"][0]["problem"]["reads_c"], false);
   EXPECT_EQ(document["entries"][1]["problem"]["reads_c"], true);
-  // reads_c did not raise the format (3 is for groups): absent, it means false.
-  EXPECT_EQ(document["version"], 3);
+  // reads_c did not raise the format (3 is for groups, 4 for their layout): absent, it means false.
+  EXPECT_EQ(document["version"], 4);
 
   TuningDb fresh(dir_.path() / "fresh.db");
   EXPECT_EQ(fresh.import_json(exported).problems, 2);
@@ -942,7 +1050,7 @@ TEST_F(TuningDbTest, ExportAndImportKeepTheGroupsOfAProblem) {
     exported = db.export_json({});
   }
   Json document = Json::parse(exported);
-  EXPECT_EQ(document["version"], 3);
+  EXPECT_EQ(document["version"], 4);
   ASSERT_EQ(document["entries"].size(), 2u);
   EXPECT_EQ(document["entries"][0]["problem"]["groups"], 0);
   EXPECT_EQ(document["entries"][1]["problem"]["groups"], 128);
@@ -976,6 +1084,81 @@ TEST_F(TuningDbTest, ExportAndImportKeepTheGroupsOfAProblem) {
     } catch (const Error& e) {
       EXPECT_EQ(e.code(), Errc::invalid_argument);
       EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  }
+}
+
+// The group layout of a problem survives export and import; an export without it (formats 1 to
+// 3) is of contiguous groups. A bad layout, a masked one without groups and a masked N that the
+// groups do not divide are refused, saying where. The candidates are of another template version
+// (history), as in the test of the groups above.
+TEST_F(TuningDbTest, ExportAndImportKeepTheGroupLayoutOfAProblem) {
+  const Problem dense = make_problem(DType::bf16, Op::T, Op::N, 1536, 32768, 2048);
+  const Problem contiguous = grouped(dense, 128), decode = masked(dense, 128);
+  std::string exported;
+  {
+    TuningDb db(db_path());
+    for (const Problem& p : {contiguous, decode}) {
+      CandidateRecord old = ok_candidate(p, fmt::format("moe_{}", to_string(p.group_layout)), 2.0);
+      old.template_version = "00000000deadbeef";
+      db.record(h100(), p, old);
+      db.set_best(h100(), p, old.kernel_name, old.template_version, 2.5, true);
+    }
+    exported = db.export_json({});
+  }
+  Json document = Json::parse(exported);
+  EXPECT_EQ(document["version"], 4);
+  ASSERT_EQ(document["entries"].size(), 2u);
+  EXPECT_EQ(document["entries"][0]["problem"]["group_layout"], "contiguous");
+  EXPECT_EQ(document["entries"][1]["problem"]["group_layout"], "masked");
+  EXPECT_EQ(document["entries"][1]["problem"]["n"], 32768) << "G times the capacity";
+
+  TuningDb fresh(dir_.path() / "fresh.db");
+  EXPECT_EQ(fresh.import_json(exported).problems, 2);
+  EXPECT_EQ(fresh.export_json({}), exported);
+  const auto listed = fresh.list({.group_layout = GroupLayout::masked});
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].problem, decode);
+  EXPECT_EQ(listed[0].winner.kernel_name, "moe_masked");
+  const Json masked_only =
+      Json::parse(fresh.export_json({.group_layout = GroupLayout::masked}))["entries"];
+  ASSERT_EQ(masked_only.size(), 1u);
+  EXPECT_EQ(masked_only[0]["problem"]["group_layout"], "masked");
+
+  // A format 3 export has no group layouts: its groups are contiguous.
+  Json older_document = document;
+  older_document["version"] = 3;
+  older_document["entries"].erase(0);
+  older_document["entries"][0]["problem"].erase("group_layout");
+  TuningDb older(dir_.path() / "older.db");
+  older.import_json(older_document.dump());
+  EXPECT_TRUE(older.list({.group_layout = GroupLayout::masked}).empty());
+  const auto as_contiguous = older.list({});
+  ASSERT_EQ(as_contiguous.size(), 1u);
+  EXPECT_EQ(as_contiguous[0].problem, contiguous);
+
+  struct Bad {
+    Json groups, n, group_layout;
+    const char* says;
+  };
+  for (const Bad& bad :
+       {Bad{128, 32768, "diagonal",
+            "entries[1].problem.group_layout: unknown group layout 'diagonal' (expected "
+            "contiguous or masked)"},
+        Bad{128, 32768, 1, "entries[1].problem.group_layout: expected a string, got number"},
+        Bad{0, 32768, "masked", "entries[1].problem: a masked group layout needs groups"},
+        Bad{128, 32769, "masked", "entries[1].problem: masked: N (32769) must be"}}) {
+    Json changed = document;
+    Json& problem = changed["entries"][1]["problem"];
+    problem["groups"] = bad.groups;
+    problem["n"] = bad.n;
+    problem["group_layout"] = bad.group_layout;
+    try {
+      fresh.import_json(changed.dump());
+      ADD_FAILURE() << "imported " << problem.dump();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::invalid_argument);
+      EXPECT_NE(std::string(e.what()).find(bad.says), std::string::npos) << e.what();
     }
   }
 }
@@ -1363,6 +1546,42 @@ TEST_F(TuningDbTest, TheNearestTunedShapeNeverCrossesGroups) {
   const auto from_all = nearest_best(all, near_dense, ArchInfo::from_cc(90), anything);
   ASSERT_TRUE(from_all);
   EXPECT_EQ(from_all->best.problem, dense);
+}
+
+// Nor across group layouts: a masked problem borrows only a masked winner of the same groups, M
+// and K (only the capacity may differ); a contiguous one never borrows a masked one's, nor the
+// reverse.
+TEST_F(TuningDbTest, TheNearestTunedShapeNeverCrossesGroupLayouts) {
+  TuningDb db(db_path());
+  const Problem dense = make_problem(DType::bf16, Op::T, Op::N, 1536, 128 * 256, 2048);
+  const Problem call = masked(dense, 128);
+  const Problem smaller_capacity =
+      masked(make_problem(DType::bf16, Op::T, Op::N, 1536, 128 * 200, 2048), 128);
+  const Problem contiguous = grouped(dense, 128);
+  for (const Problem& p : {dense, smaller_capacity, contiguous}) seed_problem(db, h100(), p);
+
+  const auto like = db.bests_like(h100(), call);
+  ASSERT_EQ(like.size(), 1u) << "the rows of 128 masked groups";
+  EXPECT_EQ(like[0].problem, smaller_capacity);
+  const auto anything = [](const BestRecord&, const KernelConfig&) { return true; };
+  const auto nearest = nearest_best(like, call, ArchInfo::from_cc(90), anything);
+  ASSERT_TRUE(nearest);
+  EXPECT_EQ(nearest->best.problem, smaller_capacity);
+
+  EXPECT_TRUE(std::isinf(shape_distance(call, contiguous)));
+  EXPECT_TRUE(std::isinf(shape_distance(contiguous, call)));
+  EXPECT_FALSE(std::isinf(shape_distance(call, smaller_capacity)));
+  // Even given every row, a contiguous call finds only the contiguous row of its own sizes.
+  const auto all = db.list({});
+  ASSERT_EQ(all.size(), 3u);
+  const Problem fewer_tokens =
+      grouped(make_problem(DType::bf16, Op::T, Op::N, 1536, 128 * 200, 2048), 128);
+  const auto from_all = nearest_best(all, fewer_tokens, ArchInfo::from_cc(90), anything);
+  ASSERT_TRUE(from_all);
+  EXPECT_EQ(from_all->best.problem, contiguous);
+  const auto contiguous_like = db.bests_like(h100(), contiguous);
+  ASSERT_EQ(contiguous_like.size(), 1u);
+  EXPECT_EQ(contiguous_like[0].problem, contiguous);
 }
 
 }  // namespace

@@ -23,8 +23,10 @@ constexpr const char* kFormat = "gemmtune-db";
 // meaning. problem.reads_c did not raise the version: without it a problem does not read C
 // (older builds tuned beta = 0 only). 3: a problem has "groups" (0: one GEMM); without it, as in
 // versions 1 and 2, it is one GEMM. A build of version 2 would file a grouped problem as one
-// GEMM, so it must refuse these files.
-constexpr int64_t kFormatVersion = 3;
+// GEMM, so it must refuse these files. 4: a problem has "group_layout" ("contiguous" or
+// "masked"); without it, as in versions 1 to 3, it is contiguous. A build of version 3 would file
+// a masked problem as a contiguous one, so it must refuse these files.
+constexpr int64_t kFormatVersion = 4;
 
 // Unknown values (-1 in the structs) are null in JSON.
 Json number_or_null(double value) {
@@ -50,7 +52,8 @@ Json problem_json(const Problem& p) {
           {"ldc", p.ldc},
           {"align", p.align},
           {"reads_c", p.reads_c},
-          {"groups", p.groups}};
+          {"groups", p.groups},
+          {"group_layout", std::string(to_string(p.group_layout))}};
 }
 
 Json candidate_json(const CandidateRecord& c) {
@@ -221,6 +224,12 @@ Problem parse_problem(const Field& f) {
   p.reads_c = f.find("reads_c") ? f["reads_c"].boolean() : false;
   // Absent before format 3: every problem was one GEMM. validate() bounds it by kMaxGroups.
   p.groups = f.find("groups") ? f["groups"].integer(0) : 0;
+  // Absent before format 4: every grouped problem was contiguous. validate() refuses masked
+  // without groups or with N not a multiple of them.
+  if (const auto field = f.find("group_layout")) {
+    const std::string text = field->text();
+    field->checked([&] { p.group_layout = parse_group_layout(text); });
+  }
   f.checked([&] { validate(p); });
   return p;
 }

@@ -63,8 +63,8 @@ struct KeyColumns {
 constexpr KeyColumns kDeviceKey{"devices", "name, cc, sms, driver, nvrtc", 5};
 constexpr KeyColumns kProblemKey{"problems",
                                  "type_a, type_b, type_c, type_d, type_acc, scaling, layout, m, n, "
-                                 "k, lda, ldb, ldc, align, reads_c, groups",
-                                 16};
+                                 "k, lda, ldb, ldc, align, reads_c, groups, group_layout",
+                                 17};
 
 std::vector<sql::Value> key_of(const DeviceKey& d) {
   return {d.name, int64_t(d.cc), int64_t(d.sms), int64_t(d.driver), d.nvrtc};
@@ -86,7 +86,8 @@ std::vector<sql::Value> key_of(const Problem& p) {
           p.ldc,
           int64_t(p.align),
           int64_t(p.reads_c),
-          p.groups};
+          p.groups,
+          std::string(to_string(p.group_layout))};
 }
 
 std::string placeholders(int count) {
@@ -145,6 +146,8 @@ sql::Conditions matching(const DbFilter& f) {
     if (value->has_value()) where.add(clause, {**value});
   if (f.reads_c) where.add("p.reads_c = ?", {int64_t(*f.reads_c)});
   if (f.groups) where.add("p.groups = ?", {*f.groups});
+  if (f.group_layout)
+    where.add("p.groups > 0 AND p.group_layout = ?", {std::string(to_string(*f.group_layout))});
   return where;
 }
 
@@ -154,7 +157,7 @@ namespace {
 constexpr const char* kDeviceColumns = "d.name, d.cc, d.sms, d.driver, d.nvrtc";
 constexpr const char* kProblemColumns =
     "p.type_a, p.type_b, p.type_c, p.type_d, p.type_acc, p.scaling, p.layout, p.m, p.n, p.k, "
-    "p.lda, p.ldb, p.ldc, p.align, p.reads_c, p.groups";
+    "p.lda, p.ldb, p.ldc, p.align, p.reads_c, p.groups, p.group_layout";
 constexpr const char* kCandidateColumns =
     "c.id, c.kernel_name, c.template_version, c.config, c.status, c.registers, c.spills, "
     "c.smem_bytes, c.compile_ms, c.median_ms, c.min_ms, c.max_ms, c.runs, c.tflops, "
@@ -163,7 +166,8 @@ constexpr const char* kCandidatesJoined =
     "candidates c JOIN devices d ON d.id = c.device_id JOIN problems p ON p.id = c.problem_id";
 constexpr const char* kProblemOrder =
     "d.name, d.cc, d.sms, d.driver, d.nvrtc, p.type_a, p.type_b, p.type_c, p.type_d, p.type_acc, "
-    "p.scaling, p.layout, p.m, p.n, p.k, p.lda, p.ldb, p.ldc, p.align, p.reads_c, p.groups";
+    "p.scaling, p.layout, p.m, p.n, p.k, p.lda, p.ldb, p.ldc, p.align, p.reads_c, p.groups, "
+    "p.group_layout";
 
 DeviceKey read_device(sql::Row& row) {
   DeviceKey d;
@@ -195,6 +199,7 @@ Problem read_problem(sql::Row& row) {
   p.align = int(row.integer());
   p.reads_c = row.integer() != 0;
   p.groups = row.integer();
+  p.group_layout = parse_group_layout(row.text());
   return p;
 }
 

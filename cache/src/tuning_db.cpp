@@ -197,6 +197,8 @@ std::vector<BestRecord> TuningDb::bests_like(const DeviceKey& device, const Prob
   same_kind.types = like.types;
   same_kind.layout = like.layout();
   same_kind.groups = like.groups;  // a grouped problem never borrows a dense one's tuning
+  // Nor a masked one a contiguous one's: masked kernels skip the columns past each count.
+  if (like.grouped()) same_kind.group_layout = like.group_layout;
   return rows::fastest_current(
       rows::select_bests(db_, sql::Conditions()
                                   .add(rows::device_is(device))
