@@ -131,6 +131,18 @@ class GemmDbCli : public ::testing::Test {
 
   std::string export_all() const { return gemm_db({"export"}).out; }
 
+  // Each case (gemm-db's arguments, and words of the error) is refused as bad usage: exit code 2,
+  // "gemm-db: error: " and the words on stderr.
+  using UsageCases = std::vector<std::pair<std::vector<std::string>, std::string>>;
+  void expect_usage_errors(const UsageCases& cases) const {
+    for (const auto& [args, says] : cases) {
+      const Outcome bad = gemm_db(args);
+      EXPECT_EQ(bad.exit_code, 2) << args[1] << ": " << bad.err;
+      EXPECT_NE(bad.err.find("gemm-db: error: "), std::string::npos) << bad.err;
+      EXPECT_NE(bad.err.find(says), std::string::npos) << bad.err;
+    }
+  }
+
   const Problem f32_2048 = make_problem(DType::f32, Op::N, Op::N, 2048, 2048, 2048);
   const Problem f16_1024 = make_problem(DType::f16, Op::T, Op::N, 1024, 1024, 1024);
   TempDir dir_;
@@ -641,20 +653,70 @@ TEST_F(GemmDbCli, GroupedProblemsAreShownAndFilteredByTheirGroups) {
   const Outcome exported = gemm_db({"export", "--groups", "8"});
   ASSERT_EQ(exported.exit_code, 0) << exported.err;
   EXPECT_EQ(Json::parse(exported.out)["entries"].size(), 1u);
-  for (const auto& [args, says] : std::vector<std::pair<std::vector<std::string>, std::string>>{
-           {{"list", "--groups", "-2"}, "groups must be 0 (one GEMM) or 1 to 4096 (got -2)"},
-           {{"list", "--groups", "x"}, "groups 'x' is not a number"},
-           {{"show", "--m", "8", "--n", "1073741824", "--k", "8", "--groups", "2"},
-            "above the largest N"}}) {
-    const Outcome bad = gemm_db(args);
-    EXPECT_EQ(bad.exit_code, 2) << args[1] << ": " << bad.err;
-    EXPECT_TRUE(contains(bad.err, "gemm-db: error: ")) << bad.err;
-    EXPECT_TRUE(contains(bad.err, says)) << bad.err;
-  }
+  expect_usage_errors(
+      {{{"list", "--groups", "-2"}, "groups must be 0 (one GEMM) or 1 to 4096 (got -2)"},
+       {{"list", "--groups", "x"}, "groups 'x' is not a number"},
+       {{"show", "--m", "8", "--n", "1073741824", "--k", "8", "--groups", "2"},
+        "above the largest N"}});
   const Outcome removed = gemm_db({"delete", "--groups", "8"});
   ASSERT_EQ(removed.exit_code, 0) << removed.err;
   EXPECT_TRUE(contains(removed.out, "deleted 1 tuned problem")) << removed.out;
   EXPECT_EQ(Json::parse(gemm_db({"list", "--json"}).out).size(), 2u);
+}
+
+// A masked grouped problem (8 groups, each a capacity of 128 columns) is a problem of its own
+// beside the contiguous one of the same sizes: listed as "groups=8 masked", found by --group-layout
+// (grouped problems only), where --n with --groups is a group's capacity as gemm-tune's --n is.
+TEST_F(GemmDbCli, MaskedProblemsAreShownAndFilteredByTheirGroupLayout) {
+  Problem moe = f16_1024;
+  moe.groups = 8;
+  Problem decode = moe;
+  decode.group_layout = GroupLayout::masked;
+  {
+    TuningDb db(db_path());
+    for (const auto& [p, name] : {std::pair{moe, "gemm_moe"}, std::pair{decode, "gemm_decode"}}) {
+      db.record(kH100, p, candidate(f16_1024, name, CandidateStatus::ok, 3.0));
+      db.set_best(kH100, p, name, version_for(f16_1024), 3.3, true);
+    }
+  }
+  const Outcome all = gemm_db({"list"});
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_TRUE(contains(all.out, "  1024x1024x1024 groups=8 masked  ")) << all.out;
+  EXPECT_TRUE(contains(all.out, "  1024x1024x1024 groups=8  ")) << all.out;
+  const Json masked = Json::parse(gemm_db({"list", "--group-layout", "masked", "--json"}).out);
+  ASSERT_EQ(masked.size(), 1u);
+  EXPECT_EQ(masked[0]["problem"]["group_layout"], "masked");
+  EXPECT_EQ(masked[0]["problem"]["n"], 1024) << "G times the capacity";
+  EXPECT_EQ(masked[0]["winner"]["kernel_name"], "gemm_decode");
+  const Json contiguous =
+      Json::parse(gemm_db({"list", "--group-layout", "contiguous", "--json"}).out);
+  ASSERT_EQ(contiguous.size(), 1u) << "grouped problems only, not the problems of one GEMM";
+  EXPECT_EQ(contiguous[0]["winner"]["kernel_name"], "gemm_moe");
+  EXPECT_EQ(Json::parse(gemm_db({"list", "--groups", "8", "--json"}).out).size(), 2u);
+
+  const Outcome shown = gemm_db({"show", "--m", "1024", "--n", "128", "--k", "1024", "--groups",
+                                 "8", "--group-layout", "masked"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_TRUE(contains(shown.out,
+                       "f16 tn 1024x1024x1024 lda=1024 ldb=1024 ldc=1024 align=16 groups=8 masked"))
+      << shown.out;
+  EXPECT_TRUE(contains(shown.out, "gemm_decode"));
+  EXPECT_FALSE(contains(shown.out, "gemm_moe")) << shown.out;
+  const Outcome used = gemm_db({"list", "--for-gpu", "H100", "--group-layout", "masked"});
+  ASSERT_EQ(used.exit_code, 0) << used.err;
+  EXPECT_TRUE(contains(used.out, "1024x1024x1024 groups=8 masked")) << used.out;
+  const Outcome exported = gemm_db({"export", "--group-layout", "masked"});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_EQ(Json::parse(exported.out)["entries"].size(), 1u);
+
+  expect_usage_errors({{{"list", "--group-layout", "ragged"},
+                        "unknown group layout 'ragged' (expected contiguous or masked)"},
+                       {{"list", "--groups", "0", "--group-layout", "masked"},
+                        "--group-layout is of grouped problems: not with --groups 0"}});
+  const Outcome removed = gemm_db({"delete", "--group-layout", "masked"});
+  ASSERT_EQ(removed.exit_code, 0) << removed.err;
+  EXPECT_TRUE(contains(removed.out, "deleted 1 tuned problem")) << removed.out;
+  EXPECT_EQ(Json::parse(gemm_db({"list", "--json"}).out).size(), 3u);
 }
 
 // An export of format 1 names one "dtype" per problem and config and has no groups nor group
@@ -821,8 +883,8 @@ TEST(ShapesFile, ALineNamesItsTypesPositionallyOrWithTypesEquals) {
       {"64 64 64 bf16 tn nt", "unexpected 'nt'"},
       {"64 64 64 types=bf16 tn nt", "unexpected 'nt'"},
       {"64 64 64 dtype=bf16",
-       "unknown field 'dtype' (types, dtype_b, out, scaling, groups, lda, ldb, ldc, "
-       "beta)"},
+       "unknown field 'dtype' (types, dtype_b, out, scaling, groups, group_layout, lda, ldb, "
+       "ldc, beta)"},
   };
   for (const auto& [line, says] : bad) {
     try {

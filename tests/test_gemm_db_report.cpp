@@ -136,6 +136,17 @@ class GemmDbReport : public ::testing::Test {
     tdb.set_best(h100, p, c.kernel_name, c.template_version, baseline_ms, true);
   }
 
+  // The report chosen by `filter` is of one problem, tuned on one GPU, labelled `label` (as the
+  // HTML escapes it) in its own section and in the GPU's table.
+  void expect_one_problem_labelled(const std::string& filter, const std::string& label) const {
+    const auto run = report(filter);
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+    EXPECT_TRUE(contains(run.output, "1 GPUs, 1 problems, 1 candidates")) << run.output;
+    const std::string html = read_text(page());
+    EXPECT_TRUE(contains(html, fmt::format("<h4>{}</h4>", label))) << html.substr(0, 4000);
+    EXPECT_GE(count(html, label), 2) << "the GPU's table names it too: " << label;
+  }
+
   test::TempDir dir_;
 };
 
@@ -216,16 +227,10 @@ TEST_F(GemmDbReport, Float8ProblemsShowTheirScaling) {
   Problem fp8 = make_problem(parse_data_types("e4m3*e4m3->bf16"), Op::T, Op::N, 2112, 64, 7168);
   fp8.scaling = Scaling::block;
   store_tuned(fp8, "gemm_fp8_block_2112", 0.02, 0.025);
-  auto run = report("--scaling block");
-  ASSERT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_TRUE(contains(run.output, "1 GPUs, 1 problems, 1 candidates")) << run.output;
-  const std::string html = read_text(page());
-  EXPECT_TRUE(contains(html, "<h4>e4m3*e4m3-&gt;bf16 tn 2112x64x7168 scaling=block</h4>"))
-      << html.substr(0, 4000);
-  EXPECT_GE(count(html, "e4m3*e4m3-&gt;bf16 tn 2112x64x7168 scaling=block"), 2)
-      << "the GPU's table names the scaling too";
-  EXPECT_TRUE(contains(html, "gemm_fp8_block_2112"));
-  run = report("--dtype e4m3 --scaling tensor");
+  expect_one_problem_labelled("--scaling block",
+                              "e4m3*e4m3-&gt;bf16 tn 2112x64x7168 scaling=block");
+  EXPECT_TRUE(contains(read_text(page()), "gemm_fp8_block_2112"));
+  auto run = report("--dtype e4m3 --scaling tensor");
   EXPECT_TRUE(contains(run.output, "0 GPUs, 0 problems")) << run.output;
   run = report("--dtype e4m3");
   EXPECT_TRUE(contains(run.output, "1 GPUs, 1 problems")) << run.output;
@@ -239,17 +244,23 @@ TEST_F(GemmDbReport, GroupedProblemsShowTheirGroups) {
   Problem moe = make_problem(DType::bf16, Op::T, Op::N, 1536, 8 * 256, 2048);
   moe.groups = 8;
   store_tuned(moe, "gemm_moe_1536", 0.03, 0.035);
-  auto run = report("--groups 8");
-  ASSERT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_TRUE(contains(run.output, "1 GPUs, 1 problems, 1 candidates")) << run.output;
-  const std::string html = read_text(page());
-  EXPECT_TRUE(contains(html, "<h4>bf16 tn 1536x2048x2048 groups=8</h4>")) << html.substr(0, 4000);
-  EXPECT_GE(count(html, "bf16 tn 1536x2048x2048 groups=8"), 2)
-      << "the GPU's table names the groups too";
-  run = report("--groups 0");
+  expect_one_problem_labelled("--groups 8", "bf16 tn 1536x2048x2048 groups=8");
+  auto run = report("--groups 0");
   EXPECT_TRUE(contains(run.output, "2 GPUs, 14 problems")) << run.output;
   run = report();
   EXPECT_TRUE(contains(run.output, " GPUs, 15 problems")) << run.output;
+}
+
+// A masked grouped problem is labelled "groups=G masked", as describe() says it, and chosen by
+// --group-layout (the demo's problems are all of one GEMM: no layout).
+TEST_F(GemmDbReport, MaskedProblemsShowTheirGroupLayout) {
+  Problem decode = make_problem(DType::bf16, Op::T, Op::N, 1536, 8 * 256, 2048);
+  decode.groups = 8;
+  decode.group_layout = GroupLayout::masked;
+  store_tuned(decode, "gemm_decode_1536", 0.03, 0.035);
+  expect_one_problem_labelled("--group-layout masked", "bf16 tn 1536x2048x2048 groups=8 masked");
+  const auto run = report("--group-layout contiguous");
+  EXPECT_TRUE(contains(run.output, "0 GPUs, 0 problems")) << run.output;
 }
 
 TEST_F(GemmDbReport, BadUsageIsOneLineAndANonZeroExit) {

@@ -345,8 +345,8 @@ TEST(ShapesFile, Float8LinesTakeDtypeBOutAndScaling) {
       {"64 64 64 e4m3 out=", "out= has no value"},
       {"64 64 64 e4m3*e4m3->bf16 out=f16", "names the type of every operand"},
       {"64 64 64 e4m3 scale=row",
-       "unknown field 'scale' (types, dtype_b, out, scaling, groups, lda, ldb, ldc, "
-       "beta)"},
+       "unknown field 'scale' (types, dtype_b, out, scaling, groups, group_layout, lda, ldb, "
+       "ldc, beta)"},
   };
   for (const auto& [line, says] : bad)
     expect_refused([&] { cli::parse_shape_line(line); }, line, {says});
@@ -377,21 +377,26 @@ TEST(ShapesFile, TheFloat8SuiteParses) {
   EXPECT_EQ(scalings, (std::set<Scaling>{Scaling::tensor, Scaling::row, Scaling::block}));
 }
 
-TEST(GemmTuneCli, Float8OptionsMakeTheScaledProblem) {
-  // Without a float8 family in this build, the dry run says that no family supports the
-  // problem; with one, it lists candidates of it. Either way, the problem is the one asked for.
+// gemm-tune's dry run for sm_90a of the problem of `options`: without a family for it in this
+// build, it says why (`refusal`); with one, it lists candidates of it. Either way, the problem
+// is the one asked for (`problem`, as describe() writes it).
+void expect_dry_run_of(const std::string& options, const std::string& problem,
+                       const std::string& refusal) {
   test::TempDir dir;
   const auto r = run_command("GEMMTUNE_CACHE_DIR=" + dir.path().string() + " " + tool("gemm-tune") +
-                             " --m 2112 --n 64 --k 7168 --dtype e4m3 --dtype-b e5m2 --out f16"
-                             " --scaling block --layout tn --dry-run --list --arch sm_90a --json");
-  EXPECT_EQ(r.signal, 0);
+                             " " + options + " --dry-run --list --arch sm_90a --json");
+  EXPECT_EQ(r.signal, 0) << options;
   if (r.exit_code == 0)
-    EXPECT_EQ(nlohmann::json::parse(r.output).at("problem"),
-              "e4m3*e5m2->f16 tn 2112x64x7168 lda=7168 ldb=7168 ldc=2112 align=16 scaling=block");
+    EXPECT_EQ(nlohmann::json::parse(r.output).at("problem"), problem) << options;
   else
-    EXPECT_NE(r.output.find("no kernel family supports e4m3*e5m2->f16 tn on sm_90a"),
-              std::string::npos)
-        << r.output;
+    EXPECT_NE(r.output.find(refusal), std::string::npos) << options << ": " << r.output;
+}
+
+TEST(GemmTuneCli, Float8OptionsMakeTheScaledProblem) {
+  expect_dry_run_of(
+      "--m 2112 --n 64 --k 7168 --dtype e4m3 --dtype-b e5m2 --out f16 --scaling block --layout tn",
+      "e4m3*e5m2->f16 tn 2112x64x7168 lda=7168 ldb=7168 ldc=2112 align=16 scaling=block",
+      "no kernel family supports e4m3*e5m2->f16 tn on sm_90a");
   expect_usage_error("--m 64 --n 64 --k 64 --dtype e4m3 --out e5m2",
                      "output type 'e5m2': the output is bf16, f16 or f32");
   expect_usage_error("--m 64 --n 64 --k 64 --dtype e4m3 --out half8",
@@ -404,6 +409,7 @@ TEST(GemmTuneCli, Float8OptionsMakeTheScaledProblem) {
   expect_usage_error("--m 64 --n 64 --k 64 --dtype e4m3 --dtype-b bf16", "A is e4m3 but B is bf16");
   expect_usage_error("--m 64 --n 64 --k 64 --dtype 'e4m3*e4m3->bf16' --out f16",
                      "names the type of every operand");
+  test::TempDir dir;
   std::ofstream(dir / "shapes.txt") << "2112 64 7168 e4m3 tn scaling=block\n64 64 64 e4m3 "
                                        "scaling=diagonal\n";
   expect_usage_error("--dry-run --shapes " + (dir / "shapes.txt").string(),
@@ -512,18 +518,9 @@ TEST(ShapesFile, TheMoeSuiteParses) {
 }
 
 TEST(GemmTuneCli, GroupsMakeTheGroupedProblemOfTheMeanN) {
-  // Without a family of grouped kernels in this build, the dry run says that no family supports
-  // the problem; with one, it lists candidates of it. Either way, the problem is the one asked for.
-  test::TempDir dir;
-  const auto r = run_command("GEMMTUNE_CACHE_DIR=" + dir.path().string() + " " + tool("gemm-tune") +
-                             " --m 1536 --n 256 --k 2048 --dtype bf16 --layout tn --groups 128"
-                             " --dry-run --list --arch sm_90a --json");
-  EXPECT_EQ(r.signal, 0);
-  if (r.exit_code == 0)
-    EXPECT_EQ(nlohmann::json::parse(r.output).at("problem"),
-              "bf16 tn 1536x32768x2048 lda=2048 ldb=2048 ldc=1536 align=16 groups=128");
-  else
-    EXPECT_NE(r.output.find("has no grouped kernels"), std::string::npos) << r.output;
+  expect_dry_run_of("--m 1536 --n 256 --k 2048 --dtype bf16 --layout tn --groups 128",
+                    "bf16 tn 1536x32768x2048 lda=2048 ldb=2048 ldc=1536 align=16 groups=128",
+                    "has no grouped kernels");
   expect_usage_error("--m 64 --n 64 --k 64 --groups -1",
                      "groups must be 0 (one GEMM) or 1 to 4096 (got -1)");
   expect_usage_error("--m 64 --n 64 --k 64 --groups 5000",
@@ -537,17 +534,88 @@ TEST(GemmTuneCli, GroupsMakeTheGroupedProblemOfTheMeanN) {
     EXPECT_NE(help.output.find(words), std::string::npos) << words << " not in --help";
 }
 
+// Masked groups (each a fixed capacity of columns, of which it uses its count): N on the command
+// line and in a shapes file is then the capacity of a group, and the problem has G x N columns
+// again. A line's group_layout= replaces --group-layout; a line of one GEMM (groups=0) has none.
+TEST(ShapesFile, AMaskedLineGivesTheCapacityOfAGroup) {
+  const cli::TypeArgs command_line{};
+  auto problem_of = [](const std::string& line, const cli::TypeArgs& args) {
+    return cli::problem_of_line(cli::parse_shape_line(line), args, "nn", 0.0f);
+  };
+  const Problem decode =
+      problem_of("1536 256 2048 bf16 tn groups=128 group_layout=masked", command_line);
+  EXPECT_EQ(decode.n, 32768);
+  EXPECT_EQ(decode.groups, 128);
+  EXPECT_TRUE(decode.masked());
+  EXPECT_EQ(decode.group_capacity(), 256);
+  EXPECT_EQ(decode.describe(),
+            "bf16 tn 1536x32768x2048 lda=2048 ldb=2048 ldc=1536 align=16 groups=128 masked");
+  EXPECT_EQ(problem_of("1536 256 2048 bf16 tn groups=128 group_layout=contiguous", command_line),
+            problem_of("1536 256 2048 bf16 tn groups=128", command_line));
+
+  cli::TypeArgs masked{"bf16"};
+  masked.groups = "32";
+  masked.group_layout = "masked";
+  const Problem from_options = problem_of("4096 64 7168 bf16 tn", masked);
+  EXPECT_EQ(from_options.n, 32 * 64);
+  EXPECT_TRUE(from_options.masked());
+  EXPECT_TRUE(problem_of("4096 64 7168 bf16 tn groups=8", masked).masked());
+  EXPECT_FALSE(problem_of("4096 64 7168 bf16 tn group_layout=contiguous", masked).masked());
+  const Problem one_gemm = problem_of("4096 64 7168 bf16 tn groups=0", masked);
+  EXPECT_EQ(one_gemm.groups, 0);
+  EXPECT_EQ(one_gemm.group_layout, GroupLayout::contiguous);
+  EXPECT_EQ(one_gemm.n, 64);
+
+  for (const auto& [line, says] : std::vector<std::pair<std::string, std::string>>{
+           {"64 64 64 groups=8 group_layout=diagonal",
+            "unknown group layout 'diagonal' (expected contiguous or masked)"},
+           {"64 64 64 group_layout=", "group_layout= has no value"},
+           {"64 64 64 group_layout=masked group_layout=masked", "group_layout= is given twice"}})
+    expect_refused([&] { cli::parse_shape_line(line); }, line, {says});
+  for (const std::string line :
+       {"64 64 64 group_layout=masked", "64 64 64 groups=0 group_layout=masked"})
+    expect_refused([&] { problem_of(line, command_line); }, line,
+                   {fmt::format("'{}': the masked group layout needs groups", line)});
+  cli::TypeArgs masked_alone{"bf16"};
+  masked_alone.group_layout = "masked";
+  expect_refused([&] { problem_of("64 64 64", masked_alone); }, "--group-layout alone",
+                 {"the masked group layout needs groups (--groups G or groups=G"});
+}
+
+TEST(GemmTuneCli, AMaskedLayoutMakesTheProblemOfTheCapacity) {
+  // --n is a group's capacity: 128 groups of 256 columns.
+  expect_dry_run_of(
+      "--m 1536 --n 256 --k 2048 --dtype bf16 --layout tn --groups 128 --group-layout masked",
+      "bf16 tn 1536x32768x2048 lda=2048 ldb=2048 ldc=1536 align=16 groups=128 masked",
+      "no kernel family supports bf16 tn");
+  expect_usage_error("--m 64 --n 64 --k 64 --group-layout masked",
+                     "the masked group layout needs groups (--groups G");
+  expect_usage_error("--m 64 --n 64 --k 64 --groups 0 --group-layout masked",
+                     "the masked group layout needs groups");
+  expect_usage_error("--m 64 --n 64 --k 64 --groups 8 --group-layout ragged",
+                     "unknown group layout 'ragged' (expected contiguous or masked)");
+  expect_usage_error("--m 64 --n 1073741824 --k 64 --groups 2 --group-layout masked",
+                     "above the largest N");
+  const auto help = run_command(tool("gemm-tune") + " --help");
+  for (const char* words : {"--group-layout", "group_layout=", "capacity"})
+    EXPECT_NE(help.output.find(words), std::string::npos) << words << " not in --help";
+}
+
 TEST(GemmBenchCli, GroupsAreCheckedBeforeTheGpu) {
   for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
            {"--m 64 --n 64 --k 64 --groups 4097", "or 1 to 4096 (got 4097)"},
-           {"--m 64 --n 64 --k 64 --groups x", "groups 'x' is not a number"}}) {
+           {"--m 64 --n 64 --k 64 --groups x", "groups 'x' is not a number"},
+           {"--m 64 --n 64 --k 64 --group-layout masked", "the masked group layout needs groups"},
+           {"--m 64 --n 64 --k 64 --groups 8 --group-layout x", "unknown group layout 'x'"}}) {
     const auto r = run_command(tool("gemm-bench") + " " + args);
     EXPECT_EQ(r.signal, 0) << args;
     EXPECT_EQ(r.exit_code, 2) << args << ": " << r.output;
     EXPECT_NE(r.output.find("gemm-bench: error: "), std::string::npos) << args << ": " << r.output;
     EXPECT_NE(r.output.find(says), std::string::npos) << args << ": " << r.output;
   }
-  EXPECT_NE(run_command(tool("gemm-bench") + " --help").output.find("--groups"), std::string::npos);
+  const std::string help = run_command(tool("gemm-bench") + " --help").output;
+  EXPECT_NE(help.find("--groups"), std::string::npos);
+  EXPECT_NE(help.find("--group-layout"), std::string::npos);
 }
 
 }  // namespace

@@ -167,6 +167,12 @@ void add_type_options(CLI::App& app, TypeArgs& args) {
                              "0: one GEMM (default). With G groups --n (and a shapes file's N) is "
                              "the mean columns (tokens) of a group: the problem has N = G x --n",
                              kMaxGroups));
+  app.add_option("--group-layout", args.group_layout,
+                 "How the groups split the columns, with --groups: contiguous (default: group g "
+                 "owns the columns up to its end, G int32 ends in device memory) or masked (each "
+                 "group a fixed capacity of columns, of which it uses its count, G int32 counts in "
+                 "device memory: a decode step in a CUDA graph); masked, --n (and a shapes file's "
+                 "N) is the capacity of a group: the problem has N = G x --n");
 }
 
 ProblemTypes problem_types(const TypeArgs& args) {
@@ -229,7 +235,7 @@ ShapeLine parse_shape_line(const std::string& raw) {
   if (!(shape >> s.m >> s.n >> s.k) || (shape >> rest))
     GT_THROW(Errc::invalid_argument,
              "'{}' is not a shape (expected 'M N K' or 'MxNxK', then optional types, layout, "
-             "types=, groups=, lda=, ldb=, ldc=, beta=)",
+             "types=, groups=, group_layout=, lda=, ldb=, ldc=, beta=)",
              raw);
   std::vector<std::string> positional;  // the types, then the layout
   bool types_key = false;
@@ -253,11 +259,13 @@ ShapeLine parse_shape_line(const std::string& raw) {
       GT_REQUIRE(!types_key, Errc::invalid_argument, "'{}': types= is given twice", raw);
       types_key = true;
       s.dtype = text;
-    } else if (key == "dtype_b" || key == "out" || key == "scaling" || key == "groups") {
+    } else if (key == "dtype_b" || key == "out" || key == "scaling" || key == "groups" ||
+               key == "group_layout") {
       std::string& field = key == "dtype_b"   ? s.dtype_b
                            : key == "out"     ? s.out
                            : key == "scaling" ? s.scaling
-                                              : s.groups;
+                           : key == "groups"  ? s.groups
+                                              : s.group_layout;
       GT_REQUIRE(field.empty(), Errc::invalid_argument, "'{}': {}= is given twice", raw, key);
       GT_REQUIRE(!text.empty(), Errc::invalid_argument, "'{}': {}= has no value", raw, key);
       field = text;
@@ -271,8 +279,8 @@ ShapeLine parse_shape_line(const std::string& raw) {
       s.ldc = parse_integer(raw, text);
     else
       GT_THROW(Errc::invalid_argument,
-               "'{}': unknown field '{}' (types, dtype_b, out, scaling, groups, lda, ldb, ldc, "
-               "beta)",
+               "'{}': unknown field '{}' (types, dtype_b, out, scaling, groups, group_layout, lda, "
+               "ldb, ldc, beta)",
                raw, key);
   }
   // Positional: the types and the layout, or only the layout after types=.
@@ -290,6 +298,7 @@ ShapeLine parse_shape_line(const std::string& raw) {
     if (!s.out.empty()) output_type(s.out);
     if (!s.scaling.empty()) scaling_of(s.scaling);
     if (!s.groups.empty()) groups_of(s.groups);
+    if (!s.group_layout.empty()) parse_group_layout(s.group_layout);
     if (!s.dtype.empty()) problem_types({s.dtype, s.dtype_b, s.out, s.scaling});
   } catch (const Error& e) {
     GT_THROW(Errc::invalid_argument, "'{}': {}", raw, e.what());
@@ -324,12 +333,18 @@ Problem make_cli_problem(const TypeArgs& types, const std::string& layout, int64
              "M, N and K must be at least 1 (got {}x{}x{})", m, n, k);
   const ProblemTypes t = problem_types(types);
   const int64_t groups = types.groups.empty() ? 0 : groups_of(types.groups);
-  // With groups, n is the mean columns of a group (the MoE suite's N): the tight leading
-  // dimensions are of all the groups' columns.
+  const GroupLayout group_layout =
+      types.group_layout.empty() ? GroupLayout::contiguous : parse_group_layout(types.group_layout);
+  GT_REQUIRE(group_layout == GroupLayout::contiguous || groups > 0, Errc::invalid_argument,
+             "the masked group layout needs groups (--groups G or groups=G; N is then the "
+             "capacity of a group); one GEMM has no group layout");
+  // With groups, n is the mean columns of a group (the MoE suite's N), or a masked group's
+  // capacity: the tight leading dimensions are of all the groups' columns.
   Problem p =
       make_problem(t.types, parse_op(layout[0]), parse_op(layout[1]), m, columns_of(n, groups), k);
   p.scaling = t.scaling;
   p.groups = groups;
+  p.group_layout = group_layout;
   if (lda) p.lda = lda;
   if (ldb) p.ldb = ldb;
   if (ldc) p.ldc = ldc;
@@ -354,7 +369,11 @@ Problem problem_of_line(const ShapeLine& line, const TypeArgs& types, const std:
   if (!line.out.empty()) t.out = line.out;
   if (!line.scaling.empty()) t.scaling = line.scaling;
   if (!line.groups.empty()) t.groups = line.groups;
+  if (!line.group_layout.empty()) t.group_layout = line.group_layout;
   try {
+    // A line of one GEMM among the command line's masked groups: it has no group layout.
+    if (line.group_layout.empty() && !line.groups.empty() && groups_of(line.groups) == 0)
+      t.group_layout.clear();
     return make_cli_problem(t, line.layout.empty() ? layout : line.layout, line.m, line.n, line.k,
                             line.lda, line.ldb, line.ldc, line.beta.value_or(beta));
   } catch (const Error& e) {

@@ -48,8 +48,9 @@ inline constexpr const char* kScalingHelp =
     "default: tensor for float8 operands, none for others";
 inline constexpr const char* kShapesHelp =
     "File of shapes, one per line: 'M N K [types] [layout] [types=] [dtype_b=] [out=] "
-    "[scaling=] [groups=] [lda=] [ldb=] [ldc=] [beta=]'; a line's fields replace the options of "
-    "the same name; with groups=G, N is the mean columns of a group (the problem has G x N)";
+    "[scaling=] [groups=] [group_layout=] [lda=] [ldb=] [ldc=] [beta=]'; a line's fields replace "
+    "the options of the same name; with groups=G, N is the mean columns of a group, or a masked "
+    "group's capacity (the problem has G x N)";
 
 // The types of a problem as the options (or a shapes file's line) give them, and its groups;
 // empty: not given.
@@ -59,12 +60,14 @@ inline constexpr const char* kShapesHelp =
 //   scaling  none, tensor, row or block (default: tensor for float8 operands, else none)
 //   groups   G of a grouped GEMM, 0 (one GEMM, the default) to kMaxGroups; with G groups the N
 //            given beside it is the mean columns (tokens) of a group: the problem has N = G x N
+//   group_layout  contiguous (the default) or masked (GroupLayout), with groups only; masked, the
+//            N given beside groups is a group's capacity (the problem has N = G x N again)
 // dtype_b and out go with a single type only: A*B->D names every type already.
 struct TypeArgs {
   std::string dtype = "f32";
-  std::string dtype_b, out, scaling, groups;
+  std::string dtype_b, out, scaling, groups, group_layout;
 };
-// Adds --dtype, --dtype-b, --out, --scaling and --groups to app, writing to args.
+// Adds --dtype, --dtype-b, --out, --scaling, --groups and --group-layout to app, writing to args.
 void add_type_options(CLI::App& app, TypeArgs& args);
 // The types and scaling of args (dtype empty: f32). Throws Error(invalid_argument) naming the bad
 // value and what is accepted.
@@ -75,16 +78,18 @@ struct ProblemTypes {
 ProblemTypes problem_types(const TypeArgs& args);
 // The G of --groups or groups=: 0 to kMaxGroups. Throws Error(invalid_argument) naming the text.
 int64_t groups_of(const std::string& text);
-// N of a problem of `groups` groups whose mean columns of a group are `mean` (mean itself for
-// one GEMM); Error(invalid_argument) when that is above kMaxDimension.
+// N of a problem of `groups` groups whose columns of a group are `mean` (the mean, or a masked
+// group's capacity; mean itself for one GEMM); Error(invalid_argument) when that is above
+// kMaxDimension.
 int64_t columns_of(int64_t mean, int64_t groups);
 
 // "8192x8192x8192" or "8192 8192 8192", optionally followed by the data types (a DataTypes name:
-// bf16, f16*bf16->f32) and the layout, or by types=T and the layout; by dtype_b=, out=, scaling=
-// and groups= (as --dtype-b, --out, --scaling and --groups), by lda=, ldb=, ldc= for leading
-// dimensions other than the tight ones, and by beta= (not 0: C is read). Unknown types, output
-// types and scalings, and bad groups, are refused here, naming them. With groups=G (or --groups)
-// the line's N is the mean columns of a group, as the MoE suite writes it.
+// bf16, f16*bf16->f32) and the layout, or by types=T and the layout; by dtype_b=, out=, scaling=,
+// groups= and group_layout= (as --dtype-b, --out, --scaling, --groups and --group-layout), by
+// lda=, ldb=, ldc= for leading dimensions other than the tight ones, and by beta= (not 0: C is
+// read). Unknown types, output types, scalings and group layouts, and bad groups, are refused
+// here, naming them. With groups=G (or --groups) the line's N is the mean columns of a group, as
+// the MoE suite writes it, or with group_layout=masked a group's capacity.
 struct ShapeLine {
   int64_t m = 0, n = 0, k = 0;
   std::string dtype, layout;          // empty: the command line's; dtype is a DataTypes name
@@ -92,6 +97,7 @@ struct ShapeLine {
   std::optional<float> beta;          // none: the command line's
   std::string dtype_b, out, scaling;  // empty: the command line's
   std::string groups;                 // empty: the command line's; with G > 0, n is a group's mean
+  std::string group_layout;           // empty: the command line's; masked: n is a group's capacity
   std::string text;                   // the line as written, for messages ("file:3: '...'")
 };
 ShapeLine parse_shape_line(const std::string& line);
@@ -99,8 +105,9 @@ ShapeLine parse_shape_line(const std::string& line);
 std::vector<ShapeLine> read_shapes_file(const std::string& path);
 
 // A problem from the usual options; ld = 0 means tight; it reads C when beta != 0; with
-// types.groups G > 0, n is the mean columns of a group and the problem has N = G x n (the tight
-// leading dimensions are of that N). Throws Error(invalid_argument).
+// types.groups G > 0, n is the mean columns of a group (masked: a group's capacity) and the
+// problem has N = G x n (the tight leading dimensions are of that N). A masked layout without
+// groups is refused. Throws Error(invalid_argument).
 Problem make_cli_problem(const TypeArgs& types, const std::string& layout, int64_t m, int64_t n,
                          int64_t k, int64_t lda, int64_t ldb, int64_t ldc, float beta = 0.0f);
 inline Problem make_cli_problem(const std::string& dtype, const std::string& layout, int64_t m,
@@ -108,8 +115,9 @@ inline Problem make_cli_problem(const std::string& dtype, const std::string& lay
                                 float beta = 0.0f) {
   return make_cli_problem(TypeArgs{dtype}, layout, m, n, k, lda, ldb, ldc, beta);
 }
-// The problem of a shapes-file line: each of its types, dtype_b, out, scaling, groups, layout and
-// beta, else the command line's. A line whose types are A*B->D takes neither --dtype-b nor --out.
+// The problem of a shapes-file line: each of its types, dtype_b, out, scaling, groups,
+// group_layout, layout and beta, else the command line's. A line whose types are A*B->D takes
+// neither --dtype-b nor --out; one of groups=0 (one GEMM) not --group-layout.
 Problem problem_of_line(const ShapeLine& line, const TypeArgs& types, const std::string& layout,
                         float beta);
 inline Problem problem_of_line(const ShapeLine& line, const std::string& dtype,

@@ -13,9 +13,13 @@ std::string types_text(const Problem& p) {
   return fmt::format("{} scaling={}", p.types.name(), to_string(p.scaling));
 }
 
+std::string groups_text(const Problem& p) {
+  if (!p.grouped()) return "";
+  return fmt::format(" groups={}{}", p.groups, p.masked() ? " masked" : "");
+}
+
 std::string shape_text(const Problem& p) {
-  const std::string groups = p.grouped() ? fmt::format(" groups={}", p.groups) : "";
-  return p.shape() + groups + p.beta_mark();
+  return p.shape() + groups_text(p) + p.beta_mark();
 }
 
 double cublas_ratio(const BestRecord& best) {

@@ -19,8 +19,11 @@ struct ProblemFilter {
 // A problem's data types as gemm-db shows them: "bf16", "f16*bf16->f32", followed by the scaling
 // where it is not none ("e4m3*e4m3->bf16 scaling=tensor").
 std::string types_text(const Problem& p);
-// Its shape as gemm-db's tables show it: "4096x8x4096", then " groups=G" where it is grouped (N
-// is of all the groups) and " beta!=0" where it reads C.
+// Its groups as gemm-db shows them after the shape, as describe() does: "" for one GEMM,
+// " groups=G", " groups=G masked" for the masked group layout.
+std::string groups_text(const Problem& p);
+// Its shape as gemm-db's tables show it: "4096x8x4096", then groups_text() (N is of all the
+// groups) and " beta!=0" where it reads C.
 std::string shape_text(const Problem& p);
 
 // cuBLAS time over ours: above 1 means faster than cuBLAS; -1 when either is unknown.

@@ -24,7 +24,7 @@ namespace {
 
 struct Args {
   std::string suite = "default", shapes, layout = "nn", csv, db;
-  gt::cli::TypeArgs types;  // --dtype, --dtype-b, --out, --scaling, --groups
+  gt::cli::TypeArgs types;  // --dtype, --dtype-b, --out, --scaling, --groups, --group-layout
   int64_t m = 0, n = 0, k = 0;
   bool json = false, overhead = false, mma_ceiling = false, read_ceiling = false;
   int device = 0;
@@ -138,13 +138,14 @@ double baseline_error(const gt::Cublas& cublas, const gt::Verifier& verifier, CU
 }
 
 // The library's descriptor of a problem, with the scales of its data (none without scaling) and
-// its groups' ends (none unless grouped).
+// its groups' ends, or counts when masked (none unless grouped).
 gt::MatmulDesc desc_of(const gt::Problem& p, const gt::GemmOperands& o) {
   gt::MatmulDesc desc{p.types, p.scaling, p.op_a, p.op_b};
   desc.scale_a = reinterpret_cast<const float*>(o.scale_a);
   desc.scale_b = reinterpret_cast<const float*>(o.scale_b);
   desc.groups = p.groups;
   desc.group_ends = reinterpret_cast<const int32_t*>(o.group_ends);
+  desc.group_layout = p.group_layout;
   return desc;
 }
 

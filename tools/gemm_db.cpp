@@ -65,7 +65,7 @@ void print_json(const Json& json) {
 // Options
 
 struct FilterArgs {
-  std::string device, types, dtype, scaling, layout, groups;
+  std::string device, types, dtype, scaling, layout, groups, group_layout;
   int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;  // 0: not given
   std::optional<double> beta;                              // only whether it is 0 counts
 };
@@ -112,11 +112,15 @@ void add_filter_options(CLI::App& sub, FilterArgs& args) {
   sub.add_option("--scaling", args.scaling, "Scaling of the operands: none, tensor, row or block");
   sub.add_option("--layout", args.layout, "op(A) op(B): nn, nt, tn or tt");
   sub.add_option("--m", args.m, "M")->check(kPositive);
-  sub.add_option("--n", args.n, "N; with --groups, the mean N of a group, as gemm-tune's --n")
+  sub.add_option("--n", args.n,
+                 "N; with --groups, the mean N of a group (masked: a group's capacity), as "
+                 "gemm-tune's --n")
       ->check(kPositive);
   sub.add_option("--k", args.k, "K")->check(kPositive);
   sub.add_option("--groups", args.groups,
                  "Only grouped problems of this many groups (0: only problems of one GEMM)");
+  sub.add_option("--group-layout", args.group_layout,
+                 "Only grouped problems of this group layout: contiguous or masked");
   sub.add_option("--beta", args.beta,
                  "Only problems that read C (not 0: tuned with beta != 0) or that do not (0)");
 }
@@ -157,7 +161,13 @@ ProblemFilter to_filter(const FilterArgs& args) {
     f.layout = layout;
   }
   if (!args.groups.empty()) f.groups = cli::groups_of(args.groups);
-  // --n with --groups is what gemm-tune was given: the mean N of a group.
+  if (!args.group_layout.empty()) {
+    f.group_layout = parse_group_layout(args.group_layout);
+    GT_REQUIRE(f.groups.value_or(1) > 0, Errc::invalid_argument,
+               "--group-layout is of grouped problems: not with --groups 0 (one GEMM)");
+  }
+  // --n with --groups is what gemm-tune was given: the mean N of a group, or a masked group's
+  // capacity (G x either is N).
   const int64_t n = cli::columns_of(args.n, f.groups.value_or(0));
   f.m = given(args.m), f.n = given(n), f.k = given(args.k);
   f.lda = given(args.lda), f.ldb = given(args.ldb), f.ldc = given(args.ldc);
@@ -168,7 +178,7 @@ ProblemFilter to_filter(const FilterArgs& args) {
 bool is_empty(const ProblemFilter& filter) {
   const DbFilter& f = filter.db;
   return !f.device && !f.types && !f.layout && !f.m && !f.n && !f.k && !f.lda && !f.ldb && !f.ldc &&
-         !f.reads_c && !f.groups && !filter.scaling;
+         !f.reads_c && !f.groups && !f.group_layout && !filter.scaling;
 }
 
 template <class Rows, class ProblemOf>
@@ -317,7 +327,7 @@ DeviceKey gpu_for(const std::vector<BestRecord>& rows, const ForGpuArgs& args, c
 bool listed_before(const Problem& a, const Problem& b) {
   auto key = [](const Problem& p) {
     return std::make_tuple(p.types.name(), std::string(to_string(p.scaling)), p.layout(), p.m, p.n,
-                           p.k, p.lda, p.ldb, p.ldc, p.align, p.reads_c, p.groups);
+                           p.k, p.lda, p.ldb, p.ldc, p.align, p.reads_c, p.groups, p.group_layout);
   };
   return key(a) < key(b);
 }
@@ -695,7 +705,7 @@ int delete_problems(const Options& opts) {
   const ProblemFilter filter = to_filter(opts.filter);
   GT_REQUIRE(opts.all || !is_empty(filter), Errc::invalid_argument,
              "delete needs a filter (--device, --types, --scaling, --layout, --m, --n, --k, "
-             "--groups, --beta) or --all");
+             "--groups, --group-layout, --beta) or --all");
   GT_REQUIRE(!opts.all || is_empty(filter), Errc::invalid_argument,
              "delete takes filters or --all, not both");
   const auto db = open_existing(opts.db);

@@ -20,7 +20,7 @@ namespace {
 
 struct Args {
   int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
-  gt::cli::TypeArgs types;  // --dtype, --dtype-b, --out, --scaling, --groups
+  gt::cli::TypeArgs types;  // --dtype, --dtype-b, --out, --scaling, --groups, --group-layout
   std::string layout = "nn";
   float alpha = 1.0f, beta = 0.0f;
   std::string db, budget, shapes, arch, families, devices, shard;
@@ -36,7 +36,9 @@ struct Args {
 
 void add_options(CLI::App& app, Args& a) {
   app.add_option("--m", a.m, "Rows of op(A) and C");
-  app.add_option("--n", a.n, "Columns of op(B) and C; with --groups, of a group on average");
+  app.add_option("--n", a.n,
+                 "Columns of op(B) and C; with --groups, of a group on average (masked: a "
+                 "group's capacity)");
   app.add_option("--k", a.k, "Columns of op(A), rows of op(B)");
   gt::cli::add_type_options(app, a.types);
   app.add_option("--layout", a.layout, "op(A)op(B): nn, nt, tn or tt")->capture_default_str();
