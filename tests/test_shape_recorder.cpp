@@ -22,6 +22,21 @@ Problem read_back(const std::string& line) {
   return cli::problem_of_line(s, "f32", "nn", 0.0f);
 }
 
+// Problems that differ in one thing each are recorded into one file once each, as lines of their
+// own (the first recorded twice, a line the second time), and read back as they were.
+void expect_recorded_apart(const std::vector<Problem>& problems) {
+  test::TempDir dir;
+  const auto file = dir / "shapes.txt";
+  EXPECT_TRUE(record_shape(file, problems.at(0)));
+  EXPECT_FALSE(record_shape(file, problems[0]));
+  for (size_t i = 1; i < problems.size(); ++i)
+    EXPECT_TRUE(record_shape(file, problems[i])) << problems[i].describe();
+  const auto lines = cli::read_shapes_file(file.string());
+  ASSERT_EQ(lines.size(), problems.size());
+  for (size_t i = 0; i < lines.size(); ++i)
+    EXPECT_EQ(cli::problem_of_line(lines[i], "f32", "nn", 0.0f), problems[i]) << lines[i].text;
+}
+
 TEST(ShapeRecorder, TightProblemsAreShapeDtypeAndLayout) {
   EXPECT_EQ(shape_line(problem(DType::bf16, "tn", 11008, 8, 4096)), "11008 8 4096 bf16 tn");
   EXPECT_EQ(shape_line(problem(DType::f32, "nn", 1, 1, 1)), "1 1 1 f32 nn");
@@ -83,19 +98,9 @@ TEST(ShapeRecorder, Float8ProblemsKeepTheirTypesAndScaling) {
     EXPECT_EQ(read_back(shape_line(p)).describe(), p.describe()) << shape_line(p);
   }
   // The same shape with another scaling is another problem: a line of its own.
-  test::TempDir dir;
-  const auto file = dir / "shapes.txt";
   Problem tensor_block = block;
   tensor_block.scaling = Scaling::tensor;
-  EXPECT_TRUE(record_shape(file, block));
-  EXPECT_FALSE(record_shape(file, block));
-  EXPECT_TRUE(record_shape(file, tensor_block));
-  EXPECT_TRUE(record_shape(file, row));
-  const auto lines = cli::read_shapes_file(file.string());
-  ASSERT_EQ(lines.size(), 3u);
-  const std::vector<Problem> recorded = {block, tensor_block, row};
-  for (size_t i = 0; i < lines.size(); ++i)
-    EXPECT_EQ(cli::problem_of_line(lines[i], "f32", "nn", 0.0f), recorded[i]) << lines[i].text;
+  expect_recorded_apart({block, tensor_block, row});
 }
 
 // A grouped problem's line says N as gemm-tune --groups takes it, the mean columns of a group,
@@ -117,20 +122,9 @@ TEST(ShapeRecorder, AGroupedProblemWritesItsGroupsAndTheMeanN) {
   EXPECT_EQ(read_back(shape_line(padded)).describe(), padded.describe());
 
   // One GEMM of the same sizes, and other groups, are other problems: lines of their own.
-  test::TempDir dir;
-  const auto file = dir / "shapes.txt";
   Problem other_groups = moe;
   other_groups.groups = 64;
-  const Problem dense = problem(DType::bf16, "tn", 1536, 32768, 2048);
-  EXPECT_TRUE(record_shape(file, moe));
-  EXPECT_FALSE(record_shape(file, moe));
-  EXPECT_TRUE(record_shape(file, dense));
-  EXPECT_TRUE(record_shape(file, other_groups));
-  const auto lines = cli::read_shapes_file(file.string());
-  ASSERT_EQ(lines.size(), 3u);
-  const std::vector<Problem> recorded = {moe, dense, other_groups};
-  for (size_t i = 0; i < lines.size(); ++i)
-    EXPECT_EQ(cli::problem_of_line(lines[i], "f32", "nn", 0.0f), recorded[i]) << lines[i].text;
+  expect_recorded_apart({moe, problem(DType::bf16, "tn", 1536, 32768, 2048), other_groups});
 }
 
 // N that G does not divide cannot be said as a mean: the line rounds it up, to the nearest problem
@@ -148,6 +142,31 @@ TEST(ShapeRecorder, AGroupedNThatGroupsDoNotDivideIsRoundedUp) {
       alignment_class(ragged.types, nullptr, nullptr, nullptr, ragged.lda, ragged.ldb, ragged.ldc);
   EXPECT_EQ(shape_line(ragged), "64 126 32 f16 nt groups=8 ldb=1024  # n=1001");
   EXPECT_EQ(read_back(shape_line(ragged)).ldb, 1024);
+}
+
+// A masked grouped problem's line says groups=G group_layout=masked with N a group's capacity
+// (n / G, which G always divides), and reads back as the same problem; the contiguous problem of
+// the same sizes is another line.
+TEST(ShapeRecorder, AMaskedProblemWritesItsLayoutAndTheCapacity) {
+  Problem decode = problem(DType::bf16, "tn", 1536, 32768, 2048);
+  decode.groups = 128;
+  decode.group_layout = GroupLayout::masked;
+  EXPECT_EQ(shape_line(decode), "1536 256 2048 bf16 tn groups=128 group_layout=masked");
+  EXPECT_EQ(read_back(shape_line(decode)), decode);
+  EXPECT_EQ(read_back(shape_line(decode)).group_capacity(), 256);
+  Problem padded = problem(DType::f16, "nn", 300, 8 * 64, 128);
+  padded.groups = 8;
+  padded.group_layout = GroupLayout::masked;
+  padded.ldc = 304;  // leading dimensions that are not tight, and beta != 0, as for one GEMM
+  padded.reads_c = true;
+  padded.align =
+      alignment_class(padded.types, nullptr, nullptr, nullptr, padded.lda, padded.ldb, padded.ldc);
+  EXPECT_EQ(shape_line(padded), "300 64 128 f16 nn groups=8 group_layout=masked ldc=304 beta=1");
+  EXPECT_EQ(read_back(shape_line(padded)), padded);
+
+  Problem contiguous = decode;
+  contiguous.group_layout = GroupLayout::contiguous;
+  expect_recorded_apart({decode, contiguous});
 }
 
 TEST(ShapeRecorder, AppendsEachProblemOnceUnderAHeader) {

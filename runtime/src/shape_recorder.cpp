@@ -69,14 +69,16 @@ struct Fd {
 }  // namespace
 
 std::string shape_line(const Problem& p) {
-  // A grouped problem's line says N as gemm-tune --groups takes it: the mean columns of a group.
-  // An N that is not a multiple of G is rounded up, to the nearest problem a line can name (G x
-  // the mean columns, with the tight leading dimensions of that N); the comment keeps the N.
+  // A grouped problem's line says N as gemm-tune --groups takes it: the mean columns of a group,
+  // or a masked group's capacity (always N / G). An N that is not a multiple of G is rounded up, to
+  // the nearest problem a line can name (G x the mean columns, with the tight leading dimensions of
+  // that N); the comment keeps the N.
   const int64_t groups = p.group_count();
   const int64_t mean = (p.n + groups - 1) / groups;
   std::string line = fmt::format("{} {} {} {} {}", p.m, mean, p.k, p.types.name(), p.layout());
   if (p.scaling != Scaling::none) line += fmt::format(" scaling={}", to_string(p.scaling));
   if (p.grouped()) line += fmt::format(" groups={}", p.groups);
+  if (p.masked()) line += fmt::format(" group_layout={}", to_string(p.group_layout));
   // Leading dimensions below the read-back problem's tight ones (only where N was rounded up)
   // cannot be named: the tight ones stand for them.
   const Problem tight = make_problem(p.types, p.op_a, p.op_b, p.m, mean * groups, p.k);
