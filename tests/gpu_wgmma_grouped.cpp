@@ -85,6 +85,8 @@ class WgmmaGrouped : public test::GpuTest {
     checker_->reference(a, stream_->get());
     return checker_->compare(a, stream_->get());
   }
+
+  void replay_routings(const Problem& p);
 };
 
 class WgmmaGroupedLayouts
@@ -122,6 +124,27 @@ INSTANTIATE_TEST_SUITE_P(TypesAndLayouts, WgmmaGroupedLayouts,
                                   std::get<1>(test.param);
                          });
 
+// The masked layout (DeepGEMM's): G slots of `capacity` tokens, each with a count in device
+// memory; the columns past a count stay as they were (the verifier checks them too).
+TEST_F(WgmmaGrouped, MaskedLayout) {
+  struct Shape {
+    int64_t m, capacity, k, groups;
+  };
+  const Shape shapes[] = {
+      {520, 8, 1000, 16}, {1024, 200, 512, 4}, {300, 41, 200, 7}, {384, 1, 256, 3}};
+  int checked = 0;
+  double worst = 0;
+  for (DataType type : {DataType::bf16, DataType::f16})
+    for (const char* layout : {"tn", "nn"})
+      for (const Shape& s : shapes) {
+        Problem p = grouped_problem(type, layout, s.m, s.capacity, s.k, s.groups);
+        p.group_layout = GroupLayout::masked;
+        checked += check_points(p, type == DataType::bf16 ? 4 : 2, worst);
+      }
+  std::printf("masked: %d kernel runs checked, largest normalized error %.3g\n", checked, worst);
+  EXPECT_GE(checked, 40);
+}
+
 // Skewed routings: one group with ten times the mean, and all tokens but one in the last group.
 TEST_F(WgmmaGrouped, SkewedRoutings) {
   const Problem p = grouped_problem(DataType::bf16, "tn", 768, 24, 512, 32);
@@ -147,7 +170,14 @@ TEST_F(WgmmaGrouped, SkewedRoutings) {
 // A graph captured once, replayed with three routings written into the group ends between
 // replays: each replay is right for its routing.
 TEST_F(WgmmaGrouped, AGraphReplaysOtherRoutings) {
-  const Problem p = grouped_problem(DataType::bf16, "tn", 512, 16, 384, 24);
+  for (GroupLayout layout : {GroupLayout::contiguous, GroupLayout::masked}) {
+    Problem p = grouped_problem(DataType::bf16, "tn", 512, 16, 384, 24);
+    p.group_layout = layout;
+    replay_routings(p);
+  }
+}
+
+void WgmmaGrouped::replay_routings(const Problem& p) {
   const ReadyKernel k =
       prepare_kernel(compiler_, family().default_config(p, device_.arch), p, device_.arch);
   ProblemData data(p, *checker_, 13, stream_->get());
@@ -163,7 +193,8 @@ TEST_F(WgmmaGrouped, AGraphReplaysOtherRoutings) {
   for (Routing routing : {Routing::uniform, Routing::skewed, Routing::ragged}) {
     data.route(routing, 100 + replays, stream_->get());
     const Verdict v = check_all(data, [&](CUstream s) { GT_CU(cuGraphLaunch(exec, s)); });
-    EXPECT_TRUE(v.ok) << "replay " << replays << ": " << v.bad << " of " << v.points << " wrong";
+    EXPECT_TRUE(v.ok) << p.describe() << " replay " << replays << ": " << v.bad << " of "
+                      << v.points << " wrong";
     ++replays;
   }
   GT_CU(cuGraphExecDestroy(exec));

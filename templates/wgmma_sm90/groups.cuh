@@ -1,9 +1,9 @@
 // The tiles of a grouped problem (a mixture-of-experts layer: gemmtune/types.hpp, Problem): G
 // GEMMs that share M and K and split the columns of B and C between them at offsets only the
-// device knows (core.group_ends). Each CTA reads them once, into a table in shared memory of
-// each group's end in tiles along N; a super tile's index then names a swath of M tiles and one
-// of the groups' column tiles, found by a binary search of the table. No host round trip: a
-// captured graph replays new routings.
+// device knows (core.group_ends, or counts in slots of group_capacity when masked). Each CTA
+// reads them once, into a table in shared memory of each group's end in tiles along N; a super
+// tile's index then names a swath of M tiles and one of the groups' column tiles, found by a
+// binary search of the table. No host round trip: a captured graph replays new routings.
 //
 // The tiles of all groups form one grid of super_m x (the groups' column tiles), swept in
 // raster groups of GROUP as one GEMM's (raster.h): RASTER 1, GROUP column tiles at a time down
@@ -25,9 +25,16 @@ struct GroupedTiles : Tiles<Cfg> {
   static_assert(TABLE > 0, "GroupedTiles are for grouped problems");
   static_assert(Cfg::CLUSTER_N == 1, "a pair of tiles along N may span two groups' A");
 
+  // A group's columns [begin, end): after the group before it, or (masked) the first count of
+  // its capacity-wide slot.
   GEMMTUNE_DEVICE_INLINE static int group_begin(const WgmmaArgs& args, int group) {
     const int* ends = reinterpret_cast<const int*>(args.core.group_ends);
+    if (args.core.group_capacity > 0) return group * args.core.group_capacity;
     return group > 0 ? __ldg(ends + group - 1) : 0;
+  }
+  GEMMTUNE_DEVICE_INLINE static int group_end(const WgmmaArgs& args, int group) {
+    const int value = __ldg(reinterpret_cast<const int*>(args.core.group_ends) + group);
+    return args.core.group_capacity > 0 ? group * args.core.group_capacity + value : value;
   }
 
   // Every thread: each group's column tiles, then warp 0 sums them up in place (each lane a run
@@ -35,9 +42,8 @@ struct GroupedTiles : Tiles<Cfg> {
   // the init that follows (SharedMemory::init) makes it visible to all.
   GEMMTUNE_DEVICE_INLINE static void prepare(const WgmmaArgs& args, const Smem& s) {
     const int groups = args.core.groups;
-    const int* ends = reinterpret_cast<const int*>(args.core.group_ends);
     for (int g = threadIdx.x; g < groups; g += blockDim.x) {
-      const int columns = __ldg(ends + g) - group_begin(args, g);
+      const int columns = group_end(args, g) - group_begin(args, g);
       s.group_tiles[g] = columns > 0 ? (columns + Cfg::BN - 1) / Cfg::BN : 0;
     }
     __syncthreads();
@@ -108,7 +114,7 @@ struct GroupedTiles : Tiles<Cfg> {
     const int first = group > 0 ? s.group_tiles[group - 1] : 0;
     const int m0 = (Cfg::CLUSTER_M == 2 ? 2 * sm + rank : sm) * Cfg::BM;
     const int n0 = group_begin(args, group) + (column_tile - first) * Cfg::BN;
-    const int n_end = __ldg(reinterpret_cast<const int*>(args.core.group_ends) + group);
+    const int n_end = group_end(args, group);
     Tile t = Base::SWAP ? Tile{m0, n0} : Tile{n0, m0};
     t.group = group;
     t.n_end = n_end;
