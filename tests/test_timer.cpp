@@ -1,4 +1,5 @@
-// tuner/timer: the statistics of a timing, also when there is nothing to summarize.
+// tuner/timer: the statistics of a timing, also when there is nothing to summarize; a grouped
+// problem's timing over its routings, and the early stops of each routing's.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -100,6 +101,58 @@ TEST(Turns, EachTimingSummarizesItsOwnRuns) {
   EXPECT_EQ(t[0].runs, 6);
   EXPECT_NEAR(t[1].median_ms / t[0].median_ms, 1.1, 0.01);
   EXPECT_LT(t[0].min_ms, t[0].max_ms);
+}
+
+// The ranking time of a grouped problem is the mean of its routings' medians (min and max
+// likewise), over all their runs; one routing (a dense problem) is its timing as it is.
+TEST(Routings, TheTimingIsTheMeanOverTheRoutings) {
+  const Timing uniform{1.0, 0.9, 1.2, 20}, skewed{1.5, 1.3, 1.9, 12, true};
+  const Timing both = mean_over_routings({uniform, skewed});
+  EXPECT_DOUBLE_EQ(both.median_ms, 1.25);
+  EXPECT_DOUBLE_EQ(both.min_ms, 1.1);
+  EXPECT_DOUBLE_EQ(both.max_ms, 1.55);
+  EXPECT_EQ(both.runs, 32);
+  EXPECT_TRUE(both.stopped_early);
+  EXPECT_FALSE(mean_over_routings({uniform, uniform}).stopped_early);
+  const Timing one = mean_over_routings({skewed});
+  EXPECT_EQ(one.median_ms, 1.5);
+  EXPECT_EQ(one.min_ms, 1.3);
+  EXPECT_EQ(one.runs, 12);
+  EXPECT_TRUE(one.stopped_early);
+  EXPECT_EQ(mean_over_routings({}).runs, 0);
+}
+
+// The early stops compare means with means: the best's mean threshold against what this
+// routing may take, the others' times counted (0 for those not timed yet). One routing (dense)
+// leaves the settings exactly as they were.
+TEST(Routings, EarlyStopsCompareTheMeanWithTheBestsMean) {
+  TimingSettings s;
+  s.abort_above_ms = 1.1;
+  s.enough_above_ms = 1.03;
+  const TimingSettings dense = stops_for_routing(s, {}, 1);
+  EXPECT_EQ(dense.abort_above_ms, 1.1);
+  EXPECT_EQ(dense.enough_above_ms, 1.03);
+  EXPECT_EQ(dense.min_runs, s.min_runs);
+  // The first of two: above twice the threshold even a free second routing cannot bring the
+  // mean under it.
+  const TimingSettings first = stops_for_routing(s, {}, 2);
+  EXPECT_DOUBLE_EQ(first.abort_above_ms, 2.2);
+  EXPECT_DOUBLE_EQ(first.enough_above_ms, 2.06);
+  // The second: what the first left, its fastest for the abort, its median for enough.
+  const TimingSettings second = stops_for_routing(s, {Timing{0.8, 0.7, 0.9, 20}}, 2);
+  EXPECT_DOUBLE_EQ(second.abort_above_ms, 2.2 - 0.7);
+  EXPECT_DOUBLE_EQ(second.enough_above_ms, 2.06 - 0.8);
+  // A first routing that already took more than the mean allows: the second stops as soon as
+  // its rules let it (a threshold above 0, below any time), never "do not stop" (0).
+  const TimingSettings lost = stops_for_routing(s, {Timing{2.5, 2.4, 2.6, 5, true}}, 2);
+  EXPECT_GT(lost.abort_above_ms, 0);
+  EXPECT_LT(lost.abort_above_ms, 1e-300);
+  EXPECT_GT(lost.enough_above_ms, 0);
+  EXPECT_LT(lost.enough_above_ms, 1e-300);
+  // No early stops asked (an exhaustive search, the first candidate): none on any routing.
+  const TimingSettings none = stops_for_routing(TimingSettings{}, {Timing{2.5, 2.4, 2.6, 5}}, 2);
+  EXPECT_EQ(none.abort_above_ms, 0);
+  EXPECT_EQ(none.enough_above_ms, 0);
 }
 
 }  // namespace

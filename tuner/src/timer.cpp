@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <vector>
 
 #include "gemmtune/runtime/driver.hpp"
@@ -38,6 +39,38 @@ Timing summarize(std::vector<double> times) {
   const size_t mid = times.size() / 2;
   t.median_ms = times.size() % 2 ? times[mid] : 0.5 * (times[mid - 1] + times[mid]);
   return t;
+}
+
+Timing mean_over_routings(const std::vector<Timing>& routings) {
+  if (routings.size() == 1) return routings.front();
+  Timing t;
+  if (routings.empty()) return t;
+  const double n = double(routings.size());
+  for (const Timing& r : routings) {
+    t.median_ms += r.median_ms / n;
+    t.min_ms += r.min_ms / n;
+    t.max_ms += r.max_ms / n;
+    t.runs += r.runs;
+    t.stopped_early = t.stopped_early || r.stopped_early;
+  }
+  return t;
+}
+
+TimingSettings stops_for_routing(TimingSettings s, const std::vector<Timing>& done, int routings) {
+  double fastest = 0, medians = 0;
+  for (const Timing& t : done) {
+    fastest += t.min_ms;
+    medians += t.median_ms;
+  }
+  // What the next routing may take before the mean is above `threshold`; above it already: the
+  // smallest threshold that still stops (0 would never stop).
+  auto left = [&](double threshold, double spent) {
+    if (threshold <= 0) return 0.0;
+    return std::max(std::max(routings, 1) * threshold - spent, std::numeric_limits<double>::min());
+  };
+  s.abort_above_ms = left(s.abort_above_ms, fastest);
+  s.enough_above_ms = left(s.enough_above_ms, medians);
+  return s;
 }
 
 Turns::Turns(int launches, const TimingSettings& settings)

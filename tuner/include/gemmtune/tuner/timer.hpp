@@ -35,6 +35,24 @@ struct Timing {
 // Median, min and max of run times (ms), in any order; all zero with runs = 0 when there are none.
 Timing summarize(std::vector<double> times_ms);
 
+// A grouped problem is timed on several routings of its tokens (uniform, then skewed:
+// tuner/src/worker.cpp), one timing after the other, and ranked by the mean over them. The
+// timing of all of them: median_ms, min_ms and max_ms each the mean of the routings' (so a
+// kernel that skew slows down pays for it in the ranking), runs their sum, stopped early when
+// one was. One routing (a dense problem): its timing as it is.
+Timing mean_over_routings(const std::vector<Timing>& routings);
+
+// The early stops of the next routing's timing, `done` the routings timed before it, `routings`
+// of them in all. The thresholds (the best candidate's mean over the routings, with the
+// margins) are compared with the same mean: whatever the routings not timed yet take (0 at
+// least), the candidate cannot win when the next one is above `routings` times the threshold
+// less those done (their min_ms for abort_above_ms, their median_ms for enough_above_ms). The
+// first of two thus stops only above twice the threshold, the second above what the first left
+// it; where those done already exceed the mean allowed, the next stops as soon as its rules let
+// it. A threshold of 0 (never stop) stays 0; with one routing the settings are unchanged.
+TimingSettings stops_for_routing(TimingSettings settings, const std::vector<Timing>& done,
+                                 int routings);
+
 // The order in which Timer::time_together takes runs of several launches: in turns, forward
 // then backward (A B B A A B ...), so that each launch's runs meet the same clocks and
 // temperature, and none always runs right after the same other. Every launch gets as many runs:
