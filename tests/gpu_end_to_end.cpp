@@ -1,8 +1,11 @@
-// tune -> database -> gemmtune::gemm uses the tuned kernel; resume; nearest shape; fallback.
+// tune -> database -> gemmtune::gemm uses the tuned kernel; resume; nearest shape; fallback;
+// a grouped problem timed on two routings.
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 
 #include "gemmtune/gemmtune.hpp"
+#include "gemmtune/generator/family.hpp"
 #include "gemmtune/generator/util.hpp"
 #include "gemmtune/runtime/driver.hpp"
 #include "gemmtune/tuner/tuner.hpp"
@@ -28,8 +31,10 @@ TEST_F(EndToEnd, TunedKernelIsStoredAndUsedByTheLibrary) {
   EXPECT_EQ(first.measured.size(), 4u);
   EXPECT_FALSE(first.complete) << "a budget of 4 does not cover the space";
   EXPECT_GT(first.baseline_ms, 0) << first.baseline_name;
-  for (const auto& c : first.measured)
+  for (const auto& c : first.measured) {
     EXPECT_EQ(c.status, CandidateStatus::ok) << c.kernel_name << ": " << c.message;
+    EXPECT_EQ(c.message.find("skewed"), std::string::npos) << "dense, timed once: " << c.message;
+  }
 
   // An incomplete search resumes: only candidates not measured yet are measured.
   const TuneReport second = tune(p, options_);
@@ -242,6 +247,41 @@ TEST_F(EndToEnd, LaunchesTimedInTurnsComeBackInTheirOrder) {
   EXPECT_GE(t[0].runs, s.min_runs);
   EXPECT_NEAR(t[2].median_ms / t[0].median_ms, 1.0, 0.03);
   EXPECT_NEAR(t[1].median_ms / t[0].median_ms, 2.0, 0.2);
+}
+
+// A grouped problem's candidates (and cuBLAS, and the final round) are timed on the uniform and a
+// skewed routing of its tokens, one after the other, and ranked by the mean of the two
+// (tuner/src/worker.cpp, route_timings): each candidate's message shows both medians and its
+// time is their mean. Every candidate passes verification after the others were timed: timing
+// never leaves the verifier's group ends routed otherwise.
+TEST_F(EndToEnd, GroupedCandidatesAreRankedByTheMeanOfTwoRoutings) {
+  Problem p = make_problem(DType::bf16, Op::T, Op::N, 256, 8 * 96, 512);
+  p.groups = 8;
+  if (families_for(p, device_.arch).empty())
+    GTEST_SKIP() << "no grouped kernels on " << device_.arch.name() << " (sm_90a only)";
+  options_.budget.candidates = 3;
+  const TuneReport r = tune(p, options_);
+  ASSERT_TRUE(r.best.has_value()) << "no candidate passed";
+  ASSERT_EQ(r.measured.size(), 3u);
+  for (const auto& c : r.measured) {
+    ASSERT_EQ(c.status, CandidateStatus::ok) << c.kernel_name << ": " << c.message;
+    double uniform = 0, skewed = 0;
+    ASSERT_EQ(std::sscanf(c.message.c_str(), "uniform %lf ms, skewed %lf ms", &uniform, &skewed), 2)
+        << c.kernel_name << ": " << c.message;
+    EXPECT_GT(uniform, 0);
+    EXPECT_GT(skewed, 0);
+    EXPECT_NEAR(c.median_ms, (uniform + skewed) / 2, 1e-4) << c.message;  // printed to 4 places
+    EXPECT_GE(c.runs, 2) << "a run at least on each routing";
+    std::printf("%s: %s; ranked at %.4f ms\n", c.kernel_name.c_str(), c.message.c_str(),
+                c.median_ms);
+  }
+  EXPECT_GT(r.baseline_ms, 0) << "cuBLAS grouped, on both routings: " << r.baseline_name;
+
+  const TuningDb db(options_.db_path);
+  const auto best = db.best(device_.key, p);
+  ASSERT_TRUE(best.has_value());
+  EXPECT_NE(best->winner.message.find("final round"), std::string::npos) << best->winner.message;
+  EXPECT_NE(best->winner.message.find("skewed"), std::string::npos) << best->winner.message;
 }
 
 }  // namespace

@@ -1,9 +1,13 @@
 // The worker process: verifies and times candidates on the GPU, one request at a time.
 #include "gemmtune/tuner/worker.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <iostream>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "gemmtune/generator/util.hpp"
 #include "gemmtune/runtime/device.hpp"
@@ -19,6 +23,24 @@ namespace gemmtune {
 namespace {
 
 using nlohmann::json;
+
+// A routing a grouped problem is timed on: its group ends, in device memory of their own.
+struct TimedRouting {
+  Routing routing;
+  DeviceBuffer ends;
+};
+
+const char* name_of(Routing r) {
+  switch (r) {
+    case Routing::uniform:
+      return "uniform";
+    case Routing::skewed:
+      return "skewed";
+    case Routing::ragged:
+      return "ragged";
+  }
+  return "?";
+}
 
 // True when the context can no longer be used: the process must exit after answering.
 bool context_poisoned() {
@@ -40,8 +62,10 @@ class Worker {
     checker_ = std::make_unique<Checker>(compiler_, device_.arch);
     stream_ = std::make_unique<StreamHandle>();
     timer_ = std::make_unique<Timer>(device_);
-    verifier_ = std::make_unique<Verifier>(*checker_, problem_, alpha_, beta_, request.at("seed"),
-                                           stream_->get());
+    const uint64_t seed = request.at("seed");
+    verifier_ =
+        std::make_unique<Verifier>(*checker_, problem_, alpha_, beta_, seed, stream_->get());
+    route_timings(seed);
     settle(request.value("settle_ms", 0.0));
     const double ms =
         std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -49,24 +73,35 @@ class Worker {
   }
 
   // Times already verified candidates again (final round), and cuBLAS when asked, their runs
-  // taken in turns: a comparison between them that the clocks' drift does not decide.
+  // taken in turns: a comparison between them that the clocks' drift does not decide. A grouped
+  // problem's are taken in turns on each timed routing, one after the other; each time is the
+  // mean over the routings (mean_over_routings).
   json retime(const json& request) {
     std::vector<ReadyKernel> kernels;
     for (const json& config : request.at("configs"))
       kernels.push_back(prepare_kernel(compiler_, KernelConfig::from_json(config.dump()), problem_,
                                        device_.arch));
-    const GemmOperands ops = operands_with_fresh_c();
-    std::vector<Timer::Launch> launches;
-    for (const ReadyKernel& k : kernels)
-      launches.push_back([&](CUstream s) { with_workspace(k.plan, problem_, ops, s, k); });
-    const json cublas =
-        request.value("baseline", false) ? cublas_status(ops) : json{{"available", false}};
-    if (cublas.at("available"))
-      launches.push_back([&](CUstream s) { cublas_->gemm(problem_, ops, s); });
-    const std::vector<Timing> t = timer_->time_together(launches, stream_->get(), timing_);
+    json cublas = {{"available", false}};
+    std::vector<std::vector<Timing>> routed(kernels.size() + 1);  // cuBLAS's last
+    for (size_t r = 0; r < routing_count(); ++r) {
+      const GemmOperands ops = timing_operands(r);
+      // cuBLAS prepared for this routing's ends, outside the timing; unavailable on one routing
+      // is unavailable.
+      if (request.value("baseline", false) && (r == 0 || cublas.at("available")))
+        cublas = cublas_status(ops, r);
+      std::vector<Timer::Launch> launches;
+      for (const ReadyKernel& k : kernels)
+        launches.push_back([&](CUstream s) { with_workspace(k.plan, problem_, ops, s, k); });
+      if (cublas.at("available"))
+        launches.push_back([&](CUstream s) { cublas_->gemm(problem_, ops, s); });
+      const std::vector<Timing> t = timer_->time_together(launches, stream_->get(), timing_);
+      for (size_t i = 0; i < kernels.size(); ++i) routed[i].push_back(t[i]);
+      if (cublas.at("available")) routed.back().push_back(t.back());
+    }
     json answer = {{"event", "timings"}, {"timings", json::array()}, {"baseline", cublas}};
-    for (size_t i = 0; i < kernels.size(); ++i) answer["timings"].push_back(to_json(t[i]));
-    if (cublas.at("available")) answer["baseline"].update(to_json(t.back()));
+    for (size_t i = 0; i < kernels.size(); ++i)
+      answer["timings"].push_back(to_json(mean_over_routings(routed[i])));
+    if (cublas.at("available")) add_timing(answer["baseline"], routed.back());
     return answer;
   }
 
@@ -85,30 +120,93 @@ class Worker {
     return answer;
   }
 
+  // cuBLAS timed as the candidates are: on each timed routing, its time the mean over them.
   json baseline() {
-    const GemmOperands ops = operands_with_fresh_c();
-    json answer = cublas_status(ops);
-    answer["event"] = "baseline";
-    if (!answer.at("available")) return answer;
-    answer.update(to_json(timer_->time([&](CUstream s) { cublas_->gemm(problem_, ops, s); },
-                                       stream_->get(), timing_)));
+    json answer;
+    std::vector<Timing> routed;
+    for (size_t r = 0; r < routing_count(); ++r) {
+      const GemmOperands ops = timing_operands(r);
+      answer = cublas_status(ops, r);
+      answer["event"] = "baseline";
+      if (!answer.at("available")) return answer;
+      routed.push_back(timer_->time([&](CUstream s) { cublas_->gemm(problem_, ops, s); },
+                                    stream_->get(), timing_));
+    }
+    add_timing(answer, routed);
     return answer;
   }
 
  private:
   // Whether cuBLAS can time the problem here (its name), or why not (a message): the rules it
   // documents, then for float8 cuBLASLt's heuristic, which prepares it for these operands
-  // (Cublas::prepare: its algorithm, its layout of the scales) outside any timing.
-  json cublas_status(const GemmOperands& ops) {
+  // (Cublas::prepare: its algorithm, its layout of the scales; a grouped problem's sizes, read
+  // from the ends of `ops`) outside any timing. `routing`: the timed routing of `ops`, named in
+  // the message when cuBLAS refused a routing after the first.
+  json cublas_status(const GemmOperands& ops, size_t routing = 0) {
     if (!cublas_) cublas_ = Cublas::load();
     if (!cublas_) return {{"available", false}, {"message", Cublas::why_not()}};
     try {
       cublas_->prepare(problem_, ops, stream_->get());
     } catch (const Error& e) {
       if (e.code() != Errc::unsupported && e.code() != Errc::invalid_argument) throw;
-      return {{"available", false}, {"message", e.what()}};
+      std::string why = e.what();
+      if (routing > 0 && routing < routings_.size())  // on uniform it was possible
+        why += fmt::format(" (the {} routing)", name_of(routings_[routing].routing));
+      return {{"available", false}, {"message", why}};
     }
     return {{"available", true}, {"name", cublas_->version()}};
+  }
+
+  // Tuning a grouped problem times each candidate, cuBLAS and the final round on two routings
+  // of its tokens, uniform (each token to a random expert) and skewed (one expert ten times the
+  // mean; issue 34: "a routing drawn like a real one"), one timing after the other, and ranks by
+  // the mean of the two (mean_over_routings): a kernel that skew slows down pays for it. One
+  // group has no skew: uniform alone. Their ends are made once, here, with the same seeds for
+  // every candidate (a restarted worker makes the same), each in a buffer of its own: timing
+  // never reads the verifier's ends, which its reference was computed on and which verification
+  // may leave routed otherwise (ragged). A dense problem has none and is timed once, on the
+  // verifier's data, as always.
+  void route_timings(uint64_t seed) {
+    routings_.clear();
+    if (!problem_.grouped()) return;
+    for (Routing routing : {Routing::uniform, Routing::skewed}) {
+      if (routing == Routing::skewed && problem_.groups < 2) break;
+      const std::vector<int32_t> host =
+          group_ends_of(problem_, routing, seed * 13 + 5 + routings_.size());
+      TimedRouting timed{routing, DeviceBuffer(host.size() * sizeof(int32_t))};
+      GT_CU(cuMemcpyHtoDAsync(timed.ends.ptr(), host.data(), timed.ends.bytes(), stream_->get()));
+      stream_->synchronize();  // before `host` goes
+      routings_.push_back(std::move(timed));
+    }
+  }
+  size_t routing_count() const { return std::max<size_t>(routings_.size(), 1); }
+
+  // The operands of the timing on timed routing `r` (of routing_count()), C back at its first
+  // values.
+  GemmOperands timing_operands(size_t r) {
+    GemmOperands ops = operands_with_fresh_c();
+    if (r < routings_.size()) ops.group_ends = routings_[r].ends.ptr();
+    return ops;
+  }
+
+  // The time over the routings into `answer` (mean_over_routings), and each routing's median
+  // when there are several.
+  void add_timing(json& answer, const std::vector<Timing>& routed) const {
+    answer.update(to_json(mean_over_routings(routed)));
+    if (routed.size() < 2) return;
+    answer["routings"] = json::object();
+    for (size_t r = 0; r < routed.size(); ++r)
+      answer["routings"][name_of(routings_[r].routing)] = routed[r].median_ms;
+  }
+
+  // "uniform 0.1234 ms, skewed 0.1301 ms": what skew costs, for people; empty for one routing.
+  std::string routings_text(const std::vector<Timing>& routed) const {
+    std::string text;
+    if (routed.size() < 2) return text;
+    for (size_t r = 0; r < routed.size(); ++r)
+      text += fmt::format("{}{} {:.4f} ms", r ? ", " : "", name_of(routings_[r].routing),
+                          routed[r].median_ms);
+    return text;
   }
 
   void measure_into(CandidateRecord& rec, const Family& family, const TimingSettings& timing) {
@@ -170,10 +268,17 @@ class Worker {
     return data.operands(alpha_, beta_);
   }
 
-  Timing time_kernel(const ReadyKernel& kernel, const TimingSettings& timing) {
-    const GemmOperands ops = operands_with_fresh_c();
-    return timer_->time([&](CUstream s) { with_workspace(kernel.plan, problem_, ops, s, kernel); },
-                        stream_->get(), timing);
+  // The kernel's timing on each timed routing, the early stops of each such that the candidate
+  // stops only when its mean over the routings cannot win (stops_for_routing).
+  std::vector<Timing> time_kernel(const ReadyKernel& kernel, const TimingSettings& timing) {
+    std::vector<Timing> routed;
+    for (size_t r = 0; r < routing_count(); ++r) {
+      const GemmOperands ops = timing_operands(r);
+      routed.push_back(
+          timer_->time([&](CUstream s) { with_workspace(kernel.plan, problem_, ops, s, kernel); },
+                       stream_->get(), stops_for_routing(timing, routed, int(routing_count()))));
+    }
+    return routed;
   }
 
   // Keeps the GPU busy for a while before the first measurement, so that the first candidates
@@ -197,16 +302,19 @@ class Worker {
   }
 
   void time_into(CandidateRecord& rec, const ReadyKernel& kernel, const TimingSettings& timing) {
-    const Timing t = time_kernel(kernel, timing);
+    const std::vector<Timing> routed = time_kernel(kernel, timing);
+    const Timing t = mean_over_routings(routed);
     rec.status = CandidateStatus::ok;
     rec.median_ms = t.median_ms;
     rec.min_ms = t.min_ms;
     rec.max_ms = t.max_ms;
     rec.runs = t.runs;
     rec.tflops = problem_.flops() / (t.median_ms * 1e-3) / 1e12;
+    rec.message = routings_text(routed);
     if (t.stopped_early)
-      rec.message = fmt::format(
-          "timing stopped after {} runs: slower than the best so far, it cannot win", t.runs);
+      rec.message +=
+          fmt::format("{}timing stopped after {} runs: slower than the best so far, it cannot win",
+                      rec.message.empty() ? "" : "; ", t.runs);
     if (kernel.plan.persistent)
       rec.message += fmt::format("{}persistent grid of {} CTAs", rec.message.empty() ? "" : "; ",
                                  persistent_grid(kernel.plan, kernel.resident_ctas).grid[0]);
@@ -229,6 +337,7 @@ class Worker {
   std::unique_ptr<StreamHandle> stream_;
   std::unique_ptr<Timer> timer_;
   std::unique_ptr<Verifier> verifier_;
+  std::vector<TimedRouting> routings_;  // a grouped problem's (route_timings); none when dense
   std::unique_ptr<Cublas> cublas_;
   Workspaces workspaces_;
   bool poisoned_ = false;
