@@ -358,6 +358,7 @@ TEST(Templates, IncludesAreFoundTransitively) {
             (std::vector<std::string>{"common.cuh",
                                       "data_types.h",
                                       "fp8.h",
+                                      "group_table.cuh",
                                       "host_device.h",
                                       "kernel_args.h",
                                       "pack.cuh",

@@ -35,6 +35,14 @@ inline bool latency_bound(const Problem& p, const ArchInfo& arch) {
   return 2 * ceil_div(p.m, 64) * ceil_div(p.n, 64) < arch.sms;
 }
 
+// The groups a grouped kernel's table holds (templates/group_table.cuh): G rounded up to a power
+// of two, at least 8, so that one kernel serves problems of nearby G; 0 for one GEMM.
+inline int64_t group_table_of(const Problem& p) {
+  int64_t slots = 8;
+  while (p.grouped() && slots < p.groups) slots *= 2;
+  return p.grouped() ? slots : 0;
+}
+
 // The tiling of a launch of tiles_m x tiles_n tiles in raster groups of `group` along M, for the
 // families that pass a GemmTiling.
 inline GemmTiling tiling_of(int64_t tiles_m, int64_t tiles_n, int group) {

@@ -149,13 +149,6 @@ bool shares_b(const Config& c) {
 int64_t raster_of(const Problem& p) {
   return p.grouped() || p.m < group_columns(p) ? 1 : 0;
 }
-// The groups a grouped kernel's table holds: G rounded up to a power of two, at least 8, so that
-// one kernel serves problems of nearby G.
-int64_t group_table_of(const Problem& p) {
-  int64_t slots = 8;
-  while (p.grouped() && slots < p.groups) slots *= 2;
-  return p.grouped() ? slots : 0;
-}
 // A tile (its M tiles, along N at most one more a group than one GEMM's of n columns: the groups'
 // partial tiles), which bounds a grouped launch's work units.
 int64_t grouped_super_tiles(const Config& c, const Problem& p) {
@@ -562,7 +555,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
  public:
   std::string_view name() const override { return "wgmma_sm90"; }
   int rank() const override { return 20; }
-  // Grouped problems: templates/wgmma_sm90/groups.cuh.
+  // Grouped problems: templates/wgmma_sm90/groups.cuh (the table: templates/group_table.cuh).
   bool takes_groups() const override { return true; }
 
   std::string unsupported_reason(const Problem& problem, const ArchInfo& arch) const override {
