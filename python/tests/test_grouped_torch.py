@@ -31,9 +31,11 @@ def test_torch_strides_give_the_problem():
     # nn.Linear-style weights (G, N, K), transposed: read in place as op(A) = T.
     wt = torch.empty(G, N, K, dtype=BF16, device="meta").transpose(1, 2)
     assert grouped_problem(x, wt, offs) == Problem("bf16", "tn", N, T, K, K, K, N)
-    # A column-major x (x.t() of a (K, T) tensor) and padded rows of x and out.
+    # A column-major x (x.t() of a (K, T) tensor) is copied: the grouped kernels read op(B) = N.
     xt = torch.empty(K, T, dtype=BF16, device="meta").t()
-    assert grouped_problem(xt, w, offs) == Problem("bf16", "nt", N, T, K, N, T, N)
+    plan = plan_grouped_mm(*described(xt, w, offs), need_gpu=False)
+    assert plan.copy_x and plan.problem == Problem("bf16", "nn", N, T, K, N, K, N)
+    # Padded rows of x and out.
     xp = torch.empty(T, K + 8, dtype=BF16, device="meta")[:, :K]
     out = torch.empty(T, N + 8, dtype=BF16, device="meta")[:, :N]
     assert grouped_problem(xp, w, offs, out) == Problem("bf16", "nn", N, T, K, N, K + 8, N + 8)

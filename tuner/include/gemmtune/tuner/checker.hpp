@@ -75,6 +75,8 @@ struct ProblemData {
   std::vector<int32_t> host_group_ends;
   ProblemData(const Problem& p, const Checker& checker, uint64_t seed, CUstream stream,
               Routing routing = Routing::uniform);
+  // The columns that lie in a group: n, or fewer when a masked group is not full.
+  int64_t grouped_columns() const;
   // Routes the columns anew (a grouped problem).
   void route(Routing routing, uint64_t seed, CUstream stream);
   // Before each run under test: C = C_init (beta != 0) or NaN everywhere (beta == 0).
