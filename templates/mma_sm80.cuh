@@ -22,8 +22,15 @@
 // Every part stores its f32 partial sums in the workspace and counts itself on its tile's
 // counter; the part that arrives last adds all of them in part order (bitwise the same result
 // whichever part finishes last), resets the counter and runs the epilogue: beta once.
+//
+// GROUP_TABLE > 0: a grouped problem (group_table.cuh), G GEMMs whose columns of B and C only the
+// device knows. The launch covers as many column tiles as the groups can have; each block builds
+// the table of the groups' column tiles in its first stages, finds its group and its columns, and
+// leaves where its tile lies past the groups' last. It reads its group's A, and reads and writes
+// no column of B and C past its group's end. K is whole (no split-K).
 #pragma once
 #include "common.cuh"
+#include "group_table.cuh"
 #include "mma_sm80_args.h"
 #include "ptx/cp_async.cuh"
 #include "ptx/ldmatrix.cuh"
@@ -187,8 +194,9 @@ struct Operand {
 };
 
 // Cfg provides: BM, BN, BK (block tile), WM, WN (warp tile), STAGES (2-5), GROUP (tiles per
-// raster group along M), VEC (8, 4, 2, 1), SPLITS (parts of K), A_T, B_T (bools), DTYPE (1 f16,
-// 2 bf16).
+// raster group along M; a grouped problem's column tiles per raster group), VEC (8, 4, 2, 1),
+// SPLITS (parts of K), GROUP_TABLE (a grouped problem's groups the table holds; 0: one GEMM),
+// A_T, B_T (bools), DTYPE (1 f16, 2 bf16).
 template <class Cfg>
 struct Kernel {
   static constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, WM = Cfg::WM, WN = Cfg::WN;
@@ -204,14 +212,20 @@ struct Kernel {
   using OpB = Operand<BN, BK, !Cfg::B_T, THREADS, Cfg::VEC, WN>;
   static constexpr int STAGE_BYTES = OpA::BYTES + OpB::BYTES;
   static constexpr int SPLITS = Cfg::SPLITS;
+  // A grouped problem's table of the groups' column tiles, in the stages until the main loop.
+  static constexpr int GROUP_TABLE = Cfg::GROUP_TABLE;
+  static constexpr bool GROUPED = GROUP_TABLE > 0;
+  static constexpr int RING_BYTES =
+      STAGES * STAGE_BYTES > 4 * GROUP_TABLE ? STAGES* STAGE_BYTES : 4 * GROUP_TABLE;
   // Split-K: a word after the stages says whether this block's part arrived last.
-  static constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + (SPLITS > 1 ? 16 : 0);
+  static constexpr int SMEM_BYTES = RING_BYTES + (SPLITS > 1 ? 16 : 0);
 
   static_assert(BM % WM == 0 && BN % WN == 0, "warp tiles divide the block tile");
   static_assert(WM % 16 == 0 && WN % 16 == 0 && BK % 32 == 0, "warp tiles of 16s, BK of 32s");
   static_assert(KK % 2 == 0, "fragments alternate between two register sets per k-step");
   static_assert(STAGES >= 2 && STAGES <= 5, "2 to 5 stages");
   static_assert(SPLITS >= 1, "at least one part of K");
+  static_assert(!GROUPED || SPLITS == 1, "a grouped problem's tiles take K whole");
 
   using Acc = float[FN][2 * FM][4];
   // beta != 0: C's old values read ahead of their stores, four pairs at a time (store16.cuh).
@@ -231,18 +245,24 @@ struct Kernel {
     typename OpB::template FragmentReader<true> read_b;
     u32 smem;    // shared address of stage 0
     int m0, n0;  // the block tile
+    int n_end;   // a grouped problem's: the end of its group's columns
 
-    // k_begin: the first k-tile this block accumulates.
+    // k_begin: the first k-tile this block accumulates. A grouped problem's block reads A at `a`
+    // (its group's) and no column of B from n_end on; one GEMM's at args.core.a, up to n.
     GEMMTUNE_DEVICE_INLINE Mainloop(const Mma80Args& args_, u32 smem_, int m0_, int n0_,
-                                    int k_begin)
+                                    int k_begin, u64 a = 0, int n_end_ = 0)
         : args(args_),
-          copy_a(args_.core.a, args_.core.lda, m0_, k_begin * BK),
+          copy_a(GROUPED ? a : args_.core.a, args_.core.lda, m0_, k_begin * BK),
           copy_b(args_.core.b, args_.core.ldb, n0_, k_begin * BK),
           read_a(int(threadIdx.x % 32), warp_m()),
           read_b(int(threadIdx.x % 32), warp_n()),
           smem(smem_),
           m0(m0_),
-          n0(n0_) {}
+          n0(n0_),
+          n_end(n_end_) {}
+
+    // The columns of B the block may read.
+    GEMMTUNE_DEVICE_INLINE int n_size() const { return GROUPED ? n_end : args.core.n; }
 
     // Starts the copies of k-tile kt (if it exists; k-tiles come in order) into `stage`; always
     // commits a group, so that the number of groups in flight says which stages have landed.
@@ -251,16 +271,16 @@ struct Kernel {
         const int k0 = kt * BK;
         const u32 tile = smem + u32(stage * STAGE_BYTES);
         // Inside M, N and K: no guards (only edge blocks and the last k-tile need them).
-        if (m0 + BM <= args.core.m && n0 + BN <= args.core.n && k0 + BK <= args.core.k) {
+        if (m0 + BM <= args.core.m && n0 + BN <= n_size() && k0 + BK <= args.core.k) {
           copy_a.template copy<false>(tile, m0, k0, args.core.a, args.core.lda, args.core.m,
                                       args.core.k);
           copy_b.template copy<false>(tile + OpA::BYTES, n0, k0, args.core.b, args.core.ldb,
-                                      args.core.n, args.core.k);
+                                      n_size(), args.core.k);
         } else {
           copy_a.template copy<true>(tile, m0, k0, args.core.a, args.core.lda, args.core.m,
                                      args.core.k);
           copy_b.template copy<true>(tile + OpA::BYTES, n0, k0, args.core.b, args.core.ldb,
-                                     args.core.n, args.core.k);
+                                     n_size(), args.core.k);
         }
       }
       ptx::cp_async_commit();
@@ -326,8 +346,10 @@ struct Kernel {
   // ---- epilogue -----------------------------------------------------------------------------
 
   // acc[i][j] holds, for lane t, columns n = 16i + t/4 (+8 in elements 2, 3) and rows
-  // m = 8j + 2(t%4), +1 of the warp's tile.
-  GEMMTUNE_DEVICE_INLINE static void store(const Mma80Args& args, int m0, int n0, const Acc& acc) {
+  // m = 8j + 2(t%4), +1 of the warp's tile. A grouped problem's columns from n_end on (its
+  // group's end) are not stored.
+  GEMMTUNE_DEVICE_INLINE static void store(const Mma80Args& args, int m0, int n0, const Acc& acc,
+                                           int n_end = 0) {
     u16* C = reinterpret_cast<u16*>(args.core.c);
     const int lane = int(threadIdx.x % 32);
 #pragma unroll
@@ -335,7 +357,7 @@ struct Kernel {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int n = n0 + 16 * i + 8 * h + lane / 4;
-        if (n >= args.core.n) continue;
+        if (n >= (GROUPED ? n_end : args.core.n)) continue;
         u16* column = C + (long long)n * args.core.ldc;
         const bool pairs = (reinterpret_cast<u64>(column) & 3) == 0;
         auto value = [&](int j, float& v0, float& v1) {
@@ -398,8 +420,17 @@ struct Kernel {
     return true;
   }
 
+  GEMMTUNE_DEVICE_INLINE static void zero(Acc& acc) {
+#pragma unroll
+    for (int i = 0; i < FN; ++i)
+#pragma unroll
+      for (int j = 0; j < 2 * FM; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+  }
+
   // One block per (tile, part of K): with SPLITS == 1, one per tile over all of K.
-  GEMMTUNE_DEVICE_INLINE static void run(const Mma80Args& args, unsigned char* smem) {
+  GEMMTUNE_DEVICE_INLINE static void run_one(const Mma80Args& args, unsigned char* smem) {
     const int k_tiles = (args.core.k + BK - 1) / BK;
     const schedule::Work w =
         schedule::make_work(schedule::SPLIT_K, args.tiling.tiles_m * args.tiling.tiles_n, k_tiles,
@@ -410,16 +441,48 @@ struct Kernel {
     const int m0 = tile_m * BM, n0 = tile_n * BN;
     Mainloop ml(args, u32(__cvta_generic_to_shared(smem)), m0, n0, seg.k_begin);
     Acc acc;
-#pragma unroll
-    for (int i = 0; i < FN; ++i)
-#pragma unroll
-      for (int j = 0; j < 2 * FM; ++j)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+    zero(acc);
     accumulate(ml, seg.k_begin, seg.k_end, acc);
     if constexpr (SPLITS > 1)
       if (seg.parts > 1 && !reduce_parts(args, w, seg, smem, acc)) return;
     store(args, m0 + warp_m(), n0 + warp_n(), acc);
+  }
+
+  // A grouped problem's block. The launch has a block for each of tiles_m x tiling.tiles_n tiles,
+  // tiling.tiles_n as many column tiles as the groups can have, swept GROUP column tiles at a time
+  // down all of M (raster.h, the sides swapped), so that a group's weights (A) stream once past
+  // its tokens (B), which stay in L2. A block past the groups' last column tile leaves.
+  GEMMTUNE_DEVICE_INLINE static void run_groups(const Mma80Args& args, unsigned char* smem) {
+    int column_tile, tile_m;
+    grouped_tile(int(blockIdx.x), args.tiling.tiles_n, Cfg::GROUP, args.tiling.divisors,
+                 column_tile, tile_m);
+    int* table = reinterpret_cast<int*>(smem);
+    build_group_table<BN>(args.core, table);
+    __syncthreads();
+    const int groups = args.core.groups;
+    if (column_tile >= table[groups - 1]) return;  // the same for every thread of the block
+    const int group = group_of(table, groups, column_tile);
+    const int first = group > 0 ? table[group - 1] : 0;
+    __syncthreads();  // every thread has read the table: the stages may overwrite it
+    const int m0 = tile_m * BM;
+    const int n0 = gemmtune_group_begin(args.core, group) + (column_tile - first) * BN;
+    const int n_end = min(gemmtune_group_end(args.core, group), args.core.n);
+    // Group g's op(A), the g-th of the stored matrices (Problem::group_stride_a).
+    const long long stride_a = args.core.lda * (Cfg::A_T ? args.core.m : args.core.k);
+    const u64 a = args.core.a + u64(group * stride_a * 2);
+    const int k_tiles = (args.core.k + BK - 1) / BK;
+    Mainloop ml(args, u32(__cvta_generic_to_shared(smem)), m0, n0, 0, a, n_end);
+    Acc acc;
+    zero(acc);
+    accumulate(ml, 0, k_tiles, acc);
+    store(args, m0 + warp_m(), n0 + warp_n(), acc, n_end);
+  }
+
+  GEMMTUNE_DEVICE_INLINE static void run(const Mma80Args& args, unsigned char* smem) {
+    if constexpr (GROUPED)
+      run_groups(args, smem);
+    else
+      run_one(args, smem);
   }
 };
 
@@ -432,7 +495,7 @@ struct Kernel {
 //   nvcc -x cu -gencode=arch=compute_80,code=sm_80 -cubin -I templates templates/mma_sm80.cuh
 struct GemmtuneMma80Default {
   static constexpr int BM = 128, BN = 128, BK = 32, WM = 64, WN = 64, STAGES = 4, GROUP = 8,
-                       VEC = 8, SPLITS = 1;
+                       VEC = 8, SPLITS = 1, GROUP_TABLE = 0;
   static constexpr bool A_T = true, B_T = false;
   static constexpr int DTYPE = 2;
 };

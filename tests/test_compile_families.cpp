@@ -198,12 +198,9 @@ TEST_F(CompileFamilies, WgmmaFloat8CompilesWithoutSpills) {
   expect_compile_without_spills(family, configs, arch);
 }
 
-// Grouped problems (mixture-of-experts layers): the defaults of decode, prefill and an nn layout,
-// and the points that take every value of every parameter of the decode and prefill spaces,
-// compile without spills (the group table, the 3-D loads of A and the group's column bound).
-TEST_F(CompileFamilies, WgmmaGroupedCompilesWithoutSpills) {
-  const ArchInfo arch = ArchInfo::from_name("sm_90a");
-  const Family& family = find_family("wgmma_sm90");
+// The family's defaults of the grouped sample problems (decode, prefill and an nn layout), and the
+// points that take every value of every parameter of the decode and prefill spaces.
+std::vector<KernelConfig> grouped_sample(const Family& family, const ArchInfo& arch) {
   std::vector<KernelConfig> configs;
   for (const Problem& p : test::sample_problems()) {
     if (!p.grouped()) continue;
@@ -212,6 +209,15 @@ TEST_F(CompileFamilies, WgmmaGroupedCompilesWithoutSpills) {
     for (const KernelConfig& c : test::covering_points(family.prune(p, arch).valid))
       if (std::find(configs.begin(), configs.end(), c) == configs.end()) configs.push_back(c);
   }
+  return configs;
+}
+
+// Grouped problems (mixture-of-experts layers): grouped_sample compiles without spills (the group
+// table, the 3-D loads of A and the group's column bound).
+TEST_F(CompileFamilies, WgmmaGroupedCompilesWithoutSpills) {
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  const Family& family = find_family("wgmma_sm90");
+  const std::vector<KernelConfig> configs = grouped_sample(family, arch);
   EXPECT_GE(configs.size(), 6u);
   expect_compile_without_spills(family, configs, arch);
   // op(B) = T is refused: a group's first token would start B's TMA boxes (docs/PERF.md, 'TMA
@@ -219,6 +225,29 @@ TEST_F(CompileFamilies, WgmmaGroupedCompilesWithoutSpills) {
   Problem nt = make_problem(DType::bf16, Op::N, Op::T, 512, 64 * 8, 256);
   nt.groups = 8;
   EXPECT_NE(why_unsupported(family, nt, arch).find("op(B) = N"), std::string::npos);
+}
+
+// Grouped problems on the Ampere family, for sm_80 and sm_90a: grouped_sample and the default of
+// an nt layout (plain loads) compile without spills (the table in the stages, a group's A, B and
+// C bounded by its end). One GEMM's kernels hold no table (their cubins are those of before).
+TEST_F(CompileFamilies, Mma80GroupedCompilesWithoutSpills) {
+  const Family& family = find_family("mma_sm80");
+  for (const char* name : {"sm_80", "sm_90a"}) {
+    const ArchInfo arch = ArchInfo::from_name(name);
+    std::vector<KernelConfig> configs = grouped_sample(family, arch);
+    Problem nt = make_problem(DType::f16, Op::N, Op::T, 512, 40 * 8, 256);
+    nt.groups = 8;
+    configs.push_back(family.default_config(nt, arch));
+    EXPECT_GE(configs.size(), 10u) << name;
+    for (const KernelConfig& c : configs) {
+      EXPECT_GE(c.at("GROUP_TABLE"), 8) << family.kernel_name(c);
+      EXPECT_EQ(c.at("SPLITS"), 1) << family.kernel_name(c);
+    }
+    expect_compile_without_spills(family, configs, arch);
+    const KernelConfig dense =
+        family.default_config(make_problem(DType::bf16, Op::T, Op::N, 4096, 4096, 4096), arch);
+    EXPECT_NE(family.emit(dense, arch).find("GROUP_TABLE = 0;"), std::string::npos);
+  }
 }
 
 // Two partial sums taking turns (OVERLAP) fit beside the accumulators of 128x128 tiles in every

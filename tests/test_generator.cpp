@@ -1,12 +1,17 @@
 // generator/: problems, configurations, search spaces, emission.
 #include <gtest/gtest.h>
 
+#include <cstring>
+#include <map>
 #include <set>
+#include <tuple>
 
 #include "fault_injection_family.hpp"
 #include "gemmtune/generator/family.hpp"
 #include "gemmtune/generator/util.hpp"
+#include "gemmtune/tuner/checker.hpp"
 #include "gemmtune/tuner/tuner.hpp"
+#include "raster.h"
 #include "support.hpp"
 
 namespace gemmtune {
@@ -605,6 +610,133 @@ TEST(Mma80, CostModelPrefersTilesThatFitTheProblem) {
   const Problem decode = make_problem(DType::bf16, Op::T, Op::N, 8192, 16, 8192);
   EXPECT_LT(f.predicted_ms(config(128, 32, 32, 32), decode, arch),
             f.predicted_ms(config(128, 256, 64, 64), decode, arch));
+}
+
+// Grouped problems (mixture-of-experts layers): the family serves them from sm_80 on, its
+// kernels marked by the table they hold (GROUP_TABLE, derived from G); K whole; op(B) = T with
+// plain loads, a group's first column being any; the default sees G groups of n / G columns.
+TEST(Mma80, GroupedProblemsSpaceAndDefaults) {
+  const Family& f = find_family("mma_sm80");
+  auto grouped = [](const char* layout, int64_t m, int64_t mean, int64_t k, int64_t groups) {
+    Problem p =
+        make_problem(DType::bf16, parse_op(layout[0]), parse_op(layout[1]), m, mean * groups, k);
+    p.groups = groups;
+    return p;
+  };
+  const Problem decode = grouped("tn", 1536, 8, 2048, 128);
+  EXPECT_TRUE(f.takes_groups());
+  for (const char* name : {"sm_80", "sm_86", "sm_90"})
+    EXPECT_EQ(families_for(decode, ArchInfo::from_name(name)), std::vector<const Family*>{&f})
+        << name;
+  EXPECT_EQ(families_for(decode, ArchInfo::from_name("sm_90a")),
+            (std::vector<const Family*>{&find_family("wgmma_sm90"), &f}));
+
+  const ArchInfo arch = ArchInfo::from_name("sm_80");
+  KernelConfig c = f.default_config(decode, arch);
+  EXPECT_EQ(f.why_invalid(c, decode, arch), "");
+  EXPECT_EQ(c.at("BN"), 32) << "8 tokens an expert";
+  EXPECT_EQ(c.at("GROUP_TABLE"), 128);
+  EXPECT_EQ(c.at("SPLITS"), 1);
+  EXPECT_TRUE(f.kernel_name(c).ends_with("_v8_groups128")) << f.kernel_name(c);
+  const Problem prefill = grouped("tn", 4096, 512, 7168, 32);
+  EXPECT_EQ(f.default_config(prefill, arch).at("BN"), 128);
+  // A few tiles of a few groups: the latency-bound default, without split-K.
+  const Problem few = grouped("nn", 256, 64, 4096, 2);
+  const KernelConfig small = f.default_config(few, arch);
+  EXPECT_EQ(f.why_invalid(small, few, arch), "");
+  EXPECT_EQ(small.at("BK"), 64);
+  EXPECT_EQ(small.at("SPLITS"), 1);
+  KernelConfig split = small;
+  split.params["SPLITS"] = 2;
+  EXPECT_EQ(broken_rule(f, split, few, arch), "grouped_whole_k");
+  EXPECT_NE(f.why_invalid(split, few, arch).find("grouped_whole_k"), std::string::npos);
+  split.params["GROUP_TABLE"] = 0;  // the same point for one GEMM of those columns
+  EXPECT_EQ(broken_rule(f, split, make_problem(DType::bf16, Op::N, Op::N, 256, 128, 4096), arch),
+            "");
+
+  // op(B) = T: plain loads (VEC 1), whatever the alignment.
+  const Problem nt = grouped("nt", 512, 40, 256, 8);
+  const KernelConfig plain = f.default_config(nt, arch);
+  EXPECT_EQ(plain.at("VEC"), 1);
+  EXPECT_EQ(f.why_invalid(plain, nt, arch), "");
+  KernelConfig wide = plain;
+  wide.params["VEC"] = 8;
+  EXPECT_EQ(broken_rule(f, wide, nt, arch), "widest_vector");
+
+  // The table: G rounded up to a power of two (at least 8), derived from the problem; it lives
+  // in the stages, which it outgrows only with the most groups and the smallest stages.
+  Problem more = decode;
+  more.groups = 200;
+  EXPECT_EQ(with_derived_params(c, decode, more, arch).at("GROUP_TABLE"), 256);
+  KernelConfig tiny = c;
+  tiny.params["BM"] = 64, tiny.params["BN"] = 32, tiny.params["BK"] = 32;
+  tiny.params["STAGES"] = 2, tiny.params["GROUP_TABLE"] = 4096;
+  Problem most = decode;
+  most.groups = 4096;
+  EXPECT_EQ(f.plan(tiny, most, arch).smem_bytes, 4u * 4096);
+  EXPECT_EQ(f.plan(c, decode, arch).smem_bytes, 3u * (128 + 32) * 64 * 2);
+  // One GEMM's kernels are as before: no table, no name for it.
+  const KernelConfig dense =
+      f.default_config(make_problem(DType::bf16, Op::T, Op::N, 512, 512, 512), arch);
+  EXPECT_EQ(dense.at("GROUP_TABLE"), 0);
+  EXPECT_EQ(f.kernel_name(dense).find("groups"), std::string::npos);
+}
+
+// A grouped launch as the kernel maps its blocks (run_groups; raster.h runs on the host too):
+// every column tile of every group at every M tile exactly once, and nothing else, whatever the
+// routing (uniform, skewed, ragged, everything in the last group, every group empty, the last
+// ending before N) and the tile width.
+TEST(Mma80, AGroupedLaunchCoversEveryTileOfAnyRouting) {
+  const Family& f = find_family("mma_sm80");
+  const ArchInfo arch = ArchInfo::from_name("sm_80");
+  const int64_t shapes[][3] = {
+      {520, 3, 16}, {1000, 200, 8}, {300, 41, 7}, {257, 129, 1}, {384, 1, 40}};
+  int launches = 0;
+  for (const auto& [m, mean, groups] : shapes) {
+    Problem p = make_problem(DType::bf16, Op::T, Op::N, m, mean * groups, 64);
+    p.groups = groups;
+    std::vector<std::vector<int32_t>> routings;
+    for (Routing r : {Routing::uniform, Routing::skewed, Routing::ragged})
+      routings.push_back(group_ends_of(p, r, 7));
+    routings.emplace_back(size_t(groups), 0);
+    routings.back().back() = int32_t(p.n);
+    routings.emplace_back(size_t(groups), 0);
+    routings.push_back(group_ends_of(p, Routing::ragged, 9));
+    for (auto& end : routings.back()) end = std::min<int32_t>(end, int32_t(p.n / 2));
+    for (const int64_t bm : {64, 128})
+      for (const int64_t bn : {32, 64, 128, 256}) {
+        KernelConfig c = f.default_config(p, arch);
+        c.params["BM"] = bm, c.params["BN"] = bn;
+        const LaunchPlan g = f.plan(c, p, arch);
+        ASSERT_EQ(g.blocks.size(), 1u);
+        GemmTiling t;
+        std::memcpy(&t, g.blocks[0].bytes.data(), sizeof t);
+        const int tiles_m = int((m + bm - 1) / bm);
+        EXPECT_EQ(t.tiles_m, tiles_m);
+        for (const auto& ends : routings) {
+          std::vector<int> table;  // the groups' cumulative column tiles (build_group_table)
+          int begin = 0, total = 0;
+          for (const int32_t end : ends) {
+            total += end > begin ? int((end - begin + bn - 1) / bn) : 0;
+            table.push_back(total);
+            begin = end;
+          }
+          std::map<std::tuple<int, int>, int> seen;  // (column tile, tile_m) -> blocks
+          for (int block = 0; block < int(g.grid[0]); ++block) {
+            int column_tile, tile_m;
+            grouped_tile(block, t.tiles_n, int(c.at("GROUP")), t.divisors, column_tile, tile_m);
+            ASSERT_LT(tile_m, tiles_m);
+            ASSERT_LT(column_tile, t.tiles_n);
+            if (column_tile < total) ++seen[{column_tile, tile_m}];
+          }
+          EXPECT_EQ(int64_t(seen.size()), int64_t(total) * tiles_m)
+              << f.kernel_name(c) << " on " << p.describe() << " misses tiles";
+          for (const auto& [tile, blocks] : seen) EXPECT_EQ(blocks, 1);
+          ++launches;
+        }
+      }
+  }
+  EXPECT_EQ(launches, 5 * 6 * 2 * 4);
 }
 
 // The template version is the digest of everything the family's templates include: an edit of

@@ -5,7 +5,8 @@ rows past it are never written), both weight stridings, bf16 and f16; bmm agains
 CUDA graph captured once and replayed with other routings written into the same offs; the
 custom operators under torch.compile; grouped_mm_masked against a per-group reference with
 counts from 0 to the capacity (rows past a count untouched), and in a CUDA graph replayed with
-three sets of counts. On other GPUs: the library's refusal, by name."""
+three sets of counts. On GPUs before sm_80: the library's refusal, by name (from sm_80 on,
+mma_sm80 serves grouped problems too)."""
 import math
 
 import pytest
@@ -284,8 +285,9 @@ def test_under_torch_compile(backend):
     close(y, reference(h, w2, offs), dtype, end)
 
 
-@pytest.mark.skipif(HOPPER, reason="Hopper has grouped kernels")
-def test_other_gpus_refuse_grouped_problems_by_name():
+@pytest.mark.skipif(torch.cuda.get_device_capability() >= (8, 0),
+                    reason="mma_sm80 has grouped kernels from sm_80 on")
+def test_gpus_before_sm80_refuse_grouped_problems_by_name():
     x, w = rand(T, K, dtype=torch.bfloat16, seed=20), weights(G, K, N, torch.bfloat16, "row-major")
     with pytest.raises(gemmtune.Error) as e:
         gemmtune.grouped_mm(x, w, ends_of(ROUTINGS["uniform"]))

@@ -1,5 +1,6 @@
 // The Ampere tensor-core family (templates/mma_sm80.cuh): bf16/f16 with f32 accumulation through
-// cp.async, ldmatrix and mma.sync, for sm_80 and later (on sm_90 beside wgmma_sm90).
+// cp.async, ldmatrix and mma.sync, for sm_80 and later (on sm_90 beside wgmma_sm90); grouped
+// problems too (mixture-of-experts layers).
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -19,14 +20,20 @@ struct Mma80Params {
   int64_t group = 8;               // tiles per raster group along M
   int64_t vec = 8;                 // values per global copy, from the alignment
   int64_t splits = 1;              // parts of K
+  int64_t group_table = 0;         // groups in the table (from G; 0: one GEMM)
 
   using P = Mma80Params;
   static constexpr std::array fields = {
-      ParamField<P>{"BM", &P::bm},         ParamField<P>{"BN", &P::bn},
-      ParamField<P>{"BK", &P::bk},         ParamField<P>{"WM", &P::wm},
-      ParamField<P>{"WN", &P::wn},         ParamField<P>{"STAGES", &P::stages, true},
-      ParamField<P>{"GROUP", &P::group},   ParamField<P>{"VEC", &P::vec},
+      ParamField<P>{"BM", &P::bm},
+      ParamField<P>{"BN", &P::bn},
+      ParamField<P>{"BK", &P::bk},
+      ParamField<P>{"WM", &P::wm},
+      ParamField<P>{"WN", &P::wn},
+      ParamField<P>{"STAGES", &P::stages, true},
+      ParamField<P>{"GROUP", &P::group},
+      ParamField<P>{"VEC", &P::vec},
       ParamField<P>{"SPLITS", &P::splits},
+      ParamField<P>{"GROUP_TABLE", &P::group_table, false, false, true},
   };
 };
 using P = Mma80Params;
@@ -39,10 +46,16 @@ int64_t threads_of(const Config& c) {
   return 32 * warps_of(c);
 }
 
-// Mirrors mma_sm80::Kernel::SMEM_BYTES: STAGES tiles of A and B, 16-bit values, no padding, and
+// Mirrors mma_sm80::Kernel::SMEM_BYTES: STAGES tiles of A and B, 16-bit values, no padding (or a
+// grouped problem's table of the groups, which they hold before the main loop, where larger), and
 // with split-K a word that says which part arrived last.
 int64_t smem_bytes_of(const Config& c) {
-  return c.stages * (c.bm + c.bn) * c.bk * 2 + (c.splits > 1 ? 16 : 0);
+  return std::max(c.stages * (c.bm + c.bn) * c.bk * 2, 4 * c.group_table) + (c.splits > 1 ? 16 : 0);
+}
+
+// Output tiles of bm x bn: a grouped problem's as G groups of n / G columns (the cost model's).
+int64_t tiles_of(const Problem& p, int64_t bm, int64_t bn) {
+  return ceil_div(p.m, bm) * ceil_div(group_columns(p), bn) * p.group_count();
 }
 
 // Output tiles, k-tiles of one, and the parts K is cut into (at most one per k-tile, as the
@@ -52,7 +65,7 @@ struct Units {
 };
 Units units_of(const Config& c, const Problem& p) {
   Units u;
-  u.tiles = ceil_div(p.m, c.bm) * ceil_div(p.n, c.bn);
+  u.tiles = tiles_of(p, c.bm, c.bn);
   u.k_tiles = ceil_div(p.k, c.bk);
   u.parts = std::min(c.splits, u.k_tiles);
   return u;
@@ -85,9 +98,17 @@ bool copies_divide_evenly(int64_t mn, int64_t bk, bool k_major, int64_t threads)
 }
 
 // Values per global copy: 8 (16-byte cp.async) when the problem is 16-byte aligned, else the
-// widest its alignment allows (1: plain loads).
+// widest its alignment allows (1: plain loads). A grouped problem with op(B) = T stores a group's
+// columns contiguous from its first, which may be any column: B's copies start at any element,
+// so plain loads.
 int64_t widest_vector(const Problem& p) {
+  if (p.grouped() && p.op_b == Op::T) return 1;
   return std::clamp<int64_t>(p.align / 2, 1, 8);
+}
+
+// Even 64 x 64 tiles fill less than half the SMs (latency_bound, of a grouped problem's tiles).
+bool latency_bound_tiles(const Problem& p, const ArchInfo& arch) {
+  return 2 * tiles_of(p, 64, 64) < arch.sms;
 }
 
 // The cost model's calibration: on Hopper, whose peak in ArchInfo is wgmma's, tuned kernels reach
@@ -98,6 +119,9 @@ constexpr double kHopperPeakFraction = 0.40;
 // A pipeline shallower than ~96 K hides memory latency less well.
 constexpr double kShallowPipeline = 0.93;    // 64 to 95 K in flight
 constexpr double kShallowerPipeline = 0.85;  // less
+// A grouped problem's block reads the G ends into its table before it knows its group, and so
+// before its first loads: one more round trip of latency a tile (an estimate, not measured).
+constexpr double kGroupTableUs = 1.0;
 
 using Members = std::vector<int64_t P::*>;
 const Members kWarps = {&P::bm, &P::bn, &P::wm, &P::wn};
@@ -106,6 +130,8 @@ class MmaSm80Family final : public FamilyOf<P> {
  public:
   std::string_view name() const override { return "mma_sm80"; }
   int rank() const override { return 30; }
+  // Grouped problems: templates/group_table.cuh, run_groups in templates/mma_sm80.cuh.
+  bool takes_groups() const override { return true; }
 
   std::string unsupported_reason(const Problem& problem, const ArchInfo& arch) const override {
     if (!one_type_of(problem, {DataType::f16, DataType::bf16}))
@@ -127,6 +153,7 @@ class MmaSm80Family final : public FamilyOf<P> {
     // Parts of K where the tiles leave SMs idle: blocks wait through the whole chain of k-tiles.
     s.set(&P::splits, few_tiles(problem, arch) ? std::vector<int64_t>{1, 2, 3, 4, 6, 8}
                                                : std::vector<int64_t>{1});
+    s.set(&P::group_table, {group_table_of(problem)});
     s.rules = {
         {"warps_tile_block", "warp tiles divide the block tile: BM % WM == 0, BN % WN == 0", kWarps,
          [](const Config& c, const Problem&, const ArchInfo&) {
@@ -144,12 +171,20 @@ class MmaSm80Family final : public FamilyOf<P> {
            return copies_divide_evenly(c.bm, c.bk, c.a_t(), t) &&
                   copies_divide_evenly(c.bn, c.bk, !c.b_t(), t);
          }},
+        {"grouped_whole_k",
+         "a grouped problem's tiles are known on the device alone: no split-K, whose partial sums "
+         "and counters the launch sizes per tile",
+         {&P::splits},
+         [](const Config& c, const Problem& p, const ArchInfo&) {
+           return !p.grouped() || c.splits == 1;
+         }},
         {"vector_alignment",
          "VEC values per copy need the problem aligned to 2*VEC bytes",
          {&P::vec},
          [](const Config& c, const Problem& p, const ArchInfo&) { return c.vec * 2 <= p.align; }},
         {"widest_vector",
-         "use the widest copy the alignment allows (narrower is never faster)",
+         "use the widest copy the alignment allows (narrower is never faster); plain loads for a "
+         "grouped problem's op(B) = T, whose groups start at any column",
          {&P::vec},
          [](const Config& c, const Problem& p, const ArchInfo&) {
            return c.vec == widest_vector(p);
@@ -164,7 +199,7 @@ class MmaSm80Family final : public FamilyOf<P> {
          }},
         {"smem_fits",
          "the stages fit the shared memory of a block",
-         {&P::bm, &P::bn, &P::bk, &P::stages, &P::splits},
+         {&P::bm, &P::bn, &P::bk, &P::stages, &P::splits, &P::group_table},
          [](const Config& c, const Problem&, const ArchInfo& a) {
            return smem_bytes_of(c) <= a.smem_per_block;
          }},
@@ -200,32 +235,35 @@ class MmaSm80Family final : public FamilyOf<P> {
   // tiles. Otherwise 64x64 tiles, so that the blocks fill the GPU; where even they fill less than
   // half the SMs, the problem waits on its chain of loads: 64x64x64 tiles 5 stages deep, and K cut
   // into parts of at least 5 k-tiles while the parts fit the SMs (docs/PERF.md, 'Split-K makes
-  // mma_sm80 the kernel of small unaligned problems').
+  // mma_sm80 the kernel of small unaligned problems'). A grouped problem is G groups of n / G
+  // columns (a few: decode) and K whole.
   Config default_of(const Problem& p, const ArchInfo& arch) const override {
     Config c = Config::of(p);
-    c.group = 8, c.vec = widest_vector(p), c.splits = 1;
+    c.group = 8, c.vec = widest_vector(p), c.splits = 1, c.group_table = group_table_of(p);
     auto tile = [&](int64_t bm, int64_t bn, int64_t bk, int64_t wm, int64_t wn, int64_t stages) {
       c.bm = bm, c.bn = bn, c.bk = bk, c.wm = wm, c.wn = wn, c.stages = stages;
     };
-    if (p.n <= 32)  // with plain loads (2-byte aligned) BK 32 keeps the copies in registers small
+    if (group_columns(p) <= 32)  // with plain loads BK 32 keeps the copies in registers small
       tile(128, 32, widest_vector(p) > 1 ? 64 : 32, 32, 32, 3);
-    else if (ceil_div(p.m, 128) * ceil_div(p.n, 128) >= arch.sms)
+    else if (tiles_of(p, 128, 128) >= arch.sms)
       tile(128, 128, 32, 64, 64, 4);
-    else if (!latency_bound(p, arch))
+    else if (!latency_bound_tiles(p, arch))
       tile(64, 64, 32, 32, 32, 3);
     else {
       tile(64, 64, 64, 32, 32, 5);
-      const int64_t tiles = ceil_div(p.m, 64) * ceil_div(p.n, 64), k_tiles = ceil_div(p.k, 64);
-      c.splits = std::clamp<int64_t>(std::min(k_tiles / 5, arch.sms / tiles), 1, 8);
+      const int64_t tiles = tiles_of(p, 64, 64), k_tiles = ceil_div(p.k, 64);
+      if (!p.grouped())
+        c.splits = std::clamp<int64_t>(std::min(k_tiles / 5, arch.sms / tiles), 1, 8);
     }
     return c;
   }
 
   std::string name_of(const Config& c) const override {
     const std::string splits = c.splits > 1 ? fmt::format("_splitk{}", c.splits) : "";
-    return fmt::format("gemm_mma80_{}_{}{}_{}x{}x{}_w{}x{}_s{}_g{}_v{}{}", c.types.token(),
+    const std::string groups = c.group_table ? fmt::format("_groups{}", c.group_table) : "";
+    return fmt::format("gemm_mma80_{}_{}{}_{}x{}x{}_w{}x{}_s{}_g{}_v{}{}{}", c.types.token(),
                        to_char(c.op_a), to_char(c.op_b), c.bm, c.bn, c.bk, c.wm, c.wn, c.stages,
-                       c.group, c.vec, splits);
+                       c.group, c.vec, splits, groups);
   }
 
   // __launch_bounds__(THREADS, 1): without the 1, ptxas for sm_90 spills a register or two to
@@ -252,26 +290,37 @@ class MmaSm80Family final : public FamilyOf<P> {
   }
 
   // One block per output tile and part of K, plain pointers; split-K's workspace and counters.
+  // A grouped problem's column tiles are known on the device alone: a block for each that there
+  // can be (each group at most one partial tile more than n / BN), swept GROUP column tiles at a
+  // time down all of M (run_groups).
   LaunchPlan plan_of(const Config& c, const Problem& p, const ArchInfo&) const override {
     LaunchPlan g;
     const Units u = units_of(c, p);
     g.tiles_m = uint32_t(ceil_div(p.m, c.bm));
-    g.tiles_n = uint32_t(ceil_div(p.n, c.bn));
-    g.grid = {grid_extent(u.tiles * u.parts), 1, 1};
+    g.tiles_n = uint32_t(ceil_div(group_columns(p), c.bn) * p.group_count());
+    GemmTiling tiling = tiling_of(g.tiles_m, g.tiles_n, int(c.group));
+    if (c.group_table > 0) {
+      const int64_t column_tiles = ceil_div(p.n, c.bn) + p.groups;
+      g.grid = {grid_extent(int64_t(g.tiles_m) * column_tiles), 1, 1};
+      tiling = tiling_of(column_tiles, g.tiles_m, int(c.group));  // the sides swapped
+      std::swap(tiling.tiles_m, tiling.tiles_n);
+    } else {
+      g.grid = {grid_extent(u.tiles * u.parts), 1, 1};
+    }
     g.workspace_bytes = workspace_bytes_of(c, u);
     g.counter_bytes = counter_bytes_of(u);
     g.block = {uint32_t(threads_of(c)), 1, 1};
     g.smem_bytes = uint32_t(smem_bytes_of(c));
     g.args = args_layout();
-    g.blocks.push_back(
-        ArgsBlock::of(g.args.offset_of("tiling"), tiling_of(g.tiles_m, g.tiles_n, int(c.group))));
+    g.blocks.push_back(ArgsBlock::of(g.args.offset_of("tiling"), tiling));
     return g;
   }
 
   std::vector<std::string> template_files() const override { return {"mma_sm80.cuh"}; }
 
   // Smaller warp tiles load more fragments per FLOP; a shallow pipeline hides memory latency less
-  // well; split-K writes partial sums and reads them back.
+  // well; split-K writes partial sums and reads them back; a grouped problem's tiles are G groups
+  // of n / G columns (roofline, group_columns), each a block that first makes the group table.
   TileWork work_of(const Config& c, const Problem& p, const ArchInfo& a) const override {
     const double wm = double(c.wm), wn = double(c.wn);
     const double warp_intensity = wm * wn / (wm + wn) / 32.0;  // 1 for 64x64
@@ -290,7 +339,8 @@ class MmaSm80Family final : public FamilyOf<P> {
     w.k_splits = u.parts;
     w.workspace_bytes = 2.0 * double(workspace_bytes_of(c, u));
     const double epilogue = epilogue_us(a, w.tile_m, w.tile_n, p.types.d);
-    w.tile_overhead_us = 1.0 + epilogue + (u.parts > 1 ? 2 * epilogue : 0.0);
+    w.tile_overhead_us = 1.0 + epilogue + (u.parts > 1 ? 2 * epilogue : 0.0) +
+                         (c.group_table > 0 ? kGroupTableUs : 0.0);
     return w;
   }
 };
