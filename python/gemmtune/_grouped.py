@@ -34,7 +34,7 @@ from ._library import InvalidType, InvalidValue
 from ._plan import DataTypes, Problem
 from ._scaled import Tensor, _check_devices, _leading, _shape, torch_name
 
-INPUTS = ("bf16", "f16")  # the grouped kernels' (wgmma_sm90, Hopper)
+INPUTS = ("bf16", "f16")  # the grouped kernels' (wgmma_sm90 on Hopper, mma_sm80)
 OUTPUTS = ("bf16", "f16", "f32")  # which pairs with which is the library's answer
 
 

@@ -435,7 +435,7 @@ def grouped_mm(x, w, offs, out_dtype=None, out=None):
     are not written: a new result leaves them as torch.empty does. x and w are bfloat16 or
     float16, of one dtype; the result is out_dtype (a torch dtype; default x's) or out's: a
     row-major (T, N) tensor to write into (its rows may be padded). Which dtypes run is the
-    library's answer: only Hopper (sm_90a) has grouped kernels, and elsewhere the library
+    library's answer: GPUs from sm_80 on have grouped kernels, and older ones the library
     refuses the call (Error 'unsupported': 'no kernel family supports ...').
 
     The library runs the column-major grouped problem D (N x T) = w[g]^T x^T per group: its
@@ -539,7 +539,7 @@ def bmm(a, b, out=None):
     its rows flatten into a (G*M, K) matrix (a contiguous a does), else from a contiguous copy
     (a.transpose(1, 2) of a (G, K, M) tensor); b as grouped_mm reads w: b[g] row-major, or
     b = B.transpose(1, 2) of a contiguous (G, N, K) B, in place. a and b are bfloat16 or float16,
-    of one dtype; only Hopper (sm_90a) has grouped kernels (elsewhere Error 'unsupported').
+    of one dtype; GPUs from sm_80 on have grouped kernels (older ones: Error 'unsupported').
     Raises as grouped_mm. No autograd. With torch >= 2.4 this is torch.ops.gemmtune.bmm under
     torch.compile (out= takes the eager path)."""
     if out is None and OPERATORS and _is_compiling():
