@@ -482,7 +482,7 @@ def grouped_mm_masked(x, w, counts, out_dtype=None, out=None):
 
     With out=None the result is a new torch.empty tensor: its rows past a count hold whatever
     that memory held. Pass out= (torch.zeros, say) where those rows must have defined values;
-    they are left as they were. Only Hopper (sm_90a) has grouped kernels (elsewhere Error
+    they are left as they were. GPUs from sm_80 on have grouped kernels (older ones: Error
     'unsupported').
 
     The library runs bmm's column-major grouped problem D (N x G*cap) = w[g]^T x^T in its masked
