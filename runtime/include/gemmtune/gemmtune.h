@@ -240,8 +240,8 @@ gemmtune_status gemmtune_matmul_select(int device, gemmtune_matmul_desc desc, in
  * scaling where there is one ("64 48 4096 e4m3*e4m3->bf16 tn scaling=block"), and the groups of
  * a grouped problem, with N the mean columns of a group as gemm-tune --groups takes it
  * ("1536 256 2048 bf16 tn groups=128" for n = 32768; rounded up where G does not divide n;
- * a masked problem's line does not say masked yet). Neither the scale pointers nor the group
- * ends are needed. */
+ * a masked problem's line adds "group_layout=masked", with N the capacity). Neither the scale
+ * pointers nor the group ends are needed. */
 gemmtune_status gemmtune_matmul_record_problem(const char* path, gemmtune_matmul_desc desc,
                                                int64_t m, int64_t n, int64_t k, int64_t lda,
                                                int64_t ldb, float beta, int64_t ldc, int* appended);
