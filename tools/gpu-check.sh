@@ -39,12 +39,15 @@ sanitize() {
   echo "$2 ($1):"
   grep -E "ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED|SKIPPED" "$log" | tail -n 3
 }
-echo "== compute-sanitizer (memcheck, racecheck) on small shapes of the wgmma, mma_sm80 and gemv kernels"
+echo "== compute-sanitizer (memcheck, racecheck) on small shapes of the wgmma, mma_sm80 and gemv kernels, and grouped ones"
 for tool in memcheck racecheck; do
   sanitize "$tool" gpu_wgmma_correctness '*WgmmaSanitizer*'
   sanitize "$tool" gpu_mma_sm80_correctness '*Mma80Sanitizer*'
   sanitize "$tool" gpu_gemv_correctness '*SanitizerSmallShapes*'
+  sanitize "$tool" gpu_mma_sm80_grouped '*NothingPast*'  # its group table shares the stages' memory
 done
+sanitize memcheck gpu_wgmma_grouped '*AGraph*:*Skewed*'
+sanitize memcheck gpu_mma_sm80_grouped '*AGraph*:*Skewed*'
 
 echo "== gemm-bench, small suite"
 if ! "$build/bin/gemm-bench" --suite small --csv "$out/bench-small.csv" 2>"$out/bench-small.err" \
