@@ -57,6 +57,30 @@ TEST(Problem, ValidationNamesTheBadField) {
             std::string::npos);
 }
 
+TEST(Problem, FastAccumulationIsForTensorOrRowScaledFloat8) {
+  Problem p = make_problem(DataTypes{DType::e4m3, DType::e4m3, DType::bf16, DType::bf16}, Op::T,
+                           Op::N, 256, 128, 512);
+  p.scaling = Scaling::tensor;
+  p.accumulation = parse_accumulation("FAST");
+  validate(p);
+  EXPECT_EQ(p.describe().substr(p.describe().find("scaling")), "scaling=tensor accum=fast");
+  Problem precise = p;
+  precise.accumulation = Accumulation::precise;
+  EXPECT_NE(p, precise);  // tuned and stored apart
+  EXPECT_NE(ProblemHash{}(p), ProblemHash{}(precise));
+  p.scaling = Scaling::row;
+  validate(p);
+  p.scaling = Scaling::block;
+  EXPECT_NE(error_of([&] { validate(p); }, Errc::invalid_argument)
+                .find("fast accumulation is for float8 with tensor or row scaling, not scaling "
+                      "block"),
+            std::string::npos);
+  Problem dense = square(64);
+  dense.accumulation = Accumulation::fast;
+  error_of([&] { validate(dense); }, Errc::invalid_argument);
+  error_of([] { parse_accumulation("quick"); }, Errc::invalid_argument);
+}
+
 // Kernels count rows, columns and tiles in int: dimensions stop at 2^30, where every such count
 // and bound still fits; element offsets are 64-bit, so operands may be far larger than 2^31.
 TEST(Problem, SizesPast2To31AreAcceptedWhereKernelsAre64BitAndRefusedElsewhere) {

@@ -128,6 +128,16 @@ GroupLayout parse_group_layout(std::string_view text) {
            text);
 }
 
+std::string_view to_string(Accumulation accumulation) noexcept {
+  return accumulation == Accumulation::fast ? "fast" : "precise";
+}
+
+Accumulation parse_accumulation(std::string_view text) {
+  for (Accumulation a : {Accumulation::precise, Accumulation::fast})
+    if (lower(text) == to_string(a)) return a;
+  GT_THROW(Errc::invalid_argument, "unknown accumulation '{}' (expected precise or fast)", text);
+}
+
 namespace {
 
 int64_t blocks_of(int64_t extent) {
@@ -223,8 +233,10 @@ std::string Problem::beta_mark() const {
 }
 
 std::string Problem::describe() const {
-  const std::string scaled =
-      scaling == Scaling::none ? "" : fmt::format(" scaling={}", to_string(scaling));
+  const std::string scaled = scaling == Scaling::none
+                                 ? ""
+                                 : fmt::format(" scaling={}{}", to_string(scaling),
+                                               fast_accumulation() ? " accum=fast" : "");
   const std::string grouping =
       grouped() ? fmt::format(" groups={}{}", groups, masked() ? " masked" : "") : "";
   return fmt::format("{} {} {} lda={} ldb={} ldc={} align={}{}{}{}", types.name(), layout(),
@@ -244,7 +256,7 @@ size_t ProblemHash::operator()(const Problem& p) const noexcept {
   for (int64_t v : {int64_t(p.types.a), int64_t(p.types.b), int64_t(p.types.c), int64_t(p.types.d),
                     int64_t(p.types.acc), int64_t(p.scaling), int64_t(p.op_a), int64_t(p.op_b), p.m,
                     p.n, p.k, p.lda, p.ldb, p.ldc, int64_t(p.align), int64_t(p.reads_c), p.groups,
-                    int64_t(p.group_layout)})
+                    int64_t(p.group_layout), int64_t(p.accumulation)})
     h = h * 1000003u ^ size_t(v);
   return h;
 }
@@ -291,6 +303,11 @@ void validate_scaling(const Problem& p) {
              p.types.name());
   GT_REQUIRE(!is_fp8(p.types.d), Errc::invalid_argument, "D is {}: the output is f32, f16 or bf16",
              to_string(p.types.d));
+  GT_REQUIRE(!p.fast_accumulation() || p.scaling == Scaling::tensor || p.scaling == Scaling::row,
+             Errc::invalid_argument,
+             "fast accumulation is for float8 with tensor or row scaling, not scaling {}: block "
+             "scales multiply each 128-deep K block's sum, a promotion already",
+             to_string(p.scaling));
 }
 
 }  // namespace

@@ -48,6 +48,16 @@ enum class GroupLayout { contiguous, masked };
 std::string_view to_string(GroupLayout layout) noexcept;
 GroupLayout parse_group_layout(std::string_view text);  // "contiguous", "masked"
 
+// How a float8 product is summed. `precise` (the default, as cuBLASLt's and torch's) promotes:
+// wgmma's float8 accumulation keeps fewer bits than f32 (DeepSeek-V3's report), so every few
+// 128-deep K blocks go into a fresh partial sum that is added into f32 registers. `fast` lets
+// wgmma accumulate the whole K (cuBLASLt's CUBLASLT_MATMUL_DESC_FAST_ACCUM, torch's
+// use_fast_accum): fewer instructions, a larger error on long K. Only tensor and row scaling
+// have it; block scales multiply each K block's sum, which is a promotion already.
+enum class Accumulation { precise, fast };
+std::string_view to_string(Accumulation accumulation) noexcept;
+Accumulation parse_accumulation(std::string_view text);  // "precise", "fast"
+
 // The K (and, for op(A), M) extent of one block of `block` scaling.
 inline constexpr int64_t kScaleBlock = 128;
 
@@ -100,7 +110,11 @@ struct Problem {
   bool reads_c = false;
   int64_t groups = 0;  // 0: one GEMM; else G groups (above)
   GroupLayout group_layout = GroupLayout::contiguous;
+  // Float8 with tensor or row scaling only (Accumulation); a kernel's error differs, so the two
+  // are tuned and stored apart.
+  Accumulation accumulation = Accumulation::precise;
 
+  bool fast_accumulation() const { return accumulation == Accumulation::fast; }
   bool grouped() const { return groups > 0; }
   int64_t group_count() const { return groups > 0 ? groups : 1; }  // 1 for one GEMM
   bool masked() const { return grouped() && group_layout == GroupLayout::masked; }
@@ -120,13 +134,14 @@ struct Problem {
   std::string shape() const;      // "8192x8192x8192"
   std::string beta_mark() const;  // " beta!=0" if it reads C, else ""
   // "bf16 tn 8192x8192x8192 lda=8192 ldb=8192 ldc=8192 align=16", then the scaling when there
-  // is one, the groups when grouped ("groups=128", "groups=128 masked"), then the beta mark
+  // is one ("scaling=tensor", "scaling=tensor accum=fast"), the groups when grouped ("groups=128",
+  // "groups=128 masked"), then the beta mark
   std::string describe() const;
   bool operator==(const Problem& o) const {
     return types == o.types && scaling == o.scaling && op_a == o.op_a && op_b == o.op_b &&
            m == o.m && n == o.n && k == o.k && lda == o.lda && ldb == o.ldb && ldc == o.ldc &&
            align == o.align && reads_c == o.reads_c && groups == o.groups &&
-           group_layout == o.group_layout;
+           group_layout == o.group_layout && accumulation == o.accumulation;
   }
   bool operator!=(const Problem& o) const { return !(*this == o); }
 };
@@ -174,7 +189,7 @@ inline constexpr int64_t kMaxGroups = 4096;
 // ld < rows, an operand whose extent does not fit 2^62 bytes, D of another type than C, float8
 // operands without scaling or scaling of other types, a float8 output, groups < 0 or above
 // kMaxGroups, a grouped problem with scaling (not defined yet), a masked layout without groups or
-// with N not a multiple of G.
+// with N not a multiple of G, fast accumulation other than of float8 with tensor or row scaling.
 void validate(const Problem& problem);
 
 // The alignment class of a problem from its addresses and leading dimensions.
