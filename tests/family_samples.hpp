@@ -57,6 +57,10 @@ inline std::vector<Problem> sample_problems(const std::vector<std::string>& layo
       p.scaling = scaling;
       out.push_back(p);
     }
+    Problem fast = make_problem(fp8, Op::T, Op::N, 8192, 2048, 8192);
+    fast.scaling = Scaling::row;
+    fast.accumulation = Accumulation::fast;
+    out.push_back(fast);
   }
   // Grouped (mixture-of-experts layers): decode, prefill, and a layout of torch._grouped_mm's.
   const std::tuple<DataType, const char*, int64_t, int64_t, int64_t, int64_t> grouped[] = {

@@ -210,5 +210,50 @@ TEST_F(WgmmaFp8, OneTileInEveryMode) {
     }
 }
 
+// Fast accumulation (PROMOTE 0: wgmma sums the whole K) in every schedule, tensor and row scales:
+// right within the problem's tolerance (checker.cpp: wider with K), on odd shapes and a long K;
+// the largest errors of fast and precise kernels on the same data are printed side by side.
+TEST_F(WgmmaFp8, FastAccumulationInEverySchedule) {
+  const Point fast[] = {
+      {"128x128, cluster along N, TMA stores", 128, 128, 5, 2, 12, 1, 0, 0, 1, 0, 1, 0},
+      {"256x128: 128 accumulators, no partial sums", 256, 128, 4, 2, 11, 1, 0, 0, 1, 0, 1, 0},
+      {"split-K in 3", 128, 128, 4, 2, 11, 0, 0, 1, 3, 0, 1, 0},
+      {"stream-K, TMA stores", 128, 128, 4, 2, 11, 1, 0, 2, 1, 0, 1, 0},
+      {"ping-pong, TMA stores", 128, 64, 5, 2, 11, 1, 0, 0, 1, 1, 1, 0},
+      {"a cluster splits K", 128, 64, 6, 1, 11, 0, 0, 0, 1, 0, 2, 0},
+      {"swapped (decode): wgmma N 16", 128, 16, 8, 2, 11, 0, 1, 0, 1, 0, 1, 0},
+  };
+  const int64_t shapes[][3] = {{300, 200, 1000}, {129, 257, 1}, {1024, 512, 16384}};
+  int checked = 0;
+  for (Scaling scaling : {Scaling::tensor, Scaling::row})
+    for (const auto& s : shapes) {
+      Problem p = fp8_problem(kE4m3Bf16, scaling, s[0], s[1], s[2]);
+      p.accumulation = Accumulation::fast;
+      Problem precise = p;
+      precise.accumulation = Accumulation::precise;
+      for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, std::pair{0.5f, -1.5f}}) {
+        const Verifier verifier(*checker_, p, alpha, beta, 11, stream_->get());
+        double worst = 0;
+        for (const Point& pt : fast) {
+          const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
+          const Verdict v = check(k, verifier);
+          EXPECT_TRUE(v.ok) << k.compiled.name << " (" << pt.what << ") on " << p.describe()
+                            << " beta=" << beta << ": " << v.message;
+          worst = std::max(worst, v.max_error);
+          ++checked;
+        }
+        const Verifier same_data(*checker_, precise, alpha, beta, 11, stream_->get());
+        const ReadyKernel k =
+            prepare_kernel(compiler_, config_of(kPoints[0], precise), precise, device_.arch);
+        const Verdict v = check(k, same_data);
+        EXPECT_TRUE(v.ok) << k.compiled.name << ": " << v.message;
+        std::printf("%s K=%lld beta=%g: largest error fast %.3g, precise %.3g (tolerance %.3g)\n",
+                    std::string(to_string(scaling)).c_str(), (long long)p.k, beta, worst,
+                    v.max_error, tolerance(p));
+      }
+    }
+  EXPECT_EQ(checked, 2 * 3 * 2 * 7);
+}
+
 }  // namespace
 }  // namespace gemmtune

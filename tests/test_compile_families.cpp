@@ -180,6 +180,19 @@ TEST_F(CompileFamilies, WgmmaFloat8CompilesWithoutSpills) {
   Problem mixed = fp8_problem(4096, 4096, 4096, Scaling::row);
   mixed.types.b = DataType::e5m2;
   configs.push_back(family.default_config(mixed, arch));
+  // Fast accumulation (no promotion): large and decode tiles, and 256x128 with 128 accumulators.
+  for (Scaling scaling : {Scaling::tensor, Scaling::row})
+    for (const auto& [m, n, k] : {std::tuple{7168, 4096, 16384}, std::tuple{11008, 8, 4096}}) {
+      Problem fast = fp8_problem(m, n, k, scaling);
+      fast.accumulation = Accumulation::fast;
+      configs.push_back(family.default_config(fast, arch));
+    }
+  Problem fast = fp8_problem(8192, 8192, 8192, Scaling::tensor);
+  fast.accumulation = Accumulation::fast;
+  KernelConfig fast_wide = family.default_config(fast, arch);
+  fast_wide.params["BM"] = 256, fast_wide.params["BN"] = 128, fast_wide.params["WG"] = 2;
+  fast_wide.params["STAGES"] = 4;
+  configs.push_back(fast_wide);
   Problem wide = fp8_problem(8192, 8192, 8192, Scaling::tensor);
   KernelConfig widest = family.default_config(wide, arch);
   widest.params["BM"] = 192;

@@ -832,6 +832,34 @@ TEST(Families, WhyUnusableJudgesAStoredConfigForAProblem) {
   EXPECT_NE(why_unusable(w, b, ampere).find("needs sm_90a"), std::string::npos);
 }
 
+// Fast accumulation is a kernel that never promotes (PROMOTE 0), used only where the problem asks
+// for it: a stored kernel of one accumulation is unusable for the other.
+TEST(Families, WgmmaFastAccumulationNeverPromotesAndIsOnlyUsedWhereAsked) {
+  const ArchInfo hopper = ArchInfo::from_name("sm_90a");
+  const Family& wgmma = find_family("wgmma_sm90");
+  Problem precise = make_problem(DataTypes{DType::e4m3, DType::e4m3, DType::bf16, DType::bf16},
+                                 Op::T, Op::N, 8192, 8192, 8192);
+  precise.scaling = Scaling::tensor;
+  Problem fast = precise;
+  fast.accumulation = Accumulation::fast;
+  const KernelConfig f = wgmma.default_config(fast, hopper);
+  const KernelConfig p = wgmma.default_config(precise, hopper);
+  EXPECT_EQ(f.at("PROMOTE"), 0);
+  EXPECT_EQ(f.at("OVERLAP"), 0);
+  EXPECT_GE(p.at("PROMOTE"), 1);
+  EXPECT_EQ(wgmma.kernel_name(f).substr(wgmma.kernel_name(f).size() - 12), "_tensor_fast");
+  EXPECT_EQ(why_unusable(f, fast, hopper), "");
+  EXPECT_NE(why_unusable(f, precise, hopper).find("PROMOTE=0 is not among"), std::string::npos);
+  EXPECT_NE(why_unusable(p, fast, hopper).find("PROMOTE=1 is not among"), std::string::npos);
+  const auto space = wgmma.prune(fast, hopper);
+  ASSERT_FALSE(space.valid.empty());
+  for (const KernelConfig& c : space.valid) ASSERT_EQ(c.at("PROMOTE"), 0) << wgmma.kernel_name(c);
+  // Without partial sums beside them, the accumulators may take what bf16 tiles take.
+  EXPECT_TRUE(std::any_of(space.valid.begin(), space.valid.end(), [&](const KernelConfig& c) {
+    return c.at("BM") * c.at("BN") / (128 * c.at("WG")) > 96;
+  }));
+}
+
 // A family's default is "valid for any problem the family supports" (family.hpp): the library
 // runs it when nothing is tuned, so it must pass the family's constraints, the 32-bit bounds of
 // its schedule too, also for the sizes past 2^31 elements that gpu_large_operands runs.

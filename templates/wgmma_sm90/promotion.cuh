@@ -6,7 +6,9 @@
 // Scales are read from global memory (GemmCore::scale_a/b, in gemmtune::scale_shape_a/b's
 // layouts), a k-block's before its stage is waited for, so that the loads overlap the wgmma.
 // With OVERLAP (PROMOTE 1), two partial sums take turns: k-block kb's wgmma run while kb - 1's
-// partial sum is promoted, so that the tensor cores do not wait for the adds.
+// partial sum is promoted, so that the tensor cores do not wait for the adds. PROMOTE 0 is fast
+// accumulation (gemmtune::Accumulation::fast, tensor and row scales): wgmma sums the whole K in
+// the f32 accumulators, as bf16 tiles do, and the scales follow.
 #pragma once
 #include "ptx/mbarrier.cuh"
 #include "wgmma_sm90/mainloop.cuh"
@@ -198,6 +200,7 @@ struct Promotion : Traits<Cfg> {
   GEMMTUNE_DEVICE_INLINE static int consume(const WgmmaArgs& args, const Smem& s, Tile t, KRange ks,
                                             int consumer, Ring<STAGES>& ring,
                                             float (&acc)[MW][TN / 2]) {
+    if constexpr (PROMOTE == 0) return consume_fast(args, s, t, ks, consumer, ring, acc);
     if constexpr (OVERLAP) return consume_overlapped(args, s, t, ks, consumer, ring, acc);
     float part[MW][TN / 2];
     Mainloop::zero(acc);
@@ -229,6 +232,17 @@ struct Promotion : Traits<Cfg> {
       ring.advance();
     }
     if constexpr (SCALING == TENSOR || SCALING == ROW) apply_output_scales(args, t, consumer, acc);
+    return previous;
+  }
+
+  // Fast accumulation: the plain main loop, then the scales (the stage it returns is released
+  // after the epilogue, as for bf16 tiles).
+  GEMMTUNE_DEVICE_INLINE static int consume_fast(const WgmmaArgs& args, const Smem& s, Tile t,
+                                                 KRange ks, int consumer, Ring<STAGES>& ring,
+                                                 float (&acc)[MW][TN / 2]) {
+    const int previous = Mainloop::consume(args, s, t, ks, consumer, ring, acc);
+    Mainloop::template drain<0>(acc);
+    apply_output_scales(args, t, consumer, acc);
     return previous;
   }
 

@@ -26,7 +26,8 @@ namespace wgmma_sm90 {
 // (C's and D's: f16 or bf16), READS_C (bool: the kernel can apply beta != 0; without it the
 // kernel computes C = alpha * AB whatever beta says, and the runtime refuses beta != 0), SCALING
 // (gemmtune::Scaling of float8 operands, 0 for none), PROMOTE (float8: k-blocks a partial
-// accumulator sums before it is added into the f32 one, promotion.cuh; 0 for f16 and bf16),
+// accumulator sums before it is added into the f32 one, promotion.cuh; 0 for f16 and bf16, and
+// for float8 with fast accumulation: wgmma sums the whole K),
 // GROUP_TABLE (a grouped problem's groups the kernel's table holds, groups.cuh; 0: one GEMM).
 // Cfg's values that decide sizes, for layout.h.
 template <class Cfg>
@@ -167,8 +168,10 @@ struct Traits {
                 "split-K and stream-K need the persistent schedule");
   static_assert(ACC % 4 == 0, "partial sums move as float4");
   static_assert(WG <= 4, "a fixup flag per consumer in four words");
-  static_assert(!FP8 || (P_KMAJOR && Q_KMAJOR && KSUB == 1 && WS && PROMOTE >= 1),
-                "float8: both operands K-major, a 128-K stage, warp-specialized, promoted");
+  static_assert(!FP8 || (P_KMAJOR && Q_KMAJOR && KSUB == 1 && WS && PROMOTE >= 0),
+                "float8: both operands K-major, a 128-K stage, warp-specialized");
+  static_assert(!FP8 || PROMOTE >= 1 || SCALING == 1 || SCALING == 2,
+                "fast accumulation (PROMOTE 0) is for tensor and row scales");
   static_assert(FP8 || (SCALING == 0 && PROMOTE == 0), "only float8 operands are scaled");
   static_assert(!OVERLAP || (FP8 && PROMOTE == 1), "two partial sums take turns every k-block");
 

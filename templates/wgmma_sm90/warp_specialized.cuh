@@ -39,8 +39,9 @@ struct WarpSpecialized : Traits<Cfg> {
   using Smem = SharedMemory<Cfg>;
   using Tiles = wgmma_sm90::TilesOf<Cfg>;
   using Mainloop = wgmma_sm90::Mainloop<Cfg>;
-  // The tile's main loop: float8 tiles promote their partial sums (promotion.cuh).
-  using Math = typename Select<(T::PROMOTE > 0), Promotion<Cfg>, Mainloop>::type;
+  // The tile's main loop: float8 tiles promote their partial sums and apply scales
+  // (promotion.cuh).
+  using Math = typename Select<T::FP8, Promotion<Cfg>, Mainloop>::type;
   using Parts = wgmma_sm90::Parts<Cfg>;
   using ClusterK = wgmma_sm90::ClusterK<Cfg>;
   using Epilogue = wgmma_sm90::Epilogue<Cfg>;

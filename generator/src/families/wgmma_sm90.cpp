@@ -312,17 +312,18 @@ std::vector<Rule<P>> rules() {
       {"accumulators_fit",
        "f32 accumulators per consumer thread: 128 at most (96 with 3 warpgroups); float8, with "
        "its one or two partial sums, 192 of all (96)",
-       kRows + Members{&P::overlap},
+       kRows + Members{&P::promote, &P::overlap},
        [](const Config& c, const Problem&, const ArchInfo&) {
-         if (is_fp8(c)) return fp8_sums_fit(c, c.overlap ? 3 : 2);
+         if (is_fp8(c) && c.promote > 0) return fp8_sums_fit(c, c.overlap ? 3 : 2);
          return accumulators(c) <= (c.wg == 3 ? 96 : 128);
        }},
       {"fp8_k_major_streamed",
        "float8: the persistent schedule, one 128-K block a stage, promoted every 1 to 4 k-blocks "
-       "(every one where two partial sums take turns)",
+       "(every one where two partial sums take turns), or never with fast accumulation",
        {&P::ws, &P::ksub, &P::promote, &P::overlap},
-       [](const Config& c, const Problem&, const ArchInfo&) {
+       [](const Config& c, const Problem& p, const ArchInfo&) {
          if (!is_fp8(c)) return c.promote == 0 && c.overlap == 0;
+         if (p.fast_accumulation()) return c.ws == 1 && c.ksub == 1 && c.promote == 0 && !c.overlap;
          return c.ws == 1 && c.ksub == 1 && c.promote >= 1 && c.promote <= 4 &&
                 (c.overlap == 0 || c.promote == 1);
        }},
@@ -646,6 +647,11 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     s.set(&P::ws, {1});
     s.set(&P::ksub, {1});
     if (p.scaling == Scaling::block) s.set(&P::swap, {0});
+    if (p.fast_accumulation()) {
+      s.set(&P::promote, {0});  // wgmma sums the whole K (Accumulation::fast)
+      s.set(&P::overlap, {0});
+      return;
+    }
     s.set(&P::promote,
           p.scaling == Scaling::block ? std::vector<int64_t>{1} : std::vector<int64_t>{1, 2, 4});
     s.set(&P::overlap, {1, 0});
@@ -712,7 +718,8 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     c.bm = 128, c.bn = 128, c.swap = 0, c.stages = 5, c.wg = 2, c.ws = 1, c.cluster = 12;
     c.raster = raster_of(p), c.group = 8, c.epilogue = 1;
     c.schedule = schedule::DATA_PARALLEL, c.splits = 1, c.cluster_k = 1, c.pingpong = 0;
-    c.occupancy = 1, c.ksub = 1, c.reads_c = p.reads_c ? 1 : 0, c.promote = 1;
+    c.occupancy = 1, c.ksub = 1, c.reads_c = p.reads_c ? 1 : 0;
+    c.promote = p.fast_accumulation() ? 0 : 1;
     if (p.n <= 64 && p.scaling != Scaling::block) {
       c.swap = 1, c.bn = round_up(p.n, 8), c.wg = 1, c.epilogue = 0, c.stages = 8;
       c.bm = 64;
@@ -755,11 +762,15 @@ class WgmmaSm90Family final : public FamilyOf<P> {
         cluster_n(c), c.ws ? (c.pingpong ? "pingpong" : "ws") : "ms", c.raster ? "n" : "m",
         c.group == 8 ? "" : fmt::format("_g{}", c.group), c.swap ? "_swap" : "", sched,
         c.epilogue ? "_tmastore" : "", c.occupancy > 1 ? fmt::format("_o{}", c.occupancy) : "",
-        c.reads_c ? "_readsc" : "",
-        c.promote
-            ? fmt::format("_{}_p{}{}", to_string(c.scaling), c.promote, c.overlap ? "_overlap" : "")
-            : "",
+        c.reads_c ? "_readsc" : "", fp8_suffix(c),
         c.group_table ? fmt::format("_groups{}", c.group_table) : "");
+  }
+
+  // "_block_p1_overlap": the scaling, k-blocks a promotion, two partial sums; "_tensor_fast".
+  static std::string fp8_suffix(const Config& c) {
+    if (!is_fp8(c)) return "";
+    if (c.promote == 0) return fmt::format("_{}_fast", to_string(c.scaling));
+    return fmt::format("_{}_p{}{}", to_string(c.scaling), c.promote, c.overlap ? "_overlap" : "");
   }
 
   UnitSource unit_of(const Config& c, const ArchInfo& arch) const override {
