@@ -6,6 +6,7 @@
 #include "gemmtune/error.hpp"
 #include "gemmtune/tuner/thread_pool.hpp"
 #include "gemmtune/tuner/worker.hpp"
+#include "protocol.hpp"
 #include "support.hpp"
 
 namespace gemmtune {
@@ -17,6 +18,23 @@ std::filesystem::path script(const test::TempDir& dir, const std::string& name,
   std::ofstream(path) << "#!/bin/sh\n" << body << "\n";
   std::filesystem::permissions(path, std::filesystem::perms::owner_all);
   return path;
+}
+
+// The worker tunes the problem the tuner sent: every field of its identity crosses the pipe.
+TEST(WorkerProtocol, AProblemCrossesWhole) {
+  Problem grouped = make_problem(DataType::bf16, Op::T, Op::N, 1536, 8 * 128, 2048);
+  grouped.groups = 128;
+  grouped.group_layout = GroupLayout::masked;
+  grouped.reads_c = true;
+  grouped.ldc += 8;
+  grouped.align = 8;
+  Problem fast =
+      make_problem(DataTypes{DataType::e4m3, DataType::e5m2, DataType::f16, DataType::f16}, Op::T,
+                   Op::N, 4096, 64, 7168);
+  fast.scaling = Scaling::row;
+  fast.accumulation = Accumulation::fast;
+  for (const Problem& p : {grouped, fast})
+    EXPECT_EQ(problem_from_json(nlohmann::json::parse(to_json(p).dump())), p) << p.describe();
 }
 
 TEST(WorkerClient, OneAnswerPerRequest) {

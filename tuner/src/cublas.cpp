@@ -49,6 +49,7 @@ constexpr int kDescAScalePointer = 17;  // CUBLASLT_MATMUL_DESC_A_SCALE_POINTER
 constexpr int kDescBScalePointer = 18;  // CUBLASLT_MATMUL_DESC_B_SCALE_POINTER
 constexpr int kDescAScaleMode = 31;     // CUBLASLT_MATMUL_DESC_A_SCALE_MODE
 constexpr int kDescBScaleMode = 32;     // CUBLASLT_MATMUL_DESC_B_SCALE_MODE
+constexpr int kDescFastAccum = 25;      // CUBLASLT_MATMUL_DESC_FAST_ACCUM (int8_t)
 // cublasLtMatmulMatrixScale_t (SCALAR_32F = 0 is the default, left as it is for `tensor`)
 constexpr int32_t kScaleOuterVec32F = 3;     // CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F
 constexpr int32_t kScaleVec128_32F = 4;      // CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F
@@ -460,6 +461,9 @@ std::unique_ptr<lt::Plan> Cublas::Impl::make_plan(const Problem& p, const GemmOp
   const int32_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;  // "tn": the only layout it takes
   must(set(lt::kDescTransA, trans_a), "cublasLtMatmulDescSetAttribute(TRANSA)");
   must(set(lt::kDescTransB, trans_b), "cublasLtMatmulDescSetAttribute(TRANSB)");
+  // The same sums as ours: without promotion only where the problem asks for it.
+  const int8_t fast_accum = p.fast_accumulation() ? 1 : 0;
+  must(set(lt::kDescFastAccum, fast_accum), "cublasLtMatmulDescSetAttribute(FAST_ACCUM)");
 
   // Where ours and cuBLASLt's layouts of the scales agree, cuBLASLt reads the caller's.
   CUdeviceptr scale_a = o.scale_a, scale_b = o.scale_b;

@@ -14,7 +14,9 @@ nlohmann::json to_json(const Problem& p) {
           {"ldc", p.ldc},
           {"align", p.align},
           {"reads_c", p.reads_c},
-          {"groups", p.groups}};
+          {"groups", p.groups},
+          {"group_layout", std::string(to_string(p.group_layout))},
+          {"accumulation", std::string(to_string(p.accumulation))}};
 }
 
 Problem problem_from_json(const nlohmann::json& j) {
@@ -33,6 +35,8 @@ Problem problem_from_json(const nlohmann::json& j) {
   p.align = j.at("align");
   p.reads_c = j.at("reads_c");
   p.groups = j.value("groups", int64_t(0));
+  p.group_layout = parse_group_layout(j.value("group_layout", std::string("contiguous")));
+  p.accumulation = parse_accumulation(j.value("accumulation", std::string("precise")));
   return p;
 }
 
