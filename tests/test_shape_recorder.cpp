@@ -103,6 +103,47 @@ TEST(ShapeRecorder, Float8ProblemsKeepTheirTypesAndScaling) {
   expect_recorded_apart({block, tensor_block, row});
 }
 
+// The lines of a file, less its comments.
+std::vector<std::string> problem_lines(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::vector<std::string> out;
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line[0] != '#') out.push_back(line);
+  return out;
+}
+
+// A float8 problem that accumulates fast says "accum=fast" after its scaling (precise, the
+// default, writes nothing), so it is a line apart from the precise problem of the same sizes.
+TEST(ShapeRecorder, AFastProblemSaysAccumFastAfterItsScaling) {
+  Problem row = make_problem(parse_data_types("e4m3*e4m3->bf16"), Op::T, Op::N, 2112, 64, 7168);
+  row.scaling = Scaling::row;
+  row.accumulation = Accumulation::fast;
+  EXPECT_EQ(shape_line(row), "2112 64 7168 e4m3*e4m3->bf16 tn scaling=row accum=fast");
+  Problem tensor = make_problem(parse_data_types("e5m2*e4m3->f16"), Op::T, Op::N, 300, 40, 256);
+  tensor.scaling = Scaling::tensor;
+  tensor.accumulation = Accumulation::fast;
+  tensor.lda = 272;
+  tensor.reads_c = true;
+  tensor.align =
+      alignment_class(tensor.types, nullptr, nullptr, nullptr, tensor.lda, tensor.ldb, tensor.ldc);
+  EXPECT_EQ(shape_line(tensor),
+            "300 40 256 e5m2*e4m3->f16 tn scaling=tensor accum=fast lda=272 "
+            "beta=1");
+  Problem precise = row;
+  precise.accumulation = Accumulation::precise;
+  EXPECT_EQ(shape_line(precise), "2112 64 7168 e4m3*e4m3->bf16 tn scaling=row");
+
+  test::TempDir dir;
+  const auto file = dir / "shapes.txt";
+  EXPECT_TRUE(record_shape(file, row));
+  EXPECT_FALSE(record_shape(file, row));
+  EXPECT_TRUE(record_shape(file, precise)) << "another problem: a line of its own";
+  EXPECT_FALSE(record_shape(file, precise));
+  EXPECT_TRUE(record_shape(file, tensor));
+  EXPECT_EQ(problem_lines(file),
+            (std::vector<std::string>{shape_line(row), shape_line(precise), shape_line(tensor)}));
+}
+
 // A grouped problem's line says N as gemm-tune --groups takes it, the mean columns of a group,
 // and reads back as the same problem.
 TEST(ShapeRecorder, AGroupedProblemWritesItsGroupsAndTheMeanN) {

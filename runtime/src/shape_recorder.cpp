@@ -77,6 +77,9 @@ std::string shape_line(const Problem& p) {
   const int64_t mean = (p.n + groups - 1) / groups;
   std::string line = fmt::format("{} {} {} {} {}", p.m, mean, p.k, p.types.name(), p.layout());
   if (p.scaling != Scaling::none) line += fmt::format(" scaling={}", to_string(p.scaling));
+  // Fast accumulation is another problem (tuned and stored apart); precise, the default, is not
+  // written, so the lines of earlier files stand for what they did.
+  if (p.fast_accumulation()) line += fmt::format(" accum={}", to_string(p.accumulation));
   if (p.grouped()) line += fmt::format(" groups={}", p.groups);
   if (p.masked()) line += fmt::format(" group_layout={}", to_string(p.group_layout));
   // Leading dimensions below the read-back problem's tight ones (only where N was rounded up)

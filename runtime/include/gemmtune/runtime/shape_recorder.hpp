@@ -8,7 +8,8 @@
 
 namespace gemmtune {
 
-// "11008 8 4096 bf16 tn", then the scaling where there is one ("scaling=block": float8), the
+// "11008 8 4096 bf16 tn", then the scaling where there is one ("scaling=block": float8) and
+// "accum=fast" after it where a float8 problem accumulates fast (precise writes nothing), the
 // groups where it is grouped ("1536 256 2048 bf16 tn groups=128": N is then the mean columns of a
 // group, N / G rounded up; "... groups=128 group_layout=masked": N is a group's capacity, N / G),
 // lda=, ldb=, ldc= where they are not tight, "beta=1" where it reads C
