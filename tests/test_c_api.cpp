@@ -62,6 +62,11 @@ const std::vector<Attribute>& attributes() {
        GEMMTUNE_GROUP_LAYOUT_CONTIGUOUS,
        {GEMMTUNE_GROUP_LAYOUT_CONTIGUOUS, GEMMTUNE_GROUP_LAYOUT_MASKED},
        {-1, 2, 100}},
+      {GEMMTUNE_MATMUL_DESC_ACCUMULATION,
+       "GEMMTUNE_MATMUL_DESC_ACCUMULATION",
+       GEMMTUNE_ACCUMULATION_PRECISE,
+       {GEMMTUNE_ACCUMULATION_PRECISE, GEMMTUNE_ACCUMULATION_FAST},
+       {-1, 2, 100}},
   };
   return all;
 }
@@ -131,11 +136,17 @@ TEST(CApiMatmulDesc, EveryAttributeRoundTripsAndLeavesTheOthersAlone) {
   }
   // All of them at once, each to a value other than its default where there is one.
   Desc d;
-  const std::vector<int32_t> values{GEMMTUNE_E4M3, GEMMTUNE_E5M2,
-                                    GEMMTUNE_BF16, GEMMTUNE_BF16,
-                                    GEMMTUNE_F16,  GEMMTUNE_SCALING_BLOCK,
-                                    GEMMTUNE_OP_T, GEMMTUNE_OP_T,
-                                    128,           GEMMTUNE_GROUP_LAYOUT_MASKED};
+  const std::vector<int32_t> values{GEMMTUNE_E4M3,
+                                    GEMMTUNE_E5M2,
+                                    GEMMTUNE_BF16,
+                                    GEMMTUNE_BF16,
+                                    GEMMTUNE_F16,
+                                    GEMMTUNE_SCALING_BLOCK,
+                                    GEMMTUNE_OP_T,
+                                    GEMMTUNE_OP_T,
+                                    128,
+                                    GEMMTUNE_GROUP_LAYOUT_MASKED,
+                                    GEMMTUNE_ACCUMULATION_FAST};
   for (size_t i = 0; i < attributes().size(); ++i)
     ASSERT_EQ(d.set(attributes()[i].attr, values[i]), GEMMTUNE_SUCCESS) << last_error();
   EXPECT_EQ(d.all(), values);
@@ -187,13 +198,16 @@ TEST(CApiMatmulDesc, UnknownValuesAreRefusedByNameAndChangeNothing) {
   expect_invalid(d.set(GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT, 2),
                  {"unknown group layout 2", "GEMMTUNE_GROUP_LAYOUT_CONTIGUOUS (0)",
                   "GEMMTUNE_GROUP_LAYOUT_MASKED (1)"});
+  expect_invalid(d.set(GEMMTUNE_MATMUL_DESC_ACCUMULATION, 2),
+                 {"GEMMTUNE_MATMUL_DESC_ACCUMULATION: unknown accumulation 2",
+                  "GEMMTUNE_ACCUMULATION_PRECISE (0)", "GEMMTUNE_ACCUMULATION_FAST (1)"});
 }
 
 TEST(CApiMatmulDesc, UnknownAttributesAreRefused) {
   Desc d;
   int32_t value = 0;
   size_t written = 0;
-  for (int attr : {-1, 13, 100}) {
+  for (int attr : {-1, 14, 100}) {
     const auto a = static_cast<gemmtune_matmul_attribute>(attr);
     expect_invalid(gemmtune_matmul_desc_set_attribute(d, a, &value, sizeof value),
                    {"unknown matmul descriptor attribute " + std::to_string(attr)});
@@ -208,9 +222,9 @@ TEST(CApiMatmulDesc, UnknownAttributesAreRefused) {
 TEST(CApiMatmulDesc, UnknownAttributesNameTheKnownRange) {
   Desc d;
   int32_t value = 0;
-  expect_invalid(gemmtune_matmul_desc_set_attribute(d, static_cast<gemmtune_matmul_attribute>(13),
+  expect_invalid(gemmtune_matmul_desc_set_attribute(d, static_cast<gemmtune_matmul_attribute>(14),
                                                     &value, sizeof value),
-                 {"GEMMTUNE_MATMUL_DESC_A_TYPE (0) to GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT (12)"});
+                 {"GEMMTUNE_MATMUL_DESC_A_TYPE (0) to GEMMTUNE_MATMUL_DESC_ACCUMULATION (13)"});
 }
 
 TEST(CApiMatmulDesc, GroupsAreBoundedByKMaxGroups) {
@@ -395,6 +409,28 @@ TEST(CApiMatmulDesc, TheGroupLayoutIsAnInt32ApartFromTheGroupsAndTheirPointer) {
             GEMMTUNE_SUCCESS);
   EXPECT_EQ(written, sizeof(int32_t));
   EXPECT_EQ(d.all(), before);
+}
+
+// The accumulation: an int32_t set in any order with the types and the scaling (the call checks
+// the problem), which it leaves alone.
+TEST(CApiMatmulDesc, TheAccumulationIsAnInt32ApartFromTheTypesAndTheScaling) {
+  Desc d;
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_ACCUMULATION, GEMMTUNE_ACCUMULATION_FAST), GEMMTUNE_SUCCESS)
+      << last_error();  // before float8 and a scaling: set, not judged
+  EXPECT_EQ(d.get(GEMMTUNE_MATMUL_DESC_SCALING), GEMMTUNE_SCALING_NONE);
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_SCALING, GEMMTUNE_SCALING_BLOCK), GEMMTUNE_SUCCESS);
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_A_TYPE, GEMMTUNE_E4M3), GEMMTUNE_SUCCESS);
+  EXPECT_EQ(d.get(GEMMTUNE_MATMUL_DESC_ACCUMULATION), GEMMTUNE_ACCUMULATION_FAST);
+  EXPECT_EQ(d.get(GEMMTUNE_MATMUL_DESC_SCALING), GEMMTUNE_SCALING_BLOCK);
+  const std::vector<int32_t> before = d.all();
+  expect_invalid(d.set(GEMMTUNE_MATMUL_DESC_ACCUMULATION, 5),
+                 {"GEMMTUNE_MATMUL_DESC_ACCUMULATION: unknown accumulation 5"});
+  EXPECT_EQ(d.all(), before);
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_ACCUMULATION, GEMMTUNE_ACCUMULATION_PRECISE),
+            GEMMTUNE_SUCCESS);
+  EXPECT_EQ(d.get(GEMMTUNE_MATMUL_DESC_ACCUMULATION), GEMMTUNE_ACCUMULATION_PRECISE);
+  EXPECT_EQ(d.get(GEMMTUNE_MATMUL_DESC_SCALING), GEMMTUNE_SCALING_BLOCK);
+  EXPECT_EQ(d.get(GEMMTUNE_MATMUL_DESC_A_TYPE), GEMMTUNE_E4M3);
 }
 
 TEST(CApiMatmulDesc, WrongSizesAreRefusedWithTheSizeNeeded) {
@@ -595,6 +631,50 @@ TEST(CApiMatmul, AScaledCallWithoutItsScalesIsRefusedBeforeItNeedsAGpu) {
                  {"e5m2 operands take scales", "gemmtune_matmul"});
 }
 
+// Fast accumulation is the problem's (validate()): float8 with tensor or row scaling only, said
+// before a GPU is needed, by the call, select and record alike.
+TEST(CApiMatmul, FastAccumulationIsCheckedBeforeItNeedsAGpu) {
+  const float one = 1.0f, zero = 0.0f;
+  Desc block;
+  set_float8(block, GEMMTUNE_E4M3, GEMMTUNE_SCALING_BLOCK);
+  ASSERT_EQ(block.set(GEMMTUNE_MATMUL_DESC_ACCUMULATION, GEMMTUNE_ACCUMULATION_FAST),
+            GEMMTUNE_SUCCESS);
+  ASSERT_EQ(set_pointer(block, GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER, kScaleA), GEMMTUNE_SUCCESS);
+  ASSERT_EQ(set_pointer(block, GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER, kScaleB), GEMMTUNE_SUCCESS);
+  const std::vector<std::string> block_message{
+      "fast accumulation is for float8 with tensor or row scaling, not scaling block"};
+  expect_invalid(
+      gemmtune_matmul(0, block, 2112, 64, 7168, &one, kA, 7168, kB, 7168, &zero, kC, 2112, nullptr),
+      block_message);
+  const char* json = nullptr;
+  expect_invalid(
+      gemmtune_matmul_select(0, block, 2112, 64, 7168, kA, 7168, kB, 7168, 0.0f, kC, 2112, &json),
+      block_message);
+  EXPECT_EQ(json, nullptr);
+  gemmtune::test::TempDir dir;
+  const std::string path = (dir / "shapes.txt").string();
+  expect_invalid(gemmtune_matmul_record_problem(path.c_str(), block, 2112, 64, 7168, 7168, 7168,
+                                                0.0f, 2112, nullptr),
+                 block_message);
+  EXPECT_FALSE(std::filesystem::exists(path));
+  // Not float8: bf16 has no scaling to go with it.
+  Desc bf16;
+  for (auto attr : {GEMMTUNE_MATMUL_DESC_A_TYPE, GEMMTUNE_MATMUL_DESC_B_TYPE,
+                    GEMMTUNE_MATMUL_DESC_C_TYPE, GEMMTUNE_MATMUL_DESC_D_TYPE})
+    ASSERT_EQ(bf16.set(attr, GEMMTUNE_BF16), GEMMTUNE_SUCCESS);
+  ASSERT_EQ(bf16.set(GEMMTUNE_MATMUL_DESC_ACCUMULATION, GEMMTUNE_ACCUMULATION_FAST),
+            GEMMTUNE_SUCCESS);
+  expect_invalid(gemmtune_matmul(0, bf16, 64, 48, 32, &one, kA, 64, kB, 32, &zero, kC, 64, nullptr),
+                 {"fast accumulation is for float8 with tensor or row scaling, not scaling none"});
+  // Precise again: the same block descriptor passes the checks (the scales are set).
+  ASSERT_EQ(block.set(GEMMTUNE_MATMUL_DESC_ACCUMULATION, GEMMTUNE_ACCUMULATION_PRECISE),
+            GEMMTUNE_SUCCESS);
+  EXPECT_EQ(gemmtune_matmul_record_problem(path.c_str(), block, 2112, 64, 7168, 7168, 7168, 0.0f,
+                                           2112, nullptr),
+            GEMMTUNE_SUCCESS)
+      << last_error();
+}
+
 // A grouped descriptor: bf16 everywhere, op(A) = T, `groups` groups.
 void set_grouped(Desc& d, int32_t groups) {
   for (auto attr : {GEMMTUNE_MATMUL_DESC_A_TYPE, GEMMTUNE_MATMUL_DESC_B_TYPE,
@@ -686,6 +766,11 @@ TEST(CApiMatmul, WithoutAGpuTheCallSaysSo) {
                             nullptr),
             GEMMTUNE_ERROR_NO_DEVICE)
       << last_error();
+  // A fast float8 call with its scales.
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_ACCUMULATION, GEMMTUNE_ACCUMULATION_FAST), GEMMTUNE_SUCCESS);
+  EXPECT_EQ(gemmtune_matmul(0, d, 64, 48, 32, &one, kA, 32, kB, 32, &zero, kC, 64, nullptr),
+            GEMMTUNE_ERROR_NO_DEVICE)
+      << last_error();
   // And a masked one with its counts.
   Desc decode;
   set_masked(decode, 32);
@@ -754,6 +839,32 @@ TEST(CApiMatmul, RecordsTheProblemOfADescriptor) {
   expect_invalid(
       gemmtune_matmul_record_problem(path.c_str(), mixed, 64, 48, 32, 16, 32, 0.0f, 64, nullptr),
       {"lda (16)"});
+}
+
+// The call's problem carries the accumulation: tensor and row scaling take fast, and the
+// recorded line says so (GEMMTUNE_RECORD's), apart from the precise problem of the same sizes.
+TEST(CApiMatmul, AFastProblemIsRecordedWithItsAccumulation) {
+  gemmtune::test::TempDir dir;
+  const std::string path = (dir / "shapes.txt").string();
+  for (int32_t scaling : {GEMMTUNE_SCALING_TENSOR, GEMMTUNE_SCALING_ROW}) {
+    for (int32_t accumulation : {GEMMTUNE_ACCUMULATION_FAST, GEMMTUNE_ACCUMULATION_PRECISE}) {
+      Desc d;
+      set_float8(d, GEMMTUNE_E4M3, scaling);
+      ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_ACCUMULATION, accumulation), GEMMTUNE_SUCCESS);
+      int appended = -1;
+      ASSERT_EQ(gemmtune_matmul_record_problem(path.c_str(), d, 2112, 64, 7168, 7168, 7168, 0.0f,
+                                               2112, &appended),
+                GEMMTUNE_SUCCESS)
+          << last_error();
+      EXPECT_EQ(appended, 1) << "a line of its own";
+    }
+  }
+  EXPECT_EQ(problem_lines(path), (std::vector<std::string>{
+                                     "2112 64 7168 e4m3*e4m3->bf16 tn scaling=tensor accum=fast",
+                                     "2112 64 7168 e4m3*e4m3->bf16 tn scaling=tensor",
+                                     "2112 64 7168 e4m3*e4m3->bf16 tn scaling=row accum=fast",
+                                     "2112 64 7168 e4m3*e4m3->bf16 tn scaling=row",
+                                 }));
 }
 
 // What gemmtune_matmul_record_problem (and so GEMMTUNE_RECORD) writes of a float8 problem,
@@ -853,6 +964,9 @@ TEST(CApiHeader, CompilesAsCAndCxx17) {
          "  int32_t masked = GEMMTUNE_GROUP_LAYOUT_MASKED;\n"
          "  gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT,"
          " &masked, sizeof masked);\n"
+         "  int32_t fast = GEMMTUNE_ACCUMULATION_FAST;\n"
+         "  gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_ACCUMULATION,"
+         " &fast, sizeof fast);\n"
          "  gemmtune_matmul(-1, desc, 1, 1, 1, &one, 0, 1, 0, 1, &zero, 0, 1, 0);\n"
          "  return gemmtune_matmul_desc_destroy(desc);\n"
          "}\n";

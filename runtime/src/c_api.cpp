@@ -73,6 +73,8 @@ static_assert(GEMMTUNE_SCALING_NONE == int(gemmtune::Scaling::none) &&
               GEMMTUNE_SCALING_BLOCK == int(gemmtune::Scaling::block));
 static_assert(GEMMTUNE_GROUP_LAYOUT_CONTIGUOUS == int(gemmtune::GroupLayout::contiguous) &&
               GEMMTUNE_GROUP_LAYOUT_MASKED == int(gemmtune::GroupLayout::masked));
+static_assert(GEMMTUNE_ACCUMULATION_PRECISE == int(gemmtune::Accumulation::precise) &&
+              GEMMTUNE_ACCUMULATION_FAST == int(gemmtune::Accumulation::fast));
 
 bool known_type(int code) {
   return code >= 0 && code < GEMMTUNE_TYPE_COUNT;
@@ -105,6 +107,7 @@ gemmtune::Problem checked_problem(const gemmtune::MatmulDesc& desc, int64_t m, i
   p.reads_c = beta != 0.0f;
   p.groups = desc.groups;
   p.group_layout = desc.group_layout;
+  p.accumulation = desc.accumulation;
   gemmtune::validate(p);
   return p;
 }
@@ -163,6 +166,8 @@ const char* attribute_name(int attr) {
       return "GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER";
     case GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT:
       return "GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT";
+    case GEMMTUNE_MATMUL_DESC_ACCUMULATION:
+      return "GEMMTUNE_MATMUL_DESC_ACCUMULATION";
   }
   return nullptr;
 }
@@ -184,7 +189,7 @@ const char* known_attribute(int attr) {
   const char* name = attribute_name(attr);
   GT_REQUIRE(name != nullptr, gemmtune::Errc::invalid_argument,
              "unknown matmul descriptor attribute {} (expected GEMMTUNE_MATMUL_DESC_A_TYPE (0) to "
-             "GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT (12))",
+             "GEMMTUNE_MATMUL_DESC_ACCUMULATION (13))",
              attr);
   return name;
 }
@@ -216,6 +221,13 @@ void check_value(int attr, int32_t value) {
                  gemmtune::Errc::invalid_argument,
                  "{}: unknown group layout {} (expected GEMMTUNE_GROUP_LAYOUT_CONTIGUOUS (0) or "
                  "GEMMTUNE_GROUP_LAYOUT_MASKED (1))",
+                 name, value);
+      return;
+    case GEMMTUNE_MATMUL_DESC_ACCUMULATION:
+      GT_REQUIRE(value == GEMMTUNE_ACCUMULATION_PRECISE || value == GEMMTUNE_ACCUMULATION_FAST,
+                 gemmtune::Errc::invalid_argument,
+                 "{}: unknown accumulation {} (expected GEMMTUNE_ACCUMULATION_PRECISE (0) or "
+                 "GEMMTUNE_ACCUMULATION_FAST (1))",
                  name, value);
       return;
     default:
@@ -288,6 +300,8 @@ int32_t get_value(const gemmtune::MatmulDesc& d, int attr) {
       return int32_t(d.groups);
     case GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT:
       return int32_t(d.group_layout);
+    case GEMMTUNE_MATMUL_DESC_ACCUMULATION:
+      return int32_t(d.accumulation);
   }
   GT_THROW(gemmtune::Errc::internal, "attribute {} has no field", attr);
 }
@@ -325,6 +339,9 @@ void set_value(gemmtune::MatmulDesc& d, int attr, int32_t value) {
       return;
     case GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT:
       d.group_layout = static_cast<gemmtune::GroupLayout>(value);
+      return;
+    case GEMMTUNE_MATMUL_DESC_ACCUMULATION:
+      d.accumulation = static_cast<gemmtune::Accumulation>(value);
       return;
   }
   GT_THROW(gemmtune::Errc::internal, "attribute {} has no field", attr);

@@ -297,6 +297,7 @@ void Library::matmul(const MatmulDesc& desc, int64_t m, int64_t n, int64_t k, fl
   p.reads_c = beta != 0.0f;
   p.groups = desc.groups;
   p.group_layout = desc.group_layout;
+  p.accumulation = desc.accumulation;
   validate(p);
   GT_REQUIRE(a != nullptr, Errc::invalid_argument, "A is a null pointer");
   GT_REQUIRE(b != nullptr, Errc::invalid_argument, "B is a null pointer");

@@ -50,6 +50,19 @@ typedef enum gemmtune_scaling {
   GEMMTUNE_SCALING_ROW = 2,    /* one per row of op(A), one per column of op(B) */
   GEMMTUNE_SCALING_BLOCK = 3   /* 128 x 128 blocks of op(A), 1 x 128 of each column of op(B) */
 } gemmtune_scaling;
+/* How a float8 product sums over K (GEMMTUNE_MATMUL_DESC_ACCUMULATION). Hopper's float8 wgmma
+ * accumulates with fewer bits than f32, so the precise kernels promote: every few 128-deep K
+ * blocks go into a fresh partial sum that is added into f32 registers. Fast accumulation is
+ * cuBLASLt's CUBLASLT_MATMUL_DESC_FAST_ACCUM and torch._scaled_mm's use_fast_accum: wgmma
+ * accumulates the whole K, which takes fewer instructions and has a larger error on long K. The
+ * two are different problems, tuned and stored apart. */
+typedef enum gemmtune_accumulation {
+  /* Promoted into f32 (the default, as cuBLASLt's and torch's). */
+  GEMMTUNE_ACCUMULATION_PRECISE = 0,
+  /* Not promoted: float8 A and B with tensor or row scaling only (block scales multiply each
+   * 128-deep K block's sum, which is a promotion already); a call of another problem is refused. */
+  GEMMTUNE_ACCUMULATION_FAST = 1
+} gemmtune_accumulation;
 /* What the G int32 values of a grouped GEMM (GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER) are, and so
  * which columns of op(B) and D each group owns. */
 typedef enum gemmtune_group_layout {
@@ -131,6 +144,12 @@ gemmtune_status gemmtune_record_problem(const char* path, gemmtune_dtype dtype, 
  *                                      sizeof scale_a);
  *   ... and GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER likewise.
  *
+ * With tensor or row scaling, fast accumulation (torch's use_fast_accum) may be asked for:
+ *
+ *   int32_t fast = GEMMTUNE_ACCUMULATION_FAST;
+ *   gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_ACCUMULATION, &fast,
+ *                                      sizeof fast);
+ *
  * A grouped GEMM (a mixture-of-experts layer: G experts, the tokens routed to each) takes its
  * groups and the device pointer to their column end offsets:
  *
@@ -187,19 +206,25 @@ typedef enum gemmtune_matmul_attribute {
    * the group pointer holds counts, n is G times a group's capacity (a call with n not a multiple
    * of G is refused, as is a masked one without groups), and a group's columns past its count
    * are not written. */
-  GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT = 12
+  GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT = 12,
+  /* gemmtune_accumulation of a float8 product; default GEMMTUNE_ACCUMULATION_PRECISE. It may be
+   * set in any order with the types and the scaling: a call checks the problem, and refuses
+   * GEMMTUNE_ACCUMULATION_FAST other than for float8 A and B with tensor or row scaling
+   * (GEMMTUNE_ERROR_INVALID_ARGUMENT). */
+  GEMMTUNE_MATMUL_DESC_ACCUMULATION = 13
 } gemmtune_matmul_attribute;
 
-/* A new descriptor with the defaults: f32 everywhere, no scaling and no scales, N and N, no
- * groups (contiguous when there are). */
+/* A new descriptor with the defaults: f32 everywhere, no scaling and no scales, precise
+ * accumulation, N and N, no groups (contiguous when there are). */
 gemmtune_status gemmtune_matmul_desc_create(gemmtune_matmul_desc* desc);
 /* Frees the descriptor. NULL is accepted and does nothing (as free(NULL)). */
 gemmtune_status gemmtune_matmul_desc_destroy(gemmtune_matmul_desc desc);
 /* Sets `attr` to the value at `value`: an int32_t, `size` sizeof(int32_t), or for the pointers
  * a const float* or const int32_t* (`value` points to the pointer), `size` sizeof(void*); NULL
- * unsets a pointer. A value that names no type, scaling, op or group layout, or groups outside
- * 0 to 4096, is GEMMTUNE_ERROR_INVALID_ARGUMENT, and the descriptor stays as it was. Which
- * combinations of types a GPU runs is the call's question (GEMMTUNE_ERROR_UNSUPPORTED). */
+ * unsets a pointer. A value that names no type, scaling, op, group layout or accumulation, or
+ * groups outside 0 to 4096, is GEMMTUNE_ERROR_INVALID_ARGUMENT, and the descriptor stays as it
+ * was. Which combinations of types a GPU runs is the call's question
+ * (GEMMTUNE_ERROR_UNSUPPORTED). */
 gemmtune_status gemmtune_matmul_desc_set_attribute(gemmtune_matmul_desc desc,
                                                    gemmtune_matmul_attribute attr,
                                                    const void* value, size_t size);
@@ -211,16 +236,17 @@ gemmtune_status gemmtune_matmul_desc_get_attribute(gemmtune_matmul_desc desc,
                                                    gemmtune_matmul_attribute attr, void* value,
                                                    size_t size, size_t* written);
 
-/* D = alpha * op(A) * op(B) + beta * C with the types, scaling and ops of `desc`, on GPU
- * `device` as gemmtune_gemm_on_device (device < 0: the thread's current context). D is written
- * over C (the buffer `c`, of leading dimension ldc): D's type must be C's. alpha and beta point
- * to host floats; beta == 0 never reads C. a, b, c are device pointers; stream is a
+/* D = alpha * op(A) * op(B) + beta * C with the types, scaling, accumulation and ops of `desc`,
+ * on GPU `device` as gemmtune_gemm_on_device (device < 0: the thread's current context). D is
+ * written over C (the buffer `c`, of leading dimension ldc): D's type must be C's. alpha and beta
+ * point to host floats; beta == 0 never reads C. a, b, c are device pointers; stream is a
  * cudaStream_t / CUstream (NULL: default). The descriptor, the pointers, the sizes and the
  * leading dimensions are checked before any GPU is needed (GEMMTUNE_ERROR_INVALID_ARGUMENT), and
  * so are the scales and groups: float8 operands need a scaling, a scaling needs both scale
- * pointers, and groups need the group ends pointer (their counts when masked, n then a multiple
- * of G); types (or groups) no kernel family runs on this GPU are GEMMTUNE_ERROR_UNSUPPORTED, the
- * message naming them ("no kernel family supports e4m3*e5m2->bf16 tn on ..."). */
+ * pointers, fast accumulation needs float8 with tensor or row scaling, and groups need the group
+ * ends pointer (their counts when masked, n then a multiple of G); types (or groups) no kernel
+ * family runs on this GPU are GEMMTUNE_ERROR_UNSUPPORTED, the message naming them ("no kernel
+ * family supports e4m3*e5m2->bf16 tn on ..."). */
 gemmtune_status gemmtune_matmul(int device, gemmtune_matmul_desc desc, int64_t m, int64_t n,
                                 int64_t k, const float* alpha, const void* a, int64_t lda,
                                 const void* b, int64_t ldb, const float* beta, void* c, int64_t ldc,
@@ -240,8 +266,9 @@ gemmtune_status gemmtune_matmul_select(int device, gemmtune_matmul_desc desc, in
  * scaling where there is one ("64 48 4096 e4m3*e4m3->bf16 tn scaling=block"), and the groups of
  * a grouped problem, with N the mean columns of a group as gemm-tune --groups takes it
  * ("1536 256 2048 bf16 tn groups=128" for n = 32768; rounded up where G does not divide n;
- * a masked problem's line adds "group_layout=masked", with N the capacity). Neither the scale
- * pointers nor the group ends are needed. */
+ * a masked problem's line adds "group_layout=masked", with N the capacity). Fast accumulation
+ * follows the scaling ("... tn scaling=row accum=fast"); precise writes nothing. Neither the
+ * scale pointers nor the group ends are needed. */
 gemmtune_status gemmtune_matmul_record_problem(const char* path, gemmtune_matmul_desc desc,
                                                int64_t m, int64_t n, int64_t k, int64_t lda,
                                                int64_t ldb, float beta, int64_t ldc, int* appended);

@@ -51,7 +51,8 @@ struct Selection {
 
 // What a GEMM computes beyond its sizes, described once and used for many calls, in the manner
 // of cuBLASLt's matmul descriptor: each operand's type, the scaling and its scales, op(A) and
-// op(B), and the groups of a grouped GEMM. Epilogues join it as the kernels for them arrive.
+// op(B), the groups of a grouped GEMM, and how a float8 product accumulates. Epilogues join it as
+// the kernels for them arrive.
 struct MatmulDesc {
   DataTypes types;  // default: f32 everywhere (A, B, C = D, accumulator), as the C descriptor
   Scaling scaling = Scaling::none;
@@ -68,6 +69,11 @@ struct MatmulDesc {
   int64_t groups = 0;
   const int32_t* group_ends = nullptr;
   GroupLayout group_layout = GroupLayout::contiguous;
+  // Float8 with tensor or row scaling: fast lets wgmma accumulate the whole K without promoting
+  // its partial sums into f32 (cuBLASLt's FAST_ACCUM, torch's use_fast_accum; gemmtune/types.hpp,
+  // Accumulation). A call of another problem with fast is refused (validate()). Last, so that
+  // {types, scaling, op_a, op_b} still initializes the others.
+  Accumulation accumulation = Accumulation::precise;
 };
 
 struct Options {
