@@ -405,8 +405,9 @@ def record(problem, path=None):
     if not isinstance(layout, str) or len(layout) != 2 or any(op not in OPS for op in layout):
         raise Error(f"record: {problem} is not a gemmtune problem (layout '{layout}')")
     try:
-        # The library knows the types' names; the scaling goes into the line.
-        desc = descriptor(problem.types, layout, getattr(problem, "scaling", "none"))
+        # The library knows the types' names; the scaling and accumulation go into the line.
+        desc = descriptor(problem.types, layout, getattr(problem, "scaling", "none"),
+                          getattr(problem, "accumulation", "precise"))
     except Error as e:
         raise Error(f"record: {e}", e.code) from None
     appended = ctypes.c_int(0)
@@ -448,40 +449,45 @@ def _scaled_views(tensors, names):
 _SCALED_NAMES = ("a", "b", "scale_a", "scale_b", "bias")
 
 
-def problem_scaled_mm(a, b, scale_a, scale_b, *, out_dtype="bf16", bias=None):
+def problem_scaled_mm(a, b, scale_a, scale_b, *, out_dtype="bf16", bias=None,
+                      use_fast_accum=False):
     """The column-major float8 problem gemmtune runs for scaled_mm(a, b, scale_a, scale_b,
-    out_dtype, bias): 'tn' with M = b's columns (N), N = a's rows (M), K, the types of b and a,
-    out_dtype, and the scaling the scales' shapes say (Problem.scaling); with a bias, C holds
-    it and is read (beta = 1). Needs no GPU (tensors on any device, even 'meta'). Raises
-    ValueError and TypeError as scaled_mm does."""
+    out_dtype, bias, use_fast_accum): 'tn' with M = b's columns (N), N = a's rows (M), K, the
+    types of b and a, out_dtype, the scaling the scales' shapes say (Problem.scaling) and the
+    accumulation (Problem.accumulation: 'fast' with use_fast_accum for tensor and row scaling,
+    else 'precise'); with a bias, C holds it and is read (beta = 1). Needs no GPU (tensors on any
+    device, even 'meta'). Raises ValueError and TypeError as scaled_mm does."""
     views = _scaled_views((a, b, scale_a, scale_b, bias), _SCALED_NAMES)
     plan = plan_scaled_mm(*views[:4], scaled_out_dtype(out_dtype), bias=views[4],
-                          need_gpu=False)
+                          need_gpu=False, use_fast_accum=bool(use_fast_accum))
     if plan.problem is None:
         raise Error(f"a is {shape_text(views[0].shape)} and b is {shape_text(views[1].shape)}: "
                     "gemmtune needs M, N and K >= 1")
     return plan.problem
 
 
-def select_scaled_mm(a, b, scale_a, scale_b, *, out_dtype="bf16", bias=None):
-    """Which kernel scaled_mm(a, b, scale_a, scale_b, out_dtype, bias) uses on its GPU, and why
-    (a Selection). Loads or compiles that kernel, as the call would."""
+def select_scaled_mm(a, b, scale_a, scale_b, *, out_dtype="bf16", bias=None,
+                     use_fast_accum=False):
+    """Which kernel scaled_mm(a, b, scale_a, scale_b, out_dtype, bias, use_fast_accum) uses on
+    its GPU, and why (a Selection). Loads or compiles that kernel, as the call would."""
     views = _scaled_views((a, b, scale_a, scale_b, bias), _SCALED_NAMES)
-    plan = plan_scaled_mm(*views[:4], scaled_out_dtype(out_dtype), bias=views[4])
+    plan = plan_scaled_mm(*views[:4], scaled_out_dtype(out_dtype), bias=views[4],
+                          use_fast_accum=bool(use_fast_accum))
     if plan.problem is None:
         raise Error("an empty product runs no kernel")
     p = plan.problem
-    return _select(plan.device, descriptor(plan.types, p.layout, plan.scaling), p, views[1].ptr,
-                   views[0].ptr, 1.0 if p.reads_c else 0.0, None)
+    return _select(plan.device, descriptor(plan.types, p.layout, plan.scaling, p.accumulation),
+                   p, views[1].ptr, views[0].ptr, 1.0 if p.reads_c else 0.0, None)
 
 
 def run_scaled(plan, a, b, scales, out, stream):
     """The library call of a planned scaled_mm (plan_scaled_mm): a, b and out are addresses,
     scales the addresses of the call's scale tensors ({'scale_a': ..., 'scale_b': ...}), each
     laid out as the plan says. The GEMM's A is b, its B is a, and each one's scales are the
-    plan's (torch's scale_b for A). With a bias, out holds it already (beta = 1)."""
+    plan's (torch's scale_b for A), and its accumulation the plan's. With a bias, out holds it
+    already (beta = 1)."""
     p = plan.problem
-    desc = scaled_descriptor(plan.types, p.layout, plan.scaling)  # this thread's
+    desc = scaled_descriptor(plan.types, p.layout, plan.scaling, p.accumulation)  # this thread's
     desc.set_scales(scales[plan.scale_a.argument], scales[plan.scale_b.argument])
     check(library().gemmtune_matmul(
         plan.device, desc.handle, p.m, p.n, p.k, scalar(1.0), b, p.lda, a, p.ldb,

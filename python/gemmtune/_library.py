@@ -29,15 +29,19 @@ OPS = {"n": 0, "t": 1}
 SCALINGS = {"none": 0, "tensor": 1, "row": 2, "block": 3}
 # gemmtune_group_layout: what a grouped GEMM's G int32 values are (its column ends, or counts).
 GROUP_LAYOUTS = {"contiguous": 0, "masked": 1}
+# gemmtune_accumulation: whether a float8 product promotes its partial sums into f32 ('precise')
+# or lets wgmma accumulate the whole K ('fast': torch's use_fast_accum; tensor and row scaling).
+ACCUMULATIONS = {"precise": 0, "fast": 1}
 # gemmtune_matmul_attribute: the type of A, B, C, D and the accumulator, then op(A) and op(B),
 # the scaling, the scale pointers of A and B (each a `const float*`), the groups of a grouped
-# GEMM (an int32), their column end offsets or counts (a `const int32_t*`), and which of the two
-# they are (a gemmtune_group_layout).
+# GEMM (an int32), their column end offsets or counts (a `const int32_t*`), which of the two
+# they are (a gemmtune_group_layout), and the accumulation (a gemmtune_accumulation).
 _TYPE_ATTRIBUTES = (0, 1, 2, 3, 4)
 _OP_ATTRIBUTES = (6, 7)
 SCALING_ATTRIBUTE = 5
 SCALE_A_POINTER, SCALE_B_POINTER = 8, 9
 GROUPS_ATTRIBUTE, GROUP_ENDS_POINTER, GROUP_LAYOUT_ATTRIBUTE = 10, 11, 12
+ACCUMULATION_ATTRIBUTE = 13
 
 
 class Error(Exception):
@@ -179,17 +183,20 @@ def type_name(name):
 
 
 class MatmulDesc:
-    """A gemmtune_matmul_desc with the types, ops, scaling and group layout of a problem;
-    destroyed with this object. Those never change once it is made; the scale pointers of a
-    scaled descriptor do (set_scales), and the groups of a grouped one (set_groups), so such a
-    descriptor belongs to one thread (scaled_descriptor, grouped_descriptor)."""
+    """A gemmtune_matmul_desc with the types, ops, scaling, group layout and accumulation of a
+    problem; destroyed with this object. Those never change once it is made; the scale pointers
+    of a scaled descriptor do (set_scales), and the groups of a grouped one (set_groups), so such
+    a descriptor belongs to one thread (scaled_descriptor, grouped_descriptor)."""
 
-    def __init__(self, types, layout, scaling="none", group_layout="contiguous"):
+    def __init__(self, types, layout, scaling="none", group_layout="contiguous",
+                 accumulation="precise"):
         lib = library()
         if scaling not in SCALINGS:
             raise Error(f"unknown scaling '{scaling}' (expected none, tensor, row or block)")
         if group_layout not in GROUP_LAYOUTS:
             raise Error(f"unknown group layout '{group_layout}' (expected contiguous or masked)")
+        if accumulation not in ACCUMULATIONS:
+            raise Error(f"unknown accumulation '{accumulation}' (expected precise or fast)")
         values = [type_code(t) for t in types] + [OPS[op] for op in layout]
         attributes = _TYPE_ATTRIBUTES + _OP_ATTRIBUTES
         if scaling != "none":
@@ -198,6 +205,9 @@ class MatmulDesc:
         if group_layout != "contiguous":
             values.append(GROUP_LAYOUTS[group_layout])
             attributes += (GROUP_LAYOUT_ATTRIBUTE,)
+        if accumulation != "precise":  # the library checks the problem when it is called
+            values.append(ACCUMULATIONS[accumulation])
+            attributes += (ACCUMULATION_ATTRIBUTE,)
         handle = ctypes.c_void_p()
         check(lib.gemmtune_matmul_desc_create(ctypes.byref(handle)))
         self._lib, self.handle = lib, handle.value
@@ -248,31 +258,34 @@ class MatmulDesc:
 
 
 @functools.lru_cache(maxsize=None)  # keyed by valid types and layouts only: a few at most
-def descriptor(types, layout, scaling="none"):
-    """The descriptor of a problem's types (A, B, C, D, accumulator names), layout ('tn') and
-    scaling, made once and kept: the calls pass its handle. Without scale pointers: for calls
-    of unscaled problems, select and record."""
-    return MatmulDesc(tuple(types), layout, scaling)
+def descriptor(types, layout, scaling="none", accumulation="precise"):
+    """The descriptor of a problem's types (A, B, C, D, accumulator names), layout ('tn'),
+    scaling and accumulation, made once and kept: the calls pass its handle. Without scale
+    pointers: for calls of unscaled problems, select and record."""
+    return MatmulDesc(tuple(types), layout, scaling, accumulation=accumulation)
 
 
 _thread = threading.local()
 
 
-def _thread_descriptor(key, group_layout="contiguous"):
-    """This thread's descriptor of key = (types, layout, scaling, kind), made on first use."""
+def _thread_descriptor(key, group_layout="contiguous", accumulation="precise"):
+    """This thread's descriptor of key = (types, layout, scaling, kind, ...), made on first use;
+    the key tells apart every descriptor that differs (its group layout, its accumulation)."""
     descriptors = getattr(_thread, "descriptors", None)
     if descriptors is None:
         descriptors = _thread.descriptors = {}
     desc = descriptors.get(key)
     if desc is None:
-        desc = descriptors[key] = MatmulDesc(key[0], key[1], key[2], group_layout)
+        desc = descriptors[key] = MatmulDesc(key[0], key[1], key[2], group_layout, accumulation)
     return desc
 
 
-def scaled_descriptor(types, layout, scaling):
-    """A descriptor of this thread for scaled calls, whose scale pointers each call sets
-    (set_scales) just before it runs: no other thread sees them change."""
-    return _thread_descriptor((tuple(types), layout, scaling, "scaled"))
+def scaled_descriptor(types, layout, scaling, accumulation="precise"):
+    """A descriptor of this thread for scaled calls of an accumulation ('precise', or 'fast'
+    for tensor and row scaling), whose scale pointers each call sets (set_scales) just before it
+    runs: no other thread sees them change."""
+    return _thread_descriptor((tuple(types), layout, scaling, "scaled", accumulation),
+                              accumulation=accumulation)
 
 
 def grouped_descriptor(types, layout, group_layout="contiguous"):

@@ -82,6 +82,10 @@ class Problem(NamedTuple):
     # How float8 operands are dequantized: 'none' (other types), 'tensor', 'row' or 'block'
     # (gemmtune/types.hpp, Scaling): part of the problem, tuned and stored apart.
     scaling: str = "none"
+    # How a float8 product sums over K: 'precise' (its partial sums promoted into f32) or 'fast'
+    # (wgmma accumulates the whole K: torch's use_fast_accum, tensor and row scaling only;
+    # gemmtune/types.hpp, Accumulation): part of the problem, tuned and stored apart.
+    accumulation: str = "precise"
 
     @property
     def types(self):
@@ -90,11 +94,12 @@ class Problem(NamedTuple):
 
     def shape_line(self):
         """The problem as a line of gemm-tune's shapes file, as GEMMTUNE_RECORD writes it:
-        the scaling where there is one, leading dimensions only where they are not tight, then
-        beta=1 if it reads C."""
+        the scaling where there is one, accum=fast where it accumulates fast, leading dimensions
+        only where they are not tight, then beta=1 if it reads C."""
         tight = (self.m if self.layout[0] == "n" else self.k,
                  self.k if self.layout[1] == "n" else self.n, self.m)
         extra = "" if self.scaling == "none" else f" scaling={self.scaling}"
+        extra += "" if self.accumulation == "precise" else f" accum={self.accumulation}"
         extra += "".join(f" {name}={ld}" for name, ld, tight_ld in
                          zip(("lda", "ldb", "ldc"), (self.lda, self.ldb, self.ldc), tight)
                          if ld != tight_ld)

@@ -20,6 +20,11 @@ Torch's blockwise scale_a (stride (1, M)) is the library's B scales as it lies; 
 which torch takes outer-dim-major too (scale_b.t() row-major), is the library's A scales
 transposed: the call copies it into a row-major (ceil(K/128), ceil(N/128)) tensor first. Scales
 in other layouts are copied the same way (ScaleSource.copy).
+
+use_fast_accum (cuBLASLt's FAST_ACCUM): with tensor and row scaling the problem accumulates
+'fast' (wgmma sums the whole K without promoting its partial sums into f32: faster, a larger
+error on long K); blockwise stays 'precise', as its block scales multiply each 128-deep K block's
+sum, which is a promotion already (torch takes the flag there too).
 """
 import math
 from typing import NamedTuple, Optional, Tuple
@@ -68,6 +73,8 @@ class ScaledPlan(NamedTuple):
     problem: Optional[Problem]  # None: an empty product (M, N or K is 0)
     types: DataTypes  # the GEMM's: A of b's type (the weights), B of a's
     scaling: str  # 'tensor', 'row' or 'block'
+    # 'fast' where use_fast_accum asks for it and the scaling has it (tensor, row), else 'precise'
+    accumulation: str
     scale_a: ScaleSource  # the scales of the library's A (torch's b): torch's scale_b
     scale_b: ScaleSource  # the scales of the library's B (torch's a): torch's scale_a
     shape: Tuple[int, int]  # the result's, (M, N)
@@ -161,13 +168,23 @@ def _scale_sources(scaling, M, N, K, scale_a, scale_b):
             ScaleSource("scale_a", M, kb, "outer-dim-major", not b_ok))
 
 
-def plan_scaled_mm(a, b, scale_a, scale_b, out_dtype, bias=None, out=None, need_gpu=True):
+def accumulation_of(scaling, use_fast_accum):
+    """The problem's accumulation for torch's use_fast_accum: 'fast' for tensor and row scaling,
+    'precise' for blockwise (its block scales promote each K block's sum already) and without
+    the flag."""
+    return "fast" if use_fast_accum and scaling in ("tensor", "row") else "precise"
+
+
+def plan_scaled_mm(a, b, scale_a, scale_b, out_dtype, bias=None, out=None, need_gpu=True,
+                   use_fast_accum=False):
     """The library's problem for torch._scaled_mm(a, b, scale_a, scale_b, bias,
-    out_dtype=out_dtype): a ScaledPlan. Operands are Tensors (or Views); out_dtype is a type's
-    name ('bf16'), or another dtype's ('float64') to be refused. Raises InvalidValue (a
-    ValueError) for shapes, layouts and devices, and InvalidType (a TypeError) for dtypes, each
-    naming the argument and what it must be. need_gpu: check that every tensor is on one GPU.
-    Which problems run is the library's answer (an f32 output, for one, is refused there)."""
+    out_dtype=out_dtype, use_fast_accum=use_fast_accum): a ScaledPlan. Operands are Tensors (or
+    Views); out_dtype is a type's name ('bf16', 'f16', 'f32'), or another dtype's ('float64') to
+    be refused. Raises InvalidValue (a ValueError) for shapes, layouts and devices, and
+    InvalidType (a TypeError) for dtypes, each naming the argument and what it must be. need_gpu:
+    check that every tensor is on one GPU. use_fast_accum: the problem accumulates 'fast' with
+    tensor and row scaling (accumulation_of). Which problems run is the library's answer (the
+    GPU's kernels: an f32 output or fast accumulation, say, where they are not built)."""
     if len(a.shape) != 2:
         raise InvalidValue(f"a must be a 2-D (M, K) matrix, got shape {_shape(a.shape)}")
     M, K = a.shape
@@ -222,7 +239,10 @@ def plan_scaled_mm(a, b, scale_a, scale_b, out_dtype, bias=None, out=None, need_
     device = _check_devices([(n, t) for n, t in named if t is not None]) if need_gpu else -1
     types = DataTypes(b.dtype, a.dtype, out_dtype, out_dtype)  # the library's A is b
     sources = _scale_sources(scaling, M, N, K, scale_a, scale_b)
+    accumulation = accumulation_of(scaling, use_fast_accum)
     problem = None
     if min(M, N, K) >= 1:
-        problem = Problem(types.name, "tn", N, M, K, ldb, lda, ldc, bias is not None, scaling)
-    return ScaledPlan(problem, types, scaling, sources[0], sources[1], (M, N), device)
+        problem = Problem(types.name, "tn", N, M, K, ldb, lda, ldc, bias is not None, scaling,
+                          accumulation)
+    return ScaledPlan(problem, types, scaling, accumulation, sources[0], sources[1], (M, N),
+                      device)

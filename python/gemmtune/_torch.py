@@ -292,7 +292,8 @@ def _scaled_mm(a, b, scale_a, scale_b, out_dtype, bias, use_fast_accum, out):
             raise InvalidType(f"{name} is a {type(t).__name__}: scaled_mm takes torch tensors")
     views = [None if t is None else scaled_view(t, name)
              for t, name in zip(tensors, _SCALED_NAMES)]
-    plan = plan_scaled_mm(*views[:4], scaled_out_dtype(out_dtype), bias=views[4], out=views[5])
+    plan = plan_scaled_mm(*views[:4], scaled_out_dtype(out_dtype), bias=views[4], out=views[5],
+                          use_fast_accum=bool(use_fast_accum))
     if out is None:
         out = torch.empty(plan.shape, dtype=torch_dtype(plan.types.d), device=a.device)
     if plan.problem is None:  # M, N or K is 0
@@ -320,14 +321,15 @@ def _scaled_mm(a, b, scale_a, scale_b, out_dtype, bias, use_fast_accum, out):
 
 def scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, bias=None, use_fast_accum=False,
               out=None):
-    """torch._scaled_mm(a, b, scale_a, scale_b, bias, out_dtype=out_dtype) with gemmtune's
-    float8 kernels: out = (scale_a * scale_b) * (a @ b) (+ bias), the scales applied per tensor,
-    per row or per block as their shapes say, the products summed in f32 and rounded once.
+    """torch._scaled_mm(a, b, scale_a, scale_b, bias, out_dtype=out_dtype,
+    use_fast_accum=use_fast_accum) with gemmtune's float8 kernels: out = (scale_a * scale_b) *
+    (a @ b) (+ bias), the scales applied per tensor, per row or per block as their shapes say,
+    the products summed in f32 (promoted; use_fast_accum below) and rounded once.
 
     a: (M, K) row-major, float8_e4m3fn or float8_e5m2. b: (K, N) column-major (b = W.t() of a
-    row-major (N, K) weight W), float8 too. The result is (M, N), row-major, of out_dtype
-    (bfloat16 or float16; a float32 output is refused by the library, Error 'unsupported', until
-    its kernels are built).
+    row-major (N, K) weight W), float8 too. The result is (M, N), row-major, of out_dtype:
+    bfloat16, float16 or float32, on Hopper (sm_90a), where the float8 kernels are (the library
+    refuses what the GPU has no kernel for with Error 'unsupported', naming the problem).
     The scales are float32 tensors on a's GPU:
       per-tensor: scale_a and scale_b each one element;
       rowwise:    scale_a (M, 1), scale_b (1, N);
@@ -337,16 +339,23 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, bias=None, use_f
                   latter transposed, so each call copies it into a row-major tensor first (a
                   small kernel); scales in other layouts are copied likewise.
     bias: (N,) of out_dtype, added to every row as torch's is: it is the GEMM's C, read with
-    beta = 1 (no separate epilogue; a copy of the bias into the output's rows comes first).
-    use_fast_accum: accepted and ignored: every float8 kernel promotes its partial sums into
-    f32 registers (the precise path; there are no fast-accumulation kernels yet). out: an (M, N)
-    row-major tensor of out_dtype to write into (its rows may be padded).
+    beta = 1 (no separate epilogue; a copy of the bias into the output's rows comes first). As
+    torch's, a bias goes with a bfloat16 or float16 output, not float32.
+    use_fast_accum: as torch's (cuBLASLt's FAST_ACCUM). With per-tensor and rowwise scales the
+    library runs the fast-accumulation problem: its kernels let wgmma sum the whole K without
+    promoting partial sums into f32 registers, which is faster and has a larger error on long K
+    (a problem of its own, tuned and stored apart: Problem.accumulation == 'fast'). Blockwise
+    scales keep the precise kernels: each 128-deep K block's sum is multiplied by its scales and
+    added in f32, a promotion already, so the flag changes nothing there (torch accepts it there
+    too). False, the default: every kernel promotes. out: an (M, N) row-major tensor of
+    out_dtype to write into (its rows may be padded).
 
     The library runs the column-major D^T = b^T a^T: 'tn', its M torch's N and its N torch's M,
-    the weights as its A (problem_scaled_mm shows the problem, scaling included; GEMMTUNE_RECORD
-    records it). Bad arguments raise ValueError (shapes, layouts, devices) or TypeError (dtypes)
-    naming the argument and what it must be; both are gemmtune.Error too. The library's refusals
-    are gemmtune.Error with its message. With torch >= 2.4 this is torch.ops.gemmtune.scaled_mm
+    the weights as its A (problem_scaled_mm shows the problem, scaling and accumulation
+    included; GEMMTUNE_RECORD records it, with 'accum=fast' where it accumulates fast). Bad
+    arguments raise ValueError (shapes, layouts, devices) or TypeError (dtypes) naming the
+    argument and what it must be; both are gemmtune.Error too. The library's refusals are
+    gemmtune.Error with its message. With torch >= 2.4 this is torch.ops.gemmtune.scaled_mm
     under torch.compile (out= takes the eager path)."""
     if out is None and OPERATORS and isinstance(out_dtype, torch.dtype) and _is_compiling():
         return torch.ops.gemmtune.scaled_mm(a, b, scale_a, scale_b, out_dtype, bias,

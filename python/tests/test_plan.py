@@ -76,7 +76,8 @@ def test_every_layout_computes_a_times_b(m, n, k):
 def test_linear_is_tn_with_out_features_as_m():
     # y = x @ w.T, x: 8 tokens x 4096, w: 11008 x 4096 (out x in): llm-shapes.txt's convention.
     plan = plan_matmul("bf16", (8, 4096), (4096, 1), (4096, 11008), (1, 4096))
-    assert tuple(plan.problem) == ("bf16", "tn", 11008, 8, 4096, 4096, 4096, 11008, False, "none")
+    assert tuple(plan.problem) == ("bf16", "tn", 11008, 8, 4096, 4096, 4096, 11008, False, "none",
+                                   "precise")
     assert plan.problem.shape_line() == "11008 8 4096 bf16 tn"
     assert plan.problem._replace(reads_c=True).shape_line() == "11008 8 4096 bf16 tn beta=1"
 
@@ -118,7 +119,7 @@ def test_the_types_swap_with_the_operands_of_a_row_major_call():
     assert plan.swap
     assert plan.types == DataTypes("f32", "f16", "f16", "f16")
     assert tuple(plan.problem) == ("f32*f16->f16", "tn", 11008, 8, 4096, 4096, 4096, 11008,
-                                   False, "none")
+                                   False, "none", "precise")
     assert plan.problem.shape_line() == "11008 8 4096 f32*f16->f16 tn"
     assert plan.problem.types == plan.types
     # Into a column-major out nothing swaps: the GEMM's A is x.
@@ -135,7 +136,11 @@ def test_shape_line_names_the_scaling_where_there_is_one():
     assert p.shape_line() == "2112 64 7168 e4m3*e4m3->bf16 tn scaling=block"
     p = p._replace(ldc=2120, reads_c=True, scaling="row")
     assert p.shape_line() == "2112 64 7168 e4m3*e4m3->bf16 tn scaling=row ldc=2120 beta=1"
+    # Fast accumulation right after the scaling; precise, the default, writes nothing.
+    assert p._replace(accumulation="fast").shape_line() == \
+        "2112 64 7168 e4m3*e4m3->bf16 tn scaling=row accum=fast ldc=2120 beta=1"
     assert Problem("bf16", "tn", 1, 2, 3, 3, 3, 1).scaling == "none"
+    assert Problem("bf16", "tn", 1, 2, 3, 3, 3, 1).accumulation == "precise"
 
 
 def test_type_names_are_the_librarys_format_and_read_back():

@@ -3,7 +3,9 @@ column-major float8 problem (checked by running both definitions in pure Python 
 tensors' memory), its scales go to the right operand in the layouts of gemmtune/types.hpp, bad
 arguments are ValueError or TypeError naming the argument and the expected shape, the library
 takes the problem and its scales (its own messages name the scale shapes it wants), and the
-recorded line names the scaling, which gemm-tune reads back."""
+recorded line names the scaling, which gemm-tune reads back. use_fast_accum makes the tensor and
+row problems accumulate fast (their lines say accum=fast) and leaves blockwise ones precise; an
+f32 output is the library's to refuse or run."""
 import ctypes
 import itertools
 import json
@@ -37,6 +39,23 @@ def test_the_scaling_codes_and_attributes_are_gemmtune_hs():
     assert attributes["scaling"] == _library.SCALING_ATTRIBUTE
     assert attributes["scale_a_pointer"] == _library.SCALE_A_POINTER
     assert attributes["scale_b_pointer"] == _library.SCALE_B_POINTER
+
+
+def test_the_accumulation_codes_and_attribute_are_gemmtune_hs():
+    assert header_enum("GEMMTUNE_ACCUMULATION_") == _library.ACCUMULATIONS == {
+        "precise": 0, "fast": 1}
+    assert header_enum("GEMMTUNE_MATMUL_DESC_")["accumulation"] == \
+        _library.ACCUMULATION_ATTRIBUTE
+    desc = _library.MatmulDesc(("e4m3", "e4m3", "bf16", "bf16", "f32"), "tn", "row",
+                               accumulation="fast")
+    assert desc.get(_library.ACCUMULATION_ATTRIBUTE) == _library.ACCUMULATIONS["fast"]
+    assert desc.get(_library.SCALING_ATTRIBUTE) == _library.SCALINGS["row"]
+    default = _library.MatmulDesc(("e4m3", "e4m3", "bf16", "bf16", "f32"), "tn", "row")
+    assert default.get(_library.ACCUMULATION_ATTRIBUTE) == _library.ACCUMULATIONS["precise"]
+    with pytest.raises(gemmtune.Error, match=r"^unknown accumulation 'quick' \(expected precise "
+                                             r"or fast\)$"):
+        _library.MatmulDesc(("e4m3", "e4m3", "bf16", "bf16", "f32"), "tn", "row",
+                            accumulation="quick")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -127,6 +146,43 @@ def test_scales_in_other_layouts_are_copied_into_the_librarys():
 def test_an_empty_product_has_no_problem():
     plan = plan_scaled_mm(*operands(0, 256, 640, "tensor"), "bf16")
     assert plan.problem is None and plan.shape == (0, 256)
+
+
+@pytest.mark.parametrize("scaling", ["tensor", "row", "block"])
+def test_use_fast_accum_is_fast_for_tensor_and_row_scaling_and_precise_for_block(scaling):
+    M, N, K = 64, 2112, 7168
+    want = "precise" if scaling == "block" else "fast"
+    fast = plan_scaled_mm(*operands(M, N, K, scaling), "bf16", use_fast_accum=True)
+    assert (fast.accumulation, fast.problem.accumulation) == (want, want)
+    assert fast.problem == Problem("e4m3*e4m3->bf16", "tn", N, M, K, K, K, N, False, scaling,
+                                   want)
+    line = f"2112 64 7168 e4m3*e4m3->bf16 tn scaling={scaling}"
+    assert fast.problem.shape_line() == line + (" accum=fast" if want == "fast" else "")
+    # Without the flag every scaling is precise: the problem of before, its line unchanged.
+    precise = plan_scaled_mm(*operands(M, N, K, scaling), "bf16")
+    assert (precise.accumulation, precise.problem.accumulation) == ("precise", "precise")
+    assert precise.problem == Problem("e4m3*e4m3->bf16", "tn", N, M, K, K, K, N, False, scaling)
+    assert precise.problem.shape_line() == line
+    assert (fast.problem == precise.problem) == (scaling == "block")
+    # The flag is torch's truth value; an empty product has no problem but keeps the answer.
+    assert plan_scaled_mm(*operands(M, N, K, scaling), "bf16",
+                          use_fast_accum=1).accumulation == want
+    assert plan_scaled_mm(*operands(0, N, K, scaling), "bf16",
+                          use_fast_accum=True).accumulation == want
+
+
+def test_an_f32_output_is_planned_and_left_to_the_library():
+    # torch._scaled_mm writes float32 too: the plan makes the problem, and the library (the
+    # GPU's kernels) decides whether it runs; a bias goes with bf16 or f16 only, as torch's.
+    for scaling in ("tensor", "row", "block"):
+        plan = plan_scaled_mm(*operands(64, 2112, 7168, scaling), "f32")
+        assert plan.types == DataTypes("e4m3", "e4m3", "f32", "f32")
+        assert plan.problem.dtype == "e4m3*e4m3->f32"
+        assert plan.problem.shape_line() == f"2112 64 7168 e4m3*e4m3->f32 tn scaling={scaling}"
+    plan = plan_scaled_mm(*operands(64, 2112, 7168, "row"), "f32",
+                          out=Tensor((64, 2112), (2120, 1), "f32", GPU), use_fast_accum=True)
+    assert plan.problem == Problem("e4m3*e4m3->f32", "tn", 2112, 64, 7168, 7168, 7168, 2120,
+                                   False, "row", "fast")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -400,6 +456,39 @@ def test_problem_scaled_mm_of_arrays_and_its_recorded_line(tmp_path):
     assert lines == [q.shape_line() for q in (p, with_bias, row)]
 
 
+def test_problem_scaled_mm_says_the_accumulation_and_record_writes_it(tmp_path):
+    fast = {scaling: gemmtune.problem_scaled_mm(*fake_operands(64, 2112, 7168, scaling),
+                                                use_fast_accum=True)
+            for scaling in ("tensor", "row", "block")}
+    assert {s: p.accumulation for s, p in fast.items()} == {
+        "tensor": "fast", "row": "fast", "block": "precise"}
+    assert fast["row"] == Problem("e4m3*e4m3->bf16", "tn", 2112, 64, 7168, 7168, 7168, 2112,
+                                  False, "row", "fast")
+    assert gemmtune.problem_scaled_mm(*fake_operands(64, 2112, 7168, "row")).accumulation == \
+        "precise"
+    # The library's line (GEMMTUNE_RECORD's) says accum=fast after the scaling, and a fast
+    # problem is a line apart from the precise one of the same sizes.
+    path = tmp_path / "shapes.txt"
+    precise_row = fast["row"]._replace(accumulation="precise")
+    for p in (fast["tensor"], fast["row"], precise_row, fast["block"]):
+        assert gemmtune.record(p, path)
+    assert not gemmtune.record(fast["row"], path)
+    lines = [line for line in path.read_text().splitlines() if not line.startswith("#")]
+    assert lines == ["2112 64 7168 e4m3*e4m3->bf16 tn scaling=tensor accum=fast",
+                     "2112 64 7168 e4m3*e4m3->bf16 tn scaling=row accum=fast",
+                     "2112 64 7168 e4m3*e4m3->bf16 tn scaling=row",
+                     "2112 64 7168 e4m3*e4m3->bf16 tn scaling=block"]
+    assert lines == [q.shape_line() for q in (fast["tensor"], fast["row"], precise_row,
+                                              fast["block"])]
+    # Fast blockwise is no problem: the library says why, and writes nothing.
+    with pytest.raises(gemmtune.Error, match=r"fast accumulation is for float8 with tensor or row "
+                                             r"scaling, not scaling block") as e:
+        gemmtune.record(fast["block"]._replace(accumulation="fast"), path)
+    assert e.value.code == "invalid_argument"
+    assert len([line for line in path.read_text().splitlines()
+                if not line.startswith("#")]) == 4
+
+
 def test_gemm_tune_reads_the_recorded_scaled_problems_back(tmp_path):
     gemm_tune = bin_dir() / "gemm-tune"
     if not gemm_tune.exists():
@@ -451,11 +540,11 @@ def test_the_library_wants_the_scale_shapes_the_plan_says():
 
 
 class CountingLibrary:
-    """libgemmtune with gemmtune_matmul recorded instead of run, and the scale pointers of the
-    descriptor it was given read back at that moment."""
+    """libgemmtune with gemmtune_matmul recorded instead of run, and the scale pointers and the
+    accumulation of the descriptor it was given read back at that moment."""
 
     def __init__(self, lib):
-        self.lib, self.matmuls = lib, []
+        self.lib, self.matmuls, self.accumulations = lib, [], []
 
     def gemmtune_matmul(self, device, handle, *args):
         pointer = ctypes.c_void_p()
@@ -468,6 +557,9 @@ class CountingLibrary:
         _library.check(self.lib.gemmtune_matmul_desc_get_attribute(
             handle, _library.SCALING_ATTRIBUTE, ctypes.byref(value), 4, None))
         self.matmuls.append((device, handle, value.value, tuple(scales)) + args)
+        _library.check(self.lib.gemmtune_matmul_desc_get_attribute(
+            handle, _library.ACCUMULATION_ATTRIBUTE, ctypes.byref(value), 4, None))
+        self.accumulations.append(value.value)
         return 0
 
     def __getattr__(self, name):
@@ -503,12 +595,39 @@ def test_the_call_passes_b_as_a_and_each_scale_to_its_operand(monkeypatch):
     assert shared.handle != handle
     assert shared.get(_library.SCALING_ATTRIBUTE) == _library.SCALINGS["block"]
     assert shared.get_pointer(_library.SCALE_A_POINTER) == 0
+    assert counting.accumulations[-1] == _library.ACCUMULATIONS["precise"]
+
+
+@pytest.mark.parametrize("scaling", ["tensor", "row", "block"])
+def test_the_call_asks_the_library_for_the_plans_accumulation(monkeypatch, scaling):
+    counting = CountingLibrary(_library.library())
+    monkeypatch.setattr(_library, "_lib", counting)
+    scales = {"scale_a": 0x7F0003000000, "scale_b": 0x7F0004000000}
+    handles = {}
+    # Fast, precise, fast again: each call's descriptor says its own plan's accumulation.
+    for use_fast_accum in (True, False, True):
+        plan = plan_scaled_mm(*operands(300, 256, 640, scaling), "bf16",
+                              use_fast_accum=use_fast_accum)
+        _api.run_scaled(plan, 0x7F0000000000, 0x7F0001000000, scales, 0x7F0002000000, 0)
+        handles.setdefault(plan.accumulation, set()).add(counting.matmuls[-1][1])
+        assert counting.matmuls[-1][2] == _library.SCALINGS[scaling]
+    fast, precise = _library.ACCUMULATIONS["fast"], _library.ACCUMULATIONS["precise"]
+    if scaling == "block":  # blockwise is always precise: one descriptor
+        assert counting.accumulations == [precise] * 3
+        assert list(handles) == ["precise"] and len(handles["precise"]) == 1
+    else:  # two descriptors of this thread, each kept
+        assert counting.accumulations == [fast, precise, fast]
+        assert len(handles["fast"]) == len(handles["precise"]) == 1
+        assert handles["fast"] != handles["precise"]
 
 
 @no_gpu_only
 def test_without_a_gpu_the_library_takes_the_problem_and_says_no_gpu():
-    for scaling in ("tensor", "row", "block"):
-        plan = plan_of(64, 2112, 7168, scaling)
+    # Fast tensor and row problems and f32 outputs too: the GPU's kernels decide those.
+    for scaling, out_dtype, use_fast_accum in itertools.product(
+            ("tensor", "row", "block"), ("bf16", "f32"), (False, True)):
+        plan = plan_scaled_mm(*operands(64, 2112, 7168, scaling), out_dtype,
+                              use_fast_accum=use_fast_accum)
         with pytest.raises(gemmtune.Error, match="^no GPU: ") as e:
             _api.run_scaled(plan, 0x7F0000000000, 0x7F0001000000,
                             {"scale_a": 0x7F0003000000, "scale_b": 0x7F0004000000},

@@ -1,6 +1,7 @@
 """scaled_mm's torch front end without a GPU (skipped without torch or its float8 dtypes):
-problem_scaled_mm of torch tensors on any device, the errors torch tensors get, and the fake
-implementation of torch.ops.gemmtune.scaled_mm that torch.compile traces with."""
+problem_scaled_mm of torch tensors on any device (use_fast_accum and float32 outputs included),
+the errors torch tensors get, and the fake implementation of torch.ops.gemmtune.scaled_mm that
+torch.compile traces with."""
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -36,6 +37,18 @@ def test_problem_of_tensors_on_the_meta_device():
                                    bias=torch.empty(N, dtype=torch.float16, device="meta"))
     assert p == Problem("e5m2*e4m3->f16", "tn", N, M, K, K, K, N, True, "row")
     assert p.shape_line() == "2112 64 7168 e5m2*e4m3->f16 tn scaling=row beta=1"
+
+
+@pytest.mark.parametrize("scaling", ["tensor", "row", "block"])
+def test_use_fast_accum_and_a_float32_output_on_the_meta_device(scaling):
+    fast = gemmtune.problem_scaled_mm(*operands(scaling=scaling), use_fast_accum=True)
+    want = "precise" if scaling == "block" else "fast"  # block scales promote already
+    assert fast == Problem("e4m3*e4m3->bf16", "tn", N, M, K, K, K, N, False, scaling, want)
+    assert gemmtune.problem_scaled_mm(*operands(scaling=scaling)).accumulation == "precise"
+    # A float32 output is planned as torch's is; whether it runs is the library's answer.
+    f32 = gemmtune.problem_scaled_mm(*operands(scaling=scaling), out_dtype=torch.float32,
+                                     use_fast_accum=True)
+    assert (f32.dtype, f32.accumulation) == ("e4m3*e4m3->f32", want)
 
 
 def test_errors_of_torch_tensors():
