@@ -719,6 +719,109 @@ TEST_F(GemmDbCli, MaskedProblemsAreShownAndFilteredByTheirGroupLayout) {
   EXPECT_EQ(Json::parse(gemm_db({"list", "--json"}).out).size(), 3u);
 }
 
+// --accum chooses problems by their accumulation, as gemm-tune --accum made them: the fixture's
+// problems are all precise. DbFilter has no accumulation, so export and delete take --accum only
+// where it leaves nothing out, as with --scaling. Needs nothing of the database but what it had.
+TEST_F(GemmDbCli, TheAccumFilterKeepsPreciseProblemsAndIsChecked) {
+  EXPECT_EQ(Json::parse(gemm_db({"list", "--accum", "precise", "--json"}).out).size(), 2u);
+  EXPECT_EQ(
+      Json::parse(gemm_db({"list", "--accum", "Precise", "--dtype", "f16", "--json"}).out).size(),
+      1u);
+  EXPECT_TRUE(Json::parse(gemm_db({"list", "--accum", "fast", "--json"}).out).empty());
+  const Outcome none = gemm_db({"list", "--accum", "fast"});
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_TRUE(contains(none.out, "no best configurations match")) << none.out;
+  EXPECT_FALSE(contains(gemm_db({"list"}).out, "accum=")) << "precise is not written out";
+  EXPECT_FALSE(contains(gemm_db({"stats"}).out, "accum="));
+  const Outcome not_shown =
+      gemm_db({"show", "--m", "2048", "--n", "2048", "--k", "2048", "--accum", "fast"});
+  EXPECT_EQ(not_shown.exit_code, 1);
+  EXPECT_TRUE(contains(not_shown.err, "no candidates recorded")) << not_shown.err;
+  const Outcome shown =
+      gemm_db({"show", "--m", "2048", "--n", "2048", "--k", "2048", "--accum", "precise"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_TRUE(contains(shown.out, "gemm_simt_fast_2048x2048x2048")) << shown.out;
+
+  const Outcome exported = gemm_db({"export", "--accum", "precise"});
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  EXPECT_EQ(Json::parse(exported.out)["entries"].size(), 2u);
+  const std::string before = export_all();
+  expect_usage_errors(
+      {{{"list", "--accum", "quick"}, "unknown accumulation 'quick' (expected precise or fast)"},
+       {{"export", "--accum", "fast", "--dtype", "f16"},
+        "--accum fast: export and delete cannot yet leave out f16 tn 1024x1024x1024 lda=1024 "
+        "ldb=1024 ldc=1024 align=16 (accumulation precise); narrow the other filters"},
+       {{"delete", "--accum", "fast"}, "--accum fast: export and delete cannot yet leave out"},
+       {{"delete", "--scaling", "tensor", "--accum", "fast"},
+        "--scaling tensor: export and delete cannot yet leave out"}});
+  EXPECT_EQ(export_all(), before) << "a refused delete deletes nothing";
+  const Outcome removed = gemm_db({"delete", "--accum", "precise", "--dtype", "f16"});
+  ASSERT_EQ(removed.exit_code, 0) << removed.err;
+  EXPECT_TRUE(contains(removed.out, "deleted 1 tuned problem")) << removed.out;
+  const Outcome usage = gemm_db({"delete"});
+  EXPECT_TRUE(contains(usage.err, "--scaling, --accum, --layout")) << usage.err;
+}
+
+// A float8 problem of fast accumulation is a problem of its own beside the precise one of the
+// same shape and scaling: shown "scaling=tensor accum=fast" as describe() says it, and chosen by
+// --accum. It needs the database to store the accumulation in the problem's key (schema version
+// 7): before that, the fast problem is stored as the precise one.
+TEST_F(GemmDbCli, FastAccumulationProblemsAreShownApartAndFilteredByAccum) {
+  if (TuningDb::kSchemaVersion < 7)
+    GTEST_SKIP() << "the database stores no accumulation before schema version 7";
+  Problem precise = make_problem(parse_data_types("e4m3*e4m3->bf16"), Op::T, Op::N, 2112, 64, 7168);
+  precise.scaling = Scaling::tensor;
+  Problem fast = precise;
+  fast.accumulation = Accumulation::fast;
+  {
+    TuningDb db(db_path());
+    for (const auto& [p, name] :
+         {std::pair{precise, "gemm_fp8_precise"}, std::pair{fast, "gemm_fp8_fast"}}) {
+      CandidateRecord c = candidate(f32_2048, name, CandidateStatus::ok, 0.05);
+      c.config.types = p.types;
+      c.config.scaling = p.scaling;
+      c.config.op_a = p.op_a;
+      c.config.op_b = p.op_b;
+      db.record(kH100, p, c);
+      db.set_best(kH100, p, name, c.template_version, 0.06, true);
+    }
+  }
+  const Outcome text = gemm_db({"list"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_TRUE(contains(text.out, "  e4m3*e4m3->bf16 scaling=tensor accum=fast  tn  ")) << text.out;
+  EXPECT_TRUE(contains(text.out, "  e4m3*e4m3->bf16 scaling=tensor             tn  ")) << text.out;
+  const Json fast_rows = Json::parse(gemm_db({"list", "--accum", "fast", "--json"}).out);
+  ASSERT_EQ(fast_rows.size(), 1u);
+  EXPECT_EQ(fast_rows[0]["winner"]["kernel_name"], "gemm_fp8_fast");
+  const Json precise_rows =
+      Json::parse(gemm_db({"list", "--dtype", "e4m3", "--accum", "precise", "--json"}).out);
+  ASSERT_EQ(precise_rows.size(), 1u);
+  EXPECT_EQ(precise_rows[0]["winner"]["kernel_name"], "gemm_fp8_precise");
+  EXPECT_EQ(Json::parse(gemm_db({"list", "--scaling", "tensor", "--json"}).out).size(), 2u);
+
+  const Outcome shown =
+      gemm_db({"show", "--m", "2112", "--n", "64", "--k", "7168", "--accum", "fast"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_TRUE(contains(shown.out,
+                       "e4m3*e4m3->bf16 tn 2112x64x7168 lda=7168 ldb=7168 ldc=2112 align=16 "
+                       "scaling=tensor accum=fast\n"))
+      << shown.out;
+  EXPECT_TRUE(contains(shown.out, "gemm_fp8_fast"));
+  EXPECT_FALSE(contains(shown.out, "gemm_fp8_precise")) << shown.out;
+  const Outcome stats = gemm_db({"stats"});
+  EXPECT_TRUE(contains(stats.out, "e4m3*e4m3->bf16 scaling=tensor 1")) << stats.out;
+  EXPECT_TRUE(contains(stats.out, "e4m3*e4m3->bf16 scaling=tensor accum=fast 1")) << stats.out;
+  const Outcome used = gemm_db({"list", "--for-gpu", "H100", "--accum", "fast"});
+  ASSERT_EQ(used.exit_code, 0) << used.err;
+  EXPECT_TRUE(contains(used.out, "e4m3*e4m3->bf16 scaling=tensor accum=fast")) << used.out;
+  EXPECT_FALSE(contains(used.out, "gemm_fp8_precise")) << used.out;
+  // DbFilter has no accumulation: export and delete of one of the two are refused.
+  expect_usage_errors({{{"delete", "--dtype", "e4m3", "--accum", "fast"},
+                        "--accum fast: export and delete cannot yet leave out e4m3*e4m3->bf16 tn "
+                        "2112x64x7168 lda=7168 ldb=7168 ldc=2112 align=16 scaling=tensor "
+                        "(accumulation precise)"}});
+}
+
 // An export of format 1 names one "dtype" per problem and config and has no groups nor group
 // layouts: it imports as every operand of that type with f32 accumulation, unscaled, one GEMM,
 // and exports again as the current format, exactly as the database it came from.
@@ -883,8 +986,8 @@ TEST(ShapesFile, ALineNamesItsTypesPositionallyOrWithTypesEquals) {
       {"64 64 64 bf16 tn nt", "unexpected 'nt'"},
       {"64 64 64 types=bf16 tn nt", "unexpected 'nt'"},
       {"64 64 64 dtype=bf16",
-       "unknown field 'dtype' (types, dtype_b, out, scaling, groups, group_layout, lda, ldb, "
-       "ldc, beta)"},
+       "unknown field 'dtype' (types, dtype_b, out, scaling, accum, groups, group_layout, lda, "
+       "ldb, ldc, beta)"},
   };
   for (const auto& [line, says] : bad) {
     try {

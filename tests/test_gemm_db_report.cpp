@@ -263,6 +263,39 @@ TEST_F(GemmDbReport, MaskedProblemsShowTheirGroupLayout) {
   EXPECT_TRUE(contains(run.output, "0 GPUs, 0 problems")) << run.output;
 }
 
+// --accum chooses problems by their accumulation: the demo's are all precise (no float8).
+TEST_F(GemmDbReport, AccumChoosesTheProblems) {
+  auto run = report("--accum precise");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "2 GPUs, 14 problems")) << run.output;
+  EXPECT_FALSE(contains(read_text(page()), "accum=")) << "precise is not written out";
+  run = report("--accum fast");
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(contains(run.output, "0 GPUs, 0 problems")) << run.output;
+  EXPECT_TRUE(contains(read_text(page()), "No tuning results match"));
+  run = report("--accum quick");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_TRUE(contains(run.output, "unknown accumulation 'quick' (expected precise or fast)"))
+      << run.output;
+}
+
+// A float8 problem of fast accumulation is labelled "accum=fast" after its scaling, as describe()
+// says it, and chosen by --accum. It needs the database to store the accumulation in the
+// problem's key (schema version 7): before that, the problem is stored as the precise one.
+TEST_F(GemmDbReport, FastAccumulationProblemsShowTheirAccumulation) {
+  if (TuningDb::kSchemaVersion < 7)
+    GTEST_SKIP() << "the database stores no accumulation before schema version 7";
+  Problem fast = make_problem(parse_data_types("e4m3*e4m3->bf16"), Op::T, Op::N, 2112, 64, 7168);
+  fast.scaling = Scaling::row;
+  fast.accumulation = Accumulation::fast;
+  store_tuned(fast, "gemm_fp8_fast_2112", 0.02, 0.025);
+  expect_one_problem_labelled("--accum fast",
+                              "e4m3*e4m3-&gt;bf16 tn 2112x64x7168 scaling=row accum=fast");
+  EXPECT_TRUE(contains(read_text(page()), "gemm_fp8_fast_2112"));
+  const auto run = report("--accum precise");
+  EXPECT_TRUE(contains(run.output, "2 GPUs, 14 problems")) << run.output;
+}
+
 TEST_F(GemmDbReport, BadUsageIsOneLineAndANonZeroExit) {
   auto run = run_command(fmt::format("{} --db {} report", test::tool("gemm-db"), quoted(db())));
   EXPECT_EQ(run.exit_code, 2);

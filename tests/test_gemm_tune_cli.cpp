@@ -8,6 +8,7 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <tuple>
 
 #include "cli_common.hpp"
 #include "gemmtune/cache/tuning_db.hpp"
@@ -345,8 +346,8 @@ TEST(ShapesFile, Float8LinesTakeDtypeBOutAndScaling) {
       {"64 64 64 e4m3 out=", "out= has no value"},
       {"64 64 64 e4m3*e4m3->bf16 out=f16", "names the type of every operand"},
       {"64 64 64 e4m3 scale=row",
-       "unknown field 'scale' (types, dtype_b, out, scaling, groups, group_layout, lda, ldb, "
-       "ldc, beta)"},
+       "unknown field 'scale' (types, dtype_b, out, scaling, accum, groups, group_layout, lda, "
+       "ldb, ldc, beta)"},
   };
   for (const auto& [line, says] : bad)
     expect_refused([&] { cli::parse_shape_line(line); }, line, {says});
@@ -358,6 +359,74 @@ TEST(ShapesFile, Float8LinesTakeDtypeBOutAndScaling) {
   EXPECT_EQ(cli::problem_of_line(lines[0], command_line, "nn", 0.0f).scaling, Scaling::tensor);
   expect_refused([&] { cli::problem_of_line(lines[1], command_line, "nn", 0.0f); }, "bf16 row",
                  {"shapes.txt:3: '64 64 64 bf16 scaling=row': scaling row is for float8"});
+}
+
+// accum= on a line, else --accum (TypeArgs::accum), chooses whether a float8 product promotes its
+// sums: precise by default, fast only for tensor or row scaling. A bad value is refused with the
+// line; a combination validate() refuses, with its message after the file and line.
+TEST(ShapesFile, AccumLinesChooseTheAccumulationOfFloat8) {
+  const cli::TypeArgs command_line{};
+  auto problem_of = [](const std::string& line, const cli::TypeArgs& args) {
+    return cli::problem_of_line(cli::parse_shape_line(line), args, "nn", 0.0f);
+  };
+  const Problem fast = problem_of("2112 64 7168 e4m3 tn accum=fast", command_line);
+  EXPECT_EQ(fast.accumulation, Accumulation::fast);
+  EXPECT_EQ(fast.scaling, Scaling::tensor);
+  EXPECT_EQ(fast.describe(),
+            "e4m3*e4m3->bf16 tn 2112x64x7168 lda=7168 ldb=7168 ldc=2112 align=16 scaling=tensor "
+            "accum=fast");
+  EXPECT_EQ(problem_of("64 64 64 e5m2 tn scaling=row accum=FAST", command_line).accumulation,
+            Accumulation::fast);
+  const Problem precise = problem_of("2112 64 7168 e4m3 tn", command_line);
+  EXPECT_EQ(precise.accumulation, Accumulation::precise);
+  EXPECT_NE(fast, precise);
+  EXPECT_EQ(problem_of("2112 64 7168 e4m3 tn accum=precise", command_line), precise);
+  // What describe() writes (and so GEMMTUNE_RECORD, with the types in full) reads back.
+  EXPECT_EQ(problem_of("2112 64 7168 e4m3*e4m3->bf16 tn scaling=tensor accum=fast", command_line),
+            fast);
+
+  // --accum applies to every line that does not say otherwise.
+  cli::TypeArgs fast_args{"e4m3"};
+  fast_args.accum = "fast";
+  EXPECT_EQ(problem_of("2112 64 7168 e4m3 tn", fast_args), fast);
+  EXPECT_EQ(problem_of("2112 64 7168 e4m3 tn scaling=row", fast_args).accumulation,
+            Accumulation::fast);
+  EXPECT_EQ(problem_of("2112 64 7168 e4m3 tn accum=precise", fast_args), precise);
+  EXPECT_EQ(problem_of("2112 64 7168 e4m3 tn scaling=block accum=precise", fast_args).scaling,
+            Scaling::block);
+
+  for (const auto& [line, says] : std::vector<std::pair<std::string, std::string>>{
+           {"64 64 64 e4m3 accum=quick",
+            "'64 64 64 e4m3 accum=quick': unknown accumulation 'quick' (expected precise or "
+            "fast)"},
+           {"64 64 64 e4m3 accum=", "'64 64 64 e4m3 accum=': accum= has no value"},
+           {"64 64 64 e4m3 accum=fast accum=fast", "accum= is given twice"},
+           {"64 64 64 e4m3 accumulation=fast",
+            "unknown field 'accumulation' (types, dtype_b, out, scaling, accum, groups, "
+            "group_layout, lda, ldb, ldc, beta)"}})
+    expect_refused([&] { cli::parse_shape_line(line); }, line, {says});
+
+  test::TempDir dir;
+  std::ofstream(dir / "shapes.txt") << "64 64 64 e4m3 tn accum=fast\n"
+                                       "64 64 64 bf16 tn accum=fast\n"
+                                       "# block scales promote already\n"
+                                       "2112 64 7168 e4m3 tn scaling=block accum=fast\n"
+                                       "64 64 64 bf16 tn\n";
+  const auto lines = cli::read_shapes_file((dir / "shapes.txt").string());
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_TRUE(cli::problem_of_line(lines[0], command_line, "nn", 0.0f).fast_accumulation());
+  expect_refused([&] { cli::problem_of_line(lines[1], command_line, "nn", 0.0f); }, "bf16 fast",
+                 {"shapes.txt:2: '64 64 64 bf16 tn accum=fast': fast accumulation is for float8 "
+                  "with tensor or row scaling, not scaling none"});
+  expect_refused([&] { cli::problem_of_line(lines[2], command_line, "nn", 0.0f); }, "block fast",
+                 {"shapes.txt:4: '2112 64 7168 e4m3 tn scaling=block accum=fast': fast "
+                  "accumulation is for float8 with tensor or row scaling, not scaling block"});
+  // --accum fast reaches a bf16 line too: refused there, with its line.
+  cli::TypeArgs fast_any{"f32"};
+  fast_any.accum = "fast";
+  EXPECT_FALSE(cli::problem_of_line(lines[3], command_line, "nn", 0.0f).fast_accumulation());
+  expect_refused([&] { cli::problem_of_line(lines[3], fast_any, "nn", 0.0f); }, "--accum fast",
+                 {"shapes.txt:5: '64 64 64 bf16 tn': fast accumulation is for float8"});
 }
 
 // The suite of issue 33 (shared/bench/fp8-shapes.txt, beside the checkout): every line parses.
@@ -420,6 +489,32 @@ TEST(GemmTuneCli, Float8OptionsMakeTheScaledProblem) {
   EXPECT_NE(help.output.find("default: tensor for float8"), std::string::npos) << help.output;
 }
 
+TEST(GemmTuneCli, AccumFastMakesTheFastProblem) {
+  expect_dry_run_of("--m 2112 --n 64 --k 7168 --dtype e4m3 --layout tn --scaling row --accum fast",
+                    "e4m3*e4m3->bf16 tn 2112x64x7168 lda=7168 ldb=7168 ldc=2112 align=16 "
+                    "scaling=row accum=fast",
+                    "no kernel family supports e4m3*e4m3->bf16 tn on sm_90a");
+  expect_dry_run_of("--m 2112 --n 64 --k 7168 --dtype e4m3 --layout tn --accum Precise",
+                    "e4m3*e4m3->bf16 tn 2112x64x7168 lda=7168 ldb=7168 ldc=2112 align=16 "
+                    "scaling=tensor",
+                    "no kernel family supports e4m3*e4m3->bf16 tn on sm_90a");
+  expect_usage_error(
+      "--m 64 --n 64 --k 64 --dtype bf16 --accum fast",
+      "fast accumulation is for float8 with tensor or row scaling, not scaling none");
+  expect_usage_error(
+      "--m 64 --n 64 --k 64 --dtype e4m3 --scaling block --accum fast",
+      "fast accumulation is for float8 with tensor or row scaling, not scaling block");
+  expect_usage_error("--m 64 --n 64 --k 64 --dtype e4m3 --accum quick",
+                     "unknown accumulation 'quick' (expected precise or fast)");
+  test::TempDir dir;
+  std::ofstream(dir / "shapes.txt") << "64 64 64 e4m3 tn accum=fast\n64 64 64 f16 accum=fast\n";
+  expect_usage_error("--dry-run --shapes " + (dir / "shapes.txt").string(),
+                     "shapes.txt:2: '64 64 64 f16 accum=fast': fast accumulation is for float8");
+  const auto help = run_command(tool("gemm-tune") + " --help");
+  for (const char* words : {"--accum", "accum=", "use_fast_accum"})
+    EXPECT_NE(help.output.find(words), std::string::npos) << words << " not in --help";
+}
+
 TEST(GemmBenchCli, Float8OptionsAreCheckedBeforeTheGpu) {
   for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
            {"--m 64 --n 64 --k 64 --dtype e4m3 --out e4m3", "output type 'e4m3'"},
@@ -434,6 +529,29 @@ TEST(GemmBenchCli, Float8OptionsAreCheckedBeforeTheGpu) {
   const auto help = run_command(tool("gemm-bench") + " --help");
   for (const char* option : {"--dtype-b", "--out", "--scaling"})
     EXPECT_NE(help.output.find(option), std::string::npos) << option << " not in --help";
+}
+
+// --accum is checked before the GPU. Fast accumulation itself is refused until the library's
+// MatmulDesc carries it: gemm-bench would time the precise kernel under the fast problem's name.
+TEST(GemmBenchCli, AccumIsCheckedBeforeTheGpu) {
+  for (const auto& [args, code, says] : std::vector<std::tuple<std::string, int, std::string>>{
+           {"--m 64 --n 64 --k 64 --dtype e4m3 --accum quick", 2, "unknown accumulation 'quick'"},
+           {"--m 64 --n 64 --k 64 --dtype f16 --accum fast", 2,
+            "fast accumulation is for float8 with tensor or row scaling, not scaling none"},
+           {"--m 64 --n 64 --k 64 --dtype e4m3 --scaling block --accum fast", 2,
+            "not scaling block"},
+           {"--m 64 --n 64 --k 64 --dtype e4m3 --layout tn --accum fast", 1,
+            "e4m3*e4m3->bf16 tn 64x64x64 lda=64 ldb=64 ldc=64 align=16 scaling=tensor accum=fast: "
+            "the library's MatmulDesc does not carry fast accumulation yet"}}) {
+    const auto r = run_command(tool("gemm-bench") + " " + args);
+    EXPECT_EQ(r.signal, 0) << args;
+    EXPECT_EQ(r.exit_code, code) << args << ": " << r.output;
+    EXPECT_NE(r.output.find("gemm-bench: error: "), std::string::npos) << args << ": " << r.output;
+    EXPECT_NE(r.output.find(says), std::string::npos) << args << ": " << r.output;
+  }
+  const std::string help = run_command(tool("gemm-bench") + " --help").output;
+  EXPECT_NE(help.find("--accum"), std::string::npos);
+  EXPECT_NE(help.find("accum="), std::string::npos) << "the shapes file's key";
 }
 
 TEST(GemmBenchCli, BadInput) {

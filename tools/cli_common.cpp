@@ -161,6 +161,7 @@ void add_type_options(CLI::App& app, TypeArgs& args) {
   app.add_option("--dtype-b", args.dtype_b, kTypeBHelp);
   app.add_option("--out", args.out, kOutHelp);
   app.add_option("--scaling", args.scaling, kScalingHelp);
+  app.add_option("--accum", args.accum, kAccumHelp);
   app.add_option("--groups", args.groups,
                  fmt::format("Groups of a grouped GEMM (mixture of experts: G matrices of A share "
                              "M and K, the columns of B and C are split between them), 1 to {}; "
@@ -235,7 +236,7 @@ ShapeLine parse_shape_line(const std::string& raw) {
   if (!(shape >> s.m >> s.n >> s.k) || (shape >> rest))
     GT_THROW(Errc::invalid_argument,
              "'{}' is not a shape (expected 'M N K' or 'MxNxK', then optional types, layout, "
-             "types=, groups=, group_layout=, lda=, ldb=, ldc=, beta=)",
+             "types=, accum=, groups=, group_layout=, lda=, ldb=, ldc=, beta=)",
              raw);
   std::vector<std::string> positional;  // the types, then the layout
   bool types_key = false;
@@ -259,11 +260,12 @@ ShapeLine parse_shape_line(const std::string& raw) {
       GT_REQUIRE(!types_key, Errc::invalid_argument, "'{}': types= is given twice", raw);
       types_key = true;
       s.dtype = text;
-    } else if (key == "dtype_b" || key == "out" || key == "scaling" || key == "groups" ||
-               key == "group_layout") {
+    } else if (key == "dtype_b" || key == "out" || key == "scaling" || key == "accum" ||
+               key == "groups" || key == "group_layout") {
       std::string& field = key == "dtype_b"   ? s.dtype_b
                            : key == "out"     ? s.out
                            : key == "scaling" ? s.scaling
+                           : key == "accum"   ? s.accum
                            : key == "groups"  ? s.groups
                                               : s.group_layout;
       GT_REQUIRE(field.empty(), Errc::invalid_argument, "'{}': {}= is given twice", raw, key);
@@ -279,8 +281,8 @@ ShapeLine parse_shape_line(const std::string& raw) {
       s.ldc = parse_integer(raw, text);
     else
       GT_THROW(Errc::invalid_argument,
-               "'{}': unknown field '{}' (types, dtype_b, out, scaling, groups, group_layout, lda, "
-               "ldb, ldc, beta)",
+               "'{}': unknown field '{}' (types, dtype_b, out, scaling, accum, groups, "
+               "group_layout, lda, ldb, ldc, beta)",
                raw, key);
   }
   // Positional: the types and the layout, or only the layout after types=.
@@ -297,6 +299,7 @@ ShapeLine parse_shape_line(const std::string& raw) {
     if (!s.dtype_b.empty()) operand_type(s.dtype_b, "B's type");
     if (!s.out.empty()) output_type(s.out);
     if (!s.scaling.empty()) scaling_of(s.scaling);
+    if (!s.accum.empty()) parse_accumulation(s.accum);
     if (!s.groups.empty()) groups_of(s.groups);
     if (!s.group_layout.empty()) parse_group_layout(s.group_layout);
     if (!s.dtype.empty()) problem_types({s.dtype, s.dtype_b, s.out, s.scaling});
@@ -343,6 +346,8 @@ Problem make_cli_problem(const TypeArgs& types, const std::string& layout, int64
   Problem p =
       make_problem(t.types, parse_op(layout[0]), parse_op(layout[1]), m, columns_of(n, groups), k);
   p.scaling = t.scaling;
+  // validate() below refuses fast accumulation other than of float8 with tensor or row scaling.
+  p.accumulation = types.accum.empty() ? Accumulation::precise : parse_accumulation(types.accum);
   p.groups = groups;
   p.group_layout = group_layout;
   if (lda) p.lda = lda;
@@ -368,6 +373,7 @@ Problem problem_of_line(const ShapeLine& line, const TypeArgs& types, const std:
   if (!line.dtype_b.empty()) t.dtype_b = line.dtype_b;
   if (!line.out.empty()) t.out = line.out;
   if (!line.scaling.empty()) t.scaling = line.scaling;
+  if (!line.accum.empty()) t.accum = line.accum;
   if (!line.groups.empty()) t.groups = line.groups;
   if (!line.group_layout.empty()) t.group_layout = line.group_layout;
   try {

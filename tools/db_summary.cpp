@@ -9,8 +9,10 @@
 namespace gemmtune::cli {
 
 std::string types_text(const Problem& p) {
-  if (p.scaling == Scaling::none) return p.types.name();
-  return fmt::format("{} scaling={}", p.types.name(), to_string(p.scaling));
+  std::string text = p.types.name();
+  if (p.scaling != Scaling::none) text += fmt::format(" scaling={}", to_string(p.scaling));
+  if (p.fast_accumulation()) text += " accum=fast";
+  return text;
 }
 
 std::string groups_text(const Problem& p) {

@@ -8,16 +8,21 @@
 
 namespace gemmtune::cli {
 
-// gemm-db's filters: the database's, and the scaling, which DbFilter does not have (yet): rows
-// are filtered by it here, after they are read.
+// gemm-db's filters: the database's, and the scaling and accumulation, which DbFilter does not
+// have (yet): rows are filtered by them here, after they are read.
 struct ProblemFilter {
   DbFilter db;
   std::optional<Scaling> scaling;
-  bool matches(const Problem& p) const { return !scaling || p.scaling == *scaling; }
+  std::optional<Accumulation> accumulation;
+  bool matches(const Problem& p) const {
+    return (!scaling || p.scaling == *scaling) &&
+           (!accumulation || p.accumulation == *accumulation);
+  }
 };
 
 // A problem's data types as gemm-db shows them: "bf16", "f16*bf16->f32", followed by the scaling
-// where it is not none ("e4m3*e4m3->bf16 scaling=tensor").
+// where it is not none ("e4m3*e4m3->bf16 scaling=tensor") and the accumulation where it is fast,
+// as describe() does ("e4m3*e4m3->bf16 scaling=tensor accum=fast").
 std::string types_text(const Problem& p);
 // Its groups as gemm-db shows them after the shape, as describe() does: "" for one GEMM,
 // " groups=G", " groups=G masked" for the masked group layout.

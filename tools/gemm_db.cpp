@@ -65,7 +65,7 @@ void print_json(const Json& json) {
 // Options
 
 struct FilterArgs {
-  std::string device, types, dtype, scaling, layout, groups, group_layout;
+  std::string device, types, dtype, scaling, accum, layout, groups, group_layout;
   int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;  // 0: not given
   std::optional<double> beta;                              // only whether it is 0 counts
 };
@@ -110,6 +110,9 @@ void add_filter_options(CLI::App& sub, FilterArgs& args) {
                  "output, as gemm-tune's --dtype): the same as --types with one type")
       ->excludes(types);
   sub.add_option("--scaling", args.scaling, "Scaling of the operands: none, tensor, row or block");
+  sub.add_option("--accum", args.accum,
+                 "Only problems of this accumulation of float8 products, as gemm-tune's --accum: "
+                 "precise or fast");
   sub.add_option("--layout", args.layout, "op(A) op(B): nn, nt, tn or tt");
   sub.add_option("--m", args.m, "M")->check(kPositive);
   sub.add_option("--n", args.n,
@@ -151,6 +154,7 @@ ProblemFilter to_filter(const FilterArgs& args) {
   if (!args.types.empty()) f.types = cli::problem_types({args.types}).types;
   if (!args.dtype.empty()) f.types = uniform_types(args.dtype);
   if (!args.scaling.empty()) filter.scaling = parse_scaling(args.scaling);
+  if (!args.accum.empty()) filter.accumulation = parse_accumulation(args.accum);
   if (!args.layout.empty()) {
     std::string layout = args.layout;
     std::transform(layout.begin(), layout.end(), layout.begin(),
@@ -178,7 +182,7 @@ ProblemFilter to_filter(const FilterArgs& args) {
 bool is_empty(const ProblemFilter& filter) {
   const DbFilter& f = filter.db;
   return !f.device && !f.types && !f.layout && !f.m && !f.n && !f.k && !f.lda && !f.ldb && !f.ldc &&
-         !f.reads_c && !f.groups && !f.group_layout && !filter.scaling;
+         !f.reads_c && !f.groups && !f.group_layout && !filter.scaling && !filter.accumulation;
 }
 
 template <class Rows, class ProblemOf>
@@ -186,15 +190,22 @@ void keep_matching(Rows& rows, const ProblemFilter& filter, ProblemOf problem_of
   std::erase_if(rows, [&](const auto& row) { return !filter.matches(problem_of(row)); });
 }
 
-// export and delete work on DbFilter alone, which has no scaling: with --scaling they go ahead
-// only when every problem the rest of the filter matches has that scaling.
-void require_scaling_covered(const TuningDb& db, const ProblemFilter& filter) {
-  if (!filter.scaling) return;
-  for (const auto& [device, problem] : db.problems(filter.db))
-    GT_REQUIRE(filter.matches(problem), Errc::invalid_argument,
-               "--scaling {}: export and delete cannot yet leave out {} (scaling {}); narrow the "
-               "other filters",
-               to_string(*filter.scaling), problem.describe(), to_string(problem.scaling));
+// export and delete work on DbFilter alone, which has no scaling nor accumulation: with --scaling
+// or --accum they go ahead only when every problem the rest of the filter matches has that
+// scaling and accumulation.
+void require_covered(const TuningDb& db, const ProblemFilter& filter) {
+  if (!filter.scaling && !filter.accumulation) return;
+  for (const auto& [device, problem] : db.problems(filter.db)) {
+    if (filter.matches(problem)) continue;
+    const bool scaling = filter.scaling && problem.scaling != *filter.scaling;
+    GT_THROW(Errc::invalid_argument,
+             "{}: export and delete cannot yet leave out {} ({}); narrow the other filters",
+             scaling ? fmt::format("--scaling {}", to_string(*filter.scaling))
+                     : fmt::format("--accum {}", to_string(*filter.accumulation)),
+             problem.describe(),
+             scaling ? fmt::format("scaling {}", to_string(problem.scaling))
+                     : fmt::format("accumulation {}", to_string(problem.accumulation)));
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -327,7 +338,8 @@ DeviceKey gpu_for(const std::vector<BestRecord>& rows, const ForGpuArgs& args, c
 bool listed_before(const Problem& a, const Problem& b) {
   auto key = [](const Problem& p) {
     return std::make_tuple(p.types.name(), std::string(to_string(p.scaling)), p.layout(), p.m, p.n,
-                           p.k, p.lda, p.ldb, p.ldc, p.align, p.reads_c, p.groups, p.group_layout);
+                           p.k, p.lda, p.ldb, p.ldc, p.align, p.reads_c, p.groups, p.group_layout,
+                           p.accumulation);
   };
   return key(a) < key(b);
 }
@@ -529,7 +541,7 @@ int show_problem(const Options& opts) {
 int export_db(const Options& opts) {
   const ProblemFilter filter = to_filter(opts.filter);
   const auto db = open_existing(opts.db);
-  require_scaling_covered(*db, filter);
+  require_covered(*db, filter);
   const std::string text = db->export_json(filter.db);
   if (opts.output.empty()) {
     std::cout << text;
@@ -704,12 +716,12 @@ int show_stats(const Options& opts) {
 int delete_problems(const Options& opts) {
   const ProblemFilter filter = to_filter(opts.filter);
   GT_REQUIRE(opts.all || !is_empty(filter), Errc::invalid_argument,
-             "delete needs a filter (--device, --types, --scaling, --layout, --m, --n, --k, "
-             "--groups, --group-layout, --beta) or --all");
+             "delete needs a filter (--device, --types, --scaling, --accum, --layout, --m, --n, "
+             "--k, --groups, --group-layout, --beta) or --all");
   GT_REQUIRE(!opts.all || is_empty(filter), Errc::invalid_argument,
              "delete takes filters or --all, not both");
   const auto db = open_existing(opts.db);
-  require_scaling_covered(*db, filter);
+  require_covered(*db, filter);
   const int64_t deleted = db->remove(filter.db);
   if (opts.json)
     print_json({{"deleted", deleted}});

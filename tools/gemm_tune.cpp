@@ -20,7 +20,7 @@ namespace {
 
 struct Args {
   int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;
-  gt::cli::TypeArgs types;  // --dtype, --dtype-b, --out, --scaling, --groups, --group-layout
+  gt::cli::TypeArgs types;  // --dtype, --dtype-b, --out, --scaling, --accum, --groups, ...
   std::string layout = "nn";
   float alpha = 1.0f, beta = 0.0f;
   std::string db, budget, shapes, arch, families, devices, shard;
