@@ -665,7 +665,7 @@ TEST(CApiMatmul, FastAccumulationIsCheckedBeforeItNeedsAGpu) {
   ASSERT_EQ(bf16.set(GEMMTUNE_MATMUL_DESC_ACCUMULATION, GEMMTUNE_ACCUMULATION_FAST),
             GEMMTUNE_SUCCESS);
   expect_invalid(gemmtune_matmul(0, bf16, 64, 48, 32, &one, kA, 64, kB, 32, &zero, kC, 64, nullptr),
-                 {"fast accumulation is for float8 with tensor or row scaling, not scaling none"});
+                 {"fast accumulation is for float8 with tensor or row scaling, not bf16"});
   // Precise again: the same block descriptor passes the checks (the scales are set).
   ASSERT_EQ(block.set(GEMMTUNE_MATMUL_DESC_ACCUMULATION, GEMMTUNE_ACCUMULATION_PRECISE),
             GEMMTUNE_SUCCESS);

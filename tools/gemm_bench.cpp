@@ -64,17 +64,6 @@ std::vector<Case> cases_of(const Args& a) {
   return out;
 }
 
-// The library's MatmulDesc (desc_of) has no accumulation yet: a fast problem would be served the
-// precise problem's kernel and timed under the fast one's name. Refused, before the GPU, until
-// desc_of can pass it on.
-void require_library_accumulation(const std::vector<Case>& cases) {
-  for (const Case& c : cases)
-    GT_REQUIRE(!c.problem.fast_accumulation(), gt::Errc::unsupported,
-               "{}: the library's MatmulDesc does not carry fast accumulation yet, so gemm-bench "
-               "cannot run it",
-               c.problem.describe());
-}
-
 struct Row {
   gt::Problem problem;
   float beta = 0.0f;
@@ -152,6 +141,7 @@ double baseline_error(const gt::Cublas& cublas, const gt::Verifier& verifier, CU
 // its groups' ends, or counts when masked (none unless grouped).
 gt::MatmulDesc desc_of(const gt::Problem& p, const gt::GemmOperands& o) {
   gt::MatmulDesc desc{p.types, p.scaling, p.op_a, p.op_b};
+  desc.accumulation = p.accumulation;
   desc.scale_a = reinterpret_cast<const float*>(o.scale_a);
   desc.scale_b = reinterpret_cast<const float*>(o.scale_b);
   desc.groups = p.groups;
@@ -420,7 +410,6 @@ void write_csv(const std::string& path, const std::vector<Row>& rows, const gt::
 
 int run(const Args& a) {
   const std::vector<Case> cases = cases_of(a);
-  require_library_accumulation(cases);
   GT_REQUIRE(gt::cu::available(), gt::Errc::no_device, "no GPU: {}", gt::cu::unavailable_reason());
   gt::ensure_context();
   const gt::DeviceInfo dev = gt::query_device(gt::current_device());

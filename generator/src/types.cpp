@@ -303,11 +303,11 @@ void validate_scaling(const Problem& p) {
              p.types.name());
   GT_REQUIRE(!is_fp8(p.types.d), Errc::invalid_argument, "D is {}: the output is f32, f16 or bf16",
              to_string(p.types.d));
-  GT_REQUIRE(!p.fast_accumulation() || p.scaling == Scaling::tensor || p.scaling == Scaling::row,
-             Errc::invalid_argument,
-             "fast accumulation is for float8 with tensor or row scaling, not scaling {}: block "
-             "scales multiply each 128-deep K block's sum, a promotion already",
-             to_string(p.scaling));
+  GT_REQUIRE(!p.fast_accumulation() || fp8, Errc::invalid_argument,
+             "fast accumulation is for float8 with tensor or row scaling, not {}", p.types.name());
+  GT_REQUIRE(!p.fast_accumulation() || p.scaling != Scaling::block, Errc::invalid_argument,
+             "fast accumulation is for float8 with tensor or row scaling, not scaling block: block "
+             "scales multiply each 128-deep K block's sum, a promotion already");
 }
 
 }  // namespace
