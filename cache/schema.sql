@@ -220,3 +220,44 @@ INSERT INTO problems_new (id, type_a, type_b, type_c, type_d, type_acc, scaling,
          align, reads_c, groups FROM problems;
 DROP TABLE problems;
 ALTER TABLE problems_new RENAME TO problems;
+
+-- migration 7
+-- problems.accumulation: how a float8 product is summed. 'precise' (all that migration 6 knew)
+-- promotes every few 128-deep K blocks into f32; 'fast' lets the tensor cores accumulate the whole
+-- K (cuBLASLt's FAST_ACCUM, torch's use_fast_accum). The two are different kernels with a
+-- different error, so they are tuned apart and accumulation joins the key. Only float8 problems
+-- with tensor or row scaling (only float8 is scaled) may be 'fast': block scales multiply each K
+-- block's sum, which is a promotion already; every other problem is 'precise', as the CHECK
+-- keeps it. No CHECK of the names, as for scaling. The table is rebuilt as migration 3
+-- describes, keeping its ids; every existing row is 'precise'.
+CREATE TABLE problems_new (
+  id           INTEGER PRIMARY KEY,
+  type_a       TEXT    NOT NULL CHECK (type_a IN ('f32', 'f16', 'bf16', 'e4m3', 'e5m2')),
+  type_b       TEXT    NOT NULL CHECK (type_b IN ('f32', 'f16', 'bf16', 'e4m3', 'e5m2')),
+  type_c       TEXT    NOT NULL CHECK (type_c IN ('f32', 'f16', 'bf16', 'e4m3', 'e5m2')),
+  type_d       TEXT    NOT NULL CHECK (type_d IN ('f32', 'f16', 'bf16', 'e4m3', 'e5m2')),
+  type_acc     TEXT    NOT NULL CHECK (type_acc IN ('f32', 'f16')),
+  scaling      TEXT    NOT NULL DEFAULT 'none',
+  layout       TEXT    NOT NULL CHECK (layout IN ('nn', 'nt', 'tn', 'tt')),  -- op(A) op(B)
+  m            INTEGER NOT NULL CHECK (m > 0),
+  n            INTEGER NOT NULL CHECK (n > 0),  -- the columns of all groups
+  k            INTEGER NOT NULL CHECK (k > 0),
+  lda          INTEGER NOT NULL CHECK (lda > 0),
+  ldb          INTEGER NOT NULL CHECK (ldb > 0),
+  ldc          INTEGER NOT NULL CHECK (ldc > 0),
+  align        INTEGER NOT NULL CHECK (align IN (1, 2, 4, 8, 16)),  -- alignment class, bytes
+  reads_c      INTEGER NOT NULL DEFAULT 0 CHECK (reads_c IN (0, 1)),  -- beta != 0
+  groups       INTEGER NOT NULL DEFAULT 0 CHECK (groups >= 0),  -- 0: one GEMM, else G groups
+  group_layout TEXT    NOT NULL DEFAULT 'contiguous'
+                       CHECK (group_layout = 'contiguous' OR groups > 0),  -- only groups have one
+  accumulation TEXT    NOT NULL DEFAULT 'precise'
+                       CHECK (accumulation = 'precise' OR scaling IN ('tensor', 'row')),
+  UNIQUE (type_a, type_b, type_c, type_d, type_acc, scaling, layout, m, n, k, lda, ldb, ldc, align,
+          reads_c, groups, group_layout, accumulation)
+);
+INSERT INTO problems_new (id, type_a, type_b, type_c, type_d, type_acc, scaling, layout, m, n, k,
+                          lda, ldb, ldc, align, reads_c, groups, group_layout)
+  SELECT id, type_a, type_b, type_c, type_d, type_acc, scaling, layout, m, n, k, lda, ldb, ldc,
+         align, reads_c, groups, group_layout FROM problems;
+DROP TABLE problems;
+ALTER TABLE problems_new RENAME TO problems;

@@ -276,9 +276,10 @@ TEST(DbMerge, ProblemsThatReadCAndThoseThatDoNotStayApart) {
 }
 
 // Two problems of the same sizes that are tuned apart (p one GEMM or contiguous groups, q other
-// groups or another layout of them), each tuned into a file of its own: merging keeps their
-// candidates and winners apart, and each filter finds its own. Their candidates are of another
-// template version: history, which a merge keeps without asking whether a family runs groups.
+// groups or another layout of them; or p a precise float8 product, q a fast one), each tuned
+// into a file of its own: merging keeps their candidates and winners apart, and each filter finds
+// its own. Their candidates are of another template version: history, which a merge keeps
+// without asking whether a family runs groups or fast accumulation.
 void expect_merged_apart(const Problem& p, const Problem& q,
                          const std::vector<CandidateRecord>& measured, const DbFilter& only_p,
                          const DbFilter& only_q) {
@@ -329,6 +330,20 @@ TEST(DbMerge, MaskedAndContiguousGroupsOfTheSameSizesStayApart) {
   q.group_layout = GroupLayout::masked;
   expect_merged_apart(p, q, w.candidates[0], {.group_layout = GroupLayout::contiguous},
                       {.group_layout = GroupLayout::masked});
+}
+
+// So are float8 products summed with fast accumulation and precise ones of the same shape and
+// scaling: other kernels, with another error.
+TEST(DbMerge, FastAndPreciseFloat8ProblemsOfTheSameShapeStayApart) {
+  Problem p = make_problem(parse_data_types("e4m3*e4m3->bf16"), Op::T, Op::N, 4096, 256, 7168);
+  p.scaling = Scaling::tensor;
+  Problem q = p;
+  q.accumulation = Accumulation::fast;
+  std::mt19937 rng(11);
+  auto measured = candidates_of(p, 24);
+  time_candidates(measured, rng);
+  expect_merged_apart(p, q, measured, {.accumulation = Accumulation::precise},
+                      {.accumulation = Accumulation::fast});
 }
 
 // ---- gemm-db merge --------------------------------------------------------------------------

@@ -83,6 +83,20 @@ Problem masked(Problem p, int64_t groups) {
   return p;
 }
 
+// A float8 problem (e4m3 A and B, bf16 C and D, what gemm-tune --dtype e4m3 tunes) with its
+// scaling, summed precisely (the default).
+Problem float8(int64_t m, int64_t n, int64_t k, Scaling scaling = Scaling::tensor) {
+  Problem p = make_problem(parse_data_types("e4m3*e4m3->bf16"), Op::T, Op::N, m, n, k);
+  p.scaling = scaling;
+  return p;
+}
+
+// The same float8 problem with fast accumulation: no promotion of its partial sums.
+Problem fast(Problem p) {
+  p.accumulation = Accumulation::fast;
+  return p;
+}
+
 // The one GEMM of a problem's sizes: whose family and configs a grouped problem's records take
 // here (the database does not judge whether a family computes groups).
 Problem one_gemm(Problem p) {
@@ -465,6 +479,69 @@ TEST_F(TuningDbTest, AMaskedAndAContiguousProblemOfTheSameGroupsAreDifferentRows
   EXPECT_FALSE(db.best(h100(), decode));
 }
 
+// A float8 product summed with fast accumulation (no promotion of its partial sums) is another
+// kernel with another error than the precise one of the same shape and scaling: each is its own
+// row, with its own candidates and winner, found by its accumulation. The filter's accumulation
+// is of tensor or row scaled problems only: the others, precise in the table, never match it.
+TEST_F(TuningDbTest, AFastAndAPreciseFloat8ProblemOfTheSameShapeAreDifferentRows) {
+  TuningDb db(db_path());
+  const Problem precise = float8(2112, 64, 7168), quick = fast(precise);
+  db.record(h100(), precise, ok_candidate(precise, "precise_fast", 1.0, 0));
+  db.set_best(h100(), precise, "precise_fast", version_for(precise), 1.1, true);
+  EXPECT_FALSE(db.best(h100(), quick)) << "the fast problem was never tuned";
+  EXPECT_TRUE(db.candidates(h100(), quick).empty());
+  EXPECT_TRUE(db.bests_for(h100(), quick).empty());
+
+  db.record(h100(), quick, ok_candidate(quick, "fast_fast", 0.8, 1));
+  db.record(h100(), quick, ok_candidate(quick, "fast_slow", 2.0, 2));
+  EXPECT_THROW(db.set_best(h100(), quick, "precise_fast", version_for(precise), 1.1, true), Error);
+  db.set_best(h100(), quick, "fast_fast", version_for(precise), 0.9, true);
+  EXPECT_EQ(RawDb(db_path()).text("SELECT group_concat(scaling || ':' || accumulation, ' ') FROM "
+                                  "(SELECT * FROM problems ORDER BY id)"),
+            "tensor:precise tensor:fast");
+  EXPECT_EQ(db.candidates(h100(), precise).size(), 1u);
+  EXPECT_EQ(db.candidates(h100(), quick).size(), 2u);
+  const auto best_precise = db.best(h100(), precise), best_fast = db.best(h100(), quick);
+  ASSERT_TRUE(best_precise && best_fast);
+  EXPECT_EQ(best_precise->winner.kernel_name, "precise_fast");
+  EXPECT_EQ(best_precise->problem, precise);
+  EXPECT_EQ(best_fast->winner.kernel_name, "fast_fast");
+  EXPECT_EQ(best_fast->problem, quick);
+  EXPECT_EQ(best_fast->problem.describe(), quick.describe());
+  ASSERT_EQ(db.bests_for(h100(), quick).size(), 1u);
+  EXPECT_EQ(db.bests_for(h100(), quick)[0].best.winner.kernel_name, "fast_fast");
+  EXPECT_EQ(db.stats().problems, 2);
+
+  // Row scaling has both too; a bf16 problem of the same shape is precise and never matches.
+  const Problem row = fast(float8(2112, 64, 7168, Scaling::row));
+  seed_problem(db, h100(), row);
+  const Problem dense = make_problem(DType::bf16, Op::T, Op::N, 2112, 64, 7168);
+  seed_problem(db, h100(), dense);
+  EXPECT_EQ(db.list({}).size(), 4u);
+  const auto only_fast = db.list({.accumulation = Accumulation::fast});
+  ASSERT_EQ(only_fast.size(), 2u);
+  EXPECT_EQ(only_fast[0].problem, row) << "'row' sorts before 'tensor'";
+  EXPECT_EQ(only_fast[1].problem, quick);
+  const auto only_precise = db.list({.accumulation = Accumulation::precise});
+  ASSERT_EQ(only_precise.size(), 1u) << "scaled float8 only, not bf16";
+  EXPECT_EQ(only_precise[0].problem, precise);
+  EXPECT_EQ(db.remove({.accumulation = Accumulation::fast}), 2);
+  EXPECT_TRUE(db.best(h100(), precise));
+  EXPECT_TRUE(db.best(h100(), dense));
+  EXPECT_FALSE(db.best(h100(), quick));
+  EXPECT_FALSE(db.best(h100(), row));
+
+  // A fast row of block scaling or of an unscaled problem never gets into the table, whoever
+  // writes it; one of tensor scaling does.
+  RawDb raw(db_path());
+  EXPECT_THROW(raw.exec("UPDATE problems SET accumulation = 'fast' WHERE scaling = 'none'"),
+               std::runtime_error);
+  EXPECT_THROW(
+      raw.exec("UPDATE problems SET scaling = 'block', accumulation = 'fast' WHERE id = 1"),
+      std::runtime_error);
+  EXPECT_NO_THROW(raw.exec("UPDATE problems SET accumulation = 'fast' WHERE id = 1"));
+}
+
 TEST_F(TuningDbTest, ListProblemsStatsAndRemoveFollowTheFilters) {
   TuningDb db(db_path());
   seed_problem(db, h100(), square(1024));
@@ -767,12 +844,13 @@ TEST_F(TuningDbTest, MigratesAVersion5FileToGroupLayoutsKeepingEveryRowAndItsId)
     EXPECT_EQ(raw.text("SELECT group_concat(id || ':' || groups || ':' || group_layout, ' ') FROM "
                        "(SELECT * FROM problems ORDER BY id)"),
               "7:128:contiguous 9:0:contiguous");
-    // The UNIQUE key, and the index SQLite keeps for it, end with the layout.
+    // The UNIQUE key, and the index SQLite keeps for it, end with the layout (and, since
+    // migration 7, the accumulation).
     EXPECT_EQ(raw.text("SELECT group_concat(name, ' ') FROM (SELECT name FROM pragma_index_info("
                        "(SELECT name FROM sqlite_schema WHERE type = 'index' AND "
                        "tbl_name = 'problems')) ORDER BY seqno)"),
               "type_a type_b type_c type_d type_acc scaling layout m n k lda ldb ldc align "
-              "reads_c groups group_layout");
+              "reads_c groups group_layout accumulation");
   }
   expect_old_winner_kept(db_path());
   const auto best = db.best(h100(), moe);
@@ -789,6 +867,56 @@ TEST_F(TuningDbTest, MigratesAVersion5FileToGroupLayoutsKeepingEveryRowAndItsId)
   EXPECT_EQ(db.candidates(h100(), decode).size(), 1u);
   // A masked row of one GEMM never gets into the table, whoever writes it.
   EXPECT_THROW(RawDb(db_path()).exec("UPDATE problems SET group_layout = 'masked' WHERE id = 9"),
+               std::runtime_error);
+}
+
+// Before migration 7 every float8 product was summed precisely: its rows, with their ids, stay
+// so, and every other problem too. The accumulation joins the key: the same float8 problem with
+// fast accumulation is a row of its own.
+TEST_F(TuningDbTest, MigratesAVersion6FileToAccumulationKeepingEveryRowAndItsId) {
+  const Problem scaled = float8(2112, 64, 7168);
+  const CandidateRecord c = ok_candidate(scaled, "gemm_fp8", 0.75);
+  {
+    RawDb raw(db_path());
+    create_old_file(raw, 6);
+    raw.exec(fmt::format(
+        "INSERT INTO problems VALUES (7, 'e4m3', 'e4m3', 'bf16', 'bf16', 'f32', 'tensor', 'tn', "
+        "{0}, {1}, {2}, {3}, {4}, {5}, 16, 0, 0, 'contiguous'),"
+        " (9, 'bf16', 'bf16', 'bf16', 'bf16', 'f32', 'none', 'tn', {0}, {1}, {2}, {3}, {4}, {5}, "
+        "16, 0, 0, 'contiguous');",
+        scaled.m, scaled.n, scaled.k, scaled.lda, scaled.ldb, scaled.ldc));
+    insert_old_winner(raw, c, c.config.to_json());
+  }
+  TuningDb db(db_path());
+  EXPECT_EQ(db.schema_version(), TuningDb::kSchemaVersion);
+  {
+    RawDb raw(db_path());
+    EXPECT_EQ(raw.text("SELECT group_concat(id || ':' || scaling || ':' || accumulation, ' ') FROM "
+                       "(SELECT * FROM problems ORDER BY id)"),
+              "7:tensor:precise 9:none:precise");
+    // The UNIQUE key, and the index SQLite keeps for it, end with the accumulation.
+    EXPECT_EQ(raw.text("SELECT group_concat(name, ' ') FROM (SELECT name FROM pragma_index_info("
+                       "(SELECT name FROM sqlite_schema WHERE type = 'index' AND "
+                       "tbl_name = 'problems')) ORDER BY seqno)"),
+              "type_a type_b type_c type_d type_acc scaling layout m n k lda ldb ldc align "
+              "reads_c groups group_layout accumulation");
+  }
+  expect_old_winner_kept(db_path());
+  const auto best = db.best(h100(), scaled);
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->winner.id, 3);
+  EXPECT_EQ(best->problem, scaled);
+  EXPECT_FALSE(best->problem.fast_accumulation());
+  EXPECT_FALSE(db.best(h100(), fast(scaled))) << "old float8 rows are precise";
+
+  // The same problem with fast accumulation is a new row beside the old ones.
+  const Problem quick = fast(scaled);
+  db.record(h100(), quick, ok_candidate(quick, "gemm_fp8_fast", 0.5));
+  EXPECT_EQ(db.stats().problems, 3);
+  EXPECT_EQ(db.candidates(h100(), scaled).size(), 1u);
+  EXPECT_EQ(db.candidates(h100(), quick).size(), 1u);
+  // A fast row of a problem that is not float8 never gets into the table, whoever writes it.
+  EXPECT_THROW(RawDb(db_path()).exec("UPDATE problems SET accumulation = 'fast' WHERE id = 9"),
                std::runtime_error);
 }
 
@@ -993,8 +1121,9 @@ TEST_F(TuningDbTest, ExportAndImportKeepWhetherAProblemReadsC) {
   ASSERT_EQ(document["entries"].size(), 2u);
   EXPECT_EQ(document["entries"][0]["problem"]["reads_c"], false);
   EXPECT_EQ(document["entries"][1]["problem"]["reads_c"], true);
-  // reads_c did not raise the format (3 is for groups, 4 for their layout): absent, it means false.
-  EXPECT_EQ(document["version"], 4);
+  // reads_c did not raise the format (3 is for groups, 4 for their layout, 5 for accumulation):
+  // absent, it means false.
+  EXPECT_EQ(document["version"], 5);
 
   TuningDb fresh(dir_.path() / "fresh.db");
   EXPECT_EQ(fresh.import_json(exported).problems, 2);
@@ -1050,7 +1179,7 @@ TEST_F(TuningDbTest, ExportAndImportKeepTheGroupsOfAProblem) {
     exported = db.export_json({});
   }
   Json document = Json::parse(exported);
-  EXPECT_EQ(document["version"], 4);
+  EXPECT_EQ(document["version"], 5);
   ASSERT_EQ(document["entries"].size(), 2u);
   EXPECT_EQ(document["entries"][0]["problem"]["groups"], 0);
   EXPECT_EQ(document["entries"][1]["problem"]["groups"], 128);
@@ -1107,7 +1236,7 @@ TEST_F(TuningDbTest, ExportAndImportKeepTheGroupLayoutOfAProblem) {
     exported = db.export_json({});
   }
   Json document = Json::parse(exported);
-  EXPECT_EQ(document["version"], 4);
+  EXPECT_EQ(document["version"], 5);
   ASSERT_EQ(document["entries"].size(), 2u);
   EXPECT_EQ(document["entries"][0]["problem"]["group_layout"], "contiguous");
   EXPECT_EQ(document["entries"][1]["problem"]["group_layout"], "masked");
@@ -1153,6 +1282,99 @@ TEST_F(TuningDbTest, ExportAndImportKeepTheGroupLayoutOfAProblem) {
     problem["groups"] = bad.groups;
     problem["n"] = bad.n;
     problem["group_layout"] = bad.group_layout;
+    try {
+      fresh.import_json(changed.dump());
+      ADD_FAILURE() << "imported " << problem.dump();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::invalid_argument);
+      EXPECT_NE(std::string(e.what()).find(bad.says), std::string::npos) << e.what();
+    }
+  }
+}
+
+// The accumulation of a problem survives export and import; an export without it (formats 1 to
+// 4) is of precise problems, and a build of format 5 refuses format 6. A bad accumulation, and a
+// fast one of block scaling or of an unscaled problem, are refused, saying where. The candidates
+// are of another template version (history), as in the test of the groups above.
+TEST_F(TuningDbTest, ExportAndImportKeepTheAccumulationOfAProblem) {
+  const Problem precise = float8(2112, 64, 7168), quick = fast(precise);
+  std::string exported;
+  {
+    TuningDb db(db_path());
+    for (const Problem& p : {precise, quick}) {
+      CandidateRecord old = ok_candidate(p, fmt::format("fp8_{}", to_string(p.accumulation)), 2.0);
+      old.template_version = "00000000deadbeef";
+      db.record(h100(), p, old);
+      db.set_best(h100(), p, old.kernel_name, old.template_version, 2.5, true);
+    }
+    exported = db.export_json({});
+  }
+  Json document = Json::parse(exported);
+  EXPECT_EQ(document["version"], 5);
+  ASSERT_EQ(document["entries"].size(), 2u);
+  // By the key's columns: 'fast' sorts before 'precise'.
+  EXPECT_EQ(document["entries"][0]["problem"]["accumulation"], "fast");
+  EXPECT_EQ(document["entries"][1]["problem"]["accumulation"], "precise");
+
+  TuningDb fresh(dir_.path() / "fresh.db");
+  EXPECT_EQ(fresh.import_json(exported).problems, 2);
+  EXPECT_EQ(fresh.export_json({}), exported);
+  const auto listed = fresh.list({.accumulation = Accumulation::fast});
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].problem, quick);
+  EXPECT_EQ(listed[0].winner.kernel_name, "fp8_fast");
+  const Json fast_only =
+      Json::parse(fresh.export_json({.accumulation = Accumulation::fast}))["entries"];
+  ASSERT_EQ(fast_only.size(), 1u);
+  EXPECT_EQ(fast_only[0]["problem"]["accumulation"], "fast");
+
+  // A format 4 export has no accumulation: its problems are precise.
+  Json older_document = document;
+  older_document["version"] = 4;
+  older_document["entries"].erase(1);
+  older_document["entries"][0]["problem"].erase("accumulation");
+  TuningDb older(dir_.path() / "older.db");
+  older.import_json(older_document.dump());
+  EXPECT_TRUE(older.list({.accumulation = Accumulation::fast}).empty());
+  const auto as_precise = older.list({});
+  ASSERT_EQ(as_precise.size(), 1u);
+  EXPECT_EQ(as_precise[0].problem, precise);
+  EXPECT_EQ(as_precise[0].winner.kernel_name, "fp8_fast");
+
+  // A newer format may hold what this build cannot tell apart.
+  Json newer_document = document;
+  newer_document["version"] = 6;
+  try {
+    fresh.import_json(newer_document.dump());
+    ADD_FAILURE() << "imported format 6";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("version 6 is newer than this build reads (5)"),
+              std::string::npos)
+        << e.what();
+  }
+
+  struct Bad {
+    Json types, scaling, accumulation;
+    const char* says;
+  };
+  for (const Bad& bad :
+       {Bad{"e4m3*e4m3->bf16", "tensor", "quick",
+            "entries[0].problem.accumulation: unknown accumulation 'quick' (expected precise or "
+            "fast)"},
+        Bad{"e4m3*e4m3->bf16", "tensor", 1,
+            "entries[0].problem.accumulation: expected a string, got number"},
+        Bad{"e4m3*e4m3->bf16", "block", "fast",
+            "entries[0].problem: fast accumulation is for float8 with tensor or row scaling, not "
+            "scaling block"},
+        Bad{"bf16", "none", "fast",
+            "entries[0].problem: fast accumulation is for float8 with tensor or row scaling, not "
+            "scaling none"}}) {
+    Json changed = document;
+    Json& problem = changed["entries"][0]["problem"];
+    problem["types"] = bad.types;
+    problem["scaling"] = bad.scaling;
+    problem["accumulation"] = bad.accumulation;
     try {
       fresh.import_json(changed.dump());
       ADD_FAILURE() << "imported " << problem.dump();
@@ -1582,6 +1804,38 @@ TEST_F(TuningDbTest, TheNearestTunedShapeNeverCrossesGroupLayouts) {
   const auto contiguous_like = db.bests_like(h100(), contiguous);
   ASSERT_EQ(contiguous_like.size(), 1u);
   EXPECT_EQ(contiguous_like[0].problem, contiguous);
+}
+
+// Nor across accumulations: a fast float8 problem borrows only a fast winner of its scaling (of
+// a near shape), a precise one only a precise winner, never the other's.
+TEST_F(TuningDbTest, TheNearestTunedShapeNeverCrossesAccumulations) {
+  TuningDb db(db_path());
+  const Problem call = fast(float8(4096, 256, 7168));
+  const Problem fewer_tokens = fast(float8(4096, 200, 7168));
+  const Problem precise = float8(4096, 256, 7168);
+  for (const Problem& p : {fewer_tokens, precise}) seed_problem(db, h100(), p);
+
+  const auto like = db.bests_like(h100(), call);
+  ASSERT_EQ(like.size(), 1u) << "the fast rows of tensor scaling";
+  EXPECT_EQ(like[0].problem, fewer_tokens);
+  const auto anything = [](const BestRecord&, const KernelConfig&) { return true; };
+  const auto nearest = nearest_best(like, call, ArchInfo::from_cc(90), anything);
+  ASSERT_TRUE(nearest);
+  EXPECT_EQ(nearest->best.problem, fewer_tokens);
+
+  EXPECT_TRUE(std::isinf(shape_distance(call, precise))) << "the same shape, summed otherwise";
+  EXPECT_TRUE(std::isinf(shape_distance(precise, call)));
+  EXPECT_FALSE(std::isinf(shape_distance(call, fewer_tokens)));
+  // Even given every row, a precise call finds only the precise row, though a fast one is nearer.
+  const auto all = db.list({});
+  ASSERT_EQ(all.size(), 2u);
+  const Problem precise_call = float8(4096, 208, 7168);
+  const auto from_all = nearest_best(all, precise_call, ArchInfo::from_cc(90), anything);
+  ASSERT_TRUE(from_all);
+  EXPECT_EQ(from_all->best.problem, precise);
+  const auto precise_like = db.bests_like(h100(), precise_call);
+  ASSERT_EQ(precise_like.size(), 1u);
+  EXPECT_EQ(precise_like[0].problem, precise);
 }
 
 }  // namespace

@@ -25,8 +25,11 @@ constexpr const char* kFormat = "gemmtune-db";
 // versions 1 and 2, it is one GEMM. A build of version 2 would file a grouped problem as one
 // GEMM, so it must refuse these files. 4: a problem has "group_layout" ("contiguous" or
 // "masked"); without it, as in versions 1 to 3, it is contiguous. A build of version 3 would file
-// a masked problem as a contiguous one, so it must refuse these files.
-constexpr int64_t kFormatVersion = 4;
+// a masked problem as a contiguous one, so it must refuse these files. 5: a problem has
+// "accumulation" ("precise" or "fast"); without it, as in versions 1 to 4, it is precise. A
+// build of version 4 would file a fast-accumulating float8 problem as a precise one, another
+// kernel with another error, so it must refuse these files.
+constexpr int64_t kFormatVersion = 5;
 
 // Unknown values (-1 in the structs) are null in JSON.
 Json number_or_null(double value) {
@@ -53,7 +56,8 @@ Json problem_json(const Problem& p) {
           {"align", p.align},
           {"reads_c", p.reads_c},
           {"groups", p.groups},
-          {"group_layout", std::string(to_string(p.group_layout))}};
+          {"group_layout", std::string(to_string(p.group_layout))},
+          {"accumulation", std::string(to_string(p.accumulation))}};
 }
 
 Json candidate_json(const CandidateRecord& c) {
@@ -229,6 +233,12 @@ Problem parse_problem(const Field& f) {
   if (const auto field = f.find("group_layout")) {
     const std::string text = field->text();
     field->checked([&] { p.group_layout = parse_group_layout(text); });
+  }
+  // Absent before format 5: every problem was precise. validate() refuses fast other than of
+  // float8 with tensor or row scaling.
+  if (const auto field = f.find("accumulation")) {
+    const std::string text = field->text();
+    field->checked([&] { p.accumulation = parse_accumulation(text); });
   }
   f.checked([&] { validate(p); });
   return p;

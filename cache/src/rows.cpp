@@ -63,8 +63,9 @@ struct KeyColumns {
 constexpr KeyColumns kDeviceKey{"devices", "name, cc, sms, driver, nvrtc", 5};
 constexpr KeyColumns kProblemKey{"problems",
                                  "type_a, type_b, type_c, type_d, type_acc, scaling, layout, m, n, "
-                                 "k, lda, ldb, ldc, align, reads_c, groups, group_layout",
-                                 17};
+                                 "k, lda, ldb, ldc, align, reads_c, groups, group_layout, "
+                                 "accumulation",
+                                 18};
 
 std::vector<sql::Value> key_of(const DeviceKey& d) {
   return {d.name, int64_t(d.cc), int64_t(d.sms), int64_t(d.driver), d.nvrtc};
@@ -87,7 +88,8 @@ std::vector<sql::Value> key_of(const Problem& p) {
           int64_t(p.align),
           int64_t(p.reads_c),
           p.groups,
-          std::string(to_string(p.group_layout))};
+          std::string(to_string(p.group_layout)),
+          std::string(to_string(p.accumulation))};
 }
 
 std::string placeholders(int count) {
@@ -148,6 +150,9 @@ sql::Conditions matching(const DbFilter& f) {
   if (f.groups) where.add("p.groups = ?", {*f.groups});
   if (f.group_layout)
     where.add("p.groups > 0 AND p.group_layout = ?", {std::string(to_string(*f.group_layout))});
+  if (f.accumulation)
+    where.add("p.scaling IN ('tensor', 'row') AND p.accumulation = ?",
+              {std::string(to_string(*f.accumulation))});
   return where;
 }
 
@@ -157,7 +162,7 @@ namespace {
 constexpr const char* kDeviceColumns = "d.name, d.cc, d.sms, d.driver, d.nvrtc";
 constexpr const char* kProblemColumns =
     "p.type_a, p.type_b, p.type_c, p.type_d, p.type_acc, p.scaling, p.layout, p.m, p.n, p.k, "
-    "p.lda, p.ldb, p.ldc, p.align, p.reads_c, p.groups, p.group_layout";
+    "p.lda, p.ldb, p.ldc, p.align, p.reads_c, p.groups, p.group_layout, p.accumulation";
 constexpr const char* kCandidateColumns =
     "c.id, c.kernel_name, c.template_version, c.config, c.status, c.registers, c.spills, "
     "c.smem_bytes, c.compile_ms, c.median_ms, c.min_ms, c.max_ms, c.runs, c.tflops, "
@@ -167,7 +172,7 @@ constexpr const char* kCandidatesJoined =
 constexpr const char* kProblemOrder =
     "d.name, d.cc, d.sms, d.driver, d.nvrtc, p.type_a, p.type_b, p.type_c, p.type_d, p.type_acc, "
     "p.scaling, p.layout, p.m, p.n, p.k, p.lda, p.ldb, p.ldc, p.align, p.reads_c, p.groups, "
-    "p.group_layout";
+    "p.group_layout, p.accumulation";
 
 DeviceKey read_device(sql::Row& row) {
   DeviceKey d;
@@ -200,6 +205,7 @@ Problem read_problem(sql::Row& row) {
   p.reads_c = row.integer() != 0;
   p.groups = row.integer();
   p.group_layout = parse_group_layout(row.text());
+  p.accumulation = parse_accumulation(row.text());
   return p;
 }
 

@@ -199,6 +199,9 @@ std::vector<BestRecord> TuningDb::bests_like(const DeviceKey& device, const Prob
   same_kind.groups = like.groups;  // a grouped problem never borrows a dense one's tuning
   // Nor a masked one a contiguous one's: masked kernels skip the columns past each count.
   if (like.grouped()) same_kind.group_layout = like.group_layout;
+  // Nor a fast float8 problem a precise one's, nor the reverse: other kernels, another error.
+  if (like.scaling == Scaling::tensor || like.scaling == Scaling::row)
+    same_kind.accumulation = like.accumulation;
   return rows::fastest_current(
       rows::select_bests(db_, sql::Conditions()
                                   .add(rows::device_is(device))
