@@ -748,11 +748,7 @@ TEST_F(GemmDbCli, TheAccumFilterKeepsPreciseProblemsAndIsChecked) {
   const std::string before = export_all();
   expect_usage_errors(
       {{{"list", "--accum", "quick"}, "unknown accumulation 'quick' (expected precise or fast)"},
-       {{"export", "--accum", "fast", "--dtype", "f16"},
-        "--accum fast: export and delete cannot yet leave out f16 tn 1024x1024x1024 lda=1024 "
-        "ldb=1024 ldc=1024 align=16 (accumulation precise); narrow the other filters"},
-       {{"delete", "--accum", "fast"}, "--accum fast: export and delete cannot yet leave out"},
-       {{"delete", "--scaling", "tensor", "--accum", "fast"},
+       {{"delete", "--scaling", "tensor", "--accum", "precise"},
         "--scaling tensor: export and delete cannot yet leave out"}});
   EXPECT_EQ(export_all(), before) << "a refused delete deletes nothing";
   const Outcome removed = gemm_db({"delete", "--accum", "precise", "--dtype", "f16"});
@@ -815,11 +811,16 @@ TEST_F(GemmDbCli, FastAccumulationProblemsAreShownApartAndFilteredByAccum) {
   ASSERT_EQ(used.exit_code, 0) << used.err;
   EXPECT_TRUE(contains(used.out, "e4m3*e4m3->bf16 scaling=tensor accum=fast")) << used.out;
   EXPECT_FALSE(contains(used.out, "gemm_fp8_precise")) << used.out;
-  // DbFilter has no accumulation: export and delete of one of the two are refused.
-  expect_usage_errors({{{"delete", "--dtype", "e4m3", "--accum", "fast"},
-                        "--accum fast: export and delete cannot yet leave out e4m3*e4m3->bf16 tn "
-                        "2112x64x7168 lda=7168 ldb=7168 ldc=2112 align=16 scaling=tensor "
-                        "(accumulation precise)"}});
+  // The database keys fast problems: export and delete take one of the two.
+  const Json exported = Json::parse(gemm_db({"export", "--accum", "fast"}).out);
+  ASSERT_EQ(exported["entries"].size(), 1u);
+  EXPECT_EQ(exported["entries"][0]["problem"]["accumulation"], "fast") << exported.dump();
+  expect_usage_errors({{{"delete", "--dtype", "e4m3", "--accum", "precise"},
+                        "--accum precise: export and delete cannot yet leave out"}});
+  const Outcome removed = gemm_db({"delete", "--accum", "fast"});
+  ASSERT_EQ(removed.exit_code, 0) << removed.err;
+  EXPECT_TRUE(contains(removed.out, "deleted 1 tuned problem")) << removed.out;
+  EXPECT_EQ(Json::parse(gemm_db({"list", "--json"}).out).size(), 3u) << "the precise one stays";
 }
 
 // An export of format 1 names one "dtype" per problem and config and has no groups, group

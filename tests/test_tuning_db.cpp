@@ -1369,7 +1369,7 @@ TEST_F(TuningDbTest, ExportAndImportKeepTheAccumulationOfAProblem) {
             "scaling block"},
         Bad{"bf16", "none", "fast",
             "entries[0].problem: fast accumulation is for float8 with tensor or row scaling, not "
-            "scaling none"}}) {
+            "bf16"}}) {
     Json changed = document;
     Json& problem = changed["entries"][0]["problem"];
     problem["types"] = bad.types;

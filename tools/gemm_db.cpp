@@ -155,6 +155,8 @@ ProblemFilter to_filter(const FilterArgs& args) {
   if (!args.dtype.empty()) f.types = uniform_types(args.dtype);
   if (!args.scaling.empty()) filter.scaling = parse_scaling(args.scaling);
   if (!args.accum.empty()) filter.accumulation = parse_accumulation(args.accum);
+  // The database keys fast problems (tensor or row scaled float8 alone); precise is every other.
+  if (filter.accumulation == Accumulation::fast) f.accumulation = Accumulation::fast;
   if (!args.layout.empty()) {
     std::string layout = args.layout;
     std::transform(layout.begin(), layout.end(), layout.begin(),
@@ -190,11 +192,11 @@ void keep_matching(Rows& rows, const ProblemFilter& filter, ProblemOf problem_of
   std::erase_if(rows, [&](const auto& row) { return !filter.matches(problem_of(row)); });
 }
 
-// export and delete work on DbFilter alone, which has no scaling nor accumulation: with --scaling
-// or --accum they go ahead only when every problem the rest of the filter matches has that
-// scaling and accumulation.
+// export and delete work on DbFilter alone, which has no scaling and takes only fast
+// accumulation: with --scaling or --accum precise they go ahead only when every problem the rest
+// of the filter matches has that scaling and accumulation.
 void require_covered(const TuningDb& db, const ProblemFilter& filter) {
-  if (!filter.scaling && !filter.accumulation) return;
+  if (!filter.scaling && (!filter.accumulation || filter.db.accumulation)) return;
   for (const auto& [device, problem] : db.problems(filter.db)) {
     if (filter.matches(problem)) continue;
     const bool scaling = filter.scaling && problem.scaling != *filter.scaling;
