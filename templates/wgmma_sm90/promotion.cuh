@@ -235,13 +235,21 @@ struct Promotion : Traits<Cfg> {
     return previous;
   }
 
-  // Fast accumulation: the plain main loop, then the scales (the stage it returns is released
-  // after the epilogue, as for bf16 tiles).
+  // Fast accumulation: the plain main loop into one partial sum for all of K, then acc = the sum
+  // times the scales (the stage it returns is released after the epilogue, as for bf16 tiles).
+  // The wgmma accumulate into registers of their own: ptxas serializes every wgmma whose
+  // accumulators another instruction writes (C7515), as scaling them in place would.
   GEMMTUNE_DEVICE_INLINE static int consume_fast(const WgmmaArgs& args, const Smem& s, Tile t,
                                                  KRange ks, int consumer, Ring<STAGES>& ring,
                                                  float (&acc)[MW][TN / 2]) {
-    const int previous = Mainloop::consume(args, s, t, ks, consumer, ring, acc);
-    Mainloop::template drain<0>(acc);
+    float sum[MW][TN / 2];
+    if (ks.begin == ks.end) Mainloop::zero(sum);  // a cluster's CTA with no k-blocks adds 0
+    const int previous = Mainloop::consume(args, s, t, ks, consumer, ring, sum);
+    Mainloop::template drain<0>(sum);
+#pragma unroll
+    for (int mb = 0; mb < MW; ++mb)
+#pragma unroll
+      for (int i = 0; i < TN / 2; ++i) acc[mb][i] = sum[mb][i];
     apply_output_scales(args, t, consumer, acc);
     return previous;
   }
