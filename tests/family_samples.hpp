@@ -45,15 +45,19 @@ inline std::vector<Problem> sample_problems(const std::vector<std::string>& layo
       reading.reads_c = true;
       out.push_back(reading);
     }
-  // Float8, K-major both (tn, the layout its kernels read), one class per scaling mode.
+  // Float8, K-major both (tn, the layout its kernels read), one class per scaling mode, and a
+  // ragged one with an f32 output.
   if (std::find(layouts.begin(), layouts.end(), "tn") != layouts.end()) {
     const DataTypes fp8{DataType::e4m3, DataType::e4m3, DataType::bf16, DataType::bf16};
-    const std::tuple<Scaling, int64_t, int64_t, int64_t> scaled[] = {
-        {Scaling::tensor, 4096, 4096, 4096},
-        {Scaling::row, 6144, 24, 4096},
-        {Scaling::block, 2112, 64, 7168}};
-    for (const auto& [scaling, m, n, k] : scaled) {
-      Problem p = make_problem(fp8, Op::T, Op::N, m, n, k);
+    const std::tuple<Scaling, int64_t, int64_t, int64_t, DataType> scaled[] = {
+        {Scaling::tensor, 4096, 4096, 4096, DataType::bf16},
+        {Scaling::row, 6144, 24, 4096, DataType::bf16},
+        {Scaling::block, 2112, 64, 7168, DataType::bf16},
+        {Scaling::row, 1000, 3000, 5000, DataType::f32}};
+    for (const auto& [scaling, m, n, k, output] : scaled) {
+      DataTypes out_types = fp8;
+      out_types.c = out_types.d = output;
+      Problem p = make_problem(out_types, Op::T, Op::N, m, n, k);
       p.scaling = scaling;
       out.push_back(p);
     }

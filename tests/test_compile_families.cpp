@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -163,6 +164,13 @@ Problem fp8_problem(int64_t m, int64_t n, int64_t k, Scaling scaling) {
       make_problem(DataTypes{DataType::e4m3, DataType::e4m3, DataType::bf16, DataType::bf16}, Op::T,
                    Op::N, m, n, k);
   p.scaling = scaling;
+  return p;
+}
+
+// The same with an f32 output (D = C = f32).
+Problem fp8_f32_problem(int64_t m, int64_t n, int64_t k, Scaling scaling) {
+  Problem p = fp8_problem(m, n, k, scaling);
+  p.types.c = p.types.d = DataType::f32;
   return p;
 }
 
@@ -416,6 +424,62 @@ TEST_F(CompileFamilies, WgmmaClusterSplitKConstraints) {
   EXPECT_TRUE(holds("cluster_of_four_fits_registers", with(one, {{"CLUSTER_K", 2}}), p));
   EXPECT_FALSE(holds("cluster_of_four_fits_registers", with(one, {{"BM", 192}, {"WG", 2}}), p));
   EXPECT_TRUE(holds("cluster_of_four_fits_registers", with(one, {{"BM", 64}, {"WG", 2}}), p));
+}
+
+// Float8 with an f32 output: the default of a large problem in every scaling mode, with TMA stores
+// (chunks of 32 f32 columns, 128 bytes, twice as many as bf16's) and from registers, with and
+// without the code that reads C; the swapped decode default (a pair across two columns of C); and
+// a cluster that splits K (block scales, few tiles): valid, the unit's DTYPE f32, C's map of
+// 32-column boxes, and compiled without spills (each unit asserts that the template's shared
+// memory is the family's figure). Registers and C buffers are printed. (The producer's C loads
+// and prefetches of f32, unrolled, spilled its 24 registers: TmaStore::fetch_c, prefetch_c.)
+TEST_F(CompileFamilies, WgmmaFloat8F32OutputCompilesWithoutSpills) {
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  const Family& family = find_family("wgmma_sm90");
+  const Compiler compiler(false);
+  std::vector<std::pair<Problem, KernelConfig>> cases;
+  for (Scaling scaling : {Scaling::tensor, Scaling::row, Scaling::block})
+    for (const bool reads_c : {false, true}) {
+      Problem p = fp8_f32_problem(7168, 4096, 16384, scaling);
+      p.reads_c = reads_c;
+      const KernelConfig c = family.default_config(p, arch);
+      EXPECT_EQ(c.at("EPILOGUE"), 1) << family.kernel_name(c);
+      EXPECT_EQ(c.at("READS_C"), reads_c ? 1 : 0) << family.kernel_name(c);
+      cases.emplace_back(p, c);
+      cases.emplace_back(p, with(c, {{"EPILOGUE", 0}}));
+    }
+  Problem decode = fp8_f32_problem(11008, 8, 4096, Scaling::tensor);
+  decode.reads_c = true;
+  cases.emplace_back(decode, family.default_config(decode, arch));
+  EXPECT_EQ(cases.back().second.at("SWAP"), 1);
+  Problem few = fp8_f32_problem(7168, 128, 16384, Scaling::block);
+  few.reads_c = true;
+  cases.emplace_back(few, family.default_config(few, arch));
+  EXPECT_EQ(cases.back().second.at("CLUSTER_K"), 2);
+  for (const auto& [p, c] : cases) {
+    const std::string name = family.kernel_name(c);
+    EXPECT_EQ(family.broken_rules(c, p, arch), std::vector<std::string>{}) << name;
+    const std::string unit = family.emit(c, arch);
+    EXPECT_NE(unit.find("DTYPE = 0,"), std::string::npos) << name;
+    const LaunchPlan g = family.plan(c, p, arch);
+    int c_maps = 0;
+    for (const TensorMapPlan& m : g.maps) {
+      if (m.operand != Operand::c) continue;
+      ++c_maps;
+      EXPECT_EQ(m.type, DataType::f32) << name;
+      EXPECT_EQ(m.box_rows, 32u) << name << ": a row of a 128-byte swizzled box holds 32 f32";
+    }
+    EXPECT_EQ(c_maps, c.at("EPILOGUE")) << name;
+    const CompiledKernel k = compiler.compile(emit_source(family, c, arch), arch);
+    EXPECT_TRUE(k.report.found) << name << ": no ptxas report";
+    EXPECT_EQ(k.report.spills(), 0) << name << " (" << k.report.registers << " registers)";
+    EXPECT_EQ(k.report.stack_frame, 0) << name << " uses local memory";
+    const size_t buffers = unit.find("C_BUFFERS = ");
+    std::printf("%s: %d registers, %d bytes spilled, %s, %u bytes of shared memory\n", name.c_str(),
+                k.report.registers, k.report.spills(),
+                buffers == std::string::npos ? "?" : unit.substr(buffers, 14).c_str(),
+                g.smem_bytes);
+  }
 }
 
 // Four consumer warpgroups would ask setmaxnreg for more registers than the producer gives up

@@ -917,6 +917,68 @@ TEST(Families, WgmmaDefaultStreamsANarrowSideWhereTilesAreFew) {
             "gemm_wgmma_bf16_nn_128x128x64_s6_wg1_c1x1_ws_rm_splitk2_tmastore");
 }
 
+// Float8 with an f32 output (D = C = f32) is served: in every scaling mode, reading C or not,
+// its space is nonempty and every point fits a block's shared memory; a TMA store stages chunks
+// of 32 f32 columns (a 128-byte swizzled row) as large as bf16's 64, so an f32 point differs
+// from its bf16 twin only in how many it stages (no fewer where they fit): it is a point of the
+// bf16 space, and a bf16 point missing here is one the shared-memory rules prune. C's map has
+// boxes of 32 f32. The cost model's epilogue writes 4 bytes a value: no bf16 point costs more.
+// Bf16 operands with an f32 output stay refused.
+TEST(Families, WgmmaFloat8WithAnF32OutputFitsSharedMemory) {
+  const ArchInfo hopper = ArchInfo::from_name("sm_90a");
+  const Family& wgmma = find_family("wgmma_sm90");
+  for (Scaling scaling : {Scaling::tensor, Scaling::row, Scaling::block})
+    for (const bool reads_c : {false, true}) {
+      Problem p = make_problem(DataTypes{DType::e4m3, DType::e4m3, DType::f32, DType::f32}, Op::T,
+                               Op::N, 4096, 4096, 4096);
+      p.scaling = scaling;
+      p.reads_c = reads_c;
+      ASSERT_EQ(why_unsupported(wgmma, p, hopper), "") << p.describe();
+      Problem bf16 = p;
+      bf16.types.c = bf16.types.d = DType::bf16;
+      const std::vector<KernelConfig> valid = wgmma.prune(p, hopper).valid;
+      ASSERT_FALSE(valid.empty()) << p.describe();
+      std::set<std::string> names;  // the bf16 twins' names
+      int tma_stores = 0, more_buffers = 0;
+      for (const KernelConfig& c : valid) {
+        const std::string name = wgmma.kernel_name(c);
+        const LaunchPlan g = wgmma.plan(c, p, hopper);
+        EXPECT_LE(int64_t(g.smem_bytes), hopper.smem_per_block) << name;
+        KernelConfig twin = c;
+        twin.types = bf16.types;
+        EXPECT_EQ(why_unusable(twin, bf16, hopper), "") << name;
+        EXPECT_GE(g.smem_bytes, wgmma.plan(twin, bf16, hopper).smem_bytes) << name;
+        more_buffers += g.smem_bytes > wgmma.plan(twin, bf16, hopper).smem_bytes;
+        EXPECT_GT(wgmma.predicted_ms(c, p, hopper), wgmma.predicted_ms(twin, bf16, hopper)) << name;
+        names.insert(wgmma.kernel_name(twin));
+        for (const TensorMapPlan& m : g.maps) {
+          if (m.operand != Operand::c) continue;
+          ++tma_stores;
+          EXPECT_EQ(m.type, DType::f32) << name;
+          EXPECT_EQ(m.box_rows, 32u) << name;
+        }
+      }
+      EXPECT_GT(tma_stores, 0) << p.describe();
+      EXPECT_GT(more_buffers, 0) << p.describe();
+      for (const KernelConfig& twin : wgmma.prune(bf16, hopper).valid) {
+        if (names.count(wgmma.kernel_name(twin))) continue;
+        KernelConfig c = twin;
+        c.types = p.types;
+        const std::vector<std::string> broken = wgmma.broken_rules(c, p, hopper);
+        EXPECT_FALSE(broken.empty()) << wgmma.kernel_name(c);
+        for (const std::string& rule : broken)
+          EXPECT_TRUE(rule == "smem_fits" || rule == "two_ctas_fit")
+              << wgmma.kernel_name(c) << " breaks " << rule;
+      }
+      const KernelConfig d = wgmma.default_config(p, hopper);
+      EXPECT_EQ(why_unusable(d, p, hopper), "");
+      EXPECT_NE(wgmma.emit(d, hopper).find("DTYPE = 0,"), std::string::npos);
+    }
+  const Problem wide = make_problem(DataTypes{DType::bf16, DType::bf16, DType::f32, DType::f32},
+                                    Op::T, Op::N, 4096, 4096, 4096);
+  EXPECT_NE(why_unsupported(wgmma, wide, hopper), "");
+}
+
 // FNV-1a, 128 bits: the published test vectors (www.isthe.com/chongo/tech/comp/fnv).
 TEST(Hash, IsFnv1a128) {
   EXPECT_EQ(hash_hex(""), "6c62272e07bb014262b821756295c58d");

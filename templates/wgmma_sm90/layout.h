@@ -7,6 +7,7 @@
 //   wgmma_sm90::Shape s;
 //   s.BM = ...; s.BN = ...; s.STAGES = ...; s.WG = ...; s.SWAP = ...; s.WS = ...;
 //   s.EPILOGUE = ...; s.CLUSTER_K = ...; s.KSUB = ...; s.PINGPONG = ...; s.IN_BYTES = ...;
+//   s.OUT_BYTES = ...;
 //   s.C_BUFFERS = wgmma_sm90::c_buffers(s, arch.smem_per_block);  // emitted as C_BUFFERS
 //   const int bytes = wgmma_sm90::smem_bytes(s);  // the launch's, and the kernel's SMEM_BYTES
 // The other functions (tile_rows, accumulators, ...) are the kernel's constants of the same
@@ -30,6 +31,7 @@ struct Shape {
   int EPILOGUE, C_BUFFERS, CLUSTER_K, KSUB;
   bool PINGPONG;
   int IN_BYTES;     // bytes of an element of A and B: 2 (f16, bf16) or 1 (e4m3, e5m2)
+  int OUT_BYTES;    // bytes of an element of C and D: 2 (f16, bf16) or 4 (f32, float8 only)
   int GROUP_TABLE;  // a grouped problem's groups the table holds (groups.cuh), else 0
 };
 
@@ -81,16 +83,20 @@ GEMMTUNE_HOST_DEVICE constexpr int stage_bytes(const Shape& s) {
   return p_bytes(s) + q_bytes(s);
 }
 
-// The C tile staged for TMA stores (EPILOGUE 1): per consumer warpgroup, TN/64 chunks of (64*MW
-// rows of 128 bytes), 128-byte swizzled like the loads, through C_BUFFERS chunk buffers (the
-// family's choice, c_buffers below: all of them where they fit beside the stages, else as many
-// as fit, reused in turn; a 256x128 tile keeps four stages with two of its four chunks staged at
-// a time).
+// The C tile staged for TMA stores (EPILOGUE 1): per consumer warpgroup, chunks of 128 bytes of
+// kernel columns (64 16-bit values, 32 f32 ones: the most a TMA box with 128-byte swizzle holds
+// in a row) by its 64*MW rows, 128-byte swizzled like the loads, through C_BUFFERS chunk buffers
+// (the family's choice, c_buffers below: all of them where they fit beside the stages, else as
+// many as fit, reused in turn; a 256x128 tile keeps four stages with two of its four chunks
+// staged at a time). An f32 tile has twice the chunks of a 16-bit one, each as large.
+GEMMTUNE_HOST_DEVICE constexpr int c_chunk_cols(const Shape& s) {
+  return ROW_BYTES / s.OUT_BYTES;
+}
 GEMMTUNE_HOST_DEVICE constexpr int c_chunk_bytes(const Shape& s) {
-  return 64 * blocks_per_warpgroup(s) * 128;
+  return 64 * blocks_per_warpgroup(s) * ROW_BYTES;
 }
 GEMMTUNE_HOST_DEVICE constexpr int c_chunks(const Shape& s) {
-  return tile_cols(s) / 64;
+  return tile_cols(s) / c_chunk_cols(s);
 }
 // The chunk buffers the kernel has: none where it stores from registers.
 GEMMTUNE_HOST_DEVICE constexpr int c_buffers_in_use(const Shape& s) {
@@ -142,7 +148,7 @@ GEMMTUNE_HOST_DEVICE constexpr int smem_bytes(const Shape& s) {
 }
 
 // The C chunk buffers of a configuration with TMA stores (EPILOGUE 1; 0 without): as many of its
-// TN/64 chunks as fit beside everything else within `smem_limit` bytes a block, all of them where
+// c_chunks as fit beside everything else within `smem_limit` bytes a block, all of them where
 // they fit, at least one. s.C_BUFFERS is not read.
 GEMMTUNE_HOST_DEVICE constexpr int c_buffers(Shape s, int smem_limit) {
   if (s.EPILOGUE != 1) return 0;

@@ -12,12 +12,24 @@
 namespace gemmtune {
 namespace wgmma_sm90 {
 
+// An f32 pair of C in shared memory (TmaStore's f32 staging): st.shared.v2.f32 and its load.
+GEMMTUNE_DEVICE_INLINE void st_shared_f32x2(u32 address, float v0, float v1) {
+  asm volatile("st.shared.v2.f32 [%0], {%1, %2};" ::"r"(address), "f"(v0), "f"(v1) : "memory");
+}
+GEMMTUNE_DEVICE_INLINE float2 ld_shared_f32x2(u32 address) {
+  float2 v;
+  asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(address) : "memory");
+  return v;
+}
+
 template <class Cfg>
 struct TmaStore : Traits<Cfg> {
   using T = Traits<Cfg>;
   using T::C_BUFFERS;
   using T::C_CHUNK_BYTES;
+  using T::C_CHUNK_COLS;
   using T::C_CHUNKS;
+  using T::F32_OUT;
   using T::MW;
   using T::PINGPONG;
   using T::ROW_WG;
@@ -28,13 +40,14 @@ struct TmaStore : Traits<Cfg> {
   using Smem = SharedMemory<Cfg>;
   using Tiles = wgmma_sm90::Tiles<Cfg>;
 
-  // Consumer `consumer`'s rows of C's 64-column chunk `chunk`, by TMA into its buffer `buffer`.
+  // Consumer `consumer`'s rows of C's chunk `chunk` (C_CHUNK_COLS columns: 64 16-bit values or
+  // 32 f32 ones, 128 bytes), by TMA into its buffer `buffer`.
   GEMMTUNE_DEVICE_INLINE static void load_c_chunk(const WgmmaArgs& args, const Smem& s, Tile t,
                                                   int consumer, int chunk, int buffer) {
     u64* bar = &s.c_loaded[consumer * C_BUFFERS + buffer];
     ptx::mbarrier_arrive_expect_tx(bar, C_CHUNK_BYTES);  // a box partly outside C counts in full
     ptx::tma_load_2d(s.c + (consumer * C_BUFFERS + buffer) * C_CHUNK_BYTES, &args.map_c, bar,
-                     t.col0 + chunk * 64, t.row0 + Tiles::rows_of(consumer) * 64 * MW);
+                     t.col0 + chunk * C_CHUNK_COLS, t.row0 + Tiles::rows_of(consumer) * 64 * MW);
   }
 
   // C's first C_BUFFERS chunks, once the previous tile's stores have read every buffer.
@@ -56,12 +69,21 @@ struct TmaStore : Traits<Cfg> {
 
   // beta != 0: the producer fetches a tile's C into L2 ahead of the epilogue's loads of it, so
   // that they wait for L2 rather than memory.
+  // (f32 has twice the chunks: unrolled, their prefetches spilled the producer's 24 registers.)
   GEMMTUNE_DEVICE_INLINE static void prefetch_c(const WgmmaArgs& args, Tile t) {
+    if constexpr (F32_OUT) {
 #pragma unroll
-    for (int r = 0; r < ROW_WG; ++r)
+      for (int r = 0; r < ROW_WG; ++r)
+#pragma unroll 1
+        for (int chunk = 0; chunk < C_CHUNKS; ++chunk)
+          ptx::tma_prefetch_2d(&args.map_c, t.col0 + chunk * C_CHUNK_COLS, t.row0 + r * 64 * MW);
+    } else {
 #pragma unroll
-      for (int chunk = 0; chunk < C_CHUNKS; ++chunk)
-        ptx::tma_prefetch_2d(&args.map_c, t.col0 + chunk * 64, t.row0 + r * 64 * MW);
+      for (int r = 0; r < ROW_WG; ++r)
+#pragma unroll
+        for (int chunk = 0; chunk < C_CHUNKS; ++chunk)
+          ptx::tma_prefetch_2d(&args.map_c, t.col0 + chunk * C_CHUNK_COLS, t.row0 + r * 64 * MW);
+    }
   }
 
   // beta != 0 with TMA stores, by the producer once the ring holds segment i's first STAGES
@@ -82,8 +104,14 @@ struct TmaStore : Traits<Cfg> {
       if (PINGPONG && consumer != i % 2) continue;
       ptx::mbarrier_wait(&s.c_free[consumer], (free_phases >> consumer) & 1);
       free_phases ^= 1u << consumer;
+      if constexpr (F32_OUT) {
+        // (f32 has more buffers: unrolled, their loads spilled the producer's 24 registers.)
+#pragma unroll 1
+        for (int b = 0; b < C_BUFFERS; ++b) load_c_chunk(args, s, t, consumer, b, b);
+      } else {
 #pragma unroll
-      for (int b = 0; b < C_BUFFERS; ++b) load_c_chunk(args, s, t, consumer, b, b);
+        for (int b = 0; b < C_BUFFERS; ++b) load_c_chunk(args, s, t, consumer, b, b);
+      }
     }
   }
   // The k-block after whose load fetch_c runs: the ring's first fill (the last k-block of a
@@ -105,11 +133,42 @@ struct TmaStore : Traits<Cfg> {
     return t.n_end >= args.core.n || n0 + 64 * MW <= t.n_end;
   }
 
+  // An f32 chunk into its buffer (READ_C: each value first read back from where it goes, C's old
+  // value landed there by TMA). A chunk is 32 columns, four 8-column groups g of the accumulators;
+  // a thread writes its pair of each group's rows 16 (lane / 32) + (lane % 32) / 4 (+ 8) as 8
+  // bytes: unit 2g + (lane % 4) / 2 of the row's 128, at 8 (lane % 2) in it, the unit swizzled to
+  // unit ^ (row % 8) as TMA's 128-byte swizzle lays it out. A warp's 8 rows of 32 bytes an
+  // instruction spread over all the banks twice: two wavefronts, the least for 256 bytes.
+  template <bool READ_C>
+  GEMMTUNE_DEVICE_INLINE static void write_f32_chunk(const WgmmaArgs& args, unsigned char* buffer,
+                                                     int chunk, const float (&acc)[MW][TN / 2]) {
+    const int lane = threadIdx.x % 128;
+    const int row8 = (lane % 32) / 4;  // the row's place in its 8-row swizzle atom
+#pragma unroll
+    for (int mb = 0; mb < MW; ++mb)
+#pragma unroll
+      for (int g = 0; g < 4; ++g)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int row = mb * 64 + 16 * (lane / 32) + row8 + 8 * h;
+          const int unit = (2 * g + (lane % 4) / 2) ^ row8;
+          const u32 address = ptx::smem_u32(buffer + row * 128 + unit * 16 + 8 * (lane % 2));
+          const int i = 4 * (4 * chunk + g) + 2 * h;  // this thread's accumulator pair
+          float v0 = args.core.alpha * acc[mb][i], v1 = args.core.alpha * acc[mb][i + 1];
+          if constexpr (READ_C) {
+            const float2 old = ld_shared_f32x2(address);
+            v0 = fmaf(args.core.beta, old.x, v0);
+            v1 = fmaf(args.core.beta, old.y, v1);
+          }
+          st_shared_f32x2(address, v0, v1);
+        }
+  }
+
   // READ_C (beta != 0): each chunk of C first comes by TMA into the buffer it leaves from, once
   // the buffer's last store has read it (the first C_BUFFERS chunks together: by the producer
   // during the tile's main loop where c_early, else here); each thread reads its values back
-  // with ldmatrix, the inverse of stmatrix, from where it writes them. `c_phases` holds each
-  // buffer's barrier phase, bit by bit.
+  // with ldmatrix, the inverse of stmatrix (f32: write_f32_chunk's loads), from where it writes
+  // them. `c_phases` holds each buffer's barrier phase, bit by bit.
   template <bool READ_C>
   GEMMTUNE_DEVICE_INLINE static void store(const WgmmaArgs& args, const Smem& s, Tile t,
                                            int consumer, const float (&acc)[MW][TN / 2],
@@ -144,28 +203,32 @@ struct TmaStore : Traits<Cfg> {
         }
         ptx::named_barrier(1 + consumer, 128);
       }
+      if constexpr (F32_OUT) {
+        write_f32_chunk<READ_C>(args, staging + buffer * C_CHUNK_BYTES, chunk, acc);
+      } else {
 #pragma unroll
-      for (int mb = 0; mb < MW; ++mb)
+        for (int mb = 0; mb < MW; ++mb)
 #pragma unroll
-        for (int u = 0; u < 8; u += 2) {
-          const int unit = (u + q / 2) ^ (lane % 8);
-          const u32 address = ptx::smem_u32(staging + buffer * C_CHUNK_BYTES +
-                                            (mb * 64 + lane_row) * 128 + unit * 16);
-          u32 old[4], r[4];
-          if constexpr (READ_C) ptx::ldmatrix_x4<false>(old, address);
+          for (int u = 0; u < 8; u += 2) {
+            const int unit = (u + q / 2) ^ (lane % 8);
+            const u32 address = ptx::smem_u32(staging + buffer * C_CHUNK_BYTES +
+                                              (mb * 64 + lane_row) * 128 + unit * 16);
+            u32 old[4], r[4];
+            if constexpr (READ_C) ptx::ldmatrix_x4<false>(old, address);
 #pragma unroll
-          for (int b = 0; b < 4; ++b) {
-            const int i =
-                2 * (2 * (8 * chunk + u + b / 2) + b % 2);  // this thread's accumulator pair
-            float v0 = args.core.alpha * acc[mb][i], v1 = args.core.alpha * acc[mb][i + 1];
-            if constexpr (READ_C) {
-              v0 = fmaf(args.core.beta, H::to_f32(u16(old[b] & 0xffff)), v0);
-              v1 = fmaf(args.core.beta, H::to_f32(u16(old[b] >> 16)), v1);
+            for (int b = 0; b < 4; ++b) {
+              const int i =
+                  2 * (2 * (8 * chunk + u + b / 2) + b % 2);  // this thread's accumulator pair
+              float v0 = args.core.alpha * acc[mb][i], v1 = args.core.alpha * acc[mb][i + 1];
+              if constexpr (READ_C) {
+                v0 = fmaf(args.core.beta, H::to_f32(u16(old[b] & 0xffff)), v0);
+                v1 = fmaf(args.core.beta, H::to_f32(u16(old[b] >> 16)), v1);
+              }
+              r[b] = H::pack(v0, v1);
             }
-            r[b] = H::pack(v0, v1);
+            ptx::stmatrix_x4(address, r);
           }
-          ptx::stmatrix_x4(address, r);
-        }
+      }
       if (RING || chunk == C_CHUNKS - 1) {
         ptx::fence_async_shared();
         ptx::named_barrier(1 + consumer, 128);
@@ -173,7 +236,7 @@ struct TmaStore : Traits<Cfg> {
 #pragma unroll
           for (int c = RING ? chunk : 0; c <= chunk; ++c)
             ptx::tma_store_2d(&args.map_c, staging + (c % C_BUFFERS) * C_CHUNK_BYTES,
-                              t.col0 + c * 64, n0);
+                              t.col0 + c * C_CHUNK_COLS, n0);
           ptx::bulk_commit();
           if (READ_C && chunk + C_BUFFERS < C_CHUNKS) {
             ptx::bulk_wait_read<0>();

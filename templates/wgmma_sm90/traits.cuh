@@ -23,7 +23,7 @@ namespace wgmma_sm90 {
 // OCCUPANCY (CTAs per SM: 2 lets small-tile kernels overlap one CTA's fixed costs with the
 // other's loads), KSUB (64-K blocks a stage: 1 or 2), A_T, B_T (bools),
 // A_TYPE, B_TYPE (the operands' type codes, data_types.h: f16, bf16, or e4m3/e5m2 each), DTYPE
-// (C's and D's: f16 or bf16), READS_C (bool: the kernel can apply beta != 0; without it the
+// (C's and D's: f16, bf16 or f32), READS_C (bool: the kernel can apply beta != 0; without it the
 // kernel computes C = alpha * AB whatever beta says, and the runtime refuses beta != 0), SCALING
 // (gemmtune::Scaling of float8 operands, 0 for none), PROMOTE (float8: k-blocks a partial
 // accumulator sums before it is added into the f32 one, promotion.cuh; 0 for f16 and bf16, and
@@ -45,6 +45,7 @@ GEMMTUNE_HOST_DEVICE constexpr Shape shape_of() {
   s.KSUB = Cfg::KSUB;
   s.PINGPONG = Cfg::PINGPONG;
   s.IN_BYTES = Cfg::A_TYPE == GEMMTUNE_TYPE_E4M3 || Cfg::A_TYPE == GEMMTUNE_TYPE_E5M2 ? 1 : 2;
+  s.OUT_BYTES = Cfg::DTYPE == GEMMTUNE_TYPE_F32 ? 4 : 2;
   s.GROUP_TABLE = Cfg::GROUP_TABLE;
   return s;
 }
@@ -69,6 +70,8 @@ struct Traits {
   // in shared memory as a whole stage of one sub-block would be; wgmma takes 32 bytes of K at a
   // time (16 16-bit values, 32 float8 ones), 32 bytes apart in a row.
   static constexpr bool FP8 = SHAPE.IN_BYTES == 1;
+  // C and D in f32 (float8 operands only), else in 16 bits (f16, bf16: store16.cuh's Half16).
+  static constexpr bool F32_OUT = SHAPE.OUT_BYTES == 4;
   static constexpr int SUB_K = sub_k(SHAPE);
   static constexpr int MMA_K = 32 / SHAPE.IN_BYTES;
   static constexpr int SLICES = SUB_K / MMA_K;  // wgmma K slices of a sub-block
@@ -110,8 +113,10 @@ struct Traits {
   // A grouped problem: its tiles come from the group table (groups.cuh), A's loads name a group.
   static constexpr int GROUP_TABLE = Cfg::GROUP_TABLE;
   static constexpr bool GROUPED = GROUP_TABLE > 0;
-  // The C tile staged for TMA stores (layout.h): per consumer, C_CHUNKS chunks through
-  // C_BUFFERS buffers, and C_BARRIERS barriers with beta != 0.
+  // The C tile staged for TMA stores (layout.h): per consumer, C_CHUNKS chunks of C_CHUNK_COLS
+  // kernel columns (a 128-byte swizzle row each) through C_BUFFERS buffers, and C_BARRIERS
+  // barriers with beta != 0.
+  static constexpr int C_CHUNK_COLS = c_chunk_cols(SHAPE);
   static constexpr int C_CHUNK_BYTES = c_chunk_bytes(SHAPE);
   static constexpr int C_CHUNKS = c_chunks(SHAPE);
   static constexpr int C_BUFFERS = c_buffers_in_use(SHAPE);
@@ -127,8 +132,9 @@ struct Traits {
   static constexpr int SMEM_BYTES = smem_bytes(SHAPE);
   static constexpr int CTAS_PER_SM = Cfg::OCCUPANCY;
   // beta != 0, stores from registers: old values of C read ahead of their stores, a few at a
-  // time (one at a time with two CTAs an SM: more spilled there).
-  static constexpr int STORE_BATCH = TN / 8 < 4 ? TN / 8 : CTAS_PER_SM > 1 ? 1 : 4;
+  // time (one at a time with two CTAs an SM: more spilled there; f32 pairs, two registers each,
+  // two at a time: four spilled a cluster that splits K with block scales).
+  static constexpr int STORE_BATCH = TN / 8 < 4 ? TN / 8 : CTAS_PER_SM > 1 ? 1 : F32_OUT ? 2 : 4;
   // Registers move from the producer to the consumers when one CTA holds the SM; with two, each
   // keeps the even share its launch bounds give it.
   static constexpr bool REALLOCATE = WG > 1 && CTAS_PER_SM == 1;
@@ -157,7 +163,9 @@ struct Traits {
   static_assert(Q_KMAJOR || TN % 64 == 0, "an MN-major Q comes in 64-column chunks");
   static_assert(!TMA_STORE || (!SWAP && TN % 64 == 0), "TMA stores write 64 m-values per row");
   static_assert(!TMA_STORE || (C_BUFFERS >= 1 && C_BUFFERS <= C_CHUNKS),
-                "one to TN/64 chunk buffers");
+                "one to C_CHUNKS chunk buffers");
+  // (The f16 and bf16 wgmma take DTYPE as their operands' type.)
+  static_assert(FP8 || !F32_OUT, "an f32 output is built for float8 operands only");
   static_assert(CLUSTER <= 2 && (CLUSTER == 1 || WS), "clusters of two, warp-specialized only");
   static_assert(
       CLUSTER_K == 1 || ((CLUSTER_K == 2 || CLUSTER_K == 4) && CLUSTER == 1 && WS && !PINGPONG &&

@@ -59,9 +59,19 @@ using Config = FamilyConfig<P>;
 
 // The sizes that do not depend on shared memory (C_BUFFERS left 0).
 wgmma_sm90::Shape sides_of(const Config& c) {
-  return {int(c.bm),         int(c.bn),   int(c.stages),   int(c.wg),
-          c.swap != 0,       c.ws != 0,   int(c.epilogue), 0,
-          int(c.cluster_k),  int(c.ksub), c.pingpong != 0, element_bytes(c.types.a),
+  return {int(c.bm),
+          int(c.bn),
+          int(c.stages),
+          int(c.wg),
+          c.swap != 0,
+          c.ws != 0,
+          int(c.epilogue),
+          0,
+          int(c.cluster_k),
+          int(c.ksub),
+          c.pingpong != 0,
+          element_bytes(c.types.a),
+          element_bytes(c.types.d),
           int(c.group_table)};
 }
 wgmma_sm90::Shape shape_of(const Config& c, const ArchInfo& arch) {
@@ -538,17 +548,16 @@ std::vector<Rule<P>> rules() {
   };
 }
 
-// Float8 wgmma reads both operands K-major; the output is stored as f16 or bf16 (validate() has
-// checked the scaling).
+// Float8 wgmma reads both operands K-major; the output is stored as f16, bf16 or f32 (validate()
+// has checked the scaling, and that C and D share a type).
 std::string fp8_unsupported_reason(const Problem& p) {
   if (p.op_a != Op::T || p.op_b != Op::N)
     return fmt::format(
         "float8 wgmma reads both operands along K: layout tn only (op(A) = T, op(B) = N, "
         "nn.Linear's y = x W^T as \"out tokens in\"), not {}; transpose an operand first",
         p.layout());
-  if (p.types.d != DataType::bf16 && p.types.d != DataType::f16)
-    return fmt::format("the float8 kernels store bf16 or f16, not {} (f32 output is not built yet)",
-                       to_string(p.types.d));
+  if (p.types.d != DataType::bf16 && p.types.d != DataType::f16 && p.types.d != DataType::f32)
+    return fmt::format("the float8 kernels store bf16, f16 or f32, not {}", to_string(p.types.d));
   return {};
 }
 
@@ -904,7 +913,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
       TensorMapPlan m;
       m.operand = Operand::c;
       m.type = c.types.c;
-      m.box_rows = 64;
+      m.box_rows = uint32_t(wgmma_sm90::ROW_BYTES / element_bytes(m.type));  // a chunk's columns
       m.box_cols = uint32_t(64 * blocks_per_warpgroup(c));
       m.offset = g.args.offset_of("map_c");
       m.made_flag = WGMMA_MAP_C_MADE;
