@@ -5,10 +5,12 @@
 // paths, for each schedule (data-parallel, split-K, stream-K, ping-pong, clusters that multicast
 // or split K, the swapped decode orientation) and promotion interval, with one partial sum or two
 // taking turns (odd and even counts of k-blocks a tile or part). A kernel given scales
-// laid out one block (or one row) off is caught by the verifier. And the defaults' speed on the
-// fp8 suite's shapes, printed for the record (the bench compares with cuBLASLt).
+// laid out one block (or one row) off is caught by the verifier. The same points and shapes with
+// an f32 output (D = C = f32), every element checked. And the defaults' speed on the fp8 suite's
+// shapes, printed for the record (the bench compares with cuBLASLt).
 #include <algorithm>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "gemmtune/runtime/driver.hpp"
@@ -90,6 +92,64 @@ Problem fp8_problem(DataTypes types, Scaling scaling, int64_t m, int64_t n, int6
 
 const DataTypes kE4m3Bf16{DataType::e4m3, DataType::e4m3, DataType::bf16, DataType::bf16};
 const DataTypes kE4m3E5m2F16{DataType::e4m3, DataType::e5m2, DataType::f16, DataType::f16};
+const DataTypes kE4m3F32{DataType::e4m3, DataType::e4m3, DataType::f32, DataType::f32};
+const DataTypes kE5m2E4m3F32{DataType::e5m2, DataType::e4m3, DataType::f32, DataType::f32};
+
+// An f32 output's tolerance on |out - ref| / (|ref| + scale) for a kernel that promotes every
+// `promote` k-blocks: not the verifier's for f32 (1e-4, checker.cpp: f32 products summed in f32)
+// but what float8 wgmma's accumulator, about 14 significant bits between promotions (DeepSeek-V3's
+// report), may lose over the 4 * promote wgmma of 32 K that a partial sum takes. The largest
+// errors on an H100 over this file's points and shapes were 7.7e-4, 1.4e-3 and 2.3e-3 with
+// promotion every 1, 2 and 4 k-blocks: 2^-9 a k-block leaves 2.5 to 3.5 times that. (Rounding
+// the output to bf16 would stay within it: f32_values_are_not_16_bit catches that apart. A
+// misplaced, missing or unscaled value is off by far more.)
+double f32_tolerance(int64_t promote) {
+  return 0x1p-9 * double(promote);
+}
+
+// One problem with an f32 output, its data and its fp64 reference at every element.
+struct F32Case {
+  ProblemData data;
+  float alpha, beta;
+  DeviceBuffer ref, scale;
+  F32Case(const Checker& checker, const Problem& p, float alpha_, float beta_, uint64_t seed,
+          CUstream stream)
+      : data(p, checker, seed, stream),
+        alpha(alpha_),
+        beta(beta_),
+        ref(size_t(p.m * p.n) * sizeof(double)),
+        scale(size_t(p.m * p.n) * sizeof(double)) {
+    checker.reference(args(), stream);
+  }
+  // Every element (no point lists: element i is (i % m, i / m)), at `tolerance`.
+  CheckArgs args(double tolerance = 0) const {
+    CheckArgs a = check_args(data, alpha, beta);
+    a.ref = ref.ptr();
+    a.scale = scale.ptr();
+    a.points = int(data.problem.m * data.problem.n);
+    a.tolerance = float(tolerance);
+    return a;
+  }
+};
+
+// Whether the nonzero values of C (m x n, ld ldc, f32) keep bits below a 16-bit type's: a value
+// rounded to bf16 (or f16-sized) has its low 16 bits zero; one in 65536 honest f32 values has.
+::testing::AssertionResult f32_values_are_not_16_bit(const ProblemData& data) {
+  const Problem& p = data.problem;
+  std::vector<uint32_t> c(size_t(p.ldc * p.n));
+  GT_CU(cuMemcpyDtoH(c.data(), data.c.ptr(), c.size() * 4));
+  int64_t nonzero = 0, short_ones = 0;
+  for (int64_t j = 0; j < p.n; ++j)
+    for (int64_t i = 0; i < p.m; ++i) {
+      const uint32_t bits = c[size_t(i + j * p.ldc)];
+      if ((bits & 0x7fffffffu) == 0) continue;
+      ++nonzero;
+      short_ones += (bits & 0xffffu) == 0;
+    }
+  if (nonzero > 0 && 100 * short_ones <= nonzero) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << short_ones << " of " << nonzero << " nonzero values have their low 16 bits zero";
+}
 
 class WgmmaFp8 : public test::GpuTest {
  protected:
@@ -128,6 +188,62 @@ TEST_F(WgmmaFp8, EveryModeScheduleAndOddShape) {
         }
   std::printf("float8: %d kernel runs checked, largest normalized error %.3g\n", checked, worst);
   EXPECT_GT(checked, 300);
+}
+
+// Float8 with an f32 output (D = C = f32): every point in every mode on the odd shapes, e4m3 and
+// e5m2 x e4m3, leading dimensions that leave C unaligned for TMA (its stores then come from
+// registers, every other column 8-byte aligned), beta == 0 with C full of NaN (an element not
+// written stays NaN) and beta != 0 (C read, by TMA or from registers), every element against the
+// fp64 reference at f32_tolerance, and the values keep f32's bits. The largest error of each
+// point is printed, and how many elements the verifier's own f32 tolerance would have failed (for
+// the record: the tuner verifies candidates with that one; 5.2 million of 67.6 million on an H100).
+TEST_F(WgmmaFp8, F32OutputInEveryModeScheduleAndOddShape) {
+  const int64_t shapes[][3] = {{300, 200, 1000}, {257, 129, 40}, {129, 257, 1}, {2112, 64, 700}};
+  int checked = 0;
+  int64_t over_verifier = 0, points = 0;
+  double worst = 0;
+  std::vector<double> worst_of(sizeof(kPoints) / sizeof(kPoints[0]), 0.0);
+  for (Scaling scaling : {Scaling::tensor, Scaling::row, Scaling::block})
+    for (const DataTypes& types : {kE4m3F32, kE5m2E4m3F32})
+      for (const auto& s : shapes)
+        for (int64_t extra_ld : {0, 3}) {
+          if (types != kE4m3F32 && (extra_ld != 0 || s[2] == 1)) continue;
+          const Problem p = fp8_problem(types, scaling, s[0], s[1], s[2], extra_ld);
+          for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, std::pair{0.5f, -1.5f}}) {
+            const F32Case cs(*checker_, p, alpha, beta, 5, stream_->get());
+            for (const Point& pt : kPoints) {
+              if (!fits_mode(pt, scaling)) continue;
+              const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
+              ASSERT_GT(k.loaded->occupancy(k.plan), 0) << k.compiled.name;
+              cs.data.reset_c(*checker_, beta, stream_->get());
+              GemmOperands ops = cs.data.operands(alpha, beta);
+              workspaces_.provide(stream_->get(), k.plan, ops);
+              k.run(p, ops, stream_->get());
+              const Verdict v =
+                  checker_->compare(cs.args(f32_tolerance(pt.promote)), stream_->get());
+              const std::string what = k.compiled.name + " (" + pt.what + ") on " + p.describe() +
+                                       " alpha=" + std::to_string(alpha) +
+                                       " beta=" + std::to_string(beta);
+              EXPECT_TRUE(v.ok) << what << ": " << v.bad << " of " << v.points
+                                << " elements wrong, largest error " << v.max_error;
+              EXPECT_TRUE(f32_values_are_not_16_bit(cs.data)) << what;
+              over_verifier += checker_->compare(cs.args(tolerance(p.types)), stream_->get()).bad;
+              points += v.points;
+              worst = std::max(worst, v.max_error);
+              double& w = worst_of[size_t(&pt - kPoints)];
+              w = std::max(w, v.max_error);
+              ++checked;
+            }
+          }
+        }
+  for (size_t i = 0; i < worst_of.size(); ++i)
+    std::printf("  largest error %.3g: %s (promotion every %lld k-blocks)\n", worst_of[i],
+                kPoints[i].what, (long long)kPoints[i].promote);
+  std::printf(
+      "float8 -> f32: %d kernel runs checked, largest normalized error %.3g; %lld of %lld "
+      "elements over the verifier's f32 tolerance %.0e\n",
+      checked, worst, (long long)over_verifier, (long long)points, tolerance(kE4m3F32));
+  EXPECT_GT(checked, 250);
 }
 
 // The verifier catches a kernel that reads its scales one K block (block scaling) or one row
