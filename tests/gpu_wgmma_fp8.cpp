@@ -195,8 +195,9 @@ TEST_F(WgmmaFp8, EveryModeScheduleAndOddShape) {
 // registers, every other column 8-byte aligned), beta == 0 with C full of NaN (an element not
 // written stays NaN) and beta != 0 (C read, by TMA or from registers), every element against the
 // fp64 reference at f32_tolerance, and the values keep f32's bits. The largest error of each
-// point is printed, and how many elements the verifier's own f32 tolerance would have failed (for
-// the record: the tuner verifies candidates with that one; 5.2 million of 67.6 million on an H100).
+// point is printed. No element exceeds the verifier's tolerance of the problem (checker.cpp: the
+// f32 output's and what float8 wgmma's accumulator may lose; f32's alone, 1e-4, failed 5.2
+// million of 67.6 million elements on an H100), the one candidates are tuned with.
 TEST_F(WgmmaFp8, F32OutputInEveryModeScheduleAndOddShape) {
   const int64_t shapes[][3] = {{300, 200, 1000}, {257, 129, 40}, {129, 257, 1}, {2112, 64, 700}};
   int checked = 0;
@@ -227,7 +228,7 @@ TEST_F(WgmmaFp8, F32OutputInEveryModeScheduleAndOddShape) {
               EXPECT_TRUE(v.ok) << what << ": " << v.bad << " of " << v.points
                                 << " elements wrong, largest error " << v.max_error;
               EXPECT_TRUE(f32_values_are_not_16_bit(cs.data)) << what;
-              over_verifier += checker_->compare(cs.args(tolerance(p.types)), stream_->get()).bad;
+              over_verifier += checker_->compare(cs.args(tolerance(p)), stream_->get()).bad;
               points += v.points;
               worst = std::max(worst, v.max_error);
               double& w = worst_of[size_t(&pt - kPoints)];
@@ -241,9 +242,11 @@ TEST_F(WgmmaFp8, F32OutputInEveryModeScheduleAndOddShape) {
                 kPoints[i].what, (long long)kPoints[i].promote);
   std::printf(
       "float8 -> f32: %d kernel runs checked, largest normalized error %.3g; %lld of %lld "
-      "elements over the verifier's f32 tolerance %.0e\n",
-      checked, worst, (long long)over_verifier, (long long)points, tolerance(kE4m3F32));
+      "elements over the verifier's tolerance %.3g\n",
+      checked, worst, (long long)over_verifier, (long long)points,
+      tolerance(fp8_problem(kE4m3F32, Scaling::tensor, 64, 64, 64)));
   EXPECT_GT(checked, 250);
+  EXPECT_EQ(over_verifier, 0);
 }
 
 // The verifier catches a kernel that reads its scales one K block (block scaling) or one row

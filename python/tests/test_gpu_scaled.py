@@ -2,8 +2,8 @@
 gemmtune.scaled_mm against a float32 reference of the dequantized operands and against
 torch._scaled_mm, per-tensor, rowwise and blockwise (DeepSeek-V3's), with a bias, out=, other
 scale layouts, e5m2, use_fast_accum (fast accumulation for tensor and row scales, against the
-reference and torch's fast path), an f32 output (the library's answer: refused by name where
-its kernels are not built), under torch.compile, and GEMMTUNE_RECORD's lines."""
+reference and torch's fast path), an f32 output (run on Hopper; refused by name where its
+kernels are not built), under torch.compile, and GEMMTUNE_RECORD's lines."""
 import os
 import subprocess
 import sys
@@ -28,8 +28,11 @@ E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
 SHAPES = [(64, 2112, 7168), (300, 256, 640), (64, 256, 7168), (300, 2112, 640)]  # M, N, K
 SCALINGS = ["tensor", "row", "block"]
 # Relative to the largest |reference|: a bf16 or f16 output is one rounding (2^-9 and 2^-12
-# relative) of an f32 sum whose order differs from the reference's.
-TOLERANCE = {torch.bfloat16: 8e-3, torch.float16: 2e-3, torch.float32: 1e-4}
+# relative) of an f32 sum whose order differs from the reference's. An f32 output shows what
+# float8 wgmma's accumulator loses between promotions (about 14 bits kept, DeepSeek-V3's report;
+# up to 2.3e-3 of the sum's scale measured with promotion every 4 k-blocks on an H100): 4e-3,
+# the library's verifier's allowance (tuner/src/checker.cpp).
+TOLERANCE = {torch.bfloat16: 8e-3, torch.float16: 2e-3, torch.float32: 4e-3}
 # Fast accumulation (use_fast_accum with tensor or row scales) lets wgmma sum the whole K in its
 # float8 accumulator, which keeps fewer bits than f32 (DeepSeek-V3's report: about 14, a
 # relative error near 2% at K = 4096 in the worst case), so its error grows with K. Relative to

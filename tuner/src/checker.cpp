@@ -76,13 +76,17 @@ double tolerance(const DataTypes& types) {
 }
 
 double tolerance(const Problem& p) {
-  if (!p.fast_accumulation()) return tolerance(p.types);
+  if (element_bytes(p.types.a) != 1) return tolerance(p.types);
   // wgmma's float8 accumulator keeps about 14 bits of mantissa (DeepSeek-V3's report; the
-  // reason for promotion). Its roundings add up, truncating ones linearly: 2^-14 of the running
-  // sum for each of K / 32 steps, bounded by the reference's scale. A skipped 128-deep K block
-  // (sqrt(128 / K) of the scale) stays above this up to K of about 29000 with a bf16 output.
-  const double steps = double((p.k + 31) / 32);
-  return tolerance(p.types) + steps * 0x1p-14;
+  // reason for promotion), so a float8 kernel errs beyond its output's rounding. A promoted
+  // partial sum takes at most 16 steps of 32 K (4 k-blocks): measured up to 2^-12.8 of the
+  // reference's scale a step there (f32 output, H100), allowed 2^-12. Fast accumulation keeps
+  // one sum for all of K, whose losses partly cancel (2^-15.9 a step at K = 16384, bf16 output):
+  // allowed 2^-14 a step more. A skipped 128-deep K block (sqrt(128 / K) of the scale) stays above
+  // that up to K of about 28000 with a bf16 output.
+  double allowed = tolerance(p.types) + 16 * 0x1p-12;
+  if (p.fast_accumulation()) allowed += double((p.k + 31) / 32) * 0x1p-14;
+  return allowed;
 }
 
 namespace {
