@@ -860,6 +860,17 @@ TEST(Families, WgmmaFastAccumulationNeverPromotesAndIsOnlyUsedWhereAsked) {
   }));
 }
 
+// Float8 products are summed in f32: another accumulator type is refused, not computed in f32.
+TEST(Families, WgmmaFloat8SumsInF32Only) {
+  Problem p =
+      make_problem(parse_data_types("e4m3*e4m3->bf16+acc=f16"), Op::T, Op::N, 256, 128, 512);
+  p.scaling = Scaling::tensor;
+  validate(p);
+  EXPECT_NE(why_unsupported(find_family("wgmma_sm90"), p, ArchInfo::from_name("sm_90a"))
+                .find("the float8 kernels sum in f32, not f16"),
+            std::string::npos);
+}
+
 // A family's default is "valid for any problem the family supports" (family.hpp): the library
 // runs it when nothing is tuned, so it must pass the family's constraints, the 32-bit bounds of
 // its schedule too, also for the sizes past 2^31 elements that gpu_large_operands runs.

@@ -556,6 +556,8 @@ std::string fp8_unsupported_reason(const Problem& p) {
         "float8 wgmma reads both operands along K: layout tn only (op(A) = T, op(B) = N, "
         "nn.Linear's y = x W^T as \"out tokens in\"), not {}; transpose an operand first",
         p.layout());
+  if (p.types.acc != DataType::f32)
+    return fmt::format("the float8 kernels sum in f32, not {}", to_string(p.types.acc));
   if (p.types.d != DataType::bf16 && p.types.d != DataType::f16 && p.types.d != DataType::f32)
     return fmt::format("the float8 kernels store bf16, f16 or f32, not {}", to_string(p.types.d));
   return {};
