@@ -747,11 +747,22 @@ class WgmmaSm90Family final : public FamilyOf<P> {
       c.bn = 64, c.wg = 1;
     } else if (p.scaling != Scaling::block && tiles_of(p, 192, 128) >= arch.sms) {
       c.bm = 192, c.stages = 4, c.cluster = 11;
+      // Fast accumulation keeps no partial sums: 256x128 tiles fit, as bf16's, and win where
+      // their last round leaves fewer SMs idle (docs/PERF.md, 'Fast accumulation and f32 output').
+      if (p.fast_accumulation() &&
+          last_round_filled(p, arch, 256) > last_round_filled(p, arch, 192))
+        c.bm = 256;
     }
     c = with_paying_cluster(c, p, arch);
     if (tiles_of(p, c.bm, c.bn) <= arch.sms) c.epilogue = c.swap ? 0 : c.epilogue;
     c = with_schedule(c, p, arch);
     return with_overlap(repaired(with_fitting_stages(c, arch), p, arch));
+  }
+
+  // The share of the SMs the last round of bm x 128 tiles keeps busy.
+  static double last_round_filled(const Problem& p, const ArchInfo& arch, int64_t bm) {
+    const int64_t tiles = tiles_of(p, bm, 128);
+    return double(tiles) / double(ceil_div(tiles, arch.sms) * arch.sms);
   }
 
   // Two partial sums taking turns wherever their registers fit (promotion.cuh): 2-15% faster on
