@@ -748,7 +748,8 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     } else if (p.scaling != Scaling::block && tiles_of(p, 192, 128) >= arch.sms) {
       c.bm = 192, c.stages = 4, c.cluster = 11;
       // Fast accumulation keeps no partial sums: 256x128 tiles fit, as bf16's, and win where
-      // their last round leaves fewer SMs idle (docs/PERF.md, 'Fast accumulation and f32 output').
+      // their last round leaves fewer SMs idle (docs/PERF.md, 'Fast float8 tiles: the fuller last
+      // round').
       if (p.fast_accumulation() &&
           last_round_filled(p, arch, 256) > last_round_filled(p, arch, 192))
         c.bm = 256;
