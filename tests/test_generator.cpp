@@ -81,6 +81,39 @@ TEST(Problem, FastAccumulationIsForTensorOrRowScaledFloat8) {
   error_of([] { parse_accumulation("quick"); }, Errc::invalid_argument);
 }
 
+TEST(Problem, EpilogueNamesParseBackAndArePartOfTheIdentity) {
+  for (const char* text : {"none", "bias", "bias_n", "relu", "gelu", "gelu_tanh", "silu",
+                           "bias,gelu", "bias_n,silu", "bias,relu", "bias,gelu_tanh"})
+    EXPECT_EQ(parse_epilogue(text).name(), text);
+  EXPECT_EQ(parse_epilogue("GELU,Bias").name(), "bias,gelu");  // any order, any case
+  EXPECT_EQ(parse_epilogue("bias_m").name(), "bias");
+  EXPECT_TRUE(parse_epilogue("").none());
+  EXPECT_TRUE(parse_epilogue("identity").none());
+  EXPECT_NE(error_of([] { parse_epilogue("bias,swish"); }, Errc::invalid_argument).find("'swish'"),
+            std::string::npos);
+  error_of([] { parse_epilogue("bias,bias_n"); }, Errc::invalid_argument);
+  error_of([] { parse_epilogue("relu,gelu"); }, Errc::invalid_argument);
+  error_of([] { parse_epilogue("bias,"); }, Errc::invalid_argument);
+
+  Problem p = make_problem(DType::bf16, Op::T, Op::N, 4096, 16, 4096);
+  Problem fused = p;
+  fused.epilogue = parse_epilogue("bias,gelu");
+  validate(fused);
+  EXPECT_NE(p, fused);
+  EXPECT_NE(ProblemHash{}(p), ProblemHash{}(fused));
+  EXPECT_NE(fused.describe().find(" epilogue=bias,gelu"), std::string::npos);
+  EXPECT_EQ(p.describe().find("epilogue"), std::string::npos);
+  // The bias is read once: M values of D's type.
+  EXPECT_EQ(fused.operand_bytes() - p.operand_bytes(), 4096.0 * 2);
+  Problem grouped = fused;
+  grouped.groups = 8;
+  grouped.n = 64;
+  grouped.ldc = grouped.m;
+  EXPECT_NE(error_of([&] { validate(grouped); }, Errc::invalid_argument)
+                .find("grouped problems with an epilogue"),
+            std::string::npos);
+}
+
 // Kernels count rows, columns and tiles in int: dimensions stop at 2^30, where every such count
 // and bound still fits; element offsets are 64-bit, so operands may be far larger than 2^31.
 TEST(Problem, SizesPast2To31AreAcceptedWhereKernelsAre64BitAndRefusedElsewhere) {
@@ -179,6 +212,31 @@ TEST(KernelConfig, JsonRoundTrip) {
   EXPECT_EQ(back, c);
   error_of([] { KernelConfig::from_json("{\"family\": 3}"); }, Errc::invalid_argument);
   error_of([] { KernelConfig::from_json("not json"); }, Errc::invalid_argument);
+}
+
+// A configuration carries its problem's epilogue: stored, named, emitted and checked against the
+// problem it is used for.
+TEST(KernelConfig, TheEpilogueIsStoredNamedEmittedAndMatched) {
+  const ArchInfo h100 = ArchInfo::from_name("sm_90a");
+  Problem p = make_problem(DType::bf16, Op::T, Op::N, 4096, 256, 4096);
+  p.epilogue = parse_epilogue("bias,silu");
+  for (const Family* f : families_for(p, h100)) {
+    const KernelConfig c = f->default_config(p, h100);
+    EXPECT_EQ(c.epilogue, p.epilogue) << f->name();
+    EXPECT_EQ(KernelConfig::from_json(c.to_json()), c) << f->name();
+    EXPECT_TRUE(f->kernel_name(c).ends_with("_bias_silu")) << f->kernel_name(c);
+    EXPECT_NE(f->emit(c, h100).find("static constexpr int BIAS = 1, ACTIVATION = 4;"),
+              std::string::npos)
+        << f->name();
+    EXPECT_EQ(why_unusable(c, p, h100), "") << f->name();
+    Problem plain = p;
+    plain.epilogue = {};
+    EXPECT_NE(why_unusable(c, plain, h100).find("epilogue bias,silu"), std::string::npos);
+  }
+  // Without one, the JSON has no "epilogue" key, as before epilogues existed.
+  const KernelConfig none = find_family("simt").default_config(square(64), h100);
+  EXPECT_EQ(none.to_json().find("epilogue"), std::string::npos);
+  EXPECT_TRUE(KernelConfig::from_json(none.to_json()).epilogue.none());
 }
 
 // gemmtune 0.1 stored one "dtype" for every operand: such a config reads as those types.
@@ -381,11 +439,13 @@ TEST(Templates, IncludesAreFoundTransitively) {
           "#define X \"#include \\\"e\\\"\"\n#include \"f"),
       (std::vector<std::string>{"a.h", "ptx/b.cuh"}));
   EXPECT_EQ(template_closure({"simt.cuh"}),
-            (std::vector<std::string>{"common.cuh", "data_types.h", "fp8.h", "host_device.h",
-                                      "kernel_args.h", "raster.h", "simt.cuh", "simt_args.h"}));
+            (std::vector<std::string>{"common.cuh", "data_types.h", "epilogue_op.cuh", "fp8.h",
+                                      "host_device.h", "kernel_args.h", "raster.h", "simt.cuh",
+                                      "simt_args.h"}));
   EXPECT_EQ(template_closure({"wgmma_sm90.cuh", "pack.cuh"}),
             (std::vector<std::string>{"common.cuh",
                                       "data_types.h",
+                                      "epilogue_op.cuh",
                                       "fp8.h",
                                       "group_table.cuh",
                                       "host_device.h",
@@ -400,7 +460,7 @@ TEST(Templates, IncludesAreFoundTransitively) {
                                       "ptx/wgmma_fp8.cuh",
                                       "raster.h",
                                       "schedule.h",
-                                      "store16.cuh",
+                                      "store_pairs.cuh",
                                       "wgmma_sm90.cuh",
                                       "wgmma_sm90/args.h",
                                       "wgmma_sm90/cluster_k.cuh",

@@ -104,6 +104,7 @@ std::string KernelConfig::to_json() const {
   j["scaling"] = std::string(to_string(scaling));
   j["layout"] = layout();
   j["params"] = params;
+  if (!epilogue.none()) j["epilogue"] = epilogue.name();
   return j.dump();
 }
 
@@ -122,6 +123,7 @@ KernelConfig KernelConfig::from_json(std::string_view text) {
     c.op_a = parse_op(layout[0]);
     c.op_b = parse_op(layout[1]);
     c.params = j.at("params").get<std::map<std::string, int64_t>>();
+    if (j.contains("epilogue")) c.epilogue = parse_epilogue(j.at("epilogue").get<std::string>());
     return c;
   } catch (const nlohmann::json::exception& e) {
     GT_THROW(Errc::invalid_argument, "bad kernel config JSON: {}", e.what());

@@ -85,6 +85,18 @@ std::string args_static_assert(const ArgsLayout& args) {
 
 }  // namespace
 
+std::string epilogue_constants(const Epilogue& e) {
+  return fmt::format("  static constexpr int BIAS = {}, ACTIVATION = {};\n", int(e.bias),
+                     int(e.activation));
+}
+
+std::string epilogue_suffix(const Epilogue& e) {
+  if (e.none()) return "";
+  std::string out = "_" + e.name();
+  std::replace(out.begin(), out.end(), ',', '_');
+  return out;
+}
+
 std::string generated_unit(const std::string& name, const std::string& constants,
                            const UnitSource& unit, const ArgsLayout& args) {
   return fmt::format(
@@ -167,12 +179,16 @@ const Family& find_family(std::string_view name) {
 }
 
 bool takes_kind_of(const Family& family, const Problem& problem) {
-  return !problem.grouped() || family.takes_groups();
+  return (!problem.grouped() || family.takes_groups()) &&
+         (problem.epilogue.none() || family.takes_epilogues());
 }
 
 std::string why_unsupported(const Family& family, const Problem& problem, const ArchInfo& arch) {
-  if (!takes_kind_of(family, problem))
+  if (problem.grouped() && !family.takes_groups())
     return fmt::format("the {} family has no grouped kernels", family.name());
+  if (!problem.epilogue.none() && !family.takes_epilogues())
+    return fmt::format("the {} family has no kernels with an epilogue ({})", family.name(),
+                       problem.epilogue.name());
   return family.unsupported_reason(problem, arch);
 }
 
@@ -213,6 +229,9 @@ std::string why_unusable(const KernelConfig& config, const Problem& problem, con
       config.op_a != problem.op_a || config.op_b != problem.op_b)
     return fmt::format("the config is for {} {}, the problem is {} {}", config.types.name(),
                        config.layout(), problem.types.name(), problem.layout());
+  if (config.epilogue != problem.epilogue)
+    return fmt::format("the config is for epilogue {}, the problem has {}", config.epilogue.name(),
+                       problem.epilogue.name());
   return family->why_invalid(config, problem, arch);
 }
 

@@ -138,6 +138,60 @@ Accumulation parse_accumulation(std::string_view text) {
   GT_THROW(Errc::invalid_argument, "unknown accumulation '{}' (expected precise or fast)", text);
 }
 
+std::string_view to_string(Activation activation) noexcept {
+  switch (activation) {
+    case Activation::identity:
+      return "identity";
+    case Activation::relu:
+      return "relu";
+    case Activation::gelu:
+      return "gelu";
+    case Activation::gelu_tanh:
+      return "gelu_tanh";
+    case Activation::silu:
+      return "silu";
+  }
+  return "?";
+}
+
+std::string Epilogue::name() const {
+  if (none()) return "none";
+  std::string out = bias == Bias::m ? "bias" : bias == Bias::n ? "bias_n" : "";
+  if (activation != Activation::identity)
+    out += fmt::format("{}{}", out.empty() ? "" : ",", to_string(activation));
+  return out;
+}
+
+Epilogue parse_epilogue(std::string_view text) {
+  Epilogue e;
+  if (lower(text) == "none") return e;
+  bool has_bias = false, has_activation = false;
+  while (!text.empty()) {
+    const size_t comma = text.find(',');
+    const std::string part = lower(text.substr(0, comma));
+    text = comma == std::string_view::npos ? "" : text.substr(comma + 1);
+    if (part == "bias" || part == "bias_m" || part == "bias_n") {
+      GT_REQUIRE(!has_bias, Errc::invalid_argument, "epilogue: more than one bias");
+      e.bias = part == "bias_n" ? Bias::n : Bias::m;
+      has_bias = true;
+      continue;
+    }
+    bool known = false;
+    for (Activation a : {Activation::identity, Activation::relu, Activation::gelu,
+                         Activation::gelu_tanh, Activation::silu})
+      if (part == to_string(a)) {
+        GT_REQUIRE(!has_activation, Errc::invalid_argument, "epilogue: more than one activation");
+        e.activation = a;
+        known = has_activation = true;
+      }
+    GT_REQUIRE(known, Errc::invalid_argument,
+               "unknown epilogue part '{}' (expected bias, bias_n, relu, gelu, gelu_tanh, silu "
+               "or identity, comma-separated)",
+               part);
+  }
+  return e;
+}
+
 namespace {
 
 int64_t blocks_of(int64_t extent) {
@@ -221,7 +275,12 @@ double Problem::operand_bytes() const {
   return double(m) * double(k) * double(group_count()) * element_bytes(types.a) +
          double(k) * double(n) * element_bytes(types.b) +
          double(m) * double(n) * (reads_c ? element_bytes(types.c) : 0) +
-         double(m) * double(n) * element_bytes(types.d);
+         double(m) * double(n) * element_bytes(types.d) + bias_bytes();
+}
+
+double Problem::bias_bytes() const {
+  const Bias bias = epilogue.bias;
+  return bias == Bias::none ? 0.0 : double(bias == Bias::m ? m : n) * element_bytes(types.d);
 }
 
 std::string Problem::shape() const {
@@ -239,8 +298,9 @@ std::string Problem::describe() const {
                                                fast_accumulation() ? " accum=fast" : "");
   const std::string grouping =
       grouped() ? fmt::format(" groups={}{}", groups, masked() ? " masked" : "") : "";
-  return fmt::format("{} {} {} lda={} ldb={} ldc={} align={}{}{}{}", types.name(), layout(),
-                     shape(), lda, ldb, ldc, align, scaled, grouping, beta_mark());
+  const std::string epilogued = epilogue.none() ? "" : " epilogue=" + epilogue.name();
+  return fmt::format("{} {} {} lda={} ldb={} ldc={} align={}{}{}{}{}", types.name(), layout(),
+                     shape(), lda, ldb, ldc, align, scaled, grouping, epilogued, beta_mark());
 }
 
 ColumnRange group_columns(const Problem& p, const int32_t* values, int64_t g) {
@@ -253,10 +313,27 @@ ColumnRange group_columns(const Problem& p, const int32_t* values, int64_t g) {
 
 size_t ProblemHash::operator()(const Problem& p) const noexcept {
   size_t h = 0;
-  for (int64_t v : {int64_t(p.types.a), int64_t(p.types.b), int64_t(p.types.c), int64_t(p.types.d),
-                    int64_t(p.types.acc), int64_t(p.scaling), int64_t(p.op_a), int64_t(p.op_b), p.m,
-                    p.n, p.k, p.lda, p.ldb, p.ldc, int64_t(p.align), int64_t(p.reads_c), p.groups,
-                    int64_t(p.group_layout), int64_t(p.accumulation)})
+  for (int64_t v : {int64_t(p.types.a),
+                    int64_t(p.types.b),
+                    int64_t(p.types.c),
+                    int64_t(p.types.d),
+                    int64_t(p.types.acc),
+                    int64_t(p.scaling),
+                    int64_t(p.op_a),
+                    int64_t(p.op_b),
+                    p.m,
+                    p.n,
+                    p.k,
+                    p.lda,
+                    p.ldb,
+                    p.ldc,
+                    int64_t(p.align),
+                    int64_t(p.reads_c),
+                    p.groups,
+                    int64_t(p.group_layout),
+                    int64_t(p.accumulation),
+                    int64_t(p.epilogue.bias),
+                    int64_t(p.epilogue.activation)})
     h = h * 1000003u ^ size_t(v);
   return h;
 }
@@ -334,6 +411,8 @@ void validate(const Problem& p) {
              "masked: N ({}) must be the {} groups' capacity times G", p.n, p.groups);
   GT_REQUIRE(!p.grouped() || p.scaling == Scaling::none, Errc::invalid_argument,
              "{}: grouped problems with scaling are not supported yet", p.describe());
+  GT_REQUIRE(!p.grouped() || p.epilogue.none(), Errc::invalid_argument,
+             "{}: grouped problems with an epilogue are not supported yet", p.describe());
   for (const auto& [name, rows, cols, ld, type] :
        {std::tuple{'A', p.rows_a(), p.cols_a_stored(), p.lda, p.types.a},
         std::tuple{'B', p.rows_b(), p.cols_b(), p.ldb, p.types.b},

@@ -1,6 +1,7 @@
 #pragma once
 // The vocabulary every layer shares: element types, operations and the problem a GEMM solves.
-// Semantics are cuBLAS's: column-major storage, D = alpha * op(A) * op(B) + beta * C, where D is C.
+// Semantics are cuBLAS's: column-major storage, D = act(alpha * op(A) * op(B) + beta * C + bias),
+// where D is C unless the caller gives D a buffer of its own (Epilogue).
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -58,6 +59,32 @@ enum class Accumulation { precise, fast };
 std::string_view to_string(Accumulation accumulation) noexcept;
 Accumulation parse_accumulation(std::string_view text);  // "precise", "fast"
 
+// What the store does to each value beyond alpha and beta: D = act(alpha * op(A) op(B) +
+// beta * C + bias), in f32, rounded once into D (cuBLASLt's epilogues, with SiLU besides).
+//   bias:       none, a vector along M (one per row of D: the output features of an nn.Linear in
+//               cuBLAS's order, y^T = W x^T) or along N, of D's type, read by the store; never
+//               materialized in C.
+//   activation: identity, ReLU, GELU (erf), GELU (tanh form), SiLU.
+// Each is a different kernel, so the epilogue is part of a problem's identity.
+enum class Bias { none, m, n };
+enum class Activation { identity, relu, gelu, gelu_tanh, silu };
+std::string_view to_string(Activation activation) noexcept;
+
+struct Epilogue {
+  Bias bias = Bias::none;
+  Activation activation = Activation::identity;
+
+  bool none() const { return bias == Bias::none && activation == Activation::identity; }
+  // "none", else its parts joined by commas: "bias" (along M), "bias_n", then the activation
+  // ("relu", "gelu", "gelu_tanh", "silu"): "bias,gelu". parse_epilogue() reads it back.
+  std::string name() const;
+  bool operator==(const Epilogue& o) const { return bias == o.bias && activation == o.activation; }
+  bool operator!=(const Epilogue& o) const { return !(*this == o); }
+};
+// "none" or "" for none, else comma-separated parts in any order, at most one of each kind;
+// throws Error(invalid_argument) naming the part it does not know.
+Epilogue parse_epilogue(std::string_view text);
+
 // The K (and, for op(A), M) extent of one block of `block` scaling.
 inline constexpr int64_t kScaleBlock = 128;
 
@@ -113,6 +140,8 @@ struct Problem {
   // Float8 with tensor or row scaling only (Accumulation); a kernel's error differs, so the two
   // are tuned and stored apart.
   Accumulation accumulation = Accumulation::precise;
+  // Bias and activation applied by the store (Epilogue).
+  Epilogue epilogue;
 
   bool fast_accumulation() const { return accumulation == Accumulation::fast; }
   bool grouped() const { return groups > 0; }
@@ -129,19 +158,24 @@ struct Problem {
   int64_t rows_b() const { return op_b == Op::N ? k : n; }
   int64_t cols_b() const { return op_b == Op::N ? n : k; }
   double flops() const { return 2.0 * double(m) * double(n) * double(k); }
-  // Bytes of A (all groups'), B and C (D) once each, as stored tightly: the memory floor.
+  // Bytes of A (all groups'), B, C (when read), D and the bias once each, as stored tightly: the
+  // memory floor.
   double operand_bytes() const;
+  // The bias vector's bytes (M or N values of D's type), 0 without one.
+  double bias_bytes() const;
   std::string shape() const;      // "8192x8192x8192"
   std::string beta_mark() const;  // " beta!=0" if it reads C, else ""
   // "bf16 tn 8192x8192x8192 lda=8192 ldb=8192 ldc=8192 align=16", then the scaling when there
   // is one ("scaling=tensor", "scaling=tensor accum=fast"), the groups when grouped ("groups=128",
-  // "groups=128 masked"), then the beta mark
+  // "groups=128 masked"), the epilogue when there is one ("epilogue=bias,gelu"), then the beta
+  // mark
   std::string describe() const;
   bool operator==(const Problem& o) const {
     return types == o.types && scaling == o.scaling && op_a == o.op_a && op_b == o.op_b &&
            m == o.m && n == o.n && k == o.k && lda == o.lda && ldb == o.ldb && ldc == o.ldc &&
            align == o.align && reads_c == o.reads_c && groups == o.groups &&
-           group_layout == o.group_layout && accumulation == o.accumulation;
+           group_layout == o.group_layout && accumulation == o.accumulation &&
+           epilogue == o.epilogue;
   }
   bool operator!=(const Problem& o) const { return !(*this == o); }
 };
@@ -189,7 +223,8 @@ inline constexpr int64_t kMaxGroups = 4096;
 // ld < rows, an operand whose extent does not fit 2^62 bytes, D of another type than C, float8
 // operands without scaling or scaling of other types, a float8 output, groups < 0 or above
 // kMaxGroups, a grouped problem with scaling (not defined yet), a masked layout without groups or
-// with N not a multiple of G, fast accumulation other than of float8 with tensor or row scaling.
+// with N not a multiple of G, fast accumulation other than of float8 with tensor or row scaling,
+// an epilogue on a grouped problem (not defined yet).
 void validate(const Problem& problem);
 
 // The alignment class of a problem from its addresses and leading dimensions.

@@ -45,11 +45,15 @@ struct KernelConfig {
   Op op_a = Op::N;
   Op op_b = Op::N;
   std::map<std::string, int64_t> params;
+  // What the store applies: the problem's, like the types (gemmtune/types.hpp, Epilogue). Last,
+  // so that {family, types, scaling, op_a, op_b, params} initializes the rest.
+  Epilogue epilogue;
 
   int64_t at(std::string_view param) const;  // throws Error(internal) when the param is missing
   std::string params_text() const;           // "BK=8 BM=128 ..." (sorted by name)
   std::string layout() const { return {to_char(op_a), to_char(op_b)}; }
-  // {"family":..,"types":..,"scaling":..,"layout":..,"params":{..}}
+  // {"family":..,"types":..,"scaling":..,"layout":..,"params":{..}}, with "epilogue":"bias,gelu"
+  // where there is one (a config without the key has none)
   std::string to_json() const;
   // Reads to_json(), and gemmtune 0.1's {"family","dtype","layout","params"} (one type of all
   // operands). Throws Error(invalid_argument).

@@ -66,6 +66,8 @@ class Family {
   // Kinds of problem beyond one dense GEMM that a family opts into; a family that does not know
   // a kind is never asked to solve one.
   virtual bool takes_groups() const { return false; }
+  // Whether its kernels apply a problem's epilogue (bias, activation) in their store.
+  virtual bool takes_epilogues() const { return false; }
 
   virtual SpaceSummary space_summary(const Problem& problem, const ArchInfo& arch) const = 0;
   // The valid points of the default space, pruned while they are enumerated.
@@ -127,6 +129,11 @@ struct UnitSource {
 std::string smem_static_assert(std::string_view expression, int64_t bytes);
 // The same for the threads of a block: the kernel's K::THREADS must be what the plan launches.
 std::string threads_static_assert(int64_t threads);
+// struct Config's lines of the problem's epilogue, the same in every family's unit:
+// "  static constexpr int BIAS = 1, ACTIVATION = 2;" (the enumerators' values, epilogue.cuh).
+std::string epilogue_constants(const Epilogue& epilogue);
+// What a kernel's name ends with for the epilogue: "" for none, else "_bias_gelu".
+std::string epilogue_suffix(const Epilogue& epilogue);
 // The unit: `constants` are struct Config's member lines.
 std::string generated_unit(const std::string& name, const std::string& constants,
                            const UnitSource& unit, const ArgsLayout& args);
@@ -168,7 +175,9 @@ class FamilyOf : public Family {
   }
   KernelConfig with_derived_params(KernelConfig config, const Problem& tuned,
                                    const Problem& problem, const ArchInfo& arch) const final;
-  std::string kernel_name(const KernelConfig& config) const final { return name_of(typed(config)); }
+  std::string kernel_name(const KernelConfig& config) const final {
+    return full_name(typed(config));
+  }
   std::string emit(const KernelConfig& config, const ArchInfo& arch) const final;
   LaunchPlan plan(const KernelConfig& config, const Problem& problem,
                   const ArchInfo& arch) const final {
@@ -185,6 +194,7 @@ class FamilyOf : public Family {
 
   // ---- for the family's own code ----
   KernelConfig stored(const Config& config) const { return to_kernel_config(name(), config); }
+  std::string full_name(const Config& c) const { return name_of(c) + epilogue_suffix(c.epilogue); }
   Config typed(const KernelConfig& config) const { return from_kernel_config<P>(config, name()); }
   // The valid points of the space, typed.
   TypedPruning<P> valid_points(const Problem& problem, const ArchInfo& arch) const {
@@ -235,7 +245,8 @@ std::string why_unusable(const KernelConfig& config, const Problem& problem, con
 // back as is.
 KernelConfig with_derived_params(KernelConfig config, const Problem& tuned, const Problem& problem,
                                  const ArchInfo& arch);
-// Whether the family takes problems of this kind (grouped ones only if it takes_groups()).
+// Whether the family takes problems of this kind (grouped ones only if it takes_groups(), ones
+// with an epilogue only if it takes_epilogues()).
 bool takes_kind_of(const Family& family, const Problem& problem);
 // unsupported_reason, or why the family does not take problems of this kind.
 std::string why_unsupported(const Family& family, const Problem& problem, const ArchInfo& arch);
@@ -353,7 +364,8 @@ std::string FamilyOf<P>::emit(const KernelConfig& config, const ArchInfo& arch) 
     constants +=
         fmt::format("  static constexpr {} {} = {};\n", f.flag ? "bool" : "int", f.name,
                     f.flag ? (c.*(f.member) ? "true" : "false") : std::to_string(c.*(f.member)));
-  return generated_unit(name_of(c), constants, unit_of(c, arch), args_layout());
+  constants += epilogue_constants(c.epilogue);
+  return generated_unit(full_name(c), constants, unit_of(c, arch), args_layout());
 }
 
 }  // namespace gemmtune

@@ -46,6 +46,7 @@ struct FamilyConfig : P {
   Scaling scaling = Scaling::none;
   Op op_a = Op::N;
   Op op_b = Op::N;
+  Epilogue epilogue;
 
   // The problem's part of a configuration, with P's members as P's default initializers leave
   // them.
@@ -55,6 +56,7 @@ struct FamilyConfig : P {
     c.scaling = p.scaling;
     c.op_a = p.op_a;
     c.op_b = p.op_b;
+    c.epilogue = p.epilogue;
     return c;
   }
   bool a_t() const { return op_a == Op::T; }
@@ -190,7 +192,7 @@ TypedPruning<P> enumerate_valid(const Space<P>& space, const FamilyConfig<P>& st
 // The stored form of a typed configuration, and back.
 template <class P>
 KernelConfig to_kernel_config(std::string_view family, const FamilyConfig<P>& c) {
-  KernelConfig k{std::string(family), c.types, c.scaling, c.op_a, c.op_b, {}};
+  KernelConfig k{std::string(family), c.types, c.scaling, c.op_a, c.op_b, {}, c.epilogue};
   for (const auto& f : P::fields) k.params[std::string(f.name)] = c.*(f.member);
   return k;
 }
@@ -220,6 +222,7 @@ FamilyConfig<P> from_kernel_config(const KernelConfig& k, std::string_view famil
   c.scaling = k.scaling;
   c.op_a = k.op_a;
   c.op_b = k.op_b;
+  c.epilogue = k.epilogue;
   for (const auto& f : P::fields) {
     const auto it = k.params.find(std::string(f.name));
     c.*(f.member) = it != k.params.end() ? it->second : P{}.*(f.member);
