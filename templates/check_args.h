@@ -6,7 +6,7 @@
 // (rows == 0: point i is (i % m, i / m), every element).
 struct CheckArgs {
   unsigned long long a, b, c_init;  // operands as stored; c_init: C before the GEMM
-  unsigned long long out;           // C after the GEMM under test
+  unsigned long long out;           // D after the GEMM under test (C's ld)
   unsigned long long rows, cols;    // int arrays of point coordinates, or 0
   unsigned long long ref, scale;    // double arrays, one per point
   unsigned long long max_error;     // one float (as bits, atomicMax), normalized error
@@ -30,6 +30,11 @@ struct CheckArgs {
   unsigned long long group_ends;
   int groups;
   int group_capacity;
+  // The epilogue (gemmtune/types.hpp, Epilogue; epilogue_op.cuh): Bias's and Activation's values,
+  // and the bias vector, of the output's type.
+  unsigned long long bias;
+  int bias_kind;
+  int activation;
 };
 
 // The group that owns column c of a grouped problem, or -1 when none does: contiguous, the first

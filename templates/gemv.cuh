@@ -19,6 +19,7 @@
 // beta == 0 never reads C. fp32 accumulation for every dtype.
 #pragma once
 #include "common.cuh"
+#include "epilogue_op.cuh"
 #include "gemv_args.h"
 #include "gemv_split.h"
 
@@ -153,6 +154,7 @@ struct Kernel {
   struct View {
     const unsigned char* w;
     const unsigned char* x;
+    const unsigned char* c;  // C's old values of y, at the same offsets
     unsigned char* y;
     long long ldw, incx, incy, rows, k;
   };
@@ -161,7 +163,8 @@ struct Kernel {
     View v;
     v.w = reinterpret_cast<const unsigned char*>(SIDE == 0 ? a.a : a.b);
     v.x = reinterpret_cast<const unsigned char*>(SIDE == 0 ? a.b : a.a);
-    v.y = reinterpret_cast<unsigned char*>(a.c);
+    v.c = reinterpret_cast<const unsigned char*>(a.c);
+    v.y = reinterpret_cast<unsigned char*>(a.d);
     v.ldw = SIDE == 0 ? a.lda : a.ldb;
     v.incx = X_CONTIGUOUS ? 1 : (SIDE == 0 ? a.ldb : a.lda);
     v.incy = SIDE == 0 ? 1 : a.ldc;
@@ -418,13 +421,17 @@ struct Kernel {
     if (threadIdx.x == 0) atomicExch(counter, 0u);
   }
 
+  // y(r) = act(alpha * sum + beta * C + bias) (epilogue_op.cuh); output r is row m = r of D, or
+  // with SIDE 1 column n = r.
   GEMMTUNE_DEVICE_INLINE static void write_output(const GemmCore& args, const View& v, long long r,
                                                   float sum) {
-    unsigned char* p = v.y + r * v.incy * ES;
-    float out = args.alpha * sum;
+    using Epi = EpilogueOp<Cfg>;
+    const long long offset = r * v.incy * ES;
+    float out = Epi::template add_bias<DTYPE>(args.alpha * sum, args, SIDE == 0 ? int(r) : 0,
+                                              SIDE == 0 ? 0 : int(r));
     if (args.beta != 0.0f)
-      out = fmaf(args.beta, load_as_f32(p, 0, DTYPE), out);  // beta == 0: C may be NaN
-    store_from_f32(p, 0, DTYPE, out);
+      out = fmaf(args.beta, load_as_f32(v.c + offset, 0, DTYPE), out);  // beta == 0: C may be NaN
+    store_from_f32(v.y + offset, 0, DTYPE, Epi::finish(out));
   }
 };
 
@@ -435,12 +442,14 @@ struct Kernel {
 // Defaults, so that `nvcc -arch=sm_90 -cubin -x cu gemv.cuh` builds and disassembles both
 // orientations offline: bf16 tn with N == 1 (dot) and bf16 nn with N == 1 (axpy, K split).
 struct GemmtuneGemvDotDefault {
+  static constexpr int BIAS = 0, ACTIVATION = 0;  // no epilogue
   static constexpr int DTYPE = 2, SIDE = 0, THREADS = 256, ROWS = 2, UNROLL = 4, KSPLIT = 1,
                        VEC = 8;
   static constexpr int XCHUNK = 8192;
   static constexpr bool A_T = true, B_T = false;
 };
 struct GemmtuneGemvAxpyDefault {
+  static constexpr int BIAS = 0, ACTIVATION = 0;  // no epilogue
   static constexpr int DTYPE = 2, SIDE = 0, THREADS = 256, ROWS = 1, UNROLL = 4, KSPLIT = 16,
                        VEC = 8;
   static constexpr int XCHUNK = 8192;

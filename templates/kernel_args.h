@@ -17,9 +17,10 @@ struct GemmDivisor {
 
 // What every kernel takes, whatever its family: the operands, the sizes, the scalars, scratch.
 struct GemmCore {
-  unsigned long long a;  // device addresses of A, B, C (column-major, as cuBLAS); D is C
+  unsigned long long a;  // device addresses of A, B, C (column-major, as cuBLAS)
   unsigned long long b;
   unsigned long long c;
+  unsigned long long d;  // D's, with C's leading dimension: C's own address where D is C
   long long lda;
   long long ldb;
   long long ldc;
@@ -49,6 +50,8 @@ struct GemmCore {
   unsigned long long group_ends;
   int groups;
   int group_capacity;
+  // The epilogue's bias vector (gemmtune/types.hpp, Epilogue), M or N values of D's type, or 0.
+  unsigned long long bias;
 };
 
 // The tiling of a launch, for the families whose kernels map blocks or work units to output

@@ -30,13 +30,14 @@
 // no column of B and C past its group's end. K is whole (no split-K).
 #pragma once
 #include "common.cuh"
+#include "epilogue_op.cuh"
 #include "group_table.cuh"
 #include "mma_sm80_args.h"
 #include "ptx/cp_async.cuh"
 #include "ptx/ldmatrix.cuh"
 #include "ptx/mma.cuh"
 #include "schedule.h"
-#include "store16.cuh"
+#include "store_pairs.cuh"
 
 namespace gemmtune {
 namespace mma_sm80 {
@@ -228,7 +229,7 @@ struct Kernel {
   static_assert(!GROUPED || SPLITS == 1, "a grouped problem's tiles take K whole");
 
   using Acc = float[FN][2 * FM][4];
-  // beta != 0: C's old values read ahead of their stores, four pairs at a time (store16.cuh).
+  // beta != 0: C's old values read ahead of their stores, four pairs at a time (store_pairs.cuh).
   static constexpr int STORE_BATCH = 2 * FM < 4 ? 2 * FM : 4;
   static constexpr int ACC = FN * 2 * FM * 4;  // accumulators per thread
   struct Fragments {
@@ -348,25 +349,33 @@ struct Kernel {
   // acc[i][j] holds, for lane t, columns n = 16i + t/4 (+8 in elements 2, 3) and rows
   // m = 8j + 2(t%4), +1 of the warp's tile. A grouped problem's columns from n_end on (its
   // group's end) are not stored.
+  // D = act(alpha * acc + beta * C + bias) (epilogue_op.cuh).
   GEMMTUNE_DEVICE_INLINE static void store(const Mma80Args& args, int m0, int n0, const Acc& acc,
                                            int n_end = 0) {
-    u16* C = reinterpret_cast<u16*>(args.core.c);
+    using Epi = EpilogueOp<Cfg>;
+    const u16* C = reinterpret_cast<const u16*>(args.core.c);
+    u16* D = reinterpret_cast<u16*>(args.core.d);
     const int lane = int(threadIdx.x % 32);
+    const int m_first = m0 + 2 * (lane % 4);
 #pragma unroll
     for (int i = 0; i < FN; ++i) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int n = n0 + 16 * i + 8 * h + lane / 4;
         if (n >= (GROUPED ? n_end : args.core.n)) continue;
-        u16* column = C + (long long)n * args.core.ldc;
-        const bool pairs = (reinterpret_cast<u64>(column) & 3) == 0;
+        const long long offset = (long long)n * args.core.ldc;
         auto value = [&](int j, float& v0, float& v1) {
-          v0 = args.core.alpha * acc[i][j][2 * h];
-          v1 = args.core.alpha * acc[i][j][2 * h + 1];
+          const int m = m_first + 8 * j;
+          v0 = Epi::template add_bias<Cfg::DTYPE>(args.core.alpha * acc[i][j][2 * h], args.core, m,
+                                                  n);
+          v1 = Epi::template add_bias<Cfg::DTYPE>(args.core.alpha * acc[i][j][2 * h + 1], args.core,
+                                                  m + 1, n);
         };
-        const ColumnPairs<Cfg::DTYPE> at{column, m0 + 2 * (lane % 4), args.core.m, pairs};
-        store_pairs<Cfg::DTYPE, 2 * FM, STORE_BATCH>(at, args.core.beta, value,
-                                                     [](int) { return false; });
+        const ColumnPairs<Cfg::DTYPE> at{C + offset, D + offset, m_first, args.core.m,
+                                         pairs_aligned<Cfg::DTYPE>(C + offset, D + offset)};
+        store_pairs<Cfg::DTYPE, 2 * FM, STORE_BATCH>(
+            at, args.core.beta, value, [](float& v0, float& v1) { Epi::finish(v0, v1); },
+            [](int) { return false; });
       }
     }
   }
@@ -494,6 +503,7 @@ struct Kernel {
 // the template offline:
 //   nvcc -x cu -gencode=arch=compute_80,code=sm_80 -cubin -I templates templates/mma_sm80.cuh
 struct GemmtuneMma80Default {
+  static constexpr int BIAS = 0, ACTIVATION = 0;  // no epilogue
   static constexpr int BM = 128, BN = 128, BK = 32, WM = 64, WN = 64, STAGES = 4, GROUP = 8,
                        VEC = 8, SPLITS = 1, GROUP_TABLE = 0;
   static constexpr bool A_T = true, B_T = false;

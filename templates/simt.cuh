@@ -9,6 +9,7 @@
 // (beta == 0 never reads C). C = alpha * op(A) * op(B) + beta * C, column-major.
 #pragma once
 #include "common.cuh"
+#include "epilogue_op.cuh"
 #include "simt_args.h"
 
 namespace gemmtune {
@@ -228,10 +229,16 @@ struct Kernel {
 
   // row/col: this thread's first output row and column; its runs are TX*4 rows and TY*4
   // columns apart.
+  // D = act(alpha * acc + beta * C + bias) (epilogue_op.cuh).
   GEMMTUNE_DEVICE_INLINE static void write_c(const SimtArgs& args, int row, int col,
                                              const float (&acc)[TM][TN]) {
-    float* __restrict__ C = reinterpret_cast<float*>(args.core.c);
+    using Epi = EpilogueOp<Cfg>;
+    const float* C = reinterpret_cast<const float*>(args.core.c);
+    float* D = reinterpret_cast<float*>(args.core.d);
     const float alpha = args.core.alpha, beta = args.core.beta;
+    auto value = [&](float a, int m, int n) {
+      return Epi::template add_bias<GEMMTUNE_TYPE_F32>(alpha * a, args.core, m, n);
+    };
     const bool read_c = beta != 0.0f;  // beta == 0 must not read C: it may be uninitialised
     constexpr int CVEC = VEC;  // the alignment class that allows VEC-wide A/B allows it for C
 #pragma unroll
@@ -241,25 +248,26 @@ struct Kernel {
 #pragma unroll
       for (int i = 0; i < TM / 4; ++i) {
         const int m = row + i * TX * 4;
-        float* p = C + (long long)n * args.core.ldc + m;
+        const long long offset = (long long)n * args.core.ldc + m;
         if (m + 4 <= args.core.m) {
 #pragma unroll
           for (int r = 0; r < 4; r += CVEC) {
             float out[CVEC];
             float old[CVEC];
-            if (read_c) load_vec<CVEC>(old, p + r);
+            if (read_c) load_vec<CVEC>(old, C + offset + r);
 #pragma unroll
-            for (int e = 0; e < CVEC; ++e)
-              out[e] = read_c ? fmaf(alpha, acc[4 * i + r + e][j], beta * old[e])
-                              : alpha * acc[4 * i + r + e][j];
-            store_vec<CVEC>(p + r, out);
+            for (int e = 0; e < CVEC; ++e) {
+              const float v = value(acc[4 * i + r + e][j], m + r + e, n);
+              out[e] = Epi::finish(read_c ? fmaf(beta, old[e], v) : v);
+            }
+            store_vec<CVEC>(D + offset + r, out);
           }
         } else {
 #pragma unroll
           for (int r = 0; r < 4; ++r) {
             if (m + r >= args.core.m) break;
-            const float v = alpha * acc[4 * i + r][j];
-            p[r] = read_c ? fmaf(beta, p[r], v) : v;
+            const float v = value(acc[4 * i + r][j], m + r, n);
+            D[offset + r] = Epi::finish(read_c ? fmaf(beta, C[offset + r], v) : v);
           }
         }
       }
@@ -273,6 +281,7 @@ struct Kernel {
 #ifndef GEMMTUNE_GENERATED
 // Defaults, so that `nvcc -arch=sm_90 -cubin simt.cuh -x cu` builds and disassembles it offline.
 struct GemmtuneSimtDefault {
+  static constexpr int BIAS = 0, ACTIVATION = 0;  // no epilogue
   static constexpr int BM = 128, BN = 128, BK = 8, WM = 64, WN = 32, TM = 8, TN = 8;
   static constexpr int VEC = 4, STAGES = 2, GROUP = 8;
   static constexpr bool A_T = false, B_T = false;

@@ -1,5 +1,6 @@
-// Epilogue stores of 16-bit C (f16 or bf16) from f32 accumulators, shared by the tensor-core
-// families: their threads hold values of two neighbouring rows m, m+1 of a column of C.
+// Epilogue stores from f32 accumulators, shared by the tensor-core families: their threads hold
+// values of two neighbouring rows m, m+1 of a column of D. C's old values come from the same
+// place of C's column: C and D are one buffer, or two with one leading dimension.
 #pragma once
 #include "common.cuh"
 
@@ -19,90 +20,90 @@ struct Half16 {
   }
 };
 
-// column[m] and column[m + 1] as one pair, low half first; rows at or below `rows` read as zero.
-// pairs: the column starts 4-byte aligned, so both rows come in one 4-byte access (with an odd
-// ldc, every other column). m is even.
-GEMMTUNE_DEVICE_INLINE u32 read_pair(const u16* column, int m, int rows, bool pairs) {
-  if (pairs && m + 1 < rows) return *reinterpret_cast<const u32*>(column + m);
-  const u32 lo = m < rows ? column[m] : 0, hi = m + 1 < rows ? column[m + 1] : 0;
-  return lo | hi << 16;
+// An output type (OUT: data_types.h's code of f32, f16 or bf16): its element, a pair of
+// neighbours moved as one access (4 bytes of 16-bit values, 8 of f32), their conversions.
+template <int OUT>
+struct Output {
+  using Elem = u16;
+  using Pair = u32;
+  using H = Half16<OUT>;
+  GEMMTUNE_DEVICE_INLINE static float to_f32(Elem x) { return H::to_f32(x); }
+  GEMMTUNE_DEVICE_INLINE static Elem from_f32(float x) { return H::from_f32(x); }
+  GEMMTUNE_DEVICE_INLINE static Pair pack(float lo, float hi) { return H::pack(lo, hi); }
+  GEMMTUNE_DEVICE_INLINE static Pair pair_of(Elem lo, Elem hi) { return u32(lo) | u32(hi) << 16; }
+  GEMMTUNE_DEVICE_INLINE static float first(Pair p) { return H::to_f32(u16(p & 0xffff)); }
+  GEMMTUNE_DEVICE_INLINE static float second(Pair p) { return H::to_f32(u16(p >> 16)); }
+};
+template <>
+struct Output<GEMMTUNE_TYPE_F32> {
+  using Elem = float;
+  using Pair = float2;
+  GEMMTUNE_DEVICE_INLINE static float to_f32(Elem x) { return x; }
+  GEMMTUNE_DEVICE_INLINE static Elem from_f32(float x) { return x; }
+  GEMMTUNE_DEVICE_INLINE static Pair pack(float lo, float hi) { return make_float2(lo, hi); }
+  GEMMTUNE_DEVICE_INLINE static Pair pair_of(Elem lo, Elem hi) { return make_float2(lo, hi); }
+  GEMMTUNE_DEVICE_INLINE static float first(Pair p) { return p.x; }
+  GEMMTUNE_DEVICE_INLINE static float second(Pair p) { return p.y; }
+};
+
+// v0 += beta * old's first value, v1 += beta * its second.
+template <int OUT>
+GEMMTUNE_DEVICE_INLINE void add_scaled(typename Output<OUT>::Pair old, float beta, float& v0,
+                                       float& v1) {
+  v0 = fmaf(beta, Output<OUT>::first(old), v0);
+  v1 = fmaf(beta, Output<OUT>::second(old), v1);
 }
 
-// column[m] = v0 and column[m + 1] = v1, for the rows below `rows`.
-template <int DTYPE>
-GEMMTUNE_DEVICE_INLINE void write_pair(u16* column, int m, int rows, bool pairs, float v0,
-                                       float v1) {
-  using H = Half16<DTYPE>;
-  if (pairs && m + 1 < rows) {
-    *reinterpret_cast<u32*>(column + m) = H::pack(v0, v1);
-  } else {
-    if (m < rows) column[m] = H::from_f32(v0);
-    if (m + 1 < rows) column[m + 1] = H::from_f32(v1);
-  }
-}
-
-// v0 += beta * old's low half, v1 += beta * its high half.
-template <int DTYPE>
-GEMMTUNE_DEVICE_INLINE void add_scaled(u32 old, float beta, float& v0, float& v1) {
-  using H = Half16<DTYPE>;
-  v0 = fmaf(beta, H::to_f32(u16(old & 0xffff)), v0);
-  v1 = fmaf(beta, H::to_f32(u16(old >> 16)), v1);
-}
-
-// *p = v + beta * *p (beta == 0: *p is not read, it may be uninitialised).
-template <int DTYPE>
-GEMMTUNE_DEVICE_INLINE void update_one(u16* p, float v, float beta) {
-  using H = Half16<DTYPE>;
-  *p = H::from_f32(beta != 0.0f ? fmaf(beta, H::to_f32(*p), v) : v);
-}
-
-// column[m] = v0 + beta * column[m] and column[m + 1] = v1 + beta * column[m + 1], for the rows
-// below `rows`: read, updated and written in turn (each read waits for memory; where registers
-// allow, read several pairs first: read_pair, add_scaled, write_pair).
-template <int DTYPE>
-GEMMTUNE_DEVICE_INLINE void store_pair(u16* column, int m, int rows, bool pairs, float v0, float v1,
-                                       float beta) {
-  using H = Half16<DTYPE>;
-  const bool read_c = beta != 0.0f;  // beta == 0 must not read C: it may be uninitialised
-  if (pairs && m + 1 < rows) {
-    u32* p = reinterpret_cast<u32*>(column + m);
-    if (read_c) add_scaled<DTYPE>(*p, beta, v0, v1);
-    *p = H::pack(v0, v1);
-  } else {
-    if (m < rows) update_one<DTYPE>(column + m, v0, beta);
-    if (m + 1 < rows) update_one<DTYPE>(column + m + 1, v1, beta);
-  }
-}
-
-// Pair j of PAIRS at rows m0 + 8j of one column of C (a thread's pairs in mma fragments).
-template <int DTYPE>
+// Pair j of PAIRS at rows m0 + 8j of one column (a thread's pairs in mma fragments): C's old
+// values read from `in`, D's written to `out`, the rows at or below `rows` left alone (read as
+// zero). pairs: both columns start aligned for a pair access (with an odd ld, every other column
+// does), so that both rows move in one access. m0 is even.
+template <int OUT>
 struct ColumnPairs {
-  u16* column;
+  using O = Output<OUT>;
+  using Elem = typename O::Elem;
+  const Elem* in;
+  Elem* out;
   int m0, rows;
   bool pairs;
-  GEMMTUNE_DEVICE_INLINE u32 read(int j) const {
-    return read_pair(column, m0 + 8 * j, rows, pairs);
+
+  GEMMTUNE_DEVICE_INLINE typename O::Pair read(int j) const {
+    const int m = m0 + 8 * j;
+    if (pairs && m + 1 < rows) return *reinterpret_cast<const typename O::Pair*>(in + m);
+    return O::pair_of(m < rows ? in[m] : Elem(0), m + 1 < rows ? in[m + 1] : Elem(0));
   }
   GEMMTUNE_DEVICE_INLINE void write(int j, float v0, float v1) const {
-    write_pair<DTYPE>(column, m0 + 8 * j, rows, pairs, v0, v1);
-  }
-  GEMMTUNE_DEVICE_INLINE void update(int j, float v0, float v1, float beta) const {
-    store_pair<DTYPE>(column, m0 + 8 * j, rows, pairs, v0, v1, beta);
+    const int m = m0 + 8 * j;
+    if (pairs && m + 1 < rows) {
+      *reinterpret_cast<typename O::Pair*>(out + m) = O::pack(v0, v1);
+    } else {
+      if (m < rows) out[m] = O::from_f32(v0);
+      if (m + 1 < rows) out[m + 1] = O::from_f32(v1);
+    }
   }
 };
 
-// C = v + beta * C for pairs j = 0 .. PAIRS-1 (beta == 0: C is not read), where `at` places them
-// (read, write, update: as ColumnPairs) and value(j, v0, v1) gives their new values; pairs that
-// skip(j) are left alone. The old values of BATCH pairs are read before any of them is written,
-// so that their loads are in flight together (one after another, each waits for memory); with a
-// BATCH of one, each pair is read, updated and written in turn, for threads short of registers.
-template <int DTYPE, int PAIRS, int BATCH, class At, class Value, class Skip>
-GEMMTUNE_DEVICE_INLINE void store_pairs(const At& at, float beta, Value value, Skip skip) {
-  const bool read_c = beta != 0.0f;  // beta == 0 must not read C: it may be uninitialised
+// Whether a column pair of C (`in`) and of D (`out`) can both move as one access each.
+template <int OUT>
+GEMMTUNE_DEVICE_INLINE bool pairs_aligned(const void* in, const void* out) {
+  constexpr u64 MASK = sizeof(typename Output<OUT>::Pair) - 1;
+  return ((reinterpret_cast<u64>(in) | reinterpret_cast<u64>(out)) & MASK) == 0;
+}
+
+// D = finish(v + beta * C) for pairs j = 0 .. PAIRS-1 (beta == 0: C is not read, it may be
+// uninitialised), where `at` places them (read, write: as ColumnPairs), value(j, v0, v1) gives
+// their new values and finish(v0, v1) applies the epilogue's activation; pairs that skip(j) are
+// left alone. The old values of BATCH pairs are read before any of them is written, so that their
+// loads are in flight together (one after another, each waits for memory); with a BATCH of one,
+// each pair is read and written in turn, for threads short of registers.
+template <int OUT, int PAIRS, int BATCH, class At, class Value, class Finish, class Skip>
+GEMMTUNE_DEVICE_INLINE void store_pairs(const At& at, float beta, Value value, Finish finish,
+                                        Skip skip) {
+  const bool read_c = beta != 0.0f;
 #pragma unroll
   for (int j0 = 0; j0 < PAIRS; j0 += BATCH) {
-    u32 old[BATCH];
-    if (BATCH > 1 && read_c) {
+    typename Output<OUT>::Pair old[BATCH];
+    if (read_c) {
 #pragma unroll
       for (int j = j0; j < j0 + BATCH && j < PAIRS; ++j)
         if (!skip(j)) old[j - j0] = at.read(j);
@@ -112,12 +113,9 @@ GEMMTUNE_DEVICE_INLINE void store_pairs(const At& at, float beta, Value value, S
       if (skip(j)) continue;
       float v0, v1;
       value(j, v0, v1);
-      if (BATCH == 1) {
-        at.update(j, v0, v1, beta);
-      } else {
-        if (read_c) add_scaled<DTYPE>(old[j - j0], beta, v0, v1);
-        at.write(j, v0, v1);
-      }
+      if (read_c) add_scaled<OUT>(old[j - j0], beta, v0, v1);
+      finish(v0, v1);
+      at.write(j, v0, v1);
     }
   }
 }

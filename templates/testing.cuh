@@ -4,6 +4,7 @@
 #pragma once
 #include "check_args.h"
 #include "common.cuh"
+#include "epilogue_op.cuh"
 
 namespace gemmtune {
 namespace testing {
@@ -53,9 +54,10 @@ extern "C" __global__ void gemmtune_fill_scales(unsigned long long p, long long 
   }
 }
 
-// ref = alpha * sum_k s_k op(A)[r,k] op(B)[k,c] + beta * C_init[r,c], in double, s_k the scale of
-// the product (check_args.h); scale is the size an honest float result's error is measured
-// against: |alpha| * ||(s_k a_k b_k)_k||_2 + |beta c|.
+// ref = act(alpha * sum_k s_k op(A)[r,k] op(B)[k,c] + beta * C_init[r,c] + bias), in double, s_k
+// the scale of the product (check_args.h); scale is the size an honest float result's error is
+// measured against: |alpha| * ||(s_k a_k b_k)_k||_2 + |beta c| + |bias|, times the steepest slope
+// of the activation (GELU's 1.13), through which the error of its input passes.
 extern "C" __global__ void gemmtune_reference(const CheckArgs args) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= args.points) return;
@@ -96,6 +98,16 @@ extern "C" __global__ void gemmtune_reference(const CheckArgs args) {
     const double c0 = gemmtune::testing::element(args.c_init, r, c, args.ldc, args.type_c);
     ref += double(args.beta) * c0;
     scale += fabs(double(args.beta) * c0);
+  }
+  if (args.bias_kind != gemmtune::BIAS_NONE) {
+    const long long at = args.bias_kind == gemmtune::BIAS_M ? r : c;
+    const double bias = gemmtune::testing::element(args.bias, at, 0, 1, args.type_c);
+    ref += bias;
+    scale += fabs(bias);
+  }
+  if (args.activation != gemmtune::ACT_IDENTITY) {
+    ref = gemmtune::activate<double>(args.activation, ref);
+    scale *= 1.13;
   }
   reinterpret_cast<double*>(args.ref)[i] = ref;
   reinterpret_cast<double*>(args.scale)[i] = scale;

@@ -69,7 +69,10 @@ struct Kernel : Traits<Cfg> {
     if (threadIdx.x == 0) {  // the descriptors' fetch overlaps the barriers' making
       ptx::tma_prefetch_descriptor(&args.map_a);
       ptx::tma_prefetch_descriptor(&args.map_b);
-      if (Epilogue<Cfg>::stores_by_tma(args)) ptx::tma_prefetch_descriptor(&args.map_c);
+      if (Epilogue<Cfg>::stores_by_tma(args)) {
+        ptx::tma_prefetch_descriptor(&args.map_d);
+        if (args.core.beta != 0.0f) ptx::tma_prefetch_descriptor(&args.map_c);
+      }
     }
     const SharedMemory<Cfg> s = SharedMemory<Cfg>::carve(smem_raw);
     if constexpr (Traits<Cfg>::WS)
@@ -86,6 +89,7 @@ struct Kernel : Traits<Cfg> {
 // Defaults (the known good point), so that nvcc can build and disassemble the template offline:
 //   nvcc -x cu -gencode=arch=compute_90a,code=sm_90a -cubin -I templates templates/wgmma_sm90.cuh
 struct GemmtuneWgmmaDefault {
+  static constexpr int BIAS = 0, ACTIVATION = 0;  // no epilogue
   static constexpr int BM = 256, BN = 128, STAGES = 4, WG = 2;
   static constexpr bool SWAP = false, WS = true;
   static constexpr int CLUSTER_M = 1, CLUSTER_N = 2, RASTER = 0, GROUP = 8, EPILOGUE = 1,

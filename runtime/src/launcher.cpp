@@ -108,6 +108,20 @@ LaunchConfig::LaunchConfig(const LaunchPlan& plan, const std::array<uint32_t, 3>
   }
 }
 
+namespace {
+
+// D's address: C's where the caller gave D no buffer of its own.
+CUdeviceptr output_of(const GemmOperands& ops) {
+  return ops.d != 0 ? ops.d : ops.c;
+}
+
+// A and B are packed where a required map cannot read them; C and D never are.
+bool packable(Operand operand) {
+  return operand == Operand::a || operand == Operand::b;
+}
+
+}  // namespace
+
 GemmCore core_of(const LaunchPlan& plan, const Problem& p, const GemmOperands& ops) {
   GT_REQUIRE(plan.reads_c || ops.beta == 0.0f, Errc::invalid_argument,
              "beta = {} on a kernel built for beta = 0 ({}): select a kernel for the problem with "
@@ -118,10 +132,13 @@ GemmCore core_of(const LaunchPlan& plan, const Problem& p, const GemmOperands& o
              p.describe(), to_string(p.scaling), ops.scale_a == 0 ? "A" : "B");
   GT_REQUIRE(!p.grouped() || ops.group_ends != 0, Errc::invalid_argument,
              "{} is grouped but the group ends are a null pointer", p.describe());
+  GT_REQUIRE(p.epilogue.bias == Bias::none || ops.bias != 0, Errc::invalid_argument,
+             "{} adds a bias but the bias is a null pointer", p.describe());
   GemmCore core{};
   core.a = ops.a;
   core.b = ops.b;
   core.c = ops.c;
+  core.d = output_of(ops);
   core.lda = p.lda;
   core.ldb = p.ldb;
   core.ldc = p.ldc;
@@ -137,6 +154,7 @@ GemmCore core_of(const LaunchPlan& plan, const Problem& p, const GemmOperands& o
   core.group_ends = ops.group_ends;
   core.groups = int(p.groups);
   core.group_capacity = int(p.group_capacity());
+  core.bias = ops.bias;
   return core;
 }
 
@@ -237,7 +255,7 @@ CUdeviceptr Launcher::pack(Operand operand, CUdeviceptr src, int64_t rows, int64
 void Launcher::pack_unaligned(const LaunchPlan& plan, Operands& o, CUstream stream) {
   Problem& p = o.problem;
   for (const TensorMapPlan& m : plan.maps) {
-    if (m.made_flag != 0 || m.operand == Operand::c) continue;
+    if (m.made_flag != 0 || !packable(m.operand)) continue;
     const bool is_a = m.operand == Operand::a;
     CUdeviceptr& ptr = is_a ? o.ops.a : o.ops.b;
     int64_t& ld = is_a ? p.lda : p.ldb;
@@ -264,7 +282,7 @@ void Launcher::launch(const LoadedKernel& kernel, uint32_t resident, const Launc
              plan.args.bytes, kMaxArgsBytes);
   Operands o{problem, operands};
   const bool packs = std::any_of(plan.maps.begin(), plan.maps.end(), [&](const TensorMapPlan& m) {
-    return m.made_flag == 0 && m.operand != Operand::c &&
+    return m.made_flag == 0 && packable(m.operand) &&
            !tma_aligned(m.operand == Operand::a ? operands.a : operands.b,
                         m.operand == Operand::a ? problem.lda : problem.ldb, m.type);
   });
@@ -284,9 +302,11 @@ void Launcher::fill_arguments(std::byte* args, const LaunchPlan& plan, const Pro
   GemmCore core = core_of(plan, p, ops);
   for (const TensorMapPlan& m : plan.maps) {
     const bool a = m.operand == Operand::a, b = m.operand == Operand::b;
-    const CUdeviceptr ptr = a ? ops.a : b ? ops.b : ops.c;
+    const CUdeviceptr ptr = a   ? ops.a
+                            : b ? ops.b
+                                : (m.operand == Operand::d ? output_of(ops) : ops.c);
     const int64_t ld = a ? p.lda : b ? p.ldb : p.ldc;
-    // An optional map only where its operand is aligned (C for TMA stores); the required ones
+    // An optional map only where its operand is aligned (C and D for TMA stores); the required ones
     // were packed where they were not.
     if (m.made_flag != 0 && !tma_aligned(ptr, ld, m.type)) continue;
     GT_REQUIRE(tma_aligned(ptr, ld, m.type), Errc::internal,

@@ -293,15 +293,22 @@ void Library::matmul(const MatmulDesc& desc, int64_t m, int64_t n, int64_t k, fl
   p.lda = lda;
   p.ldb = ldb;
   p.ldc = ldc;
-  p.align = alignment_class(p.types, a, b, c, lda, ldb, ldc);
   p.reads_c = beta != 0.0f;
+  // D of its own: C is read only with beta != 0, and both addresses set the alignment.
+  void* d = desc.d != nullptr ? desc.d : c;
+  const void* c_read = p.reads_c || desc.d == nullptr ? c : d;
+  p.align = std::min(alignment_class(p.types, a, b, c_read, lda, ldb, ldc),
+                     alignment_class(p.types, a, b, d, lda, ldb, ldc));
   p.groups = desc.groups;
   p.group_layout = desc.group_layout;
   p.accumulation = desc.accumulation;
+  p.epilogue = desc.epilogue;
   validate(p);
   GT_REQUIRE(a != nullptr, Errc::invalid_argument, "A is a null pointer");
   GT_REQUIRE(b != nullptr, Errc::invalid_argument, "B is a null pointer");
-  GT_REQUIRE(c != nullptr, Errc::invalid_argument, "C is a null pointer");
+  GT_REQUIRE(c_read != nullptr, Errc::invalid_argument, "C is a null pointer");
+  GT_REQUIRE(p.epilogue.bias == Bias::none || desc.bias != nullptr, Errc::invalid_argument,
+             "epilogue {} needs its bias vector (bias)", p.epilogue.name());
   GT_REQUIRE(p.scaling == Scaling::none || (desc.scale_a != nullptr && desc.scale_b != nullptr),
              Errc::invalid_argument, "scaling {} needs the scales of A and B (scale_a and scale_b)",
              to_string(p.scaling));
@@ -312,7 +319,9 @@ void Library::matmul(const MatmulDesc& desc, int64_t m, int64_t n, int64_t k, fl
              "alpha and beta must be finite (got {} and {})", alpha, beta);
   const auto [choice, workspaces] = impl_->choice_for(p);
   const auto cu_stream = reinterpret_cast<CUstream>(stream);
-  GemmOperands ops{CUdeviceptr(a), CUdeviceptr(b), CUdeviceptr(c), alpha, beta};
+  GemmOperands ops{CUdeviceptr(a), CUdeviceptr(b), CUdeviceptr(c_read), alpha, beta};
+  ops.d = CUdeviceptr(d);
+  ops.bias = CUdeviceptr(desc.bias);
   ops.scale_a = CUdeviceptr(desc.scale_a);
   ops.scale_b = CUdeviceptr(desc.scale_b);
   ops.group_ends = CUdeviceptr(desc.group_ends);

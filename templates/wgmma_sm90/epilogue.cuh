@@ -1,5 +1,6 @@
 // The epilogue of a wgmma_sm90 tile: TMA stores (store_tma.cuh) where the kernel has them and C
-// allows them, else stores from registers (store_registers.cuh); and how C is read with beta != 0.
+// and D allow them, else stores from registers (store_registers.cuh); and how C is read with
+// beta != 0.
 #pragma once
 #include "ptx/tma.cuh"
 #include "wgmma_sm90/store_registers.cuh"
@@ -19,8 +20,11 @@ struct Epilogue : Traits<Cfg> {
   using RegisterStore = wgmma_sm90::RegisterStore<Cfg>;
   using TmaStore = wgmma_sm90::TmaStore<Cfg>;
 
+  // D's map was made (D aligned), and C's where C is read.
   GEMMTUNE_DEVICE_INLINE static bool stores_by_tma(const WgmmaArgs& args) {
-    return TMA_STORE && (args.core.flags & WGMMA_MAP_C_MADE);
+    const unsigned made = args.core.flags;
+    return TMA_STORE && (made & WGMMA_MAP_D_MADE) &&
+           ((made & WGMMA_MAP_C_MADE) || T::beta_of(args) == 0.0f);
   }
   // beta != 0: C is read, by TMA (TmaStore::store) or from registers (RegisterStore::store).
   GEMMTUNE_DEVICE_INLINE static bool loads_c_by_tma(const WgmmaArgs& args) {

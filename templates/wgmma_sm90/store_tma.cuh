@@ -2,11 +2,12 @@
 // and, with beta != 0, C's loads by TMA into the same shared memory: by the producer during the
 // tile's main loop (fetch_c) or by the consumer itself (load_first_c_chunks).
 #pragma once
+#include "epilogue_op.cuh"
 #include "ptx/ldmatrix.cuh"
 #include "ptx/mbarrier.cuh"
 #include "ptx/stmatrix.cuh"
 #include "ptx/tma.cuh"
-#include "store16.cuh"
+#include "store_pairs.cuh"
 #include "wgmma_sm90/tiles.cuh"
 
 namespace gemmtune {
@@ -37,6 +38,7 @@ struct TmaStore : Traits<Cfg> {
   using T::TN;
   using T::WG;
   using H = Half16<Cfg::DTYPE>;
+  using Epi = EpilogueOp<Cfg>;
   using Smem = SharedMemory<Cfg>;
   using Tiles = wgmma_sm90::Tiles<Cfg>;
 
@@ -133,15 +135,23 @@ struct TmaStore : Traits<Cfg> {
     return t.n_end >= args.core.n || n0 + 64 * MW <= t.n_end;
   }
 
+  // D's value of the accumulator `a` at the tile's kernel row r, column c (problem n and m: TMA
+  // stores do not swap), before C and the activation.
+  GEMMTUNE_DEVICE_INLINE static float value_at(const WgmmaArgs& args, float a, int r, int c) {
+    return Epi::template add_bias<Cfg::DTYPE>(args.core.alpha * a, args.core, c, r);
+  }
+
   // An f32 chunk into its buffer (READ_C: each value first read back from where it goes, C's old
   // value landed there by TMA). A chunk is 32 columns, four 8-column groups g of the accumulators;
   // a thread writes its pair of each group's rows 16 (lane / 32) + (lane % 32) / 4 (+ 8) as 8
   // bytes: unit 2g + (lane % 4) / 2 of the row's 128, at 8 (lane % 2) in it, the unit swizzled to
   // unit ^ (row % 8) as TMA's 128-byte swizzle lays it out. A warp's 8 rows of 32 bytes an
   // instruction spread over all the banks twice: two wavefronts, the least for 256 bytes.
+  // (n0: the consumer's first kernel row; c0: the thread's first kernel column.)
   template <bool READ_C>
   GEMMTUNE_DEVICE_INLINE static void write_f32_chunk(const WgmmaArgs& args, unsigned char* buffer,
-                                                     int chunk, const float (&acc)[MW][TN / 2]) {
+                                                     int chunk, const float (&acc)[MW][TN / 2],
+                                                     int n0, int c0) {
     const int lane = threadIdx.x % 128;
     const int row8 = (lane % 32) / 4;  // the row's place in its 8-row swizzle atom
 #pragma unroll
@@ -154,12 +164,15 @@ struct TmaStore : Traits<Cfg> {
           const int unit = (2 * g + (lane % 4) / 2) ^ row8;
           const u32 address = ptx::smem_u32(buffer + row * 128 + unit * 16 + 8 * (lane % 2));
           const int i = 4 * (4 * chunk + g) + 2 * h;  // this thread's accumulator pair
-          float v0 = args.core.alpha * acc[mb][i], v1 = args.core.alpha * acc[mb][i + 1];
+          const int r = n0 + row, c = c0 + 8 * (4 * chunk + g);
+          float v0 = value_at(args, acc[mb][i], r, c),
+                v1 = value_at(args, acc[mb][i + 1], r, c + 1);
           if constexpr (READ_C) {
             const float2 old = ld_shared_f32x2(address);
             v0 = fmaf(args.core.beta, old.x, v0);
             v1 = fmaf(args.core.beta, old.y, v1);
           }
+          Epi::finish(v0, v1);
           st_shared_f32x2(address, v0, v1);
         }
   }
@@ -185,6 +198,8 @@ struct TmaStore : Traits<Cfg> {
     const int q = (lane % 32) / 8;
     const int lane_row = 16 * (lane / 32) + 8 * (q % 2) + lane % 8;
     const int n0 = t.row0 + Tiles::rows_of(consumer) * 64 * MW;
+    // The thread's first kernel row and column of its accumulators (store_registers.cuh).
+    const int r0 = n0 + 16 * (lane / 32) + (lane % 32) / 4, c0 = t.col0 + 2 * (lane % 4);
     if (READ_C && !c_early) load_first_c_chunks(args, s, t, consumer);
 #pragma unroll
     for (int chunk = 0; chunk < C_CHUNKS; ++chunk) {
@@ -204,7 +219,7 @@ struct TmaStore : Traits<Cfg> {
         ptx::named_barrier(1 + consumer, 128);
       }
       if constexpr (F32_OUT) {
-        write_f32_chunk<READ_C>(args, staging + buffer * C_CHUNK_BYTES, chunk, acc);
+        write_f32_chunk<READ_C>(args, staging + buffer * C_CHUNK_BYTES, chunk, acc, n0, c0);
       } else {
 #pragma unroll
         for (int mb = 0; mb < MW; ++mb)
@@ -217,13 +232,16 @@ struct TmaStore : Traits<Cfg> {
             if constexpr (READ_C) ptx::ldmatrix_x4<false>(old, address);
 #pragma unroll
             for (int b = 0; b < 4; ++b) {
-              const int i =
-                  2 * (2 * (8 * chunk + u + b / 2) + b % 2);  // this thread's accumulator pair
-              float v0 = args.core.alpha * acc[mb][i], v1 = args.core.alpha * acc[mb][i + 1];
+              const int j = 8 * chunk + u + b / 2;  // this thread's accumulator pair 4j + 2 (b % 2)
+              const int i = 2 * (2 * j + b % 2);
+              const int row = r0 + mb * 64 + 8 * (b % 2), c = c0 + 8 * j;
+              float v0 = value_at(args, acc[mb][i], row, c),
+                    v1 = value_at(args, acc[mb][i + 1], row, c + 1);
               if constexpr (READ_C) {
                 v0 = fmaf(args.core.beta, H::to_f32(u16(old[b] & 0xffff)), v0);
                 v1 = fmaf(args.core.beta, H::to_f32(u16(old[b] >> 16)), v1);
               }
+              Epi::finish(v0, v1);
               r[b] = H::pack(v0, v1);
             }
             ptx::stmatrix_x4(address, r);
@@ -235,7 +253,7 @@ struct TmaStore : Traits<Cfg> {
         if (issuer) {
 #pragma unroll
           for (int c = RING ? chunk : 0; c <= chunk; ++c)
-            ptx::tma_store_2d(&args.map_c, staging + (c % C_BUFFERS) * C_CHUNK_BYTES,
+            ptx::tma_store_2d(&args.map_d, staging + (c % C_BUFFERS) * C_CHUNK_BYTES,
                               t.col0 + c * C_CHUNK_COLS, n0);
           ptx::bulk_commit();
           if (READ_C && chunk + C_BUFFERS < C_CHUNKS) {

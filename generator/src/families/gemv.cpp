@@ -125,6 +125,7 @@ class GemvFamily final : public FamilyOf<P> {
  public:
   std::string_view name() const override { return "gemv"; }
   int rank() const override { return 10; }
+  bool takes_epilogues() const override { return true; }
 
   std::string unsupported_reason(const Problem& problem, const ArchInfo& arch) const override {
     if (problem.m > 1 && problem.n > 1) return "N and M are both > 1";

@@ -132,6 +132,7 @@ class MmaSm80Family final : public FamilyOf<P> {
   int rank() const override { return 30; }
   // Grouped problems: templates/group_table.cuh, run_groups in templates/mma_sm80.cuh.
   bool takes_groups() const override { return true; }
+  bool takes_epilogues() const override { return true; }
 
   std::string unsupported_reason(const Problem& problem, const ArchInfo& arch) const override {
     if (!one_type_of(problem, {DataType::f16, DataType::bf16}))

@@ -72,6 +72,7 @@ class SimtFamily final : public FamilyOf<P> {
  public:
   std::string_view name() const override { return "simt"; }
   int rank() const override { return 40; }
+  bool takes_epilogues() const override { return true; }
 
   std::string unsupported_reason(const Problem& problem, const ArchInfo& arch) const override {
     if (!one_type_of(problem, {DataType::f32}))

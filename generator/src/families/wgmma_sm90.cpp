@@ -22,7 +22,7 @@ struct WgmmaParams {
   int64_t bm = 0, bn = 0, swap = 0;  // problem tile along M and N; SWAP: N on wgmma's N
   int64_t wg = 1, ws = 1, pingpong = 0, occupancy = 1;
   int64_t schedule = schedule::DATA_PARALLEL, splits = 1, cluster_k = 1;
-  int64_t stages = 4, cluster = 11, raster = 0, group = 8, epilogue = 0, ksub = 1, reads_c = 0;
+  int64_t stages = 4, cluster = 11, raster = 0, group = 8, tma_store = 0, ksub = 1, reads_c = 0;
   int64_t promote = 0, overlap = 0, group_table = 0;
 
   using P = WgmmaParams;
@@ -36,7 +36,7 @@ struct WgmmaParams {
       ParamField<P>{"CLUSTER", &P::cluster, true},  // CTAs along M x along N: 11, 21, 12
       ParamField<P>{"RASTER", &P::raster},          // 0: sweep tiles along M first, 1: along N
       ParamField<P>{"GROUP", &P::group, true},      // tiles per raster group
-      ParamField<P>{"EPILOGUE", &P::epilogue, true},         // 1: TMA stores, 0: from registers
+      ParamField<P>{"EPILOGUE", &P::tma_store, true},        // 1: TMA stores, 0: from registers
       ParamField<P>{"SCHEDULE", &P::schedule},               // schedule::Mode
       ParamField<P>{"SPLITS", &P::splits},                   // split-K parts
       ParamField<P>{"CLUSTER_K", &P::cluster_k},             // CTAs of a cluster that split K
@@ -65,7 +65,7 @@ wgmma_sm90::Shape sides_of(const Config& c) {
           int(c.wg),
           c.swap != 0,
           c.ws != 0,
-          int(c.epilogue),
+          int(c.tma_store),
           0,
           int(c.cluster_k),
           int(c.ksub),
@@ -294,7 +294,7 @@ using Members = std::vector<int64_t P::*>;
 const Members kTile = {&P::bm, &P::bn, &P::swap};
 const Members kRows = kTile + Members{&P::wg, &P::pingpong};  // and the accumulators
 const Members kUnits = {&P::bm, &P::bn, &P::cluster, &P::ksub, &P::cluster_k, &P::occupancy};
-const Members kSmem = kRows + Members{&P::stages, &P::ws, &P::epilogue, &P::cluster_k, &P::ksub};
+const Members kSmem = kRows + Members{&P::stages, &P::ws, &P::tma_store, &P::cluster_k, &P::ksub};
 
 std::vector<Rule<P>> rules() {
   return {
@@ -445,11 +445,11 @@ std::vector<Rule<P>> rules() {
       {"cluster_k_alone",
        "a cluster splits K in two or four for data-parallel tiles of the warp-specialized "
        "schedule, stored from registers, without multicast or ping-pong",
-       {&P::cluster_k, &P::cluster, &P::ws, &P::pingpong, &P::epilogue, &P::schedule},
+       {&P::cluster_k, &P::cluster, &P::ws, &P::pingpong, &P::tma_store, &P::schedule},
        [](const Config& c, const Problem&, const ArchInfo&) {
          if (c.cluster_k == 1) return true;
          return (c.cluster_k == 2 || c.cluster_k == 4) && cluster_size(c) == 1 && c.ws == 1 &&
-                !c.pingpong && c.epilogue == 0 && c.schedule == schedule::DATA_PARALLEL;
+                !c.pingpong && c.tma_store == 0 && c.schedule == schedule::DATA_PARALLEL;
        }},
       // Each tile then takes two or four SMs: worth it where the tiles leave most of them idle.
       {"cluster_k_for_few_tiles",
@@ -494,18 +494,18 @@ std::vector<Rule<P>> rules() {
          return c.group >= 1 && c.group <= 64;
        }},
       {"tma_store_layout", "TMA stores: warp-specialized, m on wgmma's N, in 64-column chunks",
-       kTile + Members{&P::epilogue, &P::ws},
+       kTile + Members{&P::tma_store, &P::ws},
        [](const Config& c, const Problem&, const ArchInfo&) {
-         return c.epilogue == 0 || (c.ws == 1 && !c.swap && tile_cols(c) % 64 == 0);
+         return c.tma_store == 0 || (c.ws == 1 && !c.swap && tile_cols(c) % 64 == 0);
        }},
       // A consumer whose rows a group ends inside stores from registers (TmaStore::stays_in_group);
       // with beta != 0 the producer would load C for its TMA stores all the same.
       {"grouped_tma_stores_beta_zero",
        "a grouped problem stores by TMA only with beta = 0 (where a group ends inside a tile, "
        "from registers)",
-       {&P::epilogue, &P::reads_c},
+       {&P::tma_store, &P::reads_c},
        [](const Config& c, const Problem& p, const ArchInfo&) {
-         return !p.grouped() || c.epilogue == 0 || c.reads_c == 0;
+         return !p.grouped() || c.tma_store == 0 || c.reads_c == 0;
        }},
       {"raster_along_longer_side",
        "tiles are swept along the longer of M and N first",
@@ -569,6 +569,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
   int rank() const override { return 20; }
   // Grouped problems: templates/wgmma_sm90/groups.cuh (the table: templates/group_table.cuh).
   bool takes_groups() const override { return true; }
+  bool takes_epilogues() const override { return true; }
 
   std::string unsupported_reason(const Problem& problem, const ArchInfo& arch) const override {
     if (element_bytes(problem.types.a) == 1) {
@@ -613,7 +614,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     // waves of tiles run one after the other.
     s.set(&P::group,
           many_waves(p, arch) ? std::vector<int64_t>{8, 4, 16} : std::vector<int64_t>{8});
-    s.set(&P::epilogue, {1, 0});
+    s.set(&P::tma_store, {1, 0});
     // Two 64-K blocks a stage stream each row of a skinny problem's weights in 256-byte pieces
     // (docs/PERF.md, 'Two 64-K blocks a stage speed decode and small problems').
     s.set(&P::ksub, skinny || few ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{1});
@@ -645,7 +646,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     c.group_table = group_table_of(p);
     if (!p.grouped()) return c;
     c.ws = 1, c.schedule = schedule::DATA_PARALLEL, c.splits = 1, c.cluster_k = 1;
-    if (p.reads_c) c.epilogue = 0;
+    if (p.reads_c) c.tma_store = 0;
     if (cluster_n(c) == 2) c.cluster = 11;
     // Tokens on wgmma's N: wide enough that a group of a skewed routing takes one tile, up to 64.
     if (c.swap) c.bn = round_up(std::min<int64_t>(columns_needed(p), 64), 8);
@@ -682,7 +683,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     if (element_bytes(p.types.a) == 1) return fp8_default(p, arch);
     Config c = Config::of(p);
     c.bm = 256, c.bn = 128, c.swap = 0, c.stages = 4, c.wg = 2, c.ws = 1, c.cluster = 12;
-    c.raster = raster_of(p), c.group = 8, c.epilogue = 1;
+    c.raster = raster_of(p), c.group = 8, c.tma_store = 1;
     c.schedule = schedule::DATA_PARALLEL, c.splits = 1, c.cluster_k = 1, c.pingpong = 0;
     c.occupancy = 1, c.ksub = 1, c.reads_c = p.reads_c ? 1 : 0;
     bool split_where_few = true, one_wave_tma_store = false;
@@ -706,14 +707,14 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     } else if (p.m < 512 || group_columns(p) < 256) {
       c.bm = 128, c.cluster = 11, c.stages = 4;
     } else if (make_filling(c, p, arch)) {
-      one_wave_tma_store = c.epilogue == 1;
+      one_wave_tma_store = c.tma_store == 1;
     } else if (p.reads_c && p.k <= 2048) {
       make_large_reading_c(c, p, arch);
     }
     // Register stores where a CTA has one tile, but where one wave of tiles measured faster
     // with TMA stores.
     c = with_paying_cluster(c, p, arch);
-    if (tiles_of(p, c.bm, c.bn) <= arch.sms && !one_wave_tma_store) c.epilogue = 0;
+    if (tiles_of(p, c.bm, c.bn) <= arch.sms && !one_wave_tma_store) c.tma_store = 0;
     if (split_where_few) c = with_schedule(c, p, arch);
     return repaired(with_fitting_stages(for_groups(c, p), arch), p, arch);
   }
@@ -727,12 +728,12 @@ class WgmmaSm90Family final : public FamilyOf<P> {
   Config fp8_default(const Problem& p, const ArchInfo& arch) const {
     Config c = Config::of(p);
     c.bm = 128, c.bn = 128, c.swap = 0, c.stages = 5, c.wg = 2, c.ws = 1, c.cluster = 12;
-    c.raster = raster_of(p), c.group = 8, c.epilogue = 1;
+    c.raster = raster_of(p), c.group = 8, c.tma_store = 1;
     c.schedule = schedule::DATA_PARALLEL, c.splits = 1, c.cluster_k = 1, c.pingpong = 0;
     c.occupancy = 1, c.ksub = 1, c.reads_c = p.reads_c ? 1 : 0;
     c.promote = p.fast_accumulation() ? 0 : 1;
     if (p.n <= 64 && p.scaling != Scaling::block) {
-      c.swap = 1, c.bn = round_up(p.n, 8), c.wg = 1, c.epilogue = 0, c.stages = 8;
+      c.swap = 1, c.bn = round_up(p.n, 8), c.wg = 1, c.tma_store = 0, c.stages = 8;
       c.bm = 64;
     } else if (p.n <= 128 && tiles_of(p, 128, 128) < arch.sms &&
                6 * tiles_of(p, 128, 128) >= arch.sms) {
@@ -740,7 +741,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
       // tile, a cluster of two splitting each tile's k-blocks, eight stages, register stores (the
       // tuned winners of the suite's narrow block-scaled rows; fewer tiles split K six ways
       // through the workspace instead, docs/notebook/issue-33.md, runs 241 and 242).
-      c.bn = round_up(p.n, 64), c.wg = c.bn / 64, c.stages = 8, c.cluster = 11, c.epilogue = 0;
+      c.bn = round_up(p.n, 64), c.wg = c.bn / 64, c.stages = 8, c.cluster = 11, c.tma_store = 0;
       c.cluster_k = 2;
       return with_overlap(repaired(with_fitting_stages(c, arch), p, arch));
     } else if (tiles_of(p, 128, 128) < arch.sms) {
@@ -755,7 +756,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
         c.bm = 256;
     }
     c = with_paying_cluster(c, p, arch);
-    if (tiles_of(p, c.bm, c.bn) <= arch.sms) c.epilogue = c.swap ? 0 : c.epilogue;
+    if (tiles_of(p, c.bm, c.bn) <= arch.sms) c.tma_store = c.swap ? 0 : c.tma_store;
     c = with_schedule(c, p, arch);
     return with_overlap(repaired(with_fitting_stages(c, arch), p, arch));
   }
@@ -784,7 +785,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
         to_char(c.op_a), to_char(c.op_b), c.bm, c.bn, stage_k(c), c.stages, c.wg, cluster_m(c),
         cluster_n(c), c.ws ? (c.pingpong ? "pingpong" : "ws") : "ms", c.raster ? "n" : "m",
         c.group == 8 ? "" : fmt::format("_g{}", c.group), c.swap ? "_swap" : "", sched,
-        c.epilogue ? "_tmastore" : "", c.occupancy > 1 ? fmt::format("_o{}", c.occupancy) : "",
+        c.tma_store ? "_tmastore" : "", c.occupancy > 1 ? fmt::format("_o{}", c.occupancy) : "",
         c.reads_c ? "_readsc" : "", fp8_suffix(c),
         c.group_table ? fmt::format("_groups{}", c.group_table) : "");
   }
@@ -819,8 +820,8 @@ class WgmmaSm90Family final : public FamilyOf<P> {
             sizeof(WgmmaArgs),
             offsetof(WgmmaArgs, core),
             {GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_a), GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_b),
-             GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_c), GEMMTUNE_ARGS_MEMBER(WgmmaArgs, core),
-             GEMMTUNE_ARGS_MEMBER(WgmmaArgs, tiling)}};
+             GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_c), GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_d),
+             GEMMTUNE_ARGS_MEMBER(WgmmaArgs, core), GEMMTUNE_ARGS_MEMBER(WgmmaArgs, tiling)}};
   }
 
   LaunchPlan plan_of(const Config& c, const Problem& p, const ArchInfo& arch) const override {
@@ -893,7 +894,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     // tile's loads (most of it when the TMA engine stores); multistage CTAs pay both per tile.
     const double epilogue = epilogue_us(a, w.tile_m, w.tile_n, p.types.d);
     w.tile_overhead_us =
-        c.ws ? epilogue * (c.epilogue ? kTmaStoreEpilogues : kRegisterStoreEpilogues)
+        c.ws ? epilogue * (c.tma_store ? kTmaStoreEpilogues : kRegisterStoreEpilogues)
              : 1.0 + epilogue;
     if (c.pingpong) w.tile_overhead_us *= kPingpongEpilogues;
     if (c.cluster_k > 1)
@@ -908,8 +909,8 @@ class WgmmaSm90Family final : public FamilyOf<P> {
   // Tensor maps: P's rows are the kernel rows (TM), Q's the kernel columns (TN). The box one TMA
   // copy moves of an operand whose kernel side has `rows` rows per tile: K-major tiles are (64 K,
   // rows) boxes; MN-major ones (64 rows, 64 K) boxes. Shared by a cluster of two, each CTA loads
-  // half (rows, or K). C's map is for TMA stores (and C's loads with beta != 0), made only where
-  // C is aligned.
+  // half (rows, or K). C's map is for C's loads by TMA with beta != 0, D's for TMA stores, each
+  // made only where its matrix is aligned.
   void add_maps(LaunchPlan& g, const Config& c) const {
     auto box = [&](Operand operand, bool k_major, int64_t rows, bool shared, const char* member) {
       TensorMapPlan m;
@@ -923,15 +924,18 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     };
     box(Operand::a, a_kmajor(c), c.swap ? tile_rows(c) : tile_cols(c), shares_a(c), "map_a");
     box(Operand::b, b_kmajor(c), c.swap ? tile_cols(c) : tile_rows(c), shares_b(c), "map_b");
-    if (c.epilogue) {
-      TensorMapPlan m;
-      m.operand = Operand::c;
-      m.type = c.types.c;
-      m.box_rows = uint32_t(wgmma_sm90::ROW_BYTES / element_bytes(m.type));  // a chunk's columns
-      m.box_cols = uint32_t(64 * blocks_per_warpgroup(c));
-      m.offset = g.args.offset_of("map_c");
-      m.made_flag = WGMMA_MAP_C_MADE;
-      g.maps.push_back(m);
+    if (c.tma_store) {
+      for (const Operand operand : {Operand::c, Operand::d}) {
+        const bool is_c = operand == Operand::c;
+        TensorMapPlan m;
+        m.operand = operand;
+        m.type = is_c ? c.types.c : c.types.d;
+        m.box_rows = uint32_t(wgmma_sm90::ROW_BYTES / element_bytes(m.type));  // a chunk's columns
+        m.box_cols = uint32_t(64 * blocks_per_warpgroup(c));
+        m.offset = g.args.offset_of(is_c ? "map_c" : "map_d");
+        m.made_flag = is_c ? WGMMA_MAP_C_MADE : WGMMA_MAP_D_MADE;
+        g.maps.push_back(m);
+      }
     }
   }
 
@@ -964,7 +968,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     // wgmma N in steps of 8, or of 64 where the narrow operand is stored along M or N
     // (mn_major_in_chunks: bf16 nn 16x4096x4096).
     (swap ? c.bn : c.bm) = round_up(swap ? n : p.m, q_kmajor(c) ? 8 : 64);
-    c.wg = rows / 64, c.cluster = 11, c.epilogue = 0, c.ksub = 2;
+    c.wg = rows / 64, c.cluster = 11, c.tma_store = 0, c.ksub = 2;
     c.stages = rows == 128 ? 4 : 6;
     return 2 * ceil_div(wide, rows) < arch.sms;
   }
@@ -1021,7 +1025,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     c.stages = tall ? 5 : 4;
     c.wg = tall ? 3 : 2;
     c.cluster = tall ? 21 : 12;
-    c.epilogue = tall ? 1 : 0;
+    c.tma_store = tall ? 1 : 0;
   }
 
   // The rounds of a configuration's work units (its cluster as the default keeps it: an odd
@@ -1078,7 +1082,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
         const int64_t parts = u.super_tiles * s;
         if (s <= u.k_blocks / 2 && parts <= u.workers) best = s;
       }
-      if (best == 2 && c.epilogue == 0 && cluster_size(c) == 1 && !c.pingpong) {
+      if (best == 2 && c.tma_store == 0 && cluster_size(c) == 1 && !c.pingpong) {
         c.cluster_k = 2;  // data-parallel tiles, each split by its cluster
         return c;
       }
@@ -1104,7 +1108,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     const std::pair<int64_t P::*, int64_t> fallbacks[] = {{&P::schedule, schedule::DATA_PARALLEL},
                                                           {&P::cluster, 11},
                                                           {&P::cluster_k, 1},
-                                                          {&P::epilogue, 0},
+                                                          {&P::tma_store, 0},
                                                           {&P::stages, 5},
                                                           {&P::stages, 4},
                                                           {&P::stages, 3}};

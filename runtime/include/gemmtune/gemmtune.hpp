@@ -51,8 +51,7 @@ struct Selection {
 
 // What a GEMM computes beyond its sizes, described once and used for many calls, in the manner
 // of cuBLASLt's matmul descriptor: each operand's type, the scaling and its scales, op(A) and
-// op(B), the groups of a grouped GEMM, and how a float8 product accumulates. Epilogues join it as
-// the kernels for them arrive.
+// op(B), the groups of a grouped GEMM, how a float8 product accumulates, and the epilogue.
 struct MatmulDesc {
   DataTypes types;  // default: f32 everywhere (A, B, C = D, accumulator), as the C descriptor
   Scaling scaling = Scaling::none;
@@ -74,6 +73,13 @@ struct MatmulDesc {
   // Accumulation). A call of another problem with fast is refused (validate()). Last, so that
   // {types, scaling, op_a, op_b} still initializes the others.
   Accumulation accumulation = Accumulation::precise;
+  // What the store applies (gemmtune/types.hpp, Epilogue): a bias, then an activation. With a
+  // bias, a device pointer to its M (or N) values of D's type, read when the kernel runs.
+  Epilogue epilogue;
+  const void* bias = nullptr;
+  // D's own buffer, with C's leading dimension and type (a residual add that keeps its input);
+  // null: D is written over C. With beta == 0, C is then never read and may be null.
+  void* d = nullptr;
 };
 
 struct Options {
@@ -94,7 +100,8 @@ class Library {
   Library(const Library&) = delete;
   Library& operator=(const Library&) = delete;
 
-  // D = alpha * op(A) * op(B) + beta * C, D written over C, with the types of `desc`.
+  // D = act(alpha * op(A) * op(B) + beta * C + bias), D written over C unless desc.d gives it a
+  // buffer of its own, with the types and epilogue of `desc`.
   // Throws gemmtune::Error: invalid_argument (M/N/K <= 0, ld < rows, null pointer),
   // unsupported (types or GPU), no_device, cuda, compile.
   void matmul(const MatmulDesc& desc, int64_t m, int64_t n, int64_t k, float alpha, const void* a,

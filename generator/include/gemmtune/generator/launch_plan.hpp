@@ -14,7 +14,8 @@
 
 namespace gemmtune {
 
-enum class Operand { a = 0, b = 1, c = 2 };
+// D: the output, where it has a buffer of its own (otherwise C's); its leading dimension is C's.
+enum class Operand { a = 0, b = 1, c = 2, d = 3 };
 
 // The shared-memory swizzle a tensor map writes with (CUtensorMapSwizzle's modes).
 enum class Swizzle { none, b32, b64, b128 };

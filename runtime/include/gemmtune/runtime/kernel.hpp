@@ -43,6 +43,10 @@ class LoadedKernel {
 struct GemmOperands {
   CUdeviceptr a = 0, b = 0, c = 0;
   float alpha = 1.0f, beta = 0.0f;
+  // D's buffer, with C's leading dimension; 0: D is written over C.
+  CUdeviceptr d = 0;
+  // The epilogue's bias vector (Problem::epilogue), of D's type.
+  CUdeviceptr bias = 0;
   // Scratch of at least LaunchPlan::workspace_bytes and zero counters of counter_bytes, when
   // the launch asks for them (Workspaces::provide keeps a pair per stream).
   CUdeviceptr workspace = 0;

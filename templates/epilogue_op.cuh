@@ -1,0 +1,97 @@
+// The epilogue's arithmetic (gemmtune/types.hpp, Epilogue), one definition for every family's
+// store and for the reference: D = act(alpha * acc + beta * C + bias). A generated unit's Config
+// says which: BIAS (Bias's values: 0 none, 1 along M, 2 along N) and ACTIVATION (Activation's:
+// 0 identity, 1 ReLU, 2 GELU, 3 GELU's tanh form, 4 SiLU).
+#pragma once
+#include "common.cuh"
+
+namespace gemmtune {
+
+enum : int { BIAS_NONE = 0, BIAS_M = 1, BIAS_N = 2 };
+enum : int { ACT_IDENTITY = 0, ACT_RELU = 1, ACT_GELU = 2, ACT_GELU_TANH = 3, ACT_SILU = 4 };
+
+// The math library's functions of float and of double, by overload.
+GEMMTUNE_DEVICE_INLINE float erf_of(float x) {
+  return erff(x);
+}
+GEMMTUNE_DEVICE_INLINE double erf_of(double x) {
+  return erf(x);
+}
+GEMMTUNE_DEVICE_INLINE float tanh_of(float x) {
+  return tanhf(x);
+}
+GEMMTUNE_DEVICE_INLINE double tanh_of(double x) {
+  return tanh(x);
+}
+GEMMTUNE_DEVICE_INLINE float exp_of(float x) {
+  return expf(x);
+}
+GEMMTUNE_DEVICE_INLINE double exp_of(double x) {
+  return exp(x);
+}
+
+// The activation in F (float in kernels, double in the reference): the formulas of
+// torch.nn.functional's relu, gelu (approximate "none" and "tanh") and silu.
+template <class F>
+GEMMTUNE_DEVICE_INLINE F activate(int act, F v) {
+  switch (act) {
+    case ACT_RELU:
+      return v > F(0) ? v : F(0);
+    case ACT_GELU:
+      return F(0.5) * v * (F(1) + erf_of(v * F(0.70710678118654752440)));
+    case ACT_GELU_TANH:
+      return F(0.5) * v *
+             (F(1) + tanh_of(F(0.79788456080286535588) * (v + F(0.044715) * v * v * v)));
+    case ACT_SILU:
+      return v / (F(1) + exp_of(-v));
+    default:
+      return v;
+  }
+}
+
+// A kernel's epilogue, from its Config.
+template <class Cfg>
+struct EpilogueOp {
+  static constexpr int BIAS = Cfg::BIAS, ACTIVATION = Cfg::ACTIVATION;
+  static constexpr bool NONE = BIAS == BIAS_NONE && ACTIVATION == ACT_IDENTITY;
+
+  // v plus the bias of output element (m, n) (of D's type OUT: data_types.h's codes). The store
+  // skips elements outside D, so the bias read is bounded here too.
+  template <int OUT>
+  GEMMTUNE_DEVICE_INLINE static float add_bias(float v, const GemmCore& core, int m, int n) {
+    if constexpr (BIAS == BIAS_NONE) {
+      return v;
+    } else {
+      const int i = BIAS == BIAS_M ? m : n;
+      if (i >= (BIAS == BIAS_M ? core.m : core.n)) return v;
+      return v + load_bias<OUT>(core.bias, i);
+    }
+  }
+
+  // The activation, after C and the bias are in.
+  GEMMTUNE_DEVICE_INLINE static float finish(float v) {
+    if constexpr (ACTIVATION == ACT_IDENTITY)
+      return v;
+    else if constexpr (ACTIVATION == ACT_SILU)
+      return v / (1.0f + __expf(-v));  // __expf: two ulp, far below a bf16 output's rounding
+    else
+      return activate<float>(ACTIVATION, v);
+  }
+  GEMMTUNE_DEVICE_INLINE static void finish(float& v0, float& v1) {
+    v0 = finish(v0);
+    v1 = finish(v1);
+  }
+
+ private:
+  template <int OUT>
+  GEMMTUNE_DEVICE_INLINE static float load_bias(unsigned long long bias, int i) {
+    if constexpr (OUT == GEMMTUNE_TYPE_F32)
+      return __ldg(reinterpret_cast<const float*>(bias) + i);
+    else if constexpr (OUT == GEMMTUNE_TYPE_F16)
+      return f16_to_f32(__ldg(reinterpret_cast<const u16*>(bias) + i));
+    else
+      return bf16_to_f32(__ldg(reinterpret_cast<const u16*>(bias) + i));
+  }
+};
+
+}  // namespace gemmtune
