@@ -162,6 +162,7 @@ void add_type_options(CLI::App& app, TypeArgs& args) {
   app.add_option("--out", args.out, kOutHelp);
   app.add_option("--scaling", args.scaling, kScalingHelp);
   app.add_option("--accum", args.accum, kAccumHelp);
+  app.add_option("--epilogue", args.epilogue, kEpilogueHelp);
   app.add_option("--groups", args.groups,
                  fmt::format("Groups of a grouped GEMM (mixture of experts: G matrices of A share "
                              "M and K, the columns of B and C are split between them), 1 to {}; "
@@ -236,7 +237,7 @@ ShapeLine parse_shape_line(const std::string& raw) {
   if (!(shape >> s.m >> s.n >> s.k) || (shape >> rest))
     GT_THROW(Errc::invalid_argument,
              "'{}' is not a shape (expected 'M N K' or 'MxNxK', then optional types, layout, "
-             "types=, accum=, groups=, group_layout=, lda=, ldb=, ldc=, beta=)",
+             "types=, accum=, groups=, group_layout=, epilogue=, lda=, ldb=, ldc=, beta=)",
              raw);
   std::vector<std::string> positional;  // the types, then the layout
   bool types_key = false;
@@ -261,13 +262,14 @@ ShapeLine parse_shape_line(const std::string& raw) {
       types_key = true;
       s.dtype = text;
     } else if (key == "dtype_b" || key == "out" || key == "scaling" || key == "accum" ||
-               key == "groups" || key == "group_layout") {
-      std::string& field = key == "dtype_b"   ? s.dtype_b
-                           : key == "out"     ? s.out
-                           : key == "scaling" ? s.scaling
-                           : key == "accum"   ? s.accum
-                           : key == "groups"  ? s.groups
-                                              : s.group_layout;
+               key == "groups" || key == "group_layout" || key == "epilogue") {
+      std::string& field = key == "dtype_b"    ? s.dtype_b
+                           : key == "out"      ? s.out
+                           : key == "scaling"  ? s.scaling
+                           : key == "accum"    ? s.accum
+                           : key == "groups"   ? s.groups
+                           : key == "epilogue" ? s.epilogue
+                                               : s.group_layout;
       GT_REQUIRE(field.empty(), Errc::invalid_argument, "'{}': {}= is given twice", raw, key);
       GT_REQUIRE(!text.empty(), Errc::invalid_argument, "'{}': {}= has no value", raw, key);
       field = text;
@@ -282,7 +284,7 @@ ShapeLine parse_shape_line(const std::string& raw) {
     else
       GT_THROW(Errc::invalid_argument,
                "'{}': unknown field '{}' (types, dtype_b, out, scaling, accum, groups, "
-               "group_layout, lda, ldb, ldc, beta)",
+               "group_layout, epilogue, lda, ldb, ldc, beta)",
                raw, key);
   }
   // Positional: the types and the layout, or only the layout after types=.
@@ -300,6 +302,7 @@ ShapeLine parse_shape_line(const std::string& raw) {
     if (!s.out.empty()) output_type(s.out);
     if (!s.scaling.empty()) scaling_of(s.scaling);
     if (!s.accum.empty()) parse_accumulation(s.accum);
+    if (!s.epilogue.empty()) parse_epilogue(s.epilogue);
     if (!s.groups.empty()) groups_of(s.groups);
     if (!s.group_layout.empty()) parse_group_layout(s.group_layout);
     if (!s.dtype.empty()) problem_types({s.dtype, s.dtype_b, s.out, s.scaling});
@@ -350,6 +353,7 @@ Problem make_cli_problem(const TypeArgs& types, const std::string& layout, int64
   p.accumulation = types.accum.empty() ? Accumulation::precise : parse_accumulation(types.accum);
   p.groups = groups;
   p.group_layout = group_layout;
+  p.epilogue = parse_epilogue(types.epilogue);
   if (lda) p.lda = lda;
   if (ldb) p.ldb = ldb;
   if (ldc) p.ldc = ldc;
@@ -374,6 +378,7 @@ Problem problem_of_line(const ShapeLine& line, const TypeArgs& types, const std:
   if (!line.out.empty()) t.out = line.out;
   if (!line.scaling.empty()) t.scaling = line.scaling;
   if (!line.accum.empty()) t.accum = line.accum;
+  if (!line.epilogue.empty()) t.epilogue = line.epilogue;
   if (!line.groups.empty()) t.groups = line.groups;
   if (!line.group_layout.empty()) t.group_layout = line.group_layout;
   try {

@@ -50,9 +50,14 @@ inline constexpr const char* kAccumHelp =
     "How float8 products are summed: precise (default: partial sums promoted into f32) or fast "
     "(not promoted, as cuBLASLt's FAST_ACCUM and torch's use_fast_accum: faster, a larger error "
     "on long K), with tensor or row scaling only";
+inline constexpr const char* kEpilogueHelp =
+    "What the store applies, comma-separated: a bias (bias: one per row of D, an nn.Linear's "
+    "output features; bias_n: one per column) and an activation (relu, gelu, gelu_tanh, silu): "
+    "D = act(alpha AB + beta C + bias); default: none";
 inline constexpr const char* kShapesHelp =
     "File of shapes, one per line: 'M N K [types] [layout] [types=] [dtype_b=] [out=] "
-    "[scaling=] [accum=] [groups=] [group_layout=] [lda=] [ldb=] [ldc=] [beta=]'; a line's fields "
+    "[scaling=] [accum=] [groups=] [group_layout=] [epilogue=] [lda=] [ldb=] [ldc=] [beta=]'; a "
+    "line's fields "
     "replace the options of the same name; with groups=G, N is the mean columns of a group, or a "
     "masked group's capacity (the problem has G x N)";
 
@@ -68,13 +73,14 @@ inline constexpr const char* kShapesHelp =
 //            given beside it is the mean columns (tokens) of a group: the problem has N = G x N
 //   group_layout  contiguous (the default) or masked (GroupLayout), with groups only; masked, the
 //            N given beside groups is a group's capacity (the problem has N = G x N again)
+//   epilogue bias and activation (parse_epilogue: "bias,gelu"); none by default
 // dtype_b and out go with a single type only: A*B->D names every type already.
 struct TypeArgs {
   std::string dtype = "f32";
-  std::string dtype_b, out, scaling, groups, group_layout, accum;
+  std::string dtype_b, out, scaling, groups, group_layout, accum, epilogue;
 };
-// Adds --dtype, --dtype-b, --out, --scaling, --accum, --groups and --group-layout to app, writing
-// to args.
+// Adds --dtype, --dtype-b, --out, --scaling, --accum, --groups, --group-layout and --epilogue to
+// app, writing to args.
 void add_type_options(CLI::App& app, TypeArgs& args);
 // The types and scaling of args (dtype empty: f32). Throws Error(invalid_argument) naming the bad
 // value and what is accepted.
@@ -92,11 +98,12 @@ int64_t columns_of(int64_t mean, int64_t groups);
 
 // "8192x8192x8192" or "8192 8192 8192", optionally followed by the data types (a DataTypes name:
 // bf16, f16*bf16->f32) and the layout, or by types=T and the layout; by dtype_b=, out=, scaling=,
-// accum=, groups= and group_layout= (as --dtype-b, --out, --scaling, --accum, --groups and
-// --group-layout), by lda=, ldb=, ldc= for leading dimensions other than the tight ones, and by
-// beta= (not 0: C is read). Unknown types, output types, scalings, accumulations and group
-// layouts, and bad groups, are refused here, naming them; accum=fast on a line that is not float8
-// of tensor or row scaling is refused when its problem is made (validate()). With groups=G (or
+// accum=, groups=, group_layout= and epilogue= (as --dtype-b, --out, --scaling, --accum, --groups,
+// --group-layout and --epilogue), by lda=, ldb=, ldc= for leading dimensions other than the tight
+// ones, and by beta= (not 0: C is read). Unknown types, output types, scalings, accumulations and
+// group layouts, and bad groups, are refused here, naming them; accum=fast on a line that is not
+// float8 of tensor or row scaling is refused when its problem is made (validate()). With groups=G
+// (or
 // --groups) the line's N is the mean columns of a group, as the MoE suite writes it, or with
 // group_layout=masked a group's capacity.
 struct ShapeLine {
@@ -108,6 +115,7 @@ struct ShapeLine {
   std::string accum;                  // empty: the command line's; precise or fast
   std::string groups;                 // empty: the command line's; with G > 0, n is a group's mean
   std::string group_layout;           // empty: the command line's; masked: n is a group's capacity
+  std::string epilogue;               // empty: the command line's; "bias,gelu", "none"
   std::string text;                   // the line as written, for messages ("file:3: '...'")
 };
 ShapeLine parse_shape_line(const std::string& line);
@@ -127,8 +135,8 @@ inline Problem make_cli_problem(const std::string& dtype, const std::string& lay
   return make_cli_problem(TypeArgs{dtype}, layout, m, n, k, lda, ldb, ldc, beta);
 }
 // The problem of a shapes-file line: each of its types, dtype_b, out, scaling, accum, groups,
-// group_layout, layout and beta, else the command line's. A line whose types are A*B->D takes
-// neither --dtype-b nor --out; one of groups=0 (one GEMM) not --group-layout.
+// group_layout, epilogue, layout and beta, else the command line's. A line whose types are A*B->D
+// takes neither --dtype-b nor --out; one of groups=0 (one GEMM) not --group-layout.
 Problem problem_of_line(const ShapeLine& line, const TypeArgs& types, const std::string& layout,
                         float beta);
 inline Problem problem_of_line(const ShapeLine& line, const std::string& dtype,

@@ -55,6 +55,9 @@ CheckArgs check_args(const ProblemData& d, float alpha, float beta) {
   a.group_ends = d.group_ends.ptr();
   a.groups = int(p.groups);
   a.group_capacity = int(p.group_capacity());
+  a.bias = d.bias.ptr();
+  a.bias_kind = int(p.epilogue.bias);
+  a.activation = int(p.epilogue.activation);
   return a;
 }
 
@@ -260,6 +263,11 @@ ProblemData::ProblemData(const Problem& p, const Checker& checker, uint64_t seed
     scale_b = DeviceBuffer(size_t(nsb) * sizeof(float));
     checker.fill_scales(scale_a.ptr(), nsa, seed * 5 + 1, p.types.d, stream);
     checker.fill_scales(scale_b.ptr(), nsb, seed * 5 + 2, p.types.d, stream);
+  }
+  if (p.epilogue.bias != Bias::none) {
+    const int64_t nbias = p.epilogue.bias == Bias::m ? p.m : p.n;
+    bias = DeviceBuffer(size_t(nbias * element_bytes(p.types.d)));
+    checker.fill_normal(bias.ptr(), nbias, p.types.d, seed * 11 + 5, 1.0f, stream);
   }
   route(routing, seed * 7 + 3, stream);
 }

@@ -16,7 +16,8 @@ nlohmann::json to_json(const Problem& p) {
           {"reads_c", p.reads_c},
           {"groups", p.groups},
           {"group_layout", std::string(to_string(p.group_layout))},
-          {"accumulation", std::string(to_string(p.accumulation))}};
+          {"accumulation", std::string(to_string(p.accumulation))},
+          {"epilogue", p.epilogue.name()}};
 }
 
 Problem problem_from_json(const nlohmann::json& j) {
@@ -37,6 +38,7 @@ Problem problem_from_json(const nlohmann::json& j) {
   p.groups = j.value("groups", int64_t(0));
   p.group_layout = parse_group_layout(j.value("group_layout", std::string("contiguous")));
   p.accumulation = parse_accumulation(j.value("accumulation", std::string("precise")));
+  p.epilogue = parse_epilogue(j.value("epilogue", std::string("none")));
   return p;
 }
 

@@ -68,13 +68,14 @@ enum class Routing { uniform, skewed, ragged };
 std::vector<int32_t> group_ends_of(const Problem& problem, Routing routing, uint64_t seed);
 
 // One problem's operands on the GPU, with random normal contents, for a scaled problem its
-// random scales (Checker::fill_scales) in the layouts of scale_shape_a/b, and for a grouped one
-// the group ends of a routing.
+// random scales (Checker::fill_scales) in the layouts of scale_shape_a/b, for a grouped one the
+// group ends of a routing, and for an epilogue with a bias a random normal bias vector.
 struct ProblemData {
   Problem problem;
   DeviceBuffer a, b, c, c_init;
   DeviceBuffer scale_a, scale_b;  // empty without scaling
   DeviceBuffer group_ends;        // empty unless grouped; counts when masked
+  DeviceBuffer bias;              // empty without a bias (Problem::epilogue)
   std::vector<int32_t> host_group_ends;
   ProblemData(const Problem& p, const Checker& checker, uint64_t seed, CUstream stream,
               Routing routing = Routing::uniform);
@@ -89,6 +90,7 @@ struct ProblemData {
     ops.scale_a = scale_a.ptr();
     ops.scale_b = scale_b.ptr();
     ops.group_ends = group_ends.ptr();
+    ops.bias = bias.ptr();
     return ops;
   }
 };
