@@ -151,3 +151,24 @@ extern "C" __global__ void gemmtune_count_nonfinite(unsigned long long p, long l
   }
   if (local) atomicAdd(reinterpret_cast<unsigned*>(count), local);
 }
+
+// The elementwise pass a framework runs after a GEMM without a fused epilogue (the cuBLAS
+// baseline's, tuner/src/cublas.cpp): D = act(D + bias) in place, D m x n column-major of the
+// type, the bias of D's type along M or N, with epilogue_op.cuh's formulas on float. Rows run
+// along threadIdx.x (coalesced), columns along y.
+extern "C" __global__ void gemmtune_epilogue_pass(unsigned long long d, long long ld, int m, int n,
+                                                  int type, unsigned long long bias, int bias_kind,
+                                                  int activation) {
+  const int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r >= m) return;
+  void* out = reinterpret_cast<void*>(d);
+  const void* b = reinterpret_cast<const void*>(bias);
+  const float row_bias = bias_kind == gemmtune::BIAS_M ? gemmtune::load_as_f32(b, r, type) : 0.0f;
+  for (long long c = blockIdx.y * (long long)blockDim.y + threadIdx.y; c < n;
+       c += (long long)gridDim.y * blockDim.y) {
+    const long long at = r + c * ld;
+    float v = gemmtune::load_as_f32(out, at, type) + row_bias;
+    if (bias_kind == gemmtune::BIAS_N) v += gemmtune::load_as_f32(b, c, type);
+    gemmtune::store_from_f32(out, at, type, gemmtune::activate<float>(activation, v));
+  }
+}

@@ -11,14 +11,16 @@
 #include <vector>
 
 #include "gemmtune/generator/util.hpp"
+#include "gemmtune/runtime/compiler.hpp"
+#include "gemmtune/runtime/device.hpp"
 #include "gemmtune/runtime/driver.hpp"
 #include "gemmtune/runtime/memory.hpp"
 
 namespace gemmtune {
 
-// The little of cuBLASLt the float8 baseline calls, declared here so that cublasLt.h is no
-// build dependency either. Types, attributes and values are copied from cublasLt.h of the CUDA
-// 13.0 toolkit (cuBLAS 13.1.0); the scale modes came with cuBLAS 12.9, the rest is older. The
+// The little of cuBLASLt the float8 and epilogue baselines call, declared here so that cublasLt.h
+// is no build dependency either. Types, attributes and values are copied from cublasLt.h of the
+// CUDA 13.0 toolkit (cuBLAS 13.1.0); the scale modes came with cuBLAS 12.9, the rest is older. The
 // attribute enums are int-sized C enums, passed here as int.
 namespace lt {
 
@@ -50,6 +52,14 @@ constexpr int kDescBScalePointer = 18;  // CUBLASLT_MATMUL_DESC_B_SCALE_POINTER
 constexpr int kDescAScaleMode = 31;     // CUBLASLT_MATMUL_DESC_A_SCALE_MODE
 constexpr int kDescBScaleMode = 32;     // CUBLASLT_MATMUL_DESC_B_SCALE_MODE
 constexpr int kDescFastAccum = 25;      // CUBLASLT_MATMUL_DESC_FAST_ACCUM (int8_t)
+constexpr int kDescEpilogue = 7;        // CUBLASLT_MATMUL_DESC_EPILOGUE (uint32_t)
+constexpr int kDescBiasPointer = 8;     // CUBLASLT_MATMUL_DESC_BIAS_POINTER (const void*)
+constexpr int kDescBiasDataType = 26;   // CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE (int32_t)
+// cublasLtEpilogue_t: its values combine (RELU_BIAS = RELU | BIAS, GELU_BIAS = GELU | BIAS)
+constexpr int32_t kEpilogueDefault = 1;  // CUBLASLT_EPILOGUE_DEFAULT
+constexpr int32_t kEpilogueRelu = 2;     // CUBLASLT_EPILOGUE_RELU
+constexpr int32_t kEpilogueBias = 4;     // CUBLASLT_EPILOGUE_BIAS
+constexpr int32_t kEpilogueGelu = 32;    // CUBLASLT_EPILOGUE_GELU
 // cublasLtMatmulMatrixScale_t (SCALAR_32F = 0 is the default, left as it is for `tensor`)
 constexpr int32_t kScaleOuterVec32F = 3;     // CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F
 constexpr int32_t kScaleVec128_32F = 4;      // CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F
@@ -89,9 +99,9 @@ inline uint32_t address_alignment(CUdeviceptr p) {
   return a;
 }
 
-// One float8 problem made ready: cuBLASLt's descriptors and algorithm, and the scales in its
-// layouts where ours differ, for the problem, the caller's scale pointers and the alignment of
-// the operands.
+// One float8 or epilogue problem made ready: cuBLASLt's descriptors and algorithm, and the
+// scales in its layouts where ours differ, for the problem, the caller's scale and bias pointers
+// and the alignment of the operands.
 struct Plan {
   explicit Plan(const Functions& functions) : f(functions) {}
   ~Plan() {
@@ -103,15 +113,22 @@ struct Plan {
   Plan& operator=(const Plan&) = delete;
 
   bool serves(const Problem& p, const GemmOperands& o) const {
-    return problem == p && scale_a == o.scale_a && scale_b == o.scale_b &&
+    return problem == p && scale_a == o.scale_a && scale_b == o.scale_b && bias == bias_of(p, o) &&
            align_a == address_alignment(o.a) && align_b == address_alignment(o.b) &&
            align_c == address_alignment(o.c);
+  }
+  // The bias pointer that matters: none without a bias, whatever the operands hold.
+  static CUdeviceptr bias_of(const Problem& p, const GemmOperands& o) {
+    return p.epilogue.bias == Bias::none ? 0 : o.bias;
   }
 
   const Functions& f;
   Problem problem;
-  CUdeviceptr scale_a = 0, scale_b = 0;  // the caller's
+  CUdeviceptr scale_a = 0, scale_b = 0, bias = 0;  // the caller's
   uint32_t align_a = 0, align_b = 0, align_c = 0;
+  // Why cuBLASLt has no algorithm with the problem's epilogue; "" when it has one. Such a plan
+  // is kept too, so that the next call goes straight to the elementwise pass.
+  std::string refused;
   MatmulDesc desc = nullptr;
   Layout a = nullptr, b = nullptr, c = nullptr;  // C is D: the GEMM writes D over C
   Algo algo{};
@@ -220,6 +237,18 @@ Plan& use_plan(std::list<std::unique_ptr<Plan>>& plans, size_t most, const Probl
   return *plans.front();
 }
 
+// Before anything is enqueued: a bias read from address 0 would fault the context.
+void require_bias(const Problem& p, const GemmOperands& o) {
+  GT_REQUIRE(p.epilogue.bias == Bias::none || o.bias != 0, Errc::invalid_argument,
+             "{}: the cuBLAS baseline needs the bias vector", p.describe());
+}
+
+// The problem without its epilogue: the GEMM the elementwise pass follows.
+Problem without_epilogue(Problem p) {
+  p.epilogue = Epilogue{};
+  return p;
+}
+
 // Group g's matrices, its columns [start, ...) of op(B) and C: A is the g-th of the G stored one
 // after another, B's columns are its rows when op(B) = B^T.
 std::array<CUdeviceptr, 3> group_pointers(const Problem& p, const GemmOperands& o, int64_t g,
@@ -318,6 +347,44 @@ std::string cublas_why_unsupported(const Problem& p, const CublasFeatures& f) {
   return {};
 }
 
+std::string_view to_string(EpiloguePath path) noexcept {
+  switch (path) {
+    case EpiloguePath::none:
+      return "none";
+    case EpiloguePath::cublaslt:
+      return "cublaslt";
+    case EpiloguePath::pass:
+      return "gemm+pass";
+  }
+  return "?";
+}
+
+int32_t cublaslt_epilogue(const Epilogue& e) {
+  if (e.bias == Bias::n) return 0;  // cuBLASLt's bias runs along D's rows alone
+  const int32_t bias = e.bias == Bias::m ? lt::kEpilogueBias : 0;
+  switch (e.activation) {
+    case Activation::identity:
+      return bias ? bias : lt::kEpilogueDefault;
+    case Activation::relu:
+      return lt::kEpilogueRelu | bias;
+    case Activation::gelu_tanh:
+      return lt::kEpilogueGelu | bias;
+    case Activation::gelu:  // erf: cuBLASLt's GELU is the tanh form
+    case Activation::silu:
+      return 0;
+  }
+  return 0;
+}
+
+EpiloguePath cublas_epilogue_path(const Problem& p, const CublasFeatures& f) {
+  if (p.epilogue.none()) return EpiloguePath::none;
+  if (f.lt_version == 0 || cublaslt_epilogue(p.epilogue) == 0) return EpiloguePath::pass;
+  // cuBLASLt's float8 GEMMs with an f32 output take a bf16 bias (its FP8 type table).
+  const bool fp8 = is_fp8(p.types.a) || is_fp8(p.types.b);
+  if (fp8 && p.types.d == DataType::f32 && p.epilogue.bias != Bias::none) return EpiloguePath::pass;
+  return EpiloguePath::cublaslt;
+}
+
 int64_t cublaslt_block_scales_a_count(int64_t m, int64_t k) {
   return blocks_of(m) * ((blocks_of(k) + 3) / 4 * 4);
 }
@@ -362,6 +429,7 @@ struct Cublas::Impl {
   std::list<std::unique_ptr<lt::Plan>> plans;               // the most recently used first
   DeviceBuffer workspace;                                   // cuBLASLt's, made with the first plan
   std::list<std::unique_ptr<grouped::Plan>> grouped_plans;  // the most recently used first
+  std::unique_ptr<LoadedKernel> pass_kernel;                // testing.cuh's, on first use
 
   ~Impl() {
     plans.clear();
@@ -370,10 +438,32 @@ struct Cublas::Impl {
 
   void load_lt();
   std::string status_text(cublasStatus_t s) const;
-  // The plan of a float8 problem and its operands, made when there is none or `refresh`; the
-  // caller holds the mutex.
+  void must(cublasStatus_t s, const char* call) const {
+    GT_REQUIRE(s == CUBLAS_STATUS_SUCCESS, Errc::cuda, "{} failed: {}", call, status_text(s));
+  }
+  template <class T>
+  cublasStatus_t set(lt::Plan& q, int attribute, const T& value) const {
+    return lt_fn.desc_set(q.desc, attribute, &value, sizeof(value));
+  }
+  // The plan of a float8 or epilogue problem and its operands, made when there is none or
+  // `refresh`; the caller holds the mutex.
   lt::Plan& plan(const Problem& p, const GemmOperands& o, CUstream stream, bool refresh);
   std::unique_ptr<lt::Plan> make_plan(const Problem& p, const GemmOperands& o, CUstream stream);
+  void set_scales(lt::Plan& q, const Problem& p, const GemmOperands& o, CUstream stream);
+  void set_epilogue(lt::Plan& q, const Problem& p);
+  void set_layouts(lt::Plan& q, const Problem& p);
+  void find_algorithm(lt::Plan& q, const Problem& p);
+  // cuBLASLt's plan with the problem's epilogue, or nullptr where the elementwise pass serves
+  // it (cuBLASLt has no such epilogue, or no algorithm with it).
+  const lt::Plan* fused_plan(const Problem& p, const GemmOperands& o, CUstream stream,
+                             bool refresh);
+  // cublasLtMatmul of a plan; D written over C.
+  void lt_matmul(const lt::Plan& q, const Problem& p, const GemmOperands& o, CUstream stream);
+  // The GEMM without an epilogue (cuBLASLt for float8, else cublasGemmEx).
+  void plain_gemm(const Problem& p, const GemmOperands& o, CUstream stream);
+  // The elementwise pass over D: bias, then activation, in place.
+  const LoadedKernel& pass();
+  void epilogue_pass(const Problem& p, const GemmOperands& o, CUstream stream);
   // The same for a grouped problem: its ends read, its groups' arrays built.
   grouped::Plan& grouped_plan(const Problem& p, const GemmOperands& o, CUstream stream,
                               bool refresh);
@@ -439,32 +529,38 @@ lt::Plan& Cublas::Impl::plan(const Problem& p, const GemmOperands& o, CUstream s
 
 std::unique_ptr<lt::Plan> Cublas::Impl::make_plan(const Problem& p, const GemmOperands& o,
                                                   CUstream stream) {
-  GT_REQUIRE(o.scale_a != 0 && o.scale_b != 0, Errc::invalid_argument,
+  const bool fp8 = is_fp8(p.types.a);
+  GT_REQUIRE(!fp8 || (o.scale_a != 0 && o.scale_b != 0), Errc::invalid_argument,
              "{}: the cuBLASLt baseline needs the scales of A and B", p.describe());
-  const std::string lt_name = "cuBLASLt " + version_text(features.lt_version);
-  auto must = [&](cublasStatus_t s, const char* call) {
-    GT_REQUIRE(s == CUBLAS_STATUS_SUCCESS, Errc::cuda, "{} failed: {}", call, status_text(s));
-  };
   if (workspace.bytes() == 0) workspace = DeviceBuffer(kLtWorkspaceBytes);
   auto q = std::make_unique<lt::Plan>(lt_fn);
   q->problem = p;
   q->scale_a = o.scale_a;
   q->scale_b = o.scale_b;
+  q->bias = lt::Plan::bias_of(p, o);
   q->align_a = lt::address_alignment(o.a);
   q->align_b = lt::address_alignment(o.b);
   q->align_c = lt::address_alignment(o.c);
 
   must(lt_fn.desc_create(&q->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
-  auto set = [&](int attribute, const auto& value) {
-    return lt_fn.desc_set(q->desc, attribute, &value, sizeof(value));
-  };
-  const int32_t trans_a = CUBLAS_OP_T, trans_b = CUBLAS_OP_N;  // "tn": the only layout it takes
-  must(set(lt::kDescTransA, trans_a), "cublasLtMatmulDescSetAttribute(TRANSA)");
-  must(set(lt::kDescTransB, trans_b), "cublasLtMatmulDescSetAttribute(TRANSB)");
-  // The same sums as ours: without promotion only where the problem asks for it.
-  const int8_t fast_accum = p.fast_accumulation() ? 1 : 0;
-  must(set(lt::kDescFastAccum, fast_accum), "cublasLtMatmulDescSetAttribute(FAST_ACCUM)");
+  // Float8 is "tn" (cublas_why_unsupported), the others take any layout.
+  const int32_t trans_a = op(p.op_a), trans_b = op(p.op_b);
+  must(set(*q, lt::kDescTransA, trans_a), "cublasLtMatmulDescSetAttribute(TRANSA)");
+  must(set(*q, lt::kDescTransB, trans_b), "cublasLtMatmulDescSetAttribute(TRANSB)");
+  if (fp8) {
+    // The same sums as ours: without promotion only where the problem asks for it.
+    const int8_t fast_accum = p.fast_accumulation() ? 1 : 0;
+    must(set(*q, lt::kDescFastAccum, fast_accum), "cublasLtMatmulDescSetAttribute(FAST_ACCUM)");
+    set_scales(*q, p, o, stream);
+  }
+  if (!p.epilogue.none()) set_epilogue(*q, p);
+  set_layouts(*q, p);
+  find_algorithm(*q, p);
+  return q;
+}
 
+void Cublas::Impl::set_scales(lt::Plan& q, const Problem& p, const GemmOperands& o,
+                              CUstream stream) {
   // Where ours and cuBLASLt's layouts of the scales agree, cuBLASLt reads the caller's.
   CUdeviceptr scale_a = o.scale_a, scale_b = o.scale_b;
   int32_t mode_a = 0, mode_b = 0;  // CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F: one per tensor
@@ -483,37 +579,55 @@ std::unique_ptr<lt::Plan> Cublas::Impl::make_plan(const Problem& p, const GemmOp
     const size_t a_bytes = (theirs.size() * sizeof(float) + 255) / 256 * 256;
     const bool copy_b = o.scale_b % 16 != 0;
     const size_t b_bytes = size_t(scale_shape_b(p).count()) * sizeof(float);
-    q->scales = DeviceBuffer(a_bytes + (copy_b ? b_bytes : 0));
-    GT_CU(cuMemcpyHtoDAsync(q->scales.ptr(), theirs.data(), theirs.size() * sizeof(float), stream));
-    scale_a = q->scales.ptr();
+    q.scales = DeviceBuffer(a_bytes + (copy_b ? b_bytes : 0));
+    GT_CU(cuMemcpyHtoDAsync(q.scales.ptr(), theirs.data(), theirs.size() * sizeof(float), stream));
+    scale_a = q.scales.ptr();
     if (copy_b) {
-      GT_CU(cuMemcpyDtoDAsync(q->scales.ptr() + a_bytes, o.scale_b, b_bytes, stream));
-      scale_b = q->scales.ptr() + a_bytes;
+      GT_CU(cuMemcpyDtoDAsync(q.scales.ptr() + a_bytes, o.scale_b, b_bytes, stream));
+      scale_b = q.scales.ptr() + a_bytes;
     }
     GT_CU(cuStreamSynchronize(stream));  // `theirs` is the source of the copy
   }
   if (mode_a != 0 || mode_b != 0) {
-    const cublasStatus_t s_a = set(lt::kDescAScaleMode, mode_a);
-    const cublasStatus_t s_b = set(lt::kDescBScaleMode, mode_b);
+    const cublasStatus_t s_a = set(q, lt::kDescAScaleMode, mode_a);
+    const cublasStatus_t s_b = set(q, lt::kDescBScaleMode, mode_b);
     GT_REQUIRE(s_a == CUBLAS_STATUS_SUCCESS && s_b == CUBLAS_STATUS_SUCCESS, Errc::unsupported,
-               "{} takes no {} scaling (CUBLASLT_MATMUL_DESC_A/B_SCALE_MODE: {}): no cuBLAS "
-               "baseline for {}",
-               lt_name, to_string(p.scaling), status_text(s_a != CUBLAS_STATUS_SUCCESS ? s_a : s_b),
-               p.describe());
+               "cuBLASLt {} takes no {} scaling (CUBLASLT_MATMUL_DESC_A/B_SCALE_MODE: {}): no "
+               "cuBLAS baseline for {}",
+               version_text(features.lt_version), to_string(p.scaling),
+               status_text(s_a != CUBLAS_STATUS_SUCCESS ? s_a : s_b), p.describe());
   }
   const void* pointer_a = reinterpret_cast<const void*>(scale_a);
   const void* pointer_b = reinterpret_cast<const void*>(scale_b);
-  must(set(lt::kDescAScalePointer, pointer_a), "cublasLtMatmulDescSetAttribute(A_SCALE_POINTER)");
-  must(set(lt::kDescBScalePointer, pointer_b), "cublasLtMatmulDescSetAttribute(B_SCALE_POINTER)");
+  must(set(q, lt::kDescAScalePointer, pointer_a),
+       "cublasLtMatmulDescSetAttribute(A_SCALE_POINTER)");
+  must(set(q, lt::kDescBScalePointer, pointer_b),
+       "cublasLtMatmulDescSetAttribute(B_SCALE_POINTER)");
+}
 
-  // op(A) = A^T: A is stored K x M; B is K x N; C (and D) M x N.
-  must(lt_fn.layout_create(&q->a, data_type(p.types.a), uint64_t(p.k), uint64_t(p.m), p.lda),
+void Cublas::Impl::set_epilogue(lt::Plan& q, const Problem& p) {
+  const uint32_t epilogue = uint32_t(cublaslt_epilogue(p.epilogue));
+  must(set(q, lt::kDescEpilogue, epilogue), "cublasLtMatmulDescSetAttribute(EPILOGUE)");
+  if (p.epilogue.bias == Bias::none) return;
+  const void* bias = reinterpret_cast<const void*>(q.bias);
+  const int32_t bias_type = data_type(p.types.d);  // ours is D's type, as cuBLASLt's default
+  must(set(q, lt::kDescBiasPointer, bias), "cublasLtMatmulDescSetAttribute(BIAS_POINTER)");
+  must(set(q, lt::kDescBiasDataType, bias_type), "cublasLtMatmulDescSetAttribute(BIAS_DATA_TYPE)");
+}
+
+void Cublas::Impl::set_layouts(lt::Plan& q, const Problem& p) {
+  // As stored: float8's op(A) = A^T is K x M, its B K x N; C (and D) M x N.
+  must(lt_fn.layout_create(&q.a, data_type(p.types.a), uint64_t(p.rows_a()), uint64_t(p.cols_a()),
+                           p.lda),
        "cublasLtMatrixLayoutCreate(A)");
-  must(lt_fn.layout_create(&q->b, data_type(p.types.b), uint64_t(p.k), uint64_t(p.n), p.ldb),
+  must(lt_fn.layout_create(&q.b, data_type(p.types.b), uint64_t(p.rows_b()), uint64_t(p.cols_b()),
+                           p.ldb),
        "cublasLtMatrixLayoutCreate(B)");
-  must(lt_fn.layout_create(&q->c, data_type(p.types.c), uint64_t(p.m), uint64_t(p.n), p.ldc),
+  must(lt_fn.layout_create(&q.c, data_type(p.types.c), uint64_t(p.m), uint64_t(p.n), p.ldc),
        "cublasLtMatrixLayoutCreate(C)");
+}
 
+void Cublas::Impl::find_algorithm(lt::Plan& q, const Problem& p) {
   lt::Preference pref = nullptr;
   must(lt_fn.pref_create(&pref), "cublasLtMatmulPreferenceCreate");
   const std::unique_ptr<lt::PreferenceOpaque, decltype(lt_fn.pref_destroy)> pref_guard(
@@ -523,25 +637,108 @@ std::unique_ptr<lt::Plan> Cublas::Impl::make_plan(const Problem& p, const GemmOp
          "cublasLtMatmulPreferenceSetAttribute");
   };
   prefer(lt::kPrefMaxWorkspaceBytes, uint64_t(workspace.bytes()));
-  prefer(lt::kPrefMinAlignmentA, q->align_a);
-  prefer(lt::kPrefMinAlignmentB, q->align_b);
-  prefer(lt::kPrefMinAlignmentC, q->align_c);
-  prefer(lt::kPrefMinAlignmentD, q->align_c);
+  prefer(lt::kPrefMinAlignmentA, q.align_a);
+  prefer(lt::kPrefMinAlignmentB, q.align_b);
+  prefer(lt::kPrefMinAlignmentC, q.align_c);
+  prefer(lt::kPrefMinAlignmentD, q.align_c);
 
   lt::HeuristicResult result{};
   int found = 0;
   const cublasStatus_t s =
-      lt_fn.heuristic(lt_handle, q->desc, q->a, q->b, q->c, q->c, pref, 1, &result, &found);
-  GT_REQUIRE(s == CUBLAS_STATUS_SUCCESS && found > 0 && result.state == CUBLAS_STATUS_SUCCESS,
-             Errc::unsupported,
-             "{} has no algorithm for {} on this GPU (cublasLtMatmulAlgoGetHeuristic: {}): no "
-             "cuBLAS baseline for it",
-             lt_name, p.describe(),
-             s != CUBLAS_STATUS_SUCCESS ? status_text(s)
-             : found == 0               ? std::string("no algorithm")
-                                        : status_text(result.state));
-  q->algo = result.algo;
-  return q;
+      lt_fn.heuristic(lt_handle, q.desc, q.a, q.b, q.c, q.c, pref, 1, &result, &found);
+  if (s == CUBLAS_STATUS_SUCCESS && found > 0 && result.state == CUBLAS_STATUS_SUCCESS) {
+    q.algo = result.algo;
+    return;
+  }
+  const std::string why = s != CUBLAS_STATUS_SUCCESS ? status_text(s)
+                          : found == 0               ? std::string("no algorithm")
+                                                     : status_text(result.state);
+  const std::string lt_name = "cuBLASLt " + version_text(features.lt_version);
+  // With an epilogue the GEMM alone may still run: the elementwise pass then serves it.
+  if (!p.epilogue.none()) {
+    q.refused = fmt::format(
+        "{} has no algorithm for {} with its epilogue on this GPU "
+        "(cublasLtMatmulAlgoGetHeuristic: {})",
+        lt_name, p.describe(), why);
+    log().warn("{}: the elementwise pass after the GEMM serves it", q.refused);
+    return;
+  }
+  GT_THROW(Errc::unsupported,
+           "{} has no algorithm for {} on this GPU (cublasLtMatmulAlgoGetHeuristic: {}): no "
+           "cuBLAS baseline for it",
+           lt_name, p.describe(), why);
+}
+
+const lt::Plan* Cublas::Impl::fused_plan(const Problem& p, const GemmOperands& o, CUstream stream,
+                                         bool refresh) {
+  if (cublas_epilogue_path(p, features) != EpiloguePath::cublaslt) return nullptr;
+  const lt::Plan& q = plan(p, o, stream, refresh);
+  return q.refused.empty() ? &q : nullptr;
+}
+
+void Cublas::Impl::lt_matmul(const lt::Plan& q, const Problem& p, const GemmOperands& o,
+                             CUstream stream) {
+  const cublasStatus_t s = lt_fn.matmul(
+      lt_handle, q.desc, &o.alpha, reinterpret_cast<const void*>(o.a), q.a,
+      reinterpret_cast<const void*>(o.b), q.b, &o.beta, reinterpret_cast<const void*>(o.c), q.c,
+      reinterpret_cast<void*>(o.c), q.c, &q.algo, reinterpret_cast<void*>(workspace.ptr()),
+      workspace.bytes(), reinterpret_cast<cudaStream_t>(stream));
+  GT_REQUIRE(s != CUBLAS_STATUS_NOT_SUPPORTED && s != CUBLAS_STATUS_ARCH_MISMATCH,
+             Errc::unsupported, "cublasLtMatmul cannot run {} here ({}): no cuBLAS baseline for it",
+             p.describe(), status_text(s));
+  GT_REQUIRE(s == CUBLAS_STATUS_SUCCESS, Errc::cuda, "cublasLtMatmul failed on {}: {}",
+             p.describe(), status_text(s));
+}
+
+void Cublas::Impl::plain_gemm(const Problem& p, const GemmOperands& o, CUstream stream) {
+  if (is_fp8(p.types.a)) {
+    lt_matmul(plan(p, o, stream, /*refresh=*/false), p, o, stream);
+    return;
+  }
+  use_stream(stream);
+  const cudaDataType t = data_type(p.types.a);
+  const auto a = reinterpret_cast<const void*>(o.a), b = reinterpret_cast<const void*>(o.b);
+  const auto c = reinterpret_cast<void*>(o.c);
+  const cublasStatus_t s =
+      gemm_ex_64
+          ? gemm_ex_64(handle, op(p.op_a), op(p.op_b), p.m, p.n, p.k, &o.alpha, a, t, p.lda, b, t,
+                       p.ldb, &o.beta, c, t, p.ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
+          : gemm_ex(handle, op(p.op_a), op(p.op_b), int(p.m), int(p.n), int(p.k), &o.alpha, a, t,
+                    int(p.lda), b, t, int(p.ldb), &o.beta, c, t, int(p.ldc), CUBLAS_COMPUTE_32F,
+                    CUBLAS_GEMM_DEFAULT);
+  GT_REQUIRE(s == CUBLAS_STATUS_SUCCESS, Errc::cuda, "cublasGemmEx failed with status {}", int(s));
+}
+
+const LoadedKernel& Cublas::Impl::pass() {
+  if (pass_kernel) return *pass_kernel;
+  // The Checker's unit, name and text alike: one entry of the kernel cache serves both.
+  const KernelSource source =
+      make_source("gemmtune_testing", "// verification kernels\n#include \"testing.cuh\"\n");
+  const CompiledKernel compiled = Compiler().compile(source, query_device(current_device()).arch);
+  pass_kernel = std::make_unique<LoadedKernel>(compiled, "gemmtune_epilogue_pass", 0);
+  return *pass_kernel;
+}
+
+void Cublas::Impl::epilogue_pass(const Problem& p, const GemmOperands& o, CUstream stream) {
+  // 256 threads: a warp or more down D's rows (coalesced), the rest across its columns.
+  const uint32_t threads_x = uint32_t(std::min<int64_t>(256, (p.m + 31) / 32 * 32));
+  const uint32_t threads_y = 256 / threads_x;
+  const uint32_t blocks_x = uint32_t((p.m + threads_x - 1) / threads_x);
+  const uint32_t blocks_y = uint32_t(std::min<int64_t>(65535, (p.n + threads_y - 1) / threads_y));
+  unsigned long long d = o.c, bias = o.bias;
+  long long ld = p.ldc;
+  int m = int(p.m), n = int(p.n), type = int(p.types.d), bias_kind = int(p.epilogue.bias),
+      activation = int(p.epilogue.activation);
+  void* params[] = {&d, &ld, &m, &n, &type, &bias, &bias_kind, &activation};
+  CUlaunchConfig cfg{};
+  cfg.gridDimX = blocks_x;
+  cfg.gridDimY = blocks_y;
+  cfg.gridDimZ = 1;
+  cfg.blockDimX = threads_x;
+  cfg.blockDimY = threads_y;
+  cfg.blockDimZ = 1;
+  cfg.hStream = stream;
+  GT_CU(cuLaunchKernelEx(&cfg, pass().function(), params, nullptr));
 }
 
 grouped::Plan& Cublas::Impl::grouped_plan(const Problem& p, const GemmOperands& o, CUstream stream,
@@ -692,54 +889,44 @@ std::string Cublas::why_unsupported(const Problem& p) const {
   return cublas_why_unsupported(p, impl_->features);
 }
 
-void Cublas::prepare(const Problem& p, const GemmOperands& o, CUstream stream) const {
+EpiloguePath Cublas::prepare(const Problem& p, const GemmOperands& o, CUstream stream) const {
   const std::string why = why_unsupported(p);
   GT_REQUIRE(why.empty(), Errc::unsupported, "{}", why);
-  if (!p.grouped() && !is_fp8(p.types.a)) return;  // cublasGemmEx needs nothing beforehand
+  require_bias(p, o);
   const std::lock_guard<std::mutex> lock(impl_->mutex);
-  if (p.grouped())
+  if (p.grouped()) {
     impl_->grouped_plan(p, o, stream, /*refresh=*/true);
-  else
-    impl_->plan(p, o, stream, /*refresh=*/true);
+    return EpiloguePath::none;
+  }
+  if (!p.epilogue.none() && impl_->fused_plan(p, o, stream, /*refresh=*/true))
+    return EpiloguePath::cublaslt;
+  // cublasGemmEx needs nothing beforehand; float8 its plan without the epilogue.
+  if (is_fp8(p.types.a)) impl_->plan(without_epilogue(p), o, stream, /*refresh=*/true);
+  if (p.epilogue.none()) return EpiloguePath::none;
+  impl_->pass();
+  return EpiloguePath::pass;
 }
 
 void Cublas::gemm(const Problem& p, const GemmOperands& o, CUstream stream) const {
   const std::string why = why_unsupported(p);
   GT_REQUIRE(why.empty(), Errc::unsupported, "{}", why);
+  require_bias(p, o);
+  const std::lock_guard<std::mutex> lock(impl_->mutex);
   if (p.grouped()) {
-    const std::lock_guard<std::mutex> lock(impl_->mutex);
     impl_->grouped_gemm(p, o, stream);
     return;
   }
-  if (is_fp8(p.types.a)) {
-    const std::lock_guard<std::mutex> lock(impl_->mutex);
-    const lt::Plan& q = impl_->plan(p, o, stream, /*refresh=*/false);
-    const cublasStatus_t s = impl_->lt_fn.matmul(
-        impl_->lt_handle, q.desc, &o.alpha, reinterpret_cast<const void*>(o.a), q.a,
-        reinterpret_cast<const void*>(o.b), q.b, &o.beta, reinterpret_cast<const void*>(o.c), q.c,
-        reinterpret_cast<void*>(o.c), q.c, &q.algo, reinterpret_cast<void*>(impl_->workspace.ptr()),
-        impl_->workspace.bytes(), reinterpret_cast<cudaStream_t>(stream));
-    GT_REQUIRE(s != CUBLAS_STATUS_NOT_SUPPORTED && s != CUBLAS_STATUS_ARCH_MISMATCH,
-               Errc::unsupported,
-               "cublasLtMatmul cannot run {} here ({}): no cuBLAS baseline for it", p.describe(),
-               impl_->status_text(s));
-    GT_REQUIRE(s == CUBLAS_STATUS_SUCCESS, Errc::cuda, "cublasLtMatmul failed on {}: {}",
-               p.describe(), impl_->status_text(s));
+  if (p.epilogue.none()) {
+    impl_->plain_gemm(p, o, stream);
     return;
   }
-  impl_->use_stream(stream);
-  const cudaDataType t = data_type(p.types.a);
-  const auto a = reinterpret_cast<const void*>(o.a), b = reinterpret_cast<const void*>(o.b);
-  const auto c = reinterpret_cast<void*>(o.c);
-  const cublasStatus_t s =
-      impl_->gemm_ex_64
-          ? impl_->gemm_ex_64(impl_->handle, op(p.op_a), op(p.op_b), p.m, p.n, p.k, &o.alpha, a, t,
-                              p.lda, b, t, p.ldb, &o.beta, c, t, p.ldc, CUBLAS_COMPUTE_32F,
-                              CUBLAS_GEMM_DEFAULT)
-          : impl_->gemm_ex(impl_->handle, op(p.op_a), op(p.op_b), int(p.m), int(p.n), int(p.k),
-                           &o.alpha, a, t, int(p.lda), b, t, int(p.ldb), &o.beta, c, t, int(p.ldc),
-                           CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-  GT_REQUIRE(s == CUBLAS_STATUS_SUCCESS, Errc::cuda, "cublasGemmEx failed with status {}", int(s));
+  if (const lt::Plan* q = impl_->fused_plan(p, o, stream, /*refresh=*/false)) {
+    impl_->lt_matmul(*q, p, o, stream);
+    return;
+  }
+  // As a framework runs it: the GEMM, then the bias and activation over D.
+  impl_->plain_gemm(without_epilogue(p), o, stream);
+  impl_->epilogue_pass(p, o, stream);
 }
 
 }  // namespace gemmtune

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gemmtune/runtime/kernel.hpp"
@@ -45,6 +46,28 @@ std::vector<float> cublaslt_block_scales_a(const std::vector<float>& ours, int64
 // Its element count: ceil(M/128) * ceil(ceil(K/128) / 4) * 4.
 int64_t cublaslt_block_scales_a_count(int64_t m, int64_t k);
 
+// How the baseline applies a problem's epilogue (Problem::epilogue), as a framework would with
+// cuBLAS: in cuBLASLt's own store where cuBLASLt has it, else after the GEMM.
+enum class EpiloguePath {
+  none,      // the problem has no epilogue
+  cublaslt,  // cublasLtMatmul with CUBLASLT_MATMUL_DESC_EPILOGUE and the bias pointer
+  pass,      // the GEMM without it, then one elementwise pass over D on the same stream
+};
+// "none", "cublaslt", "gemm+pass".
+std::string_view to_string(EpiloguePath path) noexcept;
+
+// cuBLASLt's cublasLtEpilogue_t for an epilogue: DEFAULT (1) for none, BIAS (4), RELU (2),
+// RELU_BIAS (6), GELU (32), GELU_BIAS (36); 0 where cuBLASLt has none. Its bias is a vector of
+// D's rows (Bias::m) and its GELU is the tanh form (torch's _addmm_activation takes it for
+// gelu(approximate="tanh")): erf GELU, SiLU and a bias along N have none.
+int32_t cublaslt_epilogue(const Epilogue& epilogue);
+
+// The path the rules choose for a problem the baseline supports: none without an epilogue,
+// cublaslt where cuBLASLt is loaded and has the epilogue (and, for float8 with an f32 output, no
+// bias: cuBLASLt's is bf16 there, ours D's type), else pass. On the GPU cuBLASLt may still find
+// no algorithm with its epilogue: Cublas::prepare() then takes the pass, and returns it.
+EpiloguePath cublas_epilogue_path(const Problem& problem, const CublasFeatures& features);
+
 class Cublas {
  public:
   // nullptr when libcublas cannot be loaded or initialised; why_not() says why. libcublasLt is
@@ -80,14 +103,21 @@ class Cublas {
   // when K * element size is a multiple of 16, else 4 when it is a multiple of 4).
   // Throws Error(unsupported) when !supports(problem), cuBLASLt has no algorithm for it (with
   // cuBLASLt's reason) or a group's matrix is misaligned for cuBLAS, Error(invalid_argument) for
-  // a scaled problem without its scales or a grouped one without its ends or with ends that
-  // decrease or pass N, Error(cuda) on failure.
-  void prepare(const Problem& problem, const GemmOperands& operands, CUstream stream) const;
-  // D = alpha op(A) op(B) + beta C, D written over C, with f32 compute: cublasGemmEx(_64) in the
-  // problem's dtype, cublasLtMatmul for float8 with the scales (cuBLASLt multiplies as our
-  // kernels do: alpha * scale_a * scale_b * sum + beta * C), or cublasGemmGroupedBatchedEx for a
-  // grouped problem, with the group sizes prepare() read. A float8 or grouped problem that
-  // prepare() did not see is prepared first. Throws as prepare() does.
+  // a scaled problem without its scales, a bias without its vector, or a grouped one without its
+  // ends or with ends that decrease or pass N, Error(cuda) on failure.
+  // With an epilogue: cuBLASLt's descriptor with it, the bias pointer and its algorithm, kept
+  // like float8's (the operands' bias pointer part of the key); where cuBLASLt has no algorithm
+  // with it, or no such epilogue (cublas_epilogue_path), the GEMM's own preparation and the
+  // elementwise pass, compiled by NVRTC from testing.cuh on first use.
+  // Returns the path that serves the problem with these operands.
+  EpiloguePath prepare(const Problem& problem, const GemmOperands& operands, CUstream stream) const;
+  // D = act(alpha op(A) op(B) + beta C + bias), D written over C, with f32 compute:
+  // cublasGemmEx(_64) in the problem's dtype, cublasLtMatmul for float8 with the scales (cuBLASLt
+  // multiplies as our kernels do: alpha * scale_a * scale_b * sum + beta * C), or
+  // cublasGemmGroupedBatchedEx for a grouped problem, with the group sizes prepare() read. An
+  // epilogue takes prepare()'s path: cublasLtMatmul with it, or the GEMM then the pass (both
+  // enqueued here, so a timing of gemm() covers both). A float8, grouped or epilogue problem
+  // that prepare() did not see is prepared first. Throws as prepare() does.
   void gemm(const Problem& problem, const GemmOperands& operands, CUstream stream) const;
   // "cuBLAS 13.1.0", with ", cuBLASLt 13.1.0" when libcublasLt is loaded.
   std::string version() const;

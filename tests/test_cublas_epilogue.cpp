@@ -1,0 +1,107 @@
+// The epilogue baseline's rules that need no GPU (cublaslt_epilogue, cublas_epilogue_path): which
+// epilogues cuBLASLt applies itself and which take the GEMM and then the elementwise pass; and
+// that pass (testing.cuh's gemmtune_epilogue_pass) compiles, without spills, for every
+// architecture. What the GPU then computes is gpu_cublas_epilogue.cpp's.
+#include <gtest/gtest.h>
+
+#include "gemmtune/generator/family.hpp"
+#include "gemmtune/runtime/compiler.hpp"
+#include "gemmtune/tuner/cublas.hpp"
+
+namespace gemmtune {
+namespace {
+
+// cuBLAS 13.1 with cuBLASLt loaded, as the CUDA 13.0 toolkit has it.
+CublasFeatures cublas13() {
+  CublasFeatures f;
+  f.version = 130100;
+  f.lt_version = 130100;
+  return f;
+}
+
+Problem with_epilogue(Problem p, const char* epilogue) {
+  p.epilogue = parse_epilogue(epilogue);
+  return p;
+}
+
+EpiloguePath path_of(const char* epilogue, DataType type = DataType::bf16,
+                     const CublasFeatures& f = cublas13()) {
+  return cublas_epilogue_path(
+      with_epilogue(make_problem(type, Op::N, Op::N, 4096, 2048, 1024), epilogue), f);
+}
+
+// A float8 "tn" problem with tensor scaling and the output type.
+Problem fp8_problem(DataType out, const char* epilogue) {
+  Problem p = make_problem(DataTypes{DataType::e4m3, DataType::e4m3, out, out}, Op::T, Op::N, 4096,
+                           2048, 1024);
+  p.scaling = Scaling::tensor;
+  return with_epilogue(p, epilogue);
+}
+
+TEST(CublasEpilogue, CuBlasLtsValuesOfTheEpiloguesItHas) {
+  // cublasLt.h: DEFAULT 1, RELU 2, BIAS 4, RELU_BIAS 6, GELU 32, GELU_BIAS 36.
+  EXPECT_EQ(cublaslt_epilogue(parse_epilogue("none")), 1);
+  EXPECT_EQ(cublaslt_epilogue(parse_epilogue("relu")), 2);
+  EXPECT_EQ(cublaslt_epilogue(parse_epilogue("bias")), 4);
+  EXPECT_EQ(cublaslt_epilogue(parse_epilogue("bias,relu")), 6);
+  EXPECT_EQ(cublaslt_epilogue(parse_epilogue("gelu_tanh")), 32);
+  EXPECT_EQ(cublaslt_epilogue(parse_epilogue("bias,gelu_tanh")), 36);
+}
+
+TEST(CublasEpilogue, CuBlasLtHasNoErfGeluNoSiluAndNoBiasAlongN) {
+  for (const char* e :
+       {"gelu", "bias,gelu", "silu", "bias,silu", "bias_n", "bias_n,relu", "bias_n,gelu_tanh"})
+    EXPECT_EQ(cublaslt_epilogue(parse_epilogue(e)), 0) << e;
+}
+
+TEST(CublasEpilogue, CuBlasLtServesWhatItHasTheElementwisePassTheRest) {
+  for (DataType type : {DataType::f32, DataType::f16, DataType::bf16}) {
+    EXPECT_EQ(path_of("none", type), EpiloguePath::none);
+    for (const char* e : {"bias", "relu", "bias,relu", "gelu_tanh", "bias,gelu_tanh"})
+      EXPECT_EQ(path_of(e, type), EpiloguePath::cublaslt) << e << " " << to_string(type);
+    for (const char* e : {"gelu", "bias,gelu", "silu", "bias,silu", "bias_n", "bias_n,relu"})
+      EXPECT_EQ(path_of(e, type), EpiloguePath::pass) << e << " " << to_string(type);
+  }
+}
+
+TEST(CublasEpilogue, WithoutCuBlasLtEveryEpilogueTakesThePass) {
+  CublasFeatures f = cublas13();
+  f.lt_version = 0;
+  f.lt_missing = "no libcublasLt";
+  EXPECT_EQ(path_of("none", DataType::bf16, f), EpiloguePath::none);
+  for (const char* e : {"bias", "bias,relu", "bias,gelu_tanh", "bias,gelu", "bias_n,silu"})
+    EXPECT_EQ(path_of(e, DataType::bf16, f), EpiloguePath::pass) << e;
+}
+
+// cuBLASLt's float8 GEMMs with an f32 output take a bf16 bias; ours is D's type.
+TEST(CublasEpilogue, Float8WithAnF32OutputTakesThePassForABias) {
+  EXPECT_EQ(cublas_epilogue_path(fp8_problem(DataType::bf16, "bias,gelu_tanh"), cublas13()),
+            EpiloguePath::cublaslt);
+  EXPECT_EQ(cublas_epilogue_path(fp8_problem(DataType::f16, "bias"), cublas13()),
+            EpiloguePath::cublaslt);
+  EXPECT_EQ(cublas_epilogue_path(fp8_problem(DataType::f32, "bias"), cublas13()),
+            EpiloguePath::pass);
+  EXPECT_EQ(cublas_epilogue_path(fp8_problem(DataType::f32, "relu"), cublas13()),
+            EpiloguePath::cublaslt);
+  EXPECT_EQ(cublas_epilogue_path(fp8_problem(DataType::bf16, "silu"), cublas13()),
+            EpiloguePath::pass);
+}
+
+TEST(CublasEpilogue, PathsHaveNames) {
+  EXPECT_EQ(to_string(EpiloguePath::none), "none");
+  EXPECT_EQ(to_string(EpiloguePath::cublaslt), "cublaslt");
+  EXPECT_EQ(to_string(EpiloguePath::pass), "gemm+pass");
+}
+
+TEST(CublasEpilogue, TheElementwisePassCompilesWithoutSpills) {
+  for (const char* arch : {"sm_80", "sm_90a"}) {
+    const CompiledKernel k = Compiler(false).compile(
+        make_source("gemmtune_testing", "#include \"testing.cuh\"\n"), ArchInfo::from_name(arch));
+    const PtxasReport r = parse_ptxas_report(k.log, "gemmtune_epilogue_pass");
+    EXPECT_TRUE(r.found) << arch << "\n" << k.log;
+    EXPECT_EQ(r.spills(), 0) << arch;
+  }
+}
+
+}  // namespace
+}  // namespace gemmtune
