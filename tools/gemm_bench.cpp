@@ -70,6 +70,9 @@ struct Row {
   gt::Selection selection;
   gt::Timing ours, cublas;  // the median repeat of each
   bool cublas_ok = false;
+  // How the baseline applied the epilogue: cuBLASLt's own, or the GEMM then an elementwise pass
+  // (timed together).
+  gt::EpiloguePath cublas_path = gt::EpiloguePath::none;
   double max_error = 0;
   // cuBLAS's largest error on the same data, checked the same way (the verifier's cases it
   // runs); -1 where it has no result.
@@ -107,30 +110,32 @@ gt::Timing median_timing(std::vector<gt::Timing> t) {
   return t[t.size() / 2];
 }
 
-// Whether cuBLAS runs p, prepared outside the timing (cuBLASLt's algorithm and scales, for
-// float8); else says why not, and p has no baseline.
-bool baseline_ready(const gt::Cublas* cublas, const gt::Problem& p, const gt::GemmOperands& ops,
-                    CUstream stream) {
-  if (!cublas) return false;
+// How cuBLAS runs p (its epilogue's path), prepared outside the timing (cuBLASLt's algorithm and
+// scales, for float8 and epilogues; the elementwise pass compiled); else says why not, and p has
+// no baseline.
+std::optional<gt::EpiloguePath> baseline_ready(const gt::Cublas* cublas, const gt::Problem& p,
+                                               const gt::GemmOperands& ops, CUstream stream) {
+  if (!cublas) return std::nullopt;
   try {
-    cublas->prepare(p, ops, stream);
-    return true;
+    return cublas->prepare(p, ops, stream);
   } catch (const gt::Error& e) {
     if (e.code() != gt::Errc::unsupported && e.code() != gt::Errc::invalid_argument) throw;
     std::cerr << "gemm-bench: cuBLAS n/a (" << e.what() << ")\n";
-    return false;
+    return std::nullopt;
   }
 }
 
-// cuBLAS's largest error on the problem's own data, checked as ours is there, or -1 where it
-// refuses it.
+// cuBLAS's largest error on the problem's own data, checked as ours is there (epilogue
+// included), or -1 where it refuses it. A result out of tolerance is said on stderr.
 double baseline_error(const gt::Cublas& cublas, const gt::Verifier& verifier, CUstream stream) {
   try {
-    return verifier
-        .verify_problem([&](const gt::Problem& q, const gt::GemmOperands& o,
-                            CUstream s) { cublas.gemm(q, o, s); },
-                        stream)
-        .max_error;
+    const gt::Verdict v = verifier.verify_problem(
+        [&](const gt::Problem& q, const gt::GemmOperands& o, CUstream s) { cublas.gemm(q, o, s); },
+        stream);
+    if (!v.ok)
+      std::cerr << fmt::format("gemm-bench: cuBLAS's result fails the check at {} of {} points\n",
+                               v.bad, v.points);
+    return v.max_error;
   } catch (const gt::Error& e) {
     if (e.code() != gt::Errc::unsupported && e.code() != gt::Errc::invalid_argument) throw;
     return -1;
@@ -147,6 +152,8 @@ gt::MatmulDesc desc_of(const gt::Problem& p, const gt::GemmOperands& o) {
   desc.groups = p.groups;
   desc.group_ends = reinterpret_cast<const int32_t*>(o.group_ends);
   desc.group_layout = p.group_layout;
+  desc.epilogue = p.epilogue;
+  desc.bias = reinterpret_cast<const void*>(o.bias);
   return desc;
 }
 
@@ -177,8 +184,12 @@ Row bench_one(const Case& c, const Args& a, gt::Library& lib, const gt::Checker&
   const gt::GemmOperands ops = verifier.data().operands(a.alpha, c.beta);
   const gt::TimingSettings settings;
   std::vector<gt::Timing> ours, theirs;
-  const bool baseline = baseline_ready(cublas, p, ops, stream);
-  if (baseline) row.cublas_error = baseline_error(*cublas, verifier, stream);
+  const std::optional<gt::EpiloguePath> path = baseline_ready(cublas, p, ops, stream);
+  const bool baseline = path.has_value();
+  if (baseline) {
+    row.cublas_path = *path;
+    row.cublas_error = baseline_error(*cublas, verifier, stream);
+  }
   std::vector<gt::Timer::Launch> launches = {[&](CUstream s) { run(p, ops, s); }};
   if (baseline) launches.push_back([&](CUstream s) { cublas->gemm(p, ops, s); });
   for (int r = 0; r < std::max(1, a.repeat); ++r) {
@@ -392,19 +403,20 @@ void write_csv(const std::string& path, const std::vector<Row>& rows, const gt::
   GT_REQUIRE(out, gt::Errc::io, "cannot write {}", path);
   out << "device,dtype,layout,m,n,k,kernel,source,ours_ms,ours_tflops,ours_gbps,cublas_ms,cublas_"
          "tflops,ratio,"
-         "ratio_min,ratio_max,repeats,max_error,beta,scaling\n";
+         "ratio_min,ratio_max,repeats,max_error,beta,scaling,epilogue,cublas_epilogue\n";
   for (const auto& r : rows) {
     const double lo = r.ratios.empty() ? -1 : *std::min_element(r.ratios.begin(), r.ratios.end());
     const double hi = r.ratios.empty() ? -1 : *std::max_element(r.ratios.begin(), r.ratios.end());
     out << fmt::format(
         "\"{}\",{},{},{},{},{},{},{},{:.6f},{:.2f},{:.1f},{:.6f},{:.2f},{:.4f},{:.4f},{:.4f},{},{:."
-        "3g},{},{}\n",
+        "3g},{},{},{},{}\n",
         dev.name, r.problem.types.name(), r.problem.layout(), r.problem.m, r.problem.n, r.problem.k,
         r.selection.kernel, gt::to_string(r.selection.source), r.ours.median_ms,
         tflops(r.problem, r.ours.median_ms), gbps(r.problem, r.ours.median_ms),
         r.cublas_ok ? r.cublas.median_ms : -1.0, tflops(r.problem, r.cublas.median_ms),
         r.cublas_ok ? r.ratio() : -1.0, lo, hi, r.ratios.size(), r.max_error, r.beta,
-        gt::to_string(r.problem.scaling));
+        gt::to_string(r.problem.scaling), r.problem.epilogue.name(),
+        r.cublas_ok ? gt::to_string(r.cublas_path) : "-");
   }
 }
 
@@ -436,20 +448,33 @@ int run(const Args& a) {
     return 0;
   }
   std::vector<Row> rows;
-  gt::cli::Table t({"problem", "kernel", "source", "ms", "TFLOP/s", "GB/s", "cuBLAS ms",
-                    "cuBLAS TFLOP/s", "vs cuBLAS", "error", "cuBLAS error"});
+  // The baseline's epilogue column only where some shape has an epilogue.
+  const bool epilogues = std::any_of(cases.begin(), cases.end(),
+                                     [](const Case& c) { return !c.problem.epilogue.none(); });
+  std::vector<std::string> columns = {"problem",   "kernel", "source",      "ms",
+                                      "TFLOP/s",   "GB/s",   "cuBLAS ms",   "cuBLAS TFLOP/s",
+                                      "vs cuBLAS", "error",  "cuBLAS error"};
+  if (epilogues) columns.push_back("cuBLAS epilogue");
+  gt::cli::Table t(columns);
   for (const Case& c : cases) {
     const gt::Problem& p = c.problem;
     std::cerr << "gemm-bench: " << p.describe() << "\n";
     rows.push_back(bench_one(c, a, lib, checker, timer, cublas.get(), stream.get()));
     const Row& r = rows.back();
-    t.add({p.describe(), r.selection.kernel, gt::to_string(r.selection.source),
-           gt::cli::format_ms(r.ours.median_ms), fmt::format("{:.1f}", tflops(p, r.ours.median_ms)),
-           memory_bound(p) ? fmt::format("{:.0f}", gbps(p, r.ours.median_ms)) : "",
-           r.cublas_ok ? gt::cli::format_ms(r.cublas.median_ms) : "-",
-           r.cublas_ok ? fmt::format("{:.1f}", tflops(p, r.cublas.median_ms)) : "-",
-           r.wrong.empty() ? ratio(r) : "WRONG", fmt::format("{:.2g}", r.max_error),
-           r.cublas_error >= 0 ? fmt::format("{:.2g}", r.cublas_error) : "-"});
+    std::vector<std::string> cells = {
+        p.describe(),
+        r.selection.kernel,
+        std::string(gt::to_string(r.selection.source)),
+        gt::cli::format_ms(r.ours.median_ms),
+        fmt::format("{:.1f}", tflops(p, r.ours.median_ms)),
+        memory_bound(p) ? fmt::format("{:.0f}", gbps(p, r.ours.median_ms)) : "",
+        r.cublas_ok ? gt::cli::format_ms(r.cublas.median_ms) : "-",
+        r.cublas_ok ? fmt::format("{:.1f}", tflops(p, r.cublas.median_ms)) : "-",
+        r.wrong.empty() ? ratio(r) : "WRONG",
+        fmt::format("{:.2g}", r.max_error),
+        r.cublas_error >= 0 ? fmt::format("{:.2g}", r.cublas_error) : "-"};
+    if (epilogues) cells.push_back(r.cublas_ok ? std::string(gt::to_string(r.cublas_path)) : "-");
+    t.add(cells);
   }
   const auto [geomean, worst] = summary(rows);
   const auto wrong =
@@ -471,6 +496,13 @@ int run(const Args& a) {
                    {"cublas_ms", r.cublas_ok ? json(r.cublas.median_ms) : json(nullptr)},
                    {"ratio", r.cublas_ok ? json(r.ratio()) : json(nullptr)},
                    {"ratios", r.ratios}});
+    for (size_t i = 0; i < rows.size(); ++i)  // only where there is an epilogue
+      if (!rows[i].problem.epilogue.none()) {
+        j[i]["epilogue"] = rows[i].problem.epilogue.name();
+        j[i]["cublas_epilogue"] = rows[i].cublas_ok
+                                      ? json(std::string(gt::to_string(rows[i].cublas_path)))
+                                      : json(nullptr);
+      }
     std::cout << json{{"rows", j}, {"geomean", geomean}, {"worst", worst}}.dump(2) << "\n";
   } else {
     std::cout << fmt::format("{} ({}, {} SMs){}{}\n", dev.name, dev.arch.name(), dev.arch.sms,
@@ -483,6 +515,10 @@ int run(const Args& a) {
                       ? fmt::format("; median of {} repeats, runs in turns (min-max)", a.repeat)
                       : "")
               << "\n";
+    if (epilogues)
+      std::cout << "cuBLAS epilogue: cublaslt = cuBLASLt's own (CUBLASLT_EPILOGUE_*); gemm+pass = "
+                   "the GEMM, then one elementwise pass over D (bias, activation), timed "
+                   "together\n";
     if (geomean > 0)
       std::cout << fmt::format("geometric mean {:.3f}x, worst {:.3f}x over {} shapes\n", geomean,
                                worst, rows.size() - wrong);
