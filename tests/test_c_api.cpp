@@ -67,6 +67,17 @@ const std::vector<Attribute>& attributes() {
        GEMMTUNE_ACCUMULATION_PRECISE,
        {GEMMTUNE_ACCUMULATION_PRECISE, GEMMTUNE_ACCUMULATION_FAST},
        {-1, 2, 100}},
+      {GEMMTUNE_MATMUL_DESC_BIAS,
+       "GEMMTUNE_MATMUL_DESC_BIAS",
+       GEMMTUNE_BIAS_NONE,
+       {GEMMTUNE_BIAS_NONE, GEMMTUNE_BIAS_M, GEMMTUNE_BIAS_N},
+       {-1, 3, 100}},
+      {GEMMTUNE_MATMUL_DESC_ACTIVATION,
+       "GEMMTUNE_MATMUL_DESC_ACTIVATION",
+       GEMMTUNE_ACTIVATION_IDENTITY,
+       {GEMMTUNE_ACTIVATION_IDENTITY, GEMMTUNE_ACTIVATION_RELU, GEMMTUNE_ACTIVATION_GELU,
+        GEMMTUNE_ACTIVATION_GELU_TANH, GEMMTUNE_ACTIVATION_SILU},
+       {-1, 5, 100}},
   };
   return all;
 }
@@ -146,7 +157,9 @@ TEST(CApiMatmulDesc, EveryAttributeRoundTripsAndLeavesTheOthersAlone) {
                                     GEMMTUNE_OP_T,
                                     128,
                                     GEMMTUNE_GROUP_LAYOUT_MASKED,
-                                    GEMMTUNE_ACCUMULATION_FAST};
+                                    GEMMTUNE_ACCUMULATION_FAST,
+                                    GEMMTUNE_BIAS_N,
+                                    GEMMTUNE_ACTIVATION_GELU_TANH};
   for (size_t i = 0; i < attributes().size(); ++i)
     ASSERT_EQ(d.set(attributes()[i].attr, values[i]), GEMMTUNE_SUCCESS) << last_error();
   EXPECT_EQ(d.all(), values);
@@ -201,13 +214,19 @@ TEST(CApiMatmulDesc, UnknownValuesAreRefusedByNameAndChangeNothing) {
   expect_invalid(d.set(GEMMTUNE_MATMUL_DESC_ACCUMULATION, 2),
                  {"GEMMTUNE_MATMUL_DESC_ACCUMULATION: unknown accumulation 2",
                   "GEMMTUNE_ACCUMULATION_PRECISE (0)", "GEMMTUNE_ACCUMULATION_FAST (1)"});
+  expect_invalid(d.set(GEMMTUNE_MATMUL_DESC_BIAS, 3),
+                 {"GEMMTUNE_MATMUL_DESC_BIAS: unknown bias 3", "GEMMTUNE_BIAS_NONE (0)",
+                  "GEMMTUNE_BIAS_M (1)", "GEMMTUNE_BIAS_N (2)"});
+  expect_invalid(d.set(GEMMTUNE_MATMUL_DESC_ACTIVATION, 5),
+                 {"GEMMTUNE_MATMUL_DESC_ACTIVATION: unknown activation 5",
+                  "GEMMTUNE_ACTIVATION_IDENTITY (0)", "GEMMTUNE_ACTIVATION_SILU (4)", "gelu_tanh"});
 }
 
 TEST(CApiMatmulDesc, UnknownAttributesAreRefused) {
   Desc d;
   int32_t value = 0;
   size_t written = 0;
-  for (int attr : {-1, 14, 100}) {
+  for (int attr : {-1, 18, 100}) {
     const auto a = static_cast<gemmtune_matmul_attribute>(attr);
     expect_invalid(gemmtune_matmul_desc_set_attribute(d, a, &value, sizeof value),
                    {"unknown matmul descriptor attribute " + std::to_string(attr)});
@@ -222,9 +241,9 @@ TEST(CApiMatmulDesc, UnknownAttributesAreRefused) {
 TEST(CApiMatmulDesc, UnknownAttributesNameTheKnownRange) {
   Desc d;
   int32_t value = 0;
-  expect_invalid(gemmtune_matmul_desc_set_attribute(d, static_cast<gemmtune_matmul_attribute>(14),
+  expect_invalid(gemmtune_matmul_desc_set_attribute(d, static_cast<gemmtune_matmul_attribute>(18),
                                                     &value, sizeof value),
-                 {"GEMMTUNE_MATMUL_DESC_A_TYPE (0) to GEMMTUNE_MATMUL_DESC_ACCUMULATION (13)"});
+                 {"GEMMTUNE_MATMUL_DESC_A_TYPE (0) to GEMMTUNE_MATMUL_DESC_D_POINTER (17)"});
 }
 
 TEST(CApiMatmulDesc, GroupsAreBoundedByKMaxGroups) {
@@ -431,6 +450,105 @@ TEST(CApiMatmulDesc, TheAccumulationIsAnInt32ApartFromTheTypesAndTheScaling) {
   EXPECT_EQ(d.get(GEMMTUNE_MATMUL_DESC_ACCUMULATION), GEMMTUNE_ACCUMULATION_PRECISE);
   EXPECT_EQ(d.get(GEMMTUNE_MATMUL_DESC_SCALING), GEMMTUNE_SCALING_BLOCK);
   EXPECT_EQ(d.get(GEMMTUNE_MATMUL_DESC_A_TYPE), GEMMTUNE_E4M3);
+}
+
+// The bias and D pointers: a const void* and a void*, NULL by default, apart from each other and
+// from every other attribute.
+const void* get_address(gemmtune_matmul_desc d, gemmtune_matmul_attribute attr) {
+  const void* value = reinterpret_cast<const void*>(0x1234);
+  size_t written = 0;
+  EXPECT_EQ(gemmtune_matmul_desc_get_attribute(d, attr, &value, sizeof value, &written),
+            GEMMTUNE_SUCCESS)
+      << last_error();
+  EXPECT_EQ(written, sizeof(void*));
+  return value;
+}
+
+gemmtune_status set_address(gemmtune_matmul_desc d, gemmtune_matmul_attribute attr,
+                            const void* value) {
+  return gemmtune_matmul_desc_set_attribute(d, attr, &value, sizeof value);
+}
+
+const void* const kBias = reinterpret_cast<const void*>(0x7f0000500000);
+void* const kD = reinterpret_cast<void*>(0x7f0000600000);
+
+TEST(CApiMatmulDesc, TheBiasAndDPointersRoundTripAndLeaveTheOthersAlone) {
+  Desc d;
+  EXPECT_EQ(get_address(d, GEMMTUNE_MATMUL_DESC_BIAS_POINTER), nullptr);
+  EXPECT_EQ(get_address(d, GEMMTUNE_MATMUL_DESC_D_POINTER), nullptr);
+  ASSERT_EQ(set_pointer(d, GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER, kScaleB), GEMMTUNE_SUCCESS);
+  ASSERT_EQ(set_ends(d, kEnds), GEMMTUNE_SUCCESS);
+  const std::vector<int32_t> before = d.all();
+  ASSERT_EQ(set_address(d, GEMMTUNE_MATMUL_DESC_BIAS_POINTER, kBias), GEMMTUNE_SUCCESS)
+      << last_error();
+  EXPECT_EQ(get_address(d, GEMMTUNE_MATMUL_DESC_BIAS_POINTER), kBias);
+  EXPECT_EQ(get_address(d, GEMMTUNE_MATMUL_DESC_D_POINTER), nullptr);
+  ASSERT_EQ(set_address(d, GEMMTUNE_MATMUL_DESC_D_POINTER, kD), GEMMTUNE_SUCCESS);
+  EXPECT_EQ(get_address(d, GEMMTUNE_MATMUL_DESC_D_POINTER), kD);
+  EXPECT_EQ(get_address(d, GEMMTUNE_MATMUL_DESC_BIAS_POINTER), kBias);
+  // The other pointers and the int32_t attributes are untouched, and leave these alone.
+  EXPECT_EQ(get_pointer(d, GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER), nullptr);
+  EXPECT_EQ(get_pointer(d, GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER), kScaleB);
+  EXPECT_EQ(get_ends(d), kEnds);
+  EXPECT_EQ(d.all(), before);
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_BIAS, GEMMTUNE_BIAS_M), GEMMTUNE_SUCCESS);
+  ASSERT_EQ(set_pointer(d, GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER, kScaleA), GEMMTUNE_SUCCESS);
+  EXPECT_EQ(get_address(d, GEMMTUNE_MATMUL_DESC_BIAS_POINTER), kBias);
+  EXPECT_EQ(get_address(d, GEMMTUNE_MATMUL_DESC_D_POINTER), kD);
+  // NULL unsets one; another descriptor has its own.
+  ASSERT_EQ(set_address(d, GEMMTUNE_MATMUL_DESC_D_POINTER, nullptr), GEMMTUNE_SUCCESS);
+  EXPECT_EQ(get_address(d, GEMMTUNE_MATMUL_DESC_D_POINTER), nullptr);
+  EXPECT_EQ(get_address(d, GEMMTUNE_MATMUL_DESC_BIAS_POINTER), kBias);
+  Desc other;
+  EXPECT_EQ(get_address(other, GEMMTUNE_MATMUL_DESC_BIAS_POINTER), nullptr);
+}
+
+TEST(CApiMatmulDesc, TheBiasAndDPointersOfTheWrongSizeAreRefused) {
+  Desc d;
+  ASSERT_EQ(set_address(d, GEMMTUNE_MATMUL_DESC_BIAS_POINTER, kBias), GEMMTUNE_SUCCESS);
+  const std::string size = "(" + std::to_string(sizeof(void*)) + " bytes), but size is 4";
+  int32_t narrow = 0;
+  expect_invalid(gemmtune_matmul_desc_set_attribute(d, GEMMTUNE_MATMUL_DESC_BIAS_POINTER, &narrow,
+                                                    sizeof narrow),
+                 {"GEMMTUNE_MATMUL_DESC_BIAS_POINTER is a const void* (a device pointer)", size});
+  expect_invalid(
+      gemmtune_matmul_desc_set_attribute(d, GEMMTUNE_MATMUL_DESC_D_POINTER, &narrow, sizeof narrow),
+      {"GEMMTUNE_MATMUL_DESC_D_POINTER is a void* (a device pointer)", size});
+  expect_invalid(
+      gemmtune_matmul_desc_set_attribute(d, GEMMTUNE_MATMUL_DESC_D_POINTER, nullptr, sizeof kD),
+      {"GEMMTUNE_MATMUL_DESC_D_POINTER: value is a null pointer"});
+  size_t written = 0;
+  EXPECT_EQ(
+      gemmtune_matmul_desc_get_attribute(d, GEMMTUNE_MATMUL_DESC_D_POINTER, nullptr, 0, &written),
+      GEMMTUNE_SUCCESS);
+  EXPECT_EQ(written, sizeof(void*));
+  EXPECT_EQ(get_address(d, GEMMTUNE_MATMUL_DESC_BIAS_POINTER), kBias);  // as it was
+  EXPECT_EQ(get_address(d, GEMMTUNE_MATMUL_DESC_D_POINTER), nullptr);
+  // The bias and the activation are int32_t values, not pointers.
+  expect_invalid(
+      gemmtune_matmul_desc_set_attribute(d, GEMMTUNE_MATMUL_DESC_BIAS, &kBias, sizeof kBias),
+      {"GEMMTUNE_MATMUL_DESC_BIAS is an int32_t (4 bytes)"});
+}
+
+// The epilogue's two parts are set in any order with the types (the call checks the problem),
+// and leave each other alone.
+TEST(CApiMatmulDesc, TheBiasAndActivationAreInt32sApartFromEachOther) {
+  Desc d;
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_ACTIVATION, GEMMTUNE_ACTIVATION_SILU), GEMMTUNE_SUCCESS)
+      << last_error();
+  EXPECT_EQ(d.get(GEMMTUNE_MATMUL_DESC_BIAS), GEMMTUNE_BIAS_NONE);
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_BIAS, GEMMTUNE_BIAS_M), GEMMTUNE_SUCCESS);
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_D_TYPE, GEMMTUNE_BF16), GEMMTUNE_SUCCESS);
+  EXPECT_EQ(d.get(GEMMTUNE_MATMUL_DESC_ACTIVATION), GEMMTUNE_ACTIVATION_SILU);
+  EXPECT_EQ(d.get(GEMMTUNE_MATMUL_DESC_BIAS), GEMMTUNE_BIAS_M);
+  const std::vector<int32_t> before = d.all();
+  expect_invalid(d.set(GEMMTUNE_MATMUL_DESC_ACTIVATION, -1),
+                 {"GEMMTUNE_MATMUL_DESC_ACTIVATION: unknown activation -1"});
+  expect_invalid(d.set(GEMMTUNE_MATMUL_DESC_BIAS, 7),
+                 {"GEMMTUNE_MATMUL_DESC_BIAS: unknown bias 7"});
+  EXPECT_EQ(d.all(), before);
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_BIAS, GEMMTUNE_BIAS_NONE), GEMMTUNE_SUCCESS);
+  EXPECT_EQ(d.get(GEMMTUNE_MATMUL_DESC_ACTIVATION), GEMMTUNE_ACTIVATION_SILU);
 }
 
 TEST(CApiMatmulDesc, WrongSizesAreRefusedWithTheSizeNeeded) {
@@ -675,6 +793,77 @@ TEST(CApiMatmul, FastAccumulationIsCheckedBeforeItNeedsAGpu) {
       << last_error();
 }
 
+// A bf16 descriptor with op(A) = T (nn.Linear's y^T = W x^T) and the epilogue `bias`, `act`.
+void set_epilogue(Desc& d, int32_t bias, int32_t act) {
+  for (auto attr : {GEMMTUNE_MATMUL_DESC_A_TYPE, GEMMTUNE_MATMUL_DESC_B_TYPE,
+                    GEMMTUNE_MATMUL_DESC_C_TYPE, GEMMTUNE_MATMUL_DESC_D_TYPE})
+    ASSERT_EQ(d.set(attr, GEMMTUNE_BF16), GEMMTUNE_SUCCESS);
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_OP_A, GEMMTUNE_OP_T), GEMMTUNE_SUCCESS);
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_BIAS, bias), GEMMTUNE_SUCCESS);
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_ACTIVATION, act), GEMMTUNE_SUCCESS);
+}
+
+// A call with a bias needs its vector, named with its length and type, before a GPU is needed;
+// select and record need none (only the problem).
+TEST(CApiMatmul, ABiasWithoutItsPointerIsRefusedBeforeItNeedsAGpu) {
+  const float one = 1.0f, zero = 0.0f;
+  struct Case {
+    int32_t bias;
+    const char* name;
+    const char* length;
+  };
+  for (const Case& c :
+       {Case{GEMMTUNE_BIAS_M, "bias,gelu", "768"}, {GEMMTUNE_BIAS_N, "bias_n,gelu", "40"}}) {
+    Desc d;
+    set_epilogue(d, c.bias, GEMMTUNE_ACTIVATION_GELU);
+    const std::vector<std::string> message{
+        std::string("epilogue ") + c.name + " needs its bias",
+        "GEMMTUNE_MATMUL_DESC_BIAS_POINTER is not set",
+        std::string("a device pointer to ") + c.length + " values of D's type, bf16"};
+    expect_invalid(
+        gemmtune_matmul(0, d, 768, 40, 1024, &one, kA, 1024, kB, 1024, &zero, kC, 768, nullptr),
+        message);
+    if (gemmtune::cu::available()) continue;  // the call below would run on fake addresses
+    ASSERT_EQ(set_address(d, GEMMTUNE_MATMUL_DESC_BIAS_POINTER, kBias), GEMMTUNE_SUCCESS);
+    EXPECT_EQ(
+        gemmtune_matmul(0, d, 768, 40, 1024, &one, kA, 1024, kB, 1024, &zero, kC, 768, nullptr),
+        GEMMTUNE_ERROR_NO_DEVICE)
+        << last_error();
+  }
+  // Epilogues are not for grouped problems yet: validate() says so, in the call and in select.
+  Desc moe;
+  set_epilogue(moe, GEMMTUNE_BIAS_NONE, GEMMTUNE_ACTIVATION_RELU);
+  ASSERT_EQ(moe.set(GEMMTUNE_MATMUL_DESC_GROUPS, 8), GEMMTUNE_SUCCESS);
+  ASSERT_EQ(set_ends(moe, kEnds), GEMMTUNE_SUCCESS);
+  const std::vector<std::string> grouped{"grouped problems with an epilogue are not supported"};
+  expect_invalid(
+      gemmtune_matmul(0, moe, 768, 64, 1024, &one, kA, 1024, kB, 1024, &zero, kC, 768, nullptr),
+      grouped);
+  const char* json = nullptr;
+  expect_invalid(
+      gemmtune_matmul_select(0, moe, 768, 64, 1024, kA, 1024, kB, 1024, 0.0f, kC, 768, &json),
+      grouped);
+  EXPECT_EQ(json, nullptr);
+}
+
+// With D's own buffer, beta == 0 never reads C, which may then be NULL; beta != 0 needs it.
+TEST(CApiMatmul, WithItsOwnDBufferCIsNeededOnlyWhenRead) {
+  const float one = 1.0f, zero = 0.0f;
+  Desc d;
+  set_epilogue(d, GEMMTUNE_BIAS_NONE, GEMMTUNE_ACTIVATION_IDENTITY);
+  expect_invalid(
+      gemmtune_matmul(0, d, 64, 48, 32, &one, kA, 32, kB, 32, &zero, nullptr, 64, nullptr),
+      {"C is a null pointer", "GEMMTUNE_MATMUL_DESC_D_POINTER"});
+  ASSERT_EQ(set_address(d, GEMMTUNE_MATMUL_DESC_D_POINTER, kD), GEMMTUNE_SUCCESS);
+  expect_invalid(
+      gemmtune_matmul(0, d, 64, 48, 32, &one, kA, 32, kB, 32, &one, nullptr, 64, nullptr),
+      {"C is a null pointer, and beta != 0 reads it"});
+  if (gemmtune::cu::available()) return;  // the call below would run on fake addresses
+  EXPECT_EQ(gemmtune_matmul(0, d, 64, 48, 32, &one, kA, 32, kB, 32, &zero, nullptr, 64, nullptr),
+            GEMMTUNE_ERROR_NO_DEVICE)
+      << last_error();
+}
+
 // A grouped descriptor: bf16 everywhere, op(A) = T, `groups` groups.
 void set_grouped(Desc& d, int32_t groups) {
   for (auto attr : {GEMMTUNE_MATMUL_DESC_A_TYPE, GEMMTUNE_MATMUL_DESC_B_TYPE,
@@ -769,6 +958,14 @@ TEST(CApiMatmul, WithoutAGpuTheCallSaysSo) {
   // A fast float8 call with its scales.
   ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_ACCUMULATION, GEMMTUNE_ACCUMULATION_FAST), GEMMTUNE_SUCCESS);
   EXPECT_EQ(gemmtune_matmul(0, d, 64, 48, 32, &one, kA, 32, kB, 32, &zero, kC, 64, nullptr),
+            GEMMTUNE_ERROR_NO_DEVICE)
+      << last_error();
+  // An epilogue call with its bias, and D of its own.
+  Desc linear;
+  set_epilogue(linear, GEMMTUNE_BIAS_M, GEMMTUNE_ACTIVATION_SILU);
+  ASSERT_EQ(set_address(linear, GEMMTUNE_MATMUL_DESC_BIAS_POINTER, kBias), GEMMTUNE_SUCCESS);
+  ASSERT_EQ(set_address(linear, GEMMTUNE_MATMUL_DESC_D_POINTER, kD), GEMMTUNE_SUCCESS);
+  EXPECT_EQ(gemmtune_matmul(0, linear, 64, 48, 32, &one, kA, 32, kB, 32, &one, kC, 64, nullptr),
             GEMMTUNE_ERROR_NO_DEVICE)
       << last_error();
   // And a masked one with its counts.
@@ -967,6 +1164,17 @@ TEST(CApiHeader, CompilesAsCAndCxx17) {
          "  int32_t fast = GEMMTUNE_ACCUMULATION_FAST;\n"
          "  gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_ACCUMULATION,"
          " &fast, sizeof fast);\n"
+         "  int32_t bias = GEMMTUNE_BIAS_M, act = GEMMTUNE_ACTIVATION_GELU_TANH;\n"
+         "  gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_BIAS,"
+         " &bias, sizeof bias);\n"
+         "  gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_ACTIVATION,"
+         " &act, sizeof act);\n"
+         "  const void* bias_values = 0;\n"
+         "  void* d = 0;\n"
+         "  gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_BIAS_POINTER,"
+         " &bias_values, sizeof bias_values);\n"
+         "  gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_D_POINTER,"
+         " &d, sizeof d);\n"
          "  gemmtune_matmul(-1, desc, 1, 1, 1, &one, 0, 1, 0, 1, &zero, 0, 1, 0);\n"
          "  return gemmtune_matmul_desc_destroy(desc);\n"
          "}\n";

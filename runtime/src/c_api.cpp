@@ -1,4 +1,5 @@
 // The C API: the C++ API behind a status code and a thread-local message.
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -75,6 +76,14 @@ static_assert(GEMMTUNE_GROUP_LAYOUT_CONTIGUOUS == int(gemmtune::GroupLayout::con
               GEMMTUNE_GROUP_LAYOUT_MASKED == int(gemmtune::GroupLayout::masked));
 static_assert(GEMMTUNE_ACCUMULATION_PRECISE == int(gemmtune::Accumulation::precise) &&
               GEMMTUNE_ACCUMULATION_FAST == int(gemmtune::Accumulation::fast));
+static_assert(GEMMTUNE_BIAS_NONE == int(gemmtune::Bias::none) &&
+              GEMMTUNE_BIAS_M == int(gemmtune::Bias::m) &&
+              GEMMTUNE_BIAS_N == int(gemmtune::Bias::n));
+static_assert(GEMMTUNE_ACTIVATION_IDENTITY == int(gemmtune::Activation::identity) &&
+              GEMMTUNE_ACTIVATION_RELU == int(gemmtune::Activation::relu) &&
+              GEMMTUNE_ACTIVATION_GELU == int(gemmtune::Activation::gelu) &&
+              GEMMTUNE_ACTIVATION_GELU_TANH == int(gemmtune::Activation::gelu_tanh) &&
+              GEMMTUNE_ACTIVATION_SILU == int(gemmtune::Activation::silu));
 
 bool known_type(int code) {
   return code >= 0 && code < GEMMTUNE_TYPE_COUNT;
@@ -91,6 +100,16 @@ void check_enums(gemmtune_dtype dtype, gemmtune_op op_a, gemmtune_op op_b) {
              "op must be GEMMTUNE_OP_N or GEMMTUNE_OP_T");
 }
 
+// The alignment class Library::matmul gives a call: of C where it is read or D is written over
+// it, and of D's own buffer where there is one.
+int call_alignment(const gemmtune::Problem& p, const gemmtune::MatmulDesc& desc, const void* a,
+                   const void* b, const void* c) {
+  const void* d = desc.d != nullptr ? desc.d : c;
+  const void* c_read = p.reads_c || desc.d == nullptr ? c : d;
+  return std::min(gemmtune::alignment_class(p.types, a, b, c_read, p.lda, p.ldb, p.ldc),
+                  gemmtune::alignment_class(p.types, a, b, d, p.lda, p.ldb, p.ldc));
+}
+
 // The problem of a call, checked before anything touches a GPU: bad arguments are reported as
 // such on any machine.
 gemmtune::Problem checked_problem(const gemmtune::MatmulDesc& desc, int64_t m, int64_t n, int64_t k,
@@ -103,11 +122,12 @@ gemmtune::Problem checked_problem(const gemmtune::MatmulDesc& desc, int64_t m, i
   p.op_b = desc.op_b;
   p.m = m, p.n = n, p.k = k;
   p.lda = lda, p.ldb = ldb, p.ldc = ldc;
-  p.align = gemmtune::alignment_class(p.types, a, b, c, lda, ldb, ldc);
   p.reads_c = beta != 0.0f;
+  p.align = call_alignment(p, desc, a, b, c);
   p.groups = desc.groups;
   p.group_layout = desc.group_layout;
   p.accumulation = desc.accumulation;
+  p.epilogue = desc.epilogue;
   gemmtune::validate(p);
   return p;
 }
@@ -168,16 +188,25 @@ const char* attribute_name(int attr) {
       return "GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT";
     case GEMMTUNE_MATMUL_DESC_ACCUMULATION:
       return "GEMMTUNE_MATMUL_DESC_ACCUMULATION";
+    case GEMMTUNE_MATMUL_DESC_BIAS:
+      return "GEMMTUNE_MATMUL_DESC_BIAS";
+    case GEMMTUNE_MATMUL_DESC_ACTIVATION:
+      return "GEMMTUNE_MATMUL_DESC_ACTIVATION";
+    case GEMMTUNE_MATMUL_DESC_BIAS_POINTER:
+      return "GEMMTUNE_MATMUL_DESC_BIAS_POINTER";
+    case GEMMTUNE_MATMUL_DESC_D_POINTER:
+      return "GEMMTUNE_MATMUL_DESC_D_POINTER";
   }
   return nullptr;
 }
 
-// The scale pointers' values are a const float*, the group ends' a const int32_t*; every other
-// attribute's an int32_t.
+// The scale pointers' values are a const float*, the group ends' a const int32_t*, the bias's
+// a const void*, D's a void*; every other attribute's an int32_t.
 bool is_pointer(int attr) {
   return attr == GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER ||
          attr == GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER ||
-         attr == GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER;
+         attr == GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER ||
+         attr == GEMMTUNE_MATMUL_DESC_BIAS_POINTER || attr == GEMMTUNE_MATMUL_DESC_D_POINTER;
 }
 
 size_t value_size(int attr) {
@@ -189,7 +218,7 @@ const char* known_attribute(int attr) {
   const char* name = attribute_name(attr);
   GT_REQUIRE(name != nullptr, gemmtune::Errc::invalid_argument,
              "unknown matmul descriptor attribute {} (expected GEMMTUNE_MATMUL_DESC_A_TYPE (0) to "
-             "GEMMTUNE_MATMUL_DESC_ACCUMULATION (13))",
+             "GEMMTUNE_MATMUL_DESC_D_POINTER (17))",
              attr);
   return name;
 }
@@ -230,6 +259,20 @@ void check_value(int attr, int32_t value) {
                  "GEMMTUNE_ACCUMULATION_FAST (1))",
                  name, value);
       return;
+    case GEMMTUNE_MATMUL_DESC_BIAS:
+      GT_REQUIRE(value >= GEMMTUNE_BIAS_NONE && value <= GEMMTUNE_BIAS_N,
+                 gemmtune::Errc::invalid_argument,
+                 "{}: unknown bias {} (expected GEMMTUNE_BIAS_NONE (0), GEMMTUNE_BIAS_M (1) or "
+                 "GEMMTUNE_BIAS_N (2))",
+                 name, value);
+      return;
+    case GEMMTUNE_MATMUL_DESC_ACTIVATION:
+      GT_REQUIRE(value >= GEMMTUNE_ACTIVATION_IDENTITY && value <= GEMMTUNE_ACTIVATION_SILU,
+                 gemmtune::Errc::invalid_argument,
+                 "{}: unknown activation {} (expected GEMMTUNE_ACTIVATION_IDENTITY (0) to "
+                 "GEMMTUNE_ACTIVATION_SILU (4): identity, relu, gelu, gelu_tanh, silu)",
+                 name, value);
+      return;
     default:
       GT_REQUIRE(known_type(value), gemmtune::Errc::invalid_argument,
                  "{}: unknown data type code {} (expected 0 to {}: f32, f16, bf16, e4m3, e5m2)",
@@ -237,11 +280,21 @@ void check_value(int attr, int32_t value) {
   }
 }
 
+// What an attribute's value is, for messages.
+const char* value_kind(int attr) {
+  switch (attr) {
+    case GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER:
+      return "a const int32_t* (a device pointer)";
+    case GEMMTUNE_MATMUL_DESC_BIAS_POINTER:
+      return "a const void* (a device pointer)";
+    case GEMMTUNE_MATMUL_DESC_D_POINTER:
+      return "a void* (a device pointer)";
+  }
+  return is_pointer(attr) ? "a const float* (a device pointer)" : "an int32_t";
+}
+
 void check_size(int attr, size_t size) {
-  const char* what = attr == GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER
-                         ? "a const int32_t* (a device pointer)"
-                     : is_pointer(attr) ? "a const float* (a device pointer)"
-                                        : "an int32_t";
+  const char* what = value_kind(attr);
   GT_REQUIRE(size == value_size(attr), gemmtune::Errc::invalid_argument,
              "{} is {} ({} bytes), but size is {}", attribute_name(attr), what, value_size(attr),
              size);
@@ -265,17 +318,35 @@ const gemmtune::MatmulDesc& desc_of(gemmtune_matmul_desc desc) {
 
 // A pointer attribute's value from `value` (it points to the pointer), into its field.
 void set_pointer(gemmtune::MatmulDesc& d, int attr, const void* value) {
-  if (attr == GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER)
-    std::memcpy(&d.group_ends, value, sizeof d.group_ends);
-  else if (attr == GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER)
-    std::memcpy(&d.scale_a, value, sizeof d.scale_a);
-  else
-    std::memcpy(&d.scale_b, value, sizeof d.scale_b);
+  switch (attr) {
+    case GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER:
+      std::memcpy(&d.group_ends, value, sizeof d.group_ends);
+      return;
+    case GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER:
+      std::memcpy(&d.scale_a, value, sizeof d.scale_a);
+      return;
+    case GEMMTUNE_MATMUL_DESC_BIAS_POINTER:
+      std::memcpy(&d.bias, value, sizeof d.bias);
+      return;
+    case GEMMTUNE_MATMUL_DESC_D_POINTER:
+      std::memcpy(&d.d, value, sizeof d.d);
+      return;
+  }
+  std::memcpy(&d.scale_b, value, sizeof d.scale_b);
 }
 
 const void* get_pointer(const gemmtune::MatmulDesc& d, int attr) {
-  if (attr == GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER) return d.group_ends;
-  return attr == GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER ? d.scale_a : d.scale_b;
+  switch (attr) {
+    case GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER:
+      return d.group_ends;
+    case GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER:
+      return d.scale_a;
+    case GEMMTUNE_MATMUL_DESC_BIAS_POINTER:
+      return d.bias;
+    case GEMMTUNE_MATMUL_DESC_D_POINTER:
+      return d.d;
+  }
+  return d.scale_b;
 }
 
 int32_t get_value(const gemmtune::MatmulDesc& d, int attr) {
@@ -302,6 +373,10 @@ int32_t get_value(const gemmtune::MatmulDesc& d, int attr) {
       return int32_t(d.group_layout);
     case GEMMTUNE_MATMUL_DESC_ACCUMULATION:
       return int32_t(d.accumulation);
+    case GEMMTUNE_MATMUL_DESC_BIAS:
+      return int32_t(d.epilogue.bias);
+    case GEMMTUNE_MATMUL_DESC_ACTIVATION:
+      return int32_t(d.epilogue.activation);
   }
   GT_THROW(gemmtune::Errc::internal, "attribute {} has no field", attr);
 }
@@ -343,6 +418,12 @@ void set_value(gemmtune::MatmulDesc& d, int attr, int32_t value) {
     case GEMMTUNE_MATMUL_DESC_ACCUMULATION:
       d.accumulation = static_cast<gemmtune::Accumulation>(value);
       return;
+    case GEMMTUNE_MATMUL_DESC_BIAS:
+      d.epilogue.bias = static_cast<gemmtune::Bias>(value);
+      return;
+    case GEMMTUNE_MATMUL_DESC_ACTIVATION:
+      d.epilogue.activation = static_cast<gemmtune::Activation>(value);
+      return;
   }
   GT_THROW(gemmtune::Errc::internal, "attribute {} has no field", attr);
 }
@@ -368,6 +449,26 @@ void require_group_ends(const gemmtune::Problem& p, const gemmtune::MatmulDesc& 
              "device pointer to {} int32 {})",
              p.groups, masked ? " masked" : "", masked ? "counts" : "column end offsets", p.groups,
              masked ? "counts" : "offsets");
+}
+
+// A call with a bias has its vector; the message names the attribute and what it holds.
+void require_bias(const gemmtune::Problem& p, const gemmtune::MatmulDesc& d) {
+  if (p.epilogue.bias == gemmtune::Bias::none) return;
+  const bool along_m = p.epilogue.bias == gemmtune::Bias::m;
+  GT_REQUIRE(d.bias != nullptr, gemmtune::Errc::invalid_argument,
+             "epilogue {} needs its bias: GEMMTUNE_MATMUL_DESC_BIAS_POINTER is not set (a device "
+             "pointer to {} values of D's type, {})",
+             p.epilogue.name(), along_m ? p.m : p.n, gemmtune::to_string(p.types.d));
+}
+
+// C is read where beta != 0, and written where D has no buffer of its own.
+void require_c(const gemmtune::MatmulDesc& d, const void* c, float beta) {
+  if (c != nullptr) return;
+  GT_REQUIRE(d.d != nullptr, gemmtune::Errc::invalid_argument,
+             "C is a null pointer (D is written over C: GEMMTUNE_MATMUL_DESC_D_POINTER gives D a "
+             "buffer of its own)");
+  GT_REQUIRE(beta == 0.0f, gemmtune::Errc::invalid_argument,
+             "C is a null pointer, and beta != 0 reads it");
 }
 
 // A host scalar of gemmtune_matmul: present and finite.
@@ -531,8 +632,9 @@ gemmtune_status gemmtune_matmul(int device, gemmtune_matmul_desc desc, int64_t m
     const gemmtune::Problem p = checked_problem(d, m, n, k, a, lda, b, ldb, beta_value, c, ldc);
     GT_REQUIRE(a != nullptr, gemmtune::Errc::invalid_argument, "A is a null pointer");
     GT_REQUIRE(b != nullptr, gemmtune::Errc::invalid_argument, "B is a null pointer");
-    GT_REQUIRE(c != nullptr, gemmtune::Errc::invalid_argument, "C is a null pointer");
+    require_c(d, c, beta_value);
     require_scales(p, d);
+    require_bias(p, d);
     require_group_ends(p, d);
     gemmtune::DeviceScope scope(device);
     gemmtune::default_library().matmul(d, m, n, k, alpha_value, a, lda, b, ldb, beta_value, c, ldc,

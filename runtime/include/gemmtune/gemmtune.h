@@ -1,4 +1,5 @@
-/* gemmtune C API: C = alpha * op(A) * op(B) + beta * C, cuBLAS semantics (column-major).
+/* gemmtune C API: C = alpha * op(A) * op(B) + beta * C, cuBLAS semantics (column-major), and
+ * through a matmul descriptor D = act(alpha * op(A) * op(B) + beta * C + bias).
  * Every function returns a status; gemmtune_last_error() says what went wrong in this thread.
  * Valid C (C99 and later) and C++. */
 #ifndef GEMMTUNE_H
@@ -63,6 +64,24 @@ typedef enum gemmtune_accumulation {
    * 128-deep K block's sum, which is a promotion already); a call of another problem is refused. */
   GEMMTUNE_ACCUMULATION_FAST = 1
 } gemmtune_accumulation;
+/* The bias of an epilogue (GEMMTUNE_MATMUL_DESC_BIAS): a vector of D's type in device memory
+ * (GEMMTUNE_MATMUL_DESC_BIAS_POINTER), added to every value before the activation, in f32. */
+typedef enum gemmtune_bias {
+  GEMMTUNE_BIAS_NONE = 0, /* the default */
+  /* M values, one per row of D: an nn.Linear's output features in cuBLAS's order (y^T = W x^T:
+   * M = out_features), as cuBLASLt's CUBLASLT_EPILOGUE_BIAS. */
+  GEMMTUNE_BIAS_M = 1,
+  GEMMTUNE_BIAS_N = 2 /* N values, one per column of D */
+} gemmtune_bias;
+/* The activation of an epilogue (GEMMTUNE_MATMUL_DESC_ACTIVATION), applied in f32 after C and
+ * the bias are in, before the one rounding into D: torch.nn.functional's formulas. */
+typedef enum gemmtune_activation {
+  GEMMTUNE_ACTIVATION_IDENTITY = 0,  /* none (the default) */
+  GEMMTUNE_ACTIVATION_RELU = 1,      /* max(v, 0) */
+  GEMMTUNE_ACTIVATION_GELU = 2,      /* v * Phi(v), with erf (F.gelu) */
+  GEMMTUNE_ACTIVATION_GELU_TANH = 3, /* GELU's tanh form (F.gelu(v, approximate="tanh")) */
+  GEMMTUNE_ACTIVATION_SILU = 4       /* v * sigmoid(v) (F.silu) */
+} gemmtune_activation;
 /* What the G int32 values of a grouped GEMM (GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER) are, and so
  * which columns of op(B) and D each group owns. */
 typedef enum gemmtune_group_layout {
@@ -123,8 +142,9 @@ gemmtune_status gemmtune_record_problem(const char* path, gemmtune_dtype dtype, 
 
 /* ---------------------------------------------------------------------------------------------
  * The matmul descriptor: what a GEMM computes beyond its sizes, described once and used for many
- * calls, in the manner of cuBLASLt's cublasLtMatmulDesc_t: D = alpha * op(A) * op(B) + beta * C
- * with a type for each of A, B, C, D and the accumulator, a scaling mode, op(A) and op(B).
+ * calls, in the manner of cuBLASLt's cublasLtMatmulDesc_t: D = act(alpha * op(A) * op(B) +
+ * beta * C + bias) with a type for each of A, B, C, D and the accumulator, a scaling mode, op(A)
+ * and op(B), and an epilogue (a bias, an activation).
  *
  *   gemmtune_matmul_desc desc;
  *   int32_t bf16 = GEMMTUNE_BF16, t = GEMMTUNE_OP_T;
@@ -149,6 +169,24 @@ gemmtune_status gemmtune_record_problem(const char* path, gemmtune_dtype dtype, 
  *   int32_t fast = GEMMTUNE_ACCUMULATION_FAST;
  *   gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_ACCUMULATION, &fast,
  *                                      sizeof fast);
+ *
+ * An epilogue: a bias along M (an nn.Linear's out_features, of D's type, in device memory)
+ * and an activation, applied by the kernel's store:
+ *
+ *   int32_t bias = GEMMTUNE_BIAS_M, gelu = GEMMTUNE_ACTIVATION_GELU;
+ *   const void* bias_values = ...;  (device memory: m values of D's type)
+ *   gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_BIAS, &bias, sizeof bias);
+ *   gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_ACTIVATION, &gelu,
+ *                                      sizeof gelu);
+ *   gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_BIAS_POINTER, &bias_values,
+ *                                      sizeof bias_values);
+ *
+ * D may have a buffer of its own (cuBLASLt's separate D: a residual add that keeps C), with
+ * C's leading dimension and type:
+ *
+ *   void* d = ...;
+ *   gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_D_POINTER, &d, sizeof d);
+ *   gemmtune_matmul(-1, desc, m, n, k, &alpha, a, lda, b, ldb, &beta, c, ldc, stream);
  *
  * A grouped GEMM (a mixture-of-experts layer: G experts, the tokens routed to each) takes its
  * groups and the device pointer to their column end offsets:
@@ -175,13 +213,16 @@ gemmtune_status gemmtune_record_problem(const char* path, gemmtune_dtype dtype, 
 typedef struct gemmtune_matmul_desc_st* gemmtune_matmul_desc;
 
 /* The attributes of a descriptor. Every value is an int32_t (size 4), except the pointers: the
- * two scale pointers are a const float*, the group ends a const int32_t* (size sizeof(void*)). */
+ * two scale pointers are a const float*, the group ends a const int32_t*, the bias a
+ * const void*, D a void* (size sizeof(void*)). */
 typedef enum gemmtune_matmul_attribute {
   GEMMTUNE_MATMUL_DESC_A_TYPE = 0,   /* gemmtune_dtype of A; default GEMMTUNE_F32 */
   GEMMTUNE_MATMUL_DESC_B_TYPE = 1,   /* gemmtune_dtype of B; default GEMMTUNE_F32 */
   GEMMTUNE_MATMUL_DESC_C_TYPE = 2,   /* gemmtune_dtype of C; default GEMMTUNE_F32 */
   GEMMTUNE_MATMUL_DESC_D_TYPE = 3,   /* gemmtune_dtype of D; default GEMMTUNE_F32. D is written
-                                      * over C, so a call needs D's type equal to C's for now */
+                                      * over C or into a buffer laid out as C's
+                                      * (GEMMTUNE_MATMUL_DESC_D_POINTER), so a call needs D's
+                                      * type equal to C's for now */
   GEMMTUNE_MATMUL_DESC_ACC_TYPE = 4, /* gemmtune_dtype of the accumulator; default GEMMTUNE_F32 */
   GEMMTUNE_MATMUL_DESC_SCALING = 5,  /* gemmtune_scaling; default GEMMTUNE_SCALING_NONE */
   GEMMTUNE_MATMUL_DESC_OP_A = 6,     /* gemmtune_op of A; default GEMMTUNE_OP_N */
@@ -211,20 +252,35 @@ typedef enum gemmtune_matmul_attribute {
    * set in any order with the types and the scaling: a call checks the problem, and refuses
    * GEMMTUNE_ACCUMULATION_FAST other than for float8 A and B with tensor or row scaling
    * (GEMMTUNE_ERROR_INVALID_ARGUMENT). */
-  GEMMTUNE_MATMUL_DESC_ACCUMULATION = 13
+  GEMMTUNE_MATMUL_DESC_ACCUMULATION = 13,
+  /* gemmtune_bias of the epilogue; default GEMMTUNE_BIAS_NONE. A call with a bias needs
+   * GEMMTUNE_MATMUL_DESC_BIAS_POINTER. Not with groups (a grouped call with an epilogue is
+   * GEMMTUNE_ERROR_INVALID_ARGUMENT). */
+  GEMMTUNE_MATMUL_DESC_BIAS = 14,
+  /* gemmtune_activation of the epilogue; default GEMMTUNE_ACTIVATION_IDENTITY. Each epilogue
+   * is a kernel of its own: tuned and stored apart from the problem without it. */
+  GEMMTUNE_MATMUL_DESC_ACTIVATION = 15,
+  /* const void*: the bias vector in device memory, M or N values (as GEMMTUNE_MATMUL_DESC_BIAS
+   * says) of D's type, contiguous; default NULL. Needed by a call with a bias, ignored by
+   * another; read when the kernel runs (a captured graph sees new values). */
+  GEMMTUNE_MATMUL_DESC_BIAS_POINTER = 16,
+  /* void*: D's own buffer in device memory, with C's leading dimension (ldc) and type (cuBLASLt's
+   * separate D); default NULL: D is written over C. With it, beta == 0 never reads C, and c may
+   * then be NULL. */
+  GEMMTUNE_MATMUL_DESC_D_POINTER = 17
 } gemmtune_matmul_attribute;
 
 /* A new descriptor with the defaults: f32 everywhere, no scaling and no scales, precise
- * accumulation, N and N, no groups (contiguous when there are). */
+ * accumulation, N and N, no groups (contiguous when there are), no epilogue, D written over C. */
 gemmtune_status gemmtune_matmul_desc_create(gemmtune_matmul_desc* desc);
 /* Frees the descriptor. NULL is accepted and does nothing (as free(NULL)). */
 gemmtune_status gemmtune_matmul_desc_destroy(gemmtune_matmul_desc desc);
 /* Sets `attr` to the value at `value`: an int32_t, `size` sizeof(int32_t), or for the pointers
- * a const float* or const int32_t* (`value` points to the pointer), `size` sizeof(void*); NULL
- * unsets a pointer. A value that names no type, scaling, op, group layout or accumulation, or
- * groups outside 0 to 4096, is GEMMTUNE_ERROR_INVALID_ARGUMENT, and the descriptor stays as it
- * was. Which combinations of types a GPU runs is the call's question
- * (GEMMTUNE_ERROR_UNSUPPORTED). */
+ * a const float*, const int32_t*, const void* or void* (`value` points to the pointer), `size`
+ * sizeof(void*); NULL unsets a pointer. A value that names no type, scaling, op, group layout,
+ * accumulation, bias or activation, or groups outside 0 to 4096, is
+ * GEMMTUNE_ERROR_INVALID_ARGUMENT, and the descriptor stays as it was. Which combinations of types
+ * a GPU runs is the call's question (GEMMTUNE_ERROR_UNSUPPORTED). */
 gemmtune_status gemmtune_matmul_desc_set_attribute(gemmtune_matmul_desc desc,
                                                    gemmtune_matmul_attribute attr,
                                                    const void* value, size_t size);
@@ -236,26 +292,29 @@ gemmtune_status gemmtune_matmul_desc_get_attribute(gemmtune_matmul_desc desc,
                                                    gemmtune_matmul_attribute attr, void* value,
                                                    size_t size, size_t* written);
 
-/* D = alpha * op(A) * op(B) + beta * C with the types, scaling, accumulation and ops of `desc`,
- * on GPU `device` as gemmtune_gemm_on_device (device < 0: the thread's current context). D is
- * written over C (the buffer `c`, of leading dimension ldc): D's type must be C's. alpha and beta
- * point to host floats; beta == 0 never reads C. a, b, c are device pointers; stream is a
- * cudaStream_t / CUstream (NULL: default). The descriptor, the pointers, the sizes and the
- * leading dimensions are checked before any GPU is needed (GEMMTUNE_ERROR_INVALID_ARGUMENT), and
- * so are the scales and groups: float8 operands need a scaling, a scaling needs both scale
- * pointers, fast accumulation needs float8 with tensor or row scaling, and groups need the group
- * ends pointer (their counts when masked, n then a multiple of G); types (or groups) no kernel
- * family runs on this GPU are GEMMTUNE_ERROR_UNSUPPORTED, the message naming them ("no kernel
- * family supports e4m3*e5m2->bf16 tn on ..."). */
+/* D = act(alpha * op(A) * op(B) + beta * C + bias) with the types, scaling, accumulation, ops
+ * and epilogue of `desc`, on GPU `device` as gemmtune_gemm_on_device (device < 0: the thread's
+ * current context). D is written over C (the buffer `c`, of leading dimension ldc) unless
+ * GEMMTUNE_MATMUL_DESC_D_POINTER gives it a buffer of its own: D's type must be C's. alpha and
+ * beta point to host floats; beta == 0 never reads C (c may be NULL when D has its own buffer).
+ * a, b, c are device pointers; stream is a cudaStream_t / CUstream (NULL: default). The
+ * descriptor, the pointers, the sizes and the leading dimensions are checked before any GPU is
+ * needed (GEMMTUNE_ERROR_INVALID_ARGUMENT), and so are the scales, the bias and groups: float8
+ * operands need a scaling, a scaling needs both scale pointers, a bias its pointer, fast
+ * accumulation needs float8 with tensor or row scaling, and groups need the group ends pointer
+ * (their counts when masked, n then a multiple of G); types (or groups) no kernel family runs on
+ * this GPU are GEMMTUNE_ERROR_UNSUPPORTED, the message naming them ("no kernel family supports
+ * e4m3*e5m2->bf16 tn on ..."). */
 gemmtune_status gemmtune_matmul(int device, gemmtune_matmul_desc desc, int64_t m, int64_t n,
                                 int64_t k, const float* alpha, const void* a, int64_t lda,
                                 const void* b, int64_t ldb, const float* beta, void* c, int64_t ldc,
                                 void* stream);
 
 /* Which kernel a gemmtune_matmul call with these arguments would use, and why: the JSON of
- * gemmtune_select, with the same rules for the pointers (alignment only, may be NULL) and beta
- * (only whether it is 0). *selection_json stays valid until the next gemmtune_select or
- * gemmtune_matmul_select in this thread. */
+ * gemmtune_select, with the same rules for the pointers (alignment only, may be NULL; the
+ * descriptor's D pointer too, as the call's) and beta (only whether it is 0). The epilogue is
+ * the problem's; the bias pointer is not needed. *selection_json stays valid until the next
+ * gemmtune_select or gemmtune_matmul_select in this thread. */
 gemmtune_status gemmtune_matmul_select(int device, gemmtune_matmul_desc desc, int64_t m, int64_t n,
                                        int64_t k, const void* a, int64_t lda, const void* b,
                                        int64_t ldb, float beta, const void* c, int64_t ldc,
@@ -267,8 +326,8 @@ gemmtune_status gemmtune_matmul_select(int device, gemmtune_matmul_desc desc, in
  * a grouped problem, with N the mean columns of a group as gemm-tune --groups takes it
  * ("1536 256 2048 bf16 tn groups=128" for n = 32768; rounded up where G does not divide n;
  * a masked problem's line adds "group_layout=masked", with N the capacity). Fast accumulation
- * follows the scaling ("... tn scaling=row accum=fast"); precise writes nothing. Neither the
- * scale pointers nor the group ends are needed. */
+ * follows the scaling ("... tn scaling=row accum=fast"); precise writes nothing. None of the
+ * scale pointers, the group ends, the bias pointer and the D pointer is needed. */
 gemmtune_status gemmtune_matmul_record_problem(const char* path, gemmtune_matmul_desc desc,
                                                int64_t m, int64_t n, int64_t k, int64_t lda,
                                                int64_t ldb, float beta, int64_t ldc, int* appended);
