@@ -3,6 +3,7 @@ arrays (CuPy, anything with __cuda_array_interface__ or DLPack).
 
     import gemmtune
     y = gemmtune.linear(x, w)              # x @ w.T, as torch.nn.functional.linear
+    y = gemmtune.linear(x, w, b, activation="gelu")  # gelu(x @ w.T + b) in the kernel's store
     c = gemmtune.matmul(a, b)              # a @ b, transposed views read in place
     gemmtune.select_linear(x, w)           # which kernel, and why: tuned ... fallback
     y = gemmtune.scaled_mm(x8, w8.t(), sx, sw)   # float8, as torch._scaled_mm (bf16 result)

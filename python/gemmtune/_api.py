@@ -8,8 +8,9 @@ import os
 from typing import NamedTuple
 
 from . import _library
-from ._library import (OPS, Error, InvalidType, check, descriptor, grouped_descriptor, library,
-                       scalar, scaled_descriptor, type_name)
+from ._library import (OPS, Error, InvalidType, bias_descriptor, check, descriptor,
+                       epilogue_name, grouped_descriptor, library, scalar, scaled_descriptor,
+                       type_name)
 from ._operands import View, is_torch_tensor, view_of
 from ._plan import DataTypes, Plan, check_shapes, plan_matmul, shape_text
 from ._scaled import FLOAT8, plan_scaled_mm
@@ -111,6 +112,64 @@ def _stream_handle(stream):
                 "a CuPy stream")
 
 
+# ---------------------------------------------------------------------------------------------
+# Epilogues: a bias along the result's columns and an activation, applied by the kernel's store
+
+# Activations by the names linear takes (torch's among them), as the library names them.
+_ACTIVATION_NAMES = {"identity": "identity", "none": "identity", "relu": "relu", "gelu": "gelu",
+                     "gelu_tanh": "gelu_tanh", "silu": "silu"}
+# torch.nn's activation modules by class name (read by name: torch need not be imported).
+_ACTIVATION_MODULES = {"Identity": "identity", "ReLU": "relu", "GELU": "gelu", "SiLU": "silu"}
+
+
+def activation_name(activation, approximate="none"):
+    """The library's name of an activation given as None, a name ('relu', 'gelu', 'gelu_tanh',
+    'silu'), a torch.nn module (nn.GELU(approximate='tanh')) or function (F.silu); approximate:
+    F.gelu's ('none', or 'tanh' for GELU's tanh form)."""
+    name = _activation_of(activation)
+    if approximate == "tanh" and name in ("gelu", "gelu_tanh"):
+        return "gelu_tanh"
+    if approximate not in ("none", "tanh"):
+        raise Error(f"approximate is {approximate!r}: F.gelu's 'none' or 'tanh'")
+    if approximate == "tanh" and name != "gelu_tanh":
+        raise Error(f"approximate='tanh' is GELU's tanh form, but the activation is {name}")
+    return name
+
+
+def _activation_of(activation):
+    if activation is None:
+        return "identity"
+    if isinstance(activation, str):
+        name = _ACTIVATION_NAMES.get(activation.lower())
+    else:
+        name = _ACTIVATION_MODULES.get(type(activation).__name__)
+        if name == "gelu" and getattr(activation, "approximate", "none") == "tanh":
+            name = "gelu_tanh"
+        if name is None and callable(activation):  # F.relu, torch.relu, F.gelu, F.silu
+            name = _ACTIVATION_NAMES.get(getattr(activation, "__name__", ""))
+    if name is None:
+        raise Error(f"activation is {activation!r}: expected None, 'relu', 'gelu', "
+                    "'gelu_tanh' or 'silu' (or torch.nn.ReLU, GELU, SiLU, or F.relu, F.gelu, "
+                    "F.silu)")
+    return name
+
+
+class Epilogue(NamedTuple):
+    """What a call's store applies: a bias along the result's columns (an nn.Linear's output
+    features) and an activation."""
+    bias: object = None  # the bias (an array, a View), or None
+    activation: str = "identity"
+
+    def name(self, plan):
+        """Its name in the plan's problem: the result's columns are the GEMM's M where the plan
+        swaps the operands (a row-major result), else its N."""
+        along = "none" if self.bias is None else ("m" if plan.swap else "n")
+        return epilogue_name(along, self.activation)
+
+
+NO_EPILOGUE = Epilogue()
+
+
 class _Operands(NamedTuple):
     """The checked operands of a call: views, the GEMM plan, the device, the types."""
     a: View
@@ -158,15 +217,27 @@ def _float8_hint(types, error):
     return error
 
 
-def _gemm(plan: Plan, a: View, b: View, c: View, alpha, beta, stream, device):
+def _gemm(plan: Plan, a: View, b: View, c: View, alpha, beta, stream, device,
+          epilogue=NO_EPILOGUE):
     p = plan.problem
     first, second = (b, a) if plan.swap else (a, b)
     try:
         check(library().gemmtune_matmul(
-            device, descriptor(plan.types, p.layout).handle, p.m, p.n, p.k, scalar(alpha),
+            device, _call_descriptor(plan, epilogue).handle, p.m, p.n, p.k, scalar(alpha),
             first.ptr, p.lda, second.ptr, p.ldb, scalar(beta), c.ptr, p.ldc, stream))
     except Error as e:
         raise _float8_hint(plan.types, e) from None
+
+
+def _call_descriptor(plan, epilogue):
+    """The descriptor of a call: the one kept for its types, layout and epilogue, or with a bias
+    (a View) this thread's, its bias pointer set for the call."""
+    name = epilogue.name(plan)
+    if epilogue.bias is None:
+        return descriptor(plan.types, plan.problem.layout, epilogue=name)
+    desc = bias_descriptor(plan.types, plan.problem.layout, name)
+    desc.set_bias(epilogue.bias.ptr)
+    return desc
 
 
 def _check_scalars(alpha, beta, out):
@@ -197,23 +268,31 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, stream=None, out_dtype=None):
 
 
 def run_matmul(a, b, out, alpha, beta, stream, backend, like=None, names=("a", "b", "out"),
-               out_dtype=None):
+               out_dtype=None, epilogue=NO_EPILOGUE):
     """matmul for any operands (objects or Views); backend makes results like `like` (default:
-    a) and names the default stream; names are the operands' names in error messages."""
+    a) and names the default stream; names are the operands' names in error messages. epilogue:
+    an Epilogue whose bias (a vector of the result's dtype, contiguous) is on the operands' GPU."""
     _check_scalars(alpha, beta, out)
     stream = _stream_handle(stream)
     ops = _operands(a, b, out, stream, names=names, out_dtype=out_dtype)
+    bias = epilogue.bias
+    if bias is not None:  # its address, and on the operands' GPU
+        epilogue = epilogue._replace(bias=view_of(bias, "bias", stream))
+        _one_gpu((ops.a, epilogue.bias), (names[0], "bias"))
     m, n, k = ops.a.shape[0], ops.b.shape[1], ops.a.shape[1]
     if out is None:
         out = backend.allocate(a if like is None else like, ops.a, m, n, ops.types.d)
         ops = ops._replace(c=view_of(out, "out", stream))
     if m == 0 or n == 0:
         return out
-    if k == 0:  # a sum over nothing: C = beta * C
-        return backend.scale(out, beta)
+    if k == 0:  # a sum over nothing: C = beta * C, then the epilogue
+        out = backend.scale(out, beta)
+        if epilogue.bias is None and epilogue.activation == "identity":
+            return out
+        return backend.finish(out, bias, epilogue.activation)
     if stream is None:
         stream = backend.default_stream(ops)
-    _gemm(ops.plan, ops.a, ops.b, ops.c, alpha, beta, stream, ops.device)
+    _gemm(ops.plan, ops.a, ops.b, ops.c, alpha, beta, stream, ops.device, epilogue)
     return out
 
 
@@ -264,10 +343,18 @@ class _ArrayBackend:
         return rows_view(view)
 
     @staticmethod
-    def bias_rows(bias, rows, features, dtype):
-        cupy = _cupy_only(bias)
-        return cupy.broadcast_to(bias, (rows, features)).astype(
-            _cupy_dtype(bias, view_of(bias, "bias"), dtype))  # a copy
+    def bias_vector(bias, dtype):
+        """The bias as the kernel reads it: contiguous, of the result's dtype (a CuPy copy where
+        it is not)."""
+        view = view_of(bias, "bias")
+        if view.dtype == dtype and (view.shape[0] <= 1 or view.strides[0] == 1):
+            return bias
+        if type(bias).__module__.split(".")[0] != "cupy":
+            raise Error(f"bias is {view.dtype} with stride {view.strides[0]}, but the kernel reads "
+                        f"a contiguous bias of the result's dtype ({dtype}): gemmtune converts "
+                        "only torch tensors and CuPy arrays; pass such a bias")
+        import cupy
+        return cupy.ascontiguousarray(bias, dtype=_cupy_dtype(bias, view, dtype))
 
 
 def check_linear_shapes(x_shape, w_shape, bias_shape=None):
@@ -305,27 +392,32 @@ def _linear_operands(x, w, bias, backend):
             vw.dtype)
 
 
-def run_linear(x, w, bias, stream, backend, out_dtype=None):
+def run_linear(x, w, bias, stream, backend, out_dtype=None, activation="identity"):
+    """linear with the activation's library name; the bias and the activation go to the
+    kernel's epilogue (the bias converted to the result's dtype where it is not)."""
     x_rows, wt, shape, x_dtype, w_dtype = _linear_operands(x, w, bias, backend)
-    out, beta = None, _linear_beta(bias)
     if bias is not None:
-        # The bias enters as C with beta = 1: one pass over the output, added in f32. C is D,
-        # so the bias is copied into rows of the result's dtype.
-        dtype = result_dtype(x_dtype, w_dtype, out_dtype)
-        out = backend.bias_rows(bias, math.prod(shape[:-1]), shape[-1], dtype)
-    y = run_matmul(x_rows, wt, out, 1.0, beta, stream, backend, like=x, names=("x", "w", "bias"),
-                   out_dtype=out_dtype)
+        bias = backend.bias_vector(bias, result_dtype(x_dtype, w_dtype, out_dtype))
+    y = run_matmul(x_rows, wt, None, 1.0, 0.0, stream, backend, like=x, names=("x", "w", "out"),
+                   out_dtype=out_dtype, epilogue=Epilogue(bias, activation))
     return y.reshape(shape)
 
 
-def linear(x, w, bias=None, *, stream=None, out_dtype=None):
-    """x @ w.T (+ bias), as torch.nn.functional.linear: x is (..., in), w is (out, in), bias
-    (out,); the result is (..., out). The GEMM is 'tn' with M = out, N = the number of rows of
-    x, K = in. x and w may differ in dtype; the result's is out_dtype, by default as matmul's
-    with x as a (result_dtype). Raises gemmtune.Error."""
+def linear(x, w, bias=None, *, activation=None, approximate="none", stream=None,
+           out_dtype=None):
+    """act(x @ w.T + bias), as torch.nn.functional.linear followed by the activation: x is
+    (..., in), w is (out, in), bias (out,) or None; the result is (..., out). The GEMM is 'tn'
+    with M = out, N = the number of rows of x, K = in; the bias (along M) and the activation
+    are applied by the kernel's store, in f32, before the one rounding into the result (the
+    bias is read as a vector of the result's dtype: converted first where it is not).
+    activation: None, 'relu', 'gelu', 'gelu_tanh' or 'silu', or torch.nn.ReLU(), GELU(),
+    SiLU(), F.relu, F.gelu, F.silu; approximate='tanh' (F.gelu's) makes 'gelu' GELU's tanh
+    form. x and w may differ in dtype; the result's is out_dtype, by default as matmul's with x
+    as a (result_dtype). Raises gemmtune.Error."""
+    activation = activation_name(activation, approximate)
     if is_torch_tensor(x) or is_torch_tensor(w):
-        return torch_api.linear(x, w, bias, stream, out_dtype)
-    return run_linear(x, w, bias, stream, _ArrayBackend, out_dtype)
+        return torch_api.linear(x, w, bias, stream, out_dtype, activation)
+    return run_linear(x, w, bias, stream, _ArrayBackend, out_dtype, activation)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -339,34 +431,42 @@ def problem(a, b, out=None, *, beta=0.0, out_dtype=None):
     checks the problem where it is used (a call, select, record), and refuses float8 operands
     without scales, which matmul and linear cannot pass (problem_scaled_mm gives scaled_mm's)."""
     ops = _operands(a, b, out, need_gpu=False, out_dtype=out_dtype)
+    return _problem_of(ops, beta)
+
+
+def _problem_of(ops, beta, epilogue=NO_EPILOGUE):
     if ops.plan is None:
         raise Error(f"a is {shape_text(ops.a.shape)} and b is {shape_text(ops.b.shape)}: "
                     "gemmtune needs M, N and K >= 1")
-    return ops.plan.problem._replace(reads_c=beta != 0)
+    return ops.plan.problem._replace(reads_c=beta != 0, epilogue=epilogue.name(ops.plan))
 
 
-def problem_linear(x, w, bias=None, *, out_dtype=None):
-    """The column-major GEMM problem gemmtune runs for linear(x, w, bias): with a bias, C
-    holds it and is read (beta = 1). Needs no GPU."""
-    return problem(*_linear_operands(x, w, bias, _backend_of(x, w))[:2], beta=_linear_beta(bias),
-                   out_dtype=out_dtype)
-
-
-def _linear_beta(bias):
-    return 0.0 if bias is None else 1.0
+def problem_linear(x, w, bias=None, *, activation=None, approximate="none", out_dtype=None):
+    """The column-major GEMM problem gemmtune runs for linear(x, w, bias, activation=...,
+    approximate=...): 'tn' with M = out_features, its epilogue the bias along M and the
+    activation ('bias,gelu'); C is not read. Needs no GPU."""
+    epilogue = Epilogue(bias, activation_name(activation, approximate))
+    x_rows, wt = _linear_operands(x, w, bias, _backend_of(x, w))[:2]
+    return _problem_of(_operands(x_rows, wt, None, need_gpu=False, out_dtype=out_dtype), 0.0,
+                       epilogue)
 
 
 def select(a, b, out=None, *, beta=0.0, out_dtype=None):
     """Which kernel matmul(a, b, out, beta=beta, out_dtype=out_dtype) uses on its GPU, and why
     (a Selection). Loads or compiles that kernel, as the call would."""
-    ops = _operands(a, b, out, out_dtype=out_dtype)
+    return _select_operands(_operands(a, b, out, out_dtype=out_dtype), beta)
+
+
+def _select_operands(ops, beta, epilogue=NO_EPILOGUE):
+    """The Selection of a call of checked operands; the epilogue's bias needs no address."""
     if ops.plan is None:
         raise Error("an empty product runs no kernel")
     p = ops.plan.problem
     first, second = (ops.b, ops.a) if ops.plan.swap else (ops.a, ops.b)
+    desc = descriptor(ops.plan.types, p.layout, epilogue=epilogue.name(ops.plan))
     try:
-        return _select(ops.device, descriptor(ops.plan.types, p.layout), p, first.ptr,
-                       second.ptr, beta, ops.c.ptr if ops.c else None)
+        return _select(ops.device, desc, p, first.ptr, second.ptr, beta,
+                       ops.c.ptr if ops.c else None)
     except Error as e:
         raise _float8_hint(ops.plan.types, e) from None
 
@@ -381,10 +481,15 @@ def _select(device, desc, p, a_ptr, b_ptr, beta, c_ptr):
                      fields["note"], fields["device"])
 
 
-def select_linear(x, w, bias=None, *, out_dtype=None):
-    """Which kernel linear(x, w, bias) uses on its GPU, and why (a Selection)."""
-    return select(*_linear_operands(x, w, bias, _backend_of(x, w))[:2], beta=_linear_beta(bias),
-                  out_dtype=out_dtype)
+def select_linear(x, w, bias=None, *, activation=None, approximate="none", out_dtype=None):
+    """Which kernel linear(x, w, bias, activation=..., approximate=...) uses on its GPU, and
+    why (a Selection): the kernel's name ends with its epilogue ('_bias_gelu')."""
+    epilogue = Epilogue(bias, activation_name(activation, approximate))
+    x_rows, wt = _linear_operands(x, w, bias, _backend_of(x, w))[:2]
+    ops = _operands(x_rows, wt, None, names=("x", "w", "out"), out_dtype=out_dtype)
+    if bias is not None:  # on the operands' GPU, as the call needs it
+        _one_gpu((ops.a, view_of(bias, "bias")), ("x", "bias"))
+    return _select_operands(ops, 0.0, epilogue)
 
 
 def _backend_of(*operands):
@@ -405,9 +510,11 @@ def record(problem, path=None):
     if not isinstance(layout, str) or len(layout) != 2 or any(op not in OPS for op in layout):
         raise Error(f"record: {problem} is not a gemmtune problem (layout '{layout}')")
     try:
-        # The library knows the types' names; the scaling and accumulation go into the line.
+        # The library knows the types' names and writes the line: the descriptor carries the
+        # scaling, accumulation and epilogue.
         desc = descriptor(problem.types, layout, getattr(problem, "scaling", "none"),
-                          getattr(problem, "accumulation", "precise"))
+                          getattr(problem, "accumulation", "precise"),
+                          getattr(problem, "epilogue", "none"))
     except Error as e:
         raise Error(f"record: {e}", e.code) from None
     appended = ctypes.c_int(0)

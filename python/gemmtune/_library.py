@@ -32,16 +32,25 @@ GROUP_LAYOUTS = {"contiguous": 0, "masked": 1}
 # gemmtune_accumulation: whether a float8 product promotes its partial sums into f32 ('precise')
 # or lets wgmma accumulate the whole K ('fast': torch's use_fast_accum; tensor and row scaling).
 ACCUMULATIONS = {"precise": 0, "fast": 1}
+# gemmtune_bias: none, or a vector of D's type along M (one per row of D) or along N.
+BIASES = {"none": 0, "m": 1, "n": 2}
+# gemmtune_activation, applied by the store after the bias (torch.nn.functional's formulas).
+ACTIVATIONS = {"identity": 0, "relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4}
+# An epilogue's parts by the names gemmtune::Epilogue::name() gives them ("bias,gelu").
+_BIAS_NAMES = {"none": None, "m": "bias", "n": "bias_n"}
 # gemmtune_matmul_attribute: the type of A, B, C, D and the accumulator, then op(A) and op(B),
 # the scaling, the scale pointers of A and B (each a `const float*`), the groups of a grouped
 # GEMM (an int32), their column end offsets or counts (a `const int32_t*`), which of the two
-# they are (a gemmtune_group_layout), and the accumulation (a gemmtune_accumulation).
+# they are (a gemmtune_group_layout), the accumulation (a gemmtune_accumulation), the
+# epilogue's bias and activation (int32s), the bias vector (a `const void*`) and D's own
+# buffer (a `void*`).
 _TYPE_ATTRIBUTES = (0, 1, 2, 3, 4)
 _OP_ATTRIBUTES = (6, 7)
 SCALING_ATTRIBUTE = 5
 SCALE_A_POINTER, SCALE_B_POINTER = 8, 9
 GROUPS_ATTRIBUTE, GROUP_ENDS_POINTER, GROUP_LAYOUT_ATTRIBUTE = 10, 11, 12
 ACCUMULATION_ATTRIBUTE = 13
+BIAS_ATTRIBUTE, ACTIVATION_ATTRIBUTE, BIAS_POINTER, D_POINTER = 14, 15, 16, 17
 
 
 class Error(Exception):
@@ -179,17 +188,52 @@ def type_name(name):
 
 
 # ---------------------------------------------------------------------------------------------
+# Epilogues: "none", or the parts of gemmtune::Epilogue::name(): "bias" (along M), "bias_n",
+# then an activation ("relu", "gelu", "gelu_tanh", "silu"), joined by commas: "bias,gelu".
+
+
+def epilogue_name(bias="none", activation="identity"):
+    """The name of an epilogue of a bias ('none', 'm', 'n') and an activation, as the library
+    writes it: epilogue_name('m', 'gelu') == 'bias,gelu'."""
+    if bias not in BIASES:
+        raise Error(f"unknown bias '{bias}' (expected none, m or n)")
+    if activation not in ACTIVATIONS:
+        raise Error(f"unknown activation '{activation}' (expected "
+                    f"{', '.join(ACTIVATIONS)})")
+    parts = [_BIAS_NAMES[bias]] if bias != "none" else []
+    parts += [activation] if activation != "identity" else []
+    return ",".join(parts) or "none"
+
+
+@functools.lru_cache(maxsize=None)  # a few dozen names at most
+def parse_epilogue(name):
+    """(bias, activation) of an epilogue's name: parse_epilogue('bias,gelu') == ('m', 'gelu');
+    'none' and '' are ('none', 'identity')."""
+    bias, activation = "none", "identity"
+    for part in filter(None, name.split(",")):
+        if part in ("bias", "bias_n") and bias == "none":
+            bias = "m" if part == "bias" else "n"
+        elif part in ACTIVATIONS and part != "identity" and activation == "identity":
+            activation = part
+        elif part != "none":
+            raise Error(f"epilogue '{name}': unknown or repeated part '{part}' (expected bias or "
+                        "bias_n, then relu, gelu, gelu_tanh or silu)")
+    return bias, activation
+
+
+# ---------------------------------------------------------------------------------------------
 # Matmul descriptors
 
 
 class MatmulDesc:
-    """A gemmtune_matmul_desc with the types, ops, scaling, group layout and accumulation of a
-    problem; destroyed with this object. Those never change once it is made; the scale pointers
-    of a scaled descriptor do (set_scales), and the groups of a grouped one (set_groups), so such
-    a descriptor belongs to one thread (scaled_descriptor, grouped_descriptor)."""
+    """A gemmtune_matmul_desc with the types, ops, scaling, group layout, accumulation and
+    epilogue of a problem; destroyed with this object. Those never change once it is made; the
+    scale pointers of a scaled descriptor do (set_scales), the groups of a grouped one
+    (set_groups) and the bias of one with a bias (set_bias), so such a descriptor belongs to one
+    thread (scaled_descriptor, grouped_descriptor, bias_descriptor)."""
 
     def __init__(self, types, layout, scaling="none", group_layout="contiguous",
-                 accumulation="precise"):
+                 accumulation="precise", epilogue="none"):
         lib = library()
         if scaling not in SCALINGS:
             raise Error(f"unknown scaling '{scaling}' (expected none, tensor, row or block)")
@@ -208,6 +252,10 @@ class MatmulDesc:
         if accumulation != "precise":  # the library checks the problem when it is called
             values.append(ACCUMULATIONS[accumulation])
             attributes += (ACCUMULATION_ATTRIBUTE,)
+        bias, activation = parse_epilogue(epilogue)
+        if (bias, activation) != ("none", "identity"):
+            values += [BIASES[bias], ACTIVATIONS[activation]]
+            attributes += (BIAS_ATTRIBUTE, ACTIVATION_ATTRIBUTE)
         handle = ctypes.c_void_p()
         check(lib.gemmtune_matmul_desc_create(ctypes.byref(handle)))
         self._lib, self.handle = lib, handle.value
@@ -229,6 +277,15 @@ class MatmulDesc:
         check(self._lib.gemmtune_matmul_desc_set_attribute(
             self.handle, GROUPS_ATTRIBUTE, ctypes.byref(value), ctypes.sizeof(value)))
         self._set_pointer(GROUP_ENDS_POINTER, ends)
+
+    def set_bias(self, address):
+        """The device address of the bias vector (an int; of D's type, contiguous), read by the
+        next call."""
+        self._set_pointer(BIAS_POINTER, address)
+
+    def set_d(self, address):
+        """The device address of D's own buffer (an int; 0: D is written over C)."""
+        self._set_pointer(D_POINTER, address)
 
     def _set_pointer(self, attribute, address):
         pointer = ctypes.c_void_p(address)
@@ -257,26 +314,35 @@ class MatmulDesc:
             self._lib.gemmtune_matmul_desc_destroy(handle)
 
 
-@functools.lru_cache(maxsize=None)  # keyed by valid types and layouts only: a few at most
-def descriptor(types, layout, scaling="none", accumulation="precise"):
+def descriptor(types, layout, scaling="none", accumulation="precise", epilogue="none"):
     """The descriptor of a problem's types (A, B, C, D, accumulator names), layout ('tn'),
-    scaling and accumulation, made once and kept: the calls pass its handle. Without scale
-    pointers: for calls of unscaled problems, select and record."""
-    return MatmulDesc(tuple(types), layout, scaling, accumulation=accumulation)
+    scaling, accumulation and epilogue ('bias,gelu'), made once and kept: the calls pass its
+    handle. Without scale or bias pointers: for calls of unscaled problems without a bias,
+    select and record."""
+    return _kept_descriptor(types, layout, scaling, accumulation, epilogue)
+
+
+@functools.lru_cache(maxsize=None)  # keyed by valid types and layouts only: a few at most
+def _kept_descriptor(types, layout, scaling, accumulation, epilogue):
+    # Positional arguments only: one key for a descriptor however descriptor() was called.
+    return MatmulDesc(types, layout, scaling, accumulation=accumulation, epilogue=epilogue)
 
 
 _thread = threading.local()
 
 
-def _thread_descriptor(key, group_layout="contiguous", accumulation="precise"):
+def _thread_descriptor(key, group_layout="contiguous", accumulation="precise",
+                       epilogue="none"):
     """This thread's descriptor of key = (types, layout, scaling, kind, ...), made on first use;
-    the key tells apart every descriptor that differs (its group layout, its accumulation)."""
+    the key tells apart every descriptor that differs (its group layout, its accumulation, its
+    epilogue)."""
     descriptors = getattr(_thread, "descriptors", None)
     if descriptors is None:
         descriptors = _thread.descriptors = {}
     desc = descriptors.get(key)
     if desc is None:
-        desc = descriptors[key] = MatmulDesc(key[0], key[1], key[2], group_layout, accumulation)
+        desc = descriptors[key] = MatmulDesc(key[0], key[1], key[2], group_layout, accumulation,
+                                             epilogue)
     return desc
 
 
@@ -286,6 +352,14 @@ def scaled_descriptor(types, layout, scaling, accumulation="precise"):
     runs: no other thread sees them change."""
     return _thread_descriptor((tuple(types), layout, scaling, "scaled", accumulation),
                               accumulation=accumulation)
+
+
+def bias_descriptor(types, layout, epilogue):
+    """A descriptor of this thread for calls with an epilogue that has a bias ('bias,gelu'),
+    whose bias pointer each call sets (set_bias) just before it runs: no other thread sees it
+    change."""
+    return _thread_descriptor((tuple(types), layout, "none", "bias", epilogue),
+                              epilogue=epilogue)
 
 
 def grouped_descriptor(types, layout, group_layout="contiguous"):

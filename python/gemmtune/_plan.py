@@ -86,6 +86,10 @@ class Problem(NamedTuple):
     # (wgmma accumulates the whole K: torch's use_fast_accum, tensor and row scaling only;
     # gemmtune/types.hpp, Accumulation): part of the problem, tuned and stored apart.
     accumulation: str = "precise"
+    # What the store applies: 'none', or a bias ('bias' along M, 'bias_n' along N) and an
+    # activation ('relu', 'gelu', 'gelu_tanh', 'silu') joined by commas: 'bias,gelu'
+    # (gemmtune/types.hpp, Epilogue). Part of the problem, tuned and stored apart.
+    epilogue: str = "none"
 
     @property
     def types(self):
@@ -94,12 +98,14 @@ class Problem(NamedTuple):
 
     def shape_line(self):
         """The problem as a line of gemm-tune's shapes file, as GEMMTUNE_RECORD writes it:
-        the scaling where there is one, accum=fast where it accumulates fast, leading dimensions
-        only where they are not tight, then beta=1 if it reads C."""
+        the scaling where there is one, accum=fast where it accumulates fast, the epilogue where
+        there is one, leading dimensions only where they are not tight, then beta=1 if it reads
+        C."""
         tight = (self.m if self.layout[0] == "n" else self.k,
                  self.k if self.layout[1] == "n" else self.n, self.m)
         extra = "" if self.scaling == "none" else f" scaling={self.scaling}"
         extra += "" if self.accumulation == "precise" else f" accum={self.accumulation}"
+        extra += "" if self.epilogue == "none" else f" epilogue={self.epilogue}"
         extra += "".join(f" {name}={ld}" for name, ld, tight_ld in
                          zip(("lda", "ldb", "ldc"), (self.lda, self.ldb, self.ldc), tight)
                          if ld != tight_ld)

@@ -5,15 +5,18 @@ torch.ops.gemmtune.mm, torch.ops.gemmtune.linear (with fake implementations for 
 and autograd formulas), torch.ops.gemmtune.scaled_mm, .grouped_mm, .grouped_mm_masked and .bmm
 (fake implementations; no autograd). Imported only where torch is."""
 import functools
+import math
 from typing import Optional
 
 import torch
+import torch.nn.functional as F
 
 from . import _operands
-from ._api import (_check_scalars, _stream_handle, result_dtype, run_grouped, run_linear,
-                   run_matmul, run_scaled, scaled_out_dtype)
+from ._api import (Epilogue, _check_scalars, _stream_handle, result_dtype, run_grouped,
+                   run_linear, run_matmul, run_scaled, scaled_out_dtype)
 from ._grouped import plan_bmm, plan_grouped_mm, plan_grouped_mm_masked
-from ._library import Error, InvalidType, check, descriptor, library, scalar
+from ._library import (Error, InvalidType, bias_descriptor, check, descriptor, library,
+                       scalar)
 from ._operands import SUPPORTED, View
 from ._plan import DataTypes, plan_matmul
 from ._scaled import Tensor, plan_scaled_mm
@@ -75,12 +78,37 @@ class TorchBackend:
 
     @staticmethod
     def rows(x, view):
-        return x.reshape(-1, view.shape[-1])  # a view where the strides allow, else a copy
+        # A view where the strides allow, else a copy; the rows by number, as -1 means nothing
+        # when there are no features (K = 0).
+        return x.reshape(math.prod(view.shape[:-1]), view.shape[-1])
 
     @staticmethod
-    def bias_rows(bias, rows, features, dtype):
-        out = torch.empty((rows, features), dtype=torch_dtype(dtype), device=bias.device)
-        return out.copy_(bias)
+    def bias_vector(bias, dtype):
+        return bias_vector(bias, torch_dtype(dtype))
+
+    @staticmethod
+    def finish(out, bias, activation):
+        """The epilogue on a result that no kernel wrote (K = 0): act(out + bias)."""
+        if bias is not None:
+            out.add_(bias)
+        return out if activation == "identity" else out.copy_(activate(out, activation))
+
+
+def bias_vector(bias, dtype):
+    """The bias as the kernel reads it: contiguous, of the result's dtype (itself where it is;
+    else a small copy on the current stream)."""
+    if bias.dtype == dtype and (bias.dim() != 1 or bias.stride(0) == 1 or bias.numel() <= 1):
+        return bias  # the general path's checks refuse a bias of another shape
+    return bias.to(dtype).contiguous()
+
+
+# The activations as torch computes them (the library's names).
+_ACTIVATIONS = {"relu": torch.relu, "gelu": F.gelu, "silu": F.silu,
+                "gelu_tanh": functools.partial(F.gelu, approximate="tanh")}
+
+
+def activate(t, activation):
+    return t if activation == "identity" else _ACTIVATIONS[activation](t)
 
 
 _is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None) or (
@@ -109,10 +137,10 @@ def matmul(a, b, out, alpha, beta, stream, out_dtype=None):
     return _matmul(a, b, out, alpha, beta, stream, out_dtype)
 
 
-def linear(x, w, bias, stream, out_dtype=None):
+def linear(x, w, bias, stream, out_dtype=None, activation="identity"):
     if stream is None and out_dtype is None and _through_operator(x, w, bias):
-        return torch.ops.gemmtune.linear(x, w, bias)
-    return _linear(x, w, bias, stream, out_dtype)
+        return torch.ops.gemmtune.linear(x, w, bias, activation)
+    return _linear(x, w, bias, stream, out_dtype, activation)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -122,24 +150,30 @@ def linear(x, w, bias, stream, out_dtype=None):
 # API. Whatever the cache does not answer (a first call, an error, tensors on two GPUs, x
 # copied to rows) takes the general path, which raises the errors.
 
-# (kind, dtypes, shapes, strides, out_dtype) -> (descriptor handle, m, n, k, lda, ldb, ldc,
-# swap, the result's shape, the result's torch dtype, the descriptor). Only problems with M, N,
-# K >= 1 that passed every check are kept.
+# (kind, dtypes, shapes, strides, out_dtype[, activation]) -> (descriptor handle, m, n, k, lda,
+# ldb, ldc, swap, the result's shape, the result's torch dtype, the descriptor, (types, layout,
+# epilogue): what bias_descriptor takes). Only problems with M, N, K >= 1 that passed every
+# check are kept.
 _PLANS = {}
 _MAX_PLANS = 4096  # more shapes than that (e.g. every sequence length): start again
 
 
-def _remember(key, plan, shape, dtype):
+def _remember(key, plan, shape, dtype, epilogue="none"):
     if len(_PLANS) >= _MAX_PLANS:
         _PLANS.clear()
     p = plan.problem
-    desc = descriptor(plan.types, p.layout)  # one per types and layout, made once; kept alive
-    _PLANS[key] = (desc.handle, p.m, p.n, p.k, p.lda, p.ldb, p.ldc, plan.swap, shape, dtype, desc)
+    # One per types, layout and epilogue, made once; kept alive. With a bias, each thread's own
+    # (bias_descriptor) serves the calls.
+    desc = descriptor(plan.types, p.layout, epilogue=epilogue)
+    _PLANS[key] = (desc.handle, p.m, p.n, p.k, p.lda, p.ldb, p.ldc, plan.swap, shape, dtype, desc,
+                   (plan.types, p.layout, epilogue))
 
 
-def _launch(entry, device, a_ptr, b_ptr, c_ptr, alpha, beta, stream):
-    """The planned GEMM on a, b and c (the call's row-major operands), as _api._gemm runs it."""
-    desc, m, n, k, lda, ldb, ldc, swap = entry[:8]
+def _launch(entry, device, a_ptr, b_ptr, c_ptr, alpha, beta, stream, desc=None):
+    """The planned GEMM on a, b and c (the call's row-major operands), as _api._gemm runs it;
+    desc: a descriptor handle other than the entry's (one with its bias set)."""
+    handle, m, n, k, lda, ldb, ldc, swap = entry[:8]
+    desc = handle if desc is None else desc
     if swap:
         a_ptr, b_ptr = b_ptr, a_ptr
     if stream is None:
@@ -209,31 +243,35 @@ def _matmul(a, b, out, alpha, beta, stream, out_dtype=None):
     return run_matmul(a, b, out, alpha, beta, stream, TorchBackend, out_dtype=out_dtype)
 
 
-def _linear(x, w, bias, stream, out_dtype=None):
+def _linear(x, w, bias, stream, out_dtype=None, activation="identity"):
     Tensor = torch.Tensor
     if not (isinstance(x, Tensor) and isinstance(w, Tensor)
             and (bias is None or isinstance(bias, Tensor))):
-        return run_linear(x, w, bias, stream, TorchBackend, out_dtype)
+        return run_linear(x, w, bias, stream, TorchBackend, out_dtype, activation)
     key = _key("linear", x, w, bias, out_dtype)
+    key = key if key is None else key + (activation,)
     entry = _PLANS.get(key) if key is not None else None
     if entry is not None:
         device = _on_one_gpu((x, w) if bias is None else (x, w, bias))
         if device is not None:
             stream = _stream_handle(stream)
             y = torch.empty(entry[8], dtype=entry[9], device=x.device)
-            beta = 0.0
-            if bias is not None:  # as the general path: the bias is C, with beta = 1
-                y.copy_(bias)
-                beta = 1.0
-            _launch(entry, device, x.data_ptr(), w.data_ptr(), y.data_ptr(), 1.0, beta, stream)
+            desc = None
+            if bias is not None:  # as the general path: the kernel's store reads the bias
+                bias = bias_vector(bias, entry[9])
+                desc = bias_descriptor(*entry[11])  # this thread's
+                desc.set_bias(bias.data_ptr())
+                desc = desc.handle
+            _launch(entry, device, x.data_ptr(), w.data_ptr(), y.data_ptr(), 1.0, 0.0, stream,
+                    desc)
             return y
-    y = run_linear(x, w, bias, stream, TorchBackend, out_dtype)
+    y = run_linear(x, w, bias, stream, TorchBackend, out_dtype, activation)
     if key is not None and entry is None:
-        _learn_linear(key, x, w, bias, y)
+        _learn_linear(key, x, w, bias, y, activation)
     return y
 
 
-def _learn_linear(key, x, w, bias, y):
+def _learn_linear(key, x, w, bias, y, activation="identity"):
     """After a general call of linear succeeded: its plan, for the calls after it. x's rows are
     the view x.reshape makes (its strides, as the general path reads them); where reshape
     copies, every call must, so there is no fast path."""
@@ -244,10 +282,9 @@ def _learn_linear(key, x, w, bias, y):
     x_rows = x.reshape(-1, features)
     if x_rows.shape[0] < 1 or x_rows.data_ptr() != x.data_ptr():
         return
-    c_strides = None if bias is None else (outputs, 1)  # the general path's C: bias rows
     plan = plan_matmul(_types_of(x, w, y), tuple(x_rows.shape), tuple(x_rows.stride()),
-                       tuple(w.shape)[::-1], tuple(w.stride())[::-1], c_strides)
-    _remember(key, plan, shape, y.dtype)
+                       tuple(w.shape)[::-1], tuple(w.stride())[::-1])
+    _remember(key, plan, shape, y.dtype, Epilogue(bias, activation).name(plan))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -586,25 +623,44 @@ def _register():
 
     mm.register_autograd(mm_backward, setup_context=mm_context)
 
+    # activation: the library's name ('identity', 'relu', 'gelu', 'gelu_tanh', 'silu').
     @torch.library.custom_op("gemmtune::linear", mutates_args=())
-    def linear_op(x: torch.Tensor, w: torch.Tensor,
-                  bias: Optional[torch.Tensor] = None) -> torch.Tensor:
-        return _linear(x, w, bias, None)
+    def linear_op(x: torch.Tensor, w: torch.Tensor, bias: Optional[torch.Tensor] = None,
+                  activation: str = "identity") -> torch.Tensor:
+        return _linear(x, w, bias, None, None, activation)
 
     @linear_op.register_fake
-    def _(x, w, bias=None):
+    def _(x, w, bias=None, activation="identity"):
         torch._check(w.dim() == 2, lambda: "gemmtune.linear takes a 2-D weight")
         torch._check(x.shape[-1] == w.shape[1], lambda: "gemmtune.linear: in_features differ")
+        torch._check(activation == "identity" or activation in _ACTIVATIONS,
+                     lambda: f"gemmtune.linear: unknown activation {activation!r}")
         return x.new_empty((*x.shape[:-1], w.shape[0]),
                            dtype=result_torch_dtype(x.dtype, w.dtype))
 
     def linear_context(ctx, inputs, output):
-        x, w, bias = inputs
-        ctx.save_for_backward(x, w)
-        ctx.has_bias = bias is not None
+        x, w, bias, activation = inputs
+        # ReLU's derivative is read from the output; GELU's and SiLU's need the pre-activation,
+        # recomputed in backward (one more GEMM) rather than kept from forward.
+        ctx.save_for_backward(x, w, bias, output if activation == "relu" else None)
+        ctx.has_bias, ctx.activation = bias is not None, activation
+
+    def pre_activation_grad(ctx, grad):
+        """The gradient of x @ w.T + bias from the output's."""
+        x, w, bias, y = ctx.saved_tensors
+        if ctx.activation == "identity":
+            return grad
+        if ctx.activation == "relu":
+            return grad.masked_fill(y <= 0, 0)
+        z = linear_op(x, w, bias, "identity")
+        if ctx.activation == "silu":
+            return torch.ops.aten.silu_backward(grad, z)
+        approximate = "tanh" if ctx.activation == "gelu_tanh" else "none"
+        return torch.ops.aten.gelu_backward(grad, z, approximate=approximate)
 
     def linear_backward(ctx, grad):
-        x, w = ctx.saved_tensors
+        x, w = ctx.saved_tensors[:2]
+        grad = pre_activation_grad(ctx, grad)
         grad2 = grad.reshape(-1, w.shape[0]).contiguous()
         grad_x = grad_w = grad_bias = None
         if ctx.needs_input_grad[0]:
@@ -613,7 +669,7 @@ def _register():
             grad_w = mm(grad2.t(), x.reshape(-1, x.shape[-1]))
         if ctx.has_bias and ctx.needs_input_grad[2]:
             grad_bias = grad2.sum(0)
-        return grad_x, grad_w, grad_bias
+        return grad_x, grad_w, grad_bias, None
 
     linear_op.register_autograd(linear_backward, setup_context=linear_context)
 
