@@ -83,10 +83,12 @@ class GpuTest : public ::testing::Test {
     const Verifier v(*checker_, p, alpha, beta, seed, stream_->get());
     return v.verify(
         [&](const Problem& q, const GemmOperands& o, CUstream s) {
-          lib.matmul({q.types, q.scaling, q.op_a, q.op_b}, q.m, q.n, q.k, o.alpha,
-                     reinterpret_cast<const void*>(o.a), q.lda, reinterpret_cast<const void*>(o.b),
-                     q.ldb, o.beta, reinterpret_cast<void*>(o.c), q.ldc,
-                     reinterpret_cast<Stream>(s));
+          MatmulDesc desc{q.types, q.scaling, q.op_a, q.op_b};
+          desc.epilogue = q.epilogue;
+          desc.bias = reinterpret_cast<const void*>(o.bias);
+          lib.matmul(desc, q.m, q.n, q.k, o.alpha, reinterpret_cast<const void*>(o.a), q.lda,
+                     reinterpret_cast<const void*>(o.b), q.ldb, o.beta,
+                     reinterpret_cast<void*>(o.c), q.ldc, reinterpret_cast<Stream>(s));
         },
         stream_->get());
   }

@@ -166,10 +166,11 @@ Epilogue parse_epilogue(std::string_view text) {
   Epilogue e;
   if (lower(text) == "none") return e;
   bool has_bias = false, has_activation = false;
-  while (!text.empty()) {
+  for (bool more = !text.empty(); more;) {
     const size_t comma = text.find(',');
     const std::string part = lower(text.substr(0, comma));
-    text = comma == std::string_view::npos ? "" : text.substr(comma + 1);
+    more = comma != std::string_view::npos;  // "bias," ends with an empty part, refused below
+    text = more ? text.substr(comma + 1) : "";
     if (part == "bias" || part == "bias_m" || part == "bias_n") {
       GT_REQUIRE(!has_bias, Errc::invalid_argument, "epilogue: more than one bias");
       e.bias = part == "bias_n" ? Bias::n : Bias::m;
