@@ -261,3 +261,45 @@ INSERT INTO problems_new (id, type_a, type_b, type_c, type_d, type_acc, scaling,
          align, reads_c, groups, group_layout FROM problems;
 DROP TABLE problems;
 ALTER TABLE problems_new RENAME TO problems;
+
+-- migration 8
+-- problems.epilogue: what the store applies beyond alpha and beta, D = act(alpha AB + beta C +
+-- bias), as Epilogue::name() writes it: 'none' (all that migration 7 knew), else its parts
+-- joined by commas ('bias', 'bias_n', then the activation: 'bias,gelu', 'silu'). Each is another
+-- kernel (the bias is read and the activation applied in its store), so epilogue joins the key.
+-- No CHECK of the names, as for scaling: the epilogues grow with the kernels, and rows are
+-- validated before use. Nor of grouped problems, which have none yet: that is validate()'s
+-- limit of today, and a CHECK would take another rebuild to lift. The table is rebuilt as the
+-- comment of migration 3 describes, keeping its ids; every existing row is 'none'.
+CREATE TABLE problems_new (
+  id           INTEGER PRIMARY KEY,
+  type_a       TEXT    NOT NULL CHECK (type_a IN ('f32', 'f16', 'bf16', 'e4m3', 'e5m2')),
+  type_b       TEXT    NOT NULL CHECK (type_b IN ('f32', 'f16', 'bf16', 'e4m3', 'e5m2')),
+  type_c       TEXT    NOT NULL CHECK (type_c IN ('f32', 'f16', 'bf16', 'e4m3', 'e5m2')),
+  type_d       TEXT    NOT NULL CHECK (type_d IN ('f32', 'f16', 'bf16', 'e4m3', 'e5m2')),
+  type_acc     TEXT    NOT NULL CHECK (type_acc IN ('f32', 'f16')),
+  scaling      TEXT    NOT NULL DEFAULT 'none',
+  layout       TEXT    NOT NULL CHECK (layout IN ('nn', 'nt', 'tn', 'tt')),  -- op(A) op(B)
+  m            INTEGER NOT NULL CHECK (m > 0),
+  n            INTEGER NOT NULL CHECK (n > 0),  -- the columns of all groups
+  k            INTEGER NOT NULL CHECK (k > 0),
+  lda          INTEGER NOT NULL CHECK (lda > 0),
+  ldb          INTEGER NOT NULL CHECK (ldb > 0),
+  ldc          INTEGER NOT NULL CHECK (ldc > 0),
+  align        INTEGER NOT NULL CHECK (align IN (1, 2, 4, 8, 16)),  -- alignment class, bytes
+  reads_c      INTEGER NOT NULL DEFAULT 0 CHECK (reads_c IN (0, 1)),  -- beta != 0
+  groups       INTEGER NOT NULL DEFAULT 0 CHECK (groups >= 0),  -- 0: one GEMM, else G groups
+  group_layout TEXT    NOT NULL DEFAULT 'contiguous'
+                       CHECK (group_layout = 'contiguous' OR groups > 0),  -- only groups have one
+  accumulation TEXT    NOT NULL DEFAULT 'precise'
+                       CHECK (accumulation = 'precise' OR scaling IN ('tensor', 'row')),
+  epilogue     TEXT    NOT NULL DEFAULT 'none',  -- Epilogue::name(): 'none', 'bias,gelu', ...
+  UNIQUE (type_a, type_b, type_c, type_d, type_acc, scaling, layout, m, n, k, lda, ldb, ldc, align,
+          reads_c, groups, group_layout, accumulation, epilogue)
+);
+INSERT INTO problems_new (id, type_a, type_b, type_c, type_d, type_acc, scaling, layout, m, n, k,
+                          lda, ldb, ldc, align, reads_c, groups, group_layout, accumulation)
+  SELECT id, type_a, type_b, type_c, type_d, type_acc, scaling, layout, m, n, k, lda, ldb, ldc,
+         align, reads_c, groups, group_layout, accumulation FROM problems;
+DROP TABLE problems;
+ALTER TABLE problems_new RENAME TO problems;

@@ -276,10 +276,10 @@ TEST(DbMerge, ProblemsThatReadCAndThoseThatDoNotStayApart) {
 }
 
 // Two problems of the same sizes that are tuned apart (p one GEMM or contiguous groups, q other
-// groups or another layout of them; or p a precise float8 product, q a fast one), each tuned
-// into a file of its own: merging keeps their candidates and winners apart, and each filter finds
-// its own. Their candidates are of another template version: history, which a merge keeps
-// without asking whether a family runs groups or fast accumulation.
+// groups or another layout of them; or p a precise float8 product, q a fast one; or p plain, q
+// fused with an epilogue), each tuned into a file of its own: merging keeps their candidates and
+// winners apart, and each filter finds its own. Their candidates are of another template version:
+// history, which a merge keeps without asking whether a family runs groups or fast accumulation.
 void expect_merged_apart(const Problem& p, const Problem& q,
                          const std::vector<CandidateRecord>& measured, const DbFilter& only_p,
                          const DbFilter& only_q) {
@@ -290,6 +290,7 @@ void expect_merged_apart(const Problem& p, const Problem& q,
   };
   auto other = history(measured);
   std::reverse(other.begin(), other.end());
+  for (auto& c : other) c.config.epilogue = q.epilogue;  // a config names its kernel's store
   for (size_t i = 0; i < other.size(); ++i) other[i].median_ms = other[i].min_ms = 1.0 + double(i);
   TuningDb a(dir / "a.db"), b(dir / "b.db"), out(dir / "out.db");
   tune_into(a, h100(), p, history(measured));
@@ -344,6 +345,23 @@ TEST(DbMerge, FastAndPreciseFloat8ProblemsOfTheSameShapeStayApart) {
   time_candidates(measured, rng);
   expect_merged_apart(p, q, measured, {.accumulation = Accumulation::precise},
                       {.accumulation = Accumulation::fast});
+}
+
+// So are problems whose store applies an epilogue (a bias, an activation) and the plain ones of
+// the same shape, and two epilogues of it: other kernels, computing another D.
+TEST(DbMerge, FusedAndPlainProblemsOfTheSameShapeStayApart) {
+  const Problem p = make_problem(DType::bf16, Op::T, Op::N, 4096, 256, 4096);
+  Problem q = p;
+  q.epilogue = parse_epilogue("bias,gelu");
+  std::mt19937 rng(13);
+  auto measured = candidates_of(p, 24);
+  time_candidates(measured, rng);
+  expect_merged_apart(p, q, measured, {.epilogue = Epilogue{}}, {.epilogue = q.epilogue});
+  Problem r = p;
+  r.epilogue = parse_epilogue("silu");
+  auto fused = candidates_of(q, 24);
+  time_candidates(fused, rng);
+  expect_merged_apart(q, r, fused, {.epilogue = q.epilogue}, {.epilogue = r.epilogue});
 }
 
 // ---- gemm-db merge --------------------------------------------------------------------------

@@ -824,13 +824,13 @@ TEST_F(GemmDbCli, FastAccumulationProblemsAreShownApartAndFilteredByAccum) {
 }
 
 // An export of format 1 names one "dtype" per problem and config and has no groups, group
-// layouts nor accumulations: it imports as every operand of that type with f32 accumulation,
-// unscaled, one GEMM, precise, and exports again as the current format, exactly as the database
-// it came from.
+// layouts, accumulations nor epilogues: it imports as every operand of that type with f32
+// accumulation, unscaled, one GEMM, precise, without an epilogue, and exports again as the
+// current format, exactly as the database it came from.
 TEST_F(GemmDbCli, AFormat1ExportImportsWithItsMeaningAndExportsAsTheCurrentFormat) {
   const std::string current = export_all();
   Json old = Json::parse(current);
-  ASSERT_EQ(old["version"], 5);
+  ASSERT_EQ(old["version"], 6);
   old["version"] = 1;
   for (auto& entry : old["entries"]) {
     Json& problem = entry["problem"];
@@ -841,6 +841,7 @@ TEST_F(GemmDbCli, AFormat1ExportImportsWithItsMeaningAndExportsAsTheCurrentForma
     problem.erase("groups");
     problem.erase("group_layout");
     problem.erase("accumulation");
+    problem.erase("epilogue");
     problem["dtype"] = type;
     for (auto& c : entry["candidates"]) {
       c["config"].erase("types");

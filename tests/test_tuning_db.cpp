@@ -97,6 +97,12 @@ Problem fast(Problem p) {
   return p;
 }
 
+// The same problem with an epilogue ("bias,gelu"): its store adds a bias and activates.
+Problem fused(Problem p, std::string_view epilogue) {
+  p.epilogue = parse_epilogue(epilogue);
+  return p;
+}
+
 // The one GEMM of a problem's sizes: whose family and configs a grouped problem's records take
 // here (the database does not judge whether a family computes groups).
 Problem one_gemm(Problem p) {
@@ -542,6 +548,69 @@ TEST_F(TuningDbTest, AFastAndAPreciseFloat8ProblemOfTheSameShapeAreDifferentRows
   EXPECT_NO_THROW(raw.exec("UPDATE problems SET accumulation = 'fast' WHERE id = 1"));
 }
 
+// A problem whose store adds a bias and activates (an epilogue) runs other kernels than the
+// plain one of the same shape, and each epilogue others again: each is its own row, with its own
+// candidates and winner, found by its epilogue. A candidate whose config applies another
+// epilogue than its problem's is refused: it names another kernel.
+TEST_F(TuningDbTest, AFusedAndAPlainProblemOfTheSameShapeAreDifferentRows) {
+  TuningDb db(db_path());
+  const Problem plain = square(1024), gelu = fused(plain, "bias,gelu");
+  seed_problem(db, h100(), plain);
+  EXPECT_FALSE(db.best(h100(), gelu)) << "the fused problem was never tuned";
+  EXPECT_TRUE(db.candidates(h100(), gelu).empty());
+  EXPECT_TRUE(db.bests_for(h100(), gelu).empty());
+
+  db.record(h100(), gelu, ok_candidate(gelu, "gelu_fast", 1.4, 0));
+  db.record(h100(), gelu, ok_candidate(gelu, "gelu_slow", 2.0, 1));
+  EXPECT_THROW(db.set_best(h100(), gelu, "fast_" + plain.shape(), version_for(plain), 1.2, true),
+               Error);
+  db.set_best(h100(), gelu, "gelu_fast", version_for(gelu), 1.5, true);
+  EXPECT_EQ(RawDb(db_path()).text("SELECT group_concat(epilogue, ' ') FROM "
+                                  "(SELECT * FROM problems ORDER BY id)"),
+            "none bias,gelu");
+  EXPECT_EQ(db.candidates(h100(), plain).size(), 3u);
+  EXPECT_EQ(db.candidates(h100(), gelu).size(), 2u);
+  const auto best_plain = db.best(h100(), plain), best_gelu = db.best(h100(), gelu);
+  ASSERT_TRUE(best_plain && best_gelu);
+  EXPECT_EQ(best_plain->winner.kernel_name, "fast_" + plain.shape());
+  EXPECT_EQ(best_gelu->winner.kernel_name, "gelu_fast");
+  EXPECT_EQ(best_gelu->problem, gelu);
+  EXPECT_EQ(best_gelu->problem.describe(), gelu.describe());
+  EXPECT_EQ(best_gelu->winner.config.epilogue, gelu.epilogue);
+  ASSERT_EQ(db.bests_for(h100(), gelu).size(), 1u);
+  EXPECT_EQ(db.bests_for(h100(), gelu)[0].best.winner.kernel_name, "gelu_fast");
+
+  // Another activation, or the bias along N, is another problem again; the filter takes the
+  // epilogue in any spelling, and none is the plain problems.
+  const Problem silu = fused(plain, "silu"), bias_n = fused(plain, "bias_n");
+  seed_problem(db, h100(), silu);
+  seed_problem(db, h100(), bias_n);
+  EXPECT_EQ(db.list({}).size(), 4u);
+  EXPECT_EQ(db.stats().problems, 4);
+  const auto only_gelu = db.list({.epilogue = parse_epilogue("GELU,bias")});
+  ASSERT_EQ(only_gelu.size(), 1u);
+  EXPECT_EQ(only_gelu[0].problem, gelu);
+  const auto only_plain = db.list({.epilogue = Epilogue{}});
+  ASSERT_EQ(only_plain.size(), 1u);
+  EXPECT_EQ(only_plain[0].problem, plain);
+  EXPECT_EQ(db.problems({.m = 1024, .epilogue = parse_epilogue("bias_n")}).size(), 1u);
+  EXPECT_EQ(db.remove({.epilogue = parse_epilogue("silu")}), 1);
+  EXPECT_FALSE(db.best(h100(), silu));
+  EXPECT_TRUE(db.best(h100(), plain));
+  EXPECT_TRUE(db.best(h100(), bias_n));
+
+  try {
+    db.record(h100(), gelu, ok_candidate(plain, "plain_under_gelu", 1.0));
+    ADD_FAILURE() << "recorded a plain config for a fused problem";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("config of plain_under_gelu is for epilogue none, the "
+                                         "problem has epilogue bias,gelu"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_F(TuningDbTest, ListProblemsStatsAndRemoveFollowTheFilters) {
   TuningDb db(db_path());
   seed_problem(db, h100(), square(1024));
@@ -845,12 +914,12 @@ TEST_F(TuningDbTest, MigratesAVersion5FileToGroupLayoutsKeepingEveryRowAndItsId)
                        "(SELECT * FROM problems ORDER BY id)"),
               "7:128:contiguous 9:0:contiguous");
     // The UNIQUE key, and the index SQLite keeps for it, end with the layout (and, since
-    // migration 7, the accumulation).
+    // migrations 7 and 8, the accumulation and the epilogue).
     EXPECT_EQ(raw.text("SELECT group_concat(name, ' ') FROM (SELECT name FROM pragma_index_info("
                        "(SELECT name FROM sqlite_schema WHERE type = 'index' AND "
                        "tbl_name = 'problems')) ORDER BY seqno)"),
               "type_a type_b type_c type_d type_acc scaling layout m n k lda ldb ldc align "
-              "reads_c groups group_layout accumulation");
+              "reads_c groups group_layout accumulation epilogue");
   }
   expect_old_winner_kept(db_path());
   const auto best = db.best(h100(), moe);
@@ -894,12 +963,13 @@ TEST_F(TuningDbTest, MigratesAVersion6FileToAccumulationKeepingEveryRowAndItsId)
     EXPECT_EQ(raw.text("SELECT group_concat(id || ':' || scaling || ':' || accumulation, ' ') FROM "
                        "(SELECT * FROM problems ORDER BY id)"),
               "7:tensor:precise 9:none:precise");
-    // The UNIQUE key, and the index SQLite keeps for it, end with the accumulation.
+    // The UNIQUE key, and the index SQLite keeps for it, end with the accumulation (and, since
+    // migration 8, the epilogue).
     EXPECT_EQ(raw.text("SELECT group_concat(name, ' ') FROM (SELECT name FROM pragma_index_info("
                        "(SELECT name FROM sqlite_schema WHERE type = 'index' AND "
                        "tbl_name = 'problems')) ORDER BY seqno)"),
               "type_a type_b type_c type_d type_acc scaling layout m n k lda ldb ldc align "
-              "reads_c groups group_layout accumulation");
+              "reads_c groups group_layout accumulation epilogue");
   }
   expect_old_winner_kept(db_path());
   const auto best = db.best(h100(), scaled);
@@ -918,6 +988,54 @@ TEST_F(TuningDbTest, MigratesAVersion6FileToAccumulationKeepingEveryRowAndItsId)
   // A fast row of a problem that is not float8 never gets into the table, whoever writes it.
   EXPECT_THROW(RawDb(db_path()).exec("UPDATE problems SET accumulation = 'fast' WHERE id = 9"),
                std::runtime_error);
+}
+
+// Before migration 8 no kernel applied an epilogue: every row, with its id, becomes 'none', and
+// the accumulation of migration 7 stays. The epilogue joins the key: the same problem with a
+// bias and an activation is a row of its own.
+TEST_F(TuningDbTest, MigratesAVersion7FileToEpiloguesKeepingEveryRowAndItsId) {
+  const Problem plain = square(1024);
+  const Problem quick = fast(float8(2112, 64, 7168));
+  const CandidateRecord c = ok_candidate(plain, "gemm_simt_plain", 0.75);
+  {
+    RawDb raw(db_path());
+    create_old_file(raw, 7);
+    raw.exec(fmt::format(
+        "INSERT INTO problems VALUES (7, 'f32', 'f32', 'f32', 'f32', 'f32', 'none', 'nn', "
+        "{0}, {0}, {0}, {0}, {0}, {0}, {1}, 0, 0, 'contiguous', 'precise'),"
+        " (9, 'e4m3', 'e4m3', 'bf16', 'bf16', 'f32', 'tensor', 'tn', {2}, {3}, {4}, {5}, {6}, "
+        "{7}, 16, 0, 0, 'contiguous', 'fast');",
+        plain.m, plain.align, quick.m, quick.n, quick.k, quick.lda, quick.ldb, quick.ldc));
+    insert_old_winner(raw, c, c.config.to_json());
+  }
+  TuningDb db(db_path());
+  EXPECT_EQ(db.schema_version(), TuningDb::kSchemaVersion);
+  {
+    RawDb raw(db_path());
+    EXPECT_EQ(raw.text("SELECT group_concat(id || ':' || accumulation || ':' || epilogue, ' ') "
+                       "FROM (SELECT * FROM problems ORDER BY id)"),
+              "7:precise:none 9:fast:none");
+    // The UNIQUE key, and the index SQLite keeps for it, end with the epilogue.
+    EXPECT_EQ(raw.text("SELECT group_concat(name, ' ') FROM (SELECT name FROM pragma_index_info("
+                       "(SELECT name FROM sqlite_schema WHERE type = 'index' AND "
+                       "tbl_name = 'problems')) ORDER BY seqno)"),
+              "type_a type_b type_c type_d type_acc scaling layout m n k lda ldb ldc align "
+              "reads_c groups group_layout accumulation epilogue");
+  }
+  expect_old_winner_kept(db_path());
+  const auto best = db.best(h100(), plain);
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->winner.id, 3);
+  EXPECT_EQ(best->problem, plain);
+  EXPECT_TRUE(best->problem.epilogue.none());
+  EXPECT_FALSE(db.best(h100(), fused(plain, "bias,gelu"))) << "old rows have no epilogue";
+
+  // The same problem with an epilogue is a new row beside the old ones.
+  const Problem gelu = fused(plain, "bias,gelu");
+  db.record(h100(), gelu, ok_candidate(gelu, "gemm_simt_bias_gelu", 0.8));
+  EXPECT_EQ(db.stats().problems, 3);
+  EXPECT_EQ(db.candidates(h100(), plain).size(), 1u);
+  EXPECT_EQ(db.candidates(h100(), gelu).size(), 1u);
 }
 
 TEST_F(TuningDbTest, AMigrationLeavingRowsThatPointAtNothingIsRefused) {
@@ -1121,9 +1239,9 @@ TEST_F(TuningDbTest, ExportAndImportKeepWhetherAProblemReadsC) {
   ASSERT_EQ(document["entries"].size(), 2u);
   EXPECT_EQ(document["entries"][0]["problem"]["reads_c"], false);
   EXPECT_EQ(document["entries"][1]["problem"]["reads_c"], true);
-  // reads_c did not raise the format (3 is for groups, 4 for their layout, 5 for accumulation):
-  // absent, it means false.
-  EXPECT_EQ(document["version"], 5);
+  // reads_c did not raise the format (3 is for groups, 4 for their layout, 5 for accumulation,
+  // 6 for the epilogue): absent, it means false.
+  EXPECT_EQ(document["version"], 6);
 
   TuningDb fresh(dir_.path() / "fresh.db");
   EXPECT_EQ(fresh.import_json(exported).problems, 2);
@@ -1179,7 +1297,7 @@ TEST_F(TuningDbTest, ExportAndImportKeepTheGroupsOfAProblem) {
     exported = db.export_json({});
   }
   Json document = Json::parse(exported);
-  EXPECT_EQ(document["version"], 5);
+  EXPECT_EQ(document["version"], 6);
   ASSERT_EQ(document["entries"].size(), 2u);
   EXPECT_EQ(document["entries"][0]["problem"]["groups"], 0);
   EXPECT_EQ(document["entries"][1]["problem"]["groups"], 128);
@@ -1236,7 +1354,7 @@ TEST_F(TuningDbTest, ExportAndImportKeepTheGroupLayoutOfAProblem) {
     exported = db.export_json({});
   }
   Json document = Json::parse(exported);
-  EXPECT_EQ(document["version"], 5);
+  EXPECT_EQ(document["version"], 6);
   ASSERT_EQ(document["entries"].size(), 2u);
   EXPECT_EQ(document["entries"][0]["problem"]["group_layout"], "contiguous");
   EXPECT_EQ(document["entries"][1]["problem"]["group_layout"], "masked");
@@ -1293,7 +1411,7 @@ TEST_F(TuningDbTest, ExportAndImportKeepTheGroupLayoutOfAProblem) {
 }
 
 // The accumulation of a problem survives export and import; an export without it (formats 1 to
-// 4) is of precise problems, and a build of format 5 refuses format 6. A bad accumulation, and a
+// 4) is of precise problems, and this build refuses a newer format. A bad accumulation, and a
 // fast one of block scaling or of an unscaled problem, are refused, saying where. The candidates
 // are of another template version (history), as in the test of the groups above.
 TEST_F(TuningDbTest, ExportAndImportKeepTheAccumulationOfAProblem) {
@@ -1310,7 +1428,7 @@ TEST_F(TuningDbTest, ExportAndImportKeepTheAccumulationOfAProblem) {
     exported = db.export_json({});
   }
   Json document = Json::parse(exported);
-  EXPECT_EQ(document["version"], 5);
+  EXPECT_EQ(document["version"], 6);
   ASSERT_EQ(document["entries"].size(), 2u);
   // By the key's columns: 'fast' sorts before 'precise'.
   EXPECT_EQ(document["entries"][0]["problem"]["accumulation"], "fast");
@@ -1343,13 +1461,13 @@ TEST_F(TuningDbTest, ExportAndImportKeepTheAccumulationOfAProblem) {
 
   // A newer format may hold what this build cannot tell apart.
   Json newer_document = document;
-  newer_document["version"] = 6;
+  newer_document["version"] = 7;
   try {
     fresh.import_json(newer_document.dump());
-    ADD_FAILURE() << "imported format 6";
+    ADD_FAILURE() << "imported format 7";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), Errc::invalid_argument);
-    EXPECT_NE(std::string(e.what()).find("version 6 is newer than this build reads (5)"),
+    EXPECT_NE(std::string(e.what()).find("version 7 is newer than this build reads (6)"),
               std::string::npos)
         << e.what();
   }
@@ -1383,6 +1501,109 @@ TEST_F(TuningDbTest, ExportAndImportKeepTheAccumulationOfAProblem) {
       EXPECT_NE(std::string(e.what()).find(bad.says), std::string::npos) << e.what();
     }
   }
+}
+
+// The epilogue of a problem survives export and import, in any spelling it is given; an export
+// without it (formats 1 to 5) is of problems without one, and this build refuses a newer format.
+// A bad epilogue, one of a grouped problem, and a config of another epilogue than its problem's
+// are refused, saying where. The candidates are of another template version (history), as in
+// the test of the groups above.
+TEST_F(TuningDbTest, ExportAndImportKeepTheEpilogueOfAProblem) {
+  const Problem plain = square(1024), gelu = fused(plain, "bias,gelu");
+  std::string exported;
+  {
+    TuningDb db(db_path());
+    for (const Problem& p : {plain, gelu}) {
+      CandidateRecord old = ok_candidate(p, "simt_" + p.epilogue.name(), 2.0);
+      old.template_version = "00000000deadbeef";
+      db.record(h100(), p, old);
+      db.set_best(h100(), p, old.kernel_name, old.template_version, 2.5, true);
+    }
+    exported = db.export_json({});
+  }
+  Json document = Json::parse(exported);
+  EXPECT_EQ(document["version"], 6);
+  ASSERT_EQ(document["entries"].size(), 2u);
+  // By the key's columns: 'bias,gelu' sorts before 'none'.
+  EXPECT_EQ(document["entries"][0]["problem"]["epilogue"], "bias,gelu");
+  EXPECT_EQ(document["entries"][0]["candidates"][0]["config"]["epilogue"], "bias,gelu");
+  EXPECT_EQ(document["entries"][1]["problem"]["epilogue"], "none");
+
+  TuningDb fresh(dir_.path() / "fresh.db");
+  EXPECT_EQ(fresh.import_json(exported).problems, 2);
+  EXPECT_EQ(fresh.export_json({}), exported);
+  const auto listed = fresh.list({.epilogue = gelu.epilogue});
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].problem, gelu);
+  EXPECT_EQ(listed[0].winner.kernel_name, "simt_bias,gelu");
+  const Json fused_only = Json::parse(fresh.export_json({.epilogue = gelu.epilogue}))["entries"];
+  ASSERT_EQ(fused_only.size(), 1u);
+  EXPECT_EQ(fused_only[0]["problem"]["epilogue"], "bias,gelu");
+
+  // Another spelling of the same epilogue is read as its name.
+  Json spelled = document;
+  spelled["entries"][0]["problem"]["epilogue"] = "GELU,bias";
+  TuningDb respelled(dir_.path() / "respelled.db");
+  respelled.import_json(spelled.dump());
+  EXPECT_EQ(respelled.export_json({}), exported);
+
+  // A format 5 export has no epilogue: its problems have none.
+  Json older_document = document;
+  older_document["version"] = 5;
+  older_document["entries"].erase(0);
+  older_document["entries"][0]["problem"].erase("epilogue");
+  TuningDb older(dir_.path() / "older.db");
+  older.import_json(older_document.dump());
+  const auto as_plain = older.list({});
+  ASSERT_EQ(as_plain.size(), 1u);
+  EXPECT_EQ(as_plain[0].problem, plain);
+  EXPECT_TRUE(older.list({.epilogue = gelu.epilogue}).empty());
+
+  // A newer format may hold what this build cannot tell apart.
+  Json newer_document = document;
+  newer_document["version"] = 7;
+  try {
+    fresh.import_json(newer_document.dump());
+    ADD_FAILURE() << "imported format 7";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("version 7 is newer than this build reads (6)"),
+              std::string::npos)
+        << e.what();
+  }
+
+  struct Bad {
+    Json epilogue;
+    int64_t groups;
+    const char* says;
+  };
+  for (const Bad& bad :
+       {Bad{"swish", 0,
+            "entries[0].problem.epilogue: unknown epilogue part 'swish' (expected bias, bias_n, "
+            "relu, gelu, gelu_tanh, silu or identity, comma-separated)"},
+        Bad{1, 0, "entries[0].problem.epilogue: expected a string, got number"},
+        Bad{"bias,bias_n", 0, "entries[0].problem.epilogue: epilogue: more than one bias"},
+        Bad{"bias,gelu", 8, "grouped problems with an epilogue are not supported yet"},
+        // The problem of a format-5 reader: a fused entry read as the plain problem.
+        Bad{nullptr, 0,
+            "entries[0].candidates[0]: config of simt_bias,gelu is for epilogue bias,gelu, the "
+            "problem has epilogue none"},
+        Bad{"bias,relu", 0,
+            "entries[0].candidates[0]: config of simt_bias,gelu is for epilogue bias,gelu, the "
+            "problem has epilogue bias,relu"}}) {
+    Json changed = document;
+    Json& problem = changed["entries"][0]["problem"];
+    problem["epilogue"] = bad.epilogue;
+    problem["groups"] = bad.groups;
+    try {
+      fresh.import_json(changed.dump());
+      ADD_FAILURE() << "imported " << problem.dump();
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), Errc::invalid_argument);
+      EXPECT_NE(std::string(e.what()).find(bad.says), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(fresh.export_json({}), exported) << "a refused import changes nothing";
 }
 
 TEST_F(TuningDbTest, ImportMergesAndTheNewerMeasurementWins) {
@@ -1836,6 +2057,45 @@ TEST_F(TuningDbTest, TheNearestTunedShapeNeverCrossesAccumulations) {
   const auto precise_like = db.bests_like(h100(), precise_call);
   ASSERT_EQ(precise_like.size(), 1u);
   EXPECT_EQ(precise_like[0].problem, precise);
+}
+
+// Nor across epilogues: a fused problem borrows only a winner of its own epilogue (of a near
+// shape), a plain one only a plain winner, never another's, however near its shape.
+TEST_F(TuningDbTest, TheNearestTunedShapeNeverCrossesEpilogues) {
+  TuningDb db(db_path());
+  auto bf16 = [](int64_t n) { return make_problem(DType::bf16, Op::T, Op::N, 4096, n, 4096); };
+  const Problem call = fused(bf16(256), "bias,gelu");
+  const Problem fewer_tokens = fused(bf16(200), "bias,gelu");
+  const Problem relu = fused(bf16(240), "bias,relu");
+  const Problem plain = bf16(256);
+  for (const Problem& p : {fewer_tokens, relu, plain}) seed_problem(db, h100(), p);
+
+  const auto like = db.bests_like(h100(), call);
+  ASSERT_EQ(like.size(), 1u) << "the rows of its epilogue";
+  EXPECT_EQ(like[0].problem, fewer_tokens);
+  const auto anything = [](const BestRecord&, const KernelConfig&) { return true; };
+  const auto nearest = nearest_best(like, call, ArchInfo::from_cc(90), anything);
+  ASSERT_TRUE(nearest);
+  EXPECT_EQ(nearest->best.problem, fewer_tokens);
+  EXPECT_EQ(nearest->config.epilogue, call.epilogue);
+
+  EXPECT_TRUE(std::isinf(shape_distance(call, plain))) << "the same shape, another store";
+  EXPECT_TRUE(std::isinf(shape_distance(plain, call)));
+  EXPECT_TRUE(std::isinf(shape_distance(call, relu))) << "another activation";
+  EXPECT_FALSE(std::isinf(shape_distance(call, fewer_tokens)));
+  // Even given every row, each call finds only the rows of its own epilogue.
+  const auto all = db.list({});
+  ASSERT_EQ(all.size(), 3u);
+  const auto from_all = nearest_best(all, call, ArchInfo::from_cc(90), anything);
+  ASSERT_TRUE(from_all);
+  EXPECT_EQ(from_all->best.problem, fewer_tokens);
+  const Problem plain_call = bf16(208);
+  const auto plain_from_all = nearest_best(all, plain_call, ArchInfo::from_cc(90), anything);
+  ASSERT_TRUE(plain_from_all);
+  EXPECT_EQ(plain_from_all->best.problem, plain);
+  const auto plain_like = db.bests_like(h100(), plain_call);
+  ASSERT_EQ(plain_like.size(), 1u);
+  EXPECT_EQ(plain_like[0].problem, plain);
 }
 
 }  // namespace

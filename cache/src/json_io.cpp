@@ -28,8 +28,11 @@ constexpr const char* kFormat = "gemmtune-db";
 // a masked problem as a contiguous one, so it must refuse these files. 5: a problem has
 // "accumulation" ("precise" or "fast"); without it, as in versions 1 to 4, it is precise. A
 // build of version 4 would file a fast-accumulating float8 problem as a precise one, another
-// kernel with another error, so it must refuse these files.
-constexpr int64_t kFormatVersion = 5;
+// kernel with another error, so it must refuse these files. 6: a problem has "epilogue" ("none",
+// "bias,gelu", ... as Epilogue::name() writes it); without it, as in versions 1 to 5, it is none.
+// A build of version 5 would file a fused problem (bias, activation) as the plain one, whose
+// kernels compute another D, so it must refuse these files.
+constexpr int64_t kFormatVersion = 6;
 
 // Unknown values (-1 in the structs) are null in JSON.
 Json number_or_null(double value) {
@@ -57,7 +60,8 @@ Json problem_json(const Problem& p) {
           {"reads_c", p.reads_c},
           {"groups", p.groups},
           {"group_layout", std::string(to_string(p.group_layout))},
-          {"accumulation", std::string(to_string(p.accumulation))}};
+          {"accumulation", std::string(to_string(p.accumulation))},
+          {"epilogue", p.epilogue.name()}};
 }
 
 Json candidate_json(const CandidateRecord& c) {
@@ -239,6 +243,11 @@ Problem parse_problem(const Field& f) {
   if (const auto field = f.find("accumulation")) {
     const std::string text = field->text();
     field->checked([&] { p.accumulation = parse_accumulation(text); });
+  }
+  // Absent before format 6: no problem had an epilogue. validate() refuses one with groups.
+  if (const auto field = f.find("epilogue")) {
+    const std::string text = field->text();
+    field->checked([&] { p.epilogue = parse_epilogue(text); });
   }
   f.checked([&] { validate(p); });
   return p;

@@ -44,6 +44,10 @@ void check_candidate(const Problem& problem, const CandidateRecord& c) {
              Errc::invalid_argument, "config of {} is for {} {}, the problem is {} {}",
              c.kernel_name, c.config.types.name(), c.config.layout(), problem.types.name(),
              problem.layout());
+  // The config names the epilogue its kernel applies: one of another would be another kernel.
+  GT_REQUIRE(c.config.epilogue == problem.epilogue, Errc::invalid_argument,
+             "config of {} is for epilogue {}, the problem has epilogue {}", c.kernel_name,
+             c.config.epilogue.name(), problem.epilogue.name());
   // A timing is what makes an ok candidate comparable; without one it could never be ranked.
   GT_REQUIRE(c.status != CandidateStatus::ok || c.median_ms > 0, Errc::invalid_argument,
              "median_ms of {} must be positive for an ok candidate (got {})", c.kernel_name,
@@ -64,8 +68,8 @@ constexpr KeyColumns kDeviceKey{"devices", "name, cc, sms, driver, nvrtc", 5};
 constexpr KeyColumns kProblemKey{"problems",
                                  "type_a, type_b, type_c, type_d, type_acc, scaling, layout, m, n, "
                                  "k, lda, ldb, ldc, align, reads_c, groups, group_layout, "
-                                 "accumulation",
-                                 18};
+                                 "accumulation, epilogue",
+                                 19};
 
 std::vector<sql::Value> key_of(const DeviceKey& d) {
   return {d.name, int64_t(d.cc), int64_t(d.sms), int64_t(d.driver), d.nvrtc};
@@ -89,7 +93,8 @@ std::vector<sql::Value> key_of(const Problem& p) {
           int64_t(p.reads_c),
           p.groups,
           std::string(to_string(p.group_layout)),
-          std::string(to_string(p.accumulation))};
+          std::string(to_string(p.accumulation)),
+          p.epilogue.name()};
 }
 
 std::string placeholders(int count) {
@@ -153,6 +158,8 @@ sql::Conditions matching(const DbFilter& f) {
   if (f.accumulation)
     where.add("p.scaling IN ('tensor', 'row') AND p.accumulation = ?",
               {std::string(to_string(*f.accumulation))});
+  // Names are canonical (Epilogue::name()), so equal text is the same epilogue.
+  if (f.epilogue) where.add("p.epilogue = ?", {f.epilogue->name()});
   return where;
 }
 
@@ -162,7 +169,8 @@ namespace {
 constexpr const char* kDeviceColumns = "d.name, d.cc, d.sms, d.driver, d.nvrtc";
 constexpr const char* kProblemColumns =
     "p.type_a, p.type_b, p.type_c, p.type_d, p.type_acc, p.scaling, p.layout, p.m, p.n, p.k, "
-    "p.lda, p.ldb, p.ldc, p.align, p.reads_c, p.groups, p.group_layout, p.accumulation";
+    "p.lda, p.ldb, p.ldc, p.align, p.reads_c, p.groups, p.group_layout, p.accumulation, "
+    "p.epilogue";
 constexpr const char* kCandidateColumns =
     "c.id, c.kernel_name, c.template_version, c.config, c.status, c.registers, c.spills, "
     "c.smem_bytes, c.compile_ms, c.median_ms, c.min_ms, c.max_ms, c.runs, c.tflops, "
@@ -172,7 +180,7 @@ constexpr const char* kCandidatesJoined =
 constexpr const char* kProblemOrder =
     "d.name, d.cc, d.sms, d.driver, d.nvrtc, p.type_a, p.type_b, p.type_c, p.type_d, p.type_acc, "
     "p.scaling, p.layout, p.m, p.n, p.k, p.lda, p.ldb, p.ldc, p.align, p.reads_c, p.groups, "
-    "p.group_layout, p.accumulation";
+    "p.group_layout, p.accumulation, p.epilogue";
 
 DeviceKey read_device(sql::Row& row) {
   DeviceKey d;
@@ -206,6 +214,7 @@ Problem read_problem(sql::Row& row) {
   p.groups = row.integer();
   p.group_layout = parse_group_layout(row.text());
   p.accumulation = parse_accumulation(row.text());
+  p.epilogue = parse_epilogue(row.text());
   return p;
 }
 

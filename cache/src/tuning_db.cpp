@@ -202,6 +202,8 @@ std::vector<BestRecord> TuningDb::bests_like(const DeviceKey& device, const Prob
   // Nor a fast float8 problem a precise one's, nor the reverse: other kernels, another error.
   if (like.scaling == Scaling::tensor || like.scaling == Scaling::row)
     same_kind.accumulation = like.accumulation;
+  // Nor a fused problem a plain one's, nor the reverse: the store is another kernel.
+  same_kind.epilogue = like.epilogue;
   return rows::fastest_current(
       rows::select_bests(db_, sql::Conditions()
                                   .add(rows::device_is(device))

@@ -120,6 +120,8 @@ struct DbFilter {
   std::optional<GroupLayout> group_layout;  // grouped problems of this layout (never one GEMM)
   // Tensor or row scaled float8 problems summed so (never the others, which are all precise).
   std::optional<Accumulation> accumulation;
+  // Problems of this epilogue (none: those the store applies nothing to beyond alpha and beta).
+  std::optional<Epilogue> epilogue;
 };
 
 struct DbStats {
@@ -146,7 +148,7 @@ std::string json_of(const BestRecord& best);
 // (WAL journal, a busy timeout, and every write in its own BEGIN IMMEDIATE transaction).
 class TuningDb {
  public:
-  static constexpr int kSchemaVersion = 7;  // migrations are numbered 1..kSchemaVersion
+  static constexpr int kSchemaVersion = 8;  // migrations are numbered 1..kSchemaVersion
   enum class Mode { read_write, read_only };
 
   // Opens (creating the file and its folder in read_write mode) and migrates to
@@ -178,9 +180,9 @@ class TuningDb {
   // NVRTC, the most recently tuned first; rows of other GPUs of its compute capability
   // (siblings), the most recently tuned first. rank_bests_for() over the problem's rows there.
   std::vector<TieredBest> bests_for(const DeviceKey& device, const Problem& problem) const;
-  // Current bests of the device for every shape with the types, scaling, accumulation, layout,
-  // groups and group layout of `like`, of problems that read C and of those that do not (for the
-  // nearest-shape fallback).
+  // Current bests of the device for every shape with the types, scaling, accumulation, epilogue,
+  // layout, groups and group layout of `like`, of problems that read C and of those that do not
+  // (for the nearest-shape fallback).
   std::vector<BestRecord> bests_like(const DeviceKey& device, const Problem& like) const;
 
   // Best rows (current and stale, flagged) matching the filter, by device then shape.
@@ -191,7 +193,7 @@ class TuningDb {
   // Deletes the matching problems with their candidates and best rows; returns problems deleted.
   int64_t remove(const DbFilter& filter);
 
-  // JSON: {"format":"gemmtune-db","version":5,"entries":[{device, problem, candidates, best}]}
+  // JSON: {"format":"gemmtune-db","version":6,"entries":[{device, problem, candidates, best}]}
   // (docs/DATABASE.md describes every field; "best" is an array, one row per template version).
   std::string export_json(const DbFilter& filter) const;
   // Validates the whole document first, then writes it in one transaction: a malformed file
