@@ -823,6 +823,63 @@ TEST_F(GemmDbCli, FastAccumulationProblemsAreShownApartAndFilteredByAccum) {
   EXPECT_EQ(Json::parse(gemm_db({"list", "--json"}).out).size(), 3u) << "the precise one stays";
 }
 
+// A problem whose store applies an epilogue is a problem of its own beside the plain one of the
+// same shape: shown "epilogue=bias,gelu" after its shape as describe() says it, and chosen by
+// --epilogue (none: the plain problems). The database keys the epilogue (schema version 8), so
+// export and delete take --epilogue there, whatever else they match.
+TEST_F(GemmDbCli, FusedProblemsAreShownApartAndFilteredByEpilogue) {
+  Problem gelu = f32_2048;
+  gelu.epilogue = parse_epilogue("bias,gelu");
+  {
+    TuningDb db(db_path());
+    const CandidateRecord c = candidate(gelu, "gemm_simt_bias_gelu", CandidateStatus::ok, 2.2);
+    db.record(kH100, gelu, c);
+    db.set_best(kH100, gelu, c.kernel_name, c.template_version, 2.5, true);
+  }
+  const Outcome text = gemm_db({"list"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_TRUE(contains(text.out, "  2048x2048x2048 epilogue=bias,gelu  ")) << text.out;
+  EXPECT_TRUE(contains(text.out, "  2048x2048x2048                     ")) << text.out;
+  const Json fused_rows = Json::parse(gemm_db({"list", "--epilogue", "gelu,BIAS", "--json"}).out);
+  ASSERT_EQ(fused_rows.size(), 1u);
+  EXPECT_EQ(fused_rows[0]["winner"]["kernel_name"], "gemm_simt_bias_gelu");
+  EXPECT_EQ(fused_rows[0]["problem"]["epilogue"], "bias,gelu");
+  EXPECT_EQ(Json::parse(gemm_db({"list", "--epilogue", "none", "--json"}).out).size(), 2u);
+  EXPECT_EQ(Json::parse(gemm_db({"list", "--m", "2048", "--json"}).out).size(), 2u);
+  const Outcome none = gemm_db({"list", "--epilogue", "silu"});
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_TRUE(contains(none.out, "no best configurations match")) << none.out;
+
+  const Outcome shown =
+      gemm_db({"show", "--m", "2048", "--n", "2048", "--k", "2048", "--epilogue", "bias,gelu"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_TRUE(contains(shown.out,
+                       "f32 nn 2048x2048x2048 lda=2048 ldb=2048 ldc=2048 align=16 "
+                       "epilogue=bias,gelu\n"))
+      << shown.out;
+  EXPECT_TRUE(contains(shown.out, "gemm_simt_bias_gelu"));
+  EXPECT_FALSE(contains(shown.out, "gemm_simt_fast_2048x2048x2048")) << shown.out;
+  const Outcome used = gemm_db({"list", "--for-gpu", "H100", "--epilogue", "bias,gelu"});
+  ASSERT_EQ(used.exit_code, 0) << used.err;
+  EXPECT_TRUE(contains(used.out, "2048x2048x2048 epilogue=bias,gelu")) << used.out;
+  EXPECT_FALSE(contains(used.out, "gemm_simt_fast_2048x2048x2048")) << used.out;
+
+  const Json exported = Json::parse(gemm_db({"export", "--epilogue", "bias,gelu"}).out);
+  ASSERT_EQ(exported["entries"].size(), 1u);
+  EXPECT_EQ(exported["entries"][0]["problem"]["epilogue"], "bias,gelu") << exported.dump();
+  EXPECT_EQ(Json::parse(gemm_db({"export", "--epilogue", "none"}).out)["entries"].size(), 2u);
+  const std::string before = export_all();
+  expect_usage_errors({{{"list", "--epilogue", "swish"}, "unknown epilogue part 'swish'"},
+                       {{"delete", "--epilogue", "bias,bias_n"}, "epilogue: more than one bias"}});
+  EXPECT_EQ(export_all(), before) << "a refused delete deletes nothing";
+  const Outcome removed = gemm_db({"delete", "--epilogue", "bias,gelu"});
+  ASSERT_EQ(removed.exit_code, 0) << removed.err;
+  EXPECT_TRUE(contains(removed.out, "deleted 1 tuned problem")) << removed.out;
+  EXPECT_EQ(Json::parse(gemm_db({"list", "--json"}).out).size(), 2u) << "the plain ones stay";
+  const Outcome usage = gemm_db({"delete"});
+  EXPECT_TRUE(contains(usage.err, "--group-layout, --epilogue, --beta")) << usage.err;
+}
+
 // An export of format 1 names one "dtype" per problem and config and has no groups, group
 // layouts, accumulations nor epilogues: it imports as every operand of that type with f32
 // accumulation, unscaled, one GEMM, precise, without an epilogue, and exports again as the
@@ -990,8 +1047,8 @@ TEST(ShapesFile, ALineNamesItsTypesPositionallyOrWithTypesEquals) {
       {"64 64 64 bf16 tn nt", "unexpected 'nt'"},
       {"64 64 64 types=bf16 tn nt", "unexpected 'nt'"},
       {"64 64 64 dtype=bf16",
-       "unknown field 'dtype' (types, dtype_b, out, scaling, accum, groups, group_layout, lda, "
-       "ldb, ldc, beta)"},
+       "unknown field 'dtype' (types, dtype_b, out, scaling, accum, groups, group_layout, "
+       "epilogue, lda, ldb, ldc, beta)"},
   };
   for (const auto& [line, says] : bad) {
     try {

@@ -115,7 +115,7 @@ class GemmDbReport : public ::testing::Test {
   }
 
   // Stores `p` as tuned on an H100: one measured candidate (simt's default made for p's types,
-  // scaling and ops, so that the row needs no family of its kind) as its best.
+  // scaling, ops and epilogue, so that the row needs no family of its kind) as its best.
   void store_tuned(const Problem& p, const std::string& kernel, double ms, double baseline_ms) {
     const Problem f32 = make_problem(DType::f32, Op::N, Op::N, 256, 256, 256);
     const Family& simt = find_family("simt");
@@ -127,6 +127,7 @@ class GemmDbReport : public ::testing::Test {
     c.config.scaling = p.scaling;
     c.config.op_a = p.op_a;
     c.config.op_b = p.op_b;
+    c.config.epilogue = p.epilogue;
     c.status = CandidateStatus::ok;
     c.median_ms = c.min_ms = c.max_ms = ms;
     c.tflops = p.flops() / (ms * 1e9);
@@ -294,6 +295,22 @@ TEST_F(GemmDbReport, FastAccumulationProblemsShowTheirAccumulation) {
   EXPECT_TRUE(contains(read_text(page()), "gemm_fp8_fast_2112"));
   const auto run = report("--accum precise");
   EXPECT_TRUE(contains(run.output, "2 GPUs, 14 problems")) << run.output;
+}
+
+// A problem whose store applies an epilogue is labelled "epilogue=bias,gelu" after its shape, as
+// describe() says it, and chosen by --epilogue (the demo's problems have none).
+TEST_F(GemmDbReport, FusedProblemsShowTheirEpilogue) {
+  Problem gelu = make_problem(DType::bf16, Op::T, Op::N, 4096, 8, 11008);
+  gelu.epilogue = parse_epilogue("bias,gelu");
+  store_tuned(gelu, "gemm_bias_gelu_4096", 0.03, 0.035);
+  expect_one_problem_labelled("--epilogue gelu,bias", "bf16 tn 4096x8x11008 epilogue=bias,gelu");
+  EXPECT_TRUE(contains(read_text(page()), "gemm_bias_gelu_4096"));
+  auto run = report("--epilogue none");
+  EXPECT_TRUE(contains(run.output, "2 GPUs, 14 problems")) << run.output;
+  EXPECT_FALSE(contains(read_text(page()), "epilogue=")) << "none is not written out";
+  run = report("--epilogue swish");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_TRUE(contains(run.output, "unknown epilogue part 'swish'")) << run.output;
 }
 
 TEST_F(GemmDbReport, BadUsageIsOneLineAndANonZeroExit) {

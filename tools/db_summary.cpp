@@ -20,8 +20,12 @@ std::string groups_text(const Problem& p) {
   return fmt::format(" groups={}{}", p.groups, p.masked() ? " masked" : "");
 }
 
+std::string epilogue_text(const Problem& p) {
+  return p.epilogue.none() ? "" : " epilogue=" + p.epilogue.name();
+}
+
 std::string shape_text(const Problem& p) {
-  return p.shape() + groups_text(p) + p.beta_mark();
+  return p.shape() + groups_text(p) + epilogue_text(p) + p.beta_mark();
 }
 
 double cublas_ratio(const BestRecord& best) {

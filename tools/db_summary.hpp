@@ -27,8 +27,11 @@ std::string types_text(const Problem& p);
 // Its groups as gemm-db shows them after the shape, as describe() does: "" for one GEMM,
 // " groups=G", " groups=G masked" for the masked group layout.
 std::string groups_text(const Problem& p);
+// Its epilogue as gemm-db shows it after the groups, as describe() does: "" for none, else
+// " epilogue=bias,gelu".
+std::string epilogue_text(const Problem& p);
 // Its shape as gemm-db's tables show it: "4096x8x4096", then groups_text() (N is of all the
-// groups) and " beta!=0" where it reads C.
+// groups), epilogue_text() and " beta!=0" where it reads C.
 std::string shape_text(const Problem& p);
 
 // cuBLAS time over ours: above 1 means faster than cuBLAS; -1 when either is unknown.

@@ -65,7 +65,7 @@ void print_json(const Json& json) {
 // Options
 
 struct FilterArgs {
-  std::string device, types, dtype, scaling, accum, layout, groups, group_layout;
+  std::string device, types, dtype, scaling, accum, layout, groups, group_layout, epilogue;
   int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;  // 0: not given
   std::optional<double> beta;                              // only whether it is 0 counts
 };
@@ -124,6 +124,9 @@ void add_filter_options(CLI::App& sub, FilterArgs& args) {
                  "Only grouped problems of this many groups (0: only problems of one GEMM)");
   sub.add_option("--group-layout", args.group_layout,
                  "Only grouped problems of this group layout: contiguous or masked");
+  sub.add_option("--epilogue", args.epilogue,
+                 "Only problems of this epilogue, as gemm-tune's --epilogue: none, or a bias "
+                 "(bias, bias_n) and an activation (relu, gelu, gelu_tanh, silu), comma-separated");
   sub.add_option("--beta", args.beta,
                  "Only problems that read C (not 0: tuned with beta != 0) or that do not (0)");
 }
@@ -157,6 +160,8 @@ ProblemFilter to_filter(const FilterArgs& args) {
   if (!args.accum.empty()) filter.accumulation = parse_accumulation(args.accum);
   // The database keys fast problems (tensor or row scaled float8 alone); precise is every other.
   if (filter.accumulation == Accumulation::fast) f.accumulation = Accumulation::fast;
+  // Every problem has an epilogue in the database's key (none included): it filters there.
+  if (!args.epilogue.empty()) f.epilogue = parse_epilogue(args.epilogue);
   if (!args.layout.empty()) {
     std::string layout = args.layout;
     std::transform(layout.begin(), layout.end(), layout.begin(),
@@ -184,7 +189,8 @@ ProblemFilter to_filter(const FilterArgs& args) {
 bool is_empty(const ProblemFilter& filter) {
   const DbFilter& f = filter.db;
   return !f.device && !f.types && !f.layout && !f.m && !f.n && !f.k && !f.lda && !f.ldb && !f.ldc &&
-         !f.reads_c && !f.groups && !f.group_layout && !filter.scaling && !filter.accumulation;
+         !f.reads_c && !f.groups && !f.group_layout && !f.epilogue && !filter.scaling &&
+         !filter.accumulation;
 }
 
 template <class Rows, class ProblemOf>
@@ -341,7 +347,7 @@ bool listed_before(const Problem& a, const Problem& b) {
   auto key = [](const Problem& p) {
     return std::make_tuple(p.types.name(), std::string(to_string(p.scaling)), p.layout(), p.m, p.n,
                            p.k, p.lda, p.ldb, p.ldc, p.align, p.reads_c, p.groups, p.group_layout,
-                           p.accumulation);
+                           p.accumulation, p.epilogue.name());
   };
   return key(a) < key(b);
 }
@@ -719,7 +725,7 @@ int delete_problems(const Options& opts) {
   const ProblemFilter filter = to_filter(opts.filter);
   GT_REQUIRE(opts.all || !is_empty(filter), Errc::invalid_argument,
              "delete needs a filter (--device, --types, --scaling, --accum, --layout, --m, --n, "
-             "--k, --groups, --group-layout, --beta) or --all");
+             "--k, --groups, --group-layout, --epilogue, --beta) or --all");
   GT_REQUIRE(!opts.all || is_empty(filter), Errc::invalid_argument,
              "delete takes filters or --all, not both");
   const auto db = open_existing(opts.db);
