@@ -144,6 +144,38 @@ TEST(ShapeRecorder, AFastProblemSaysAccumFastAfterItsScaling) {
             (std::vector<std::string>{shape_line(row), shape_line(precise), shape_line(tensor)}));
 }
 
+// A problem whose store applies an epilogue says "epilogue=bias,gelu" (by its name, however it
+// was spelled; none writes nothing, so the lines of earlier files stand for what they did), so
+// it is a line apart from the plain problem of the same sizes, and reads back as the same problem.
+TEST(ShapeRecorder, AFusedProblemSaysItsEpilogue) {
+  Problem gelu = problem(DType::bf16, "tn", 4096, 8, 11008);
+  gelu.epilogue = parse_epilogue("gelu,bias");
+  EXPECT_EQ(shape_line(gelu), "4096 8 11008 bf16 tn epilogue=bias,gelu");
+  Problem silu = problem(DType::f16, "nt", 300, 40, 256);
+  silu.epilogue = parse_epilogue("bias_n,silu");
+  silu.ldc = 304;
+  silu.reads_c = true;  // a residual add besides the bias
+  silu.align = alignment_class(silu.types, nullptr, nullptr, nullptr, silu.lda, silu.ldb, silu.ldc);
+  EXPECT_EQ(shape_line(silu), "300 40 256 f16 nt epilogue=bias_n,silu ldc=304 beta=1");
+  Problem scaled = make_problem(parse_data_types("e4m3*e4m3->bf16"), Op::T, Op::N, 2112, 64, 7168);
+  scaled.scaling = Scaling::row;
+  scaled.accumulation = Accumulation::fast;
+  scaled.epilogue = parse_epilogue("relu");
+  EXPECT_EQ(shape_line(scaled),
+            "2112 64 7168 e4m3*e4m3->bf16 tn scaling=row accum=fast epilogue=relu");
+  Problem plain = gelu;
+  plain.epilogue = Epilogue{};
+  EXPECT_EQ(shape_line(plain), "4096 8 11008 bf16 tn");
+  for (const Problem& p : {gelu, silu, scaled}) {
+    EXPECT_EQ(read_back(shape_line(p)), p) << shape_line(p);
+    EXPECT_EQ(read_back(shape_line(p)).describe(), p.describe()) << shape_line(p);
+  }
+  // Another activation, or none, is another problem: a line of its own.
+  Problem relu = gelu;
+  relu.epilogue = parse_epilogue("bias,relu");
+  expect_recorded_apart({gelu, plain, relu, silu});
+}
+
 // A grouped problem's line says N as gemm-tune --groups takes it, the mean columns of a group,
 // and reads back as the same problem.
 TEST(ShapeRecorder, AGroupedProblemWritesItsGroupsAndTheMeanN) {

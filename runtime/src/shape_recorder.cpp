@@ -82,6 +82,8 @@ std::string shape_line(const Problem& p) {
   if (p.fast_accumulation()) line += fmt::format(" accum={}", to_string(p.accumulation));
   if (p.grouped()) line += fmt::format(" groups={}", p.groups);
   if (p.masked()) line += fmt::format(" group_layout={}", to_string(p.group_layout));
+  // A fused store is another problem; none, the default, is not written, as for accum=.
+  if (!p.epilogue.none()) line += fmt::format(" epilogue={}", p.epilogue.name());
   // Leading dimensions below the read-back problem's tight ones (only where N was rounded up)
   // cannot be named: the tight ones stand for them.
   const Problem tight = make_problem(p.types, p.op_a, p.op_b, p.m, mean * groups, p.k);

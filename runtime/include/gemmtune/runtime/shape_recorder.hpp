@@ -12,7 +12,8 @@ namespace gemmtune {
 // "accum=fast" after it where a float8 problem accumulates fast (precise writes nothing), the
 // groups where it is grouped ("1536 256 2048 bf16 tn groups=128": N is then the mean columns of a
 // group, N / G rounded up; "... groups=128 group_layout=masked": N is a group's capacity, N / G),
-// lda=, ldb=, ldc= where they are not tight, "beta=1" where it reads C
+// the epilogue where there is one ("epilogue=bias,gelu"; none writes nothing), lda=, ldb=, ldc=
+// where they are not tight, "beta=1" where it reads C
 // (gemm-tune then tunes it apart), then a comment: "align=N" where the pointers were less aligned
 // than the leading dimensions (a shapes file cannot say so), "n=N" where N / G was rounded up.
 std::string shape_line(const Problem& problem);
