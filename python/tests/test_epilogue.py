@@ -201,8 +201,6 @@ def test_without_a_gpu_select_linear_raises_the_librarys_no_device_error():
     assert e.value.code == "no_device"
 
 
-@pytest.mark.xfail(strict=True, reason="runtime/src/shape_recorder.cpp does not write epilogue= "
-                                       "yet (gemm-tune's shapes file reads it)")
 def test_record_writes_the_epilogue(tmp_path):
     p = gemmtune.Problem("bf16", "tn", 4096, 8, 4096, 4096, 4096, 4096, epilogue="bias,gelu")
     assert gemmtune.record(p, tmp_path / "shapes.txt")
