@@ -9,7 +9,6 @@ namespace gemmtune {
 
 enum : int { BIAS_NONE = 0, BIAS_M = 1, BIAS_N = 2 };
 enum : int { ACT_IDENTITY = 0, ACT_RELU = 1, ACT_GELU = 2, ACT_GELU_TANH = 3, ACT_SILU = 4 };
-
 // The math library's functions of float and of double, by overload.
 GEMMTUNE_DEVICE_INLINE float erf_of(float x) {
   return erff(x);
@@ -68,12 +67,31 @@ struct EpilogueOp {
     }
   }
 
+  // The bias of D's elements (m, n) and (m + 1, n): BIAS_M's two neighbours, BIAS_N's one value
+  // twice; zeros without a bias, and past D. Stores that write through shared memory load it
+  // ahead of a run of values: a load among their stores (asm with a memory clobber) would wait a
+  // memory latency each.
+  template <int OUT>
+  GEMMTUNE_DEVICE_INLINE static float2 bias_pair(const GemmCore& core, int m, int n) {
+    if constexpr (BIAS == BIAS_M) {
+      return make_float2(bias_of<OUT>(core.bias, m, core.m),
+                         bias_of<OUT>(core.bias, m + 1, core.m));
+    } else if constexpr (BIAS == BIAS_N) {
+      const float b = bias_of<OUT>(core.bias, n, core.n);
+      return make_float2(b, b);
+    } else {
+      return make_float2(0.0f, 0.0f);
+    }
+  }
+
   // The activation, after C and the bias are in.
   GEMMTUNE_DEVICE_INLINE static float finish(float v) {
     if constexpr (ACTIVATION == ACT_IDENTITY)
       return v;
     else if constexpr (ACTIVATION == ACT_SILU)
-      return v / (1.0f + __expf(-v));  // __expf: two ulp, far below a bf16 output's rounding
+      // Approximate exp and division: errors of a few ulp, far below a bf16 output's rounding; a
+      // large -v makes the divisor infinite and the result -0, as SiLU's limit.
+      return __fdividef(v, 1.0f + __expf(-v));
     else
       return activate<float>(ACTIVATION, v);
   }
@@ -83,6 +101,10 @@ struct EpilogueOp {
   }
 
  private:
+  template <int OUT>
+  GEMMTUNE_DEVICE_INLINE static float bias_of(unsigned long long bias, int i, int extent) {
+    return i < extent ? load_bias<OUT>(bias, i) : 0.0f;
+  }
   template <int OUT>
   GEMMTUNE_DEVICE_INLINE static float load_bias(unsigned long long bias, int i) {
     if constexpr (OUT == GEMMTUNE_TYPE_F32)

@@ -135,11 +135,36 @@ struct TmaStore : Traits<Cfg> {
     return t.n_end >= args.core.n || n0 + 64 * MW <= t.n_end;
   }
 
-  // D's value of the accumulator `a` at the tile's kernel row r, column c (problem n and m: TMA
-  // stores do not swap), before C and the activation.
-  GEMMTUNE_DEVICE_INLINE static float value_at(const WgmmaArgs& args, float a, int r, int c) {
-    return Epi::template add_bias<Cfg::DTYPE>(args.core.alpha * a, args.core, c, r);
-  }
+  // The bias of a thread's values, loaded ahead of their stores (EpilogueOp::bias_pair): along N,
+  // of its rows (kernel rows are n: TMA stores do not swap), once a tile; along M, of a chunk's
+  // column pairs (m), as the chunk begins, before it waits for its buffer.
+  struct Bias {
+    float2 rows[MW][2];
+    float2 columns[8];
+    GEMMTUNE_DEVICE_INLINE void load_rows(const WgmmaArgs& args, int r0) {
+      if constexpr (Epi::BIAS == BIAS_N)
+#pragma unroll
+        for (int mb = 0; mb < MW; ++mb)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+            rows[mb][h] = Epi::template bias_pair<Cfg::DTYPE>(args.core, 0, r0 + mb * 64 + 8 * h);
+    }
+    // Column pairs c0 + 8 (first + q), q < PAIRS.
+    template <int PAIRS>
+    GEMMTUNE_DEVICE_INLINE void load_columns(const WgmmaArgs& args, int c0, int first) {
+      if constexpr (Epi::BIAS == BIAS_M)
+#pragma unroll
+        for (int q = 0; q < PAIRS; ++q)
+          columns[q] = Epi::template bias_pair<Cfg::DTYPE>(args.core, c0 + 8 * (first + q), 0);
+    }
+    // alpha * a + the bias of row block (mb, h), column pair q, element e.
+    GEMMTUNE_DEVICE_INLINE float add(float alpha, float a, int mb, int h, int q, int e) const {
+      const float v = alpha * a;
+      if constexpr (Epi::BIAS == BIAS_M) return v + (e ? columns[q].y : columns[q].x);
+      if constexpr (Epi::BIAS == BIAS_N) return v + rows[mb][h].x;
+      return v;
+    }
+  };
 
   // An f32 chunk into its buffer (READ_C: each value first read back from where it goes, C's old
   // value landed there by TMA). A chunk is 32 columns, four 8-column groups g of the accumulators;
@@ -147,11 +172,10 @@ struct TmaStore : Traits<Cfg> {
   // bytes: unit 2g + (lane % 4) / 2 of the row's 128, at 8 (lane % 2) in it, the unit swizzled to
   // unit ^ (row % 8) as TMA's 128-byte swizzle lays it out. A warp's 8 rows of 32 bytes an
   // instruction spread over all the banks twice: two wavefronts, the least for 256 bytes.
-  // (n0: the consumer's first kernel row; c0: the thread's first kernel column.)
   template <bool READ_C>
   GEMMTUNE_DEVICE_INLINE static void write_f32_chunk(const WgmmaArgs& args, unsigned char* buffer,
                                                      int chunk, const float (&acc)[MW][TN / 2],
-                                                     int n0, int c0) {
+                                                     const Bias& bias) {
     const int lane = threadIdx.x % 128;
     const int row8 = (lane % 32) / 4;  // the row's place in its 8-row swizzle atom
 #pragma unroll
@@ -164,9 +188,9 @@ struct TmaStore : Traits<Cfg> {
           const int unit = (2 * g + (lane % 4) / 2) ^ row8;
           const u32 address = ptx::smem_u32(buffer + row * 128 + unit * 16 + 8 * (lane % 2));
           const int i = 4 * (4 * chunk + g) + 2 * h;  // this thread's accumulator pair
-          const int r = n0 + row, c = c0 + 8 * (4 * chunk + g);
-          float v0 = value_at(args, acc[mb][i], r, c),
-                v1 = value_at(args, acc[mb][i + 1], r, c + 1);
+          const float alpha = args.core.alpha;
+          float v0 = bias.add(alpha, acc[mb][i], mb, h, g, 0),
+                v1 = bias.add(alpha, acc[mb][i + 1], mb, h, g, 1);
           if constexpr (READ_C) {
             const float2 old = ld_shared_f32x2(address);
             v0 = fmaf(args.core.beta, old.x, v0);
@@ -200,10 +224,14 @@ struct TmaStore : Traits<Cfg> {
     const int n0 = t.row0 + Tiles::rows_of(consumer) * 64 * MW;
     // The thread's first kernel row and column of its accumulators (store_registers.cuh).
     const int r0 = n0 + 16 * (lane / 32) + (lane % 32) / 4, c0 = t.col0 + 2 * (lane % 4);
+    Bias bias;
+    bias.load_rows(args, r0);
     if (READ_C && !c_early) load_first_c_chunks(args, s, t, consumer);
 #pragma unroll
     for (int chunk = 0; chunk < C_CHUNKS; ++chunk) {
       const int buffer = chunk % C_BUFFERS;
+      // A chunk's column pairs: 4 of f32 (32 columns), 8 of 16-bit values (64).
+      bias.template load_columns<F32_OUT ? 4 : 8>(args, c0, (F32_OUT ? 4 : 8) * chunk);
       if constexpr (READ_C) {
         ptx::mbarrier_wait(&s.c_loaded[consumer * C_BUFFERS + buffer], (c_phases >> buffer) & 1);
         c_phases ^= 1u << buffer;
@@ -219,7 +247,7 @@ struct TmaStore : Traits<Cfg> {
         ptx::named_barrier(1 + consumer, 128);
       }
       if constexpr (F32_OUT) {
-        write_f32_chunk<READ_C>(args, staging + buffer * C_CHUNK_BYTES, chunk, acc, n0, c0);
+        write_f32_chunk<READ_C>(args, staging + buffer * C_CHUNK_BYTES, chunk, acc, bias);
       } else {
 #pragma unroll
         for (int mb = 0; mb < MW; ++mb)
@@ -234,9 +262,9 @@ struct TmaStore : Traits<Cfg> {
             for (int b = 0; b < 4; ++b) {
               const int j = 8 * chunk + u + b / 2;  // this thread's accumulator pair 4j + 2 (b % 2)
               const int i = 2 * (2 * j + b % 2);
-              const int row = r0 + mb * 64 + 8 * (b % 2), c = c0 + 8 * j;
-              float v0 = value_at(args, acc[mb][i], row, c),
-                    v1 = value_at(args, acc[mb][i + 1], row, c + 1);
+              const float alpha = args.core.alpha;
+              float v0 = bias.add(alpha, acc[mb][i], mb, b % 2, u + b / 2, 0),
+                    v1 = bias.add(alpha, acc[mb][i + 1], mb, b % 2, u + b / 2, 1);
               if constexpr (READ_C) {
                 v0 = fmaf(args.core.beta, H::to_f32(u16(old[b] & 0xffff)), v0);
                 v1 = fmaf(args.core.beta, H::to_f32(u16(old[b] >> 16)), v1);
