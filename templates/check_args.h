@@ -2,8 +2,8 @@
 #pragma once
 #include "host_device.h"
 
-// One GEMM as the reference sees it. Points (row, col) of C are listed, or implicit
-// (rows == 0: point i is (i % m, i / m), every element).
+// One GEMM as the reference sees it. Points (row, col) of D are listed, or implicit
+// (rows == 0: point i is (i % out_rows, i / out_rows), every element).
 struct CheckArgs {
   unsigned long long a, b, c_init;  // operands as stored; c_init: C before the GEMM
   unsigned long long out;           // D after the GEMM under test (C's ld)
@@ -35,6 +35,9 @@ struct CheckArgs {
   unsigned long long bias;
   int bias_kind;
   int activation;
+  // Gate's value (0 none, 1 halves, 2 interleaved) and D's rows: m, or m / 2 when gated.
+  int gate;
+  int out_rows;
 };
 
 // The group that owns column c of a grouped problem, or -1 when none does: contiguous, the first

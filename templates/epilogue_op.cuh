@@ -1,7 +1,8 @@
 // The epilogue's arithmetic (gemmtune/types.hpp, Epilogue), one definition for every family's
-// store and for the reference: D = act(alpha * acc + beta * C + bias). A generated unit's Config
-// says which: BIAS (Bias's values: 0 none, 1 along M, 2 along N) and ACTIVATION (Activation's:
-// 0 identity, 1 ReLU, 2 GELU, 3 GELU's tanh form, 4 SiLU).
+// store and for the reference: D = act(alpha * acc + beta * C + bias), or gated, D's element i
+// act(gate_i) * up_i of op(A)'s gate and up rows. A generated unit's Config says which: BIAS
+// (Bias's values: 0 none, 1 along M, 2 along N), ACTIVATION (Activation's: 0 identity, 1 ReLU,
+// 2 GELU, 3 GELU's tanh form, 4 SiLU) and GATE (Gate's: 0 none, 1 halves, 2 interleaved).
 #pragma once
 #include "common.cuh"
 
@@ -9,6 +10,17 @@ namespace gemmtune {
 
 enum : int { BIAS_NONE = 0, BIAS_M = 1, BIAS_N = 2 };
 enum : int { ACT_IDENTITY = 0, ACT_RELU = 1, ACT_GELU = 2, ACT_GELU_TANH = 3, ACT_SILU = 4 };
+enum : int { GATE_NONE = 0, GATE_HALVES = 1, GATE_INTERLEAVED = 2 };
+
+// The rows of op(A) (of m) whose products gate and scale D's row i of a gated problem: the first
+// and second halves (Hugging Face's [gate; up]), or rows 2i and 2i + 1.
+GEMMTUNE_DEVICE_INLINE int gate_row_of(int gate, int i) {
+  return gate == GATE_INTERLEAVED ? 2 * i : i;
+}
+GEMMTUNE_DEVICE_INLINE int up_row_of(int gate, int i, int m) {
+  return gate == GATE_INTERLEAVED ? 2 * i + 1 : m / 2 + i;
+}
+
 // The math library's functions of float and of double, by overload.
 GEMMTUNE_DEVICE_INLINE float erf_of(float x) {
   return erff(x);
@@ -51,7 +63,7 @@ GEMMTUNE_DEVICE_INLINE F activate(int act, F v) {
 // A kernel's epilogue, from its Config.
 template <class Cfg>
 struct EpilogueOp {
-  static constexpr int BIAS = Cfg::BIAS, ACTIVATION = Cfg::ACTIVATION;
+  static constexpr int BIAS = Cfg::BIAS, ACTIVATION = Cfg::ACTIVATION, GATE = Cfg::GATE;
   static constexpr bool NONE = BIAS == BIAS_NONE && ACTIVATION == ACT_IDENTITY;
 
   // v plus the bias of output element (m, n) (of D's type OUT: data_types.h's codes). The store
@@ -98,6 +110,15 @@ struct EpilogueOp {
   GEMMTUNE_DEVICE_INLINE static void finish(float& v0, float& v1) {
     v0 = finish(v0);
     v1 = finish(v1);
+  }
+
+  // D's element (i, n) of a gated problem from alpha times its gate and up sums: act(gate + its
+  // bias) * (up + its bias), the bias along M that of their rows of op(A).
+  template <int OUT>
+  GEMMTUNE_DEVICE_INLINE static float gated(const GemmCore& core, float gate, float up, int i,
+                                            int n) {
+    const float g = add_bias<OUT>(gate, core, gate_row_of(GATE, i), n);
+    return finish(g) * add_bias<OUT>(up, core, up_row_of(GATE, i, core.m), n);
   }
 
  private:

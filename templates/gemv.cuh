@@ -442,14 +442,14 @@ struct Kernel {
 // Defaults, so that `nvcc -arch=sm_90 -cubin -x cu gemv.cuh` builds and disassembles both
 // orientations offline: bf16 tn with N == 1 (dot) and bf16 nn with N == 1 (axpy, K split).
 struct GemmtuneGemvDotDefault {
-  static constexpr int BIAS = 0, ACTIVATION = 0;  // no epilogue
+  static constexpr int BIAS = 0, ACTIVATION = 0, GATE = 0;  // no epilogue
   static constexpr int DTYPE = 2, SIDE = 0, THREADS = 256, ROWS = 2, UNROLL = 4, KSPLIT = 1,
                        VEC = 8;
   static constexpr int XCHUNK = 8192;
   static constexpr bool A_T = true, B_T = false;
 };
 struct GemmtuneGemvAxpyDefault {
-  static constexpr int BIAS = 0, ACTIVATION = 0;  // no epilogue
+  static constexpr int BIAS = 0, ACTIVATION = 0, GATE = 0;  // no epilogue
   static constexpr int DTYPE = 2, SIDE = 0, THREADS = 256, ROWS = 1, UNROLL = 4, KSPLIT = 16,
                        VEC = 8;
   static constexpr int XCHUNK = 8192;

@@ -503,7 +503,7 @@ struct Kernel {
 // the template offline:
 //   nvcc -x cu -gencode=arch=compute_80,code=sm_80 -cubin -I templates templates/mma_sm80.cuh
 struct GemmtuneMma80Default {
-  static constexpr int BIAS = 0, ACTIVATION = 0;  // no epilogue
+  static constexpr int BIAS = 0, ACTIVATION = 0, GATE = 0;  // no epilogue
   static constexpr int BM = 128, BN = 128, BK = 32, WM = 64, WN = 64, STAGES = 4, GROUP = 8,
                        VEC = 8, SPLITS = 1, GROUP_TABLE = 0;
   static constexpr bool A_T = true, B_T = false;

@@ -281,7 +281,7 @@ struct Kernel {
 #ifndef GEMMTUNE_GENERATED
 // Defaults, so that `nvcc -arch=sm_90 -cubin simt.cuh -x cu` builds and disassembles it offline.
 struct GemmtuneSimtDefault {
-  static constexpr int BIAS = 0, ACTIVATION = 0;  // no epilogue
+  static constexpr int BIAS = 0, ACTIVATION = 0, GATE = 0;  // no epilogue
   static constexpr int BM = 128, BN = 128, BK = 8, WM = 64, WN = 32, TM = 8, TN = 8;
   static constexpr int VEC = 4, STAGES = 2, GROUP = 8;
   static constexpr bool A_T = false, B_T = false;

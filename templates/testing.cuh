@@ -54,37 +54,23 @@ extern "C" __global__ void gemmtune_fill_scales(unsigned long long p, long long 
   }
 }
 
-// ref = act(alpha * sum_k s_k op(A)[r,k] op(B)[k,c] + beta * C_init[r,c] + bias), in double, s_k
-// the scale of the product (check_args.h); scale is the size an honest float result's error is
-// measured against: |alpha| * ||(s_k a_k b_k)_k||_2 + |beta c| + |bias|, times the steepest slope
-// of the activation (GELU's 1.13), through which the error of its input passes.
-extern "C" __global__ void gemmtune_reference(const CheckArgs args) {
-  const int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i >= args.points) return;
-  const int* rows = reinterpret_cast<const int*>(args.rows);
-  const int* cols = reinterpret_cast<const int*>(args.cols);
-  const long long r = rows ? rows[i] : i % args.m;
-  const long long c = cols ? cols[i] : i / args.m;
-  // A grouped problem's A: the G stored matrices one after another, its group's.
-  const int group = args.groups > 0
-                        ? gemmtune_group_of(reinterpret_cast<const int*>(args.group_ends),
-                                            args.groups, args.group_capacity, c)
-                        : 0;
-  if (group < 0) {  // in no group: C as it was (beta == 0: the poison), marked by scale -1
-    const double c0 = gemmtune::testing::element(args.c_init, r, c, args.ldc, args.type_c);
-    reinterpret_cast<double*>(args.ref)[i] = args.beta != 0.0f ? c0 : nan("");
-    reinterpret_cast<double*>(args.scale)[i] = -1.0;
-    return;
-  }
+namespace gemmtune {
+namespace testing {
+
+// alpha * sum_k s_k op(A)[r,k] op(B)[k,c] in double, s_k the scale of the product
+// (check_args.h), with the bias of (r, c) (r: op(A)'s row), and the size an honest float result's
+// error is measured against: |alpha| * ||(s_k a_k b_k)_k||_2 + |bias|.
+struct Sum {
+  double value, scale;
+};
+GEMMTUNE_DEVICE_INLINE Sum sum_of(const CheckArgs& args, long long r, long long c, int group) {
   const long long a0 = (long long)group * (args.op_a == 0 ? args.k : args.m);
   double sum = 0.0, squares = 0.0;
   for (long long k = 0; k < args.k; ++k) {
-    const double a = args.op_a == 0
-                         ? gemmtune::testing::element(args.a, r, a0 + k, args.lda, args.type_a)
-                         : gemmtune::testing::element(args.a, k, a0 + r, args.lda, args.type_a);
-    const double b = args.op_b == 0
-                         ? gemmtune::testing::element(args.b, k, c, args.ldb, args.type_b)
-                         : gemmtune::testing::element(args.b, c, k, args.ldb, args.type_b);
+    const double a = args.op_a == 0 ? element(args.a, r, a0 + k, args.lda, args.type_a)
+                                    : element(args.a, k, a0 + r, args.lda, args.type_a);
+    const double b = args.op_b == 0 ? element(args.b, k, c, args.ldb, args.type_b)
+                                    : element(args.b, c, k, args.ldb, args.type_b);
     const double product = a * b *
                            gemmtune_product_scale(reinterpret_cast<const float*>(args.scale_a),
                                                   reinterpret_cast<const float*>(args.scale_b),
@@ -92,25 +78,65 @@ extern "C" __global__ void gemmtune_reference(const CheckArgs args) {
     sum += product;
     squares += product * product;
   }
-  double ref = double(args.alpha) * sum;
-  double scale = fabs(double(args.alpha)) * sqrt(squares);
+  Sum out{double(args.alpha) * sum, fabs(double(args.alpha)) * sqrt(squares)};
+  if (args.bias_kind != BIAS_NONE) {
+    const double bias = element(args.bias, args.bias_kind == BIAS_M ? r : c, 0, 1, args.type_c);
+    out.value += bias;
+    out.scale += fabs(bias);
+  }
+  return out;
+}
+
+// The activation's steepest slope (GELU's 1.13), through which its input's error passes.
+GEMMTUNE_DEVICE_INLINE double slope_bound(int activation) {
+  return activation == ACT_IDENTITY ? 1.0 : 1.13;
+}
+
+}  // namespace testing
+}  // namespace gemmtune
+
+// ref = act(alpha * sum_k s_k op(A)[r,k] op(B)[k,c] + beta * C_init[r,c] + bias), in double
+// (testing::sum_of); its scale grows by |beta c| and passes through the activation's slope. A
+// gated problem's D(r, c) = act(gate) * up of op(A)'s gate and up rows (epilogue_op.cuh), the
+// scale that of a product: slope * scale(gate) * |up| + |act(gate)| * scale(up).
+extern "C" __global__ void gemmtune_reference(const CheckArgs args) {
+  using namespace gemmtune::testing;
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= args.points) return;
+  const int* rows = reinterpret_cast<const int*>(args.rows);
+  const int* cols = reinterpret_cast<const int*>(args.cols);
+  const long long r = rows ? rows[i] : i % args.out_rows;
+  const long long c = cols ? cols[i] : i / args.out_rows;
+  // A grouped problem's A: the G stored matrices one after another, its group's.
+  const int group = args.groups > 0
+                        ? gemmtune_group_of(reinterpret_cast<const int*>(args.group_ends),
+                                            args.groups, args.group_capacity, c)
+                        : 0;
+  double* ref = reinterpret_cast<double*>(args.ref) + i;
+  double* scale = reinterpret_cast<double*>(args.scale) + i;
+  if (group < 0) {  // in no group: C as it was (beta == 0: the poison), marked by scale -1
+    const double c0 = element(args.c_init, r, c, args.ldc, args.type_c);
+    *ref = args.beta != 0.0f ? c0 : nan("");
+    *scale = -1.0;
+    return;
+  }
+  const double slope = slope_bound(args.activation);
+  if (args.gate != gemmtune::GATE_NONE) {
+    const Sum gate = sum_of(args, gemmtune::gate_row_of(args.gate, int(r)), c, group);
+    const Sum up = sum_of(args, gemmtune::up_row_of(args.gate, int(r), args.m), c, group);
+    const double act = gemmtune::activate<double>(args.activation, gate.value);
+    *ref = act * up.value;
+    *scale = slope * gate.scale * fabs(up.value) + fabs(act) * up.scale;
+    return;
+  }
+  Sum s = sum_of(args, r, c, group);
   if (args.beta != 0.0f) {  // beta == 0: C_init may hold NaN and must not matter
-    const double c0 = gemmtune::testing::element(args.c_init, r, c, args.ldc, args.type_c);
-    ref += double(args.beta) * c0;
-    scale += fabs(double(args.beta) * c0);
+    const double c0 = element(args.c_init, r, c, args.ldc, args.type_c);
+    s.value += double(args.beta) * c0;
+    s.scale += fabs(double(args.beta) * c0);
   }
-  if (args.bias_kind != gemmtune::BIAS_NONE) {
-    const long long at = args.bias_kind == gemmtune::BIAS_M ? r : c;
-    const double bias = gemmtune::testing::element(args.bias, at, 0, 1, args.type_c);
-    ref += bias;
-    scale += fabs(bias);
-  }
-  if (args.activation != gemmtune::ACT_IDENTITY) {
-    ref = gemmtune::activate<double>(args.activation, ref);
-    scale *= 1.13;
-  }
-  reinterpret_cast<double*>(args.ref)[i] = ref;
-  reinterpret_cast<double*>(args.scale)[i] = scale;
+  *ref = gemmtune::activate<double>(args.activation, s.value);
+  *scale = slope * s.scale;
 }
 
 // Compares out with the reference at every point: error = |out - ref| / (|ref| + scale).
@@ -120,8 +146,8 @@ extern "C" __global__ void gemmtune_check(const CheckArgs args) {
   if (i >= args.points) return;
   const int* rows = reinterpret_cast<const int*>(args.rows);
   const int* cols = reinterpret_cast<const int*>(args.cols);
-  const long long r = rows ? rows[i] : i % args.m;
-  const long long c = cols ? cols[i] : i / args.m;
+  const long long r = rows ? rows[i] : i % args.out_rows;
+  const long long c = cols ? cols[i] : i / args.out_rows;
   const double out = gemmtune::testing::element(args.out, r, c, args.ldc, args.type_c);
   const double ref = reinterpret_cast<const double*>(args.ref)[i];
   const double scale = reinterpret_cast<const double*>(args.scale)[i];

@@ -66,6 +66,22 @@ inline std::vector<Problem> sample_problems(const std::vector<std::string>& layo
     fast.accumulation = Accumulation::fast;
     out.push_back(fast);
   }
+  // Epilogues: a bias and an activation on a large problem and a decode one; gated ones (SwiGLU,
+  // GeGLU) where the weights are stored along K, their two layouts, decode and prefill.
+  if (std::find(layouts.begin(), layouts.end(), "tn") != layouts.end()) {
+    const std::tuple<int64_t, int64_t, int64_t, const char*> fused[] = {
+        {4096, 4096, 4096, "bias,gelu"},
+        {6144, 24, 4096, "bias_n,silu"},
+        {22016, 8, 4096, "swiglu"},
+        {4096, 2048, 4096, "bias,geglu,interleaved"},
+        {1000, 300, 700, "swiglu,interleaved"}};
+    for (const auto& [m, n, k, epilogue] : fused) {
+      Problem p = make_problem(DataType::bf16, Op::T, Op::N, m, n, k);
+      p.epilogue = parse_epilogue(epilogue);
+      p.ldc = p.output_rows();
+      out.push_back(p);
+    }
+  }
   // Grouped (mixture-of-experts layers): decode, prefill, and a layout of torch._grouped_mm's.
   const std::tuple<DataType, const char*, int64_t, int64_t, int64_t, int64_t> grouped[] = {
       {DataType::bf16, "tn", 1536, 8, 2048, 128},

@@ -32,8 +32,8 @@ Problem with_epilogue(Problem p, const char* epilogue) {
   return p;
 }
 
-const char* const kEpilogues[] = {"bias",      "bias_n",          "relu",          "bias,gelu",
-                                  "gelu_tanh", "bias_n,silu",     "bias,relu",     "silu",
+const char* const kEpilogues[] = {"bias",      "bias_n",          "relu",      "bias,gelu",
+                                  "gelu_tanh", "bias_n,silu",     "bias,relu", "silu",
                                   "bias,silu", "bias_n,gelu_tanh"};
 
 // Each family on problems it serves, odd sizes and its own paths: wgmma's TMA and register
@@ -62,14 +62,45 @@ TEST_F(Epilogues, EveryFamilyAppliesEveryEpilogue) {
   }
 }
 
+// Gated epilogues on wgmma_sm90: decode (SWAP) and prefill tiles, both layouts, ragged D rows
+// (M / 2 not a multiple of 64), the bias along M and N, through the library's default and a
+// sample of the family's space (every candidate as the tuner checks it).
+TEST_F(Epilogues, GatedEpiloguesMultiplyTheActivatedGateByUp) {
+  if (IsSkipped()) return;
+  Library lib = library_for("wgmma_sm90");
+  const Family& wgmma = find_family("wgmma_sm90");
+  const char* const gated[] = {"swiglu",        "bias,geglu",         "swiglu,interleaved",
+                               "bias_n,reglu",  "bias,geglu_tanh,interleaved"};
+  for (const auto& [m, n, k] : {std::tuple{22016, 8, 512}, {300, 70, 200}, {4096, 520, 384},
+                                {2000, 1, 300}, {1000, 300, 700}})
+    for (const char* e : gated) {
+      Problem p = with_epilogue(make_problem(DType::bf16, Op::T, Op::N, m, n, k), e);
+      p.ldc = p.output_rows() + 3;
+      if (!why_unsupported(wgmma, p, device_.arch).empty()) continue;
+      const Verdict v = check_library(lib, p, 1.25f, 0.0f);
+      EXPECT_TRUE(v.ok) << p.describe() << ": " << v.message;
+    }
+  // A sample of the space: the tuner's candidates, each checked as the tuner would.
+  Problem p = with_epilogue(make_problem(DType::f16, Op::T, Op::N, 1000, 300, 700),
+                            "bias,swiglu,interleaved");
+  p.ldc = p.output_rows();
+  const Pruning space = wgmma.prune(p, device_.arch);
+  ASSERT_FALSE(space.valid.empty());
+  for (size_t i = 0; i < space.valid.size(); i += std::max<size_t>(1, space.valid.size() / 12)) {
+    const KernelConfig& c = space.valid[i];
+    const ReadyKernel k = prepare_kernel(compiler_, c, p, device_.arch);
+    const Verdict v = check(k, p, 1.0f, 0.0f);
+    EXPECT_TRUE(v.ok) << wgmma.kernel_name(c) << ": " << v.message;
+  }
+}
+
 // A residual add: D = alpha AB + C + bias into D's own buffer; C keeps its values.
 TEST_F(Epilogues, DOfItsOwnLeavesCAsItWas) {
   if (IsSkipped()) return;
   for (const std::string family : {"wgmma_sm90", "mma_sm80", "gemv", "simt"}) {
-    Problem p = with_epilogue(
-        make_problem(family == "simt" ? DType::f32 : DType::bf16, Op::T, Op::N, 512,
-                     family == "gemv" ? 1 : 256, 384),
-        "bias");
+    Problem p = with_epilogue(make_problem(family == "simt" ? DType::f32 : DType::bf16, Op::T,
+                                           Op::N, 512, family == "gemv" ? 1 : 256, 384),
+                              "bias");
     p.reads_c = true;
     if (!why_unsupported(find_family(family), p, device_.arch).empty()) continue;
     Library lib = library_for(family);

@@ -214,6 +214,79 @@ TEST(KernelConfig, JsonRoundTrip) {
   error_of([] { KernelConfig::from_json("not json"); }, Errc::invalid_argument);
 }
 
+// Gated epilogues (SwiGLU, GeGLU): named by their activation, D of half op(A)'s rows, no C.
+TEST(Problem, GatedEpiloguesHalveDAndReadNoC) {
+  for (const char* text : {"swiglu", "geglu", "geglu_tanh", "reglu", "bias,swiglu",
+                           "swiglu,interleaved", "bias_n,geglu,interleaved"})
+    EXPECT_EQ(parse_epilogue(text).name(), text);
+  EXPECT_EQ(parse_epilogue("interleaved,SwiGLU").name(), "swiglu,interleaved");
+  EXPECT_EQ(parse_epilogue("swiglu").activation, Activation::silu);
+  EXPECT_EQ(parse_epilogue("swiglu").gate, Gate::halves);
+  EXPECT_NE(parse_epilogue("swiglu"), parse_epilogue("silu"));
+  EXPECT_NE(parse_epilogue("swiglu"), parse_epilogue("swiglu,interleaved"));
+  error_of([] { parse_epilogue("swiglu,gelu"); }, Errc::invalid_argument);
+  EXPECT_NE(error_of([] { parse_epilogue("gelu,interleaved"); }, Errc::invalid_argument)
+                .find("a gated one"),
+            std::string::npos);
+
+  Problem p = make_problem(DType::bf16, Op::T, Op::N, 2 * 11008, 16, 4096);
+  p.epilogue = parse_epilogue("swiglu");
+  p.ldc = 11008;  // D's rows
+  validate(p);
+  EXPECT_EQ(p.output_rows(), 11008);
+  Problem plain = p;
+  plain.epilogue = {};
+  plain.ldc = p.m;
+  EXPECT_EQ(plain.operand_bytes() - p.operand_bytes(), 11008.0 * 16 * 2);  // D is half
+  Problem odd = p;
+  odd.m = 101;
+  EXPECT_NE(error_of([&] { validate(odd); }, Errc::invalid_argument).find("even M"),
+            std::string::npos);
+  Problem reading = p;
+  reading.reads_c = true;
+  error_of([&] { validate(reading); }, Errc::invalid_argument);
+  Problem narrow = p;
+  narrow.ldc = 11007;
+  EXPECT_NE(error_of([&] { validate(narrow); }, Errc::invalid_argument).find("M / 2, gated"),
+            std::string::npos);
+  // Only wgmma_sm90 has gated kernels, and only with the weights stored along K.
+  const ArchInfo h100 = ArchInfo::from_name("sm_90a");
+  const std::vector<const Family*> families = families_for(p, h100);
+  ASSERT_EQ(families.size(), 1u);
+  EXPECT_EQ(families[0]->name(), "wgmma_sm90");
+  EXPECT_NE(why_unsupported(find_family("mma_sm80"), p, h100).find("no gated kernels"),
+            std::string::npos);
+  Problem nn = make_problem(DType::bf16, Op::N, Op::N, 2048, 16, 4096);
+  nn.epilogue = p.epilogue;
+  nn.ldc = 1024;
+  EXPECT_NE(why_unsupported(*families[0], nn, h100).find("stored along K"), std::string::npos);
+}
+
+// Every gated default pairs gate and up rows as the store expects, on decode and prefill shapes.
+TEST(Families, WgmmaGatedDefaultsPairGateAndUpRows) {
+  const ArchInfo h100 = ArchInfo::from_name("sm_90a");
+  const Family& wgmma = find_family("wgmma_sm90");
+  for (const auto& [m, n, k] : {std::tuple{22016, 1, 4096},
+                                {22016, 8, 4096},
+                                {28672, 64, 8192},
+                                {8192, 32, 4096},
+                                {22016, 4096, 4096},
+                                {28672, 2048, 8192},
+                                {2000, 300, 700},
+                                {768, 128, 768}})
+    for (const char* e : {"swiglu", "bias,geglu,interleaved"}) {
+      Problem p = make_problem(DType::bf16, Op::T, Op::N, m, n, k);
+      p.epilogue = parse_epilogue(e);
+      p.ldc = p.output_rows();
+      const KernelConfig c = wgmma.default_config(p, h100);
+      EXPECT_EQ(wgmma.why_invalid(c, p, h100), "") << p.describe();
+      EXPECT_EQ(c.at("EPILOGUE"), 0) << p.describe();
+      const Pruning space = wgmma.prune(p, h100);
+      EXPECT_GT(space.valid.size(), 10u) << p.describe();
+      EXPECT_GT(space.pruned_by.at("gated_gate_and_up_in_turn"), 0) << p.describe();
+    }
+}
+
 // A configuration carries its problem's epilogue: stored, named, emitted and checked against the
 // problem it is used for.
 TEST(KernelConfig, TheEpilogueIsStoredNamedEmittedAndMatched) {
@@ -225,7 +298,7 @@ TEST(KernelConfig, TheEpilogueIsStoredNamedEmittedAndMatched) {
     EXPECT_EQ(c.epilogue, p.epilogue) << f->name();
     EXPECT_EQ(KernelConfig::from_json(c.to_json()), c) << f->name();
     EXPECT_TRUE(f->kernel_name(c).ends_with("_bias_silu")) << f->kernel_name(c);
-    EXPECT_NE(f->emit(c, h100).find("static constexpr int BIAS = 1, ACTIVATION = 4;"),
+    EXPECT_NE(f->emit(c, h100).find("static constexpr int BIAS = 1, ACTIVATION = 4, GATE = 0;"),
               std::string::npos)
         << f->name();
     EXPECT_EQ(why_unusable(c, p, h100), "") << f->name();

@@ -86,8 +86,8 @@ std::string args_static_assert(const ArgsLayout& args) {
 }  // namespace
 
 std::string epilogue_constants(const Epilogue& e) {
-  return fmt::format("  static constexpr int BIAS = {}, ACTIVATION = {};\n", int(e.bias),
-                     int(e.activation));
+  return fmt::format("  static constexpr int BIAS = {}, ACTIVATION = {}, GATE = {};\n", int(e.bias),
+                     int(e.activation), int(e.gate));
 }
 
 std::string epilogue_suffix(const Epilogue& e) {
@@ -180,7 +180,8 @@ const Family& find_family(std::string_view name) {
 
 bool takes_kind_of(const Family& family, const Problem& problem) {
   return (!problem.grouped() || family.takes_groups()) &&
-         (problem.epilogue.none() || family.takes_epilogues());
+         (problem.epilogue.none() || family.takes_epilogues()) &&
+         (!problem.epilogue.gated() || family.takes_gated());
 }
 
 std::string why_unsupported(const Family& family, const Problem& problem, const ArchInfo& arch) {
@@ -188,6 +189,9 @@ std::string why_unsupported(const Family& family, const Problem& problem, const 
     return fmt::format("the {} family has no grouped kernels", family.name());
   if (!problem.epilogue.none() && !family.takes_epilogues())
     return fmt::format("the {} family has no kernels with an epilogue ({})", family.name(),
+                       problem.epilogue.name());
+  if (problem.epilogue.gated() && !family.takes_gated())
+    return fmt::format("the {} family has no gated kernels ({})", family.name(),
                        problem.epilogue.name());
   return family.unsupported_reason(problem, arch);
 }

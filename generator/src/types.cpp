@@ -1,11 +1,13 @@
 #include "gemmtune/types.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
 #include <limits>
 #include <tuple>
+#include <vector>
 
 #include "gemmtune/generator/util.hpp"
 
@@ -154,18 +156,45 @@ std::string_view to_string(Activation activation) noexcept {
   return "?";
 }
 
+namespace {
+
+// A gated epilogue's name by its activation: SwiGLU's SiLU, GeGLU's GELU, ReGLU's ReLU.
+constexpr std::pair<std::string_view, Activation> kGatedNames[] = {
+    {"swiglu", Activation::silu},
+    {"geglu", Activation::gelu},
+    {"geglu_tanh", Activation::gelu_tanh},
+    {"reglu", Activation::relu}};
+
+std::string_view gated_name(Activation activation) {
+  for (const auto& [name, a] : kGatedNames)
+    if (a == activation) return name;
+  return "?";
+}
+
+}  // namespace
+
 std::string Epilogue::name() const {
   if (none()) return "none";
-  std::string out = bias == Bias::m ? "bias" : bias == Bias::n ? "bias_n" : "";
-  if (activation != Activation::identity)
-    out += fmt::format("{}{}", out.empty() ? "" : ",", to_string(activation));
-  return out;
+  std::vector<std::string_view> parts;
+  if (bias != Bias::none) parts.push_back(bias == Bias::m ? "bias" : "bias_n");
+  if (gated())
+    parts.push_back(gated_name(activation));
+  else if (activation != Activation::identity)
+    parts.push_back(to_string(activation));
+  if (gate == Gate::interleaved) parts.push_back("interleaved");
+  return fmt::format("{}", fmt::join(parts, ","));
 }
 
 Epilogue parse_epilogue(std::string_view text) {
   Epilogue e;
   if (lower(text) == "none") return e;
-  bool has_bias = false, has_activation = false;
+  bool has_bias = false, has_activation = false, interleaved = false;
+  auto set_activation = [&](Activation a) {
+    GT_REQUIRE(!has_activation, Errc::invalid_argument,
+               "epilogue: more than one activation (a gated name is one)");
+    e.activation = a;
+    has_activation = true;
+  };
   for (bool more = !text.empty(); more;) {
     const size_t comma = text.find(',');
     const std::string part = lower(text.substr(0, comma));
@@ -177,19 +206,25 @@ Epilogue parse_epilogue(std::string_view text) {
       has_bias = true;
       continue;
     }
+    if (part == "interleaved") {
+      interleaved = true;
+      continue;
+    }
     bool known = false;
     for (Activation a : {Activation::identity, Activation::relu, Activation::gelu,
                          Activation::gelu_tanh, Activation::silu})
-      if (part == to_string(a)) {
-        GT_REQUIRE(!has_activation, Errc::invalid_argument, "epilogue: more than one activation");
-        e.activation = a;
-        known = has_activation = true;
-      }
+      if (part == to_string(a)) set_activation(a), known = true;
+    for (const auto& [name, a] : kGatedNames)
+      if (part == name) set_activation(a), e.gate = Gate::halves, known = true;
     GT_REQUIRE(known, Errc::invalid_argument,
-               "unknown epilogue part '{}' (expected bias, bias_n, relu, gelu, gelu_tanh, silu "
-               "or identity, comma-separated)",
+               "unknown epilogue part '{}' (expected bias, bias_n, relu, gelu, gelu_tanh, silu, "
+               "identity, or a gated swiglu, geglu, geglu_tanh, reglu with interleaved, "
+               "comma-separated)",
                part);
   }
+  GT_REQUIRE(!interleaved || e.gated(), Errc::invalid_argument,
+             "epilogue: interleaved is the layout of a gated one (swiglu, geglu, ...)");
+  if (interleaved) e.gate = Gate::interleaved;
   return e;
 }
 
@@ -275,8 +310,8 @@ std::string Problem::layout() const {
 double Problem::operand_bytes() const {
   return double(m) * double(k) * double(group_count()) * element_bytes(types.a) +
          double(k) * double(n) * element_bytes(types.b) +
-         double(m) * double(n) * (reads_c ? element_bytes(types.c) : 0) +
-         double(m) * double(n) * element_bytes(types.d) + bias_bytes();
+         double(output_rows()) * double(n) * (reads_c ? element_bytes(types.c) : 0) +
+         double(output_rows()) * double(n) * element_bytes(types.d) + bias_bytes();
 }
 
 double Problem::bias_bytes() const {
@@ -403,7 +438,13 @@ void validate(const Problem& p) {
   GT_REQUIRE(p.ldb >= p.rows_b(), Errc::invalid_argument,
              "ldb ({}) must be at least the rows of B as stored ({}: op(B)={}, {})", p.ldb,
              p.rows_b(), to_char(p.op_b), p.op_b == Op::N ? "K" : "N");
-  GT_REQUIRE(p.ldc >= p.m, Errc::invalid_argument, "ldc ({}) must be at least M ({})", p.ldc, p.m);
+  GT_REQUIRE(!p.epilogue.gated() || (p.m % 2 == 0 && !p.reads_c), Errc::invalid_argument,
+             "epilogue {}: a gated epilogue takes an even M (gate and up rows; D has M / 2) and "
+             "reads no C (beta = 0), got M = {}{}",
+             p.epilogue.name(), p.m, p.reads_c ? " and beta != 0" : "");
+  GT_REQUIRE(p.ldc >= p.output_rows(), Errc::invalid_argument,
+             "ldc ({}) must be at least D's rows ({}{})", p.ldc, p.output_rows(),
+             p.epilogue.gated() ? ": M / 2, gated" : ": M");
   GT_REQUIRE(p.groups >= 0 && p.groups <= kMaxGroups, Errc::invalid_argument,
              "groups must be 0 (one GEMM) or 1 to {} (got {})", kMaxGroups, p.groups);
   GT_REQUIRE(p.group_layout == GroupLayout::contiguous || p.grouped(), Errc::invalid_argument,
@@ -417,7 +458,7 @@ void validate(const Problem& p) {
   for (const auto& [name, rows, cols, ld, type] :
        {std::tuple{'A', p.rows_a(), p.cols_a_stored(), p.lda, p.types.a},
         std::tuple{'B', p.rows_b(), p.cols_b(), p.ldb, p.types.b},
-        std::tuple{'C', p.m, p.n, p.ldc, p.types.c}})
+        std::tuple{'C', p.output_rows(), p.n, p.ldc, p.types.c}})
     GT_REQUIRE(span_bytes(rows, cols, ld, element_bytes(type)) >= 0, Errc::invalid_argument,
                "{} spans more than 2^62 bytes (ld {} x {} columns): no GPU holds that", name, ld,
                cols);

@@ -183,10 +183,12 @@ struct Launcher::MapKey {
   uint32_t box0, box1;
   DataType type;
   Swizzle swizzle;
-  // layer_stride > 0: a 3-D map over `layers` matrices, layer_stride elements apart
+  // layer_stride > 0: a 3-D map over `layers` matrices, layer_stride elements apart, a box of
+  // box2 of them
   int64_t layers = 1, layer_stride = 0;
+  uint32_t box2 = 1;
   auto tie() const {
-    return std::tie(ptr, rows, cols, ld, box0, box1, type, swizzle, layers, layer_stride);
+    return std::tie(ptr, rows, cols, ld, box0, box1, type, swizzle, layers, layer_stride, box2);
   }
   bool operator<(const MapKey& o) const { return tie() < o.tie(); }
 };
@@ -210,7 +212,7 @@ GemmTensorMap Launcher::tensor_map(const MapKey& key) {
   const int bytes = element_bytes(key.type);
   const cuuint64_t dims[3] = {cuuint64_t(key.rows), cuuint64_t(key.cols), cuuint64_t(key.layers)};
   const cuuint64_t strides[2] = {cuuint64_t(key.ld * bytes), cuuint64_t(key.layer_stride * bytes)};
-  const cuuint32_t box[3] = {key.box0, key.box1, 1};
+  const cuuint32_t box[3] = {key.box0, key.box1, key.box2};
   const cuuint32_t element_strides[3] = {1, 1, 1};
   const cuuint32_t rank = key.layer_stride > 0 ? 3 : 2;
   GT_CU(cuTensorMapEncodeTiled(&map, map_type(key.type), rank, reinterpret_cast<void*>(key.ptr),
@@ -311,12 +313,22 @@ void Launcher::fill_arguments(std::byte* args, const LaunchPlan& plan, const Pro
     if (m.made_flag != 0 && !tma_aligned(ptr, ld, m.type)) continue;
     GT_REQUIRE(tma_aligned(ptr, ld, m.type), Errc::internal,
                "a tensor map over an operand that is not 16-byte aligned ({})", p.describe());
-    const int64_t rows = a ? p.rows_a() : b ? p.rows_b() : p.m;
+    const int64_t rows = a ? p.rows_a() : b ? p.rows_b() : p.output_rows();
     const int64_t cols = a ? p.cols_a() : b ? p.cols_b() : p.n;
     MapKey key{ptr, rows, cols, ld, m.box_rows, m.box_cols, m.type, m.swizzle};
     if (m.per_group) {
       key.layers = p.groups;
       key.layer_stride = p.group_stride_a();
+    }
+    if (m.gate_layers) {
+      // op(A)'s rows (K-major A: its stored columns) as D's rows of two layers, gate and up: the
+      // halves, or every other row.
+      const bool interleaved = p.epilogue.gate == Gate::interleaved;
+      key.cols = p.output_rows();
+      key.ld = interleaved ? 2 * p.lda : p.lda;
+      key.layers = 2;
+      key.layer_stride = interleaved ? p.lda : p.output_rows() * p.lda;
+      key.box2 = 2;
     }
     const GemmTensorMap map = tensor_map(key);
     std::memcpy(args + m.offset, &map, sizeof(map));

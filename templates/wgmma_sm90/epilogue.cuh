@@ -3,6 +3,7 @@
 // beta != 0.
 #pragma once
 #include "ptx/tma.cuh"
+#include "wgmma_sm90/store_gated.cuh"
 #include "wgmma_sm90/store_registers.cuh"
 #include "wgmma_sm90/store_tma.cuh"
 
@@ -19,6 +20,7 @@ struct Epilogue : Traits<Cfg> {
   using Smem = SharedMemory<Cfg>;
   using RegisterStore = wgmma_sm90::RegisterStore<Cfg>;
   using TmaStore = wgmma_sm90::TmaStore<Cfg>;
+  using GatedStore = wgmma_sm90::GatedStore<Cfg>;
 
   // D's map was made (D aligned), and C's where C is read.
   GEMMTUNE_DEVICE_INLINE static bool stores_by_tma(const WgmmaArgs& args) {
@@ -38,15 +40,19 @@ struct Epilogue : Traits<Cfg> {
   GEMMTUNE_DEVICE_INLINE static void store(const WgmmaArgs& args, const Smem& s, Tile t,
                                            int consumer, const float (&acc)[MW][TN / 2],
                                            u32& c_phases, bool c_early, int kpart = 0) {
-    if constexpr (TMA_STORE) {
-      if (stores_by_tma(args) && TmaStore::stays_in_group(args, t, consumer)) {
-        if constexpr (READS_C)
-          if (args.core.beta != 0.0f)
-            return TmaStore::template store<true>(args, s, t, consumer, acc, c_phases, c_early);
-        return TmaStore::template store<false>(args, s, t, consumer, acc, c_phases, false);
+    if constexpr (T::GATED) {
+      GatedStore::store(args, t, consumer, acc);  // no C, no TMA stores (the family's rules)
+    } else {
+      if constexpr (TMA_STORE) {
+        if (stores_by_tma(args) && TmaStore::stays_in_group(args, t, consumer)) {
+          if constexpr (READS_C)
+            if (args.core.beta != 0.0f)
+              return TmaStore::template store<true>(args, s, t, consumer, acc, c_phases, c_early);
+          return TmaStore::template store<false>(args, s, t, consumer, acc, c_phases, false);
+        }
       }
+      RegisterStore::store(args, t, consumer, acc, kpart);
     }
-    RegisterStore::store(args, t, consumer, acc, kpart);
   }
 
   // Before the CTA exits, its TMA stores must have read their shared memory.

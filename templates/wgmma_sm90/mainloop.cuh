@@ -101,6 +101,20 @@ struct Mainloop : Traits<Cfg> {
     }
   }
 
+  // A gated problem's A (K-major), ROWS kernel rows from mn0 (a multiple of 128): ROWS / 128
+  // boxes of its 3-D map (the launch plan's gated map: D's rows, then gate or up), each 64 rows
+  // of the gate part then the same 64 of the up part, so that a thread's accumulators hold both
+  // values of its outputs (store_gated.cuh). Rows past D's read zeros.
+  template <int ROWS, bool STREAMED>
+  GEMMTUNE_DEVICE_INLINE static void load_gated(unsigned char* dst, const GemmTensorMap* map,
+                                                u64* bar, int mn0, int k0, u64 policy) {
+    static_assert(ROWS % 128 == 0, "gated tiles hold 64 gate and 64 up rows in turn");
+#pragma unroll
+    for (int b = 0; b < ROWS / 128; ++b)
+      ptx::tma_load_3d(dst + b * 128 * 128, map, bar, k0, mn0 / 2 + 64 * b, 0,
+                       STREAMED ? policy : 0);
+  }
+
   // With SWAP (skinny problems), P is op(A): read once, so it is loaded with an L2 evict-first
   // hint and does not push the small, reused operand out of L2.
   GEMMTUNE_DEVICE_INLINE static void load_stage(const WgmmaArgs& args, const Smem& s, int stage,
@@ -111,12 +125,19 @@ struct Mainloop : Traits<Cfg> {
     const GemmTensorMap* q_map = SWAP ? &args.map_b : &args.map_a;
 #pragma unroll
     for (int sub = 0; sub < KSUB; ++sub) {
-      load_operand<P_KMAJOR, TM, SHARE_P, SWAP, SWAP && T::GROUPED>(
-          s.p + stage * P_BYTES + sub * P_SUB_BYTES, p_map, bar, t.row0, kb * BK + SUB_K * sub,
-          rank, policy, t.group);
-      load_operand<Q_KMAJOR, TN, SHARE_Q, false, !SWAP && T::GROUPED>(
-          s.q + stage * Q_BYTES + sub * Q_SUB_BYTES, q_map, bar, t.col0, kb * BK + SUB_K * sub,
-          rank, policy, t.group);
+      unsigned char* p = s.p + stage * P_BYTES + sub * P_SUB_BYTES;
+      unsigned char* q = s.q + stage * Q_BYTES + sub * Q_SUB_BYTES;
+      const int k0 = kb * BK + SUB_K * sub;
+      if constexpr (T::GATED && SWAP)
+        load_gated<TM, true>(p, p_map, bar, t.row0, k0, policy);
+      else
+        load_operand<P_KMAJOR, TM, SHARE_P, SWAP, SWAP && T::GROUPED>(p, p_map, bar, t.row0, k0,
+                                                                      rank, policy, t.group);
+      if constexpr (T::GATED && !SWAP)
+        load_gated<TN, false>(q, q_map, bar, t.col0, k0, policy);
+      else
+        load_operand<Q_KMAJOR, TN, SHARE_Q, false, !SWAP && T::GROUPED>(q, q_map, bar, t.col0, k0,
+                                                                        rank, policy, t.group);
     }
   }
 

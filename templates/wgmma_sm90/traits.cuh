@@ -113,6 +113,9 @@ struct Traits {
   // A grouped problem: its tiles come from the group table (groups.cuh), A's loads name a group.
   static constexpr int GROUP_TABLE = Cfg::GROUP_TABLE;
   static constexpr bool GROUPED = GROUP_TABLE > 0;
+  // A gated epilogue (SwiGLU, GeGLU): A's rows load as 64 gate rows, then their 64 up rows
+  // (mainloop.cuh, load_gated), and the store multiplies the two (store_gated.cuh).
+  static constexpr bool GATED = Cfg::GATE != 0;
   // The C tile staged for TMA stores (layout.h): per consumer, C_CHUNKS chunks of C_CHUNK_COLS
   // kernel columns (a 128-byte swizzle row each) through C_BUFFERS buffers, and C_BARRIERS
   // barriers with beta != 0.

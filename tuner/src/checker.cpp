@@ -58,6 +58,8 @@ CheckArgs check_args(const ProblemData& d, float alpha, float beta) {
   a.bias = d.bias.ptr();
   a.bias_kind = int(p.epilogue.bias);
   a.activation = int(p.epilogue.activation);
+  a.gate = int(p.epilogue.gate);
+  a.out_rows = int(p.output_rows());
   return a;
 }
 
@@ -302,7 +304,7 @@ struct Verifier::Case {
   Case(const Checker& checker, const Problem& p, float alpha_, float beta_, uint64_t seed,
        CUstream stream, Routing routing = Routing::uniform)
       : data(p, checker, seed, stream, routing), alpha(alpha_), beta(beta_) {
-    const int64_t elements = p.m * p.n;
+    const int64_t elements = p.output_rows() * p.n;
     all_points = elements <= (int64_t(1) << 18);
     if (!all_points) sample_points(p, seed, sampled_rows, sampled_cols);
     points = all_points ? int(elements) : int(sampled_rows.size());
@@ -335,16 +337,17 @@ struct Verifier::Case {
   static void sample_points(const Problem& p, uint64_t seed, std::vector<int>& r,
                             std::vector<int>& c) {
     std::mt19937_64 rng(seed);
+    const int64_t rows = p.output_rows();  // D's
     auto add = [&](int64_t i, int64_t j) {
-      r.push_back(int(std::clamp<int64_t>(i, 0, p.m - 1)));
+      r.push_back(int(std::clamp<int64_t>(i, 0, rows - 1)));
       c.push_back(int(std::clamp<int64_t>(j, 0, p.n - 1)));
     };
-    for (int64_t i : {int64_t(0), p.m - 1})
+    for (int64_t i : {int64_t(0), rows - 1})
       for (int64_t j : {int64_t(0), p.n - 1}) add(i, j);
-    std::uniform_int_distribution<int64_t> any_m(0, p.m - 1), any_n(0, p.n - 1);
+    std::uniform_int_distribution<int64_t> any_m(0, rows - 1), any_n(0, p.n - 1);
     for (int t = 0; t < 512; ++t) {
-      add(p.m - 1 - t % 8, any_n(rng));  // last rows
-      add(any_m(rng), p.n - 1 - t % 8);  // last columns
+      add(rows - 1 - t % 8, any_n(rng));  // last rows
+      add(any_m(rng), p.n - 1 - t % 8);   // last columns
     }
     while (r.size() < 4096) add(any_m(rng), any_n(rng));
   }
@@ -364,6 +367,7 @@ int64_t data_bytes(const Problem& p) {
 Problem smaller_probe(const Problem& problem) {
   Problem probe = problem;
   probe.m = std::min<int64_t>(problem.m, 331);
+  if (problem.epilogue.gated()) probe.m = std::min<int64_t>(problem.m, 330);  // even: gate, up
   probe.n = std::min<int64_t>(problem.n, 299);
   probe.k = std::min<int64_t>(problem.k, 523);
   // A masked problem's N stays G times a capacity.
@@ -378,7 +382,7 @@ Problem smaller_probe(const Problem& problem) {
   };
   probe.lda = ld_for(probe.rows_a(), problem.types.a);
   probe.ldb = ld_for(probe.rows_b(), problem.types.b);
-  probe.ldc = ld_for(probe.m, problem.types.c);
+  probe.ldc = ld_for(probe.output_rows(), problem.types.c);
   return probe;
 }
 
@@ -401,8 +405,10 @@ Verifier::Verifier(const Checker& checker, const Problem& problem, float alpha, 
   const Routing other = Routing::ragged;
   if (sampled)
     cases_.push_back(std::make_unique<Case>(checker, probe, alpha, beta, seed + 7, stream, other));
-  cases_.push_back(
-      std::make_unique<Case>(checker, probe, alpha, other_beta, seed + 11, stream, other));
+  // A gated problem reads no C: it has no other beta path.
+  if (!problem.epilogue.gated())
+    cases_.push_back(
+        std::make_unique<Case>(checker, probe, alpha, other_beta, seed + 11, stream, other));
   GT_CU(cuStreamSynchronize(stream));
 }
 
@@ -445,9 +451,10 @@ Verdict Verifier::verify(const RunFn& run, CUstream stream, bool kernel_reads_c)
     }
     if (!cs->all_points) {
       // Columns in no group keep the NaN of a beta = 0 run; every other element is finite.
-      const int64_t kept = cs->beta == 0.0f ? p.m * (p.n - cs->data.grouped_columns()) : 0;
-      const int64_t nonfinite =
-          checker_.count_nonfinite(cs->data.c.ptr(), p.ldc, p.m, p.n, p.types.c, stream);
+      const int64_t kept =
+          cs->beta == 0.0f ? p.output_rows() * (p.n - cs->data.grouped_columns()) : 0;
+      const int64_t nonfinite = checker_.count_nonfinite(cs->data.c.ptr(), p.ldc, p.output_rows(),
+                                                         p.n, p.types.c, stream);
       if (nonfinite != kept) {
         total.ok = false;
         total.bad += std::abs(nonfinite - kept);

@@ -65,24 +65,37 @@ Accumulation parse_accumulation(std::string_view text);  // "precise", "fast"
 //               cuBLAS's order, y^T = W x^T) or along N, of D's type, read by the store; never
 //               materialized in C.
 //   activation: identity, ReLU, GELU (erf), GELU (tanh form), SiLU.
+//   gate:       none, or gated (SwiGLU, GeGLU): op(A)'s M rows hold a gate part and an up part,
+//               and D's row i = act(gate row's value) * up row's value, D of M / 2 rows. The parts
+//               are op(A)'s two halves (`halves`, [gate; up] as Hugging Face stores them) or rows
+//               2i and 2i + 1 (`interleaved`). The bias (along M: op(A)'s rows) is added to both
+//               before; a gated problem reads no C.
 // Each is a different kernel, so the epilogue is part of a problem's identity.
 enum class Bias { none, m, n };
 enum class Activation { identity, relu, gelu, gelu_tanh, silu };
+enum class Gate { none, halves, interleaved };
 std::string_view to_string(Activation activation) noexcept;
 
 struct Epilogue {
   Bias bias = Bias::none;
   Activation activation = Activation::identity;
+  Gate gate = Gate::none;
 
-  bool none() const { return bias == Bias::none && activation == Activation::identity; }
+  bool none() const { return bias == Bias::none && activation == Activation::identity && !gated(); }
+  bool gated() const { return gate != Gate::none; }
   // "none", else its parts joined by commas: "bias" (along M), "bias_n", then the activation
-  // ("relu", "gelu", "gelu_tanh", "silu"): "bias,gelu". parse_epilogue() reads it back.
+  // ("relu", "gelu", "gelu_tanh", "silu"), or for a gated one its name ("swiglu": SiLU, "geglu":
+  // GELU, "geglu_tanh", "reglu": ReLU) and "interleaved" for that layout: "bias,gelu",
+  // "swiglu,interleaved". parse_epilogue() reads it back.
   std::string name() const;
-  bool operator==(const Epilogue& o) const { return bias == o.bias && activation == o.activation; }
+  bool operator==(const Epilogue& o) const {
+    return bias == o.bias && activation == o.activation && gate == o.gate;
+  }
   bool operator!=(const Epilogue& o) const { return !(*this == o); }
 };
-// "none" or "" for none, else comma-separated parts in any order, at most one of each kind;
-// throws Error(invalid_argument) naming the part it does not know.
+// "none" or "" for none, else comma-separated parts in any order, at most one of each kind (a
+// gated name is the activation's; "interleaved" needs one); throws Error(invalid_argument) naming
+// the part it does not know.
 Epilogue parse_epilogue(std::string_view text);
 
 // The K (and, for op(A), M) extent of one block of `block` scaling.
@@ -163,6 +176,8 @@ struct Problem {
   double operand_bytes() const;
   // The bias vector's bytes (M or N values of D's type), 0 without one.
   double bias_bytes() const;
+  // D's rows (and C's): M, or M / 2 with a gated epilogue.
+  int64_t output_rows() const { return epilogue.gated() ? m / 2 : m; }
   std::string shape() const;      // "8192x8192x8192"
   std::string beta_mark() const;  // " beta!=0" if it reads C, else ""
   // "bf16 tn 8192x8192x8192 lda=8192 ldb=8192 ldc=8192 align=16", then the scaling when there
@@ -224,7 +239,8 @@ inline constexpr int64_t kMaxGroups = 4096;
 // operands without scaling or scaling of other types, a float8 output, groups < 0 or above
 // kMaxGroups, a grouped problem with scaling (not defined yet), a masked layout without groups or
 // with N not a multiple of G, fast accumulation other than of float8 with tensor or row scaling,
-// an epilogue on a grouped problem (not defined yet).
+// an epilogue on a grouped problem (not defined yet), a gated one with an odd M or reading C,
+// ldc below D's rows.
 void validate(const Problem& problem);
 
 // The alignment class of a problem from its addresses and leading dimensions.

@@ -500,6 +500,17 @@ std::vector<Rule<P>> rules() {
        }},
       // A consumer whose rows a group ends inside stores from registers (TmaStore::stays_in_group);
       // with beta != 0 the producer would load C for its TMA stores all the same.
+      // store_gated.cuh: each thread multiplies its own gate and up values.
+      {"gated_gate_and_up_in_turn",
+       "gated: a tile's rows of op(A) are 64 gate and 64 up rows in turn, a pair in each consumer "
+       "warpgroup (two 64-row blocks with SWAP, kernel columns in 128s without), stored from "
+       "registers, one CTA a tile",
+       kRows + Members{&P::tma_store, &P::cluster, &P::cluster_k},
+       [](const Config& c, const Problem& p, const ArchInfo&) {
+         if (!p.epilogue.gated()) return true;
+         const bool paired = c.swap ? blocks_per_warpgroup(c) == 2 : tile_cols(c) % 128 == 0;
+         return paired && c.tma_store == 0 && c.cluster == 11 && c.cluster_k == 1;
+       }},
       {"grouped_tma_stores_beta_zero",
        "a grouped problem stores by TMA only with beta = 0 (where a group ends inside a tile, "
        "from registers)",
@@ -570,6 +581,8 @@ class WgmmaSm90Family final : public FamilyOf<P> {
   // Grouped problems: templates/wgmma_sm90/groups.cuh (the table: templates/group_table.cuh).
   bool takes_groups() const override { return true; }
   bool takes_epilogues() const override { return true; }
+  // Gated epilogues: templates/wgmma_sm90/store_gated.cuh, A's loads in mainloop.cuh.
+  bool takes_gated() const override { return true; }
 
   std::string unsupported_reason(const Problem& problem, const ArchInfo& arch) const override {
     if (element_bytes(problem.types.a) == 1) {
@@ -579,6 +592,11 @@ class WgmmaSm90Family final : public FamilyOf<P> {
       return "the wgmma family computes f16 and bf16, every operand of one type, and float8";
     }
     if (arch.cc != 90 || !arch.arch_specific) return "the wgmma family needs sm_90a (Hopper)";
+    if (problem.epilogue.gated() && problem.op_a != Op::T)
+      return fmt::format(
+          "epilogue {}: a gated epilogue needs the weights stored along K (op(A) = T, layout t_: "
+          "an nn.Linear's), where TMA can load gate and up rows in turn",
+          problem.epilogue.name());
     if (problem.grouped() && problem.op_b == Op::T)
       return "grouped problems need op(B) = N, the tokens stored along K (x as torch keeps it): "
              "a group starts at any column, and TMA faults on a box whose contiguous side starts "
@@ -626,6 +644,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     s.set(&P::group_table, {group_table_of(p)});
     if (element_bytes(p.types.a) == 1) narrow_to_fp8(s, p);
     if (p.grouped()) narrow_to_groups(s);
+    if (p.epilogue.gated()) narrow_to_gated(s);
     s.rules = rules();
     return s;
   }
@@ -639,6 +658,27 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     s.set(&P::splits, {1});
     s.set(&P::cluster_k, {1});
     s.set(&P::cluster, {11, 21});
+  }
+
+  // A gated problem's tiles store from registers, one CTA each (gated_gate_and_up_in_turn).
+  static void narrow_to_gated(Space<P>& s) {
+    s.set(&P::tma_store, {0});
+    s.set(&P::cluster, {11});
+    s.set(&P::cluster_k, {1});
+  }
+
+  // The default made for a gated problem: a consumer's rows of op(A) a gate block and an up
+  // block (one consumer of 128 rows where SWAP had two of 64), or kernel columns in 128s.
+  static Config for_gated(Config c, const Problem& p) {
+    if (!p.epilogue.gated()) return c;
+    c.tma_store = 0, c.cluster = 11, c.cluster_k = 1;
+    if (c.swap) {
+      c.bm = std::max<int64_t>(128, round_up(c.bm, 128));
+      c.wg = c.pingpong ? 2 : c.bm / 128;
+    } else {
+      c.bm = std::min<int64_t>(256, round_up(c.bm, 128));
+    }
+    return c;
   }
 
   // The default made for a grouped problem (narrow_to_groups).
@@ -716,7 +756,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     c = with_paying_cluster(c, p, arch);
     if (tiles_of(p, c.bm, c.bn) <= arch.sms && !one_wave_tma_store) c.tma_store = 0;
     if (split_where_few) c = with_schedule(c, p, arch);
-    return repaired(with_fitting_stages(for_groups(c, p), arch), p, arch);
+    return repaired(with_fitting_stages(for_gated(for_groups(c, p), p), arch), p, arch);
   }
 
   // Float8: tiles of 128 tokens (problem n, two consumer warpgroups) by 128 of m, multicast in
@@ -743,7 +783,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
       // through the workspace instead, docs/notebook/issue-33.md, runs 241 and 242).
       c.bn = round_up(p.n, 64), c.wg = c.bn / 64, c.stages = 8, c.cluster = 11, c.tma_store = 0;
       c.cluster_k = 2;
-      return with_overlap(repaired(with_fitting_stages(c, arch), p, arch));
+      return with_overlap(repaired(with_fitting_stages(for_gated(c, p), arch), p, arch));
     } else if (tiles_of(p, 128, 128) < arch.sms) {
       c.bn = 64, c.wg = 1;
     } else if (p.scaling != Scaling::block && tiles_of(p, 192, 128) >= arch.sms) {
@@ -758,7 +798,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     c = with_paying_cluster(c, p, arch);
     if (tiles_of(p, c.bm, c.bn) <= arch.sms) c.tma_store = c.swap ? 0 : c.tma_store;
     c = with_schedule(c, p, arch);
-    return with_overlap(repaired(with_fitting_stages(c, arch), p, arch));
+    return with_overlap(repaired(with_fitting_stages(for_gated(c, p), arch), p, arch));
   }
 
   // The share of the SMs the last round of bm x 128 tiles keeps busy.
@@ -920,6 +960,9 @@ class WgmmaSm90Family final : public FamilyOf<P> {
       m.box_cols = k_major ? uint32_t(shared ? rows / 2 : rows) : (shared ? 32u : 64u);
       m.offset = g.args.offset_of(member);
       m.per_group = operand == Operand::a && c.group_table > 0;
+      // A gated problem's A: boxes of 64 rows of gate and up each (mainloop.cuh, load_gated).
+      m.gate_layers = operand == Operand::a && c.epilogue.gated();
+      if (m.gate_layers) m.box_cols = 64;
       g.maps.push_back(m);
     };
     box(Operand::a, a_kmajor(c), c.swap ? tile_rows(c) : tile_cols(c), shares_a(c), "map_a");

@@ -68,6 +68,8 @@ class Family {
   virtual bool takes_groups() const { return false; }
   // Whether its kernels apply a problem's epilogue (bias, activation) in their store.
   virtual bool takes_epilogues() const { return false; }
+  // And gated ones (Epilogue::gate): D of half op(A)'s rows, gate times up.
+  virtual bool takes_gated() const { return false; }
 
   virtual SpaceSummary space_summary(const Problem& problem, const ArchInfo& arch) const = 0;
   // The valid points of the default space, pruned while they are enumerated.
@@ -130,7 +132,8 @@ std::string smem_static_assert(std::string_view expression, int64_t bytes);
 // The same for the threads of a block: the kernel's K::THREADS must be what the plan launches.
 std::string threads_static_assert(int64_t threads);
 // struct Config's lines of the problem's epilogue, the same in every family's unit:
-// "  static constexpr int BIAS = 1, ACTIVATION = 2;" (the enumerators' values, epilogue.cuh).
+// "  static constexpr int BIAS = 1, ACTIVATION = 2, GATE = 0;" (the enumerators' values,
+// epilogue_op.cuh).
 std::string epilogue_constants(const Epilogue& epilogue);
 // What a kernel's name ends with for the epilogue: "" for none, else "_bias_gelu".
 std::string epilogue_suffix(const Epilogue& epilogue);
@@ -246,7 +249,7 @@ std::string why_unusable(const KernelConfig& config, const Problem& problem, con
 KernelConfig with_derived_params(KernelConfig config, const Problem& tuned, const Problem& problem,
                                  const ArchInfo& arch);
 // Whether the family takes problems of this kind (grouped ones only if it takes_groups(), ones
-// with an epilogue only if it takes_epilogues()).
+// with an epilogue only if it takes_epilogues(), gated ones only if it takes_gated()).
 bool takes_kind_of(const Family& family, const Problem& problem);
 // unsupported_reason, or why the family does not take problems of this kind.
 std::string why_unsupported(const Family& family, const Problem& problem, const ArchInfo& arch);

@@ -43,6 +43,10 @@ struct TensorMapPlan {
   // A's map of a grouped problem: 3-D, over its G stored matrices (a box is of one of them), so
   // that a tile past a group's last row or K reads zeros, not the next group's values.
   bool per_group = false;
+  // A's map of a gated problem (K-major A): 3-D, op(A)'s rows as D's M / 2 rows of two layers,
+  // the gate part and the up part (Epilogue::gate's halves or interleaved rows); a box of
+  // `box_cols` rows holds them of both layers, gate first. Rows past D's read zeros.
+  bool gate_layers = false;
 };
 
 // Where the parts of a family's argument struct lie (offsetof, on the host, over the same
