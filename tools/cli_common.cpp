@@ -354,6 +354,7 @@ Problem make_cli_problem(const TypeArgs& types, const std::string& layout, int64
   p.groups = groups;
   p.group_layout = group_layout;
   p.epilogue = parse_epilogue(types.epilogue);
+  p.ldc = std::max<int64_t>(1, p.output_rows());  // tight: D's rows, M / 2 when gated
   if (lda) p.lda = lda;
   if (ldb) p.ldb = ldb;
   if (ldc) p.ldc = ldc;

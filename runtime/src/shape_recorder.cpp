@@ -86,7 +86,9 @@ std::string shape_line(const Problem& p) {
   if (!p.epilogue.none()) line += fmt::format(" epilogue={}", p.epilogue.name());
   // Leading dimensions below the read-back problem's tight ones (only where N was rounded up)
   // cannot be named: the tight ones stand for them.
-  const Problem tight = make_problem(p.types, p.op_a, p.op_b, p.m, mean * groups, p.k);
+  Problem tight = make_problem(p.types, p.op_a, p.op_b, p.m, mean * groups, p.k);
+  tight.epilogue = p.epilogue;
+  tight.ldc = std::max<int64_t>(1, tight.output_rows());  // D's rows: M / 2 when gated
   const int64_t lda = std::max(p.lda, tight.lda), ldb = std::max(p.ldb, tight.ldb),
                 ldc = std::max(p.ldc, tight.ldc);
   if (lda != tight.lda) line += fmt::format(" lda={}", lda);
