@@ -198,3 +198,33 @@ extern "C" __global__ void gemmtune_epilogue_pass(unsigned long long d, long lon
     gemmtune::store_from_f32(out, at, type, gemmtune::activate<float>(activation, v));
   }
 }
+
+// The pass after a gated problem's GEMM in a framework (F.linear, then act(g) * u: the cuBLAS
+// baseline's, tuner/src/cublas.cpp): D(i, c) = act(gate + its bias) * (up + its bias) of the
+// M x N scratch (leading dimension ld_from) into D (rows = M / 2 rows, ld), rows gate_row_of and
+// up_row_of (epilogue_op.cuh), the bias of D's type along M (op(A)'s rows) or N (added to both),
+// on float. Rows along threadIdx.x (coalesced), columns along y.
+extern "C" __global__ void gemmtune_gated_pass(unsigned long long from, long long ld_from,
+                                               unsigned long long d, long long ld, int rows, int n,
+                                               int type, unsigned long long bias, int bias_kind,
+                                               int activation, int gate) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= rows) return;
+  const void* in = reinterpret_cast<const void*>(from);
+  void* out = reinterpret_cast<void*>(d);
+  const void* b = reinterpret_cast<const void*>(bias);
+  const int gate_row = gemmtune::gate_row_of(gate, i),
+            up_row = gemmtune::up_row_of(gate, i, 2 * rows);
+  const bool along_m = bias_kind == gemmtune::BIAS_M;
+  const float gate_bias = along_m ? gemmtune::load_as_f32(b, gate_row, type) : 0.0f;
+  const float up_bias = along_m ? gemmtune::load_as_f32(b, up_row, type) : 0.0f;
+  for (long long c = blockIdx.y * (long long)blockDim.y + threadIdx.y; c < n;
+       c += (long long)gridDim.y * blockDim.y) {
+    const float column_bias =
+        bias_kind == gemmtune::BIAS_N ? gemmtune::load_as_f32(b, c, type) : 0.0f;
+    const float g =
+        gemmtune::load_as_f32(in, gate_row + c * ld_from, type) + gate_bias + column_bias;
+    const float u = gemmtune::load_as_f32(in, up_row + c * ld_from, type) + up_bias + column_bias;
+    gemmtune::store_from_f32(out, i + c * ld, type, gemmtune::activate<float>(activation, g) * u);
+  }
+}

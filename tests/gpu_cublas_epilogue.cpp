@@ -1,7 +1,8 @@
 // The cuBLAS baseline with an epilogue (tuner/src/cublas.cpp): cuBLASLt's own epilogue where it
 // has it, else the GEMM and the elementwise pass (testing.cuh's gemmtune_epilogue_pass), through
 // the verifier against the fp64 reference (act(alpha AB + beta C + bias)), both beta paths, for
-// every bias and activation, f32, f16, bf16 and float8. prepare() takes the path the rules say,
+// every bias and activation, f32, f16, bf16 and float8; gated ones (the GEMM into a scratch
+// buffer, then the gated pass) against act(gate) * up. prepare() takes the path the rules say,
 // or the pass where cuBLASLt finds no algorithm with the epilogue (printed). cuBLASLt's GELU is
 // checked to be the tanh form on the host. Prints each case's path and error.
 #include <cmath>
@@ -102,6 +103,38 @@ TEST_F(CublasEpilogue, Float8MatchesTheReferenceOnEitherPath) {
         }
         check(p, 1.0f, beta, /*whole=*/false);
       }
+}
+
+// Gated problems: the GEMM into the scratch buffer (the bias along M by cuBLASLt where it has
+// it), then the gated pass, against the reference's act(gate) * up, both layouts, the bias along
+// M and N, decode and prefill, ldc = M / 2 and wider; the scratch grows from the small problems
+// to the large.
+TEST_F(CublasEpilogue, GatedEpiloguesMatchTheReference) {
+  const char* const gated[] = {"swiglu",
+                               "bias,swiglu",
+                               "bias_n,geglu",
+                               "reglu",
+                               "swiglu,interleaved",
+                               "bias,geglu_tanh,interleaved",
+                               "bias_n,swiglu,interleaved"};
+  struct Shape {
+    DataType type;
+    int64_t m, n, k, extra_ldc;
+  };
+  const std::vector<Shape> shapes = {{DataType::bf16, 2 * 1000, 70, 300, 0},
+                                     {DataType::bf16, 22016, 8, 512, 0},
+                                     {DataType::f16, 2 * 333, 129, 200, 5},
+                                     {DataType::f32, 256, 64, 96, 0}};
+  for (const Shape& s : shapes)
+    for (const char* epilogue : gated) {
+      Problem p = make_problem(s.type, Op::T, Op::N, s.m, s.n, s.k);
+      p.epilogue = parse_epilogue(epilogue);
+      p.ldc = p.output_rows() + s.extra_ldc;
+      p.align = alignment_class(p.types, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
+      if (cublas_gated_bias_in_gemm(p, cublas_->features()))
+        std::cout << "  the bias by cuBLASLt's BIAS epilogue, in the GEMM:\n";
+      check(p, 1.25f, 0.0f, /*whole=*/true);
+    }
 }
 
 // What cuBLASLt's CUBLASLT_EPILOGUE_GELU computes, its documentation silent: closer to the tanh

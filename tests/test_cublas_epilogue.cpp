@@ -1,7 +1,8 @@
 // The epilogue baseline's rules that need no GPU (cublaslt_epilogue, cublas_epilogue_path): which
-// epilogues cuBLASLt applies itself and which take the GEMM and then the elementwise pass; and
-// that pass (testing.cuh's gemmtune_epilogue_pass) compiles, without spills, for every
-// architecture. What the GPU then computes is gpu_cublas_epilogue.cpp's.
+// epilogues cuBLASLt applies itself and which take the GEMM and then the elementwise pass, and
+// the gated ones' GEMM (gated_gemm_problem, cublas_gated_bias_in_gemm); and that the passes
+// (testing.cuh's gemmtune_epilogue_pass and gemmtune_gated_pass) compile, without spills, for
+// every architecture. What the GPU then computes is gpu_cublas_epilogue.cpp's.
 #include <gtest/gtest.h>
 
 #include "gemmtune/generator/family.hpp"
@@ -91,15 +92,80 @@ TEST(CublasEpilogue, PathsHaveNames) {
   EXPECT_EQ(to_string(EpiloguePath::none), "none");
   EXPECT_EQ(to_string(EpiloguePath::cublaslt), "cublaslt");
   EXPECT_EQ(to_string(EpiloguePath::pass), "gemm+pass");
+  EXPECT_EQ(to_string(EpiloguePath::gated_pass), "gemm+gated pass");
+}
+
+// A gated problem: "tn", D of M / 2 rows (ldc = M / 2), as linear's gate_up projection.
+Problem gated_problem(const char* epilogue, DataType type = DataType::bf16) {
+  Problem p = with_epilogue(make_problem(type, Op::T, Op::N, 2 * 1000, 70, 300), epilogue);
+  p.ldc = p.output_rows();
+  p.align = alignment_class(p.types, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
+  return p;
+}
+
+const char* const kGated[] = {"swiglu",
+                              "bias,swiglu",
+                              "bias_n,geglu",
+                              "reglu",
+                              "geglu_tanh,interleaved",
+                              "bias,swiglu,interleaved",
+                              "bias_n,reglu,interleaved"};
+
+// No library fuses gate and up: the GEMM, then the gated pass, with or without cuBLASLt.
+TEST(CublasEpilogue, GatedEpiloguesTakeTheGemmThenTheGatedPass) {
+  CublasFeatures without_lt = cublas13();
+  without_lt.lt_version = 0;
+  for (DataType type : {DataType::f32, DataType::f16, DataType::bf16})
+    for (const char* e : kGated) {
+      const Problem p = gated_problem(e, type);
+      EXPECT_EQ(cublas_epilogue_path(p, cublas13()), EpiloguePath::gated_pass) << e;
+      EXPECT_EQ(cublas_epilogue_path(p, without_lt), EpiloguePath::gated_pass) << e;
+      EXPECT_EQ(cublas_why_unsupported(p, cublas13()), "") << e;
+    }
+}
+
+// The GEMM before the pass: every row of op(A) into an M x N buffer, no C, no activation, the
+// bias along M only where asked (cuBLASLt's BIAS epilogue).
+TEST(CublasEpilogue, TheGatedGemmIsTheWholeProjectionIntoAnMByNBuffer) {
+  const Problem p = gated_problem("bias,swiglu,interleaved");
+  const Problem plain = gated_gemm_problem(p, false);
+  EXPECT_EQ(plain.m, 2000);
+  EXPECT_EQ(plain.n, 70);
+  EXPECT_EQ(plain.k, 300);
+  EXPECT_EQ(plain.ldc, 2000);
+  EXPECT_EQ(plain.output_rows(), 2000);
+  EXPECT_TRUE(plain.epilogue.none());
+  EXPECT_FALSE(plain.reads_c);
+  EXPECT_EQ(plain.lda, p.lda);
+  EXPECT_NO_THROW(validate(plain));
+  const Problem biased = gated_gemm_problem(p, true);
+  EXPECT_EQ(biased.epilogue.name(), "bias");
+  EXPECT_EQ(cublas_epilogue_path(biased, cublas13()), EpiloguePath::cublaslt);
+  EXPECT_LE(plain.align, p.align);  // the problem's A and B, and the scratch's ld
+}
+
+// cuBLASLt adds a bias along M in the GEMM; a bias along N, or no cuBLASLt, leaves it to the pass.
+TEST(CublasEpilogue, TheGatedBiasGoesIntoTheGemmWhereCuBlasLtHasIt) {
+  EXPECT_TRUE(cublas_gated_bias_in_gemm(gated_problem("bias,swiglu"), cublas13()));
+  EXPECT_TRUE(cublas_gated_bias_in_gemm(gated_problem("bias,geglu,interleaved"), cublas13()));
+  EXPECT_FALSE(cublas_gated_bias_in_gemm(gated_problem("swiglu"), cublas13()));
+  EXPECT_FALSE(cublas_gated_bias_in_gemm(gated_problem("bias_n,swiglu"), cublas13()));
+  EXPECT_FALSE(cublas_gated_bias_in_gemm(make_problem(DataType::bf16, Op::T, Op::N, 64, 64, 64),
+                                         cublas13()));
+  CublasFeatures f = cublas13();
+  f.lt_version = 0;
+  EXPECT_FALSE(cublas_gated_bias_in_gemm(gated_problem("bias,swiglu"), f));
 }
 
 TEST(CublasEpilogue, TheElementwisePassCompilesWithoutSpills) {
   for (const char* arch : {"sm_80", "sm_90a"}) {
     const CompiledKernel k = Compiler(false).compile(
         make_source("gemmtune_testing", "#include \"testing.cuh\"\n"), ArchInfo::from_name(arch));
-    const PtxasReport r = parse_ptxas_report(k.log, "gemmtune_epilogue_pass");
-    EXPECT_TRUE(r.found) << arch << "\n" << k.log;
-    EXPECT_EQ(r.spills(), 0) << arch;
+    for (const char* kernel : {"gemmtune_epilogue_pass", "gemmtune_gated_pass"}) {
+      const PtxasReport r = parse_ptxas_report(k.log, kernel);
+      EXPECT_TRUE(r.found) << arch << " " << kernel << "\n" << k.log;
+      EXPECT_EQ(r.spills(), 0) << arch << " " << kernel;
+    }
   }
 }
 

@@ -91,7 +91,8 @@ double tflops(const gt::Problem& p, double ms) {
   return ms > 0 ? p.flops() / (ms * 1e-3) / 1e12 : 0;
 }
 
-// The fewest bytes a GEMM moves: A and B read once, C written (and read when beta != 0).
+// The fewest bytes a GEMM moves: A and B read once, D written (and C read when beta != 0): a
+// gated problem's D has M / 2 rows (Problem::operand_bytes counts output_rows()).
 double min_bytes(const gt::Problem& p) {
   return p.operand_bytes();
 }
@@ -517,8 +518,9 @@ int run(const Args& a) {
               << "\n";
     if (epilogues)
       std::cout << "cuBLAS epilogue: cublaslt = cuBLASLt's own (CUBLASLT_EPILOGUE_*); gemm+pass = "
-                   "the GEMM, then one elementwise pass over D (bias, activation), timed "
-                   "together\n";
+                   "the GEMM, then one elementwise pass over D (bias, activation); gemm+gated "
+                   "pass = the whole M x N GEMM into a buffer (F.linear), then one pass writing "
+                   "act(gate) * up into D (M / 2 rows); each timed together\n";
     if (geomean > 0)
       std::cout << fmt::format("geometric mean {:.3f}x, worst {:.3f}x over {} shapes\n", geomean,
                                worst, rows.size() - wrong);

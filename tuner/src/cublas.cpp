@@ -355,6 +355,8 @@ std::string_view to_string(EpiloguePath path) noexcept {
       return "cublaslt";
     case EpiloguePath::pass:
       return "gemm+pass";
+    case EpiloguePath::gated_pass:
+      return "gemm+gated pass";
   }
   return "?";
 }
@@ -378,11 +380,29 @@ int32_t cublaslt_epilogue(const Epilogue& e) {
 
 EpiloguePath cublas_epilogue_path(const Problem& p, const CublasFeatures& f) {
   if (p.epilogue.none()) return EpiloguePath::none;
+  if (p.epilogue.gated()) return EpiloguePath::gated_pass;  // no library fuses gate and up
   if (f.lt_version == 0 || cublaslt_epilogue(p.epilogue) == 0) return EpiloguePath::pass;
   // cuBLASLt's float8 GEMMs with an f32 output take a bf16 bias (its FP8 type table).
   const bool fp8 = is_fp8(p.types.a) || is_fp8(p.types.b);
   if (fp8 && p.types.d == DataType::f32 && p.epilogue.bias != Bias::none) return EpiloguePath::pass;
   return EpiloguePath::cublaslt;
+}
+
+Problem gated_gemm_problem(const Problem& p, bool bias) {
+  Problem q = p;
+  q.epilogue = Epilogue{};
+  if (bias) q.epilogue.bias = Bias::m;
+  q.reads_c = false;
+  q.ldc = std::max<int64_t>(1, q.m);
+  // The scratch buffer is 256-byte aligned: only its leading dimension may narrow the class.
+  q.align =
+      std::min(p.align, alignment_class(q.types, nullptr, nullptr, nullptr, q.lda, q.ldb, q.ldc));
+  return q;
+}
+
+bool cublas_gated_bias_in_gemm(const Problem& p, const CublasFeatures& f) {
+  return p.epilogue.gated() && p.epilogue.bias == Bias::m &&
+         cublas_epilogue_path(gated_gemm_problem(p, true), f) == EpiloguePath::cublaslt;
 }
 
 int64_t cublaslt_block_scales_a_count(int64_t m, int64_t k) {
@@ -430,6 +450,8 @@ struct Cublas::Impl {
   DeviceBuffer workspace;                                   // cuBLASLt's, made with the first plan
   std::list<std::unique_ptr<grouped::Plan>> grouped_plans;  // the most recently used first
   std::unique_ptr<LoadedKernel> pass_kernel;                // testing.cuh's, on first use
+  std::unique_ptr<LoadedKernel> gated_kernel;               // testing.cuh's, on first use
+  DeviceBuffer scratch;  // a gated problem's M x N GEMM, grown as needed
 
   ~Impl() {
     plans.clear();
@@ -464,6 +486,20 @@ struct Cublas::Impl {
   // The elementwise pass over D: bias, then activation, in place.
   const LoadedKernel& pass();
   void epilogue_pass(const Problem& p, const GemmOperands& o, CUstream stream);
+  // A gated problem: the scratch buffer at least its GEMM's size, its GEMM into it (returns
+  // whether cuBLASLt added the bias), then the pass act(gate) * up into D.
+  const LoadedKernel& gated_pass_kernel();
+  void grow_scratch(const Problem& p);
+  bool gated_gemm(const Problem& p, const GemmOperands& o, CUstream stream, bool refresh);
+  EpiloguePath prepare_gated(const Problem& p, const GemmOperands& o, CUstream stream);
+  // The operands of that GEMM: the scratch buffer as C (and D), beta 0.
+  GemmOperands into_scratch(const GemmOperands& o) const {
+    GemmOperands into = o;
+    into.c = scratch.ptr();
+    into.beta = 0.0f;
+    return into;
+  }
+  void gated_pass(const Problem& p, const GemmOperands& o, bool bias_done, CUstream stream);
   // The same for a grouped problem: its ends read, its groups' arrays built.
   grouped::Plan& grouped_plan(const Problem& p, const GemmOperands& o, CUstream stream,
                               bool refresh);
@@ -709,35 +745,99 @@ void Cublas::Impl::plain_gemm(const Problem& p, const GemmOperands& o, CUstream 
   GT_REQUIRE(s == CUBLAS_STATUS_SUCCESS, Errc::cuda, "cublasGemmEx failed with status {}", int(s));
 }
 
-const LoadedKernel& Cublas::Impl::pass() {
-  if (pass_kernel) return *pass_kernel;
-  // The Checker's unit, name and text alike: one entry of the kernel cache serves both.
+namespace {
+
+// A kernel of testing.cuh: the Checker's unit, name and text alike, so that one entry of the
+// kernel cache serves both.
+std::unique_ptr<LoadedKernel> testing_kernel(const char* name) {
   const KernelSource source =
       make_source("gemmtune_testing", "// verification kernels\n#include \"testing.cuh\"\n");
   const CompiledKernel compiled = Compiler().compile(source, query_device(current_device()).arch);
-  pass_kernel = std::make_unique<LoadedKernel>(compiled, "gemmtune_epilogue_pass", 0);
-  return *pass_kernel;
+  return std::make_unique<LoadedKernel>(compiled, name, 0);
 }
 
-void Cublas::Impl::epilogue_pass(const Problem& p, const GemmOperands& o, CUstream stream) {
-  // 256 threads: a warp or more down D's rows (coalesced), the rest across its columns.
-  const uint32_t threads_x = uint32_t(std::min<int64_t>(256, (p.m + 31) / 32 * 32));
+// 256 threads: a warp or more down `rows` of D (coalesced), the rest across its `cols`.
+CUlaunchConfig pass_config(int64_t rows, int64_t cols, CUstream stream) {
+  const uint32_t threads_x = uint32_t(std::min<int64_t>(256, (rows + 31) / 32 * 32));
   const uint32_t threads_y = 256 / threads_x;
-  const uint32_t blocks_x = uint32_t((p.m + threads_x - 1) / threads_x);
-  const uint32_t blocks_y = uint32_t(std::min<int64_t>(65535, (p.n + threads_y - 1) / threads_y));
-  unsigned long long d = o.c, bias = o.bias;
-  long long ld = p.ldc;
-  int m = int(p.m), n = int(p.n), type = int(p.types.d), bias_kind = int(p.epilogue.bias),
-      activation = int(p.epilogue.activation);
-  void* params[] = {&d, &ld, &m, &n, &type, &bias, &bias_kind, &activation};
   CUlaunchConfig cfg{};
-  cfg.gridDimX = blocks_x;
-  cfg.gridDimY = blocks_y;
+  cfg.gridDimX = uint32_t((rows + threads_x - 1) / threads_x);
+  cfg.gridDimY = uint32_t(std::min<int64_t>(65535, (cols + threads_y - 1) / threads_y));
   cfg.gridDimZ = 1;
   cfg.blockDimX = threads_x;
   cfg.blockDimY = threads_y;
   cfg.blockDimZ = 1;
   cfg.hStream = stream;
+  return cfg;
+}
+
+}  // namespace
+
+const LoadedKernel& Cublas::Impl::pass() {
+  if (!pass_kernel) pass_kernel = testing_kernel("gemmtune_epilogue_pass");
+  return *pass_kernel;
+}
+
+const LoadedKernel& Cublas::Impl::gated_pass_kernel() {
+  if (!gated_kernel) gated_kernel = testing_kernel("gemmtune_gated_pass");
+  return *gated_kernel;
+}
+
+void Cublas::Impl::grow_scratch(const Problem& p) {
+  const size_t bytes = size_t(p.m) * size_t(p.n) * size_t(element_bytes(p.types.d));
+  if (scratch.bytes() >= bytes) return;
+  GT_CU(cuCtxSynchronize());  // no stream may still use the smaller buffer when it is freed
+  scratch = DeviceBuffer();
+  scratch = DeviceBuffer(bytes);
+}
+
+bool Cublas::Impl::gated_gemm(const Problem& p, const GemmOperands& o, CUstream stream,
+                              bool refresh) {
+  grow_scratch(p);
+  const GemmOperands into = into_scratch(o);
+  if (cublas_gated_bias_in_gemm(p, features)) {
+    const Problem q = gated_gemm_problem(p, true);
+    if (const lt::Plan* plan = fused_plan(q, into, stream, refresh)) {
+      lt_matmul(*plan, q, into, stream);
+      return true;
+    }
+  }
+  plain_gemm(gated_gemm_problem(p, false), into, stream);
+  return false;
+}
+
+EpiloguePath Cublas::Impl::prepare_gated(const Problem& p, const GemmOperands& o, CUstream stream) {
+  grow_scratch(p);
+  const GemmOperands into = into_scratch(o);
+  const bool bias_done = cublas_gated_bias_in_gemm(p, features) &&
+                         fused_plan(gated_gemm_problem(p, true), into, stream, /*refresh=*/true);
+  // cublasGemmEx needs nothing beforehand; float8 its plan without the bias.
+  if (!bias_done && is_fp8(p.types.a))
+    plan(gated_gemm_problem(p, false), into, stream, /*refresh=*/true);
+  gated_pass_kernel();
+  return EpiloguePath::gated_pass;
+}
+
+void Cublas::Impl::gated_pass(const Problem& p, const GemmOperands& o, bool bias_done,
+                              CUstream stream) {
+  unsigned long long from = scratch.ptr(), d = o.c, bias = o.bias;
+  long long ld_from = p.m, ld = p.ldc;
+  int rows = int(p.output_rows()), n = int(p.n), type = int(p.types.d),
+      bias_kind = bias_done ? int(Bias::none) : int(p.epilogue.bias),
+      activation = int(p.epilogue.activation), gate = int(p.epilogue.gate);
+  void* params[] = {&from, &ld_from, &d,         &ld,         &rows, &n,
+                    &type, &bias,    &bias_kind, &activation, &gate};
+  CUlaunchConfig cfg = pass_config(rows, n, stream);
+  GT_CU(cuLaunchKernelEx(&cfg, gated_pass_kernel().function(), params, nullptr));
+}
+
+void Cublas::Impl::epilogue_pass(const Problem& p, const GemmOperands& o, CUstream stream) {
+  unsigned long long d = o.c, bias = o.bias;
+  long long ld = p.ldc;
+  int m = int(p.m), n = int(p.n), type = int(p.types.d), bias_kind = int(p.epilogue.bias),
+      activation = int(p.epilogue.activation);
+  void* params[] = {&d, &ld, &m, &n, &type, &bias, &bias_kind, &activation};
+  CUlaunchConfig cfg = pass_config(p.m, p.n, stream);
   GT_CU(cuLaunchKernelEx(&cfg, pass().function(), params, nullptr));
 }
 
@@ -898,6 +998,7 @@ EpiloguePath Cublas::prepare(const Problem& p, const GemmOperands& o, CUstream s
     impl_->grouped_plan(p, o, stream, /*refresh=*/true);
     return EpiloguePath::none;
   }
+  if (p.epilogue.gated()) return impl_->prepare_gated(p, o, stream);
   if (!p.epilogue.none() && impl_->fused_plan(p, o, stream, /*refresh=*/true))
     return EpiloguePath::cublaslt;
   // cublasGemmEx needs nothing beforehand; float8 its plan without the epilogue.
@@ -918,6 +1019,11 @@ void Cublas::gemm(const Problem& p, const GemmOperands& o, CUstream stream) cons
   }
   if (p.epilogue.none()) {
     impl_->plain_gemm(p, o, stream);
+    return;
+  }
+  if (p.epilogue.gated()) {  // as a framework runs it: F.linear, then act(gate) * up
+    const bool bias_done = impl_->gated_gemm(p, o, stream, /*refresh=*/false);
+    impl_->gated_pass(p, o, bias_done, stream);
     return;
   }
   if (const lt::Plan* q = impl_->fused_plan(p, o, stream, /*refresh=*/false)) {

@@ -52,8 +52,11 @@ enum class EpiloguePath {
   none,      // the problem has no epilogue
   cublaslt,  // cublasLtMatmul with CUBLASLT_MATMUL_DESC_EPILOGUE and the bias pointer
   pass,      // the GEMM without it, then one elementwise pass over D on the same stream
+  // A gated problem (Epilogue::gated): the full M x N GEMM into a scratch buffer (with the bias
+  // along M where cuBLASLt adds it), then one pass writing D = act(gate) * up from it.
+  gated_pass,
 };
-// "none", "cublaslt", "gemm+pass".
+// "none", "cublaslt", "gemm+pass", "gemm+gated pass".
 std::string_view to_string(EpiloguePath path) noexcept;
 
 // cuBLASLt's cublasLtEpilogue_t for an epilogue: DEFAULT (1) for none, BIAS (4), RELU (2),
@@ -63,10 +66,20 @@ std::string_view to_string(EpiloguePath path) noexcept;
 int32_t cublaslt_epilogue(const Epilogue& epilogue);
 
 // The path the rules choose for a problem the baseline supports: none without an epilogue,
-// cublaslt where cuBLASLt is loaded and has the epilogue (and, for float8 with an f32 output, no
-// bias: cuBLASLt's is bf16 there, ours D's type), else pass. On the GPU cuBLASLt may still find
-// no algorithm with its epilogue: Cublas::prepare() then takes the pass, and returns it.
+// gated_pass for a gated one, cublaslt where cuBLASLt is loaded and has the epilogue (and, for
+// float8 with an f32 output, no bias: cuBLASLt's is bf16 there, ours D's type), else pass. On the
+// GPU cuBLASLt may still find no algorithm with its epilogue: Cublas::prepare() then takes the
+// pass, and returns it.
 EpiloguePath cublas_epilogue_path(const Problem& problem, const CublasFeatures& features);
+
+// The GEMM before a gated problem's pass, as F.linear runs it: all M rows of op(A) into an M x N
+// scratch buffer (ldc = M, no C, no activation), with the bias along M when `bias` (cuBLASLt's
+// BIAS epilogue), else none.
+Problem gated_gemm_problem(const Problem& problem, bool bias);
+// Whether the rules put a gated problem's bias into that GEMM: a bias along M and cuBLASLt's
+// BIAS epilogue for the GEMM (cublas_epilogue_path); else the pass adds it. On the GPU cuBLASLt
+// may still refuse it: the pass then adds it.
+bool cublas_gated_bias_in_gemm(const Problem& problem, const CublasFeatures& features);
 
 class Cublas {
  public:
@@ -109,6 +122,9 @@ class Cublas {
   // like float8's (the operands' bias pointer part of the key); where cuBLASLt has no algorithm
   // with it, or no such epilogue (cublas_epilogue_path), the GEMM's own preparation and the
   // elementwise pass, compiled by NVRTC from testing.cuh on first use.
+  // A gated problem: the scratch buffer of its GEMM (M x N of D's type, kept by this instance and
+  // grown as needed, after a synchronization of the context), that GEMM's preparation and the
+  // gated pass. One scratch buffer: gated calls on several streams at once would share it.
   // Returns the path that serves the problem with these operands.
   EpiloguePath prepare(const Problem& problem, const GemmOperands& operands, CUstream stream) const;
   // D = act(alpha op(A) op(B) + beta C + bias), D written over C, with f32 compute:
@@ -116,8 +132,9 @@ class Cublas {
   // multiplies as our kernels do: alpha * scale_a * scale_b * sum + beta * C), or
   // cublasGemmGroupedBatchedEx for a grouped problem, with the group sizes prepare() read. An
   // epilogue takes prepare()'s path: cublasLtMatmul with it, or the GEMM then the pass (both
-  // enqueued here, so a timing of gemm() covers both). A float8, grouped or epilogue problem
-  // that prepare() did not see is prepared first. Throws as prepare() does.
+  // enqueued here, so a timing of gemm() covers both); a gated one the GEMM into the scratch
+  // buffer, then the gated pass into D, both enqueued here too. A float8, grouped or epilogue
+  // problem that prepare() did not see is prepared first. Throws as prepare() does.
   void gemm(const Problem& problem, const GemmOperands& operands, CUstream stream) const;
   // "cuBLAS 13.1.0", with ", cuBLASLt 13.1.0" when libcublasLt is loaded.
   std::string version() const;
