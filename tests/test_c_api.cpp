@@ -78,6 +78,11 @@ const std::vector<Attribute>& attributes() {
        {GEMMTUNE_ACTIVATION_IDENTITY, GEMMTUNE_ACTIVATION_RELU, GEMMTUNE_ACTIVATION_GELU,
         GEMMTUNE_ACTIVATION_GELU_TANH, GEMMTUNE_ACTIVATION_SILU},
        {-1, 5, 100}},
+      {GEMMTUNE_MATMUL_DESC_GATE,
+       "GEMMTUNE_MATMUL_DESC_GATE",
+       GEMMTUNE_GATE_NONE,
+       {GEMMTUNE_GATE_NONE, GEMMTUNE_GATE_HALVES, GEMMTUNE_GATE_INTERLEAVED},
+       {-1, 3, 100}},
   };
   return all;
 }
@@ -159,7 +164,8 @@ TEST(CApiMatmulDesc, EveryAttributeRoundTripsAndLeavesTheOthersAlone) {
                                     GEMMTUNE_GROUP_LAYOUT_MASKED,
                                     GEMMTUNE_ACCUMULATION_FAST,
                                     GEMMTUNE_BIAS_N,
-                                    GEMMTUNE_ACTIVATION_GELU_TANH};
+                                    GEMMTUNE_ACTIVATION_GELU_TANH,
+                                    GEMMTUNE_GATE_INTERLEAVED};
   for (size_t i = 0; i < attributes().size(); ++i)
     ASSERT_EQ(d.set(attributes()[i].attr, values[i]), GEMMTUNE_SUCCESS) << last_error();
   EXPECT_EQ(d.all(), values);
@@ -220,13 +226,16 @@ TEST(CApiMatmulDesc, UnknownValuesAreRefusedByNameAndChangeNothing) {
   expect_invalid(d.set(GEMMTUNE_MATMUL_DESC_ACTIVATION, 5),
                  {"GEMMTUNE_MATMUL_DESC_ACTIVATION: unknown activation 5",
                   "GEMMTUNE_ACTIVATION_IDENTITY (0)", "GEMMTUNE_ACTIVATION_SILU (4)", "gelu_tanh"});
+  expect_invalid(d.set(GEMMTUNE_MATMUL_DESC_GATE, 3),
+                 {"GEMMTUNE_MATMUL_DESC_GATE: unknown gate 3", "GEMMTUNE_GATE_NONE (0)",
+                  "GEMMTUNE_GATE_HALVES (1)", "GEMMTUNE_GATE_INTERLEAVED (2)"});
 }
 
 TEST(CApiMatmulDesc, UnknownAttributesAreRefused) {
   Desc d;
   int32_t value = 0;
   size_t written = 0;
-  for (int attr : {-1, 18, 100}) {
+  for (int attr : {-1, 19, 100}) {
     const auto a = static_cast<gemmtune_matmul_attribute>(attr);
     expect_invalid(gemmtune_matmul_desc_set_attribute(d, a, &value, sizeof value),
                    {"unknown matmul descriptor attribute " + std::to_string(attr)});
@@ -241,9 +250,9 @@ TEST(CApiMatmulDesc, UnknownAttributesAreRefused) {
 TEST(CApiMatmulDesc, UnknownAttributesNameTheKnownRange) {
   Desc d;
   int32_t value = 0;
-  expect_invalid(gemmtune_matmul_desc_set_attribute(d, static_cast<gemmtune_matmul_attribute>(18),
+  expect_invalid(gemmtune_matmul_desc_set_attribute(d, static_cast<gemmtune_matmul_attribute>(19),
                                                     &value, sizeof value),
-                 {"GEMMTUNE_MATMUL_DESC_A_TYPE (0) to GEMMTUNE_MATMUL_DESC_D_POINTER (17)"});
+                 {"GEMMTUNE_MATMUL_DESC_A_TYPE (0) to GEMMTUNE_MATMUL_DESC_GATE (18)"});
 }
 
 TEST(CApiMatmulDesc, GroupsAreBoundedByKMaxGroups) {
@@ -549,6 +558,28 @@ TEST(CApiMatmulDesc, TheBiasAndActivationAreInt32sApartFromEachOther) {
   EXPECT_EQ(d.all(), before);
   ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_BIAS, GEMMTUNE_BIAS_NONE), GEMMTUNE_SUCCESS);
   EXPECT_EQ(d.get(GEMMTUNE_MATMUL_DESC_ACTIVATION), GEMMTUNE_ACTIVATION_SILU);
+}
+
+// The gate is a third int32 of the epilogue, set in any order with the other two.
+TEST(CApiMatmulDesc, TheGateIsAnInt32ApartFromTheBiasAndActivation) {
+  Desc d;
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_GATE, GEMMTUNE_GATE_INTERLEAVED), GEMMTUNE_SUCCESS)
+      << last_error();
+  EXPECT_EQ(d.get(GEMMTUNE_MATMUL_DESC_ACTIVATION), GEMMTUNE_ACTIVATION_IDENTITY);
+  EXPECT_EQ(d.get(GEMMTUNE_MATMUL_DESC_BIAS), GEMMTUNE_BIAS_NONE);
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_ACTIVATION, GEMMTUNE_ACTIVATION_GELU), GEMMTUNE_SUCCESS);
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_BIAS, GEMMTUNE_BIAS_M), GEMMTUNE_SUCCESS);
+  EXPECT_EQ(d.get(GEMMTUNE_MATMUL_DESC_GATE), GEMMTUNE_GATE_INTERLEAVED);
+  const std::vector<int32_t> before = d.all();
+  expect_invalid(d.set(GEMMTUNE_MATMUL_DESC_GATE, -1),
+                 {"GEMMTUNE_MATMUL_DESC_GATE: unknown gate -1"});
+  EXPECT_EQ(d.all(), before);
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_GATE, GEMMTUNE_GATE_NONE), GEMMTUNE_SUCCESS);
+  EXPECT_EQ(d.get(GEMMTUNE_MATMUL_DESC_ACTIVATION), GEMMTUNE_ACTIVATION_GELU);
+  int64_t wide = GEMMTUNE_GATE_HALVES;
+  expect_invalid(
+      gemmtune_matmul_desc_set_attribute(d, GEMMTUNE_MATMUL_DESC_GATE, &wide, sizeof wide),
+      {"GEMMTUNE_MATMUL_DESC_GATE is an int32_t (4 bytes)"});
 }
 
 TEST(CApiMatmulDesc, WrongSizesAreRefusedWithTheSizeNeeded) {
@@ -864,6 +895,62 @@ TEST(CApiMatmul, WithItsOwnDBufferCIsNeededOnlyWhenRead) {
       << last_error();
 }
 
+std::vector<std::string> problem_lines(const std::filesystem::path& path);
+
+// A gated call (SwiGLU's gate_up_proj: m = 2 * 384 rows of op(A), D of 384 rows) is checked
+// before a GPU is needed: an even m, beta 0, ldc of D's rows, an activation, the bias's M values;
+// select and record see the same problem (its line: epilogue=, ldc tight at m / 2).
+TEST(CApiMatmul, AGatedCallIsCheckedBeforeItNeedsAGpu) {
+  const float one = 1.0f, zero = 0.0f;
+  Desc d;
+  set_epilogue(d, GEMMTUNE_BIAS_NONE, GEMMTUNE_ACTIVATION_SILU);
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_GATE, GEMMTUNE_GATE_HALVES), GEMMTUNE_SUCCESS);
+  expect_invalid(
+      gemmtune_matmul(0, d, 767, 40, 1024, &one, kA, 1024, kB, 1024, &zero, kC, 384, nullptr),
+      {"gated epilogue takes an even M", "M = 767"});
+  expect_invalid(
+      gemmtune_matmul(0, d, 768, 40, 1024, &one, kA, 1024, kB, 1024, &one, kC, 384, nullptr),
+      {"reads no C (beta = 0)", "beta != 0"});
+  expect_invalid(
+      gemmtune_matmul(0, d, 768, 40, 1024, &one, kA, 1024, kB, 1024, &zero, kC, 383, nullptr),
+      {"ldc (383) must be at least D's rows (384"});
+  const char* json = nullptr;
+  expect_invalid(
+      gemmtune_matmul_select(0, d, 767, 40, 1024, kA, 1024, kB, 1024, 0.0f, kC, 384, &json),
+      {"even M"});
+  EXPECT_EQ(json, nullptr);
+  // A bias along M has op(A)'s m values (gate and up rows).
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_BIAS, GEMMTUNE_BIAS_M), GEMMTUNE_SUCCESS);
+  expect_invalid(
+      gemmtune_matmul(0, d, 768, 40, 1024, &one, kA, 1024, kB, 1024, &zero, kC, 384, nullptr),
+      {"epilogue bias,swiglu needs its bias", "a device pointer to 768 values"});
+  // Gated without an activation has no name: refused.
+  Desc bare;
+  set_epilogue(bare, GEMMTUNE_BIAS_NONE, GEMMTUNE_ACTIVATION_IDENTITY);
+  ASSERT_EQ(bare.set(GEMMTUNE_MATMUL_DESC_GATE, GEMMTUNE_GATE_INTERLEAVED), GEMMTUNE_SUCCESS);
+  expect_invalid(
+      gemmtune_matmul(0, bare, 768, 40, 1024, &one, kA, 1024, kB, 1024, &zero, kC, 384, nullptr),
+      {"GEMMTUNE_MATMUL_DESC_GATE is set but GEMMTUNE_MATMUL_DESC_ACTIVATION is identity"});
+  gemmtune::test::TempDir dir;
+  const std::string path = (dir / "shapes.txt").string();
+  Desc inter;
+  set_epilogue(inter, GEMMTUNE_BIAS_NONE, GEMMTUNE_ACTIVATION_GELU);
+  ASSERT_EQ(inter.set(GEMMTUNE_MATMUL_DESC_GATE, GEMMTUNE_GATE_INTERLEAVED), GEMMTUNE_SUCCESS);
+  for (int64_t ldc : {384, 400})
+    ASSERT_EQ(gemmtune_matmul_record_problem(path.c_str(), inter, 768, 40, 1024, 1024, 1024, 0.0f,
+                                             ldc, nullptr),
+              GEMMTUNE_SUCCESS)
+        << last_error();
+  EXPECT_EQ(problem_lines(path),
+            (std::vector<std::string>{"768 40 1024 bf16 tn epilogue=geglu,interleaved",
+                                      "768 40 1024 bf16 tn epilogue=geglu,interleaved ldc=400"}));
+  if (gemmtune::cu::available()) return;  // the call below would run on fake addresses
+  ASSERT_EQ(set_address(d, GEMMTUNE_MATMUL_DESC_BIAS_POINTER, kBias), GEMMTUNE_SUCCESS);
+  EXPECT_EQ(gemmtune_matmul(0, d, 768, 40, 1024, &one, kA, 1024, kB, 1024, &zero, kC, 384, nullptr),
+            GEMMTUNE_ERROR_NO_DEVICE)
+      << last_error();
+}
+
 // A grouped descriptor: bf16 everywhere, op(A) = T, `groups` groups.
 void set_grouped(Desc& d, int32_t groups) {
   for (auto attr : {GEMMTUNE_MATMUL_DESC_A_TYPE, GEMMTUNE_MATMUL_DESC_B_TYPE,
@@ -1175,6 +1262,9 @@ TEST(CApiHeader, CompilesAsCAndCxx17) {
          " &bias_values, sizeof bias_values);\n"
          "  gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_D_POINTER,"
          " &d, sizeof d);\n"
+         "  int32_t gate = GEMMTUNE_GATE_INTERLEAVED;\n"
+         "  gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_GATE,"
+         " &gate, sizeof gate);\n"
          "  gemmtune_matmul(-1, desc, 1, 1, 1, &one, 0, 1, 0, 1, &zero, 0, 1, 0);\n"
          "  return gemmtune_matmul_desc_destroy(desc);\n"
          "}\n";

@@ -4,6 +4,7 @@ arrays (CuPy, anything with __cuda_array_interface__ or DLPack).
     import gemmtune
     y = gemmtune.linear(x, w)              # x @ w.T, as torch.nn.functional.linear
     y = gemmtune.linear(x, w, b, activation="gelu")  # gelu(x @ w.T + b) in the kernel's store
+    h = gemmtune.gated_linear(x, w_gate_up)  # SwiGLU: silu(x @ w_gate.T) * (x @ w_up.T), one GEMM
     c = gemmtune.matmul(a, b)              # a @ b, transposed views read in place
     gemmtune.select_linear(x, w)           # which kernel, and why: tuned ... fallback
     y = gemmtune.scaled_mm(x8, w8.t(), sx, sw)   # float8, as torch._scaled_mm (bf16 result)
@@ -16,28 +17,29 @@ GEMMTUNE_RECORD=shapes.txt lists every problem served without a tuned kernel;
 `gemm-tune --shapes shapes.txt` then tunes exactly those. The library is libgemmtune, found
 beside this package, in the source tree's build/lib, on the loader's path, or at
 $GEMMTUNE_LIBRARY. With PyTorch (>= 2.4) there are torch.ops.gemmtune.mm,
-torch.ops.gemmtune.linear, torch.ops.gemmtune.scaled_mm, torch.ops.gemmtune.grouped_mm,
-torch.ops.gemmtune.grouped_mm_masked and torch.ops.gemmtune.bmm too, which torch.compile (and,
-for mm and linear, autograd) understand.
+torch.ops.gemmtune.linear, torch.ops.gemmtune.gated_linear, torch.ops.gemmtune.scaled_mm,
+torch.ops.gemmtune.grouped_mm, torch.ops.gemmtune.grouped_mm_masked and torch.ops.gemmtune.bmm
+too, which torch.compile (and, for mm and linear, autograd) understand.
 """
-from ._api import (Selection, library_path, linear, matmul, problem, problem_linear,
-                   problem_scaled_mm, record, result_dtype, select, select_linear,
-                   select_scaled_mm)
+from ._api import (Selection, gated_linear, library_path, linear, matmul, problem,
+                   problem_gated_linear, problem_linear, problem_scaled_mm, record, result_dtype,
+                   select, select_gated_linear, select_linear, select_scaled_mm)
 from ._library import Error
 from ._plan import DataTypes, Problem
 
-__all__ = ["DataTypes", "Error", "Problem", "Selection", "bmm", "grouped_mm",
-           "grouped_mm_masked", "library_path", "linear", "matmul", "problem", "problem_linear",
-           "problem_scaled_mm", "record", "result_dtype", "scaled_mm", "select", "select_linear",
-           "select_scaled_mm", "torch_operators"]
+__all__ = ["DataTypes", "Error", "Problem", "Selection", "bmm", "gated_linear", "grouped_mm",
+           "grouped_mm_masked", "library_path", "linear", "matmul", "problem",
+           "problem_gated_linear", "problem_linear", "problem_scaled_mm", "record", "result_dtype",
+           "scaled_mm", "select", "select_gated_linear", "select_linear", "select_scaled_mm",
+           "torch_operators"]
 
 try:
     import torch as _torch_module  # noqa: F401
 except ImportError:
     _torch_module = None
 
-# True when torch.ops.gemmtune.mm, .linear, .scaled_mm, .grouped_mm, .grouped_mm_masked and .bmm
-# are registered (PyTorch >= 2.4).
+# True when torch.ops.gemmtune.mm, .linear, .gated_linear, .scaled_mm, .grouped_mm,
+# .grouped_mm_masked and .bmm are registered (PyTorch >= 2.4).
 torch_operators = False
 if _torch_module is not None:
     from . import _api, _torch

@@ -156,15 +156,47 @@ def _activation_of(activation):
 
 class Epilogue(NamedTuple):
     """What a call's store applies: a bias along the result's columns (an nn.Linear's output
-    features) and an activation."""
+    features) and an activation; gated ('halves', 'interleaved'): act(gate) * up of the
+    columns' two parts."""
     bias: object = None  # the bias (an array, a View), or None
     activation: str = "identity"
+    gate: str = "none"
 
     def name(self, plan):
         """Its name in the plan's problem: the result's columns are the GEMM's M where the plan
         swaps the operands (a row-major result), else its N."""
         along = "none" if self.bias is None else ("m" if plan.swap else "n")
-        return epilogue_name(along, self.activation)
+        return epilogue_name(along, self.activation, self.gate)
+
+
+# A gated epilogue's activations by the names gated_linear takes (the gated forms' among them).
+_GATED_ACTIVATION_NAMES = {"silu": "silu", "swiglu": "silu", "gelu": "gelu", "geglu": "gelu",
+                           "gelu_tanh": "gelu_tanh", "geglu_tanh": "gelu_tanh", "relu": "relu",
+                           "reglu": "relu"}
+GATE_LAYOUTS = ("halves", "interleaved")
+
+
+def gated_activation_name(activation, layout="halves"):
+    """The library's name of a gated epilogue's activation ('silu' for 'swiglu', 'gelu' for
+    'geglu', ...; torch.nn modules and F functions as linear takes them), its layout checked."""
+    if layout not in GATE_LAYOUTS:
+        raise Error(f"layout is {layout!r}: 'halves' (w_gate_up = [w_gate; w_up], Hugging "
+                    "Face's) or 'interleaved' (gate and up rows alternate)")
+    if isinstance(activation, str) and activation.lower() in _GATED_ACTIVATION_NAMES:
+        return _GATED_ACTIVATION_NAMES[activation.lower()]
+    name = None if activation is None else _activation_or_none(activation)
+    if name not in ("silu", "gelu", "gelu_tanh", "relu"):
+        raise Error(f"activation is {activation!r}: a gated linear takes 'silu' (SwiGLU), "
+                    "'gelu' or 'gelu_tanh' (GeGLU) or 'relu' (ReGLU), or 'swiglu', 'geglu', "
+                    "'geglu_tanh', 'reglu'")
+    return name
+
+
+def _activation_or_none(activation):
+    try:
+        return _activation_of(activation)
+    except Error:
+        return None
 
 
 NO_EPILOGUE = Epilogue()
@@ -343,6 +375,11 @@ class _ArrayBackend:
         return rows_view(view)
 
     @staticmethod
+    def finish_gated(out, bias, activation, layout):
+        raise Error("x has no features (K = 0): gemmtune needs K >= 1 for arrays other than torch "
+                    "tensors")
+
+    @staticmethod
     def bias_vector(bias, dtype):
         """The bias as the kernel reads it: contiguous, of the result's dtype (a CuPy copy where
         it is not)."""
@@ -421,6 +458,92 @@ def linear(x, w, bias=None, *, activation=None, approximate="none", stream=None,
 
 
 # ---------------------------------------------------------------------------------------------
+# Gated linear (SwiGLU, GeGLU): act(x @ w_gate.T + b_gate) * (x @ w_up.T + b_up) in one GEMM
+
+
+def check_gated_shapes(x_shape, w_shape, bias_shape=None):
+    """Errors for a gated linear's operands: w (2I, in) with an even 2I, x (..., in), bias
+    (2I,)."""
+    if len(w_shape) != 2:
+        raise Error(f"w_gate_up is {len(w_shape)}-D (shape {tuple(w_shape)}): gated_linear "
+                    "takes a 2-D weight (2 * intermediate x in_features)")
+    if w_shape[0] % 2:
+        raise Error(f"w_gate_up has {w_shape[0]} rows: gated_linear needs an even number, the "
+                    "gate's and the up projection's")
+    if len(x_shape) < 1 or x_shape[-1] != w_shape[1]:
+        raise Error(f"x has shape {tuple(x_shape)} and w_gate_up {tuple(w_shape)}: x's last "
+                    "dimension must equal w_gate_up's in_features (its second dimension)")
+    if bias_shape is not None and tuple(bias_shape) != (w_shape[0],):
+        raise Error(f"bias has shape {tuple(bias_shape)}; gated_linear needs ({w_shape[0]},), "
+                    "the gate's and the up projection's")
+
+
+def _gated_operands(x, w, bias, stream, backend, out_dtype, need_gpu=True):
+    """(the checked operands of x @ w.T, the result's shape (..., I))."""
+    names = ("x", "w_gate_up", "out")
+    vx, vw = view_of(x, names[0]), view_of(w, names[1])
+    check_gated_shapes(vx.shape, vw.shape,
+                       None if bias is None else view_of(bias, "bias").shape)
+    wt = vw._replace(shape=vw.shape[::-1], strides=vw.strides[::-1])
+    ops = _operands(backend.rows(x, vx), wt, None, stream, names=names, out_dtype=out_dtype,
+                    need_gpu=need_gpu)
+    return ops, tuple(vx.shape[:-1]) + (vw.shape[0] // 2,)
+
+
+def gated_plan(plan, epilogue):
+    """The plan of x @ w.T (a row-major (rows, 2I) result) as the gated problem: D has I rows
+    (ldc = I), the epilogue's name in the problem."""
+    p = plan.problem
+    return plan._replace(problem=p._replace(ldc=max(1, p.m // 2), epilogue=epilogue.name(plan)))
+
+
+def run_gated_linear(x, w, bias, stream, backend, out_dtype=None, activation="silu",
+                     layout="halves"):
+    """gated_linear with the activation's library name: one GEMM, x @ w.T with the gated
+    epilogue (the bias, of the result's dtype, to gate and up before the product)."""
+    stream = _stream_handle(stream)
+    ops, shape = _gated_operands(x, w, bias, stream, backend, out_dtype)
+    epilogue = Epilogue(None, activation, layout)
+    if bias is not None:
+        bias = backend.bias_vector(bias, ops.types.d)
+        epilogue = epilogue._replace(bias=view_of(bias, "bias", stream))
+        _one_gpu((ops.a, epilogue.bias), ("x", "bias"))
+    rows, inter = ops.a.shape[0], shape[-1]
+    out = backend.allocate(x, ops.a, rows, inter, ops.types.d)
+    if rows == 0 or inter == 0:
+        return out.reshape(shape)
+    if ops.a.shape[1] == 0:  # a sum over nothing: act(b_gate) * b_up
+        return backend.finish_gated(out, bias, activation, layout).reshape(shape)
+    ops = ops._replace(c=view_of(out, "out", stream))
+    if stream is None:
+        stream = backend.default_stream(ops)
+    _gemm(gated_plan(ops.plan, epilogue), ops.a, ops.b, ops.c, 1.0, 0.0, stream, ops.device,
+          epilogue)
+    return out.reshape(shape)
+
+
+def gated_linear(x, w_gate_up, bias=None, *, activation="silu", layout="halves", stream=None,
+                 out_dtype=None):
+    """act(x @ w_gate.T + b_gate) * (x @ w_up.T + b_up), a gated MLP's first projection
+    (SwiGLU with 'silu', GeGLU with 'gelu' or 'gelu_tanh', ReGLU with 'relu') in one GEMM: x is
+    (..., in), w_gate_up (2I, in) holds both weights, bias (2I,) both biases or None; the result
+    is (..., I). layout: 'halves', w_gate_up = [w_gate; w_up] (rows [0, I) gate, [I, 2I) up:
+    Hugging Face's gate_up_proj, torch.cat((w_gate, w_up))), or 'interleaved' (rows 2i gate,
+    2i + 1 up). The GEMM is linear's, 'tn' with M = 2I, N = the rows of x, K = in, and its
+    store writes act(gate) * up of each pair, in f32, rounded once into the result (ldc = I): the
+    gate and up values are never stored. activation: also 'swiglu', 'geglu', 'geglu_tanh',
+    'reglu', or torch.nn.SiLU(), GELU(), ReLU(), F.silu, F.gelu, F.relu. Kernels: Hopper
+    (wgmma_sm90); elsewhere the library refuses the problem (Error 'unsupported'). x and
+    w_gate_up may differ in dtype; the result's is out_dtype, by default as linear's. No
+    autograd. Raises gemmtune.Error."""
+    activation = gated_activation_name(activation, layout)
+    if is_torch_tensor(x) or is_torch_tensor(w_gate_up):
+        return torch_api.gated_linear(x, w_gate_up, bias, stream, out_dtype, activation, layout)
+    return run_gated_linear(x, w_gate_up, bias, stream, _ArrayBackend, out_dtype, activation,
+                            layout)
+
+
+# ---------------------------------------------------------------------------------------------
 # Which kernel, which problem
 
 
@@ -490,6 +613,37 @@ def select_linear(x, w, bias=None, *, activation=None, approximate="none", out_d
     if bias is not None:  # on the operands' GPU, as the call needs it
         _one_gpu((ops.a, view_of(bias, "bias")), ("x", "bias"))
     return _select_operands(ops, 0.0, epilogue)
+
+
+def problem_gated_linear(x, w_gate_up, bias=None, *, activation="silu", layout="halves",
+                         out_dtype=None):
+    """The column-major GEMM problem gemmtune runs for gated_linear(x, w_gate_up, bias,
+    activation=..., layout=...): 'tn' with M = 2I (w_gate_up's rows), N = the rows of x, K = in,
+    ldc = I (D has M / 2 rows), its epilogue the gated one ('swiglu', 'bias,geglu,interleaved');
+    C is not read. Needs no GPU."""
+    epilogue = Epilogue(bias, gated_activation_name(activation, layout), layout)
+    ops, _ = _gated_operands(x, w_gate_up, bias, None, _backend_of(x, w_gate_up), out_dtype,
+                             need_gpu=False)
+    if ops.plan is None:
+        raise Error(f"x has {ops.a.shape[0]} rows of {ops.a.shape[1]} features and w_gate_up "
+                    f"{ops.b.shape[1]} rows: gemmtune needs M, N and K >= 1")
+    return gated_plan(ops.plan, epilogue).problem
+
+
+def select_gated_linear(x, w_gate_up, bias=None, *, activation="silu", layout="halves",
+                        out_dtype=None):
+    """Which kernel gated_linear(x, w_gate_up, bias, activation=..., layout=...) uses on its
+    GPU, and why (a Selection): the kernel's name ends with its epilogue ('_swiglu')."""
+    epilogue = Epilogue(bias, gated_activation_name(activation, layout), layout)
+    ops, _ = _gated_operands(x, w_gate_up, bias, None, _backend_of(x, w_gate_up), out_dtype)
+    if bias is not None:  # on the operands' GPU, as the call needs it
+        _one_gpu((ops.a, view_of(bias, "bias")), ("x", "bias"))
+    if ops.plan is None:
+        raise Error("an empty product runs no kernel")
+    plan = gated_plan(ops.plan, epilogue)
+    p = plan.problem
+    desc = descriptor(plan.types, p.layout, epilogue=p.epilogue)
+    return _select(ops.device, desc, p, ops.b.ptr, ops.a.ptr, 0.0, None)
 
 
 def _backend_of(*operands):

@@ -36,14 +36,20 @@ ACCUMULATIONS = {"precise": 0, "fast": 1}
 BIASES = {"none": 0, "m": 1, "n": 2}
 # gemmtune_activation, applied by the store after the bias (torch.nn.functional's formulas).
 ACTIVATIONS = {"identity": 0, "relu": 1, "gelu": 2, "gelu_tanh": 3, "silu": 4}
+# gemmtune_gate: none, or a gated epilogue (D = act(gate) * up) with op(A)'s gate and up rows as
+# its two halves ([gate; up]) or interleaved (rows 2i and 2i + 1).
+GATES = {"none": 0, "halves": 1, "interleaved": 2}
 # An epilogue's parts by the names gemmtune::Epilogue::name() gives them ("bias,gelu").
 _BIAS_NAMES = {"none": None, "m": "bias", "n": "bias_n"}
+# A gated epilogue's name by its activation ("bias,swiglu,interleaved").
+_GATED_NAMES = {"silu": "swiglu", "gelu": "geglu", "gelu_tanh": "geglu_tanh", "relu": "reglu"}
+_GATED_ACTIVATIONS = {name: activation for activation, name in _GATED_NAMES.items()}
 # gemmtune_matmul_attribute: the type of A, B, C, D and the accumulator, then op(A) and op(B),
 # the scaling, the scale pointers of A and B (each a `const float*`), the groups of a grouped
 # GEMM (an int32), their column end offsets or counts (a `const int32_t*`), which of the two
 # they are (a gemmtune_group_layout), the accumulation (a gemmtune_accumulation), the
-# epilogue's bias and activation (int32s), the bias vector (a `const void*`) and D's own
-# buffer (a `void*`).
+# epilogue's bias and activation (int32s), the bias vector (a `const void*`), D's own
+# buffer (a `void*`) and the epilogue's gate (an int32).
 _TYPE_ATTRIBUTES = (0, 1, 2, 3, 4)
 _OP_ATTRIBUTES = (6, 7)
 SCALING_ATTRIBUTE = 5
@@ -51,6 +57,7 @@ SCALE_A_POINTER, SCALE_B_POINTER = 8, 9
 GROUPS_ATTRIBUTE, GROUP_ENDS_POINTER, GROUP_LAYOUT_ATTRIBUTE = 10, 11, 12
 ACCUMULATION_ATTRIBUTE = 13
 BIAS_ATTRIBUTE, ACTIVATION_ATTRIBUTE, BIAS_POINTER, D_POINTER = 14, 15, 16, 17
+GATE_ATTRIBUTE = 18
 
 
 class Error(Exception):
@@ -189,36 +196,60 @@ def type_name(name):
 
 # ---------------------------------------------------------------------------------------------
 # Epilogues: "none", or the parts of gemmtune::Epilogue::name(): "bias" (along M), "bias_n",
-# then an activation ("relu", "gelu", "gelu_tanh", "silu"), joined by commas: "bias,gelu".
+# then an activation ("relu", "gelu", "gelu_tanh", "silu"), joined by commas: "bias,gelu"; a gated
+# one names its activation as the gated form ("swiglu", "geglu", "geglu_tanh", "reglu") and adds
+# "interleaved" for that layout: "bias,swiglu,interleaved".
 
 
-def epilogue_name(bias="none", activation="identity"):
-    """The name of an epilogue of a bias ('none', 'm', 'n') and an activation, as the library
-    writes it: epilogue_name('m', 'gelu') == 'bias,gelu'."""
+def epilogue_name(bias="none", activation="identity", gate="none"):
+    """The name of an epilogue of a bias ('none', 'm', 'n'), an activation and a gate ('none',
+    'halves', 'interleaved'), as the library writes it: epilogue_name('m', 'gelu') ==
+    'bias,gelu', epilogue_name('none', 'silu', 'interleaved') == 'swiglu,interleaved'."""
     if bias not in BIASES:
         raise Error(f"unknown bias '{bias}' (expected none, m or n)")
     if activation not in ACTIVATIONS:
         raise Error(f"unknown activation '{activation}' (expected "
                     f"{', '.join(ACTIVATIONS)})")
+    if gate not in GATES:
+        raise Error(f"unknown gate '{gate}' (expected none, halves or interleaved)")
+    if gate != "none" and activation not in _GATED_NAMES:
+        raise Error(f"a gated epilogue takes silu, gelu, gelu_tanh or relu, not {activation}")
     parts = [_BIAS_NAMES[bias]] if bias != "none" else []
-    parts += [activation] if activation != "identity" else []
+    if gate != "none":
+        parts.append(_GATED_NAMES[activation])
+    elif activation != "identity":
+        parts.append(activation)
+    parts += ["interleaved"] if gate == "interleaved" else []
     return ",".join(parts) or "none"
 
 
 @functools.lru_cache(maxsize=None)  # a few dozen names at most
 def parse_epilogue(name):
-    """(bias, activation) of an epilogue's name: parse_epilogue('bias,gelu') == ('m', 'gelu');
-    'none' and '' are ('none', 'identity')."""
-    bias, activation = "none", "identity"
+    """(bias, activation, gate) of an epilogue's name: parse_epilogue('bias,gelu') ==
+    ('m', 'gelu', 'none'), parse_epilogue('swiglu,interleaved') == ('none', 'silu',
+    'interleaved'); 'none' and '' are ('none', 'identity', 'none')."""
+    bias, activation, gate, interleaved = "none", "identity", "none", False
     for part in filter(None, name.split(",")):
         if part in ("bias", "bias_n") and bias == "none":
             bias = "m" if part == "bias" else "n"
         elif part in ACTIVATIONS and part != "identity" and activation == "identity":
             activation = part
+        elif part in _GATED_ACTIVATIONS and activation == "identity":
+            activation, gate = _GATED_ACTIVATIONS[part], "halves"
+        elif part == "interleaved" and not interleaved:
+            interleaved = True
         elif part != "none":
             raise Error(f"epilogue '{name}': unknown or repeated part '{part}' (expected bias or "
-                        "bias_n, then relu, gelu, gelu_tanh or silu)")
-    return bias, activation
+                        "bias_n, then relu, gelu, gelu_tanh or silu, or a gated swiglu, geglu, "
+                        "geglu_tanh or reglu with interleaved)")
+    if interleaved and gate == "none":
+        raise Error(f"epilogue '{name}': interleaved is the layout of a gated one (swiglu, ...)")
+    return bias, activation, "interleaved" if interleaved else gate
+
+
+def is_gated(name):
+    """Whether an epilogue's name is of a gated one (D of M / 2 rows)."""
+    return parse_epilogue(name)[2] != "none"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -252,10 +283,13 @@ class MatmulDesc:
         if accumulation != "precise":  # the library checks the problem when it is called
             values.append(ACCUMULATIONS[accumulation])
             attributes += (ACCUMULATION_ATTRIBUTE,)
-        bias, activation = parse_epilogue(epilogue)
-        if (bias, activation) != ("none", "identity"):
+        bias, activation, gate = parse_epilogue(epilogue)
+        if (bias, activation, gate) != ("none", "identity", "none"):
             values += [BIASES[bias], ACTIVATIONS[activation]]
             attributes += (BIAS_ATTRIBUTE, ACTIVATION_ATTRIBUTE)
+        if gate != "none":
+            values.append(GATES[gate])
+            attributes += (GATE_ATTRIBUTE,)
         handle = ctypes.c_void_p()
         check(lib.gemmtune_matmul_desc_create(ctypes.byref(handle)))
         self._lib, self.handle = lib, handle.value

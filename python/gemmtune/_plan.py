@@ -8,7 +8,7 @@ anywhere.
 """
 from typing import NamedTuple, Optional, Tuple
 
-from ._library import Error
+from ._library import Error, is_gated
 
 
 class DataTypes(NamedTuple):
@@ -87,9 +87,15 @@ class Problem(NamedTuple):
     # gemmtune/types.hpp, Accumulation): part of the problem, tuned and stored apart.
     accumulation: str = "precise"
     # What the store applies: 'none', or a bias ('bias' along M, 'bias_n' along N) and an
-    # activation ('relu', 'gelu', 'gelu_tanh', 'silu') joined by commas: 'bias,gelu'
-    # (gemmtune/types.hpp, Epilogue). Part of the problem, tuned and stored apart.
+    # activation ('relu', 'gelu', 'gelu_tanh', 'silu') joined by commas: 'bias,gelu'; or a gated
+    # one ('swiglu', 'geglu', 'geglu_tanh', 'reglu', then 'interleaved' for that layout), whose
+    # D has M / 2 rows (gemmtune/types.hpp, Epilogue). Part of the problem, tuned and stored apart.
     epilogue: str = "none"
+
+    @property
+    def output_rows(self):
+        """D's rows: M, or M / 2 with a gated epilogue (act(gate) * up)."""
+        return self.m // 2 if is_gated(self.epilogue) else self.m
 
     @property
     def types(self):
@@ -102,7 +108,7 @@ class Problem(NamedTuple):
         there is one, leading dimensions only where they are not tight, then beta=1 if it reads
         C."""
         tight = (self.m if self.layout[0] == "n" else self.k,
-                 self.k if self.layout[1] == "n" else self.n, self.m)
+                 self.k if self.layout[1] == "n" else self.n, self.output_rows)
         extra = "" if self.scaling == "none" else f" scaling={self.scaling}"
         extra += "" if self.accumulation == "precise" else f" accum={self.accumulation}"
         extra += "" if self.epilogue == "none" else f" epilogue={self.epilogue}"

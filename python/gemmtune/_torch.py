@@ -2,8 +2,8 @@
 torch._scaled_mm's semantics), grouped_mm, grouped_mm_masked and bmm (the grouped kernels, with
 torch._grouped_mm's, DeepGEMM's masked and torch.bmm's semantics), and the custom operators
 torch.ops.gemmtune.mm, torch.ops.gemmtune.linear (with fake implementations for torch.compile,
-and autograd formulas), torch.ops.gemmtune.scaled_mm, .grouped_mm, .grouped_mm_masked and .bmm
-(fake implementations; no autograd). Imported only where torch is."""
+and autograd formulas), torch.ops.gemmtune.gated_linear, .scaled_mm, .grouped_mm,
+.grouped_mm_masked and .bmm (fake implementations; no autograd). Imported only where torch is."""
 import functools
 import math
 from typing import Optional
@@ -12,8 +12,9 @@ import torch
 import torch.nn.functional as F
 
 from . import _operands
-from ._api import (Epilogue, _check_scalars, _stream_handle, result_dtype, run_grouped,
-                   run_linear, run_matmul, run_scaled, scaled_out_dtype)
+from ._api import (Epilogue, _check_scalars, _stream_handle, gated_plan, result_dtype,
+                   run_gated_linear, run_grouped, run_linear, run_matmul, run_scaled,
+                   scaled_out_dtype)
 from ._grouped import plan_bmm, plan_grouped_mm, plan_grouped_mm_masked
 from ._library import (Error, InvalidType, bias_descriptor, check, descriptor, library,
                        scalar)
@@ -93,6 +94,22 @@ class TorchBackend:
             out.add_(bias)
         return out if activation == "identity" else out.copy_(activate(out, activation))
 
+    @staticmethod
+    def finish_gated(out, bias, activation, layout):
+        """The gated epilogue on sums over nothing (K = 0): act(b_gate) * b_up, or zeros."""
+        if bias is None:
+            return out.zero_()
+        gate, up = split_gate_up(bias.to(torch.float32), layout)
+        return out.copy_(activate(gate, activation) * up)
+
+
+def split_gate_up(t, layout):
+    """The gate and up parts of t's last dimension (2I): its halves, or its even and odd
+    entries."""
+    if layout == "interleaved":
+        return t[..., 0::2], t[..., 1::2]
+    return t.chunk(2, -1)
+
 
 def bias_vector(bias, dtype):
     """The bias as the kernel reads it: contiguous, of the result's dtype (itself where it is;
@@ -141,6 +158,13 @@ def linear(x, w, bias, stream, out_dtype=None, activation="identity"):
     if stream is None and out_dtype is None and _through_operator(x, w, bias):
         return torch.ops.gemmtune.linear(x, w, bias, activation)
     return _linear(x, w, bias, stream, out_dtype, activation)
+
+
+def gated_linear(x, w, bias, stream, out_dtype=None, activation="silu", layout="halves"):
+    # No autograd formula: the operator only where torch.compile traces the call.
+    if stream is None and out_dtype is None and OPERATORS and _is_compiling():
+        return torch.ops.gemmtune.gated_linear(x, w, bias, activation, layout)
+    return _gated_linear(x, w, bias, stream, out_dtype, activation, layout)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -254,27 +278,51 @@ def _linear(x, w, bias, stream, out_dtype=None, activation="identity"):
     if entry is not None:
         device = _on_one_gpu((x, w) if bias is None else (x, w, bias))
         if device is not None:
-            stream = _stream_handle(stream)
-            y = torch.empty(entry[8], dtype=entry[9], device=x.device)
-            desc = None
-            if bias is not None:  # as the general path: the kernel's store reads the bias
-                bias = bias_vector(bias, entry[9])
-                desc = bias_descriptor(*entry[11])  # this thread's
-                desc.set_bias(bias.data_ptr())
-                desc = desc.handle
-            _launch(entry, device, x.data_ptr(), w.data_ptr(), y.data_ptr(), 1.0, 0.0, stream,
-                    desc)
-            return y
+            return _launch_linear(entry, device, x, w, bias, stream)
     y = run_linear(x, w, bias, stream, TorchBackend, out_dtype, activation)
     if key is not None and entry is None:
         _learn_linear(key, x, w, bias, y, activation)
     return y
 
 
-def _learn_linear(key, x, w, bias, y, activation="identity"):
-    """After a general call of linear succeeded: its plan, for the calls after it. x's rows are
-    the view x.reshape makes (its strides, as the general path reads them); where reshape
-    copies, every call must, so there is no fast path."""
+def _gated_linear(x, w, bias, stream, out_dtype=None, activation="silu", layout="halves"):
+    Tensor = torch.Tensor
+    if not (isinstance(x, Tensor) and isinstance(w, Tensor)
+            and (bias is None or isinstance(bias, Tensor))):
+        return run_gated_linear(x, w, bias, stream, TorchBackend, out_dtype, activation, layout)
+    key = _key("gated", x, w, bias, out_dtype)
+    key = key if key is None else key + (activation, layout)
+    entry = _PLANS.get(key) if key is not None else None
+    if entry is not None:
+        device = _on_one_gpu((x, w) if bias is None else (x, w, bias))
+        if device is not None:
+            return _launch_linear(entry, device, x, w, bias, stream)
+    y = run_gated_linear(x, w, bias, stream, TorchBackend, out_dtype, activation, layout)
+    if key is not None and entry is None:
+        _learn_linear(key, x, w, bias, y, activation, layout)
+    return y
+
+
+def _launch_linear(entry, device, x, w, bias, stream):
+    """A planned linear or gated linear: the result, the bias set on this thread's descriptor
+    (the kernel's store reads it), the GEMM."""
+    stream = _stream_handle(stream)
+    y = torch.empty(entry[8], dtype=entry[9], device=x.device)
+    desc = None
+    if bias is not None:
+        bias = bias_vector(bias, entry[9])
+        desc = bias_descriptor(*entry[11])  # this thread's
+        desc.set_bias(bias.data_ptr())
+        desc = desc.handle
+    _launch(entry, device, x.data_ptr(), w.data_ptr(), y.data_ptr(), 1.0, 0.0, stream, desc)
+    return y
+
+
+def _learn_linear(key, x, w, bias, y, activation="identity", gate="none"):
+    """After a general call of linear (or gated linear, gate 'halves' or 'interleaved')
+    succeeded: its plan, for the calls after it. x's rows are the view x.reshape makes (its
+    strides, as the general path reads them); where reshape copies, every call must, so there is
+    no fast path."""
     shape = tuple(y.shape)
     features, outputs = x.shape[-1], w.shape[0]
     if min(features, outputs) < 1:
@@ -284,7 +332,10 @@ def _learn_linear(key, x, w, bias, y, activation="identity"):
         return
     plan = plan_matmul(_types_of(x, w, y), tuple(x_rows.shape), tuple(x_rows.stride()),
                        tuple(w.shape)[::-1], tuple(w.stride())[::-1])
-    _remember(key, plan, shape, y.dtype, Epilogue(bias, activation).name(plan))
+    epilogue = Epilogue(bias, activation, gate)
+    if gate != "none":  # D of M / 2 rows
+        plan = gated_plan(plan, epilogue)
+    _remember(key, plan, shape, y.dtype, epilogue.name(plan))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -672,6 +723,27 @@ def _register():
         return grad_x, grad_w, grad_bias, None
 
     linear_op.register_autograd(linear_backward, setup_context=linear_context)
+
+    # activation: the library's name ('silu', 'gelu', 'gelu_tanh', 'relu'); layout: 'halves' or
+    # 'interleaved'. No autograd formula.
+    @torch.library.custom_op("gemmtune::gated_linear", mutates_args=())
+    def gated_linear_op(x: torch.Tensor, w: torch.Tensor, bias: Optional[torch.Tensor] = None,
+                        activation: str = "silu", layout: str = "halves") -> torch.Tensor:
+        return _gated_linear(x, w, bias, None, None, activation, layout)
+
+    @gated_linear_op.register_fake
+    def _(x, w, bias=None, activation="silu", layout="halves"):
+        torch._check(w.dim() == 2, lambda: "gemmtune.gated_linear takes a 2-D weight")
+        torch._check(w.shape[0] % 2 == 0,
+                     lambda: "gemmtune.gated_linear: the weight's rows (gate and up) are odd")
+        torch._check(x.shape[-1] == w.shape[1],
+                     lambda: "gemmtune.gated_linear: in_features differ")
+        torch._check(activation in ("silu", "gelu", "gelu_tanh", "relu"),
+                     lambda: f"gemmtune.gated_linear: unknown activation {activation!r}")
+        torch._check(layout in ("halves", "interleaved"),
+                     lambda: f"gemmtune.gated_linear: unknown layout {layout!r}")
+        return x.new_empty((*x.shape[:-1], w.shape[0] // 2),
+                           dtype=result_torch_dtype(x.dtype, w.dtype))
 
     @torch.library.custom_op("gemmtune::scaled_mm", mutates_args=())
     def scaled_mm_op(a: torch.Tensor, b: torch.Tensor, scale_a: torch.Tensor,

@@ -35,10 +35,10 @@ def test_epilogue_names_are_the_librarys_and_read_back():
              ("n", "gelu_tanh"): "bias_n,gelu_tanh", ("m", "silu"): "bias,silu"}
     for parts, name in cases.items():
         assert _library.epilogue_name(*parts) == name
-        assert _library.parse_epilogue(name) == parts
-    assert _library.parse_epilogue("") == ("none", "identity")
-    assert _library.parse_epilogue("gelu,bias") == ("m", "gelu")  # any order, as the library's
-    assert _library.parse_epilogue("bias,") == ("m", "identity")  # an empty part is none
+        assert _library.parse_epilogue(name) == parts + ("none",)
+    assert _library.parse_epilogue("") == ("none", "identity", "none")
+    assert _library.parse_epilogue("gelu,bias") == ("m", "gelu", "none")  # any order
+    assert _library.parse_epilogue("bias,") == ("m", "identity", "none")  # an empty part is none
     for bad in ("bias,bias_n", "relu,gelu", "swish", "identity"):
         with pytest.raises(gemmtune.Error, match=f"epilogue '{bad}': unknown or repeated part"):
             _library.parse_epilogue(bad)

@@ -84,6 +84,9 @@ static_assert(GEMMTUNE_ACTIVATION_IDENTITY == int(gemmtune::Activation::identity
               GEMMTUNE_ACTIVATION_GELU == int(gemmtune::Activation::gelu) &&
               GEMMTUNE_ACTIVATION_GELU_TANH == int(gemmtune::Activation::gelu_tanh) &&
               GEMMTUNE_ACTIVATION_SILU == int(gemmtune::Activation::silu));
+static_assert(GEMMTUNE_GATE_NONE == int(gemmtune::Gate::none) &&
+              GEMMTUNE_GATE_HALVES == int(gemmtune::Gate::halves) &&
+              GEMMTUNE_GATE_INTERLEAVED == int(gemmtune::Gate::interleaved));
 
 bool known_type(int code) {
   return code >= 0 && code < GEMMTUNE_TYPE_COUNT;
@@ -128,6 +131,11 @@ gemmtune::Problem checked_problem(const gemmtune::MatmulDesc& desc, int64_t m, i
   p.group_layout = desc.group_layout;
   p.accumulation = desc.accumulation;
   p.epilogue = desc.epilogue;
+  // A gated epilogue is named by its activation (swiglu, geglu, ...): identity has no name.
+  GT_REQUIRE(!p.epilogue.gated() || p.epilogue.activation != gemmtune::Activation::identity,
+             gemmtune::Errc::invalid_argument,
+             "GEMMTUNE_MATMUL_DESC_GATE is set but GEMMTUNE_MATMUL_DESC_ACTIVATION is identity: a "
+             "gated epilogue takes SiLU (SwiGLU), GELU or its tanh form (GeGLU) or ReLU (ReGLU)");
   gemmtune::validate(p);
   return p;
 }
@@ -196,6 +204,8 @@ const char* attribute_name(int attr) {
       return "GEMMTUNE_MATMUL_DESC_BIAS_POINTER";
     case GEMMTUNE_MATMUL_DESC_D_POINTER:
       return "GEMMTUNE_MATMUL_DESC_D_POINTER";
+    case GEMMTUNE_MATMUL_DESC_GATE:
+      return "GEMMTUNE_MATMUL_DESC_GATE";
   }
   return nullptr;
 }
@@ -218,7 +228,7 @@ const char* known_attribute(int attr) {
   const char* name = attribute_name(attr);
   GT_REQUIRE(name != nullptr, gemmtune::Errc::invalid_argument,
              "unknown matmul descriptor attribute {} (expected GEMMTUNE_MATMUL_DESC_A_TYPE (0) to "
-             "GEMMTUNE_MATMUL_DESC_D_POINTER (17))",
+             "GEMMTUNE_MATMUL_DESC_GATE (18))",
              attr);
   return name;
 }
@@ -271,6 +281,13 @@ void check_value(int attr, int32_t value) {
                  gemmtune::Errc::invalid_argument,
                  "{}: unknown activation {} (expected GEMMTUNE_ACTIVATION_IDENTITY (0) to "
                  "GEMMTUNE_ACTIVATION_SILU (4): identity, relu, gelu, gelu_tanh, silu)",
+                 name, value);
+      return;
+    case GEMMTUNE_MATMUL_DESC_GATE:
+      GT_REQUIRE(value >= GEMMTUNE_GATE_NONE && value <= GEMMTUNE_GATE_INTERLEAVED,
+                 gemmtune::Errc::invalid_argument,
+                 "{}: unknown gate {} (expected GEMMTUNE_GATE_NONE (0), GEMMTUNE_GATE_HALVES (1) "
+                 "or GEMMTUNE_GATE_INTERLEAVED (2))",
                  name, value);
       return;
     default:
@@ -377,6 +394,8 @@ int32_t get_value(const gemmtune::MatmulDesc& d, int attr) {
       return int32_t(d.epilogue.bias);
     case GEMMTUNE_MATMUL_DESC_ACTIVATION:
       return int32_t(d.epilogue.activation);
+    case GEMMTUNE_MATMUL_DESC_GATE:
+      return int32_t(d.epilogue.gate);
   }
   GT_THROW(gemmtune::Errc::internal, "attribute {} has no field", attr);
 }
@@ -423,6 +442,9 @@ void set_value(gemmtune::MatmulDesc& d, int attr, int32_t value) {
       return;
     case GEMMTUNE_MATMUL_DESC_ACTIVATION:
       d.epilogue.activation = static_cast<gemmtune::Activation>(value);
+      return;
+    case GEMMTUNE_MATMUL_DESC_GATE:
+      d.epilogue.gate = static_cast<gemmtune::Gate>(value);
       return;
   }
   GT_THROW(gemmtune::Errc::internal, "attribute {} has no field", attr);

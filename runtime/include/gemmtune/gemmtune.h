@@ -82,6 +82,18 @@ typedef enum gemmtune_activation {
   GEMMTUNE_ACTIVATION_GELU_TANH = 3, /* GELU's tanh form (F.gelu(v, approximate="tanh")) */
   GEMMTUNE_ACTIVATION_SILU = 4       /* v * sigmoid(v) (F.silu) */
 } gemmtune_activation;
+/* A gated epilogue (GEMMTUNE_MATMUL_DESC_GATE: SwiGLU, GeGLU): op(A)'s M rows hold a gate part
+ * and an up part, and D's element (i, n) = act(gate_i . b_n) * (up_i . b_n), each with alpha and
+ * its bias, D of M / 2 rows (ldc >= M / 2). The activation is GEMMTUNE_MATMUL_DESC_ACTIVATION's
+ * (SiLU: SwiGLU, GELU: GeGLU, ReLU: ReGLU). A bias along M has M values, op(A)'s rows (each added
+ * to its gate or up row before the product); one along N is added to both. M must be even and
+ * beta 0 (no C is read). */
+typedef enum gemmtune_gate {
+  GEMMTUNE_GATE_NONE = 0, /* the default: D = act(...) of M rows */
+  /* Rows [0, M/2) gate and [M/2, M) up: [gate; up] stacked, as Hugging Face's gate_up_proj. */
+  GEMMTUNE_GATE_HALVES = 1,
+  GEMMTUNE_GATE_INTERLEAVED = 2 /* rows 2i gate and 2i + 1 up */
+} gemmtune_gate;
 /* What the G int32 values of a grouped GEMM (GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER) are, and so
  * which columns of op(B) and D each group owns. */
 typedef enum gemmtune_group_layout {
@@ -181,6 +193,16 @@ gemmtune_status gemmtune_record_problem(const char* path, gemmtune_dtype dtype, 
  *   gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_BIAS_POINTER, &bias_values,
  *                                      sizeof bias_values);
  *
+ * A gated epilogue (SwiGLU: D = silu(gate) * up of op(A)'s two halves, an MLP's gate_up_proj in
+ * one GEMM; m = 2 * intermediate, D of m / 2 rows):
+ *
+ *   int32_t halves = GEMMTUNE_GATE_HALVES, silu = GEMMTUNE_ACTIVATION_SILU;
+ *   gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_GATE, &halves, sizeof halves);
+ *   gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_ACTIVATION, &silu,
+ *                                      sizeof silu);
+ *   gemmtune_matmul(-1, desc, 2 * inter, tokens, hidden, &alpha, w, hidden, x, hidden, &zero,
+ *                   d, inter, stream);
+ *
  * D may have a buffer of its own (cuBLASLt's separate D: a residual add that keeps C), with
  * C's leading dimension and type:
  *
@@ -267,7 +289,10 @@ typedef enum gemmtune_matmul_attribute {
   /* void*: D's own buffer in device memory, with C's leading dimension (ldc) and type (cuBLASLt's
    * separate D); default NULL: D is written over C. With it, beta == 0 never reads C, and c may
    * then be NULL. */
-  GEMMTUNE_MATMUL_DESC_D_POINTER = 17
+  GEMMTUNE_MATMUL_DESC_D_POINTER = 17,
+  /* gemmtune_gate of the epilogue; default GEMMTUNE_GATE_NONE. Gated: m is op(A)'s rows (gate and
+   * up, even), D has m / 2 rows, beta must be 0. A kernel of its own, as the activation. */
+  GEMMTUNE_MATMUL_DESC_GATE = 18
 } gemmtune_matmul_attribute;
 
 /* A new descriptor with the defaults: f32 everywhere, no scaling and no scales, precise
@@ -278,7 +303,7 @@ gemmtune_status gemmtune_matmul_desc_destroy(gemmtune_matmul_desc desc);
 /* Sets `attr` to the value at `value`: an int32_t, `size` sizeof(int32_t), or for the pointers
  * a const float*, const int32_t*, const void* or void* (`value` points to the pointer), `size`
  * sizeof(void*); NULL unsets a pointer. A value that names no type, scaling, op, group layout,
- * accumulation, bias or activation, or groups outside 0 to 4096, is
+ * accumulation, bias, activation or gate, or groups outside 0 to 4096, is
  * GEMMTUNE_ERROR_INVALID_ARGUMENT, and the descriptor stays as it was. Which combinations of types
  * a GPU runs is the call's question (GEMMTUNE_ERROR_UNSUPPORTED). */
 gemmtune_status gemmtune_matmul_desc_set_attribute(gemmtune_matmul_desc desc,
