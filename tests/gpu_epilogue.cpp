@@ -69,10 +69,13 @@ TEST_F(Epilogues, GatedEpiloguesMultiplyTheActivatedGateByUp) {
   if (IsSkipped()) return;
   Library lib = library_for("wgmma_sm90");
   const Family& wgmma = find_family("wgmma_sm90");
-  const char* const gated[] = {"swiglu",        "bias,geglu",         "swiglu,interleaved",
-                               "bias_n,reglu",  "bias,geglu_tanh,interleaved"};
-  for (const auto& [m, n, k] : {std::tuple{22016, 8, 512}, {300, 70, 200}, {4096, 520, 384},
-                                {2000, 1, 300}, {1000, 300, 700}})
+  const char* const gated[] = {"swiglu", "bias,geglu", "swiglu,interleaved", "bias_n,reglu",
+                               "bias,geglu_tanh,interleaved"};
+  for (const auto& [m, n, k] : {std::tuple{22016, 8, 512},
+                                {300, 70, 200},
+                                {4096, 520, 384},
+                                {2000, 1, 300},
+                                {1000, 300, 700}})
     for (const char* e : gated) {
       Problem p = with_epilogue(make_problem(DType::bf16, Op::T, Op::N, m, n, k), e);
       p.ldc = p.output_rows() + 3;

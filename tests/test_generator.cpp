@@ -545,6 +545,7 @@ TEST(Templates, IncludesAreFoundTransitively) {
                                       "wgmma_sm90/parts.cuh",
                                       "wgmma_sm90/promotion.cuh",
                                       "wgmma_sm90/shared_memory.cuh",
+                                      "wgmma_sm90/store_gated.cuh",
                                       "wgmma_sm90/store_registers.cuh",
                                       "wgmma_sm90/store_tma.cuh",
                                       "wgmma_sm90/tiles.cuh",

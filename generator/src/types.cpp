@@ -438,6 +438,8 @@ void validate(const Problem& p) {
   GT_REQUIRE(p.ldb >= p.rows_b(), Errc::invalid_argument,
              "ldb ({}) must be at least the rows of B as stored ({}: op(B)={}, {})", p.ldb,
              p.rows_b(), to_char(p.op_b), p.op_b == Op::N ? "K" : "N");
+  GT_REQUIRE(!p.epilogue.gated() || p.epilogue.activation != Activation::identity,
+             Errc::invalid_argument, "a gated epilogue needs an activation of its gate");
   GT_REQUIRE(!p.epilogue.gated() || (p.m % 2 == 0 && !p.reads_c), Errc::invalid_argument,
              "epilogue {}: a gated epilogue takes an even M (gate and up rows; D has M / 2) and "
              "reads no C (beta = 0), got M = {}{}",

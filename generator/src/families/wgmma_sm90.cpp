@@ -755,8 +755,10 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     // with TMA stores.
     c = with_paying_cluster(c, p, arch);
     if (tiles_of(p, c.bm, c.bn) <= arch.sms && !one_wave_tma_store) c.tma_store = 0;
-    if (split_where_few) c = with_schedule(c, p, arch);
-    return repaired(with_fitting_stages(for_gated(for_groups(c, p), p), arch), p, arch);
+    // A gated tile's geometry first: its 128-row blocks leave fewer tiles, which split-K spreads.
+    c = for_gated(c, p);
+    if (split_where_few || p.epilogue.gated()) c = with_schedule(c, p, arch);
+    return repaired(with_fitting_stages(for_groups(c, p), arch), p, arch);
   }
 
   // Float8: tiles of 128 tokens (problem n, two consumer warpgroups) by 128 of m, multicast in
@@ -1125,7 +1127,8 @@ class WgmmaSm90Family final : public FamilyOf<P> {
         const int64_t parts = u.super_tiles * s;
         if (s <= u.k_blocks / 2 && parts <= u.workers) best = s;
       }
-      if (best == 2 && c.tma_store == 0 && cluster_size(c) == 1 && !c.pingpong) {
+      if (best == 2 && c.tma_store == 0 && cluster_size(c) == 1 && !c.pingpong &&
+          !p.epilogue.gated()) {
         c.cluster_k = 2;  // data-parallel tiles, each split by its cluster
         return c;
       }
