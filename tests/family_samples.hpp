@@ -100,7 +100,7 @@ inline std::vector<Problem> sample_problems(const std::vector<std::string>& layo
 // of each parameter's values (for points the enumeration never yields).
 inline KernelConfig point_of(const SpaceSummary& space, const Problem& p,
                              const std::vector<size_t>& index) {
-  KernelConfig c{space.family, p.types, p.scaling, p.op_a, p.op_b, {}};
+  KernelConfig c{space.family, p.types, p.scaling, p.op_a, p.op_b, {}, p.epilogue};
   for (size_t i = 0; i < space.params.size(); ++i)
     c.params[space.params[i].name] = space.params[i].values[index[i]];
   return c;

@@ -346,7 +346,8 @@ TEST(ShapesFile, Float8LinesTakeDtypeBOutAndScaling) {
       {"64 64 64 e4m3 out=", "out= has no value"},
       {"64 64 64 e4m3*e4m3->bf16 out=f16", "names the type of every operand"},
       {"64 64 64 e4m3 scale=row",
-       "unknown field 'scale' (types, dtype_b, out, scaling, accum, groups, group_layout, lda, "
+       "unknown field 'scale' (types, dtype_b, out, scaling, accum, groups, group_layout, "
+       "epilogue, lda, "
        "ldb, ldc, beta)"},
   };
   for (const auto& [line, says] : bad)
@@ -403,7 +404,7 @@ TEST(ShapesFile, AccumLinesChooseTheAccumulationOfFloat8) {
            {"64 64 64 e4m3 accum=fast accum=fast", "accum= is given twice"},
            {"64 64 64 e4m3 accumulation=fast",
             "unknown field 'accumulation' (types, dtype_b, out, scaling, accum, groups, "
-            "group_layout, lda, ldb, ldc, beta)"}})
+            "group_layout, epilogue, lda, ldb, ldc, beta)"}})
     expect_refused([&] { cli::parse_shape_line(line); }, line, {says});
 
   test::TempDir dir;

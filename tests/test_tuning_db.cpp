@@ -1580,7 +1580,8 @@ TEST_F(TuningDbTest, ExportAndImportKeepTheEpilogueOfAProblem) {
   for (const Bad& bad :
        {Bad{"swish", 0,
             "entries[0].problem.epilogue: unknown epilogue part 'swish' (expected bias, bias_n, "
-            "relu, gelu, gelu_tanh, silu or identity, comma-separated)"},
+            "relu, gelu, gelu_tanh, silu, identity, or a gated swiglu, geglu, geglu_tanh, reglu "
+            "with interleaved, comma-separated)"},
         Bad{1, 0, "entries[0].problem.epilogue: expected a string, got number"},
         Bad{"bias,bias_n", 0, "entries[0].problem.epilogue: epilogue: more than one bias"},
         Bad{"bias,gelu", 8, "grouped problems with an epilogue are not supported yet"},
