@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 
 import gemmtune
+from python_bench import us_per_call as per_call_us  # tools/, beside this file
 
 
 def linear_rows(path):
@@ -32,16 +33,6 @@ def linear_rows(path):
         if len(words) >= 5 and words[3] == "bf16" and words[4] == "tn":
             rows.append(tuple(int(w) for w in words[:3]))
     return rows
-
-
-def per_call_us(call, repeats):
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(repeats):
-        call()
-    stop.record()
-    stop.synchronize()
-    return start.elapsed_time(stop) * 1e3 / repeats
 
 
 def graphed(call, repeats):
