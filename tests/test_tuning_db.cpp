@@ -191,6 +191,13 @@ class RawDb {
   sqlite3* db_ = nullptr;
 };
 
+// The columns of the problems table's UNIQUE key, in order (the index SQLite keeps for it).
+std::string key_columns(RawDb& raw) {
+  return raw.text(
+      "SELECT group_concat(name, ' ') FROM (SELECT name FROM pragma_index_info((SELECT name FROM "
+      "sqlite_schema WHERE type = 'index' AND tbl_name = 'problems')) ORDER BY seqno)");
+}
+
 std::string file_bytes(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream out;
@@ -915,9 +922,7 @@ TEST_F(TuningDbTest, MigratesAVersion5FileToGroupLayoutsKeepingEveryRowAndItsId)
               "7:128:contiguous 9:0:contiguous");
     // The UNIQUE key, and the index SQLite keeps for it, end with the layout (and, since
     // migrations 7 and 8, the accumulation and the epilogue).
-    EXPECT_EQ(raw.text("SELECT group_concat(name, ' ') FROM (SELECT name FROM pragma_index_info("
-                       "(SELECT name FROM sqlite_schema WHERE type = 'index' AND "
-                       "tbl_name = 'problems')) ORDER BY seqno)"),
+    EXPECT_EQ(key_columns(raw),
               "type_a type_b type_c type_d type_acc scaling layout m n k lda ldb ldc align "
               "reads_c groups group_layout accumulation epilogue");
   }
@@ -965,9 +970,7 @@ TEST_F(TuningDbTest, MigratesAVersion6FileToAccumulationKeepingEveryRowAndItsId)
               "7:tensor:precise 9:none:precise");
     // The UNIQUE key, and the index SQLite keeps for it, end with the accumulation (and, since
     // migration 8, the epilogue).
-    EXPECT_EQ(raw.text("SELECT group_concat(name, ' ') FROM (SELECT name FROM pragma_index_info("
-                       "(SELECT name FROM sqlite_schema WHERE type = 'index' AND "
-                       "tbl_name = 'problems')) ORDER BY seqno)"),
+    EXPECT_EQ(key_columns(raw),
               "type_a type_b type_c type_d type_acc scaling layout m n k lda ldb ldc align "
               "reads_c groups group_layout accumulation epilogue");
   }
@@ -1016,9 +1019,7 @@ TEST_F(TuningDbTest, MigratesAVersion7FileToEpiloguesKeepingEveryRowAndItsId) {
                        "FROM (SELECT * FROM problems ORDER BY id)"),
               "7:precise:none 9:fast:none");
     // The UNIQUE key, and the index SQLite keeps for it, end with the epilogue.
-    EXPECT_EQ(raw.text("SELECT group_concat(name, ' ') FROM (SELECT name FROM pragma_index_info("
-                       "(SELECT name FROM sqlite_schema WHERE type = 'index' AND "
-                       "tbl_name = 'problems')) ORDER BY seqno)"),
+    EXPECT_EQ(key_columns(raw),
               "type_a type_b type_c type_d type_acc scaling layout m n k lda ldb ldc align "
               "reads_c groups group_layout accumulation epilogue");
   }
