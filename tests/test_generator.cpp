@@ -192,6 +192,16 @@ TEST(Problem, AlignmentClass) {
                             nullptr, nullptr, 64, 64, 64),
             8);
   EXPECT_EQ(make_problem(DType::f32, Op::N, Op::N, 17, 33, 65).align, 4);
+  // A call with D of its own: C counts only where it is read.
+  const DataTypes bf16 = DataTypes::uniform(DType::bf16);
+  const void* c2 = reinterpret_cast<void*>(0x1002);
+  const void* d16 = reinterpret_cast<void*>(0x2000);
+  EXPECT_EQ(alignment_class(bf16, nullptr, nullptr, c2, nullptr, false, 64, 64, 64), 2);
+  EXPECT_EQ(alignment_class(bf16, nullptr, nullptr, c2, d16, false, 64, 64, 64), 16);
+  EXPECT_EQ(alignment_class(bf16, nullptr, nullptr, c2, d16, true, 64, 64, 64), 2);
+  EXPECT_EQ(alignment_class(bf16, nullptr, nullptr, d16, reinterpret_cast<void*>(0x3004), false, 64,
+                            64, 64),
+            4);
 }
 
 TEST(Problem, ParsingRejectsUnknownNames) {

@@ -483,4 +483,12 @@ int alignment_class(const DataTypes& types, const void* a, const void* b, const 
   return int(bits & (~bits + 1));  // lowest set bit, at most 16
 }
 
+int alignment_class(const DataTypes& types, const void* a, const void* b, const void* c,
+                    const void* d, bool reads_c, int64_t lda, int64_t ldb, int64_t ldc) noexcept {
+  const int of_c = alignment_class(types, a, b, c, lda, ldb, ldc);
+  if (d == nullptr || d == c) return of_c;
+  const int of_d = alignment_class(types, a, b, d, lda, ldb, ldc);
+  return reads_c ? std::min(of_c, of_d) : of_d;
+}
+
 }  // namespace gemmtune

@@ -103,16 +103,6 @@ void check_enums(gemmtune_dtype dtype, gemmtune_op op_a, gemmtune_op op_b) {
              "op must be GEMMTUNE_OP_N or GEMMTUNE_OP_T");
 }
 
-// The alignment class Library::matmul gives a call: of C where it is read or D is written over
-// it, and of D's own buffer where there is one.
-int call_alignment(const gemmtune::Problem& p, const gemmtune::MatmulDesc& desc, const void* a,
-                   const void* b, const void* c) {
-  const void* d = desc.d != nullptr ? desc.d : c;
-  const void* c_read = p.reads_c || desc.d == nullptr ? c : d;
-  return std::min(gemmtune::alignment_class(p.types, a, b, c_read, p.lda, p.ldb, p.ldc),
-                  gemmtune::alignment_class(p.types, a, b, d, p.lda, p.ldb, p.ldc));
-}
-
 // The problem of a call, checked before anything touches a GPU: bad arguments are reported as
 // such on any machine.
 gemmtune::Problem checked_problem(const gemmtune::MatmulDesc& desc, int64_t m, int64_t n, int64_t k,
@@ -126,7 +116,8 @@ gemmtune::Problem checked_problem(const gemmtune::MatmulDesc& desc, int64_t m, i
   p.m = m, p.n = n, p.k = k;
   p.lda = lda, p.ldb = ldb, p.ldc = ldc;
   p.reads_c = beta != 0.0f;
-  p.align = call_alignment(p, desc, a, b, c);
+  // As Library::matmul: C where it is read or D is written over it, D's own buffer.
+  p.align = gemmtune::alignment_class(p.types, a, b, c, desc.d, p.reads_c, p.lda, p.ldb, p.ldc);
   p.groups = desc.groups;
   p.group_layout = desc.group_layout;
   p.accumulation = desc.accumulation;

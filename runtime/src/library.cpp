@@ -297,8 +297,7 @@ void Library::matmul(const MatmulDesc& desc, int64_t m, int64_t n, int64_t k, fl
   // D of its own: C is read only with beta != 0, and both addresses set the alignment.
   void* d = desc.d != nullptr ? desc.d : c;
   const void* c_read = p.reads_c || desc.d == nullptr ? c : d;
-  p.align = std::min(alignment_class(p.types, a, b, c_read, lda, ldb, ldc),
-                     alignment_class(p.types, a, b, d, lda, ldb, ldc));
+  p.align = alignment_class(p.types, a, b, c, desc.d, p.reads_c, lda, ldb, ldc);
   p.groups = desc.groups;
   p.group_layout = desc.group_layout;
   p.accumulation = desc.accumulation;

@@ -246,5 +246,9 @@ void validate(const Problem& problem);
 // The alignment class of a problem from its addresses and leading dimensions.
 int alignment_class(const DataTypes& types, const void* a, const void* b, const void* c,
                     int64_t lda, int64_t ldb, int64_t ldc) noexcept;
+// The same of a call whose D may have a buffer of its own (d null: D is written over C): C counts
+// where it is read or D is written over it, and D's own buffer where there is one.
+int alignment_class(const DataTypes& types, const void* a, const void* b, const void* c,
+                    const void* d, bool reads_c, int64_t lda, int64_t ldb, int64_t ldc) noexcept;
 
 }  // namespace gemmtune
