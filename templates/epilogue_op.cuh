@@ -64,7 +64,6 @@ GEMMTUNE_DEVICE_INLINE F activate(int act, F v) {
 template <class Cfg>
 struct EpilogueOp {
   static constexpr int BIAS = Cfg::BIAS, ACTIVATION = Cfg::ACTIVATION, GATE = Cfg::GATE;
-  static constexpr bool NONE = BIAS == BIAS_NONE && ACTIVATION == ACT_IDENTITY;
 
   // v plus the bias of output element (m, n) (of D's type OUT: data_types.h's codes). The store
   // skips elements outside D, so the bias read is bounded here too.
