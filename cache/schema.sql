@@ -303,3 +303,32 @@ INSERT INTO problems_new (id, type_a, type_b, type_c, type_d, type_acc, scaling,
          align, reads_c, groups, group_layout, accumulation FROM problems;
 DROP TABLE problems;
 ALTER TABLE problems_new RENAME TO problems;
+
+-- migration 9
+-- tune_queue: the problems running processes served without a tuned kernel, waiting for the
+-- tuning daemon (gemm-tune --serve; GEMMTUNE_TUNE=background). A table rather than a socket: it
+-- outlives a daemon's restart and a client's death, several processes asking for one problem
+-- meet on one row (UNIQUE), and a daemon claims a row in a write transaction, so each problem
+-- is tuned once. Device and problem are kept as their JSON export (json_of), not as ids into
+-- devices and problems: those rows exist only for measured problems (gemm-db delete prunes the
+-- others). gpu, cc and sms repeat the device's fields a daemon claims by.
+CREATE TABLE tune_queue (
+  id           INTEGER PRIMARY KEY,
+  device       TEXT    NOT NULL,  -- json_of(DeviceKey) of the process that asked
+  problem      TEXT    NOT NULL,  -- json_of(Problem)
+  gpu          TEXT    NOT NULL,
+  cc           INTEGER NOT NULL,
+  sms          INTEGER NOT NULL,
+  state        TEXT    NOT NULL DEFAULT 'queued'
+                       CHECK (state IN ('queued', 'tuning', 'done', 'failed')),
+  calls        INTEGER NOT NULL DEFAULT 0 CHECK (calls >= 0),  -- served untuned, as reported
+  predicted_us REAL    NOT NULL DEFAULT 0 CHECK (predicted_us >= 0),  -- a call, cost model
+  attempts     INTEGER NOT NULL DEFAULT 0 CHECK (attempts >= 0),  -- claims so far
+  claimed_by   TEXT,              -- "host:pid" of the daemon tuning it
+  heartbeat    REAL,              -- unix seconds of that daemon's last sign of life
+  message      TEXT    NOT NULL DEFAULT '',  -- the winner, or why it failed
+  requested_at TEXT    NOT NULL,  -- UTC, ISO 8601
+  updated_at   TEXT    NOT NULL,
+  UNIQUE (device, problem)
+);
+CREATE INDEX tune_queue_waiting ON tune_queue (state, gpu, cc, sms);

@@ -323,13 +323,16 @@ ImportEntry parse_entry(const Field& f) {
   return e;
 }
 
-std::vector<ImportEntry> parse_document(std::string_view text) {
-  Json document;
+Json parsed(std::string_view text) {
   try {
-    document = Json::parse(text);
+    return Json::parse(text);
   } catch (const Json::parse_error& e) {
     GT_THROW(Errc::invalid_argument, "not valid JSON: {}", e.what());
   }
+}
+
+std::vector<ImportEntry> parse_document(std::string_view text) {
+  const Json document = parsed(text);
   const Field root(document, "");
   if (root["format"].text() != kFormat)
     root["format"].fail(fmt::format("expected \"{}\", got \"{}\"", kFormat, root["format"].text()));
@@ -387,6 +390,16 @@ std::string json_of(const Problem& problem) {
 
 std::string json_of(const CandidateRecord& candidate) {
   return candidate_json(candidate).dump();
+}
+
+DeviceKey device_from_json(std::string_view json) {
+  const Json document = parsed(json);
+  return parse_device(Field(document, "device"));
+}
+
+Problem problem_from_json(std::string_view json) {
+  const Json document = parsed(json);
+  return parse_problem(Field(document, "problem"));
 }
 
 std::string json_of(const BestRecord& best) {

@@ -3,6 +3,7 @@
 // configuration per device, problem and template version. Schema: cache/schema.sql.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <set>
@@ -137,18 +138,42 @@ struct ImportSummary {
   int64_t devices = 0, problems = 0, candidates = 0, best = 0;  // rows added or updated
 };
 
+// The tuning daemon's queue (gemm-tune --serve): a problem a process served without a tuned
+// kernel, waiting, being tuned, or done.
+enum class QueueState { queued, tuning, done, failed };
+std::string_view to_string(QueueState state) noexcept;
+
+struct QueueEntry {
+  int64_t id = 0;
+  DeviceKey device;  // of the process that asked
+  Problem problem;
+  QueueState state = QueueState::queued;
+  int64_t calls = 0;        // calls served untuned, as the processes reported them
+  double predicted_us = 0;  // the cost model's time of a call of the kernel served meanwhile
+  int attempts = 0;         // claims so far (a daemon killed mid-tune leaves one behind)
+  std::string claimed_by;   // "host:pid" of the daemon tuning it
+  double heartbeat = -1;    // unix seconds of that daemon's last sign of life
+  std::string message;      // the winner, or why tuning failed
+  std::string requested_at, updated_at;
+  // What tuning it is worth: the time its calls cost (a problem never called counts as one call).
+  double priority() const { return double(calls > 0 ? calls : 1) * predicted_us; }
+};
+
 // Records as JSON objects of the export format (docs/DATABASE.md), for tools that print JSON.
 std::string json_of(const DeviceKey& device);
 std::string json_of(const Problem& problem);
 std::string json_of(const CandidateRecord& candidate);
 // {"device", "problem", "winner": candidate, "baseline_ms", "complete", "current", "tuned_at"}
 std::string json_of(const BestRecord& best);
+// The reverse of json_of for a device and a problem; throws Error(invalid_argument) saying why.
+DeviceKey device_from_json(std::string_view json);
+Problem problem_from_json(std::string_view json);
 
 // An object is used from one thread at a time; any number of processes may share the file
 // (WAL journal, a busy timeout, and every write in its own BEGIN IMMEDIATE transaction).
 class TuningDb {
  public:
-  static constexpr int kSchemaVersion = 8;  // migrations are numbered 1..kSchemaVersion
+  static constexpr int kSchemaVersion = 9;  // migrations are numbered 1..kSchemaVersion
   enum class Mode { read_write, read_only };
 
   // Opens (creating the file and its folder in read_write mode) and migrates to
@@ -205,6 +230,35 @@ class TuningDb {
   // -- so merging shard databases gives the choices of one run, in any order. The search counts
   // as complete when either was. Returns the rows added or updated.
   ImportSummary merge(const TuningDb& other);
+
+  // The tuning queue (tune_queue.cpp). Each call is its own transaction.
+  // Asks for the problem to be tuned for the device; returns its entry's id. A problem already
+  // waiting or being tuned keeps its entry (its predicted time updated), so several processes
+  // asking meet on one; a done one is queued again (asked again: its tuning is gone or stale); a
+  // failed one stays failed until retry_failed().
+  int64_t enqueue(const DeviceKey& device, const Problem& problem, double predicted_us);
+  // Adds calls served untuned to an entry (the daemon ranks by them).
+  void add_calls(int64_t id, int64_t calls);
+  // Claims the waiting entry of the highest priority() for a GPU of the device's name, compute
+  // capability and SMs (only `only_id`, when given) for `claimer`; none when nothing waits.
+  std::optional<QueueEntry> claim_next(const DeviceKey& device, const std::string& claimer,
+                                       std::optional<int64_t> only_id = std::nullopt);
+  // A claimer's sign of life; false when the entry is no longer its own (released as stale).
+  bool heartbeat(int64_t id, const std::string& claimer);
+  // Ends a claim: done (message: the winner) or failed (message: why).
+  void finish(int64_t id, const std::string& claimer, QueueState state, const std::string& message);
+  // Puts back into the queue entries claimed by daemons that are gone: `gone(claimer,
+  // heartbeat)` decides. Returns how many.
+  int release_claims(const std::function<bool(const std::string&, double)>& gone);
+  // Queues failed entries again; returns how many.
+  int retry_failed();
+  std::vector<QueueEntry> queue() const;  // by state (tuning, queued, failed, done), priority
+  std::optional<QueueEntry> queue_entry(int64_t id) const;
+  // SQLite's data_version: changes when another connection commits to the file. Cheap (no I/O
+  // in WAL mode), so a process can poll it to learn that results arrived.
+  int64_t data_version() const;
+  // Changes when a best row is added or replaced: the count of best rows and the latest tuned_at.
+  std::string results_signature() const;
 
  private:
   std::filesystem::path path_;
