@@ -12,6 +12,7 @@
 #include "gemmtune/runtime/driver.hpp"
 #include "gemmtune/tuner/shard.hpp"
 #include "gemmtune/tuner/tuner.hpp"
+#include "queue_cli.hpp"
 
 namespace gt = gemmtune;
 using nlohmann::json;
@@ -27,12 +28,32 @@ struct Args {
   int top = 5;
   bool json = false, force = false, dry_run = false, list_only = false, no_baseline = false,
        exhaustive = false;
+  bool serve = false, status = false, once = false, retry_failed = false;
+  int64_t queue_id = 0;  // 0: any entry
+  double poll = 1.0;
   double timeout = 60;
   double margin = gt::SearchSettings{}.stop_margin;
   unsigned threads = 0;
   int device = 0;
   uint64_t seed = 1;
 };
+
+// The tuning daemon: processes with GEMMTUNE_TUNE=background queue their untuned problems.
+void add_serve_options(CLI::App& app, Args& a) {
+  app.add_flag("--serve", a.serve,
+               "Run as the tuning daemon: tune the problems that processes queue in the database "
+               "(GEMMTUNE_TUNE=background), the most costly first, each within --budget "
+               "(default 2m), on --device or --devices, until SIGINT or SIGTERM");
+  app.add_flag("--status", a.status, "Show the tuning queue of the database and exit");
+  app.add_flag("--once", a.once, "With --serve: stop when nothing waits");
+  app.add_option("--queue-id", a.queue_id, "With --serve: tune only this entry of the queue")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--retry-failed", a.retry_failed,
+               "With --serve: queue the problems whose tuning failed again");
+  app.add_option("--poll", a.poll, "With --serve: seconds between looks at an empty queue")
+      ->capture_default_str()
+      ->check(CLI::Range(0.05, 3600.0));
+}
 
 void add_options(CLI::App& app, Args& a) {
   app.add_option("--m", a.m, "Rows of op(A) and C");
@@ -95,6 +116,7 @@ void add_options(CLI::App& app, Args& a) {
       "until the rest cannot win)");
   app.add_flag("--no-baseline", a.no_baseline, "Do not time cuBLAS");
   app.add_flag("--json", a.json, "Print JSON on stdout instead of tables");
+  add_serve_options(app, a);
 }
 
 std::vector<std::string> split(const std::string& text) {
@@ -488,6 +510,28 @@ int run_tune(const Args& a, const std::vector<gt::Problem>& problems,
   return failed ? 1 : 0;
 }
 
+int run_serve(const Args& a, const std::filesystem::path& db) {
+  GT_REQUIRE(a.m == 0 && a.n == 0 && a.k == 0 && a.shapes.empty(), gt::Errc::invalid_argument,
+             "--serve takes its problems from the queue, not from --m/--n/--k or --shapes");
+  check_database(db);
+  GT_REQUIRE(gt::cu::available(), gt::Errc::no_device, "no GPU to tune on: {}",
+             gt::cu::unavailable_reason());
+  gt::ServeOptions options;
+  Args per_problem = a;
+  if (per_problem.budget.empty()) per_problem.budget = "2m";
+  options.tune = tune_options(per_problem, db);
+  options.gpus = device_ordinals(a);
+  options.once = a.once;
+  if (a.queue_id > 0) options.only_id = a.queue_id;
+  options.poll_s = a.poll;
+  if (a.retry_failed) {
+    const int queued = gt::TuningDb(db).retry_failed();
+    std::cerr << fmt::format("gemm-tune --serve: {} failed problem{} queued again\n", queued,
+                             queued == 1 ? "" : "s");
+  }
+  return gt::cli::serve_queue(options);
+}
+
 // The shard of the shape list this process tunes: --shard, else the launcher's rank and size.
 gt::Shard shard_of(const Args& a) {
   if (!a.shard.empty()) return gt::Shard::parse(a.shard);
@@ -517,6 +561,13 @@ int main(int argc, char** argv) {
   return gt::cli::guarded_main("gemm-tune", [&] {
     GT_REQUIRE(args.devices.empty() || args.device == 0, gt::Errc::invalid_argument,
                "give either --device or --devices, not both");
+    if (args.status || args.serve) {
+      const std::string db = args.db.empty() ? gt::default_db_path().string() : args.db;
+      if (args.status) return gt::cli::show_queue(db, args.json);
+      return run_serve(args, db);
+    }
+    GT_REQUIRE(!args.once && args.queue_id == 0 && !args.retry_failed, gt::Errc::invalid_argument,
+               "--once, --queue-id and --retry-failed go with --serve");
     const gt::Shard shard = shard_of(args);
     const auto problems = this_shard(problems_of(args), shard);
     if (problems.empty()) {
