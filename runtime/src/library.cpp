@@ -12,10 +12,12 @@
 #include "gemmtune/gemmtune.hpp"
 #include "gemmtune/generator/util.hpp"
 #include "gemmtune/runtime/device.hpp"
+#include "gemmtune/runtime/driver.hpp"
 #include "gemmtune/runtime/kernel.hpp"
 #include "gemmtune/runtime/shape_recorder.hpp"
 #include "gemmtune/runtime/workspace.hpp"
 #include "made_once.hpp"
+#include "tuning_client.hpp"
 
 namespace gemmtune {
 
@@ -42,6 +44,10 @@ struct Choice {
   std::shared_ptr<const ReadyKernel> kernel;
   LaunchPlan plan;
   Selection selection;
+  // Served untuned while the tuning daemon works on it (GEMMTUNE_TUNE=background): its calls,
+  // counted, and the tuning client's epoch when it was chosen (a later one: choose again).
+  CallCounter calls;
+  uint64_t epoch = 0;
 };
 
 struct DeviceState {
@@ -124,6 +130,18 @@ bool allowed(const std::vector<std::string>& only, std::string_view family) {
   return only.empty() || std::find(only.begin(), only.end(), family) != only.end();
 }
 
+// Whether work on the stream is being captured into a CUDA graph (an error counts as yes: a
+// kernel is then never switched under a capture).
+bool capturing(CUstream stream) {
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  return cu::api().cuStreamIsCapturing(stream, &status) != CUDA_SUCCESS ||
+         status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+double predicted_us(const KernelConfig& config, const Problem& p, const ArchInfo& arch) {
+  return 1e3 * find_family(config.family).predicted_ms(config, p, arch);
+}
+
 }  // namespace
 
 struct Library::Impl {
@@ -138,14 +156,18 @@ struct Library::Impl {
   bool db_opened = false;
   // GEMMTUNE_RECORD: the shapes file listing the problems served without a tuned kernel.
   const std::optional<std::string> record_file = env_var("GEMMTUNE_RECORD");
+  TuningClient tuning;  // GEMMTUNE_TUNE
 
   explicit Impl(Options o)
       : options(std::move(o)),
         only_families(family_filter(options)),
-        compiler(true, options.cache_dir.empty()
-                           ? std::optional<std::filesystem::path>{}
-                           : std::optional<std::filesystem::path>{
-                                 std::filesystem::path(options.cache_dir) / "kernels"}) {}
+        compiler(
+            true,
+            options.cache_dir.empty()
+                ? std::optional<std::filesystem::path>{}
+                : std::optional<std::filesystem::path>{std::filesystem::path(options.cache_dir) /
+                                                       "kernels"}),
+        tuning(TuneSettings::of(options)) {}
 
   // The database, opened once, read-only; none when it does not exist yet or cannot be read.
   // Called with db_mutex held.
@@ -241,8 +263,24 @@ struct Library::Impl {
     });
   }
 
+  // The database's answer; with GEMMTUNE_TUNE=now, tuned first when it has none.
+  std::pair<KernelConfig, Selection> pick_or_tune(const DeviceInfo& dev, const Problem& p) {
+    auto picked = pick(dev, p);
+    if (tuning.mode() != TuneMode::now || picked.second.source == Source::tuned) return picked;
+    tuning.tune_now(dev, p, predicted_us(picked.first, p, dev.arch));
+    reopen_database();
+    return pick(dev, p);
+  }
+
+  // A database that did not exist when first looked for is looked for again.
+  void reopen_database() {
+    std::lock_guard lock(db_mutex);
+    if (!db) db_opened = false;
+  }
+
   Choice resolve(DeviceState& state, const Problem& p) {
-    auto [config, sel] = pick(state.info, p);
+    const uint64_t epoch = tuning.epoch();
+    auto [config, sel] = pick_or_tune(state.info, p);
     std::shared_ptr<const ReadyKernel> kernel;
     try {
       kernel = ready(state, config, p);
@@ -264,14 +302,29 @@ struct Library::Impl {
     c.selection.config = config.to_json();
     // Once per problem and context: choice_for() keeps what this returns.
     if (record_file && c.selection.source != Source::tuned) record_untuned(*record_file, p);
+    if (tuning.mode() == TuneMode::background && c.selection.source != Source::tuned) {
+      c.calls = tuning.queue(state.info.key, p, predicted_us(config, p, state.info.arch));
+      c.epoch = epoch;
+    }
     return c;
   }
 
-  // The choice for the problem, and the workspaces of the current context.
-  std::pair<std::shared_ptr<const Choice>, Workspaces*> choice_for(const Problem& p) {
+  // The choice for the problem, and the workspaces of the current context. A problem served
+  // untuned while the daemon tunes it is chosen again once results arrive, between calls and
+  // never while `stream` is captured: a graph keeps the kernel it captured (kernels stay loaded).
+  std::pair<std::shared_ptr<const Choice>, Workspaces*> choice_for(const Problem& p,
+                                                                   CUstream stream, bool call) {
     DeviceState& state = device_state(ensure_context());
-    auto choice =
-        state.choices.get(p, [&] { return std::make_shared<const Choice>(resolve(state, p)); });
+    const auto make = [&] { return std::make_shared<const Choice>(resolve(state, p)); };
+    auto choice = state.choices.get(p, make);
+    if (choice->calls) {
+      if (call) choice->calls->fetch_add(1, std::memory_order_relaxed);
+      if (choice->epoch != tuning.epoch() && !capturing(stream)) {
+        reopen_database();
+        state.choices.forget(p, choice);
+        choice = state.choices.get(p, make);
+      }
+    }
     return {std::move(choice), &state.workspaces};
   }
 };
@@ -316,8 +369,8 @@ void Library::matmul(const MatmulDesc& desc, int64_t m, int64_t n, int64_t k, fl
              p.masked() ? "counts" : "end offsets");
   GT_REQUIRE(std::isfinite(alpha) && std::isfinite(beta), Errc::invalid_argument,
              "alpha and beta must be finite (got {} and {})", alpha, beta);
-  const auto [choice, workspaces] = impl_->choice_for(p);
   const auto cu_stream = reinterpret_cast<CUstream>(stream);
+  const auto [choice, workspaces] = impl_->choice_for(p, cu_stream, true);
   GemmOperands ops{CUdeviceptr(a), CUdeviceptr(b), CUdeviceptr(c_read), alpha, beta};
   ops.d = CUdeviceptr(d);
   ops.bias = CUdeviceptr(desc.bias);
@@ -330,7 +383,7 @@ void Library::matmul(const MatmulDesc& desc, int64_t m, int64_t n, int64_t k, fl
 
 Selection Library::select(const Problem& problem) {
   validate(problem);
-  return impl_->choice_for(problem).first->selection;
+  return impl_->choice_for(problem, nullptr, false).first->selection;
 }
 
 void Library::reload() {

@@ -58,6 +58,13 @@ class MadeOnce {
     }
   }
 
+  // Forgets the value of `key` if it is still `value` (another caller may have replaced it), so
+  // that the next get() makes it again.
+  void forget(const Key& key, const Value& value) {
+    std::unique_lock lock(mutex_);
+    if (auto it = made_.find(key); it != made_.end() && it->second == value) made_.erase(it);
+  }
+
   // Forgets every value made; makings under way finish for their callers but are not kept.
   void clear() {
     std::unique_lock lock(mutex_);

@@ -89,6 +89,13 @@ struct Options {
   // Only these kernel families serve calls, comma-separated ("mma_sm80"); empty:
   // $GEMMTUNE_FAMILIES, else all. Tests a family on a GPU where another would be chosen.
   std::string families;
+  // Tuning while serving; empty: $GEMMTUNE_TUNE, else off. "background": a problem without a
+  // tuned kernel is served at once (nearest, default) and queued in the database for the tuning
+  // daemon (gemm-tune --serve), whose result later calls take up, between calls, never during a
+  // CUDA graph capture. "now": its first call waits while gemm-tune tunes it (tune_budget).
+  std::string tune;
+  std::string tune_budget;  // "now": a problem's budget (30s, 2m, 40); empty: $GEMMTUNE_TUNE_BUDGET
+  double refresh_s = 0;     // background: seconds between looks for results; 0: $GEMMTUNE_REFRESH_S
 };
 
 // A library instance: its own database connection, kernel cache and loaded kernels.

@@ -43,6 +43,7 @@ namespace gemmtune::cu {
   X(cuStreamDestroy) \
   X(cuStreamSynchronize) \
   X(cuStreamGetCtx) \
+  X(cuStreamIsCapturing) \
   X(cuEventCreate) \
   X(cuEventDestroy) \
   X(cuEventRecord) \
