@@ -451,7 +451,10 @@ def linear(x, w, bias=None, *, activation=None, approximate="none", stream=None,
     SiLU(), F.relu, F.gelu, F.silu; approximate='tanh' (F.gelu's) makes 'gelu' GELU's tanh
     form. x and w may differ in dtype; the result's is out_dtype, by default as matmul's with x
     as a (result_dtype). Raises gemmtune.Error."""
-    activation = activation_name(activation, approximate)
+    if activation is None and approximate == "none":  # the usual call: nothing to look up
+        activation = "identity"
+    else:
+        activation = activation_name(activation, approximate)
     if is_torch_tensor(x) or is_torch_tensor(w):
         return torch_api.linear(x, w, bias, stream, out_dtype, activation)
     return run_linear(x, w, bias, stream, _ArrayBackend, out_dtype, activation)

@@ -58,6 +58,7 @@ GROUPS_ATTRIBUTE, GROUP_ENDS_POINTER, GROUP_LAYOUT_ATTRIBUTE = 10, 11, 12
 ACCUMULATION_ATTRIBUTE = 13
 BIAS_ATTRIBUTE, ACTIVATION_ATTRIBUTE, BIAS_POINTER, D_POINTER = 14, 15, 16, 17
 GATE_ATTRIBUTE = 18
+_POINTER_SIZE = ctypes.sizeof(ctypes.c_void_p)  # what a pointer attribute's value takes
 
 
 class Error(Exception):
@@ -293,6 +294,10 @@ class MatmulDesc:
         handle = ctypes.c_void_p()
         check(lib.gemmtune_matmul_desc_create(ctypes.byref(handle)))
         self._lib, self.handle = lib, handle.value
+        # Where set_bias puts the bias's address for the library to read: made once, as a bias is
+        # set on every call of a planned linear with one.
+        self._bias = ctypes.c_void_p()
+        self._bias_address = ctypes.addressof(self._bias)
         for attribute, value in zip(attributes, values):
             value = ctypes.c_int32(value)
             check(lib.gemmtune_matmul_desc_set_attribute(
@@ -315,7 +320,11 @@ class MatmulDesc:
     def set_bias(self, address):
         """The device address of the bias vector (an int; of D's type, contiguous), read by the
         next call."""
-        self._set_pointer(BIAS_POINTER, address)
+        self._bias.value = address  # this thread's descriptor: no other call sees the slot change
+        status = self._lib.gemmtune_matmul_desc_set_attribute(
+            self.handle, BIAS_POINTER, self._bias_address, _POINTER_SIZE)
+        if status:
+            check(status)
 
     def set_d(self, address):
         """The device address of D's own buffer (an int; 0: D is written over C)."""

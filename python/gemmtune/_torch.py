@@ -16,8 +16,8 @@ from ._api import (Epilogue, _check_scalars, _stream_handle, gated_plan, result_
                    run_gated_linear, run_grouped, run_linear, run_matmul, run_scaled,
                    scaled_out_dtype)
 from ._grouped import plan_bmm, plan_grouped_mm, plan_grouped_mm_masked
-from ._library import (Error, InvalidType, bias_descriptor, check, descriptor, library,
-                       scalar)
+from ._library import (_ONE_ADDRESS, _ZERO_ADDRESS, Error, InvalidType, bias_descriptor, check,
+                       descriptor, library, scalar)
 from ._operands import SUPPORTED, View
 from ._plan import DataTypes, plan_matmul
 from ._scaled import Tensor, plan_scaled_mm
@@ -59,7 +59,13 @@ _operands.TORCH_TENSOR = torch.Tensor
 _operands.torch_dtype_name = torch_dtype_name
 
 
-_raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+def _stream_object_handle(device):
+    return torch.cuda.current_stream(device).cuda_stream
+
+
+# The handle of a GPU's (an index's) current stream: without building a Stream object where this
+# torch can.
+current_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or _stream_object_handle
 
 
 class TorchBackend:
@@ -73,9 +79,7 @@ class TorchBackend:
 
     @staticmethod
     def default_stream(ops):
-        if _raw_stream is not None:  # the handle without building a Stream object: cheaper
-            return _raw_stream(ops.device)
-        return torch.cuda.current_stream(ops.device).cuda_stream
+        return current_stream(ops.device)
 
     @staticmethod
     def rows(x, view):
@@ -139,12 +143,14 @@ def _through_operator(*tensors):
         return False
     if _is_compiling():
         return True
+    if not torch.is_grad_enabled():  # inference_mode and no_grad: nothing more to read
+        return False
     needs_grad = False
     for t in tensors:
         if t is not None and not isinstance(t, torch.Tensor):
-            return False
+            return False  # the general path says what is wrong
         needs_grad = needs_grad or (t is not None and t.requires_grad)
-    return needs_grad and torch.is_grad_enabled()
+    return needs_grad
 
 
 def matmul(a, b, out, alpha, beta, stream, out_dtype=None):
@@ -168,60 +174,89 @@ def gated_linear(x, w, bias, stream, out_dtype=None, activation="silu", layout="
 
 
 # ---------------------------------------------------------------------------------------------
-# The fast path: a call on tensors whose dtypes, shapes and strides an earlier call checked and
-# planned. Small GEMMs are host-bound, and the general path (Views, checks, the plan) costs more
-# than the launch, so a repeated call reads each tensor once, looks its plan up and calls the C
-# API. Whatever the cache does not answer (a first call, an error, tensors on two GPUs, x
-# copied to rows) takes the general path, which raises the errors.
+# The fast path: a call on tensors whose dtypes, shapes, strides and devices an earlier call
+# checked and planned. Small GEMMs are host-bound, and the general path (Views, checks, the
+# plan) costs more than the launch, so a repeated call builds one key, looks it up once and
+# calls the C API with the plan's ready arguments. Whatever the cache does not answer (a first
+# call, an error, x copied to rows) takes the general path, which raises the errors.
 
-# (kind, dtypes, shapes, strides, out_dtype[, activation]) -> (descriptor handle, m, n, k, lda,
-# ldb, ldc, swap, the result's shape, the result's torch dtype, the descriptor, (types, layout,
-# epilogue): what bias_descriptor takes). Only problems with M, N, K >= 1 that passed every
-# check are kept.
+# _matmul_key's or _linear_key's key -> a _Planned. Only problems with M, N, K >= 1 that passed
+# every check are planned.
 _PLANS = {}
 _MAX_PLANS = 4096  # more shapes than that (e.g. every sequence length): start again
 
 
-def _remember(key, plan, shape, dtype, epilogue="none"):
+class _Planned:
+    """What gemmtune_matmul takes for a checked problem but its addresses and stream, and the
+    result's shape, dtype and device."""
+    __slots__ = ("call", "device", "torch_device", "handle", "descriptor", "m", "n", "k", "lda",
+                 "ldb", "ldc", "swap", "shape", "dtype", "bias_descriptor")
+
+
+def _keep(key, value):
     if len(_PLANS) >= _MAX_PLANS:
         _PLANS.clear()
+    _PLANS[key] = value
+
+
+def _remember(key, plan, like, shape, dtype, epilogue="none"):
+    """The plan of a call that ran (like: one of its tensors, on its GPU), for the calls with
+    its key."""
     p = plan.problem
-    # One per types, layout and epilogue, made once; kept alive. With a bias, each thread's own
-    # (bias_descriptor) serves the calls.
-    desc = descriptor(plan.types, p.layout, epilogue=epilogue)
-    _PLANS[key] = (desc.handle, p.m, p.n, p.k, p.lda, p.ldb, p.ldc, plan.swap, shape, dtype, desc,
-                   (plan.types, p.layout, epilogue))
+    planned = _Planned()
+    planned.call = library().gemmtune_matmul
+    planned.device, planned.torch_device = like.get_device(), like.device
+    # One per types, layout and epilogue, made once and kept; with a bias, each thread's own
+    # (bias_descriptor(*planned.bias_descriptor)) serves the calls.
+    planned.descriptor = descriptor(plan.types, p.layout, epilogue=epilogue)
+    planned.handle = planned.descriptor.handle
+    planned.m, planned.n, planned.k = p.m, p.n, p.k
+    planned.lda, planned.ldb, planned.ldc, planned.swap = p.lda, p.ldb, p.ldc, plan.swap
+    planned.shape, planned.dtype = tuple(shape), dtype
+    planned.bias_descriptor = (plan.types, p.layout, epilogue)
+    _keep(key, planned)
 
 
-def _launch(entry, device, a_ptr, b_ptr, c_ptr, alpha, beta, stream, desc=None):
-    """The planned GEMM on a, b and c (the call's row-major operands), as _api._gemm runs it;
-    desc: a descriptor handle other than the entry's (one with its bias set)."""
-    handle, m, n, k, lda, ldb, ldc, swap = entry[:8]
-    desc = handle if desc is None else desc
-    if swap:
-        a_ptr, b_ptr = b_ptr, a_ptr
-    if stream is None:
-        stream = _raw_stream(device) if _raw_stream is not None else \
-            torch.cuda.current_stream(device).cuda_stream
-    check(library().gemmtune_matmul(device, desc, m, n, k, scalar(alpha), a_ptr, lda, b_ptr, ldb,
-                                    scalar(beta), c_ptr, ldc, stream))
+def _launch(planned, a, b, c, stream, handle, alpha=_ONE_ADDRESS, beta=_ZERO_ADDRESS):
+    """gemmtune_matmul on the call's row-major a, b and c (addresses) as planned; handle: the
+    descriptor's (one with its bias set, where the call has one)."""
+    stream = current_stream(planned.device) if stream is None else _stream_handle(stream)
+    if planned.swap:
+        a, b = b, a
+    status = planned.call(planned.device, handle, planned.m, planned.n, planned.k, alpha, a,
+                          planned.lda, b, planned.ldb, beta, c, planned.ldc, stream)
+    if status:
+        check(status)
 
 
-def _key(kind, a, b, c, out_dtype):
-    """What the checks and the plan of a call depend on: dtypes, shapes, strides (a bias: its
-    dtype and shape), out_dtype. None for tensors without them (sparse, nested) or an
-    out_dtype that is no key: the general path's."""
+def _tensor_key(t):
+    return t.dtype, t.shape, t.stride(), t.device
+
+
+def _matmul_key(a, b, out, out_dtype):
+    """What the checks and the plan of matmul depend on: each tensor's dtype, shape, strides and
+    device, out_dtype. None for operands without them (arrays, sparse tensors) or an out_dtype
+    that is no key: the general path's."""
     try:
-        if c is None:
-            third = None
-        elif kind == "linear":
-            third = (c.dtype, c.shape)
-        else:
-            third = (c.dtype, c.shape, c.stride())
         if out_dtype is not None:
             hash(out_dtype)
-        return kind, a.dtype, a.shape, a.stride(), b.dtype, b.shape, b.stride(), third, out_dtype
+        return ("mm", a.dtype, a.shape, a.stride(), a.device, b.dtype, b.shape, b.stride(),
+                b.device, None if out is None else _tensor_key(out), out_dtype)
     except Exception:  # noqa: BLE001  (whatever it was, the general path raises it again)
+        return None
+
+
+def _linear_key(x, w, bias, out_dtype, activation, layout=None):
+    """What the checks and the plan of linear (gated_linear: with its layout) depend on: x's,
+    w's and the bias's dtypes, shapes, strides and devices, out_dtype, the activation. None
+    where _matmul_key's is."""
+    try:
+        if out_dtype is not None:
+            hash(out_dtype)
+        return ("linear", x.dtype, x.shape, x.stride(), x.device, w.dtype, w.shape, w.stride(),
+                w.device, None if bias is None else _tensor_key(bias), out_dtype, activation,
+                layout)
+    except Exception:  # noqa: BLE001
         return None
 
 
@@ -231,90 +266,75 @@ def _types_of(a, b, result):
     return DataTypes(_DTYPES[a.dtype], _DTYPES[b.dtype], c, c)
 
 
-def _on_one_gpu(tensors):
-    """The GPU of the tensors when all of them are CUDA tensors on it, else None (the general
-    path then says what is wrong). get_device() is an int; .device builds an object."""
-    device = tensors[0].get_device()
-    for t in tensors:
-        if not t.is_cuda or t.get_device() != device:
-            return None
-    return device
-
-
 def _matmul(a, b, out, alpha, beta, stream, out_dtype=None):
-    _check_scalars(alpha, beta, out)  # the general path's first checks: the same errors first
-    stream = _stream_handle(stream)
-    Tensor = torch.Tensor
-    if isinstance(a, Tensor) and isinstance(b, Tensor) and (out is None or isinstance(out, Tensor)):
-        key = _key("mm", a, b, out, out_dtype)
-        entry = _PLANS.get(key) if key is not None else None
-        if entry is not None:
-            device = _on_one_gpu((a, b) if out is None else (a, b, out))
-            if device is not None:
-                if out is None:
-                    out = torch.empty(entry[8], dtype=entry[9], device=a.device)
-                _launch(entry, device, a.data_ptr(), b.data_ptr(), out.data_ptr(), alpha, beta,
-                        stream)
-                return out
-        result = run_matmul(a, b, out, alpha, beta, stream, TorchBackend, out_dtype=out_dtype)
-        if key is not None and entry is None and min(*a.shape, b.shape[1]) >= 1:
-            # Checked now: plan the calls after it.
-            plan = plan_matmul(_types_of(a, b, result), tuple(a.shape), tuple(a.stride()),
-                               tuple(b.shape), tuple(b.stride()),
-                               None if out is None else tuple(out.stride()))
-            _remember(key, plan, (a.shape[0], b.shape[1]), result.dtype)
-        return result
-    return run_matmul(a, b, out, alpha, beta, stream, TorchBackend, out_dtype=out_dtype)
+    if alpha != 1 or beta != 0:  # the general path's first checks (1 and 0 pass): its errors
+        _check_scalars(alpha, beta, out)
+    key = _matmul_key(a, b, out, out_dtype)
+    planned = _PLANS.get(key)
+    if planned is not None:
+        return _run_matmul(planned, a, b, out, alpha, beta, stream)
+    return _plan_matmul(key, a, b, out, alpha, beta, stream, out_dtype)
+
+
+def _run_matmul(planned, a, b, out, alpha, beta, stream):
+    if out is None:
+        out = torch.empty(planned.shape, dtype=planned.dtype, device=planned.torch_device)
+    _launch(planned, a.data_ptr(), b.data_ptr(), out.data_ptr(), stream, planned.handle,
+            scalar(alpha), scalar(beta))
+    return out
+
+
+def _plan_matmul(key, a, b, out, alpha, beta, stream, out_dtype=None):
+    """The general path of matmul, which checks everything and raises the errors; its plan kept
+    for the calls with its key."""
+    result = run_matmul(a, b, out, alpha, beta, stream, TorchBackend, out_dtype=out_dtype)
+    if key is not None and min(*a.shape, b.shape[1]) >= 1:
+        plan = plan_matmul(_types_of(a, b, result), tuple(a.shape), tuple(a.stride()),
+                           tuple(b.shape), tuple(b.stride()),
+                           None if out is None else tuple(out.stride()))
+        _remember(key, plan, a, (a.shape[0], b.shape[1]), result.dtype)
+    return result
 
 
 def _linear(x, w, bias, stream, out_dtype=None, activation="identity"):
-    Tensor = torch.Tensor
-    if not (isinstance(x, Tensor) and isinstance(w, Tensor)
-            and (bias is None or isinstance(bias, Tensor))):
-        return run_linear(x, w, bias, stream, TorchBackend, out_dtype, activation)
-    key = _key("linear", x, w, bias, out_dtype)
-    key = key if key is None else key + (activation,)
-    entry = _PLANS.get(key) if key is not None else None
-    if entry is not None:
-        device = _on_one_gpu((x, w) if bias is None else (x, w, bias))
-        if device is not None:
-            return _launch_linear(entry, device, x, w, bias, stream)
-    y = run_linear(x, w, bias, stream, TorchBackend, out_dtype, activation)
-    if key is not None and entry is None:
-        _learn_linear(key, x, w, bias, y, activation)
-    return y
+    key = _linear_key(x, w, bias, out_dtype, activation)
+    planned = _PLANS.get(key)
+    if planned is not None:
+        return _run_linear(planned, x, w, bias, stream)
+    return _plan_linear(key, x, w, bias, stream, out_dtype, activation)
 
 
 def _gated_linear(x, w, bias, stream, out_dtype=None, activation="silu", layout="halves"):
-    Tensor = torch.Tensor
-    if not (isinstance(x, Tensor) and isinstance(w, Tensor)
-            and (bias is None or isinstance(bias, Tensor))):
-        return run_gated_linear(x, w, bias, stream, TorchBackend, out_dtype, activation, layout)
-    key = _key("gated", x, w, bias, out_dtype)
-    key = key if key is None else key + (activation, layout)
-    entry = _PLANS.get(key) if key is not None else None
-    if entry is not None:
-        device = _on_one_gpu((x, w) if bias is None else (x, w, bias))
-        if device is not None:
-            return _launch_linear(entry, device, x, w, bias, stream)
-    y = run_gated_linear(x, w, bias, stream, TorchBackend, out_dtype, activation, layout)
-    if key is not None and entry is None:
-        _learn_linear(key, x, w, bias, y, activation, layout)
+    key = _linear_key(x, w, bias, out_dtype, activation, layout)
+    planned = _PLANS.get(key)
+    if planned is not None:
+        return _run_linear(planned, x, w, bias, stream)
+    return _plan_linear(key, x, w, bias, stream, out_dtype, activation, layout)
+
+
+def _run_linear(planned, x, w, bias, stream):
+    """A planned linear or gated linear: the result, the bias set on this thread's descriptor
+    (the kernel's store reads it), the GEMM."""
+    y = torch.empty(planned.shape, dtype=planned.dtype, device=planned.torch_device)
+    handle = planned.handle
+    if bias is not None:
+        bias = bias_vector(bias, planned.dtype)  # a copy, where it is one, lives until the call
+        desc = bias_descriptor(*planned.bias_descriptor)  # this thread's
+        desc.set_bias(bias.data_ptr())
+        handle = desc.handle
+    _launch(planned, x.data_ptr(), w.data_ptr(), y.data_ptr(), stream, handle)
     return y
 
 
-def _launch_linear(entry, device, x, w, bias, stream):
-    """A planned linear or gated linear: the result, the bias set on this thread's descriptor
-    (the kernel's store reads it), the GEMM."""
-    stream = _stream_handle(stream)
-    y = torch.empty(entry[8], dtype=entry[9], device=x.device)
-    desc = None
-    if bias is not None:
-        bias = bias_vector(bias, entry[9])
-        desc = bias_descriptor(*entry[11])  # this thread's
-        desc.set_bias(bias.data_ptr())
-        desc = desc.handle
-    _launch(entry, device, x.data_ptr(), w.data_ptr(), y.data_ptr(), 1.0, 0.0, stream, desc)
+def _plan_linear(key, x, w, bias, stream, out_dtype=None, activation="identity", layout=None):
+    """The general path of linear (gated_linear, given its layout), which checks everything and
+    raises the errors; its plan kept for the calls with its key."""
+    if layout is None:
+        y = run_linear(x, w, bias, stream, TorchBackend, out_dtype, activation)
+    else:
+        y = run_gated_linear(x, w, bias, stream, TorchBackend, out_dtype, activation, layout)
+    if key is not None:
+        _learn_linear(key, x, w, bias, y, activation, layout or "none")
     return y
 
 
@@ -335,7 +355,7 @@ def _learn_linear(key, x, w, bias, y, activation="identity", gate="none"):
     epilogue = Epilogue(bias, activation, gate)
     if gate != "none":  # D of M / 2 rows
         plan = gated_plan(plan, epilogue)
-    _remember(key, plan, shape, y.dtype, epilogue.name(plan))
+    _remember(key, plan, x, shape, y.dtype, epilogue.name(plan))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -398,8 +418,7 @@ def _scaled_mm(a, b, scale_a, scale_b, out_dtype, bias, use_fast_accum, out):
     for source in (plan.scale_a, plan.scale_b):
         scales[source.argument] = _laid_out(scales[source.argument], source)
     device = plan.device
-    stream = _raw_stream(device) if _raw_stream is not None else \
-        torch.cuda.current_stream(device).cuda_stream
+    stream = current_stream(device)
     # The copies live in `scales` until the call has queued the kernel; the caching allocator
     # hands their memory out again only after it, on this stream.
     run_scaled(plan, a.data_ptr(), b.data_ptr(), {k: t.data_ptr() for k, t in scales.items()},
@@ -493,8 +512,7 @@ def _run_grouped(plan, x, w, ends, out):
     if plan.copy_w:
         w = w.contiguous()
     device = plan.device
-    stream = _raw_stream(device) if _raw_stream is not None else \
-        torch.cuda.current_stream(device).cuda_stream
+    stream = current_stream(device)
     # The copies live until the call has queued the kernel; the caching allocator hands their
     # memory out again only after it, on this stream.
     run_grouped(plan, w.data_ptr(), x.data_ptr(), ends.data_ptr(), out.data_ptr(), stream)
