@@ -11,6 +11,8 @@ arrays (CuPy, anything with __cuda_array_interface__ or DLPack).
     y = gemmtune.grouped_mm(x, w, offs)    # experts: as torch._grouped_mm, x (T, K), w (G, K, N)
     y = gemmtune.grouped_mm_masked(x, w, counts)  # decode: x (G, cap, K), counts[g] rows each
     c = gemmtune.bmm(a, b)                 # as torch.bmm, on the same grouped kernels
+    handle = gemmtune.patch(model)         # model's nn.Linear layers through gemmtune; .undo()
+    with gemmtune.patched():               # torch.matmul and F.linear, inside the block
     # Operands may differ in dtype where a kernel computes the pair (else Error 'unsupported').
 
 GEMMTUNE_RECORD=shapes.txt lists every problem served without a tuned kernel;
@@ -19,7 +21,8 @@ beside this package, in the source tree's build/lib, on the loader's path, or at
 $GEMMTUNE_LIBRARY. With PyTorch (>= 2.4) there are torch.ops.gemmtune.mm,
 torch.ops.gemmtune.linear, torch.ops.gemmtune.gated_linear, torch.ops.gemmtune.scaled_mm,
 torch.ops.gemmtune.grouped_mm, torch.ops.gemmtune.grouped_mm_masked and torch.ops.gemmtune.bmm
-too, which torch.compile (and, for mm and linear, autograd) understand.
+too, which torch.compile (and, for mm and linear, autograd) understand; gemmtune.patch's calls
+go through torch.ops.gemmtune.linear_or_torch and .mm_or_torch.
 """
 from ._api import (Selection, gated_linear, library_path, linear, matmul, problem,
                    problem_gated_linear, problem_linear, problem_scaled_mm, record, result_dtype,
@@ -28,7 +31,7 @@ from ._library import Error
 from ._plan import DataTypes, Problem
 
 __all__ = ["DataTypes", "Error", "Problem", "Selection", "bmm", "gated_linear", "grouped_mm",
-           "grouped_mm_masked", "library_path", "linear", "matmul", "problem",
+           "grouped_mm_masked", "library_path", "linear", "matmul", "patch", "patched", "problem",
            "problem_gated_linear", "problem_linear", "problem_scaled_mm", "record", "result_dtype",
            "scaled_mm", "select", "select_gated_linear", "select_linear", "select_scaled_mm",
            "torch_operators"]
@@ -42,12 +45,15 @@ except ImportError:
 # .grouped_mm_masked and .bmm are registered (PyTorch >= 2.4).
 torch_operators = False
 if _torch_module is not None:
-    from . import _api, _torch
+    from . import _api, _patch, _torch
     _api.torch_api = _torch
     torch_operators = _torch.OPERATORS
     scaled_mm = _torch.scaled_mm
     grouped_mm = _torch.grouped_mm
     grouped_mm_masked = _torch.grouped_mm_masked
     bmm = _torch.bmm
+    patch = _patch.patch
+    patched = _patch.patched
 else:
-    from ._api import bmm, grouped_mm, grouped_mm_masked, scaled_mm  # each says it needs torch
+    # Each says it needs torch.
+    from ._api import bmm, grouped_mm, grouped_mm_masked, patch, patched, scaled_mm

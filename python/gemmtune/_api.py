@@ -804,6 +804,18 @@ def bmm(a, b, out=None):
     raise InvalidType("bmm takes torch tensors, and torch is not importable here")
 
 
+def patch(model=None, *, functions=False):
+    """gemmtune.patch routes a torch model's nn.Linear layers (and torch.matmul, F.linear):
+    needs PyTorch (gemmtune._patch.patch is this function where torch is importable)."""
+    raise Error("gemmtune.patch routes PyTorch's nn.Linear layers, torch.matmul and "
+                "torch.nn.functional.linear, and torch is not importable here", "unsupported")
+
+
+def patched(model=None, *, functions=False):
+    """gemmtune.patch as a context manager: needs PyTorch, as patch does."""
+    return patch(model, functions=functions)
+
+
 def library_path():
     """The libgemmtune file in use (set GEMMTUNE_LIBRARY to choose another)."""
     return _library.library_path()

@@ -180,10 +180,15 @@ def gated_linear(x, w, bias, stream, out_dtype=None, activation="silu", layout="
 # calls the C API with the plan's ready arguments. Whatever the cache does not answer (a first
 # call, an error, x copied to rows) takes the general path, which raises the errors.
 
-# _matmul_key's or _linear_key's key -> a _Planned. Only problems with M, N, K >= 1 that passed
-# every check are planned.
+# _matmul_key's or _linear_key's key -> a _Planned, or _REFUSED (a problem the library refused
+# a patched call: torch computes it). Only problems with M, N, K >= 1 that passed every check
+# are planned.
 _PLANS = {}
 _MAX_PLANS = 4096  # more shapes than that (e.g. every sequence length): start again
+_REFUSED = object()
+# The library's refusals of a problem (not failures of the GPU or of a kernel's build), which
+# a patched call remembers by its key.
+_REFUSALS = ("invalid_argument", "unsupported")
 
 
 class _Planned:
@@ -215,6 +220,12 @@ def _remember(key, plan, like, shape, dtype, epilogue="none"):
     planned.shape, planned.dtype = tuple(shape), dtype
     planned.bias_descriptor = (plan.types, p.layout, epilogue)
     _keep(key, planned)
+
+
+def _refused(key, error):
+    """Remembers the library's refusal of a patched call's problem: torch takes it from now on."""
+    if key is not None and error.code in _REFUSALS:
+        _keep(key, _REFUSED)
 
 
 def _launch(planned, a, b, c, stream, handle, alpha=_ONE_ADDRESS, beta=_ZERO_ADDRESS):
@@ -271,7 +282,7 @@ def _matmul(a, b, out, alpha, beta, stream, out_dtype=None):
         _check_scalars(alpha, beta, out)
     key = _matmul_key(a, b, out, out_dtype)
     planned = _PLANS.get(key)
-    if planned is not None:
+    if planned is not None and planned is not _REFUSED:
         return _run_matmul(planned, a, b, out, alpha, beta, stream)
     return _plan_matmul(key, a, b, out, alpha, beta, stream, out_dtype)
 
@@ -299,7 +310,7 @@ def _plan_matmul(key, a, b, out, alpha, beta, stream, out_dtype=None):
 def _linear(x, w, bias, stream, out_dtype=None, activation="identity"):
     key = _linear_key(x, w, bias, out_dtype, activation)
     planned = _PLANS.get(key)
-    if planned is not None:
+    if planned is not None and planned is not _REFUSED:
         return _run_linear(planned, x, w, bias, stream)
     return _plan_linear(key, x, w, bias, stream, out_dtype, activation)
 
@@ -307,7 +318,7 @@ def _linear(x, w, bias, stream, out_dtype=None, activation="identity"):
 def _gated_linear(x, w, bias, stream, out_dtype=None, activation="silu", layout="halves"):
     key = _linear_key(x, w, bias, out_dtype, activation, layout)
     planned = _PLANS.get(key)
-    if planned is not None:
+    if planned is not None and planned is not _REFUSED:
         return _run_linear(planned, x, w, bias, stream)
     return _plan_linear(key, x, w, bias, stream, out_dtype, activation, layout)
 
@@ -356,6 +367,94 @@ def _learn_linear(key, x, w, bias, y, activation="identity", gate="none"):
     if gate != "none":  # D of M / 2 rows
         plan = gated_plan(plan, epilogue)
     _remember(key, plan, x, shape, y.dtype, epilogue.name(plan))
+
+
+# ---------------------------------------------------------------------------------------------
+# Routed calls: F.linear and torch.matmul through gemmtune where it computes them, else torch's
+# own (what gemmtune.patch puts in a model's nn.Linear layers, and in place of the functions)
+
+# torch's functions, as they were when gemmtune was imported: the fallback of a routed call,
+# even while gemmtune.patch has put routed_linear and routed_matmul in their place.
+_TORCH_LINEAR = F.linear
+_TORCH_MATMUL = torch.matmul
+_ROUTED_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+_Parameter = torch.nn.Parameter
+_any_autocast = getattr(torch._C, "_is_any_autocast_enabled", None) or torch.is_autocast_enabled
+
+
+def _routable(x, w, bias):
+    """Whether gemmtune may take x @ w (F.linear's x @ w.T + bias): tensors, not subclasses
+    (whose data_ptr need not hold their values), on CUDA GPUs, of one dtype that gemmtune
+    computes, outside autocast (torch's ops cast under it, gemmtune's would not)."""
+    x_type, w_type = type(x), type(w)
+    if not ((x_type is torch.Tensor or x_type is _Parameter)
+            and (w_type is torch.Tensor or w_type is _Parameter)):
+        return False
+    if not (x.is_cuda and w.is_cuda and x.dtype in _ROUTED_DTYPES and w.dtype == x.dtype):
+        return False
+    if bias is not None:
+        bias_type = type(bias)
+        if not ((bias_type is torch.Tensor or bias_type is _Parameter) and bias.is_cuda
+                and bias.dtype == x.dtype):
+            return False
+    return not _any_autocast()
+
+
+def routed_linear(input, weight, bias=None):
+    """torch.nn.functional.linear(input, weight, bias) with gemmtune's GEMM where it computes
+    the call (_routable; the library's refusals included: torch's then), else torch's own."""
+    if not _routable(input, weight, bias):
+        return _TORCH_LINEAR(input, weight, bias)
+    if _through_operator(input, weight, bias):
+        return torch.ops.gemmtune.linear_or_torch(input, weight, bias)
+    return _linear_or_torch(input, weight, bias)
+
+
+def routed_matmul(input, other, *, out=None):
+    """torch.matmul(input, other) with gemmtune's GEMM for a 2-D other and a 2-D or larger
+    input (x @ W: linear's rows, other.T as the weight), else torch's own."""
+    if out is not None:
+        return _TORCH_MATMUL(input, other, out=out)
+    if not _routable(input, other, None) or other.dim() != 2 or input.dim() < 2:
+        return _TORCH_MATMUL(input, other)
+    if input.dim() == 2:
+        if _through_operator(input, other):
+            return torch.ops.gemmtune.mm_or_torch(input, other)
+        return _matmul_or_torch(input, other)
+    weight = other.t()
+    if _through_operator(input, weight):
+        return torch.ops.gemmtune.linear_or_torch(input, weight, None)
+    return _linear_or_torch(input, weight, None)
+
+
+def _linear_or_torch(x, w, bias):
+    """F.linear(x, w, bias): gemmtune's where the library runs the problem, else torch's (the
+    refusal kept by the call's key, so that each problem is offered to the library once)."""
+    key = _linear_key(x, w, bias, None, "identity")
+    planned = _PLANS.get(key)
+    if planned is not _REFUSED:
+        try:
+            if planned is not None:
+                return _run_linear(planned, x, w, bias, None)
+            return _plan_linear(key, x, w, bias, None)
+        except Error as error:
+            _refused(key, error)
+    return _TORCH_LINEAR(x, w, bias)
+
+
+def _matmul_or_torch(a, b):
+    """torch.matmul(a, b) of 2-D a and b: gemmtune's where the library runs the problem, else
+    torch's (as _linear_or_torch)."""
+    key = _matmul_key(a, b, None, None)
+    planned = _PLANS.get(key)
+    if planned is not _REFUSED:
+        try:
+            if planned is not None:
+                return _run_matmul(planned, a, b, None, 1.0, 0.0, None)
+            return _plan_matmul(key, a, b, None, 1.0, 0.0, None)
+        except Error as error:
+            _refused(key, error)
+    return _TORCH_MATMUL(a, b)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -674,8 +773,13 @@ def _register():
     def mm(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return _matmul(a, b, None, 1.0, 0.0, None)
 
-    @mm.register_fake
-    def _(a, b):
+    # What a patched torch.matmul runs (gemmtune.patch): gemmtune's mm, or torch's where the
+    # library refuses the problem.
+    @torch.library.custom_op("gemmtune::mm_or_torch", mutates_args=())
+    def mm_or_torch(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+        return _matmul_or_torch(a, b)
+
+    def mm_fake(a, b):
         torch._check(a.dim() == 2 and b.dim() == 2, lambda: "gemmtune.mm takes 2-D matrices")
         torch._check(a.shape[1] == b.shape[0], lambda: "gemmtune.mm: a's columns != b's rows")
         return a.new_empty((a.shape[0], b.shape[1]), dtype=result_torch_dtype(a.dtype, b.dtype))
@@ -683,14 +787,39 @@ def _register():
     def mm_context(ctx, inputs, output):
         ctx.save_for_backward(*inputs)
 
-    def mm_backward(ctx, grad):
-        a, b = ctx.saved_tensors
-        grad = grad.contiguous()  # gradients may arrive broadcast (stride 0)
-        grad_a = mm(grad, b.t()) if ctx.needs_input_grad[0] else None
-        grad_b = mm(a.t(), grad) if ctx.needs_input_grad[1] else None
-        return grad_a, grad_b
+    def mm_backward_of(mm_op):
+        """The backward of a @ b, its GEMMs on mm_op (gemmtune's, or the patched one's)."""
+        def backward(ctx, grad):
+            a, b = ctx.saved_tensors
+            grad = grad.contiguous()  # gradients may arrive broadcast (stride 0)
+            grad_a = mm_op(grad, b.t()) if ctx.needs_input_grad[0] else None
+            grad_b = mm_op(a.t(), grad) if ctx.needs_input_grad[1] else None
+            return grad_a, grad_b
+        return backward
 
-    mm.register_autograd(mm_backward, setup_context=mm_context)
+    for op in (mm, mm_or_torch):
+        op.register_fake(mm_fake)
+        op.register_autograd(mm_backward_of(op), setup_context=mm_context)
+
+    def linear_fake(x, w, bias=None, activation="identity"):
+        torch._check(w.dim() == 2, lambda: "gemmtune.linear takes a 2-D weight")
+        torch._check(x.shape[-1] == w.shape[1], lambda: "gemmtune.linear: in_features differ")
+        torch._check(activation == "identity" or activation in _ACTIVATIONS,
+                     lambda: f"gemmtune.linear: unknown activation {activation!r}")
+        return x.new_empty((*x.shape[:-1], w.shape[0]),
+                           dtype=result_torch_dtype(x.dtype, w.dtype))
+
+    def linear_grads(ctx, grad, x, w, mm_op):
+        """The gradients of x, w and the bias of x @ w.T + bias, from the sum's (grad)."""
+        grad2 = grad.reshape(-1, w.shape[0]).contiguous()
+        grad_x = grad_w = grad_bias = None
+        if ctx.needs_input_grad[0]:
+            grad_x = mm_op(grad2, w).view(x.shape)
+        if ctx.needs_input_grad[1]:
+            grad_w = mm_op(grad2.t(), x.reshape(-1, x.shape[-1]))
+        if ctx.has_bias and ctx.needs_input_grad[2]:
+            grad_bias = grad2.sum(0)
+        return grad_x, grad_w, grad_bias
 
     # activation: the library's name ('identity', 'relu', 'gelu', 'gelu_tanh', 'silu').
     @torch.library.custom_op("gemmtune::linear", mutates_args=())
@@ -698,14 +827,7 @@ def _register():
                   activation: str = "identity") -> torch.Tensor:
         return _linear(x, w, bias, None, None, activation)
 
-    @linear_op.register_fake
-    def _(x, w, bias=None, activation="identity"):
-        torch._check(w.dim() == 2, lambda: "gemmtune.linear takes a 2-D weight")
-        torch._check(x.shape[-1] == w.shape[1], lambda: "gemmtune.linear: in_features differ")
-        torch._check(activation == "identity" or activation in _ACTIVATIONS,
-                     lambda: f"gemmtune.linear: unknown activation {activation!r}")
-        return x.new_empty((*x.shape[:-1], w.shape[0]),
-                           dtype=result_torch_dtype(x.dtype, w.dtype))
+    linear_op.register_fake(linear_fake)
 
     def linear_context(ctx, inputs, output):
         x, w, bias, activation = inputs
@@ -729,18 +851,30 @@ def _register():
 
     def linear_backward(ctx, grad):
         x, w = ctx.saved_tensors[:2]
-        grad = pre_activation_grad(ctx, grad)
-        grad2 = grad.reshape(-1, w.shape[0]).contiguous()
-        grad_x = grad_w = grad_bias = None
-        if ctx.needs_input_grad[0]:
-            grad_x = mm(grad2, w).view(x.shape)
-        if ctx.needs_input_grad[1]:
-            grad_w = mm(grad2.t(), x.reshape(-1, x.shape[-1]))
-        if ctx.has_bias and ctx.needs_input_grad[2]:
-            grad_bias = grad2.sum(0)
-        return grad_x, grad_w, grad_bias, None
+        return (*linear_grads(ctx, pre_activation_grad(ctx, grad), x, w, mm), None)
 
     linear_op.register_autograd(linear_backward, setup_context=linear_context)
+
+    # What a patched nn.Linear or F.linear runs (gemmtune.patch): gemmtune's linear, or torch's
+    # F.linear where the library refuses the problem.
+    @torch.library.custom_op("gemmtune::linear_or_torch", mutates_args=())
+    def linear_or_torch(x: torch.Tensor, w: torch.Tensor,
+                        bias: Optional[torch.Tensor] = None) -> torch.Tensor:
+        return _linear_or_torch(x, w, bias)
+
+    linear_or_torch.register_fake(linear_fake)
+
+    def linear_or_torch_context(ctx, inputs, output):
+        x, w, bias = inputs
+        ctx.save_for_backward(x, w)
+        ctx.has_bias = bias is not None
+
+    def linear_or_torch_backward(ctx, grad):
+        x, w = ctx.saved_tensors
+        return linear_grads(ctx, grad, x, w, mm_or_torch)
+
+    linear_or_torch.register_autograd(linear_or_torch_backward,
+                                      setup_context=linear_or_torch_context)
 
     # activation: the library's name ('silu', 'gelu', 'gelu_tanh', 'relu'); layout: 'halves' or
     # 'interleaved'. No autograd formula.
