@@ -6,7 +6,7 @@
 #   tools/gpu-python-check.sh tests    pytest: python/tests, CPU and GPU tests
 #   tools/gpu-python-check.sh demo     record, then tune (examples/python/record_then_tune.py),
 #                                      the benchmark of docs/PERF.md, 'The Python layer adds
-#                                      about 14 us a call', gemm-db report
+#                                      about 14 us a call' (with its --breakdown), gemm-db report
 # TUNE_BUDGET (default 16) caps gemm-tune's candidates per problem; PYTHON picks the Python.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -87,7 +87,7 @@ run_demo() {
   fi
 
   echo "== benchmark (tools/python_bench.py)"
-  if "$python" "$root/tools/python_bench.py" --json "$out/python-bench.json" 2>&1 | tee "$out/python-bench.txt"; then
+  if "$python" "$root/tools/python_bench.py" --breakdown --json "$out/python-bench.json" 2>&1 | tee "$out/python-bench.txt"; then
     note "benchmark" "$("$python" - "$out/python-bench.json" <<'PY'
 import json, math, sys
 r = json.load(open(sys.argv[1]))
@@ -95,7 +95,7 @@ o = r["overhead_us"]
 ratios = [m["ratio"] for m in r["model"]]
 print(f"linear +{o['gemmtune.linear(x, w)'] - o['C API through ctypes, prepared']:.1f} us/call over the C API; "
       f"vs F.linear: geomean {math.exp(sum(map(math.log, ratios)) / len(ratios)):.2f}x "
-      f"(min {min(ratios):.2f}, max {max(ratios):.2f})")
+      f"(min {min(ratios):.2f}, max {max(ratios):.2f}; decode {r['decode_ratio']:.2f}x)")
 PY
 )"
   else

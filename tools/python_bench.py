@@ -5,13 +5,20 @@ a call':
    direct C API call (ctypes, arguments prepared once: the floor for any Python caller), and
    F.linear's, on a problem small enough that the GPU never holds the caller up;
 2. time per call of gemmtune.linear and F.linear (cuBLAS) on the GEMMs of
-   examples/python/record_then_tune.py's block, back to back, and their ratio.
+   examples/python/record_then_tune.py's block, back to back, and their ratio (the geometric
+   means of its prefill and of its decode GEMMs);
+3. with --breakdown, where a planned gemmtune.linear call's host time goes: each step of its
+   path timed alone (the stream's handle, the result's allocation, the data_ptr reads, the key,
+   the lookup, the C call with its arguments ready), on bf16 16x4096x4096 and 8x256x256
+   (tokens x in x out), beside the whole calls (gemmtune.linear, torch.ops.gemmtune.linear,
+   F.linear, an nn.Linear patched by gemmtune.patch and one not).
 
-    python3 tools/python_bench.py [--json FILE]
+    python3 tools/python_bench.py [--breakdown] [--json FILE]
 """
 import argparse
 import ctypes
 import json
+import math
 import pathlib
 import statistics
 import sys
@@ -21,7 +28,7 @@ import torch
 import torch.nn.functional as F
 
 import gemmtune
-from gemmtune import _library
+from gemmtune import _library, _torch
 
 
 def host_us_per_call(call, calls=20000, batch=400):
@@ -68,8 +75,74 @@ def overhead():
     }
     if gemmtune.torch_operators:
         calls["torch.ops.gemmtune.linear(x, w)"] = lambda: torch.ops.gemmtune.linear(x, w)
+    calls.update(layer_calls(x, w))
     with torch.inference_mode():
         return {name: host_us_per_call(call) for name, call in calls.items()}
+
+
+def layer_calls(x, w):
+    """An nn.Linear (bias=False) of weight w, patched by gemmtune.patch and not: the calls."""
+    torch_layer = torch.nn.Linear(w.shape[1], w.shape[0], bias=False, device=w.device,
+                                  dtype=w.dtype)
+    patched_layer = torch.nn.Linear(w.shape[1], w.shape[0], bias=False, device=w.device,
+                                    dtype=w.dtype)
+    with torch.no_grad():
+        torch_layer.weight.copy_(w)
+        patched_layer.weight.copy_(w)
+    gemmtune.patch(patched_layer)  # kept: the layer lives as long as the lambda
+    return {"nn.Linear(x) patched (gemmtune.patch)": lambda: patched_layer(x),
+            "nn.Linear(x) (torch)": lambda: torch_layer(x)}
+
+
+def breakdown(tokens, features, outputs):
+    """Host time per call of each step of a planned gemmtune.linear(x, w) on bf16 x (tokens,
+    features) and w (outputs, features), and of the whole calls; 'the rest' is the whole call's
+    time less its steps' (Python frames, attribute reads, checks)."""
+    x = torch.randn(tokens, features, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(outputs, features, device="cuda", dtype=torch.bfloat16)
+    gemmtune.linear(x, w)  # checked and planned
+    key = _torch._linear_key(x, w, None, None, "identity")
+    planned = _torch._PLANS[key]
+    shape, dtype, device, index = (planned.shape, planned.dtype, planned.torch_device,
+                                   planned.device)
+    y = torch.empty(shape, dtype=dtype, device=device)
+    a, b = (w, x) if planned.swap else (x, w)
+    arguments = (index, planned.handle, planned.m, planned.n, planned.k, _library._ONE_ADDRESS,
+                 a.data_ptr(), planned.lda, b.data_ptr(), planned.ldb, _library._ZERO_ADDRESS,
+                 y.data_ptr(), planned.ldc, _torch.current_stream(index))
+    call, plans = planned.call, _torch._PLANS
+    steps = {
+        "the timing loop alone (an empty call)": lambda: None,
+        "stream: torch._C._cuda_getCurrentRawStream": lambda: _torch.current_stream(index),
+        "(stream: torch.cuda.current_stream().cuda_stream)":
+            lambda: torch.cuda.current_stream(index).cuda_stream,
+        "result: torch.empty(shape, dtype=, device=)":
+            lambda: torch.empty(shape, dtype=dtype, device=device),
+        "(result: x.new_empty(shape))": lambda: x.new_empty(shape),
+        "data_ptr of x, w and the result": lambda: (x.data_ptr(), w.data_ptr(), y.data_ptr()),
+        "key: dtypes, shapes, strides, devices":
+            lambda: _torch._linear_key(x, w, None, None, "identity"),
+        "lookup: one dict get": lambda: plans.get(key),
+        "C call: gemmtune_matmul, arguments ready": lambda: call(*arguments),
+        "(a patched layer's checks: _routable)": lambda: _torch._routable(x, w, None),
+    }
+    wholes = {"gemmtune.linear(x, w)": lambda: gemmtune.linear(x, w),
+              "F.linear(x, w) (cuBLAS)": lambda: F.linear(x, w)}
+    if gemmtune.torch_operators:
+        wholes["torch.ops.gemmtune.linear(x, w)"] = lambda: torch.ops.gemmtune.linear(x, w)
+    wholes.update(layer_calls(x, w))
+    with torch.inference_mode():
+        times = {name: host_us_per_call(step) for name, step in steps.items()}
+        whole_times = {name: host_us_per_call(call) for name, call in wholes.items()}
+    loop = times["the timing loop alone (an empty call)"]
+    parts = sum(us - loop for name, us in times.items() if not name.startswith(("(", "the ")))
+    times["the rest: frames, attribute reads, checks"] = (
+        whole_times["gemmtune.linear(x, w)"] - loop - parts)
+    return {"steps_us": times, "calls_us": whole_times}
+
+
+def geometric_mean(values):
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
 
 
 def us_per_call(call, repeats=50):
@@ -113,12 +186,33 @@ def ratios(rounds=7):
     return rows
 
 
+BREAKDOWN_SHAPES = [(16, 4096, 4096), (8, 256, 256)]  # tokens, in, out
+
+
+def print_breakdown(shapes):
+    for name, result in shapes.items():
+        print(f"where a planned gemmtune.linear's host time goes, bf16 {name} (tokens x in x out; "
+              "each step alone, per call; parenthesized: alternatives, not in the path):")
+        for step, us in result["steps_us"].items():
+            print(f"  {step:52s} {us:7.2f} us")
+        for call, us in result["calls_us"].items():
+            print(f"  whole: {call:45s} {us:7.2f} us")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--json", type=pathlib.Path)
+    parser.add_argument("--breakdown", action="store_true",
+                        help="time each step of gemmtune.linear's planned path too")
     args = parser.parse_args()
     results = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
                "python": sys.version.split()[0], "overhead_us": overhead(), "model": ratios()}
+    for phase, tokens in (("prefill", lambda t: t > 1), ("decode", lambda t: t == 1)):
+        rows = [r["ratio"] for r, (t, _, _) in zip(results["model"], model_shapes()) if tokens(t)]
+        results[f"{phase}_ratio"] = geometric_mean(rows)
+    if args.breakdown:
+        results["breakdown"] = {"x".join(map(str, shape)): breakdown(*shape)
+                                for shape in BREAKDOWN_SHAPES}
     base = results["overhead_us"]["C API through ctypes, prepared"]
     print(f"per-call host time on {results['gpu']} (bf16 8x256x256, median of batches):")
     for name, us in results["overhead_us"].items():
@@ -130,6 +224,10 @@ def main():
         print(f"  {r['problem']:24s} {r['selection']:9s} {r['gemmtune_us']:11.1f} "
               f"{r['f_linear_us']:11.1f} {r['gemmtune_tflops']:8.1f} {r['f_linear_tflops']:8.1f} "
               f"{r['ratio']:6.2f}")
+    print(f"  geometric mean of the ratios: prefill {results['prefill_ratio']:.2f}, "
+          f"decode {results['decode_ratio']:.2f}")
+    if args.breakdown:
+        print_breakdown(results["breakdown"])
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
 
