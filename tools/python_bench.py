@@ -61,10 +61,13 @@ def direct_c_api(x, w, out):
     return lambda: function(*args)
 
 
-def overhead():
-    x = torch.randn(8, 256, device="cuda", dtype=torch.bfloat16)
-    w = torch.randn(256, 256, device="cuda", dtype=torch.bfloat16)
-    out = torch.empty(8, 256, device="cuda", dtype=torch.bfloat16)
+def overhead(tokens, features, outputs, rounds=9):
+    """Host time per call of each call on bf16 x (tokens, features) and w (outputs, features):
+    rounds of every call in turn (clocks drift by more than the differences), the median round
+    and the spread, and each call's ratio to F.linear's time in the same round."""
+    x = torch.randn(tokens, features, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(outputs, features, device="cuda", dtype=torch.bfloat16)
+    out = torch.empty(tokens, outputs, device="cuda", dtype=torch.bfloat16)
     wt = w.t()
     calls = {
         "C API through ctypes, prepared": direct_c_api(x, w, out),
@@ -76,8 +79,30 @@ def overhead():
     if gemmtune.torch_operators:
         calls["torch.ops.gemmtune.linear(x, w)"] = lambda: torch.ops.gemmtune.linear(x, w)
     calls.update(layer_calls(x, w))
+    times = {name: [] for name in calls}
     with torch.inference_mode():
-        return {name: host_us_per_call(call) for name, call in calls.items()}
+        for _ in range(rounds):
+            for name, call in calls.items():
+                times[name].append(host_us_per_call(call, calls=4000))
+    reference = times["F.linear(x, w) (cuBLAS)"]
+    return {name: {"us": statistics.median(us), "min_us": min(us), "max_us": max(us),
+                   "vs_f_linear": statistics.median(t / f for t, f in zip(us, reference)),
+                   "vs_f_linear_range": [min(t / f for t, f in zip(us, reference)),
+                                         max(t / f for t, f in zip(us, reference))]}
+            for name, us in times.items()}
+
+
+OVERHEAD_SHAPES = [(8, 256, 256), (16, 4096, 4096)]  # tokens, in, out
+
+
+def print_overhead(results):
+    for shape, calls in results.items():
+        print(f"per-call host time on {torch.cuda.get_device_name()} (bf16 {shape}, tokens x in x "
+              "out; median of rounds in turns [spread]; ratio to F.linear's time, same round):")
+        for name, r in calls.items():
+            low, high = r["vs_f_linear_range"]
+            print(f"  {name:40s} {r['us']:7.2f} us [{r['min_us']:6.2f}-{r['max_us']:6.2f}]  "
+                  f"x{r['vs_f_linear']:.3f} F.linear [{low:.3f}-{high:.3f}]")
 
 
 def layer_calls(x, w):
@@ -206,17 +231,17 @@ def main():
                         help="time each step of gemmtune.linear's planned path too")
     args = parser.parse_args()
     results = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
-               "python": sys.version.split()[0], "overhead_us": overhead(), "model": ratios()}
+               "python": sys.version.split()[0],
+               "overhead": {"x".join(map(str, shape)): overhead(*shape)
+                            for shape in OVERHEAD_SHAPES},
+               "model": ratios()}
     for phase, tokens in (("prefill", lambda t: t > 1), ("decode", lambda t: t == 1)):
         rows = [r["ratio"] for r, (t, _, _) in zip(results["model"], model_shapes()) if tokens(t)]
         results[f"{phase}_ratio"] = geometric_mean(rows)
     if args.breakdown:
         results["breakdown"] = {"x".join(map(str, shape)): breakdown(*shape)
                                 for shape in BREAKDOWN_SHAPES}
-    base = results["overhead_us"]["C API through ctypes, prepared"]
-    print(f"per-call host time on {results['gpu']} (bf16 8x256x256, median of batches):")
-    for name, us in results["overhead_us"].items():
-        print(f"  {name:40s} {us:7.2f} us   (+{us - base:5.2f} us over the C API)")
+    print_overhead(results["overhead"])
     print("the model's GEMMs, back-to-back calls (ratio = F.linear time / gemmtune time):")
     print(f"  {'problem (M N K)':24s} {'selection':9s} {'gemmtune us':>11s} {'F.linear us':>11s} "
           f"{'TFLOP/s':>8s} {'F.linear':>8s} {'ratio':>6s}")
