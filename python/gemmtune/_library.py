@@ -4,6 +4,8 @@ A thin layer over the C API (runtime/include/gemmtune/gemmtune.h), so that one b
 every Python version: no compiled extension.
 """
 import ctypes
+import importlib.machinery
+import importlib.util
 import functools
 import math
 import os
@@ -161,6 +163,37 @@ def library():
             tried.append(f"{path} ({e})")
     raise Error("cannot load libgemmtune; build it (tools/build.sh) or set GEMMTUNE_LIBRARY to "
                 "its path. Tried: " + "; ".join(tried), "library_not_found")
+
+
+_native = None  # gemmtune_native bound to the loaded library, False when there is none
+
+
+def _load_native(lib):
+    """gemmtune_native (python/native) from the loaded library's folder, bound to its
+    gemmtune_matmul; None without it, or with GEMMTUNE_NO_NATIVE set."""
+    if os.environ.get("GEMMTUNE_NO_NATIVE"):
+        return None
+    path = pathlib.Path(lib._name).resolve().parent / "gemmtune_native.abi3.so"
+    if not path.exists():
+        return None
+    try:
+        loader = importlib.machinery.ExtensionFileLoader("gemmtune_native", str(path))
+        spec = importlib.util.spec_from_file_location("gemmtune_native", path, loader=loader)
+        module = importlib.util.module_from_spec(spec)
+        loader.exec_module(module)
+        module.bind(ctypes.cast(lib.gemmtune_matmul, ctypes.c_void_p).value)
+        return module
+    except (ImportError, OSError):
+        return None
+
+
+def matmul_function():
+    """What the planned calls call gemmtune_matmul through, every argument an int: the compiled
+    module where there is one, else ctypes."""
+    global _native
+    if _native is None:
+        _native = _load_native(library()) or False
+    return _native.matmul if _native else library().gemmtune_matmul
 
 
 def library_path():

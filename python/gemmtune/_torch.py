@@ -17,7 +17,7 @@ from ._api import (Epilogue, _check_scalars, _stream_handle, gated_plan, result_
                    scaled_out_dtype)
 from ._grouped import plan_bmm, plan_grouped_mm, plan_grouped_mm_masked
 from ._library import (_ONE_ADDRESS, _ZERO_ADDRESS, Error, InvalidType, bias_descriptor, check,
-                       descriptor, library, scalar)
+                       descriptor, library, matmul_function, scalar)
 from ._operands import SUPPORTED, View
 from ._plan import DataTypes, plan_matmul
 from ._scaled import Tensor, plan_scaled_mm
@@ -194,7 +194,7 @@ _REFUSALS = ("invalid_argument", "unsupported")
 class _Planned:
     """What gemmtune_matmul takes for a checked problem but its addresses and stream, and the
     result's shape, dtype and device."""
-    __slots__ = ("call", "device", "torch_device", "handle", "descriptor", "m", "n", "k", "lda",
+    __slots__ = ("call", "ctypes_call", "device", "torch_device", "handle", "descriptor", "m", "n", "k", "lda",
                  "ldb", "ldc", "swap", "shape", "dtype", "bias_descriptor")
 
 
@@ -209,7 +209,8 @@ def _remember(key, plan, like, shape, dtype, epilogue="none"):
     its key."""
     p = plan.problem
     planned = _Planned()
-    planned.call = library().gemmtune_matmul
+    planned.call = matmul_function()
+    planned.ctypes_call = library().gemmtune_matmul  # for alpha or beta not 1 or 0
     planned.device, planned.torch_device = like.get_device(), like.device
     # One per types, layout and epilogue, made once and kept; with a bias, each thread's own
     # (bias_descriptor(*planned.bias_descriptor)) serves the calls.
@@ -234,8 +235,10 @@ def _launch(planned, a, b, c, stream, handle, alpha=_ONE_ADDRESS, beta=_ZERO_ADD
     stream = current_stream(planned.device) if stream is None else _stream_handle(stream)
     if planned.swap:
         a, b = b, a
-    status = planned.call(planned.device, handle, planned.m, planned.n, planned.k, alpha, a,
-                          planned.lda, b, planned.ldb, beta, c, planned.ldc, stream)
+    # Other alphas and betas are ctypes objects (scalar()), which only ctypes takes.
+    call = planned.call if alpha.__class__ is int and beta.__class__ is int else planned.ctypes_call
+    status = call(planned.device, handle, planned.m, planned.n, planned.k, alpha, a, planned.lda,
+                  b, planned.ldb, beta, c, planned.ldc, stream)
     if status:
         check(status)
 
