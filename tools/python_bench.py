@@ -149,6 +149,7 @@ def breakdown(tokens, features, outputs):
             lambda: _torch._linear_key(x, w, None, None, "identity"),
         "lookup: one dict get": lambda: plans.get(key),
         "C call: gemmtune_matmul, arguments ready": lambda: call(*arguments),
+        "(C call through ctypes, arguments ready)": lambda: planned.ctypes_call(*arguments),
         "(a patched layer's checks: _routable)": lambda: _torch._routable(x, w, None),
     }
     wholes = {"gemmtune.linear(x, w)": lambda: gemmtune.linear(x, w),
@@ -232,6 +233,7 @@ def main():
     args = parser.parse_args()
     results = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,
                "python": sys.version.split()[0],
+               "native": _library.matmul_function() is not _library.library().gemmtune_matmul,
                "overhead": {"x".join(map(str, shape)): overhead(*shape)
                             for shape in OVERHEAD_SHAPES},
                "model": ratios()}
@@ -241,6 +243,7 @@ def main():
     if args.breakdown:
         results["breakdown"] = {"x".join(map(str, shape)): breakdown(*shape)
                                 for shape in BREAKDOWN_SHAPES}
+    print("planned calls go through", "gemmtune_native" if results["native"] else "ctypes")
     print_overhead(results["overhead"])
     print("the model's GEMMs, back-to-back calls (ratio = F.linear time / gemmtune time):")
     print(f"  {'problem (M N K)':24s} {'selection':9s} {'gemmtune us':>11s} {'F.linear us':>11s} "
