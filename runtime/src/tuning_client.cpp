@@ -117,9 +117,15 @@ TuneMode parse_tune_mode(std::string_view text) {
 
 TuneSettings TuneSettings::of(const Options& options) {
   TuneSettings s;
-  s.mode = parse_tune_mode(!options.tune.empty() ? options.tune
-                                                 : env_var("GEMMTUNE_TUNE").value_or(""));
-  s.db_path = options.db_path.empty() ? default_db_path() : fs::path(options.db_path);
+  s.mode =
+      parse_tune_mode(!options.tune.empty() ? options.tune : env_var("GEMMTUNE_TUNE").value_or(""));
+  // Where results go: the overlay over a read-only base, else the base.
+  if (!options.overlay_db_path.empty())
+    s.db_path = options.overlay_db_path;
+  else if (auto overlay = overlay_db_path())
+    s.db_path = *overlay;
+  else
+    s.db_path = options.db_path.empty() ? default_db_path() : fs::path(options.db_path);
   if (!options.tune_budget.empty())
     s.budget = options.tune_budget;
   else if (auto budget = env_var("GEMMTUNE_TUNE_BUDGET"))
@@ -128,7 +134,8 @@ TuneSettings TuneSettings::of(const Options& options) {
     s.refresh_s = options.refresh_s;
   } else if (auto refresh = env_var("GEMMTUNE_REFRESH_S")) {
     double value = 0;
-    const auto [end, ec] = std::from_chars(refresh->data(), refresh->data() + refresh->size(), value);
+    const auto [end, ec] =
+        std::from_chars(refresh->data(), refresh->data() + refresh->size(), value);
     GT_REQUIRE(ec == std::errc() && end == refresh->data() + refresh->size() && value > 0,
                Errc::invalid_argument, "GEMMTUNE_REFRESH_S={}: expected seconds above 0", *refresh);
     s.refresh_s = value;
@@ -142,9 +149,10 @@ TuningDb* TuningClient::database() {
     db_ = std::make_unique<TuningDb>(s_.db_path);
   } catch (const Error& e) {
     db_failed_ = true;
-    log().warn("GEMMTUNE_TUNE: cannot open the tuning database {} to queue problems ({}); "
-               "serving untuned kernels",
-               s_.db_path.string(), e.what());
+    log().warn(
+        "GEMMTUNE_TUNE: cannot open the tuning database {} to queue problems ({}); "
+        "serving untuned kernels",
+        s_.db_path.string(), e.what());
   }
   return db_.get();
 }
@@ -175,8 +183,7 @@ CallCounter TuningClient::queue(const DeviceKey& device, const Problem& problem,
   return q.id > 0 ? q.calls : nullptr;
 }
 
-void TuningClient::tune_now(const DeviceInfo& device, const Problem& problem,
-                            double predicted_us) {
+void TuningClient::tune_now(const DeviceInfo& device, const Problem& problem, double predicted_us) {
   int64_t id = 0;
   {
     std::lock_guard lock(mutex_);
@@ -187,10 +194,10 @@ void TuningClient::tune_now(const DeviceInfo& device, const Problem& problem,
   const double deadline_s = budget_seconds(s_.budget) + 300;  // compiles, cuBLAS, final rounds
   try {
     log().info("GEMMTUNE_TUNE=now: tuning {} (budget {})", problem.describe(), s_.budget);
-    const int status = run_tuner({find_tuner().string(), "--serve", "--once", "--queue-id",
-                                  std::to_string(id), "--device", std::to_string(device.ordinal),
-                                  "--db", s_.db_path.string(), "--budget", s_.budget},
-                                 deadline_s);
+    const int status = run_tuner(
+        {find_tuner().string(), "--serve", "--once", "--queue-id", std::to_string(id), "--device",
+         std::to_string(device.ordinal), "--db", s_.db_path.string(), "--budget", s_.budget},
+        deadline_s);
     // Another process's daemon may hold the entry: wait for its tuning to end.
     TuningDb reader(s_.db_path, TuningDb::Mode::read_only);
     auto entry = reader.queue_entry(id);
@@ -204,9 +211,10 @@ void TuningClient::tune_now(const DeviceInfo& device, const Problem& problem,
       log().info("GEMMTUNE_TUNE=now: tuned {} in {:.1f} s: {}", problem.describe(), seconds,
                  entry->message);
     else
-      log().warn("GEMMTUNE_TUNE=now: {} was not tuned ({}, gemm-tune exit status {}); serving "
-                 "its untuned kernel",
-                 problem.describe(), entry ? entry->message : "no queue entry", status);
+      log().warn(
+          "GEMMTUNE_TUNE=now: {} was not tuned ({}, gemm-tune exit status {}); serving "
+          "its untuned kernel",
+          problem.describe(), entry ? entry->message : "no queue entry", status);
   } catch (const Error& e) {
     log().warn("GEMMTUNE_TUNE=now: cannot tune {} ({}); serving its untuned kernel",
                problem.describe(), e.what());
@@ -237,6 +245,7 @@ void TuningClient::refresh() {
 }
 
 uint64_t TuningClient::epoch() {
+  if (s_.mode != TuneMode::background) return 0;  // off: the database is never opened to write
   const int64_t now = now_ns();
   int64_t due = next_look_ns_.load(std::memory_order_relaxed);
   if (now < due) return epoch_.load(std::memory_order_relaxed);

@@ -43,8 +43,9 @@ class TuningClient {
   // now: queues the problem and waits while gemm-tune tunes it (or while another process's
   // tuning of it ends). Never throws: a failure is logged and the caller serves its default.
   void tune_now(const DeviceInfo& device, const Problem& problem, double predicted_us);
-  // A number that changes when new tuning results may be in the database. Looks (a query of
-  // SQLite's data_version, then of the results' signature) at most once per refresh_s.
+  // background: a number that changes when new tuning results may be in the database. Looks (a
+  // query of SQLite's data_version, then of the results' signature) at most once per refresh_s.
+  // Other modes: 0.
   uint64_t epoch();
 
  private:
