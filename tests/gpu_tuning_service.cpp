@@ -27,8 +27,7 @@ std::string kernel_in(CUgraph graph) {
   using GetParams = CUresult (*)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS*);
   using GetName = CUresult (*)(const char**, CUfunction);
   const auto get_nodes = reinterpret_cast<GetNodes>(dlsym(cuda, "cuGraphGetNodes"));
-  const auto get_params =
-      reinterpret_cast<GetParams>(dlsym(cuda, "cuGraphKernelNodeGetParams_v2"));
+  const auto get_params = reinterpret_cast<GetParams>(dlsym(cuda, "cuGraphKernelNodeGetParams_v2"));
   const auto get_name = reinterpret_cast<GetName>(dlsym(cuda, "cuFuncGetName"));
   if (!get_nodes || !get_params || !get_name) return "(driver too old to say)";
   size_t count = 0;
@@ -58,8 +57,8 @@ class TuningService : public test::GpuTest {
     data_ = std::make_unique<ProblemData>(problem_, *checker_, 3, stream_->get());
   }
 
-  void call(Library& lib) {
-    const Problem& p = problem_;
+  void call(Library& lib) { call(lib, problem_); }
+  void call(Library& lib, const Problem& p) {
     lib.matmul({p.types, p.scaling, p.op_a, p.op_b}, p.m, p.n, p.k, 1.0f,
                reinterpret_cast<const void*>(data_->a.ptr()), p.lda,
                reinterpret_cast<const void*>(data_->b.ptr()), p.ldb, 0.0f,
@@ -68,11 +67,12 @@ class TuningService : public test::GpuTest {
   }
 
   // What the daemon would store: another family's default, so that the switch is visible.
-  std::string store_result() {
-    const auto families = families_for(problem_, device_.arch);
+  std::string store_result() { return store_result(options_.db_path, problem_); }
+  std::string store_result(const std::string& db, const Problem& p) {
+    const auto families = families_for(p, device_.arch);
     const Family& family = *families.back();
-    const KernelConfig config = family.default_config(problem_, device_.arch);
-    test::store_best(options_.db_path, device_.key, problem_, family, config);
+    const KernelConfig config = family.default_config(p, device_.arch);
+    test::store_best(db, device_.key, p, family, config);
     return family.kernel_name(config);
   }
 
@@ -146,6 +146,52 @@ TEST_F(TuningService, NoSwitchDuringACaptureAndAnEarlierGraphKeepsItsKernel) {
   GT_CU(cuGraphExecDestroy(exec));
   GT_CU(cuGraphDestroy(early));
   GT_CU(cuGraphDestroy(during));
+}
+
+// A model's read-only database under a writable overlay: both are read, the overlay first; the
+// queue and new results go to the overlay; the base file is never written.
+TEST_F(TuningService, AnOverlayTakesTheQueueAndTheResultsTheBaseIsOnlyRead) {
+  const std::string base = (dir_ / "model.db").string();
+  options_.db_path = base;
+  options_.overlay_db_path = (dir_ / "overlay.db").string();
+  const std::string shipped = store_result(base, problem_);
+  const auto base_bytes = std::filesystem::file_size(base);
+  const auto base_time = std::filesystem::last_write_time(base);
+  const Problem other = make_problem(problem_.types.a, Op::T, Op::N, 640, 24, 768);
+  const ProblemData other_data(other, *checker_, 4, stream_->get());
+  Library lib(options_);
+  call(lib);
+  EXPECT_EQ(lib.select(problem_).kernel, shipped);
+  EXPECT_EQ(lib.select(problem_).source, Source::tuned);
+  const auto call_other = [&] {
+    lib.matmul({other.types, other.scaling, other.op_a, other.op_b}, other.m, other.n, other.k,
+               1.0f, reinterpret_cast<const void*>(other_data.a.ptr()), other.lda,
+               reinterpret_cast<const void*>(other_data.b.ptr()), other.ldb, 0.0f,
+               reinterpret_cast<void*>(other_data.c.ptr()), other.ldc,
+               reinterpret_cast<Stream>(stream_->get()));
+  };
+  call_other();
+  EXPECT_NE(lib.select(other).source, Source::tuned);
+  const auto queued = TuningDb(options_.overlay_db_path).queue();
+  ASSERT_EQ(queued.size(), 1u);
+  EXPECT_EQ(queued[0].problem, other);
+  const std::string tuned = store_result(options_.overlay_db_path, other);
+  wait_past_refresh();
+  call_other();
+  EXPECT_EQ(lib.select(other).kernel, tuned);
+  EXPECT_EQ(lib.select(other).source, Source::tuned);
+  stream_->synchronize();
+  EXPECT_EQ(std::filesystem::file_size(base), base_bytes);
+  EXPECT_EQ(std::filesystem::last_write_time(base), base_time);
+}
+
+TEST_F(TuningService, WithoutGemmtuneTuneTheDatabaseIsNeverOpenedToWrite) {
+  options_.tune = "off";
+  Library lib(options_);
+  for (int i = 0; i < 3; ++i) call(lib);
+  stream_->synchronize();
+  EXPECT_EQ(lib.select(problem_).source, Source::fallback);
+  EXPECT_FALSE(std::filesystem::exists(options_.db_path));  // nothing queued, nothing created
 }
 
 }  // namespace

@@ -280,6 +280,39 @@ TEST_F(GemmDbCli, ExportThenImportElsewhereMergesEverything) {
   EXPECT_EQ(summary["candidates"], 0) << "nothing is newer the second time";
 }
 
+// What a model ships: the rows of its recorded workload only, found as gemm-tune tunes the lines.
+TEST_F(GemmDbCli, ExportOfAShapesFileHasExactlyItsProblems) {
+  write_text_file(file("workload.txt"), "# recorded\n1024 1024 1024 f16 tn\n4096 8 4096 bf16 tn\n");
+  const Outcome run = gemm_db({"export", "--shapes", file("workload.txt").string()});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const Json entries = Json::parse(run.out)["entries"];
+  ASSERT_EQ(entries.size(), 1u);  // 2048^3 f32 is not in the workload; 4096x8x4096 was not tuned
+  EXPECT_EQ(entries[0]["problem"]["m"], 1024);
+  EXPECT_EQ(entries[0]["problem"]["layout"], "tn");
+  EXPECT_EQ(entries[0]["candidates"].size(), 3u);
+  const Outcome missing = gemm_db({"export", "--shapes", file("none.txt").string()});
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_TRUE(contains(missing.err, "none.txt")) << missing.err;
+}
+
+// A database on a read-only file system (a model's shared folder) is read where SQLite cannot
+// make WAL's -shm file beside it. Needs a private mount namespace (unshare -m): skipped without.
+TEST_F(GemmDbCli, ADatabaseOnAReadOnlyFileSystemIsRead) {
+  const fs::path mount = file("ro");
+  fs::create_directories(mount);
+  const std::string script = fmt::format(
+      "mount -t tmpfs none {0} && cp {1} {0}/t.db && mount -o remount,ro {0} && "
+      "{2} --db {0}/t.db list --json && {3} --status --db {0}/t.db",
+      quoted(mount.string()), quoted(db_path().string()), quoted(test::tool("gemm-db")),
+      quoted(test::tool("gemm-tune")));
+  const auto r = test::run_command("unshare -m sh -c " + quoted(script));
+  if (r.exit_code != 0 && (contains(r.output, "unshare") || contains(r.output, "mount:")))
+    GTEST_SKIP() << "no private mount namespace here: " << r.output;
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(contains(r.output, "gemm_simt_fast_2048x2048x2048")) << r.output;
+  EXPECT_TRUE(contains(r.output, "0 entries")) << r.output;
+}
+
 TEST_F(GemmDbCli, DeleteRemovesTheMatchingProblems) {
   const Outcome run = gemm_db({"delete", "--dtype", "f16"});
   ASSERT_EQ(run.exit_code, 0) << run.err;

@@ -56,7 +56,7 @@ TEST(TuneQueue, TheDaemonClaimsTheMostCostlyEntryOfItsGpuOnce) {
   const int64_t cheap = db.enqueue(h100(), bf16_tn(256, 16, 256), 3.0);
   const int64_t costly = db.enqueue(h100(), bf16_tn(8192, 16, 8192), 40.0);
   const int64_t often = db.enqueue(h100(), bf16_tn(1024, 16, 1024), 5.0);
-  db.add_calls(often, 100);  // 500 us of calls against 40
+  db.add_calls(often, 100);                               // 500 us of calls against 40
   db.enqueue(a100(), bf16_tn(8192, 8192, 8192), 9000.0);  // not this GPU's
   // Another driver and NVRTC on the same GPU model: the same daemon takes it.
   DeviceKey daemon = h100();

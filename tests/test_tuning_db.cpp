@@ -693,7 +693,7 @@ void insert_old_winner(RawDb& raw, const CandidateRecord& c, const std::string& 
 }
 
 // After a migration that rebuilt problems: candidate 3 still points at problem 7, no row points
-// at nothing, and the tables are the schema's four.
+// at nothing, and the tables are the schema's five.
 void expect_old_winner_kept(const fs::path& path) {
   RawDb raw(path);
   EXPECT_EQ(raw.text("SELECT group_concat(id || ':' || problem_id, ' ') FROM "
@@ -702,7 +702,7 @@ void expect_old_winner_kept(const fs::path& path) {
   EXPECT_EQ(raw.text("SELECT count(*) FROM pragma_foreign_key_check"), "0");
   EXPECT_EQ(raw.text("SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_schema "
                      "WHERE type = 'table' ORDER BY name)"),
-            "best candidates devices problems");
+            "best candidates devices problems tune_queue");
 }
 
 TEST_F(TuningDbTest, MigratesAVersion1FileKeepingItsRows) {
@@ -787,7 +787,7 @@ TEST_F(TuningDbTest, MigratesAVersion2FileToReadsCKeepingEveryRowAndItsId) {
     // The old problems table is gone, and its rebuild has no leftover name.
     EXPECT_EQ(raw.text("SELECT group_concat(name, ' ') FROM (SELECT name FROM sqlite_schema "
                        "WHERE type = 'table' ORDER BY name)"),
-              "best candidates devices problems");
+              "best candidates devices problems tune_queue");
   }
   struct Expected {
     Problem problem;

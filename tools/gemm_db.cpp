@@ -85,6 +85,7 @@ struct Options {
   bool all = false;                // delete: everything
   bool all_versions = false;       // show: stale template versions too
   std::string output;              // export
+  std::string shapes;              // export: only the problems of this shapes file
   std::string input;               // import
   std::string html;                // report
   std::vector<std::string> merge;  // merge: OUT IN...
@@ -546,11 +547,21 @@ int show_problem(const Options& opts) {
 // ---------------------------------------------------------------------------------------------
 // export, import
 
+// The problems of a shapes file, as gemm-tune tunes its lines (GEMMTUNE_RECORD writes one).
+std::vector<Problem> workload_problems(const std::string& shapes) {
+  std::vector<Problem> out;
+  for (const auto& line : cli::read_shapes_file(shapes))
+    out.push_back(cli::problem_of_line(line, cli::TypeArgs{}, "nn", 0.0f));
+  return out;
+}
+
 int export_db(const Options& opts) {
   const ProblemFilter filter = to_filter(opts.filter);
   const auto db = open_existing(opts.db);
   require_covered(*db, filter);
-  const std::string text = db->export_json(filter.db);
+  const std::string text = opts.shapes.empty()
+                               ? db->export_json(filter.db)
+                               : db->export_json(filter.db, workload_problems(opts.shapes));
   if (opts.output.empty()) {
     std::cout << text;
     return 0;
@@ -801,6 +812,10 @@ Subcommands add_subcommands(CLI::App& app, Options& opts) {
   sub.exporter = app.add_subcommand("export", "Write the database (or a filtered part) as JSON");
   add_filter_options(*sub.exporter, opts.filter);
   sub.exporter->add_option("--output,-o", opts.output, "File to write (default: stdout)");
+  sub.exporter->add_option(
+      "--shapes", opts.shapes,
+      "Only the problems of this shapes file, as gemm-tune tunes its lines: the rows a recorded "
+      "workload (GEMMTUNE_RECORD) needs, to ship with a model");
 
   sub.importer = app.add_subcommand("import", "Merge a JSON export into the database");
   sub.importer->add_option("file", opts.input, "JSON file written by gemm-db export")

@@ -73,8 +73,8 @@ void add_options(CLI::App& app, Args& a) {
       ->capture_default_str();
   app.add_option("--shapes", a.shapes, gt::cli::kShapesHelp);
   app.add_option("--db", a.db,
-                 "Tuning database (default: $GEMMTUNE_DB or ~/.cache/gemmtune/tuning.db); %t: the "
-                 "shard index");
+                 "Tuning database (default: $GEMMTUNE_DB_OVERLAY, else $GEMMTUNE_DB, else "
+                 "~/.cache/gemmtune/tuning.db); %t: the shard index");
   app.add_option("--budget", a.budget,
                  "Stop after this many candidates (40) or this long (300s, 5m)");
   app.add_option("--top", a.top, "How many of the best candidates to show")
@@ -562,7 +562,7 @@ int main(int argc, char** argv) {
     GT_REQUIRE(args.devices.empty() || args.device == 0, gt::Errc::invalid_argument,
                "give either --device or --devices, not both");
     if (args.status || args.serve) {
-      const std::string db = args.db.empty() ? gt::default_db_path().string() : args.db;
+      const std::string db = args.db.empty() ? gt::results_db_path().string() : args.db;
       if (args.status) return gt::cli::show_queue(db, args.json);
       return run_serve(args, db);
     }
@@ -575,7 +575,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (args.dry_run) return run_dry(args, problems);
-    const std::string db = args.db.empty() ? gt::default_db_path().string() : args.db;
+    const std::string db = args.db.empty() ? gt::results_db_path().string() : args.db;
     return run_tune(args, problems, gt::expand_shard_pattern(db, shard));
   });
 }

@@ -413,15 +413,18 @@ std::string json_of(const BestRecord& best) {
       .dump();
 }
 
-std::string TuningDb::export_json(const DbFilter& filter) const {
+namespace {
+
+// The export document of these (device, problem) pairs.
+std::string export_rows(sqlite3* db, const std::vector<rows::ProblemRow>& problems) {
   Json entries = Json::array();
-  for (const auto& row : rows::select_problems(db_, rows::matching(filter))) {
+  for (const auto& row : problems) {
     const auto where = rows::pair_is(row.device_id, row.problem_id);
     Json candidates = Json::array();
-    for (const auto& candidate : rows::select_candidates(db_, where))
+    for (const auto& candidate : rows::select_candidates(db, where))
       candidates.push_back(candidate_json(candidate));
     Json best = Json::array();
-    for (const auto& b : rows::select_bests(db_, where)) best.push_back(best_entry_json(b));
+    for (const auto& b : rows::select_bests(db, where)) best.push_back(best_entry_json(b));
     entries.push_back({{"device", device_json(row.device)},
                        {"problem", problem_json(row.problem)},
                        {"candidates", std::move(candidates)},
@@ -429,6 +432,20 @@ std::string TuningDb::export_json(const DbFilter& filter) const {
   }
   const Json document = {{"format", kFormat}, {"version", kFormatVersion}, {"entries", entries}};
   return document.dump(2) + "\n";
+}
+
+}  // namespace
+
+std::string TuningDb::export_json(const DbFilter& filter) const {
+  return export_rows(db_, rows::select_problems(db_, rows::matching(filter)));
+}
+
+std::string TuningDb::export_json(const DbFilter& filter, const std::vector<Problem>& only) const {
+  auto rows = rows::select_problems(db_, rows::matching(filter));
+  std::erase_if(rows, [&](const rows::ProblemRow& row) {
+    return std::find(only.begin(), only.end(), row.problem) == only.end();
+  });
+  return export_rows(db_, rows);
 }
 
 ImportSummary TuningDb::merge(const TuningDb& other) {

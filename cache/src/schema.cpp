@@ -1,5 +1,7 @@
 #include "schema.hpp"
 
+#include <unistd.h>
+
 #include "gemmtune/cache/tuning_db.hpp"
 #include "gemmtune/generator/util.hpp"
 #include "sql.hpp"
@@ -50,6 +52,25 @@ int checked_version(sqlite3* db, const fs::path& path) {
   return int(state.version);
 }
 
+// A folder this process cannot write (a read-only mount, a model's shared folder): SQLite cannot
+// make WAL's -shm file beside the database there, so it must be told the file cannot change.
+bool in_read_only_folder(const fs::path& path) {
+  const fs::path folder = path.has_parent_path() ? path.parent_path() : fs::path(".");
+  return ::access(folder.c_str(), W_OK) != 0;
+}
+
+// "file:/a/b.db?immutable=1", with the characters a URI gives meaning to escaped.
+std::string immutable_uri(const fs::path& path) {
+  std::string uri = "file:";
+  for (const char c : fs::absolute(path).string()) {
+    if (c == '%' || c == '?' || c == '#')
+      uri += fmt::format("%{:02X}", static_cast<unsigned char>(c));
+    else
+      uri += c;
+  }
+  return uri + "?immutable=1";
+}
+
 sqlite3* open_connection(const fs::path& path, bool read_only) {
   if (read_only) {
     GT_REQUIRE(fs::exists(path), Errc::database,
@@ -60,9 +81,12 @@ sqlite3* open_connection(const fs::path& path, bool read_only) {
     GT_REQUIRE(!error, Errc::database, "cannot create the folder of the database {}: {}",
                path.string(), error.message());
   }
+  const bool immutable = read_only && in_read_only_folder(path);
   const int flags = read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
   sqlite3* db = nullptr;
-  const int result = sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
+  const int result = immutable ? sqlite3_open_v2(immutable_uri(path).c_str(), &db,
+                                                 flags | SQLITE_OPEN_URI, nullptr)
+                               : sqlite3_open_v2(path.c_str(), &db, flags, nullptr);
   if (result != SQLITE_OK) {
     const std::string why = db ? sqlite3_errmsg(db) : sqlite3_errstr(result);
     sqlite3_close_v2(db);

@@ -47,6 +47,16 @@ int64_t single_integer(sqlite3* db, const char* query) {
 
 }  // namespace
 
+std::optional<std::filesystem::path> overlay_db_path() {
+  auto overlay = env_var("GEMMTUNE_DB_OVERLAY");
+  if (!overlay || overlay->empty()) return std::nullopt;
+  return std::filesystem::path(*overlay);
+}
+
+std::filesystem::path results_db_path() {
+  return overlay_db_path().value_or(default_db_path());
+}
+
 std::string_view to_string(CandidateStatus status) noexcept {
   for (const auto& [value, name] : kStatusNames)
     if (value == status) return name;

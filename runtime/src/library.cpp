@@ -7,6 +7,7 @@
 #include <mutex>
 #include <unordered_map>
 
+#include "databases.hpp"
 #include "gemmtune/cache/nearest.hpp"
 #include "gemmtune/cache/tuning_db.hpp"
 #include "gemmtune/gemmtune.hpp"
@@ -150,10 +151,10 @@ struct Library::Impl {
   Compiler compiler;
   std::mutex devices_mutex;  // held to find a context's state, never across work
   std::map<CUcontext, std::unique_ptr<DeviceState>> devices;
-  // The database, used from one thread at a time (a query, never a compile, under the lock).
+  // The databases (overlay, base), used from one thread at a time (a query, never a compile,
+  // under the lock); none with Options::use_database false.
   std::mutex db_mutex;
-  std::unique_ptr<TuningDb> db;
-  bool db_opened = false;
+  std::optional<Databases> dbs;
   // GEMMTUNE_RECORD: the shapes file listing the problems served without a tuned kernel.
   const std::optional<std::string> record_file = env_var("GEMMTUNE_RECORD");
   TuningClient tuning;  // GEMMTUNE_TUNE
@@ -167,24 +168,13 @@ struct Library::Impl {
                 ? std::optional<std::filesystem::path>{}
                 : std::optional<std::filesystem::path>{std::filesystem::path(options.cache_dir) /
                                                        "kernels"}),
-        tuning(TuneSettings::of(options)) {}
-
-  // The database, opened once, read-only; none when it does not exist yet or cannot be read.
-  // Called with db_mutex held.
-  TuningDb* database() {
-    if (db_opened) return db.get();
-    db_opened = true;
-    if (!options.use_database) return nullptr;
-    const std::filesystem::path path =
-        options.db_path.empty() ? default_db_path() : std::filesystem::path(options.db_path);
-    if (!std::filesystem::exists(path)) return nullptr;
-    try {
-      db = std::make_unique<TuningDb>(path, TuningDb::Mode::read_only);
-    } catch (const Error& e) {
-      log().warn("tuning database {} not used ({}); using the built-in defaults", path.string(),
-                 e.what());
-    }
-    return db.get();
+        tuning(TuneSettings::of(options)) {
+    if (options.use_database)
+      dbs.emplace(
+          options.db_path.empty() ? default_db_path() : std::filesystem::path(options.db_path),
+          !options.overlay_db_path.empty()
+              ? std::optional<std::filesystem::path>(options.overlay_db_path)
+              : overlay_db_path());
   }
 
   DeviceState& device_state(CUcontext ctx) {
@@ -203,7 +193,8 @@ struct Library::Impl {
 
   // The database's answer, tier by tier: this GPU and software; this GPU under another driver
   // or NVRTC; another GPU of the same compute capability; the nearest tuned shape on this GPU.
-  std::optional<std::pair<KernelConfig, Selection>> from_database(TuningDb& tdb,
+  // Called with db_mutex held.
+  std::optional<std::pair<KernelConfig, Selection>> from_database(Databases& tdb,
                                                                   const DeviceInfo& dev,
                                                                   const Problem& p) {
     auto trusted = [&](const BestRecord& b) {
@@ -237,16 +228,8 @@ struct Library::Impl {
                p.types.name(), p.layout(), dev.name, dev.arch.name());
     {
       std::lock_guard lock(db_mutex);
-      if (TuningDb* tdb = database()) {
-        try {
-          if (auto found = from_database(*tdb, dev, p)) return *found;
-        } catch (const Error& e) {
-          // A damaged file can open fine and fail only here: say so once, then do without it.
-          log().warn("tuning database {} cannot be read ({}); using the built-in defaults",
-                     db->path().string(), e.what());
-          db.reset();
-        }
-      }
+      if (dbs)
+        if (auto found = from_database(*dbs, dev, p)) return *found;
     }
     Selection sel;
     sel.source = Source::fallback;
@@ -275,7 +258,7 @@ struct Library::Impl {
   // A database that did not exist when first looked for is looked for again.
   void reopen_database() {
     std::lock_guard lock(db_mutex);
-    if (!db) db_opened = false;
+    if (dbs) dbs->reopen_missing();
   }
 
   Choice resolve(DeviceState& state, const Problem& p) {
@@ -392,8 +375,7 @@ void Library::reload() {
     for (auto& [ctx, state] : impl_->devices) state->choices.clear();
   }
   std::lock_guard lock(impl_->db_mutex);
-  impl_->db.reset();
-  impl_->db_opened = false;
+  if (impl_->dbs) impl_->dbs->reset();
 }
 
 Library& default_library() {

@@ -37,8 +37,9 @@ bool process_is_dead(const std::string& pid_text) {
 
 // What the queue keeps of a finished run: the winner and its ratio, or why there is none.
 std::string outcome(const TuneReport& r) {
-  if (!r.best) return r.interrupted ? "budget spent before any candidate passed"
-                                    : "no candidate passed verification";
+  if (!r.best)
+    return r.interrupted ? "budget spent before any candidate passed"
+                         : "no candidate passed verification";
   const std::string ratio =
       r.baseline_ms > 0 ? fmt::format(", {:.3f}x cuBLAS", r.baseline_ms / r.best->median_ms) : "";
   if (r.from_db) return fmt::format("{} (already in the database){}", r.best->kernel_name, ratio);
@@ -54,7 +55,7 @@ class GpuServer {
       : o_(options),
         ordinal_(ordinal),
         device_(query_device(ordinal)),
-        db_(options.tune.db_path.empty() ? default_db_path() : options.tune.db_path),
+        db_(options.tune.db_path.empty() ? results_db_path() : options.tune.db_path),
         summary_(summary),
         summary_mutex_(summary_mutex) {}
 

@@ -664,7 +664,7 @@ TuneReport tune(const Problem& problem, const TuneOptions& options, int ordinal)
   TuneReport report;
   report.problem = problem;
   report.device = query_device(ordinal);
-  TuningDb db(options.db_path.empty() ? default_db_path() : options.db_path);
+  TuningDb db(options.db_path.empty() ? results_db_path() : options.db_path);
 
   // A search that ran to its end answers from the database; an interrupted one resumes.
   if (auto best = stored_answer(db, report, options, false))

@@ -83,7 +83,10 @@ struct MatmulDesc {
 };
 
 struct Options {
-  std::string db_path;    // empty: $GEMMTUNE_DB, else ~/.cache/gemmtune/tuning.db
+  std::string db_path;  // empty: $GEMMTUNE_DB, else ~/.cache/gemmtune/tuning.db
+  // Read before db_path, and where GEMMTUNE_TUNE queues and tunes: a writable file over a
+  // read-only db_path (one shipped with a model). Empty: $GEMMTUNE_DB_OVERLAY, else none.
+  std::string overlay_db_path;
   std::string cache_dir;  // empty: $GEMMTUNE_CACHE_DIR, else ~/.cache/gemmtune
   bool use_database = true;
   // Only these kernel families serve calls, comma-separated ("mma_sm80"); empty:

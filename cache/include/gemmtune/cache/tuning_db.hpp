@@ -159,6 +159,12 @@ struct QueueEntry {
   double priority() const { return double(calls > 0 ? calls : 1) * predicted_us; }
 };
 
+// GEMMTUNE_DB_OVERLAY: a writable database read before GEMMTUNE_DB (which may then be a
+// read-only file shipped with a model), and where new results go. None when unset.
+std::optional<std::filesystem::path> overlay_db_path();
+// Where new results and the tuning queue go: the overlay, else default_db_path().
+std::filesystem::path results_db_path();
+
 // Records as JSON objects of the export format (docs/DATABASE.md), for tools that print JSON.
 std::string json_of(const DeviceKey& device);
 std::string json_of(const Problem& problem);
@@ -221,6 +227,8 @@ class TuningDb {
   // JSON: {"format":"gemmtune-db","version":6,"entries":[{device, problem, candidates, best}]}
   // (docs/DATABASE.md describes every field; "best" is an array, one row per template version).
   std::string export_json(const DbFilter& filter) const;
+  // The same, of these problems only (a recorded workload's: what a model needs shipped).
+  std::string export_json(const DbFilter& filter, const std::vector<Problem>& only) const;
   // Validates the whole document first, then writes it in one transaction: a malformed file
   // throws Error(invalid_argument) saying where, and leaves the database unchanged.
   ImportSummary import_json(std::string_view json);

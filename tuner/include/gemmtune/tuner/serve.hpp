@@ -13,9 +13,9 @@
 namespace gemmtune {
 
 struct ServeOptions {
-  TuneOptions tune;       // the database, the budget of each problem, the search
-  std::vector<int> gpus;  // ordinals; each takes the entries of its own GPU model
-  bool once = false;      // stop when nothing of theirs waits (tests, GEMMTUNE_TUNE=now)
+  TuneOptions tune;                // the database, the budget of each problem, the search
+  std::vector<int> gpus;           // ordinals; each takes the entries of its own GPU model
+  bool once = false;               // stop when nothing of theirs waits (tests, GEMMTUNE_TUNE=now)
   std::optional<int64_t> only_id;  // take this entry only (GEMMTUNE_TUNE=now)
   double poll_s = 1.0;             // how often an idle GPU looks at the queue
   double heartbeat_s = 5.0;        // how often a claim says it is alive

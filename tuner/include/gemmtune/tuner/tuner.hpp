@@ -37,7 +37,7 @@ struct Progress {
 };
 
 struct TuneOptions {
-  std::filesystem::path db_path;  // empty: default_db_path()
+  std::filesystem::path db_path;  // empty: results_db_path()
   Budget budget;
   bool force = false;  // re-tune even when the database has the answer
   // The problem decides whether C is read (Problem::reads_c): one that reads C is measured with
