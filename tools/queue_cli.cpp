@@ -52,14 +52,10 @@ json entry_json(const QueueEntry& e) {
 }
 
 std::vector<std::string> entry_row(const QueueEntry& e) {
-  return {std::to_string(e.id),
-          std::string(to_string(e.state)),
-          std::to_string(e.calls),
-          fmt::format("{:.1f}", e.predicted_us),
-          e.problem.describe(),
-          e.device.name,
-          std::to_string(e.attempts),
-          e.state == QueueState::tuning ? e.claimed_by : e.message};
+  return {std::to_string(e.id),       std::string(to_string(e.state)),
+          std::to_string(e.calls),    fmt::format("{:.1f}", e.predicted_us),
+          e.problem.describe(),       e.device.name,
+          std::to_string(e.attempts), e.state == QueueState::tuning ? e.claimed_by : e.message};
 }
 
 }  // namespace
