@@ -5,8 +5,8 @@
 #   tools/gpu-python-check.sh          both parts (about 6-9 minutes on an H100)
 #   tools/gpu-python-check.sh tests    pytest: python/tests, CPU and GPU tests
 #   tools/gpu-python-check.sh demo     record, then tune (examples/python/record_then_tune.py),
-#                                      the benchmark of docs/PERF.md, 'The Python layer adds
-#                                      about 14 us a call' (with its --breakdown), gemm-db report
+#                                      the benchmark of docs/PERF.md, 'A planned Python call costs less
+#                                      host time than F.linear' (with its --breakdown), gemm-db report
 # TUNE_BUDGET (default 16) caps gemm-tune's candidates per problem; PYTHON picks the Python.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -1,5 +1,5 @@
-"""The Python package's costs (GPU machine), for docs/PERF.md, 'The Python layer adds about 14 us
-a call':
+"""The Python package's costs (GPU machine), for docs/PERF.md, 'A planned Python call costs less
+host time than F.linear':
 
 1. per-call host time of gemmtune.linear, gemmtune.matmul and torch.ops.gemmtune.linear over a
    direct C API call (ctypes, arguments prepared once: the floor for any Python caller), and
