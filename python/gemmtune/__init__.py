@@ -17,8 +17,8 @@ arrays (CuPy, anything with __cuda_array_interface__ or DLPack).
 
 GEMMTUNE_RECORD=shapes.txt lists every problem served without a tuned kernel;
 `gemm-tune --shapes shapes.txt` then tunes exactly those. The library is libgemmtune, found
-beside this package, in the source tree's build/lib, on the loader's path, or at
-$GEMMTUNE_LIBRARY. With PyTorch (>= 2.4) there are torch.ops.gemmtune.mm,
+at $GEMMTUNE_LIBRARY, inside this package (pip install), beside it, in the source tree's
+build/lib, or on the loader's path. With PyTorch (>= 2.4) there are torch.ops.gemmtune.mm,
 torch.ops.gemmtune.linear, torch.ops.gemmtune.gated_linear, torch.ops.gemmtune.scaled_mm,
 torch.ops.gemmtune.grouped_mm, torch.ops.gemmtune.grouped_mm_masked and torch.ops.gemmtune.bmm
 too, which torch.compile (and, for mm and linear, autograd) understand; gemmtune.patch's calls

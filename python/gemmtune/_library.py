@@ -65,8 +65,9 @@ _POINTER_SIZE = ctypes.sizeof(ctypes.c_void_p)  # what a pointer attribute's val
 
 class Error(Exception):
     """A gemmtune failure. `code` names its kind: 'invalid_argument', 'unsupported',
-    'no_device', 'cuda', 'compile', 'database', 'io', 'timeout', 'internal', or
-    'library_not_found'. The message is the library's where the library found the problem."""
+    'no_device', 'cuda', 'compile', 'database', 'io', 'timeout', 'internal',
+    'library_not_found', or 'tool_not_found' (a program of the console scripts is missing).
+    The message is the library's where the library found the problem."""
 
     def __init__(self, message, code="invalid_argument"):
         super().__init__(message)
@@ -90,11 +91,33 @@ def _library_candidates():
         return [pathlib.Path(explicit)]  # said explicitly: nothing else is tried
     here = pathlib.Path(__file__).resolve().parent
     return [
+        here / "lib" / "libgemmtune.so.0",  # inside the package: pip install (setup.py)
         here / "libgemmtune.so.0",  # installed next to the package
         here.parent.parent / "libgemmtune.so.0",  # cmake --install: <libdir>/python/gemmtune
         here.parent.parent / "build" / "lib" / "libgemmtune.so.0",  # the source tree's build/
         pathlib.Path("libgemmtune.so.0"),  # the loader's search path (LD_LIBRARY_PATH, ldconfig)
     ]
+
+
+def bin_dir():
+    """Where the programs are (gemm-tune, gemm-tune-worker, gemm-db): $GEMMTUNE_BIN_DIR, else
+    the package's bin/ (pip install), else the source tree's build/bin."""
+    explicit = os.environ.get("GEMMTUNE_BIN_DIR")
+    if explicit:
+        return pathlib.Path(explicit)
+    here = pathlib.Path(__file__).resolve().parent
+    packaged = here / "bin"
+    return packaged if packaged.is_dir() else here.parent.parent / "build" / "bin"
+
+
+def tool_path(name):
+    """The program `name` in bin_dir(); Error('tool_not_found') where it is not."""
+    path = bin_dir() / name
+    if not path.is_file():
+        raise Error(f"{path} does not exist: build it (tools/build.sh), install the package with "
+                    "pip, or set GEMMTUNE_BIN_DIR to the folder of gemmtune's programs",
+                    "tool_not_found")
+    return path
 
 
 def _declare(lib):

@@ -7,9 +7,20 @@ import sys
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "python"))
+# GEMMTUNE_TEST_INSTALLED=1: test the package as installed (pip), not the source tree's python/.
+INSTALLED = os.environ.get("GEMMTUNE_TEST_INSTALLED") == "1"
+if not INSTALLED:
+    sys.path.insert(0, str(ROOT / "python"))
+# What a child Python needs in its environment to import the package under test.
+PACKAGE_ENV = {} if INSTALLED else {"PYTHONPATH": str(ROOT / "python")}
 
+import gemmtune  # noqa: E402
+from gemmtune._library import bin_dir  # noqa: E402,F401  (the tests' gemm-tune: the package's)
 from gemmtune._operands import _DLDataType, _DLDevice, _DLTensor  # noqa: E402  (DLPack's C structs)
+
+if INSTALLED and pathlib.Path(gemmtune.__file__).resolve().is_relative_to(ROOT / "python"):
+    raise RuntimeError("GEMMTUNE_TEST_INSTALLED=1 but gemmtune is the source tree's "
+                       f"({gemmtune.__file__}): run pytest from outside the source tree")
 
 
 def pytest_configure(config):
@@ -29,11 +40,6 @@ def gpu_visible():
 
 no_gpu_only = pytest.mark.skipif(gpu_visible(), reason="a GPU is visible: this test passes fake "
                                  "addresses, which the library would run kernels on")
-
-
-def bin_dir():
-    """Where gemm-tune is: GEMMTUNE_BIN_DIR (set by CTest), else the source tree's build/bin."""
-    return pathlib.Path(os.environ.get("GEMMTUNE_BIN_DIR", ROOT / "build" / "bin"))
 
 
 class FakeCudaArray:

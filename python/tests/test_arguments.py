@@ -7,7 +7,7 @@ import sys
 import pytest
 
 import gemmtune
-from conftest import ROOT, FakeCudaArray, FakeDLPack, no_gpu_only
+from conftest import PACKAGE_ENV, FakeCudaArray, FakeDLPack, no_gpu_only
 
 
 def test_import_finds_the_library_and_exports_the_api():
@@ -24,7 +24,7 @@ def test_a_missing_library_is_an_error_that_says_what_to_set():
     script = ("import gemmtune\n"
               "try:\n    gemmtune.library_path()\n"
               "except gemmtune.Error as e:\n    print(e.code, e)\n")
-    env = {"GEMMTUNE_LIBRARY": "/nonexistent/libgemmtune.so", "PYTHONPATH": str(ROOT / "python")}
+    env = {"GEMMTUNE_LIBRARY": "/nonexistent/libgemmtune.so", **PACKAGE_ENV}
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
                          check=True).stdout
     assert out.startswith("library_not_found cannot load libgemmtune")

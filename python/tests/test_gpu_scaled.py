@@ -19,7 +19,7 @@ if torch.cuda.get_device_capability() != (9, 0):
     pytest.skip("the float8 kernels are Hopper's (sm_90a)", allow_module_level=True)
 
 import gemmtune  # noqa: E402
-from conftest import ROOT  # noqa: E402
+from conftest import PACKAGE_ENV  # noqa: E402
 
 pytestmark = pytest.mark.gpu
 torch.backends.cuda.matmul.allow_tf32 = False  # the reference in full f32
@@ -284,7 +284,7 @@ def test_gemmtune_record_records_the_scaled_problem(tmp_path):
         "gemmtune.scaled_mm(a, b, sa, sb, use_fast_accum=True)  # blockwise: precise, listed\n"
         "torch.cuda.synchronize()\n")
     env = dict(os.environ, GEMMTUNE_RECORD=str(shapes), GEMMTUNE_DB=str(tmp_path / "tuning.db"),
-               PYTHONPATH=str(ROOT / "python"))
+               **PACKAGE_ENV)
     subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=600)
     lines = [line for line in shapes.read_text().splitlines() if not line.startswith("#")]
     assert lines == ["2112 64 7168 e4m3*e4m3->bf16 tn scaling=block",

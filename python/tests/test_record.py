@@ -7,7 +7,7 @@ import sys
 import pytest
 
 import gemmtune
-from conftest import ROOT, bin_dir
+from conftest import PACKAGE_ENV, bin_dir
 from gemmtune import Problem
 
 
@@ -84,7 +84,7 @@ print(sum(gemmtune.record(p, path) for p in problems))
 
 def test_concurrent_writers_list_each_problem_once(tmp_path):
     path = tmp_path / "shapes.txt"
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "python"))
+    env = dict(os.environ, **PACKAGE_ENV)
     writers = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), str(seed), "6"],
                                 env=env, stdout=subprocess.PIPE, text=True)
                for seed in range(6)]
