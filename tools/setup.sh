@@ -7,7 +7,9 @@ packages=(cmake ninja-build g++ nlohmann-json3-dev libspdlog-dev libfmt-dev libc
           libsqlite3-dev libgtest-dev clang-format
           # the Python package's tests; the report's plots (inlined into the page); the browser
           # that renders the report in its test
-          python3-pytest libjs-chart.js chromium)
+          python3-pytest libjs-chart.js chromium
+          # pip install . (setup.py; tools/pip-check.sh): a venv with Debian's setuptools and wheel
+          python3-venv python3-setuptools python3-wheel python3-pip)
 
 missing=()
 for p in "${packages[@]}"; do
