@@ -25,6 +25,9 @@ ROOT = pathlib.Path(__file__).resolve().parent
 TARGETS = ["gemmtune", "gemm-tune", "gemm-tune-worker", "gemm-db"]
 TOOLS = TARGETS[1:]
 LIBRARY = "libgemmtune.so.0"  # the soname: what the package loads; wheels keep no symlinks
+# The planned calls' compiled call (python/native), beside the library; built only where Python's
+# headers are (python/CMakeLists.txt), else the package calls through ctypes.
+NATIVE = "gemmtune_native.abi3.so"
 
 
 def fail(message):
@@ -100,6 +103,11 @@ def cmake_build():
         configure(build, env, cuda_home)
     jobs = [] if "CMAKE_BUILD_PARALLEL_LEVEL" in os.environ else ["-j", str(os.cpu_count() or 1)]
     run(["cmake", "--build", build, "--target", *TARGETS, *jobs], env)
+    try:
+        run(["cmake", "--build", build, "--target", "gemmtune_native", *jobs], env)
+    except subprocess.CalledProcessError:
+        print("gemmtune: no gemmtune_native (no Python headers: apt-get install python3-dev); "
+              "the package calls the library through ctypes", flush=True)
     return build
 
 
@@ -118,6 +126,8 @@ class BuildPy(build_py):
         build = cmake_build()
         package = pathlib.Path(self.build_lib) / "gemmtune"
         copy_executable(build / "lib" / LIBRARY, package / "lib" / LIBRARY)
+        if (build / "lib" / NATIVE).exists():
+            copy_executable(build / "lib" / NATIVE, package / "lib" / NATIVE)
         for tool in TOOLS:
             copy_executable(build / "bin" / tool, package / "bin" / tool)
 

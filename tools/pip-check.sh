@@ -24,6 +24,8 @@ package = pathlib.Path(gemmtune.__file__).resolve().parent
 assert package.is_relative_to(pathlib.Path(sys.argv[1]).resolve()), package
 library = gemmtune.library_path()
 assert library == str(package / "lib" / "libgemmtune.so.0"), library
+from gemmtune import _library
+assert _library.matmul_function() is not _library.library().gemmtune_matmul, "no gemmtune_native"
 print(f"pip-check: gemmtune from {package}")
 PY
 GEMMTUNE_TEST_INSTALLED=1 "$python" -m pytest -q -p no:cacheprovider -m "not gpu" "$root/python/tests"
@@ -38,7 +40,8 @@ import sys, zipfile
 (path,) = sys.argv[1:]
 assert "-py3-none-linux_" in path, path  # one wheel for every Python 3
 names = zipfile.ZipFile(path).namelist()
-for name in ("lib/libgemmtune.so.0", "bin/gemm-tune", "bin/gemm-tune-worker", "bin/gemm-db"):
+for name in ("lib/libgemmtune.so.0", "lib/gemmtune_native.abi3.so", "bin/gemm-tune",
+             "bin/gemm-tune-worker", "bin/gemm-db"):
     assert "gemmtune/" + name in names, (name, names)
 print(f"pip-check: {path.rsplit('/', 1)[1]}: {len(names)} files")
 PY

@@ -8,8 +8,9 @@ packages=(cmake ninja-build g++ nlohmann-json3-dev libspdlog-dev libfmt-dev libc
           # the Python package's tests; the report's plots (inlined into the page); the browser
           # that renders the report in its test
           python3-pytest libjs-chart.js chromium
-          # pip install . (setup.py; tools/pip-check.sh): a venv with Debian's setuptools and wheel
-          python3-venv python3-setuptools python3-wheel python3-pip)
+          # pip install . (setup.py; tools/pip-check.sh): a venv with Debian's setuptools and wheel;
+          # Python's headers for gemmtune_native, the planned calls' compiled call
+          python3-venv python3-setuptools python3-wheel python3-pip python3-dev)
 
 missing=()
 for p in "${packages[@]}"; do
