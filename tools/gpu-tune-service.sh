@@ -76,4 +76,17 @@ start = time.monotonic(); gemmtune.linear(x, w); torch.cuda.synchronize()
 print(f"first call {first:.1f} s, second {1e3 * (time.monotonic() - start):.2f} ms, after:",
       gemmtune.select_linear(x, w).source)
 EOF
+log "GEMMTUNE_TUNE=now: two processes' first calls of one new problem"
+for name in c d; do
+  GEMMTUNE_TUNE=now GEMMTUNE_TUNE_BUDGET=$budget python3 - "$name" <<'EOF' 2>"$out/now_$name.err" &
+import sys, time, torch, gemmtune
+x = torch.randn(40, 3072, device="cuda", dtype=torch.bfloat16)
+w = torch.randn(9216, 3072, device="cuda", dtype=torch.bfloat16)
+start = time.monotonic(); gemmtune.linear(x, w); torch.cuda.synchronize()
+print(f"process {sys.argv[1]}: first call {time.monotonic() - start:.1f} s, then",
+      gemmtune.select_linear(x, w).source, flush=True)
+EOF
+done
+wait
+"$bin/gemm-tune" --status --db "$GEMMTUNE_DB" | tee -a "$out/steps.log"
 log "done"
