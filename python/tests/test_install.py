@@ -47,6 +47,8 @@ def test_the_installed_package_holds_its_library_and_programs(monkeypatch):
 @installed_only
 def test_the_console_script_runs_the_packaged_gemm_tune(tmp_path):
     script = pathlib.Path(sys.executable).parent / "gemm-tune"
+    if not script.exists():  # pip install --target puts scripts in the target's bin/
+        pytest.skip(f"no console script beside {sys.executable}: installed without its scripts")
     env = dict(os.environ, GEMMTUNE_CACHE_DIR=str(tmp_path / "cache"))
     env.pop("GEMMTUNE_BIN_DIR", None)
     result = subprocess.run([str(script), "--dry-run", "--m", "64", "--n", "64", "--k", "64",
