@@ -20,6 +20,8 @@ export GEMMTUNE_DB=$out/service.db GEMMTUNE_CACHE_DIR=${GEMMTUNE_CACHE_DIR:-$out
 export GEMMTUNE_LOG_LEVEL=info GEMMTUNE_REFRESH_S=0.5
 rm -f "$GEMMTUNE_DB"*
 budget=${BUDGET:-12}     # candidates per problem
+# DAEMON_DEVICES=1: the daemons tune on GPU 1 while the models run on GPU 0 (a spare GPU)
+daemon_args=(--budget "$budget" --poll 0.5 ${DAEMON_DEVICES:+--devices "$DAEMON_DEVICES"})
 model_s=${MODEL_S:-200}  # how long the models run
 
 queue_json() { "$bin/gemm-tune" --status --json --db "$GEMMTUNE_DB" 2>/dev/null; }
@@ -39,7 +41,7 @@ sleep 15
 "$bin/gemm-tune" --status --db "$GEMMTUNE_DB" | tee -a "$out/steps.log"
 
 log "daemon 1 starts"
-"$bin/gemm-tune" --serve --budget "$budget" --poll 0.5 >"$out/daemon1.out" 2>"$out/daemon1.err" &
+"$bin/gemm-tune" --serve "${daemon_args[@]}" >"$out/daemon1.out" 2>"$out/daemon1.err" &
 daemon=$!
 for _ in $(seq 1 120); do  # kill it once a problem is done and another is being tuned
   [ "$(count_state done)" -ge 1 ] && [ "$(count_state tuning)" -ge 1 ] && break
@@ -52,7 +54,7 @@ log "daemon 1 killed (SIGKILL) mid-tune"
 "$bin/gemm-tune" --status --db "$GEMMTUNE_DB" | tee -a "$out/steps.log"
 
 log "daemon 2 starts"
-"$bin/gemm-tune" --serve --budget "$budget" --poll 0.5 >"$out/daemon2.out" 2>"$out/daemon2.err" &
+"$bin/gemm-tune" --serve "${daemon_args[@]}" >"$out/daemon2.out" 2>"$out/daemon2.err" &
 daemon=$!
 for _ in $(seq 1 600); do
   [ "$(count_state queued)" -eq 0 ] && [ "$(count_state tuning)" -eq 0 ] && break
