@@ -78,6 +78,8 @@ def overhead(tokens, features, outputs, rounds=9):
     }
     if gemmtune.torch_operators:
         calls["torch.ops.gemmtune.linear(x, w)"] = lambda: torch.ops.gemmtune.linear(x, w)
+    if gemmtune.cpp_linear_operator() is not None:  # tools/build_torch_op.py built it
+        calls["torch.ops.gemmtune_cpp.linear(x, w)"] = lambda: torch.ops.gemmtune_cpp.linear(x, w)
     calls.update(layer_calls(x, w))
     times = {name: [] for name in calls}
     with torch.inference_mode():

@@ -34,7 +34,7 @@ __all__ = ["DataTypes", "Error", "Problem", "Selection", "bmm", "gated_linear", 
            "grouped_mm_masked", "library_path", "linear", "matmul", "patch", "patched", "problem",
            "problem_gated_linear", "problem_linear", "problem_scaled_mm", "record", "result_dtype",
            "scaled_mm", "select", "select_gated_linear", "select_linear", "select_scaled_mm",
-           "torch_operators"]
+           "torch_operators", "cpp_linear_operator"]
 
 try:
     import torch as _torch_module  # noqa: F401
@@ -54,6 +54,7 @@ if _torch_module is not None:
     bmm = _torch.bmm
     patch = _patch.patch
     patched = _patch.patched
+    cpp_linear_operator = _torch.cpp_linear_operator
 else:
     # Each says it needs torch.
     from ._api import bmm, grouped_mm, grouped_mm_masked, patch, patched, scaled_mm

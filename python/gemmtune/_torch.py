@@ -6,6 +6,7 @@ and autograd formulas), torch.ops.gemmtune.gated_linear, .scaled_mm, .grouped_mm
 .grouped_mm_masked and .bmm (fake implementations; no autograd). Imported only where torch is."""
 import functools
 import math
+import pathlib
 from typing import Optional
 
 import torch
@@ -17,7 +18,7 @@ from ._api import (Epilogue, _check_scalars, _stream_handle, gated_plan, result_
                    scaled_out_dtype)
 from ._grouped import plan_bmm, plan_grouped_mm, plan_grouped_mm_masked
 from ._library import (_ONE_ADDRESS, _ZERO_ADDRESS, Error, InvalidType, bias_descriptor, check,
-                       descriptor, library, matmul_function, scalar)
+                       descriptor, library, library_path, matmul_function, scalar)
 from ._operands import SUPPORTED, View
 from ._plan import DataTypes, plan_matmul
 from ._scaled import Tensor, plan_scaled_mm
@@ -960,7 +961,42 @@ def _register():
         torch._check(a.shape[2] == b.shape[1], lambda: "gemmtune.bmm: a's K != b's K")
         return a.new_empty((a.shape[0], a.shape[1], b.shape[2]))
 
+    global _LINEAR_GRADS
+    _LINEAR_GRADS = linear_grads
     return True
 
 
 OPERATORS = _register()
+
+# torch.ops.gemmtune_cpp.linear once loaded (cpp_linear_operator()); its gradients are those of
+# torch.ops.gemmtune.linear_or_torch.
+_CPP_LINEAR = None
+
+
+def _cpp_linear_context(ctx, inputs, output):
+    x, w, bias = inputs
+    ctx.save_for_backward(x, w)
+    ctx.has_bias = bias is not None
+
+
+def _cpp_linear_backward(ctx, grad):
+    x, w = ctx.saved_tensors
+    return _LINEAR_GRADS(ctx, grad, x, w, torch.ops.gemmtune.mm_or_torch)
+
+
+def cpp_linear_operator():
+    """torch.ops.gemmtune_cpp.linear(x, w, bias=None): F.linear as a C++ operator over the C API
+    (python/native/gemmtune_torch.cpp), so that a call through torch's dispatcher runs no Python;
+    torch's own F.linear for what gemmtune does not take. Loaded from beside libgemmtune, where
+    tools/build_torch_op.py built it for this torch, with its autograd formula; None where it was
+    not built."""
+    global _CPP_LINEAR
+    if _CPP_LINEAR is None and OPERATORS:
+        path = pathlib.Path(library_path()).resolve().parent / "gemmtune_torch.so"
+        if not path.exists():
+            return None
+        torch.ops.load_library(str(path))
+        torch.library.register_autograd("gemmtune_cpp::linear", _cpp_linear_backward,
+                                        setup_context=_cpp_linear_context)
+        _CPP_LINEAR = torch.ops.gemmtune_cpp.linear
+    return _CPP_LINEAR
