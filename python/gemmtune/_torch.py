@@ -961,27 +961,15 @@ def _register():
         torch._check(a.shape[2] == b.shape[1], lambda: "gemmtune.bmm: a's K != b's K")
         return a.new_empty((a.shape[0], a.shape[1], b.shape[2]))
 
-    global _LINEAR_GRADS
-    _LINEAR_GRADS = linear_grads
+    global _LINEAR_AUTOGRAD
+    _LINEAR_AUTOGRAD = (linear_or_torch_backward, linear_or_torch_context)
     return True
 
 
 OPERATORS = _register()
 
-# torch.ops.gemmtune_cpp.linear once loaded (cpp_linear_operator()); its gradients are those of
-# torch.ops.gemmtune.linear_or_torch.
+# torch.ops.gemmtune_cpp.linear once loaded (cpp_linear_operator()).
 _CPP_LINEAR = None
-
-
-def _cpp_linear_context(ctx, inputs, output):
-    x, w, bias = inputs
-    ctx.save_for_backward(x, w)
-    ctx.has_bias = bias is not None
-
-
-def _cpp_linear_backward(ctx, grad):
-    x, w = ctx.saved_tensors
-    return _LINEAR_GRADS(ctx, grad, x, w, torch.ops.gemmtune.mm_or_torch)
 
 
 def cpp_linear_operator():
@@ -996,7 +984,7 @@ def cpp_linear_operator():
         if not path.exists():
             return None
         torch.ops.load_library(str(path))
-        torch.library.register_autograd("gemmtune_cpp::linear", _cpp_linear_backward,
-                                        setup_context=_cpp_linear_context)
+        backward, context = _LINEAR_AUTOGRAD  # linear_or_torch's: the same formula
+        torch.library.register_autograd("gemmtune_cpp::linear", backward, setup_context=context)
         _CPP_LINEAR = torch.ops.gemmtune_cpp.linear
     return _CPP_LINEAR
