@@ -91,8 +91,8 @@ at::Tensor linear_cuda(const at::Tensor& x, const at::Tensor& w,
   const float one = 1.0f, zero = 0.0f;
   // Column-major: D (out x tokens) = op(A) (out x in: the weight, T) times B (in x tokens: x, N).
   check(gemmtune_matmul(x.get_device(), desc, out, rows.size(0), in, &one, weight.data_ptr(),
-                        weight.stride(0), rows.data_ptr(), rows.stride(0), &zero, y.data_ptr(),
-                        out, c10::cuda::getCurrentCUDAStream(x.get_device()).stream()));
+                        weight.stride(0), rows.data_ptr(), rows.stride(0), &zero, y.data_ptr(), out,
+                        c10::cuda::getCurrentCUDAStream(x.get_device()).stream()));
   return y.view(result_shape(x, w));
 }
 
