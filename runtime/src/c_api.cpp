@@ -224,68 +224,55 @@ const char* known_attribute(int attr) {
   return name;
 }
 
+// One enumerated attribute's valid codes, and how its error message names them.
+struct EnumRange {
+  int attr;
+  const char* what;  // "scaling"
+  int32_t low, high;
+  const char* expected;  // "GEMMTUNE_SCALING_NONE (0) to GEMMTUNE_SCALING_BLOCK (3)"
+};
+
+constexpr EnumRange kEnumRanges[] = {
+    {GEMMTUNE_MATMUL_DESC_SCALING, "scaling", GEMMTUNE_SCALING_NONE, GEMMTUNE_SCALING_BLOCK,
+     "GEMMTUNE_SCALING_NONE (0) to GEMMTUNE_SCALING_BLOCK (3)"},
+    {GEMMTUNE_MATMUL_DESC_OP_A, "op", GEMMTUNE_OP_N, GEMMTUNE_OP_T,
+     "GEMMTUNE_OP_N (0) or GEMMTUNE_OP_T (1)"},
+    {GEMMTUNE_MATMUL_DESC_OP_B, "op", GEMMTUNE_OP_N, GEMMTUNE_OP_T,
+     "GEMMTUNE_OP_N (0) or GEMMTUNE_OP_T (1)"},
+    {GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT, "group layout", GEMMTUNE_GROUP_LAYOUT_CONTIGUOUS,
+     GEMMTUNE_GROUP_LAYOUT_MASKED,
+     "GEMMTUNE_GROUP_LAYOUT_CONTIGUOUS (0) or GEMMTUNE_GROUP_LAYOUT_MASKED (1)"},
+    {GEMMTUNE_MATMUL_DESC_ACCUMULATION, "accumulation", GEMMTUNE_ACCUMULATION_PRECISE,
+     GEMMTUNE_ACCUMULATION_FAST,
+     "GEMMTUNE_ACCUMULATION_PRECISE (0) or GEMMTUNE_ACCUMULATION_FAST (1)"},
+    {GEMMTUNE_MATMUL_DESC_BIAS, "bias", GEMMTUNE_BIAS_NONE, GEMMTUNE_BIAS_N,
+     "GEMMTUNE_BIAS_NONE (0), GEMMTUNE_BIAS_M (1) or GEMMTUNE_BIAS_N (2)"},
+    {GEMMTUNE_MATMUL_DESC_ACTIVATION, "activation", GEMMTUNE_ACTIVATION_IDENTITY,
+     GEMMTUNE_ACTIVATION_SILU,
+     "GEMMTUNE_ACTIVATION_IDENTITY (0) to GEMMTUNE_ACTIVATION_SILU (4): identity, relu, gelu, "
+     "gelu_tanh, silu"},
+    {GEMMTUNE_MATMUL_DESC_GATE, "gate", GEMMTUNE_GATE_NONE, GEMMTUNE_GATE_INTERLEAVED,
+     "GEMMTUNE_GATE_NONE (0), GEMMTUNE_GATE_HALVES (1) or GEMMTUNE_GATE_INTERLEAVED (2)"},
+};
+
 // Whether `value` is valid for `attr`; else Error(invalid_argument) naming both.
 void check_value(int attr, int32_t value) {
   const char* name = attribute_name(attr);
-  switch (attr) {
-    case GEMMTUNE_MATMUL_DESC_SCALING:
-      GT_REQUIRE(value >= GEMMTUNE_SCALING_NONE && value <= GEMMTUNE_SCALING_BLOCK,
-                 gemmtune::Errc::invalid_argument,
-                 "{}: unknown scaling {} (expected GEMMTUNE_SCALING_NONE (0) to "
-                 "GEMMTUNE_SCALING_BLOCK (3))",
-                 name, value);
-      return;
-    case GEMMTUNE_MATMUL_DESC_OP_A:
-    case GEMMTUNE_MATMUL_DESC_OP_B:
-      GT_REQUIRE(known_op(value), gemmtune::Errc::invalid_argument,
-                 "{}: unknown op {} (expected GEMMTUNE_OP_N (0) or GEMMTUNE_OP_T (1))", name,
-                 value);
-      return;
-    case GEMMTUNE_MATMUL_DESC_GROUPS:
-      GT_REQUIRE(value >= 0 && value <= gemmtune::kMaxGroups, gemmtune::Errc::invalid_argument,
-                 "{}: groups must be 0 (one GEMM) or 1 to {} (got {})", name, gemmtune::kMaxGroups,
-                 value);
-      return;
-    case GEMMTUNE_MATMUL_DESC_GROUP_LAYOUT:
-      GT_REQUIRE(value == GEMMTUNE_GROUP_LAYOUT_CONTIGUOUS || value == GEMMTUNE_GROUP_LAYOUT_MASKED,
-                 gemmtune::Errc::invalid_argument,
-                 "{}: unknown group layout {} (expected GEMMTUNE_GROUP_LAYOUT_CONTIGUOUS (0) or "
-                 "GEMMTUNE_GROUP_LAYOUT_MASKED (1))",
-                 name, value);
-      return;
-    case GEMMTUNE_MATMUL_DESC_ACCUMULATION:
-      GT_REQUIRE(value == GEMMTUNE_ACCUMULATION_PRECISE || value == GEMMTUNE_ACCUMULATION_FAST,
-                 gemmtune::Errc::invalid_argument,
-                 "{}: unknown accumulation {} (expected GEMMTUNE_ACCUMULATION_PRECISE (0) or "
-                 "GEMMTUNE_ACCUMULATION_FAST (1))",
-                 name, value);
-      return;
-    case GEMMTUNE_MATMUL_DESC_BIAS:
-      GT_REQUIRE(value >= GEMMTUNE_BIAS_NONE && value <= GEMMTUNE_BIAS_N,
-                 gemmtune::Errc::invalid_argument,
-                 "{}: unknown bias {} (expected GEMMTUNE_BIAS_NONE (0), GEMMTUNE_BIAS_M (1) or "
-                 "GEMMTUNE_BIAS_N (2))",
-                 name, value);
-      return;
-    case GEMMTUNE_MATMUL_DESC_ACTIVATION:
-      GT_REQUIRE(value >= GEMMTUNE_ACTIVATION_IDENTITY && value <= GEMMTUNE_ACTIVATION_SILU,
-                 gemmtune::Errc::invalid_argument,
-                 "{}: unknown activation {} (expected GEMMTUNE_ACTIVATION_IDENTITY (0) to "
-                 "GEMMTUNE_ACTIVATION_SILU (4): identity, relu, gelu, gelu_tanh, silu)",
-                 name, value);
-      return;
-    case GEMMTUNE_MATMUL_DESC_GATE:
-      GT_REQUIRE(value >= GEMMTUNE_GATE_NONE && value <= GEMMTUNE_GATE_INTERLEAVED,
-                 gemmtune::Errc::invalid_argument,
-                 "{}: unknown gate {} (expected GEMMTUNE_GATE_NONE (0), GEMMTUNE_GATE_HALVES (1) "
-                 "or GEMMTUNE_GATE_INTERLEAVED (2))",
-                 name, value);
-      return;
-    default:
-      GT_REQUIRE(known_type(value), gemmtune::Errc::invalid_argument,
-                 "{}: unknown data type code {} (expected 0 to {}: f32, f16, bf16, e4m3, e5m2)",
-                 name, value, GEMMTUNE_TYPE_COUNT - 1);
+  for (const EnumRange& r : kEnumRanges) {
+    if (r.attr != attr) continue;
+    GT_REQUIRE(value >= r.low && value <= r.high, gemmtune::Errc::invalid_argument,
+               "{}: unknown {} {} (expected {})", name, r.what, value, r.expected);
+    return;
   }
+  if (attr == GEMMTUNE_MATMUL_DESC_GROUPS) {
+    GT_REQUIRE(value >= 0 && value <= gemmtune::kMaxGroups, gemmtune::Errc::invalid_argument,
+               "{}: groups must be 0 (one GEMM) or 1 to {} (got {})", name, gemmtune::kMaxGroups,
+               value);
+    return;
+  }
+  GT_REQUIRE(known_type(value), gemmtune::Errc::invalid_argument,
+             "{}: unknown data type code {} (expected 0 to {}: f32, f16, bf16, e4m3, e5m2)", name,
+             value, GEMMTUNE_TYPE_COUNT - 1);
 }
 
 // What an attribute's value is, for messages.
