@@ -1,7 +1,6 @@
 // Tuning while serving: queue untuned problems, tune one now, notice new results.
 #include "tuning_client.hpp"
 
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
@@ -10,11 +9,11 @@
 
 #include <cerrno>
 #include <charconv>
-#include <sstream>
 #include <thread>
 #include <vector>
 
 #include "gemmtune/generator/util.hpp"
+#include "gemmtune/runtime/programs.hpp"
 
 extern char** environ;
 
@@ -24,8 +23,6 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-constexpr const char* kTuner = "gemm-tune";
-
 int64_t now_ns() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
       .count();
@@ -33,35 +30,6 @@ int64_t now_ns() {
 
 std::string key_of(const DeviceKey& device, const Problem& problem) {
   return json_of(device) + json_of(problem);
-}
-
-// Folders that may hold gemm-tune: GEMMTUNE_BIN_DIR; this program's; beside libgemmtune (the
-// installed lib/ and bin/, the Python package's folders); the PATH.
-std::vector<fs::path> tool_folders() {
-  std::vector<fs::path> out;
-  if (auto dir = env_var("GEMMTUNE_BIN_DIR")) out.emplace_back(*dir);
-  std::error_code ec;
-  if (auto self = fs::read_symlink("/proc/self/exe", ec); !ec) out.push_back(self.parent_path());
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&parse_tune_mode), &info) != 0 && info.dli_fname) {
-    const fs::path lib = fs::weakly_canonical(info.dli_fname, ec).parent_path();
-    for (const char* dir : {".", "../bin", "../_bin", "_bin"}) out.push_back(lib / dir);
-  }
-  if (auto path = env_var("PATH")) {
-    std::stringstream dirs(*path);
-    for (std::string dir; std::getline(dirs, dir, ':');)
-      if (!dir.empty()) out.emplace_back(dir);
-  }
-  return out;
-}
-
-fs::path find_tuner() {
-  for (const fs::path& dir : tool_folders())
-    if (access((dir / kTuner).c_str(), X_OK) == 0) return dir / kTuner;
-  GT_THROW(Errc::io,
-           "cannot find {} (in GEMMTUNE_BIN_DIR, beside this program or libgemmtune, or on the "
-           "PATH): set GEMMTUNE_BIN_DIR to the folder that has it",
-           kTuner);
 }
 
 // Seconds a budget such as "30s", "2m" or "1h" allows; a count of candidates gets a generous
@@ -194,10 +162,11 @@ void TuningClient::tune_now(const DeviceInfo& device, const Problem& problem, do
   const double deadline_s = budget_seconds(s_.budget) + 300;  // compiles, cuBLAS, final rounds
   try {
     log().info("GEMMTUNE_TUNE=now: tuning {} (budget {})", problem.describe(), s_.budget);
-    const int status = run_tuner(
-        {find_tuner().string(), "--serve", "--once", "--queue-id", std::to_string(id), "--device",
-         std::to_string(device.ordinal), "--db", s_.db_path.string(), "--budget", s_.budget},
-        deadline_s);
+    const int status =
+        run_tuner({find_program("gemm-tune", "GEMMTUNE_TUNER").string(), "--serve", "--once",
+                   "--queue-id", std::to_string(id), "--device", std::to_string(device.ordinal),
+                   "--db", s_.db_path.string(), "--budget", s_.budget},
+                  deadline_s);
     // Another process's daemon may hold the entry: wait for its tuning to end.
     TuningDb reader(s_.db_path, TuningDb::Mode::read_only);
     auto entry = reader.queue_entry(id);

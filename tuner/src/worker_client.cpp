@@ -1,6 +1,5 @@
 // The tuner's side of the worker process: spawn, one request and one answer at a time, and a
 // watchdog that kills a worker which does not answer in time.
-#include <dlfcn.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -12,28 +11,15 @@
 #include <chrono>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include "gemmtune/generator/util.hpp"
+#include "gemmtune/runtime/programs.hpp"
 #include "gemmtune/tuner/worker.hpp"
 
 extern char** environ;
 
 namespace gemmtune {
 namespace {
-
-constexpr const char* kWorkerName = "gemm-tune-worker";
-
-std::filesystem::path beside_this_library() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&find_worker), &info) == 0 || info.dli_fname == nullptr)
-    return {};
-  const std::filesystem::path lib = std::filesystem::weakly_canonical(info.dli_fname).parent_path();
-  // Installed layout: lib/libgemmtune.so and bin/gemm-tune-worker.
-  for (const auto& dir : {lib, lib.parent_path() / "bin"})
-    if (std::filesystem::exists(dir / kWorkerName)) return dir / kWorkerName;
-  return {};
-}
 
 void write_all(int fd, const std::string& data) {
   size_t done = 0;
@@ -48,26 +34,7 @@ void write_all(int fd, const std::string& data) {
 }  // namespace
 
 std::filesystem::path find_worker() {
-  if (auto env = env_var("GEMMTUNE_WORKER")) {
-    GT_REQUIRE(std::filesystem::exists(*env), Errc::io, "GEMMTUNE_WORKER={} does not exist", *env);
-    return *env;
-  }
-  std::error_code ec;
-  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (!ec && std::filesystem::exists(self.parent_path() / kWorkerName))
-    return self.parent_path() / kWorkerName;
-  if (auto lib = beside_this_library(); !lib.empty()) return lib;
-  if (auto path = env_var("PATH")) {
-    std::stringstream dirs(*path);
-    std::string dir;
-    while (std::getline(dirs, dir, ':'))
-      if (!dir.empty() && std::filesystem::exists(std::filesystem::path(dir) / kWorkerName))
-        return std::filesystem::path(dir) / kWorkerName;
-  }
-  GT_THROW(Errc::io,
-           "cannot find {} (beside this program, beside libgemmtune, or on the PATH); "
-           "set GEMMTUNE_WORKER to its path",
-           kWorkerName);
+  return find_program("gemm-tune-worker", "GEMMTUNE_WORKER");
 }
 
 WorkerClient::WorkerClient(std::filesystem::path executable) : executable_(std::move(executable)) {}
