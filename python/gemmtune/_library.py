@@ -191,12 +191,18 @@ def library():
 _native = None  # gemmtune_native bound to the loaded library, False when there is none
 
 
+def beside_library(name):
+    """The file `name` in the loaded libgemmtune's folder, where its compiled companions are
+    built and installed (gemmtune_native, gemmtune_torch)."""
+    return pathlib.Path(library_path()).resolve().parent / name
+
+
 def _load_native(lib):
     """gemmtune_native (python/native) from the loaded library's folder, bound to its
     gemmtune_matmul; None without it, or with GEMMTUNE_NO_NATIVE set."""
     if os.environ.get("GEMMTUNE_NO_NATIVE"):
         return None
-    path = pathlib.Path(lib._name).resolve().parent / "gemmtune_native.abi3.so"
+    path = beside_library("gemmtune_native.abi3.so")
     if not path.exists():
         return None
     try:

@@ -6,7 +6,6 @@ and autograd formulas), torch.ops.gemmtune.gated_linear, .scaled_mm, .grouped_mm
 .grouped_mm_masked and .bmm (fake implementations; no autograd). Imported only where torch is."""
 import functools
 import math
-import pathlib
 from typing import Optional
 
 import torch
@@ -18,7 +17,7 @@ from ._api import (Epilogue, _check_scalars, _stream_handle, gated_plan, result_
                    scaled_out_dtype)
 from ._grouped import plan_bmm, plan_grouped_mm, plan_grouped_mm_masked
 from ._library import (_ONE_ADDRESS, _ZERO_ADDRESS, Error, InvalidType, bias_descriptor, check,
-                       descriptor, library, library_path, matmul_function, scalar)
+                       beside_library, descriptor, library, matmul_function, scalar)
 from ._operands import SUPPORTED, View
 from ._plan import DataTypes, plan_matmul
 from ._scaled import Tensor, plan_scaled_mm
@@ -980,7 +979,7 @@ def cpp_linear_operator():
     not built."""
     global _CPP_LINEAR
     if _CPP_LINEAR is None and OPERATORS:
-        path = pathlib.Path(library_path()).resolve().parent / "gemmtune_torch.so"
+        path = beside_library("gemmtune_torch.so")
         if not path.exists():
             return None
         torch.ops.load_library(str(path))

@@ -1,7 +1,6 @@
 """torch.ops.gemmtune_cpp.linear (python/native/gemmtune_torch.cpp, built by
 tools/build_torch_op.py) on the GPU: nn.Linear's results, torch's own path for what gemmtune
 does not take, and torch.compile. Skipped where the operator was not built."""
-import pathlib
 
 import pytest
 
@@ -18,8 +17,8 @@ def op():
         pytest.skip("no CUDA")
     operator = gemmtune.cpp_linear_operator()
     if operator is None:
-        path = pathlib.Path(_library.library_path()).resolve().parent / "gemmtune_torch.so"
-        pytest.skip(f"no {path}: tools/build_torch_op.py builds it")
+        pytest.skip(f"no {_library.beside_library('gemmtune_torch.so')}: "
+                    "tools/build_torch_op.py builds it")
     return operator
 
 

@@ -16,8 +16,8 @@ from conftest import ROOT
 def native_or_skip():
     function = _library.matmul_function()
     if function is _library.library().gemmtune_matmul:
-        built = _library.pathlib.Path(_library.library_path()).resolve().parent
-        pytest.skip(f"no gemmtune_native.abi3.so beside {built} (built only with Python headers)")
+        path = _library.beside_library("gemmtune_native.abi3.so")
+        pytest.skip(f"no {path} (built only with Python headers)")
     return function
 
 
