@@ -140,6 +140,24 @@ Accumulation parse_accumulation(std::string_view text) {
   GT_THROW(Errc::invalid_argument, "unknown accumulation '{}' (expected precise or fast)", text);
 }
 
+std::string_view to_string(Precision precision) noexcept {
+  switch (precision) {
+    case Precision::exact:
+      return "exact";
+    case Precision::tf32:
+      return "tf32";
+    case Precision::tf32x3:
+      return "3xtf32";
+  }
+  return "exact";
+}
+
+Precision parse_precision(std::string_view text) {
+  for (Precision p : {Precision::exact, Precision::tf32, Precision::tf32x3})
+    if (lower(text) == to_string(p)) return p;
+  GT_THROW(Errc::invalid_argument, "unknown precision '{}' (expected exact, tf32 or 3xtf32)", text);
+}
+
 std::string_view to_string(Activation activation) noexcept {
   switch (activation) {
     case Activation::identity:
@@ -332,11 +350,14 @@ std::string Problem::describe() const {
                                  ? ""
                                  : fmt::format(" scaling={}{}", to_string(scaling),
                                                fast_accumulation() ? " accum=fast" : "");
+  const std::string precise =
+      precision == Precision::exact ? "" : fmt::format(" precision={}", to_string(precision));
   const std::string grouping =
       grouped() ? fmt::format(" groups={}{}", groups, masked() ? " masked" : "") : "";
   const std::string epilogued = epilogue.none() ? "" : " epilogue=" + epilogue.name();
-  return fmt::format("{} {} {} lda={} ldb={} ldc={} align={}{}{}{}{}", types.name(), layout(),
-                     shape(), lda, ldb, ldc, align, scaled, grouping, epilogued, beta_mark());
+  return fmt::format("{} {} {} lda={} ldb={} ldc={} align={}{}{}{}{}{}", types.name(), layout(),
+                     shape(), lda, ldb, ldc, align, scaled, precise, grouping, epilogued,
+                     beta_mark());
 }
 
 ColumnRange group_columns(const Problem& p, const int32_t* values, int64_t g) {
@@ -368,6 +389,7 @@ size_t ProblemHash::operator()(const Problem& p) const noexcept {
                     p.groups,
                     int64_t(p.group_layout),
                     int64_t(p.accumulation),
+                    int64_t(p.precision),
                     int64_t(p.epilogue.bias),
                     int64_t(p.epilogue.activation)})
     h = h * 1000003u ^ size_t(v);
@@ -469,6 +491,11 @@ void validate(const Problem& p) {
              "C is {} but D is {}: D is written over C, so they must be one type",
              to_string(p.types.c), to_string(p.types.d));
   validate_scaling(p);
+  GT_REQUIRE(p.precision == Precision::exact || p.types == DataTypes::uniform(DataType::f32),
+             Errc::invalid_argument,
+             "precision {} is for f32 operands, accumulator and output, not {}: other types have "
+             "one way of being computed",
+             to_string(p.precision), p.types.name());
   GT_REQUIRE(p.align >= 1 && p.align <= 16 && (p.align & (p.align - 1)) == 0,
              Errc::invalid_argument, "alignment class must be a power of two in 1..16 (got {})",
              p.align);

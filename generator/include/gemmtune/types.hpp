@@ -59,6 +59,17 @@ enum class Accumulation { precise, fast };
 std::string_view to_string(Accumulation accumulation) noexcept;
 Accumulation parse_accumulation(std::string_view text);  // "precise", "fast"
 
+// How an f32 product is computed (f32 operands only). `exact` (the default, torch's "highest"):
+// f32 fused multiply-adds, SGEMM's accuracy. `tf32`: tensor cores read each operand with a
+// 10-bit mantissa (cuBLAS's CUBLAS_COMPUTE_32F_FAST_TF32, torch's "high"): an error near 2^-10
+// of the products. `tf32x3` ("3xtf32"): each operand split into its tf32 part and the tf32 of the
+// rest, three tensor-core products (big x big, big x small, small x big) summed in f32: the exact
+// path's tolerance at tensor-core speed. A kernel's error differs, so each is tuned and stored
+// apart.
+enum class Precision { exact, tf32, tf32x3 };
+std::string_view to_string(Precision precision) noexcept;  // "exact", "tf32", "3xtf32"
+Precision parse_precision(std::string_view text);          // the same, case-insensitive
+
 // What the store does to each value beyond alpha and beta: D = act(alpha * op(A) op(B) +
 // beta * C + bias), in f32, rounded once into D (cuBLASLt's epilogues, with SiLU besides).
 //   bias:       none, a vector along M (one per row of D: the output features of an nn.Linear in
@@ -153,6 +164,8 @@ struct Problem {
   // Float8 with tensor or row scaling only (Accumulation); a kernel's error differs, so the two
   // are tuned and stored apart.
   Accumulation accumulation = Accumulation::precise;
+  // f32 operands only (Precision).
+  Precision precision = Precision::exact;
   // Bias and activation applied by the store (Epilogue).
   Epilogue epilogue;
 
@@ -181,7 +194,8 @@ struct Problem {
   std::string shape() const;      // "8192x8192x8192"
   std::string beta_mark() const;  // " beta!=0" if it reads C, else ""
   // "bf16 tn 8192x8192x8192 lda=8192 ldb=8192 ldc=8192 align=16", then the scaling when there
-  // is one ("scaling=tensor", "scaling=tensor accum=fast"), the groups when grouped ("groups=128",
+  // is one ("scaling=tensor", "scaling=tensor accum=fast"), the precision when not exact
+  // ("precision=tf32"), the groups when grouped ("groups=128",
   // "groups=128 masked"), the epilogue when there is one ("epilogue=bias,gelu"), then the beta
   // mark
   std::string describe() const;
@@ -190,7 +204,7 @@ struct Problem {
            m == o.m && n == o.n && k == o.k && lda == o.lda && ldb == o.ldb && ldc == o.ldc &&
            align == o.align && reads_c == o.reads_c && groups == o.groups &&
            group_layout == o.group_layout && accumulation == o.accumulation &&
-           epilogue == o.epilogue;
+           precision == o.precision && epilogue == o.epilogue;
   }
   bool operator!=(const Problem& o) const { return !(*this == o); }
 };
@@ -239,6 +253,7 @@ inline constexpr int64_t kMaxGroups = 4096;
 // operands without scaling or scaling of other types, a float8 output, groups < 0 or above
 // kMaxGroups, a grouped problem with scaling (not defined yet), a masked layout without groups or
 // with N not a multiple of G, fast accumulation other than of float8 with tensor or row scaling,
+// a precision other than exact of other than f32 operands and accumulator,
 // an epilogue on a grouped problem (not defined yet), a gated one with an odd M or reading C,
 // ldc below D's rows.
 void validate(const Problem& problem);
