@@ -1,6 +1,8 @@
-// Copies a column-major matrix into a workspace whose columns start 16-byte aligned, for any
-// element size: TMA needs that alignment; user data with odd leading dimensions or offsets does
-// not have it. Columns are copied as strings of bytes, 16 at a time.
+// The copies a launch makes of an operand before its kernel (runtime/src/launcher.cpp):
+//   gemmtune_pack: a column-major matrix into a workspace whose columns start 16-byte aligned,
+//     for any element size: TMA needs that alignment; user data with odd leading dimensions or
+//     offsets does not have it. Columns are copied as strings of bytes, 16 at a time.
+//   gemmtune_tf32_low: the low part of an f32 matrix for 3xTF32, aligned likewise.
 #pragma once
 #include "common.cuh"
 
@@ -57,5 +59,33 @@ extern "C" __global__ void gemmtune_pack(unsigned long long src, long long src_l
     }
     *reinterpret_cast<uint4*>(reinterpret_cast<unsigned char*>(dst) + col * dst_ld_bytes + byte0) =
         chunk;
+  }
+}
+
+// x - hi(x), where hi(x) is x with the low 13 bits of its mantissa cleared: the tf32 value wgmma
+// reads of x. The difference is exact in f32, and wgmma reads its own top 10 bits in turn, so
+// hi(x) + low(x) keeps 21 of x's 24 bits. Non-finite values keep their high part alone.
+GEMMTUNE_DEVICE_INLINE float tf32_low(float x) {
+  const float hi = __uint_as_float(__float_as_uint(x) & 0xffffe000u);
+  return isfinite(x) ? x - hi : 0.0f;
+}
+
+// dst (rows x cols, dst_ld apart: a multiple of 4, 16-byte aligned columns) = tf32_low(src)
+// (src_ld apart, any 4-byte alignment); rows from `rows` to dst_ld hold zeros. A warp per column
+// at a time, four rows a lane (one 16-byte store).
+extern "C" __global__ void gemmtune_tf32_low(unsigned long long src, long long src_ld,
+                                             long long rows, long long cols, unsigned long long dst,
+                                             long long dst_ld) {
+  const int lane = threadIdx.x % 32, warps = blockDim.x / 32;
+  for (long long col = blockIdx.x * (long long)warps + threadIdx.x / 32; col < cols;
+       col += (long long)gridDim.x * warps) {
+    const float* in = reinterpret_cast<const float*>(src) + col * src_ld;
+    float4* out = reinterpret_cast<float4*>(reinterpret_cast<float*>(dst) + col * dst_ld);
+    for (long long row = 4 * lane; row < dst_ld; row += 128) {
+      float v[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) v[j] = row + j < rows ? tf32_low(in[row + j]) : 0.0f;
+      out[row / 4] = make_float4(v[0], v[1], v[2], v[3]);
+    }
   }
 }

@@ -230,6 +230,7 @@ const LoadedKernel& Launcher::packer() {
   std::call_once(packer_once_, [&] {
     packer_compiled_ = compiler_.compile(pack_source(), arch_);
     packer_ = std::make_unique<LoadedKernel>(packer_compiled_, "gemmtune_pack", 0);
+    tf32_low_ = std::make_unique<LoadedKernel>(packer_compiled_, "gemmtune_tf32_low", 0);
   });
   return *packer_;
 }
@@ -272,6 +273,29 @@ void Launcher::pack_unaligned(const LaunchPlan& plan, Operands& o, CUstream stre
   }
 }
 
+// The copies the plan's maps read in place of A or B (TensorMapPlan::derived), in the stream's
+// buffers for them, from the operands as the kernel reads them (packed where they were).
+void Launcher::derive(const LaunchPlan& plan, Operands& o, CUstream stream) {
+  const Problem& p = o.problem;
+  packer();
+  for (const TensorMapPlan& m : plan.maps) {
+    if (m.derived == Derived::none) continue;
+    const bool is_a = m.operand == Operand::a;
+    GT_REQUIRE(packable(m.operand) && m.type == DataType::f32 && !p.grouped(), Errc::internal,
+               "a derived copy of operand {} ({})", int(m.operand), p.describe());
+    const int64_t rows = is_a ? p.rows_a() : p.rows_b(), cols = is_a ? p.cols_a() : p.cols_b();
+    const int64_t ld = derived_ld(rows);
+    const CUdeviceptr dst =
+        packed_.at_least(stream, 2 + int(m.operand), uint64_t(ld * cols * 4), false);
+    unsigned long long s = is_a ? o.ops.a : o.ops.b, d = dst;
+    long long src_ld = is_a ? p.lda : p.ldb, r = rows, c = cols, dst_ld = ld;
+    void* params[] = {&s, &src_ld, &r, &c, &d, &dst_ld};
+    launch_raw(tf32_low_->function(), uint32_t(std::clamp<int64_t>((cols + 7) / 8, 1, 8 * 65535)),
+               256, params, stream);
+    (is_a ? o.ops.a_derived : o.ops.b_derived) = dst;
+  }
+}
+
 void Launcher::launch(const LoadedKernel& kernel, uint32_t resident, const LaunchPlan& plan,
                       const Problem& problem, const GemmOperands& operands, CUstream stream) {
   GT_REQUIRE((plan.workspace_bytes == 0 || operands.workspace != 0) &&
@@ -288,11 +312,13 @@ void Launcher::launch(const LoadedKernel& kernel, uint32_t resident, const Launc
            !tma_aligned(m.operand == Operand::a ? operands.a : operands.b,
                         m.operand == Operand::a ? problem.lda : problem.ldb, m.type);
   });
+  const bool derives = std::any_of(plan.maps.begin(), plan.maps.end(), [](const TensorMapPlan& m) {
+    return m.derived != Derived::none;
+  });
   std::unique_lock<std::mutex> packing(packing_, std::defer_lock);
-  if (packs) {
-    packing.lock();
-    pack_unaligned(plan, o, stream);
-  }
+  if (packs || derives) packing.lock();
+  if (packs) pack_unaligned(plan, o, stream);
+  if (derives) derive(plan, o, stream);
   alignas(64) std::byte args[kMaxArgsBytes];
   fill_arguments(args, plan, o.problem, o.ops);
   launch_arguments(kernel, resident, plan, args, stream);
@@ -304,10 +330,14 @@ void Launcher::fill_arguments(std::byte* args, const LaunchPlan& plan, const Pro
   GemmCore core = core_of(plan, p, ops);
   for (const TensorMapPlan& m : plan.maps) {
     const bool a = m.operand == Operand::a, b = m.operand == Operand::b;
-    const CUdeviceptr ptr = a   ? ops.a
-                            : b ? ops.b
-                                : (m.operand == Operand::d ? output_of(ops) : ops.c);
-    const int64_t ld = a ? p.lda : b ? p.ldb : p.ldc;
+    const bool derived = m.derived != Derived::none;
+    CUdeviceptr ptr = a   ? (derived ? ops.a_derived : ops.a)
+                      : b ? (derived ? ops.b_derived : ops.b)
+                          : (m.operand == Operand::d ? output_of(ops) : ops.c);
+    int64_t ld = a ? p.lda : b ? p.ldb : p.ldc;
+    if (derived) ld = derived_ld(a ? p.rows_a() : p.rows_b());
+    GT_REQUIRE(ptr != 0 || !derived, Errc::internal,
+               "a map over a derived copy the launch did not make ({})", p.describe());
     // An optional map only where its operand is aligned (C and D for TMA stores); the required ones
     // were packed where they were not.
     if (m.made_flag != 0 && !tma_aligned(ptr, ld, m.type)) continue;

@@ -1,7 +1,8 @@
 #pragma once
 // Launches any family's kernel from its launch plan: the argument struct the plan lays out (the
 // core, the tensor maps it names, made through the Driver API and cached, the family's blocks),
-// an aligned copy of any operand a required map cannot read in place, the persistent grid.
+// an aligned copy of any operand a required map cannot read in place, the copies the plan's maps
+// derive from an operand, the persistent grid.
 #include <array>
 #include <map>
 #include <memory>
@@ -42,6 +43,7 @@ class Launcher {
   GemmTensorMap tensor_map(const MapKey& key);
   const LoadedKernel& packer();
   void pack_unaligned(const LaunchPlan& plan, Operands& o, CUstream stream);
+  void derive(const LaunchPlan& plan, Operands& o, CUstream stream);
   CUdeviceptr pack(Operand operand, CUdeviceptr src, int64_t rows, int64_t cols, int64_t ld,
                    int64_t packed_ld, int element_bytes, CUstream stream);
 
@@ -53,6 +55,7 @@ class Launcher {
   std::once_flag packer_once_;
   CompiledKernel packer_compiled_;
   std::unique_ptr<LoadedKernel> packer_;
+  std::unique_ptr<LoadedKernel> tf32_low_;  // of the packer's module
   // Packed copies, a buffer per stream and operand. A call that packs holds packing_ from its
   // first copy to its launch: another thread's call on the same stream must not overwrite the
   // copies in between.

@@ -27,6 +27,11 @@ inline bool tma_ld_aligned(int64_t ld, DataType type) {
   return ld * element_bytes(type) % 16 == 0;
 }
 
+// What a map reads of its operand: the operand itself, or a copy that every launch derives from
+// it first, in stream order, into a kept buffer (runtime/src/launcher.cpp, templates/pack.cuh):
+//   tf32_low: x minus the tf32 part of x that wgmma reads, 3xTF32's small part (f32 A or B).
+enum class Derived { none, tf32_low };
+
 // A 2-D TMA tensor map over one operand as it is stored (column-major, ld): the element type it
 // reads, the swizzle, the box one copy moves (elements along the stored rows, which are
 // contiguous, and columns), and where the kernel's argument struct holds it.
@@ -47,6 +52,8 @@ struct TensorMapPlan {
   // the gate part and the up part (Epilogue::gate's halves or interleaved rows); a box of
   // `box_cols` rows holds them of both layers, gate first. Rows past D's read zeros.
   bool gate_layers = false;
+  // A copy derived from the operand (A or B), tightly stored, which the map reads instead.
+  Derived derived = Derived::none;
 };
 
 // Where the parts of a family's argument struct lie (offsetof, on the host, over the same

@@ -55,7 +55,16 @@ struct GemmOperands {
   CUdeviceptr scale_a = 0, scale_b = 0;
   // A grouped problem's G int32 end offsets of its groups' columns (Problem::groups).
   CUdeviceptr group_ends = 0;
+  // The copies derived from A and B (TensorMapPlan::derived), which the launch makes; their
+  // leading dimension is derived_ld(): tight, on 16 bytes.
+  CUdeviceptr a_derived = 0, b_derived = 0;
 };
+
+// The leading dimension of an f32 operand's derived copy of `rows` rows as stored: columns on
+// 128-byte lines, where TMA reads them fastest.
+inline int64_t derived_ld(int64_t rows) {
+  return (rows + 31) / 32 * 32;
+}
 
 // The core every kernel's arguments hold (kernel_args.h). Throws Error(invalid_argument) for
 // beta != 0 on a kernel built for beta == 0 alone (plan.reads_c false): it would compute
