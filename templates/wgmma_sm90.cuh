@@ -1,4 +1,5 @@
-// Hopper GEMM for bf16 and f16, and for float8 with scales (f32 accumulation): TMA loads with
+// Hopper GEMM for bf16 and f16, for float8 with scales, and for f32 read as tf32 once or three
+// times (3xTF32) (f32 accumulation): TMA loads with
 // 128-byte swizzle into a ring of shared-memory stages, wgmma from shared-memory descriptors,
 // mbarrier pipelines.
 //
@@ -69,6 +70,10 @@ struct Kernel : Traits<Cfg> {
     if (threadIdx.x == 0) {  // the descriptors' fetch overlaps the barriers' making
       ptx::tma_prefetch_descriptor(&args.map_a);
       ptx::tma_prefetch_descriptor(&args.map_b);
+      if (Traits<Cfg>::PRODUCTS == 3) {
+        ptx::tma_prefetch_descriptor(&args.map_a_low);
+        ptx::tma_prefetch_descriptor(&args.map_b_low);
+      }
       if (Epilogue<Cfg>::stores_by_tma(args)) {
         ptx::tma_prefetch_descriptor(&args.map_d);
         if (args.core.beta != 0.0f) ptx::tma_prefetch_descriptor(&args.map_c);
@@ -98,6 +103,7 @@ struct GemmtuneWgmmaDefault {
   static constexpr bool PINGPONG = false, A_T = false, B_T = false;
   static constexpr int A_TYPE = 2, B_TYPE = 2, DTYPE = 2, SCALING = 0, PROMOTE = 0;
   static constexpr bool READS_C = true, OVERLAP = false;
+  static constexpr int PRODUCTS = 1;
 };
 extern "C" __global__ void __launch_bounds__(
     gemmtune::wgmma_sm90::Kernel<GemmtuneWgmmaDefault>::THREADS,

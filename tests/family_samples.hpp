@@ -65,6 +65,20 @@ inline std::vector<Problem> sample_problems(const std::vector<std::string>& layo
     fast.scaling = Scaling::row;
     fast.accumulation = Accumulation::fast;
     out.push_back(fast);
+    // f32 on tensor cores (tf32, 3xTF32): large, ragged, decode, small, and beta != 0.
+    const int64_t f32_shapes[][3] = {
+        {4096, 4096, 4096}, {1000, 3000, 5000}, {6144, 24, 4096}, {500, 300, 700}};
+    for (const Precision precision : {Precision::tf32, Precision::tf32x3}) {
+      for (const auto& s : f32_shapes) {
+        Problem p = make_problem(DataType::f32, Op::T, Op::N, s[0], s[1], s[2]);
+        p.precision = precision;
+        out.push_back(p);
+      }
+      Problem reading = make_problem(DataType::f32, Op::T, Op::N, 2048, 2048, 1024);
+      reading.precision = precision;
+      reading.reads_c = true;
+      out.push_back(reading);
+    }
   }
   // Epilogues: a bias and an activation on a large problem and a decode one; gated ones (SwiGLU,
   // GeGLU) where the weights are stored along K, their two layouts, decode and prefill.

@@ -541,6 +541,7 @@ TEST(Templates, IncludesAreFoundTransitively) {
                                       "ptx/tma.cuh",
                                       "ptx/wgmma.cuh",
                                       "ptx/wgmma_fp8.cuh",
+                                      "ptx/wgmma_tf32.cuh",
                                       "raster.h",
                                       "schedule.h",
                                       "store_pairs.cuh",

@@ -71,6 +71,10 @@ double ArchInfo::flops_per_clock_per_sm(const DataTypes& types) const {
   return tensor ? 1024 : 128;
 }
 
+double ArchInfo::tf32_flops_per_clock_per_sm() const {
+  return flops_per_clock_per_sm(DataTypes::uniform(DataType::bf16)) / 2;
+}
+
 ArchInfo ArchInfo::from_cc(int cc) {
   for (const char* known : {"sm_80", "sm_86", "sm_89", "sm_90a"}) {
     const ArchInfo a = from_name(known);

@@ -55,7 +55,9 @@ Cost roofline(const Problem& p, const ArchInfo& arch, const TileWork& w) {
   // An SM that holds fewer CTAs than the configuration was made for hides latency less well.
   const double resident = double(std::min<int64_t>(cost.tiles_per_sm, w.ctas_per_sm));
   const double efficiency = w.efficiency * std::sqrt(resident / std::max(w.ctas_per_sm, 1));
-  const double sm_flops_per_ms = arch.flops_per_clock_per_sm(p.types) * arch.clock_ghz * 1e6;
+  const double rate =
+      w.flops_per_clock > 0 ? w.flops_per_clock : arch.flops_per_clock_per_sm(p.types);
+  const double sm_flops_per_ms = rate * arch.clock_ghz * 1e6;
   const double tile_flops = 2.0 * double(w.tile_m) * double(w.tile_n) * double(k_slice);
   cost.compute_ms = busiest * tile_flops / (sm_flops_per_ms * efficiency);
 

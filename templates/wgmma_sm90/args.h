@@ -1,5 +1,6 @@
 // What a wgmma_sm90 kernel takes: the tensor maps of A, B, C and D (the family's launch plan says
-// which it needs, with their boxes), the core, and the tiling of its launch.
+// which it needs, with their boxes), the core, the tiling of its launch, and for 3xTF32 the maps
+// of A's and B's low parts (copies the launch derives first).
 #pragma once
 #include "kernel_args.h"
 
@@ -10,6 +11,8 @@ struct WgmmaArgs {
   GemmTensorMap map_d;  // TMA stores' (C's buffer, where D is C): WGMMA_MAP_D_MADE
   GemmCore core;
   GemmTiling tiling;
+  GemmTensorMap map_a_low;  // 3xTF32: A - tf32(A), made by the launch (TensorMapPlan::derived)
+  GemmTensorMap map_b_low;
 };
 
 // The bits of GemmCore::flags that say map_c and map_d were made.

@@ -115,14 +115,33 @@ struct Mainloop : Traits<Cfg> {
                        STREAMED ? policy : 0);
   }
 
+  // The maps k-block kb reads, and its k-block within one pass over K. 3xTF32 (PRODUCTS 3) sums
+  // three passes, the small terms first: A's low parts by B, A by B's low parts, then A by B,
+  // of which wgmma reads the high (tf32) parts itself.
+  struct PassMaps {
+    const GemmTensorMap *a, *b;
+    int kb;
+  };
+  GEMMTUNE_DEVICE_INLINE static PassMaps pass_maps(const WgmmaArgs& args, int kb) {
+    if constexpr (T::PRODUCTS == 3) {
+      const int blocks = Tiles::k_blocks_of(args), pass = kb / blocks;
+      return {pass == 0 ? &args.map_a_low : &args.map_a, pass == 1 ? &args.map_b_low : &args.map_b,
+              kb - pass * blocks};
+    } else {
+      return {&args.map_a, &args.map_b, kb};
+    }
+  }
+
   // With SWAP (skinny problems), P is op(A): read once, so it is loaded with an L2 evict-first
   // hint and does not push the small, reused operand out of L2.
   GEMMTUNE_DEVICE_INLINE static void load_stage(const WgmmaArgs& args, const Smem& s, int stage,
-                                                Tile t, int kb, int rank, u64 policy) {
+                                                Tile t, int pass_kb, int rank, u64 policy) {
     u64* bar = &s.full[stage];
     ptx::mbarrier_arrive_expect_tx(bar, STAGE_BYTES);
-    const GemmTensorMap* p_map = SWAP ? &args.map_a : &args.map_b;
-    const GemmTensorMap* q_map = SWAP ? &args.map_b : &args.map_a;
+    const PassMaps maps = pass_maps(args, pass_kb);
+    const int kb = maps.kb;
+    const GemmTensorMap* p_map = SWAP ? maps.a : maps.b;
+    const GemmTensorMap* q_map = SWAP ? maps.b : maps.a;
 #pragma unroll
     for (int sub = 0; sub < KSUB; ++sub) {
       unsigned char* p = s.p + stage * P_BYTES + sub * P_SUB_BYTES;

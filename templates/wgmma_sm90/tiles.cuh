@@ -46,13 +46,18 @@ struct Tiles : Traits<Cfg> {
     asm volatile("" : "+r"(t.row0), "+r"(t.col0));
   }
 
+  // The k-blocks of one pass over K.
+  GEMMTUNE_DEVICE_INLINE static int k_blocks_of(const WgmmaArgs& args) {
+    return (args.core.k + BK - 1) / BK;
+  }
+
   GEMMTUNE_DEVICE_INLINE static Grid grid_of(const WgmmaArgs& args) {
     Grid g;
     g.tiles_m = (args.core.m + Cfg::BM - 1) / Cfg::BM;
     g.tiles_n = (args.core.n + Cfg::BN - 1) / Cfg::BN;
     g.super_m = (g.tiles_m + Cfg::CLUSTER_M - 1) / Cfg::CLUSTER_M;
     g.super_n = (g.tiles_n + Cfg::CLUSTER_N - 1) / Cfg::CLUSTER_N;
-    g.k_blocks = (args.core.k + BK - 1) / BK;
+    g.k_blocks = T::PRODUCTS * k_blocks_of(args);  // 3xTF32: K three times over
     g.divisors[0] = args.tiling.divisors[0];
     g.divisors[1] = args.tiling.divisors[1];
     return g;

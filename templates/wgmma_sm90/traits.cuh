@@ -5,6 +5,7 @@
 #include "common.cuh"
 #include "ptx/wgmma.cuh"
 #include "ptx/wgmma_fp8.cuh"
+#include "ptx/wgmma_tf32.cuh"
 #include "schedule.h"
 #include "wgmma_sm90/args.h"
 #include "wgmma_sm90/layout.h"
@@ -22,14 +23,15 @@ namespace wgmma_sm90 {
 // through distributed shared memory), PINGPONG (bool),
 // OCCUPANCY (CTAs per SM: 2 lets small-tile kernels overlap one CTA's fixed costs with the
 // other's loads), KSUB (64-K blocks a stage: 1 or 2), A_T, B_T (bools),
-// A_TYPE, B_TYPE (the operands' type codes, data_types.h: f16, bf16, or e4m3/e5m2 each), DTYPE
-// (C's and D's: f16, bf16 or f32), READS_C (bool: the kernel can apply beta != 0; without it the
-// kernel computes C = alpha * AB whatever beta says, and the runtime refuses beta != 0), SCALING
-// (gemmtune::Scaling of float8 operands, 0 for none), PROMOTE (float8: k-blocks a partial
-// accumulator sums before it is added into the f32 one, promotion.cuh; 0 for f16 and bf16, and
-// for float8 with fast accumulation: wgmma sums the whole K),
-// GROUP_TABLE (a grouped problem's groups the kernel's table holds, groups.cuh; 0: one GEMM).
-// Cfg's values that decide sizes, for layout.h.
+// A_TYPE, B_TYPE (the operands' type codes, data_types.h: f16, bf16, e4m3/e5m2 each, or f32 read
+// as tf32), DTYPE (C's and D's: f16, bf16 or f32), READS_C (bool: the kernel can apply beta != 0;
+// without it the kernel computes C = alpha * AB whatever beta says, and the runtime refuses beta !=
+// 0), SCALING (gemmtune::Scaling of float8 operands, 0 for none), PROMOTE (float8: k-blocks a
+// partial accumulator sums before it is added into the f32 one, promotion.cuh; 0 for f16 and bf16,
+// and for float8 with fast accumulation: wgmma sums the whole K), GROUP_TABLE (a grouped problem's
+// groups the kernel's table holds, groups.cuh; 0: one GEMM), PRODUCTS (f32 operands: 1, tf32; 3,
+// 3xTF32's three products over K, mainloop.cuh's passes). Cfg's values that decide sizes, for
+// layout.h.
 template <class Cfg>
 GEMMTUNE_HOST_DEVICE constexpr Shape shape_of() {
   Shape s{};
@@ -44,7 +46,9 @@ GEMMTUNE_HOST_DEVICE constexpr Shape shape_of() {
   s.CLUSTER_K = Cfg::CLUSTER_K;
   s.KSUB = Cfg::KSUB;
   s.PINGPONG = Cfg::PINGPONG;
-  s.IN_BYTES = Cfg::A_TYPE == GEMMTUNE_TYPE_E4M3 || Cfg::A_TYPE == GEMMTUNE_TYPE_E5M2 ? 1 : 2;
+  s.IN_BYTES = Cfg::A_TYPE == GEMMTUNE_TYPE_F32                                         ? 4
+               : Cfg::A_TYPE == GEMMTUNE_TYPE_E4M3 || Cfg::A_TYPE == GEMMTUNE_TYPE_E5M2 ? 1
+                                                                                        : 2;
   s.OUT_BYTES = Cfg::DTYPE == GEMMTUNE_TYPE_F32 ? 4 : 2;
   s.GROUP_TABLE = Cfg::GROUP_TABLE;
   return s;
@@ -70,7 +74,11 @@ struct Traits {
   // in shared memory as a whole stage of one sub-block would be; wgmma takes 32 bytes of K at a
   // time (16 16-bit values, 32 float8 ones), 32 bytes apart in a row.
   static constexpr bool FP8 = SHAPE.IN_BYTES == 1;
-  // C and D in f32 (float8 operands only), else in 16 bits (f16, bf16: store16.cuh's Half16).
+  // f32 operands, which wgmma reads as tf32 (8 K a wgmma), once or in 3xTF32's three passes.
+  static constexpr bool TF32 = SHAPE.IN_BYTES == 4;
+  static constexpr int PRODUCTS = Cfg::PRODUCTS;
+  // C and D in f32 (float8 and tf32 operands only), else in 16 bits (f16, bf16: store16.cuh's
+  // Half16).
   static constexpr bool F32_OUT = SHAPE.OUT_BYTES == 4;
   static constexpr int SUB_K = sub_k(SHAPE);
   static constexpr int MMA_K = 32 / SHAPE.IN_BYTES;
@@ -149,8 +157,10 @@ struct Traits {
   static constexpr int SCALING = Cfg::SCALING;
   static constexpr int PROMOTE = Cfg::PROMOTE;
   static constexpr bool OVERLAP = Cfg::OVERLAP;
-  using Mma = typename Select<FP8, ptx::WgmmaFp8<TN, P_TYPE, Q_TYPE>,
-                              ptx::Wgmma<TN, P_KMAJOR ? 0 : 1, Q_KMAJOR ? 0 : 1, Cfg::DTYPE>>::type;
+  using Mma = typename Select<
+      FP8, ptx::WgmmaFp8<TN, P_TYPE, Q_TYPE>,
+      typename Select<TF32, ptx::WgmmaTf32<TN>,
+                      ptx::Wgmma<TN, P_KMAJOR ? 0 : 1, Q_KMAJOR ? 0 : 1, Cfg::DTYPE>>::type>::type;
 
   // setmaxnreg.inc waits until the registers it asks for are free: the consumers must not ask for
   // more than the CTA holds (its launch bounds: 65536 over THREADS threads, in units of 8) less
@@ -168,7 +178,10 @@ struct Traits {
   static_assert(!TMA_STORE || (C_BUFFERS >= 1 && C_BUFFERS <= C_CHUNKS),
                 "one to C_CHUNKS chunk buffers");
   // (The f16 and bf16 wgmma take DTYPE as their operands' type.)
-  static_assert(FP8 || !F32_OUT, "an f32 output is built for float8 operands only");
+  static_assert(FP8 || TF32 || !F32_OUT, "an f32 output is built for float8 and f32 operands");
+  static_assert(!TF32 || (F32_OUT && P_KMAJOR && Q_KMAJOR && SCALING == 0),
+                "tf32: f32 operands read along K, unscaled, into an f32 output");
+  static_assert(PRODUCTS == 1 || (TF32 && PRODUCTS == 3), "3xTF32 takes three products");
   static_assert(CLUSTER <= 2 && (CLUSTER == 1 || WS), "clusters of two, warp-specialized only");
   static_assert(
       CLUSTER_K == 1 || ((CLUSTER_K == 2 || CLUSTER_K == 4) && CLUSTER == 1 && WS && !PINGPONG &&

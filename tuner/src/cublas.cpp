@@ -735,13 +735,15 @@ void Cublas::Impl::plain_gemm(const Problem& p, const GemmOperands& o, CUstream 
   const cudaDataType t = data_type(p.types.a);
   const auto a = reinterpret_cast<const void*>(o.a), b = reinterpret_cast<const void*>(o.b);
   const auto c = reinterpret_cast<void*>(o.c);
+  // tf32 against cuBLAS's own tf32; exact and 3xTF32 (the exact path's accuracy) against SGEMM.
+  const cublasComputeType_t compute =
+      p.precision == Precision::tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   const cublasStatus_t s =
-      gemm_ex_64
-          ? gemm_ex_64(handle, op(p.op_a), op(p.op_b), p.m, p.n, p.k, &o.alpha, a, t, p.lda, b, t,
-                       p.ldb, &o.beta, c, t, p.ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT)
-          : gemm_ex(handle, op(p.op_a), op(p.op_b), int(p.m), int(p.n), int(p.k), &o.alpha, a, t,
-                    int(p.lda), b, t, int(p.ldb), &o.beta, c, t, int(p.ldc), CUBLAS_COMPUTE_32F,
-                    CUBLAS_GEMM_DEFAULT);
+      gemm_ex_64 ? gemm_ex_64(handle, op(p.op_a), op(p.op_b), p.m, p.n, p.k, &o.alpha, a, t, p.lda,
+                              b, t, p.ldb, &o.beta, c, t, p.ldc, compute, CUBLAS_GEMM_DEFAULT)
+                 : gemm_ex(handle, op(p.op_a), op(p.op_b), int(p.m), int(p.n), int(p.k), &o.alpha,
+                           a, t, int(p.lda), b, t, int(p.ldb), &o.beta, c, t, int(p.ldc), compute,
+                           CUBLAS_GEMM_DEFAULT);
   GT_REQUIRE(s == CUBLAS_STATUS_SUCCESS, Errc::cuda, "cublasGemmEx failed with status {}", int(s));
 }
 

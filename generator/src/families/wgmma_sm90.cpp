@@ -1,6 +1,6 @@
-// The Hopper family (templates/wgmma_sm90.cuh): bf16/f16 with f32 accumulation, and float8
-// (e4m3/e5m2) with tensor, row or block scales, promoted into f32 (wgmma_sm90/promotion.cuh);
-// TMA + wgmma.
+// The Hopper family (templates/wgmma_sm90.cuh): bf16/f16 with f32 accumulation, float8
+// (e4m3/e5m2) with tensor, row or block scales, promoted into f32 (wgmma_sm90/promotion.cuh),
+// and f32 read as tf32, once or three times (3xTF32); TMA + wgmma.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -23,7 +23,7 @@ struct WgmmaParams {
   int64_t wg = 1, ws = 1, pingpong = 0, occupancy = 1;
   int64_t schedule = schedule::DATA_PARALLEL, splits = 1, cluster_k = 1;
   int64_t stages = 4, cluster = 11, raster = 0, group = 8, tma_store = 0, ksub = 1, reads_c = 0;
-  int64_t promote = 0, overlap = 0, group_table = 0;
+  int64_t promote = 0, overlap = 0, group_table = 0, products = 1;
 
   using P = WgmmaParams;
   static constexpr std::array fields = {
@@ -50,6 +50,8 @@ struct WgmmaParams {
       ParamField<P>{"OVERLAP", &P::overlap, true, true, true},
       // a grouped problem's groups the kernel's table holds (derived from G; 0: one GEMM)
       ParamField<P>{"GROUP_TABLE", &P::group_table, false, false, true},
+      // f32: tf32 products over K, 1 or 3 (3xTF32; derived from the problem's precision)
+      ParamField<P>{"PRODUCTS", &P::products, false, false, true},
   };
 };
 using P = WgmmaParams;
@@ -115,6 +117,13 @@ int64_t cluster_ctas(const Config& c) {
 bool is_fp8(const Config& c) {
   return element_bytes(c.types.a) == 1;
 }
+bool is_tf32(const Config& c) {
+  return c.types.a == DataType::f32;
+}
+// The tf32 products an f32 problem's kernel sums over K: one (tf32), three (3xTF32); 1 else.
+int64_t products_of(const Problem& p) {
+  return p.precision == Precision::tf32x3 ? 3 : 1;
+}
 // Float8 keeps one partial sum beside each accumulator, or two with OVERLAP (promotion.cuh):
 // `sets` of them (the accumulators too) fit 192 registers, 96 with three consumer warpgroups,
 // leaving the consumer's 240 (160) enough for the rest.
@@ -179,7 +188,7 @@ Units units_of(const Config& c, const Problem& p, const ArchInfo& arch) {
   u.tiles_m = ceil_div(p.m, c.bm);
   u.tiles_n = ceil_div(group_columns(p), c.bn) * p.group_count();
   u.super_tiles = ceil_div(u.tiles_m, cluster_m(c)) * ceil_div(u.tiles_n, cluster_n(c));
-  u.k_blocks = ceil_div(p.k, stage_k(c));
+  u.k_blocks = ceil_div(p.k, stage_k(c)) * c.products;  // 3xTF32: K three times over
   u.workers = std::max<int64_t>(1, arch.sms / cluster_ctas(c)) * c.occupancy;
   return u;
 }
@@ -220,6 +229,14 @@ double packing_us(const Problem& p, const ArchInfo& a) {
   const double packed = bytes(p.lda, p.rows_a(), p.cols_a(), p.types.a) +
                         bytes(p.ldb, p.rows_b(), p.cols_b(), p.types.b);
   return packed > 0 ? kPackingLaunchUs + 2 * packed / (a.dram_gb_per_s * 1e3) : 0.0;
+}
+
+// 3xTF32's launch derives the low parts of A and B first (TensorMapPlan::derived): both read
+// and written once, two launches.
+double deriving_us(const Config& c, const Problem& p, const ArchInfo& a) {
+  if (c.products != 3) return 0.0;
+  const double bytes = 4.0 * double(p.m * p.k + p.k * p.n);
+  return 2 * kPackingLaunchUs + 2 * bytes / (a.dram_gb_per_s * 1e3);
 }
 
 // Tile sizes worth trying along a dimension of size d: the usual ones, the non-powers of two
@@ -569,6 +586,19 @@ std::vector<Rule<P>> rules() {
   };
 }
 
+// tf32 wgmma reads both operands K-major; the problem is f32 throughout (validate()).
+std::string tf32_unsupported_reason(const Problem& p) {
+  if (p.precision == Precision::exact)
+    return "precision exact: the wgmma family computes f32 on tensor cores (precision tf32 or "
+           "3xtf32), which keep fewer bits of each product";
+  if (p.op_a != Op::T || p.op_b != Op::N)
+    return fmt::format(
+        "tf32 wgmma reads both operands along K: layout tn only (op(A) = T, op(B) = N), not {}",
+        p.layout());
+  if (p.grouped() || p.epilogue.gated()) return "tf32: no grouped problems or gated epilogues yet";
+  return {};
+}
+
 // Float8 wgmma reads both operands K-major; the output is stored as f16, bf16 or f32 (validate()
 // has checked the scaling, and that C and D share a type).
 std::string fp8_unsupported_reason(const Problem& p) {
@@ -598,8 +628,12 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     if (element_bytes(problem.types.a) == 1) {
       const std::string why = fp8_unsupported_reason(problem);
       if (!why.empty()) return why;
+    } else if (one_type_of(problem, {DataType::f32})) {
+      const std::string why = tf32_unsupported_reason(problem);
+      if (!why.empty()) return why;
     } else if (!one_type_of(problem, {DataType::f16, DataType::bf16})) {
-      return "the wgmma family computes f16 and bf16, every operand of one type, and float8";
+      return "the wgmma family computes f16 and bf16, every operand of one type, float8, and f32 "
+             "as tf32";
     }
     if (arch.cc != 90 || !arch.arch_specific) return "the wgmma family needs sm_90a (Hopper)";
     if (problem.epilogue.gated() && problem.op_a != Op::T)
@@ -652,6 +686,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     s.set(&P::promote, {0});
     s.set(&P::overlap, {0});
     s.set(&P::group_table, {group_table_of(p)});
+    s.set(&P::products, {products_of(p)});
     if (element_bytes(p.types.a) == 1) narrow_to_fp8(s, p);
     if (p.grouped()) narrow_to_groups(s);
     if (p.epilogue.gated()) narrow_to_gated(s);
@@ -732,6 +767,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
   Config default_of(const Problem& p, const ArchInfo& arch) const override {
     if (element_bytes(p.types.a) == 1) return fp8_default(p, arch);
     Config c = Config::of(p);
+    c.products = products_of(p);
     c.bm = 256, c.bn = 128, c.swap = 0, c.stages = 4, c.wg = 2, c.ws = 1, c.cluster = 12;
     c.raster = raster_of(p), c.group = 8, c.tma_store = 1;
     c.schedule = schedule::DATA_PARALLEL, c.splits = 1, c.cluster_k = 1, c.pingpong = 0;
@@ -832,14 +868,15 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     if (c.schedule == schedule::SPLIT_K) sched = fmt::format("_splitk{}", c.splits);
     if (c.schedule == schedule::STREAM_K) sched = "_streamk";
     if (c.cluster_k > 1) sched = fmt::format("_ck{}", c.cluster_k);
-    return fmt::format(
-        "gemm_wgmma_{}_{}{}_{}x{}x{}_s{}_wg{}_c{}x{}_{}_r{}{}{}{}{}{}{}{}{}", c.types.token(),
-        to_char(c.op_a), to_char(c.op_b), c.bm, c.bn, stage_k(c), c.stages, c.wg, cluster_m(c),
-        cluster_n(c), c.ws ? (c.pingpong ? "pingpong" : "ws") : "ms", c.raster ? "n" : "m",
-        c.group == 8 ? "" : fmt::format("_g{}", c.group), c.swap ? "_swap" : "", sched,
-        c.tma_store ? "_tmastore" : "", c.occupancy > 1 ? fmt::format("_o{}", c.occupancy) : "",
-        c.reads_c ? "_readsc" : "", fp8_suffix(c),
-        c.group_table ? fmt::format("_groups{}", c.group_table) : "");
+    return fmt::format("gemm_wgmma_{}{}_{}{}_{}x{}x{}_s{}_wg{}_c{}x{}_{}_r{}{}{}{}{}{}{}{}{}{}",
+                       c.types.token(), is_tf32(c) ? "_tf32" : "", to_char(c.op_a), to_char(c.op_b),
+                       c.bm, c.bn, stage_k(c), c.stages, c.wg, cluster_m(c), cluster_n(c),
+                       c.ws ? (c.pingpong ? "pingpong" : "ws") : "ms", c.raster ? "n" : "m",
+                       c.group == 8 ? "" : fmt::format("_g{}", c.group), c.swap ? "_swap" : "",
+                       sched, c.tma_store ? "_tmastore" : "",
+                       c.occupancy > 1 ? fmt::format("_o{}", c.occupancy) : "",
+                       c.reads_c ? "_readsc" : "", fp8_suffix(c), c.products == 3 ? "_3x" : "",
+                       c.group_table ? fmt::format("_groups{}", c.group_table) : "");
   }
 
   // "_block_p1_overlap": the scaling, k-blocks a promotion, two partial sums; "_tensor_fast".
@@ -868,12 +905,14 @@ class WgmmaSm90Family final : public FamilyOf<P> {
   }
 
   ArgsLayout args_layout() const override {
-    return {"WgmmaArgs",
-            sizeof(WgmmaArgs),
-            offsetof(WgmmaArgs, core),
-            {GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_a), GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_b),
-             GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_c), GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_d),
-             GEMMTUNE_ARGS_MEMBER(WgmmaArgs, core), GEMMTUNE_ARGS_MEMBER(WgmmaArgs, tiling)}};
+    return {
+        "WgmmaArgs",
+        sizeof(WgmmaArgs),
+        offsetof(WgmmaArgs, core),
+        {GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_a), GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_b),
+         GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_c), GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_d),
+         GEMMTUNE_ARGS_MEMBER(WgmmaArgs, core), GEMMTUNE_ARGS_MEMBER(WgmmaArgs, tiling),
+         GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_a_low), GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_b_low)}};
   }
 
   LaunchPlan plan_of(const Config& c, const Problem& p, const ArchInfo& arch) const override {
@@ -953,7 +992,8 @@ class WgmmaSm90Family final : public FamilyOf<P> {
       w.tile_overhead_us += kClusterKEpilogues * epilogue;
     else if (w.k_splits > 1 || w.balanced)
       w.tile_overhead_us += kWorkspaceEpilogues * epilogue;
-    w.setup_us = packing_us(p, a);
+    w.setup_us = packing_us(p, a) + deriving_us(c, p, a);
+    if (is_tf32(c)) w.flops_per_clock = a.tf32_flops_per_clock_per_sm() / double(c.products);
     return w;
   }
 
@@ -979,6 +1019,11 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     };
     box(Operand::a, a_kmajor(c), c.swap ? tile_rows(c) : tile_cols(c), shares_a(c), "map_a");
     box(Operand::b, b_kmajor(c), c.swap ? tile_cols(c) : tile_rows(c), shares_b(c), "map_b");
+    if (c.products == 3) {  // 3xTF32: the low parts, as the launch derives them, boxed alike
+      box(Operand::a, a_kmajor(c), c.swap ? tile_rows(c) : tile_cols(c), shares_a(c), "map_a_low");
+      box(Operand::b, b_kmajor(c), c.swap ? tile_cols(c) : tile_rows(c), shares_b(c), "map_b_low");
+      g.maps[g.maps.size() - 2].derived = g.maps.back().derived = Derived::tf32_low;
+    }
     if (c.tma_store) {
       for (const Operand operand : {Operand::c, Operand::d}) {
         const bool is_c = operand == Operand::c;

@@ -28,6 +28,8 @@ struct ArchInfo {
   std::string name() const;  // "sm_90a", "sm_80"
   // Dense FLOPs per clock and SM: f32 on CUDA cores, f16/bf16 (f32 accumulation) on tensor cores.
   double flops_per_clock_per_sm(const DataTypes& types) const;
+  // The same of f32 operands read as tf32 by the tensor cores: half the 16-bit rate.
+  double tf32_flops_per_clock_per_sm() const;
   // Typical figures of a named architecture; throws Error(invalid_argument) for unknown names.
   static ArchInfo from_name(std::string_view name);
   // The target the runtime compiles for on a GPU of compute capability `cc` (sm_90a on Hopper),

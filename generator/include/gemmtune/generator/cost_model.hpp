@@ -31,6 +31,10 @@ struct TileWork {
   // calibration of its instruction mix, each family's citing its named fact (docs/PERF.md, e.g.
   // 'The best Hopper kernels run at about 70% of the bf16 peak').
   double efficiency = 0.5;
+  // The peak the efficiency is of, in FLOPs of the problem per clock and SM: 0, the rate of the
+  // problem's types (ArchInfo::flops_per_clock_per_sm); a kernel that computes f32 on tensor
+  // cores says its own (tf32's, a third of it for 3xTF32's three products).
+  double flops_per_clock = 0;
   // Time per tile that the pipeline does not hide, in microseconds: filling the stages, the
   // epilogue's stores (persistent kernels that overlap the epilogue pay less).
   double tile_overhead_us = 1.0;

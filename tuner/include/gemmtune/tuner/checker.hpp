@@ -26,8 +26,8 @@ struct Verdict {
 // accumulation into the output's type, below what a skipped or repeated K tile produces. Throws
 // Error(unsupported) for an output type the verifier does not know.
 double tolerance(const DataTypes& types);
-// The problem's: its types', plus, with fast float8 accumulation, what wgmma's narrower
-// accumulator may lose over K (checker.cpp says how much).
+// The problem's: tf32's for precision tf32; else its types', plus, with fast float8 accumulation,
+// what wgmma's narrower accumulator may lose over K (checker.cpp says how much).
 double tolerance(const Problem& problem);
 
 // The helper kernels, compiled once for the device.
