@@ -2,7 +2,8 @@
 //   gemmtune_pack: a column-major matrix into a workspace whose columns start 16-byte aligned,
 //     for any element size: TMA needs that alignment; user data with odd leading dimensions or
 //     offsets does not have it. Columns are copied as strings of bytes, 16 at a time.
-//   gemmtune_tf32_low: the low part of an f32 matrix for 3xTF32, aligned likewise.
+//   gemmtune_derive_f32: the copies of an f32 operand a launch plan names (TensorMapPlan::derived):
+//     3xTF32's low parts, transposed copies, aligned likewise.
 #pragma once
 #include "common.cuh"
 
@@ -70,22 +71,63 @@ GEMMTUNE_DEVICE_INLINE float tf32_low(float x) {
   return isfinite(x) ? x - hi : 0.0f;
 }
 
-// dst (rows x cols, dst_ld apart: a multiple of 4, 16-byte aligned columns) = tf32_low(src)
-// (src_ld apart, any 4-byte alignment); rows from `rows` to dst_ld hold zeros. A warp per column
-// at a time, four rows a lane (one 16-byte store).
-extern "C" __global__ void gemmtune_tf32_low(unsigned long long src, long long src_ld,
-                                             long long rows, long long cols, unsigned long long dst,
-                                             long long dst_ld) {
+// Copies of an f32 rows x cols matrix (src_ld apart, any 4-byte alignment) into dst (16-byte
+// aligned columns, dst_ld apart; a multiple of 4): the low parts (LOW) of the values, or the
+// values themselves, stored as they are (rows past `rows` up to dst_ld zero) or transposed
+// (TRANSPOSE: dst is cols x rows).
+template <bool LOW>
+GEMMTUNE_DEVICE_INLINE float derived_value(float x) {
+  return LOW ? tf32_low(x) : x;
+}
+
+// A warp per column at a time, four rows a lane (one 16-byte store).
+template <bool LOW>
+GEMMTUNE_DEVICE_INLINE void derive_columns(const float* src, long long src_ld, long long rows,
+                                           long long cols, float* dst, long long dst_ld) {
   const int lane = threadIdx.x % 32, warps = blockDim.x / 32;
   for (long long col = blockIdx.x * (long long)warps + threadIdx.x / 32; col < cols;
        col += (long long)gridDim.x * warps) {
-    const float* in = reinterpret_cast<const float*>(src) + col * src_ld;
-    float4* out = reinterpret_cast<float4*>(reinterpret_cast<float*>(dst) + col * dst_ld);
+    const float* in = src + col * src_ld;
+    float4* out = reinterpret_cast<float4*>(dst + col * dst_ld);
     for (long long row = 4 * lane; row < dst_ld; row += 128) {
       float v[4];
 #pragma unroll
-      for (int j = 0; j < 4; ++j) v[j] = row + j < rows ? tf32_low(in[row + j]) : 0.0f;
+      for (int j = 0; j < 4; ++j) v[j] = row + j < rows ? derived_value<LOW>(in[row + j]) : 0.0f;
       out[row / 4] = make_float4(v[0], v[1], v[2], v[3]);
     }
   }
+}
+
+// 32 x 32 tiles through shared memory (a column of padding against bank conflicts), both sides
+// read and written along their columns; 256 threads.
+template <bool LOW>
+GEMMTUNE_DEVICE_INLINE void derive_transposed(const float* src, long long src_ld, long long rows,
+                                              long long cols, float* dst, long long dst_ld) {
+  __shared__ float tile[32][33];
+  const int x = threadIdx.x % 32, y = threadIdx.x / 32;
+  const long long tiles_r = (rows + 31) / 32, tiles = tiles_r * ((cols + 31) / 32);
+  for (long long t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const long long r0 = t % tiles_r * 32, c0 = t / tiles_r * 32;
+    for (int j = y; j < 32; j += 8)
+      if (r0 + x < rows && c0 + j < cols)
+        tile[j][x] = derived_value<LOW>(src[(c0 + j) * src_ld + r0 + x]);
+    __syncthreads();
+    for (int j = y; j < 32; j += 8)
+      if (c0 + x < cols && r0 + j < rows) dst[(r0 + j) * dst_ld + c0 + x] = tile[x][j];
+    __syncthreads();
+  }
+}
+
+extern "C" __global__ void gemmtune_derive_f32(unsigned long long src, long long src_ld,
+                                               long long rows, long long cols,
+                                               unsigned long long dst, long long dst_ld,
+                                               int transpose, int low) {
+  const float* in = reinterpret_cast<const float*>(src);
+  float* out = reinterpret_cast<float*>(dst);
+  if (transpose)
+    low ? derive_transposed<true>(in, src_ld, rows, cols, out, dst_ld)
+        : derive_transposed<false>(in, src_ld, rows, cols, out, dst_ld);
+  else
+    low ? derive_columns<true>(in, src_ld, rows, cols, out, dst_ld)
+        : derive_columns<false>(in, src_ld, rows, cols, out, dst_ld);
 }

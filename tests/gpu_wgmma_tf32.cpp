@@ -1,7 +1,8 @@
 // The Hopper family's f32 kernels on tensor cores are right: tf32 (one product) within tf32's
 // tolerance and 3xTF32 (three products over the derived low parts) within the exact path's, on
 // shapes that are no multiple of any tile, K = 1, leading dimensions TMA cannot read in place (A
-// and B packed, the low parts derived from the packed copies), both beta paths, for each schedule
+// and B packed, the low parts derived from the call's operands), every layout (an operand stored
+// along M or N read from a transposed copy), both beta paths, for each schedule
 // (multistage, warp-specialized, split-K, stream-K, ping-pong, clusters that multicast or split
 // K, the swapped decode orientation, two sub-blocks a stage). A tf32 kernel passed off as 3xTF32
 // is caught by the verifier. The largest errors are printed beside cuBLAS's on the same data
@@ -67,8 +68,9 @@ KernelConfig config_of(const Point& pt, const Problem& p, int64_t products) {
                        {"PRODUCTS", products}}};
 }
 
-Problem f32_problem(Precision precision, int64_t m, int64_t n, int64_t k, int64_t extra_ld = 0) {
-  Problem p = make_problem(DataType::f32, Op::T, Op::N, m, n, k);
+Problem f32_problem(Precision precision, int64_t m, int64_t n, int64_t k, int64_t extra_ld = 0,
+                    const char* layout = "tn") {
+  Problem p = make_problem(DataType::f32, parse_op(layout[0]), parse_op(layout[1]), m, n, k);
   p.precision = precision;
   p.lda += extra_ld;
   p.ldb += extra_ld;
@@ -97,45 +99,54 @@ class WgmmaTf32 : public test::GpuTest {
     if (!cublas_) cublas_ = Cublas::load();
     if (!cublas_) return -1;
     return verifier
-        .verify([&](const Problem& q, const GemmOperands& o,
-                    CUstream s) { cublas_->gemm(q, o, s); },
-                stream_->get())
+        .verify(
+            [&](const Problem& q, const GemmOperands& o, CUstream s) { cublas_->gemm(q, o, s); },
+            stream_->get())
         .max_error;
   }
 
   std::unique_ptr<Cublas> cublas_;
 };
 
-TEST_F(WgmmaTf32, EveryScheduleAndOddShapeInBothPrecisions) {
+// tn (both operands along K, read in place) with every point; the other layouts, whose copies
+// are the same for every kernel, with a few.
+bool checked_in(const Point& pt, const char* layout) {
+  const int index = int(&pt - kPoints);
+  return std::string(layout) == "tn" || index == 0 || index == 1 || index == 5 || index == 9;
+}
+
+TEST_F(WgmmaTf32, EveryScheduleLayoutAndOddShapeInBothPrecisions) {
   const int64_t shapes[][3] = {{300, 200, 1000}, {257, 129, 40}, {129, 257, 1}, {1000, 64, 700}};
   for (Precision precision : {Precision::tf32, Precision::tf32x3}) {
     int checked = 0;
     double worst = 0, worst_cublas = 0;
-    for (const auto& s : shapes)
-      for (int64_t extra_ld : {0, 3}) {
-        const Problem p = f32_problem(precision, s[0], s[1], s[2], extra_ld);
-        for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, std::pair{0.5f, -1.5f}}) {
-          const Verifier verifier(*checker_, p, alpha, beta, 5, stream_->get());
-          for (const Point& pt : kPoints) {
-            const KernelConfig config = config_of(pt, p, products_of(precision));
-            const ReadyKernel k = prepare_kernel(compiler_, config, p, device_.arch);
-            ASSERT_GT(k.loaded->occupancy(k.plan), 0) << k.compiled.name;
-            const Verdict v = check(k, verifier);
-            EXPECT_TRUE(v.ok) << k.compiled.name << " (" << pt.what << ") on " << p.describe()
-                              << " alpha=" << alpha << " beta=" << beta << ": " << v.message;
-            worst = std::max(worst, v.max_error);
-            ++checked;
+    for (const char* layout : {"tn", "nn", "nt", "tt"})
+      for (const auto& s : shapes)
+        for (int64_t extra_ld : {0, 3}) {
+          const Problem p = f32_problem(precision, s[0], s[1], s[2], extra_ld, layout);
+          for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, std::pair{0.5f, -1.5f}}) {
+            const Verifier verifier(*checker_, p, alpha, beta, 5, stream_->get());
+            for (const Point& pt : kPoints) {
+              if (!checked_in(pt, layout)) continue;
+              const KernelConfig config = config_of(pt, p, products_of(precision));
+              const ReadyKernel k = prepare_kernel(compiler_, config, p, device_.arch);
+              ASSERT_GT(k.loaded->occupancy(k.plan), 0) << k.compiled.name;
+              const Verdict v = check(k, verifier);
+              EXPECT_TRUE(v.ok) << k.compiled.name << " (" << pt.what << ") on " << p.describe()
+                                << " alpha=" << alpha << " beta=" << beta << ": " << v.message;
+              worst = std::max(worst, v.max_error);
+              ++checked;
+            }
+            worst_cublas = std::max(worst_cublas, cublas_error(verifier));
           }
-          worst_cublas = std::max(worst_cublas, cublas_error(verifier));
         }
-      }
     std::printf(
         "%s: %d kernel runs checked, largest normalized error %.3g (tolerance %.3g); cuBLAS %s "
         "on the same data: %.3g\n",
         std::string(to_string(precision)).c_str(), checked, worst,
         tolerance(f32_problem(precision, 64, 64, 64)),
         precision == Precision::tf32 ? "TF32" : "SGEMM", worst_cublas);
-    EXPECT_GT(checked, 300);
+    EXPECT_EQ(checked, 4 * 2 * 2 * (int(sizeof(kPoints) / sizeof(kPoints[0])) + 3 * 4));
   }
 }
 
@@ -158,16 +169,18 @@ TEST_F(WgmmaTf32, DefaultsOfEveryClass) {
                                {500, 300, 700},    {1, 4096, 4096},  {2048, 2048, 8192}};
   const Family& family = find_family("wgmma_sm90");
   for (Precision precision : {Precision::tf32, Precision::tf32x3})
-    for (const auto& s : shapes) {
-      const Problem p = f32_problem(precision, s[0], s[1], s[2]);
-      const KernelConfig config = family.default_config(p, device_.arch);
-      const ReadyKernel k = prepare_kernel(compiler_, config, p, device_.arch);
-      const Verdict v = check(k, p, 1.0f, 0.0f);
-      EXPECT_TRUE(v.ok) << k.compiled.name << " on " << p.describe() << ": " << v.message;
-    }
+    for (const auto& s : shapes)
+      for (const char* layout : {"tn", "nn"}) {
+        const Problem p = f32_problem(precision, s[0], s[1], s[2], 0, layout);
+        const KernelConfig config = family.default_config(p, device_.arch);
+        const ReadyKernel k = prepare_kernel(compiler_, config, p, device_.arch);
+        const Verdict v = check(k, p, 1.0f, 0.0f);
+        EXPECT_TRUE(v.ok) << k.compiled.name << " on " << p.describe() << ": " << v.message;
+      }
 }
 
-// The defaults' speed at 4096^3 and 8192^3 against cuBLAS's SGEMM and TF32 path, timed in turns
+// The defaults' speed at 4096^3 and 8192^3 (tn, and nn: A from a transposed copy) against cuBLAS's
+// SGEMM and TF32 path, timed in turns
 // (L2 flushed before each run), printed for the record: the bench and the tuner measure the same.
 TEST_F(WgmmaTf32, DefaultsAgainstCublasTimedInTurns) {
   if (!cublas_) cublas_ = Cublas::load();
@@ -177,10 +190,11 @@ TEST_F(WgmmaTf32, DefaultsAgainstCublasTimedInTurns) {
   TimingSettings settings;
   settings.min_runs = 15;
   settings.min_total_ms = 300;
-  for (const int64_t n : {4096, 8192}) {
-    const Problem tf32 = f32_problem(Precision::tf32, n, n, n);
-    const Problem x3 = f32_problem(Precision::tf32x3, n, n, n);
-    const Problem exact = f32_problem(Precision::exact, n, n, n);
+  for (const auto& [n, layout] :
+       {std::pair<int64_t, const char*>{4096, "tn"}, {8192, "tn"}, {8192, "nn"}}) {
+    const Problem tf32 = f32_problem(Precision::tf32, n, n, n, 0, layout);
+    const Problem x3 = f32_problem(Precision::tf32x3, n, n, n, 0, layout);
+    const Problem exact = f32_problem(Precision::exact, n, n, n, 0, layout);
     const ProblemData data(tf32, *checker_, 3, stream_->get());
     GemmOperands ops = data.operands(1.0f, 0.0f);
     const ReadyKernel k1 =
@@ -198,9 +212,9 @@ TEST_F(WgmmaTf32, DefaultsAgainstCublasTimedInTurns) {
         stream_->get(), settings);
     const double tflop = tf32.flops() * 1e-9;
     std::printf(
-        "%lld^3 f32 tn: tf32 %s %.3f ms (%.0f TFLOP/s), 3xtf32 %s %.3f ms (%.0f); cuBLAS TF32 "
+        "%lld^3 f32 %s: tf32 %s %.3f ms (%.0f TFLOP/s), 3xtf32 %s %.3f ms (%.0f); cuBLAS TF32 "
         "%.3f ms (%.0f), SGEMM %.3f ms (%.0f); tf32/cuBLAS TF32 %.3fx, 3xtf32/SGEMM %.3fx\n",
-        (long long)n, k1.compiled.name.c_str(), t[0].median_ms, tflop / t[0].median_ms,
+        (long long)n, layout, k1.compiled.name.c_str(), t[0].median_ms, tflop / t[0].median_ms,
         k3.compiled.name.c_str(), t[1].median_ms, tflop / t[1].median_ms, t[2].median_ms,
         tflop / t[2].median_ms, t[3].median_ms, tflop / t[3].median_ms,
         t[2].median_ms / t[0].median_ms, t[3].median_ms / t[1].median_ms);

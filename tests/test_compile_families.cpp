@@ -304,9 +304,10 @@ TEST_F(CompileFamilies, WgmmaFloat8OverlapKeepsWgmmaAsynchronous) {
   }
 }
 
-// f32 on tensor cores: the tf32 and 3xTF32 defaults of each shape class, and their TMA-store and
-// register-store forms, compile without spills and with wgmma kept asynchronous (ptxas says
-// "serialized" otherwise); 3xTF32's plan maps the derived low parts of A and B.
+// f32 on tensor cores: the tf32 and 3xTF32 defaults of each shape class, in layout tn and nt (both
+// operands from transposed copies), compile without spills and with wgmma kept asynchronous
+// (ptxas says "serialized" otherwise); the plans map the derived copies: 3xTF32's low parts of A
+// and B, and the transposed ones.
 TEST_F(CompileFamilies, WgmmaTf32CompilesWithoutSpills) {
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
   const Family& family = find_family("wgmma_sm90");
@@ -315,17 +316,22 @@ TEST_F(CompileFamilies, WgmmaTf32CompilesWithoutSpills) {
   for (const Precision precision : {Precision::tf32, Precision::tf32x3})
     for (const auto& s : shapes)
       for (const bool reads_c : {false, true}) {
-        Problem p = make_problem(DataType::f32, Op::T, Op::N, s[0], s[1], s[2]);
+        // tn: both operands read in place; nt: both from transposed copies.
+        const Op op_a = reads_c ? Op::N : Op::T, op_b = reads_c ? Op::T : Op::N;
+        Problem p = make_problem(DataType::f32, op_a, op_b, s[0], s[1], s[2]);
         p.precision = precision;
         p.reads_c = reads_c;
         const KernelConfig c = family.default_config(p, arch);
         const std::string name = family.kernel_name(c);
         EXPECT_EQ(c.at("PRODUCTS"), precision == Precision::tf32x3 ? 3 : 1) << name;
         EXPECT_EQ(family.broken_rules(c, p, arch), std::vector<std::string>{}) << name;
-        int derived = 0;
-        for (const TensorMapPlan& m : family.plan(c, p, arch).maps)
-          derived += m.derived == Derived::tf32_low;
-        EXPECT_EQ(derived, precision == Precision::tf32x3 ? 2 : 0) << name;
+        int low = 0, transposed = 0;
+        for (const TensorMapPlan& m : family.plan(c, p, arch).maps) {
+          low += is_low_part(m.derived);
+          transposed += is_transposed(m.derived);
+        }
+        EXPECT_EQ(low, precision == Precision::tf32x3 ? 2 : 0) << name;
+        EXPECT_EQ(transposed, reads_c ? (precision == Precision::tf32x3 ? 4 : 2) : 0) << name;
         const CompiledKernel k = compiler.compile(emit_source(family, c, arch), arch);
         EXPECT_EQ(k.report.spills(), 0) << k.name << " (" << k.report.registers << " registers)";
         EXPECT_EQ(k.log.find("serialized"), std::string::npos) << k.name << ":\n" << k.log;

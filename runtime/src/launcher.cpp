@@ -120,6 +120,18 @@ bool packable(Operand operand) {
   return operand == Operand::a || operand == Operand::b;
 }
 
+// A derived copy of A or B as stored: the operand's rows and columns, or swapped when transposed;
+// ld: derived_ld of its rows.
+struct DerivedShape {
+  int64_t rows, cols, ld;
+};
+DerivedShape derived_shape(const Problem& p, const TensorMapPlan& m) {
+  const bool a = m.operand == Operand::a;
+  int64_t rows = a ? p.rows_a() : p.rows_b(), cols = a ? p.cols_a() : p.cols_b();
+  if (is_transposed(m.derived)) std::swap(rows, cols);
+  return {rows, cols, derived_ld(rows)};
+}
+
 }  // namespace
 
 GemmCore core_of(const LaunchPlan& plan, const Problem& p, const GemmOperands& ops) {
@@ -230,7 +242,7 @@ const LoadedKernel& Launcher::packer() {
   std::call_once(packer_once_, [&] {
     packer_compiled_ = compiler_.compile(pack_source(), arch_);
     packer_ = std::make_unique<LoadedKernel>(packer_compiled_, "gemmtune_pack", 0);
-    tf32_low_ = std::make_unique<LoadedKernel>(packer_compiled_, "gemmtune_tf32_low", 0);
+    deriver_ = std::make_unique<LoadedKernel>(packer_compiled_, "gemmtune_derive_f32", 0);
   });
   return *packer_;
 }
@@ -258,7 +270,7 @@ CUdeviceptr Launcher::pack(Operand operand, CUdeviceptr src, int64_t rows, int64
 void Launcher::pack_unaligned(const LaunchPlan& plan, Operands& o, CUstream stream) {
   Problem& p = o.problem;
   for (const TensorMapPlan& m : plan.maps) {
-    if (m.made_flag != 0 || !packable(m.operand)) continue;
+    if (m.made_flag != 0 || !packable(m.operand) || m.derived != Derived::none) continue;
     const bool is_a = m.operand == Operand::a;
     CUdeviceptr& ptr = is_a ? o.ops.a : o.ops.b;
     int64_t& ld = is_a ? p.lda : p.ldb;
@@ -274,25 +286,28 @@ void Launcher::pack_unaligned(const LaunchPlan& plan, Operands& o, CUstream stre
 }
 
 // The copies the plan's maps read in place of A or B (TensorMapPlan::derived), in the stream's
-// buffers for them, from the operands as the kernel reads them (packed where they were).
+// buffers for them (a slot per operand and part), from the operands as the call gives them.
 void Launcher::derive(const LaunchPlan& plan, Operands& o, CUstream stream) {
   const Problem& p = o.problem;
   packer();
   for (const TensorMapPlan& m : plan.maps) {
     if (m.derived == Derived::none) continue;
-    const bool is_a = m.operand == Operand::a;
+    const bool is_a = m.operand == Operand::a, low = is_low_part(m.derived);
     GT_REQUIRE(packable(m.operand) && m.type == DataType::f32 && !p.grouped(), Errc::internal,
                "a derived copy of operand {} ({})", int(m.operand), p.describe());
     const int64_t rows = is_a ? p.rows_a() : p.rows_b(), cols = is_a ? p.cols_a() : p.cols_b();
-    const int64_t ld = derived_ld(rows);
+    const DerivedShape shape = derived_shape(p, m);
+    const int slot = 2 + 2 * int(m.operand) + (low ? 1 : 0);
     const CUdeviceptr dst =
-        packed_.at_least(stream, 2 + int(m.operand), uint64_t(ld * cols * 4), false);
+        packed_.at_least(stream, slot, uint64_t(shape.ld * shape.cols * 4), false);
     unsigned long long s = is_a ? o.ops.a : o.ops.b, d = dst;
-    long long src_ld = is_a ? p.lda : p.ldb, r = rows, c = cols, dst_ld = ld;
-    void* params[] = {&s, &src_ld, &r, &c, &d, &dst_ld};
-    launch_raw(tf32_low_->function(), uint32_t(std::clamp<int64_t>((cols + 7) / 8, 1, 8 * 65535)),
-               256, params, stream);
-    (is_a ? o.ops.a_derived : o.ops.b_derived) = dst;
+    long long src_ld = is_a ? p.lda : p.ldb, r = rows, c = cols, dst_ld = shape.ld;
+    int transpose = is_transposed(m.derived) ? 1 : 0, low_part = low ? 1 : 0;
+    void* params[] = {&s, &src_ld, &r, &c, &d, &dst_ld, &transpose, &low_part};
+    const int64_t blocks = transpose ? (rows + 31) / 32 * ((cols + 31) / 32) : (cols + 7) / 8;
+    launch_raw(deriver_->function(), uint32_t(std::clamp<int64_t>(blocks, 1, 8 * 65535)), 256,
+               params, stream);
+    (is_a ? (low ? o.ops.a_low : o.ops.a_derived) : (low ? o.ops.b_low : o.ops.b_derived)) = dst;
   }
 }
 
@@ -308,7 +323,7 @@ void Launcher::launch(const LoadedKernel& kernel, uint32_t resident, const Launc
              plan.args.bytes, kMaxArgsBytes);
   Operands o{problem, operands};
   const bool packs = std::any_of(plan.maps.begin(), plan.maps.end(), [&](const TensorMapPlan& m) {
-    return m.made_flag == 0 && packable(m.operand) &&
+    return m.made_flag == 0 && packable(m.operand) && m.derived == Derived::none &&
            !tma_aligned(m.operand == Operand::a ? operands.a : operands.b,
                         m.operand == Operand::a ? problem.lda : problem.ldb, m.type);
   });
@@ -324,20 +339,34 @@ void Launcher::launch(const LoadedKernel& kernel, uint32_t resident, const Launc
   launch_arguments(kernel, resident, plan, args, stream);
 }
 
+// A map over a copy the launch derived (derive()), as derived_shape() lays it out.
+void Launcher::set_derived_map(std::byte* args, const TensorMapPlan& m, const Problem& p,
+                               const GemmOperands& ops) {
+  const bool a = m.operand == Operand::a, low = is_low_part(m.derived);
+  const CUdeviceptr ptr = a ? (low ? ops.a_low : ops.a_derived) : (low ? ops.b_low : ops.b_derived);
+  GT_REQUIRE(ptr != 0, Errc::internal, "a map over a derived copy the launch did not make ({})",
+             p.describe());
+  const DerivedShape shape = derived_shape(p, m);
+  const MapKey key{ptr,        shape.rows, shape.cols, shape.ld,
+                   m.box_rows, m.box_cols, m.type,     m.swizzle};
+  const GemmTensorMap map = tensor_map(key);
+  std::memcpy(args + m.offset, &map, sizeof(map));
+}
+
 void Launcher::fill_arguments(std::byte* args, const LaunchPlan& plan, const Problem& p,
                               const GemmOperands& ops) {
   std::memset(args, 0, plan.args.bytes);
   GemmCore core = core_of(plan, p, ops);
   for (const TensorMapPlan& m : plan.maps) {
+    if (m.derived != Derived::none) {
+      set_derived_map(args, m, p, ops);
+      continue;
+    }
     const bool a = m.operand == Operand::a, b = m.operand == Operand::b;
-    const bool derived = m.derived != Derived::none;
-    CUdeviceptr ptr = a   ? (derived ? ops.a_derived : ops.a)
-                      : b ? (derived ? ops.b_derived : ops.b)
-                          : (m.operand == Operand::d ? output_of(ops) : ops.c);
-    int64_t ld = a ? p.lda : b ? p.ldb : p.ldc;
-    if (derived) ld = derived_ld(a ? p.rows_a() : p.rows_b());
-    GT_REQUIRE(ptr != 0 || !derived, Errc::internal,
-               "a map over a derived copy the launch did not make ({})", p.describe());
+    const CUdeviceptr ptr = a   ? ops.a
+                            : b ? ops.b
+                                : (m.operand == Operand::d ? output_of(ops) : ops.c);
+    const int64_t ld = a ? p.lda : b ? p.ldb : p.ldc;
     // An optional map only where its operand is aligned (C and D for TMA stores); the required ones
     // were packed where they were not.
     if (m.made_flag != 0 && !tma_aligned(ptr, ld, m.type)) continue;

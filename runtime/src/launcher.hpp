@@ -44,6 +44,8 @@ class Launcher {
   const LoadedKernel& packer();
   void pack_unaligned(const LaunchPlan& plan, Operands& o, CUstream stream);
   void derive(const LaunchPlan& plan, Operands& o, CUstream stream);
+  void set_derived_map(std::byte* args, const TensorMapPlan& m, const Problem& p,
+                       const GemmOperands& ops);
   CUdeviceptr pack(Operand operand, CUdeviceptr src, int64_t rows, int64_t cols, int64_t ld,
                    int64_t packed_ld, int element_bytes, CUstream stream);
 
@@ -55,7 +57,7 @@ class Launcher {
   std::once_flag packer_once_;
   CompiledKernel packer_compiled_;
   std::unique_ptr<LoadedKernel> packer_;
-  std::unique_ptr<LoadedKernel> tf32_low_;  // of the packer's module
+  std::unique_ptr<LoadedKernel> deriver_;  // of the packer's module
   // Packed copies, a buffer per stream and operand. A call that packs holds packing_ from its
   // first copy to its launch: another thread's call on the same stream must not overwrite the
   // copies in between.

@@ -130,12 +130,20 @@ int64_t products_of(const Problem& p) {
 bool fp8_sums_fit(const Config& c, int64_t sets) {
   return accumulators(c) * sets <= (c.wg == 3 ? 96 : 192);
 }
-// P (the 64-row side) is op(A) when swapped, else op(B)^T; Q the other. K-major: stored along K.
+// P (the 64-row side) is op(A) when swapped, else op(B)^T; Q the other. K-major: stored along K,
+// or read from a copy stored so (tf32 wgmma reads K-major operands alone: the launch derives a
+// transposed copy of an f32 operand stored along M or N).
+bool a_transposed(const Config& c) {
+  return is_tf32(c) && c.op_a == Op::N;
+}
+bool b_transposed(const Config& c) {
+  return is_tf32(c) && c.op_b == Op::T;
+}
 bool a_kmajor(const Config& c) {
-  return c.op_a == Op::T;
+  return c.op_a == Op::T || a_transposed(c);
 }
 bool b_kmajor(const Config& c) {
-  return c.op_b == Op::N;
+  return c.op_b == Op::N || b_transposed(c);
 }
 bool q_kmajor(const Config& c) {
   return c.swap ? b_kmajor(c) : a_kmajor(c);
@@ -231,12 +239,17 @@ double packing_us(const Problem& p, const ArchInfo& a) {
   return packed > 0 ? kPackingLaunchUs + 2 * packed / (a.dram_gb_per_s * 1e3) : 0.0;
 }
 
-// 3xTF32's launch derives the low parts of A and B first (TensorMapPlan::derived): both read
-// and written once, two launches.
+// The copies the launch derives first (TensorMapPlan::derived): 3xTF32's low parts of A and B, and
+// transposed copies of an f32 operand stored along M or N, each read and written once.
 double deriving_us(const Config& c, const Problem& p, const ArchInfo& a) {
-  if (c.products != 3) return 0.0;
-  const double bytes = 4.0 * double(p.m * p.k + p.k * p.n);
-  return 2 * kPackingLaunchUs + 2 * bytes / (a.dram_gb_per_s * 1e3);
+  const double a_bytes = 4.0 * double(p.m * p.k), b_bytes = 4.0 * double(p.k * p.n);
+  double bytes = 0;
+  int copies = 0;
+  for (const auto& [copied, size] :
+       {std::pair{a_transposed(c), a_bytes}, std::pair{b_transposed(c), b_bytes},
+        std::pair{c.products == 3, a_bytes}, std::pair{c.products == 3, b_bytes}})
+    if (copied) bytes += size, ++copies;
+  return copies * kPackingLaunchUs + 2 * bytes / (a.dram_gb_per_s * 1e3);
 }
 
 // Tile sizes worth trying along a dimension of size d: the usual ones, the non-powers of two
@@ -586,15 +599,12 @@ std::vector<Rule<P>> rules() {
   };
 }
 
-// tf32 wgmma reads both operands K-major; the problem is f32 throughout (validate()).
+// The problem is f32 throughout (validate()); tf32 wgmma reads both operands K-major, and an
+// operand stored otherwise comes from a transposed copy the launch makes.
 std::string tf32_unsupported_reason(const Problem& p) {
   if (p.precision == Precision::exact)
     return "precision exact: the wgmma family computes f32 on tensor cores (precision tf32 or "
            "3xtf32), which keep fewer bits of each product";
-  if (p.op_a != Op::T || p.op_b != Op::N)
-    return fmt::format(
-        "tf32 wgmma reads both operands along K: layout tn only (op(A) = T, op(B) = N), not {}",
-        p.layout());
   if (p.grouped() || p.epilogue.gated()) return "tf32: no grouped problems or gated epilogues yet";
   return {};
 }
@@ -895,8 +905,8 @@ class WgmmaSm90Family final : public FamilyOf<P> {
         fmt::format("  static constexpr int CLUSTER_M = {}, CLUSTER_N = {}, C_BUFFERS = {};\n"
                     "  static constexpr bool A_T = {}, B_T = {};\n"
                     "  static constexpr int A_TYPE = {}, B_TYPE = {}, DTYPE = {}, SCALING = {};\n",
-                    cluster_m(c), cluster_n(c), s.C_BUFFERS, c.a_t(), c.b_t(), int(c.types.a),
-                    int(c.types.b), int(c.types.d), int(c.scaling)),
+                    cluster_m(c), cluster_n(c), s.C_BUFFERS, a_kmajor(c), !b_kmajor(c),
+                    int(c.types.a), int(c.types.b), int(c.types.d), int(c.scaling)),
         smem_static_assert("K::SMEM_BYTES", wgmma_sm90::smem_bytes(s)) +
             threads_static_assert(128 * (c.wg + c.ws)),
         "K::THREADS, K::CTAS_PER_SM",
@@ -1017,12 +1027,20 @@ class WgmmaSm90Family final : public FamilyOf<P> {
       if (m.gate_layers) m.box_cols = 64;
       g.maps.push_back(m);
     };
-    box(Operand::a, a_kmajor(c), c.swap ? tile_rows(c) : tile_cols(c), shares_a(c), "map_a");
-    box(Operand::b, b_kmajor(c), c.swap ? tile_cols(c) : tile_rows(c), shares_b(c), "map_b");
-    if (c.products == 3) {  // 3xTF32: the low parts, as the launch derives them, boxed alike
-      box(Operand::a, a_kmajor(c), c.swap ? tile_rows(c) : tile_cols(c), shares_a(c), "map_a_low");
-      box(Operand::b, b_kmajor(c), c.swap ? tile_cols(c) : tile_rows(c), shares_b(c), "map_b_low");
-      g.maps[g.maps.size() - 2].derived = g.maps.back().derived = Derived::tf32_low;
+    // An operand tf32 wgmma cannot read in place comes from a transposed copy; 3xTF32's low
+    // parts from copies the launch derives, boxed alike.
+    const auto derived = [](bool transposed, bool low) {
+      if (transposed) return low ? Derived::transposed_tf32_low : Derived::transposed;
+      return low ? Derived::tf32_low : Derived::none;
+    };
+    for (const bool low : {false, true}) {
+      if (low && c.products != 3) break;
+      box(Operand::a, a_kmajor(c), c.swap ? tile_rows(c) : tile_cols(c), shares_a(c),
+          low ? "map_a_low" : "map_a");
+      g.maps.back().derived = derived(a_transposed(c), low);
+      box(Operand::b, b_kmajor(c), c.swap ? tile_cols(c) : tile_rows(c), shares_b(c),
+          low ? "map_b_low" : "map_b");
+      g.maps.back().derived = derived(b_transposed(c), low);
     }
     if (c.tma_store) {
       for (const Operand operand : {Operand::c, Operand::d}) {

@@ -28,9 +28,18 @@ inline bool tma_ld_aligned(int64_t ld, DataType type) {
 }
 
 // What a map reads of its operand: the operand itself, or a copy that every launch derives from
-// it first, in stream order, into a kept buffer (runtime/src/launcher.cpp, templates/pack.cuh):
-//   tf32_low: x minus the tf32 part of x that wgmma reads, 3xTF32's small part (f32 A or B).
-enum class Derived { none, tf32_low };
+// it first, in stream order, into a kept buffer (runtime/src/launcher.cpp, templates/pack.cuh),
+// of an f32 A or B:
+//   tf32_low:   x minus the tf32 part of x that wgmma reads, 3xTF32's small part;
+//   transposed: the operand stored along K, for kernels that read it so alone (tf32 wgmma);
+//   transposed_tf32_low: both.
+enum class Derived { none, tf32_low, transposed, transposed_tf32_low };
+inline bool is_transposed(Derived d) {
+  return d == Derived::transposed || d == Derived::transposed_tf32_low;
+}
+inline bool is_low_part(Derived d) {
+  return d == Derived::tf32_low || d == Derived::transposed_tf32_low;
+}
 
 // A 2-D TMA tensor map over one operand as it is stored (column-major, ld): the element type it
 // reads, the swizzle, the box one copy moves (elements along the stored rows, which are

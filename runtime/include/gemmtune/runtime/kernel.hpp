@@ -55,9 +55,9 @@ struct GemmOperands {
   CUdeviceptr scale_a = 0, scale_b = 0;
   // A grouped problem's G int32 end offsets of its groups' columns (Problem::groups).
   CUdeviceptr group_ends = 0;
-  // The copies derived from A and B (TensorMapPlan::derived), which the launch makes; their
-  // leading dimension is derived_ld(): tight, on 16 bytes.
-  CUdeviceptr a_derived = 0, b_derived = 0;
+  // The copies derived from A and B (TensorMapPlan::derived), which the launch makes: the
+  // operands as their maps read them (transposed) and their low parts; each of derived_ld().
+  CUdeviceptr a_derived = 0, b_derived = 0, a_low = 0, b_low = 0;
 };
 
 // The leading dimension of an f32 operand's derived copy of `rows` rows as stored: columns on
