@@ -81,6 +81,36 @@ TEST(Problem, FastAccumulationIsForTensorOrRowScaledFloat8) {
   error_of([] { parse_accumulation("quick"); }, Errc::invalid_argument);
 }
 
+// tf32 and 3xtf32 are how an f32 problem is computed: each is another problem, shown by
+// describe(), and only f32 problems have one other than exact.
+TEST(Problem, PrecisionNamesParseBackAndArePartOfTheIdentityOfF32Problems) {
+  for (Precision precision : {Precision::exact, Precision::tf32, Precision::tf32x3})
+    EXPECT_EQ(parse_precision(to_string(precision)), precision);
+  EXPECT_EQ(to_string(Precision::tf32x3), "3xtf32");
+  EXPECT_EQ(parse_precision("TF32"), Precision::tf32);
+  EXPECT_NE(error_of([] { parse_precision("tf16"); }, Errc::invalid_argument)
+                .find("unknown precision 'tf16' (expected exact, tf32 or 3xtf32)"),
+            std::string::npos);
+
+  Problem p = square(256);
+  p.precision = Precision::tf32;
+  validate(p);
+  EXPECT_EQ(p.describe(), "f32 nn 256x256x256 lda=256 ldb=256 ldc=256 align=16 precision=tf32");
+  EXPECT_EQ(square(256).describe().find("precision"), std::string::npos) << "exact says nothing";
+  Problem three = p;
+  three.precision = Precision::tf32x3;
+  EXPECT_NE(p, three);  // tuned and stored apart
+  EXPECT_NE(p, square(256));
+  EXPECT_NE(ProblemHash{}(p), ProblemHash{}(three));
+  EXPECT_NE(ProblemHash{}(p), ProblemHash{}(square(256)));
+
+  Problem dense = square(256, DType::bf16);
+  dense.precision = Precision::tf32;
+  EXPECT_NE(error_of([&] { validate(dense); }, Errc::invalid_argument)
+                .find("precision tf32 is for f32 operands, accumulator and output, not bf16"),
+            std::string::npos);
+}
+
 TEST(Problem, EpilogueNamesParseBackAndArePartOfTheIdentity) {
   for (const char* text : {"none", "bias", "bias_n", "relu", "gelu", "gelu_tanh", "silu",
                            "bias,gelu", "bias_n,silu", "bias,relu", "bias,gelu_tanh"})
