@@ -332,3 +332,52 @@ CREATE TABLE tune_queue (
   UNIQUE (device, problem)
 );
 CREATE INDEX tune_queue_waiting ON tune_queue (state, gpu, cc, sms);
+
+-- migration 10
+-- problems.precision: how an f32 product is computed. 'exact' (all that migration 9 knew) runs
+-- f32 fused multiply-adds on CUDA cores; 'tf32' reads each operand with a 10-bit mantissa on the
+-- tensor cores (cuBLAS's FAST_TF32, torch's "high"); '3xtf32' sums three tf32 products for the
+-- exact path's accuracy. Each is another kernel with another error, so they are tuned apart and
+-- precision joins the key. Only problems whose every type is f32 may be other than 'exact', as
+-- the CHECK keeps it. No CHECK of the names, as for scaling. The table is rebuilt as migration 3
+-- describes, keeping its ids; every existing row is 'exact'. The queue's problems (json_of) gain
+-- the field json_of now writes last, so that a problem queued before meets the same one asked
+-- again on its row.
+CREATE TABLE problems_new (
+  id           INTEGER PRIMARY KEY,
+  type_a       TEXT    NOT NULL CHECK (type_a IN ('f32', 'f16', 'bf16', 'e4m3', 'e5m2')),
+  type_b       TEXT    NOT NULL CHECK (type_b IN ('f32', 'f16', 'bf16', 'e4m3', 'e5m2')),
+  type_c       TEXT    NOT NULL CHECK (type_c IN ('f32', 'f16', 'bf16', 'e4m3', 'e5m2')),
+  type_d       TEXT    NOT NULL CHECK (type_d IN ('f32', 'f16', 'bf16', 'e4m3', 'e5m2')),
+  type_acc     TEXT    NOT NULL CHECK (type_acc IN ('f32', 'f16')),
+  scaling      TEXT    NOT NULL DEFAULT 'none',
+  layout       TEXT    NOT NULL CHECK (layout IN ('nn', 'nt', 'tn', 'tt')),  -- op(A) op(B)
+  m            INTEGER NOT NULL CHECK (m > 0),
+  n            INTEGER NOT NULL CHECK (n > 0),  -- the columns of all groups
+  k            INTEGER NOT NULL CHECK (k > 0),
+  lda          INTEGER NOT NULL CHECK (lda > 0),
+  ldb          INTEGER NOT NULL CHECK (ldb > 0),
+  ldc          INTEGER NOT NULL CHECK (ldc > 0),
+  align        INTEGER NOT NULL CHECK (align IN (1, 2, 4, 8, 16)),  -- alignment class, bytes
+  reads_c      INTEGER NOT NULL DEFAULT 0 CHECK (reads_c IN (0, 1)),  -- beta != 0
+  groups       INTEGER NOT NULL DEFAULT 0 CHECK (groups >= 0),  -- 0: one GEMM, else G groups
+  group_layout TEXT    NOT NULL DEFAULT 'contiguous'
+                       CHECK (group_layout = 'contiguous' OR groups > 0),  -- only groups have one
+  accumulation TEXT    NOT NULL DEFAULT 'precise'
+                       CHECK (accumulation = 'precise' OR scaling IN ('tensor', 'row')),
+  epilogue     TEXT    NOT NULL DEFAULT 'none',  -- Epilogue::name(): 'none', 'bias,gelu', ...
+  precision    TEXT    NOT NULL DEFAULT 'exact'  -- 'exact', 'tf32' or '3xtf32'
+                       CHECK (precision = 'exact' OR (type_a, type_b, type_c, type_d, type_acc) =
+                                                     ('f32', 'f32', 'f32', 'f32', 'f32')),
+  UNIQUE (type_a, type_b, type_c, type_d, type_acc, scaling, layout, m, n, k, lda, ldb, ldc, align,
+          reads_c, groups, group_layout, accumulation, epilogue, precision)
+);
+INSERT INTO problems_new (id, type_a, type_b, type_c, type_d, type_acc, scaling, layout, m, n, k,
+                          lda, ldb, ldc, align, reads_c, groups, group_layout, accumulation,
+                          epilogue)
+  SELECT id, type_a, type_b, type_c, type_d, type_acc, scaling, layout, m, n, k, lda, ldb, ldc,
+         align, reads_c, groups, group_layout, accumulation, epilogue FROM problems;
+DROP TABLE problems;
+ALTER TABLE problems_new RENAME TO problems;
+UPDATE tune_queue SET problem = json_set(problem, '$.precision', 'exact')
+  WHERE json_type(problem, '$.precision') IS NULL;

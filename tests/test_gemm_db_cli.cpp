@@ -914,13 +914,13 @@ TEST_F(GemmDbCli, FusedProblemsAreShownApartAndFilteredByEpilogue) {
 }
 
 // An export of format 1 names one "dtype" per problem and config and has no groups, group
-// layouts, accumulations nor epilogues: it imports as every operand of that type with f32
-// accumulation, unscaled, one GEMM, precise, without an epilogue, and exports again as the
-// current format, exactly as the database it came from.
+// layouts, accumulations, epilogues nor precisions: it imports as every operand of that type with
+// f32 accumulation, unscaled, one GEMM, precise, without an epilogue, exact, and exports again as
+// the current format, exactly as the database it came from.
 TEST_F(GemmDbCli, AFormat1ExportImportsWithItsMeaningAndExportsAsTheCurrentFormat) {
   const std::string current = export_all();
   Json old = Json::parse(current);
-  ASSERT_EQ(old["version"], 6);
+  ASSERT_EQ(old["version"], 7);
   old["version"] = 1;
   for (auto& entry : old["entries"]) {
     Json& problem = entry["problem"];
@@ -932,6 +932,7 @@ TEST_F(GemmDbCli, AFormat1ExportImportsWithItsMeaningAndExportsAsTheCurrentForma
     problem.erase("group_layout");
     problem.erase("accumulation");
     problem.erase("epilogue");
+    problem.erase("precision");
     problem["dtype"] = type;
     for (auto& c : entry["candidates"]) {
       c["config"].erase("types");

@@ -103,6 +103,12 @@ Problem fused(Problem p, std::string_view epilogue) {
   return p;
 }
 
+// The same f32 problem computed otherwise: tf32 or 3xtf32 on tensor cores.
+Problem computed(Problem p, Precision precision) {
+  p.precision = precision;
+  return p;
+}
+
 // The one GEMM of a problem's sizes: whose family and configs a grouped problem's records take
 // here (the database does not judge whether a family computes groups).
 Problem one_gemm(Problem p) {
@@ -159,8 +165,33 @@ class TuningDbTest : public ::testing::Test {
     db.set_best(device, p, "fast_" + p.shape(), version_for(one_gemm(p)), fastest_ms * 1.2, true);
   }
 
+  // The export of `problems`, each tuned on an H100 by one kernel (`name(p)`) of another
+  // template version: history, which an import checks against no family's space.
+  std::string exported_history(const std::vector<Problem>& problems,
+                               const std::function<std::string(const Problem&)>& name) {
+    TuningDb db(db_path());
+    for (const Problem& p : problems) {
+      CandidateRecord old = ok_candidate(p, name(p), 2.0);
+      old.template_version = "00000000deadbeef";
+      db.record(h100(), p, old);
+      db.set_best(h100(), p, old.kernel_name, old.template_version, 2.5, true);
+    }
+    return db.export_json({});
+  }
+
   TempDir dir_;
 };
+
+// Importing `document` into `db` is refused as an invalid argument that says `says`.
+void expect_import_refused(TuningDb& db, const Json& document, const std::string& says) {
+  try {
+    db.import_json(document.dump());
+    ADD_FAILURE() << "imported " << document.dump();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), Errc::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+  }
+}
 
 // Raw SQLite access, to build files that TuningDb would never write.
 class RawDb {
@@ -618,6 +649,54 @@ TEST_F(TuningDbTest, AFusedAndAPlainProblemOfTheSameShapeAreDifferentRows) {
   }
 }
 
+// An f32 problem computed with tf32 or 3xtf32 runs other kernels with another error than the
+// exact one of the same shape: each is its own row, with its own candidates and winner, found by
+// its precision. Every problem has one in the table (exact: bf16 too), so the filter matches
+// any.
+TEST_F(TuningDbTest, AnExactAndATf32ProblemOfTheSameShapeAreDifferentRows) {
+  TuningDb db(db_path());
+  const Problem exact = square(1024), tf32 = computed(exact, Precision::tf32),
+                tf32x3 = computed(exact, Precision::tf32x3);
+  seed_problem(db, h100(), exact);
+  EXPECT_FALSE(db.best(h100(), tf32)) << "the tf32 problem was never tuned";
+  EXPECT_TRUE(db.candidates(h100(), tf32).empty());
+  EXPECT_TRUE(db.bests_for(h100(), tf32).empty());
+
+  seed_problem(db, h100(), tf32, 0.4);
+  seed_problem(db, h100(), tf32x3, 0.7);
+  EXPECT_EQ(RawDb(db_path()).text("SELECT group_concat(precision, ' ') FROM "
+                                  "(SELECT * FROM problems ORDER BY id)"),
+            "exact tf32 3xtf32");
+  for (const Problem& p : {exact, tf32, tf32x3}) {
+    const auto best = db.best(h100(), p);
+    ASSERT_TRUE(best) << p.describe();
+    EXPECT_EQ(best->problem, p);
+    EXPECT_EQ(best->problem.describe(), p.describe());
+    EXPECT_EQ(db.candidates(h100(), p).size(), 3u);
+    ASSERT_EQ(db.bests_for(h100(), p).size(), 1u);
+  }
+  EXPECT_DOUBLE_EQ(db.best(h100(), tf32)->winner.median_ms, 0.4);
+
+  const Problem dense = square(1024, DType::bf16);
+  seed_problem(db, h100(), dense);
+  const auto only_tf32 = db.list({.precision = Precision::tf32});
+  ASSERT_EQ(only_tf32.size(), 1u);
+  EXPECT_EQ(only_tf32[0].problem, tf32);
+  EXPECT_EQ(db.list({.precision = Precision::exact}).size(), 2u) << "the f32 and the bf16 one";
+  EXPECT_EQ(db.problems({.m = 1024, .precision = Precision::tf32x3}).size(), 1u);
+  EXPECT_EQ(db.remove({.precision = Precision::tf32x3}), 1);
+  EXPECT_TRUE(db.best(h100(), tf32));
+  EXPECT_TRUE(db.best(h100(), exact));
+  EXPECT_FALSE(db.best(h100(), tf32x3));
+
+  // A tf32 row of a problem that is not f32 never gets into the table, whoever writes it.
+  RawDb raw(db_path());
+  EXPECT_THROW(raw.exec("UPDATE problems SET precision = 'tf32' WHERE type_a = 'bf16'"),
+               std::runtime_error);
+  EXPECT_THROW(raw.exec("UPDATE problems SET type_d = 'bf16' WHERE precision = 'tf32'"),
+               std::runtime_error);
+}
+
 TEST_F(TuningDbTest, ListProblemsStatsAndRemoveFollowTheFilters) {
   TuningDb db(db_path());
   seed_problem(db, h100(), square(1024));
@@ -921,10 +1000,10 @@ TEST_F(TuningDbTest, MigratesAVersion5FileToGroupLayoutsKeepingEveryRowAndItsId)
                        "(SELECT * FROM problems ORDER BY id)"),
               "7:128:contiguous 9:0:contiguous");
     // The UNIQUE key, and the index SQLite keeps for it, end with the layout (and, since
-    // migrations 7 and 8, the accumulation and the epilogue).
+    // migrations 7, 8 and 10, the accumulation, the epilogue and the precision).
     EXPECT_EQ(key_columns(raw),
               "type_a type_b type_c type_d type_acc scaling layout m n k lda ldb ldc align "
-              "reads_c groups group_layout accumulation epilogue");
+              "reads_c groups group_layout accumulation epilogue precision");
   }
   expect_old_winner_kept(db_path());
   const auto best = db.best(h100(), moe);
@@ -969,10 +1048,10 @@ TEST_F(TuningDbTest, MigratesAVersion6FileToAccumulationKeepingEveryRowAndItsId)
                        "(SELECT * FROM problems ORDER BY id)"),
               "7:tensor:precise 9:none:precise");
     // The UNIQUE key, and the index SQLite keeps for it, end with the accumulation (and, since
-    // migration 8, the epilogue).
+    // migrations 8 and 10, the epilogue and the precision).
     EXPECT_EQ(key_columns(raw),
               "type_a type_b type_c type_d type_acc scaling layout m n k lda ldb ldc align "
-              "reads_c groups group_layout accumulation epilogue");
+              "reads_c groups group_layout accumulation epilogue precision");
   }
   expect_old_winner_kept(db_path());
   const auto best = db.best(h100(), scaled);
@@ -1018,10 +1097,11 @@ TEST_F(TuningDbTest, MigratesAVersion7FileToEpiloguesKeepingEveryRowAndItsId) {
     EXPECT_EQ(raw.text("SELECT group_concat(id || ':' || accumulation || ':' || epilogue, ' ') "
                        "FROM (SELECT * FROM problems ORDER BY id)"),
               "7:precise:none 9:fast:none");
-    // The UNIQUE key, and the index SQLite keeps for it, end with the epilogue.
+    // The UNIQUE key, and the index SQLite keeps for it, end with the epilogue (and, since
+    // migration 10, the precision).
     EXPECT_EQ(key_columns(raw),
               "type_a type_b type_c type_d type_acc scaling layout m n k lda ldb ldc align "
-              "reads_c groups group_layout accumulation epilogue");
+              "reads_c groups group_layout accumulation epilogue precision");
   }
   expect_old_winner_kept(db_path());
   const auto best = db.best(h100(), plain);
@@ -1037,6 +1117,63 @@ TEST_F(TuningDbTest, MigratesAVersion7FileToEpiloguesKeepingEveryRowAndItsId) {
   EXPECT_EQ(db.stats().problems, 3);
   EXPECT_EQ(db.candidates(h100(), plain).size(), 1u);
   EXPECT_EQ(db.candidates(h100(), gelu).size(), 1u);
+}
+
+// Before migration 10 every f32 problem was computed exactly: every row, with its id, becomes
+// 'exact'. The precision joins the key: the same problem with tf32 is a row of its own. A
+// problem queued before, asked again, meets its entry (its JSON gains the precision).
+TEST_F(TuningDbTest, MigratesAVersion9FileToPrecisionsKeepingEveryRowAndItsId) {
+  const Problem plain = square(1024), dense = square(2048, DType::bf16);
+  const CandidateRecord c = ok_candidate(plain, "gemm_simt_plain", 0.75);
+  // The queued problem as version 9 wrote it: without a precision.
+  nlohmann::ordered_json queued = nlohmann::ordered_json::parse(json_of(plain));
+  ASSERT_EQ(queued.back(), "exact") << "json_of writes the precision last";
+  queued.erase("precision");
+  {
+    RawDb raw(db_path());
+    create_old_file(raw, 9);
+    raw.exec(fmt::format(
+        "INSERT INTO problems VALUES (7, 'f32', 'f32', 'f32', 'f32', 'f32', 'none', 'nn', "
+        "{0}, {0}, {0}, {0}, {0}, {0}, {1}, 0, 0, 'contiguous', 'precise', 'none'),"
+        " (9, 'bf16', 'bf16', 'bf16', 'bf16', 'f32', 'none', 'nn', {2}, {2}, {2}, {2}, {2}, {2}, "
+        "16, 0, 0, 'contiguous', 'precise', 'none');"
+        "INSERT INTO tune_queue (id, device, problem, gpu, cc, sms, requested_at, updated_at) "
+        "VALUES (4, '{3}', '{4}', 'NVIDIA H100 80GB HBM3', 90, 132, '2025-01-02T03:04:05.000Z', "
+        "'2025-01-02T03:04:05.000Z');",
+        plain.m, plain.align, dense.m, json_of(h100()), queued.dump()));
+    insert_old_winner(raw, c, c.config.to_json());
+  }
+  TuningDb db(db_path());
+  EXPECT_EQ(db.schema_version(), TuningDb::kSchemaVersion);
+  {
+    RawDb raw(db_path());
+    EXPECT_EQ(raw.text("SELECT group_concat(id || ':' || epilogue || ':' || precision, ' ') "
+                       "FROM (SELECT * FROM problems ORDER BY id)"),
+              "7:none:exact 9:none:exact");
+    // The UNIQUE key, and the index SQLite keeps for it, end with the precision.
+    EXPECT_EQ(key_columns(raw),
+              "type_a type_b type_c type_d type_acc scaling layout m n k lda ldb ldc align "
+              "reads_c groups group_layout accumulation epilogue precision");
+    EXPECT_EQ(raw.text("SELECT problem FROM tune_queue WHERE id = 4"), json_of(plain));
+  }
+  expect_old_winner_kept(db_path());
+  const auto best = db.best(h100(), plain);
+  ASSERT_TRUE(best);
+  EXPECT_EQ(best->winner.id, 3);
+  EXPECT_EQ(best->problem, plain);
+  const Problem tf32 = computed(plain, Precision::tf32);
+  EXPECT_FALSE(db.best(h100(), tf32)) << "old rows are exact";
+  EXPECT_EQ(db.enqueue(h100(), plain, 1.0), 4);
+  EXPECT_NE(db.enqueue(h100(), tf32, 1.0), 4);
+
+  // The same problem with tf32 is a new row beside the old ones.
+  db.record(h100(), tf32, ok_candidate(tf32, "gemm_tf32", 0.3));
+  EXPECT_EQ(db.stats().problems, 3);
+  EXPECT_EQ(db.candidates(h100(), plain).size(), 1u);
+  EXPECT_EQ(db.candidates(h100(), tf32).size(), 1u);
+  // A tf32 row of a problem that is not f32 never gets into the table, whoever writes it.
+  EXPECT_THROW(RawDb(db_path()).exec("UPDATE problems SET precision = 'tf32' WHERE id = 9"),
+               std::runtime_error);
 }
 
 TEST_F(TuningDbTest, AMigrationLeavingRowsThatPointAtNothingIsRefused) {
@@ -1241,8 +1378,8 @@ TEST_F(TuningDbTest, ExportAndImportKeepWhetherAProblemReadsC) {
   EXPECT_EQ(document["entries"][0]["problem"]["reads_c"], false);
   EXPECT_EQ(document["entries"][1]["problem"]["reads_c"], true);
   // reads_c did not raise the format (3 is for groups, 4 for their layout, 5 for accumulation,
-  // 6 for the epilogue): absent, it means false.
-  EXPECT_EQ(document["version"], 6);
+  // 6 for the epilogue, 7 for the precision): absent, it means false.
+  EXPECT_EQ(document["version"], 7);
 
   TuningDb fresh(dir_.path() / "fresh.db");
   EXPECT_EQ(fresh.import_json(exported).problems, 2);
@@ -1298,7 +1435,7 @@ TEST_F(TuningDbTest, ExportAndImportKeepTheGroupsOfAProblem) {
     exported = db.export_json({});
   }
   Json document = Json::parse(exported);
-  EXPECT_EQ(document["version"], 6);
+  EXPECT_EQ(document["version"], 7);
   ASSERT_EQ(document["entries"].size(), 2u);
   EXPECT_EQ(document["entries"][0]["problem"]["groups"], 0);
   EXPECT_EQ(document["entries"][1]["problem"]["groups"], 128);
@@ -1343,19 +1480,11 @@ TEST_F(TuningDbTest, ExportAndImportKeepTheGroupsOfAProblem) {
 TEST_F(TuningDbTest, ExportAndImportKeepTheGroupLayoutOfAProblem) {
   const Problem dense = make_problem(DType::bf16, Op::T, Op::N, 1536, 32768, 2048);
   const Problem contiguous = grouped(dense, 128), decode = masked(dense, 128);
-  std::string exported;
-  {
-    TuningDb db(db_path());
-    for (const Problem& p : {contiguous, decode}) {
-      CandidateRecord old = ok_candidate(p, fmt::format("moe_{}", to_string(p.group_layout)), 2.0);
-      old.template_version = "00000000deadbeef";
-      db.record(h100(), p, old);
-      db.set_best(h100(), p, old.kernel_name, old.template_version, 2.5, true);
-    }
-    exported = db.export_json({});
-  }
+  const std::string exported = exported_history({contiguous, decode}, [](const Problem& p) {
+    return fmt::format("moe_{}", to_string(p.group_layout));
+  });
   Json document = Json::parse(exported);
-  EXPECT_EQ(document["version"], 6);
+  EXPECT_EQ(document["version"], 7);
   ASSERT_EQ(document["entries"].size(), 2u);
   EXPECT_EQ(document["entries"][0]["problem"]["group_layout"], "contiguous");
   EXPECT_EQ(document["entries"][1]["problem"]["group_layout"], "masked");
@@ -1401,13 +1530,7 @@ TEST_F(TuningDbTest, ExportAndImportKeepTheGroupLayoutOfAProblem) {
     problem["groups"] = bad.groups;
     problem["n"] = bad.n;
     problem["group_layout"] = bad.group_layout;
-    try {
-      fresh.import_json(changed.dump());
-      ADD_FAILURE() << "imported " << problem.dump();
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), Errc::invalid_argument);
-      EXPECT_NE(std::string(e.what()).find(bad.says), std::string::npos) << e.what();
-    }
+    expect_import_refused(fresh, changed, bad.says);
   }
 }
 
@@ -1417,19 +1540,11 @@ TEST_F(TuningDbTest, ExportAndImportKeepTheGroupLayoutOfAProblem) {
 // are of another template version (history), as in the test of the groups above.
 TEST_F(TuningDbTest, ExportAndImportKeepTheAccumulationOfAProblem) {
   const Problem precise = float8(2112, 64, 7168), quick = fast(precise);
-  std::string exported;
-  {
-    TuningDb db(db_path());
-    for (const Problem& p : {precise, quick}) {
-      CandidateRecord old = ok_candidate(p, fmt::format("fp8_{}", to_string(p.accumulation)), 2.0);
-      old.template_version = "00000000deadbeef";
-      db.record(h100(), p, old);
-      db.set_best(h100(), p, old.kernel_name, old.template_version, 2.5, true);
-    }
-    exported = db.export_json({});
-  }
+  const std::string exported = exported_history({precise, quick}, [](const Problem& p) {
+    return fmt::format("fp8_{}", to_string(p.accumulation));
+  });
   Json document = Json::parse(exported);
-  EXPECT_EQ(document["version"], 6);
+  EXPECT_EQ(document["version"], 7);
   ASSERT_EQ(document["entries"].size(), 2u);
   // By the key's columns: 'fast' sorts before 'precise'.
   EXPECT_EQ(document["entries"][0]["problem"]["accumulation"], "fast");
@@ -1462,13 +1577,13 @@ TEST_F(TuningDbTest, ExportAndImportKeepTheAccumulationOfAProblem) {
 
   // A newer format may hold what this build cannot tell apart.
   Json newer_document = document;
-  newer_document["version"] = 7;
+  newer_document["version"] = 8;
   try {
     fresh.import_json(newer_document.dump());
-    ADD_FAILURE() << "imported format 7";
+    ADD_FAILURE() << "imported format 8";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), Errc::invalid_argument);
-    EXPECT_NE(std::string(e.what()).find("version 7 is newer than this build reads (6)"),
+    EXPECT_NE(std::string(e.what()).find("version 8 is newer than this build reads (7)"),
               std::string::npos)
         << e.what();
   }
@@ -1494,13 +1609,7 @@ TEST_F(TuningDbTest, ExportAndImportKeepTheAccumulationOfAProblem) {
     problem["types"] = bad.types;
     problem["scaling"] = bad.scaling;
     problem["accumulation"] = bad.accumulation;
-    try {
-      fresh.import_json(changed.dump());
-      ADD_FAILURE() << "imported " << problem.dump();
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), Errc::invalid_argument);
-      EXPECT_NE(std::string(e.what()).find(bad.says), std::string::npos) << e.what();
-    }
+    expect_import_refused(fresh, changed, bad.says);
   }
 }
 
@@ -1511,19 +1620,10 @@ TEST_F(TuningDbTest, ExportAndImportKeepTheAccumulationOfAProblem) {
 // the test of the groups above.
 TEST_F(TuningDbTest, ExportAndImportKeepTheEpilogueOfAProblem) {
   const Problem plain = square(1024), gelu = fused(plain, "bias,gelu");
-  std::string exported;
-  {
-    TuningDb db(db_path());
-    for (const Problem& p : {plain, gelu}) {
-      CandidateRecord old = ok_candidate(p, "simt_" + p.epilogue.name(), 2.0);
-      old.template_version = "00000000deadbeef";
-      db.record(h100(), p, old);
-      db.set_best(h100(), p, old.kernel_name, old.template_version, 2.5, true);
-    }
-    exported = db.export_json({});
-  }
+  const std::string exported =
+      exported_history({plain, gelu}, [](const Problem& p) { return "simt_" + p.epilogue.name(); });
   Json document = Json::parse(exported);
-  EXPECT_EQ(document["version"], 6);
+  EXPECT_EQ(document["version"], 7);
   ASSERT_EQ(document["entries"].size(), 2u);
   // By the key's columns: 'bias,gelu' sorts before 'none'.
   EXPECT_EQ(document["entries"][0]["problem"]["epilogue"], "bias,gelu");
@@ -1562,13 +1662,13 @@ TEST_F(TuningDbTest, ExportAndImportKeepTheEpilogueOfAProblem) {
 
   // A newer format may hold what this build cannot tell apart.
   Json newer_document = document;
-  newer_document["version"] = 7;
+  newer_document["version"] = 8;
   try {
     fresh.import_json(newer_document.dump());
-    ADD_FAILURE() << "imported format 7";
+    ADD_FAILURE() << "imported format 8";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), Errc::invalid_argument);
-    EXPECT_NE(std::string(e.what()).find("version 7 is newer than this build reads (6)"),
+    EXPECT_NE(std::string(e.what()).find("version 8 is newer than this build reads (7)"),
               std::string::npos)
         << e.what();
   }
@@ -1597,13 +1697,64 @@ TEST_F(TuningDbTest, ExportAndImportKeepTheEpilogueOfAProblem) {
     Json& problem = changed["entries"][0]["problem"];
     problem["epilogue"] = bad.epilogue;
     problem["groups"] = bad.groups;
-    try {
-      fresh.import_json(changed.dump());
-      ADD_FAILURE() << "imported " << problem.dump();
-    } catch (const Error& e) {
-      EXPECT_EQ(e.code(), Errc::invalid_argument);
-      EXPECT_NE(std::string(e.what()).find(bad.says), std::string::npos) << e.what();
-    }
+    expect_import_refused(fresh, changed, bad.says);
+  }
+  EXPECT_EQ(fresh.export_json({}), exported) << "a refused import changes nothing";
+}
+
+// The precision of a problem survives export and import, written last; an export without it
+// (formats 1 to 6) is of exact problems. A bad precision, and tf32 of a problem that is not f32,
+// are refused, saying where. The candidates are of another template version (history), as in
+// the test of the groups above.
+TEST_F(TuningDbTest, ExportAndImportKeepThePrecisionOfAProblem) {
+  const Problem exact = square(1024), tf32x3 = computed(exact, Precision::tf32x3);
+  const std::string exported = exported_history({exact, tf32x3}, [](const Problem& p) {
+    return fmt::format("simt_{}", to_string(p.precision));
+  });
+  Json document = Json::parse(exported);
+  EXPECT_EQ(document["version"], 7);
+  ASSERT_EQ(document["entries"].size(), 2u);
+  // By the key's columns: '3xtf32' sorts before 'exact'.
+  EXPECT_EQ(document["entries"][0]["problem"]["precision"], "3xtf32");
+  EXPECT_EQ(document["entries"][1]["problem"]["precision"], "exact");
+
+  TuningDb fresh(dir_.path() / "fresh.db");
+  EXPECT_EQ(fresh.import_json(exported).problems, 2);
+  EXPECT_EQ(fresh.export_json({}), exported);
+  const auto listed = fresh.list({.precision = Precision::tf32x3});
+  ASSERT_EQ(listed.size(), 1u);
+  EXPECT_EQ(listed[0].problem, tf32x3);
+  EXPECT_EQ(listed[0].winner.kernel_name, "simt_3xtf32");
+
+  // A format 6 export has no precision: its problems are exact.
+  Json older_document = document;
+  older_document["version"] = 6;
+  older_document["entries"].erase(1);
+  older_document["entries"][0]["problem"].erase("precision");
+  TuningDb older(dir_.path() / "older.db");
+  older.import_json(older_document.dump());
+  const auto as_exact = older.list({});
+  ASSERT_EQ(as_exact.size(), 1u);
+  EXPECT_EQ(as_exact[0].problem, exact);
+  EXPECT_EQ(as_exact[0].winner.kernel_name, "simt_3xtf32");
+
+  struct Bad {
+    Json types, precision;
+    const char* says;
+  };
+  for (const Bad& bad :
+       {Bad{"f32", "fast",
+            "entries[0].problem.precision: unknown precision 'fast' (expected exact, tf32 or "
+            "3xtf32)"},
+        Bad{"f32", 1, "entries[0].problem.precision: expected a string, got number"},
+        Bad{"bf16", "tf32",
+            "entries[0].problem: precision tf32 is for f32 operands, accumulator and output, not "
+            "bf16"}}) {
+    Json changed = document;
+    Json& problem = changed["entries"][0]["problem"];
+    problem["types"] = bad.types;
+    problem["precision"] = bad.precision;
+    expect_import_refused(fresh, changed, bad.says);
   }
   EXPECT_EQ(fresh.export_json({}), exported) << "a refused import changes nothing";
 }
@@ -2059,6 +2210,36 @@ TEST_F(TuningDbTest, TheNearestTunedShapeNeverCrossesAccumulations) {
   const auto precise_like = db.bests_like(h100(), precise_call);
   ASSERT_EQ(precise_like.size(), 1u);
   EXPECT_EQ(precise_like[0].problem, precise);
+}
+
+// Nor across precisions: a tf32 problem borrows only a tf32 winner (of a near shape), an exact
+// one only an exact winner, never the other's, however near its shape.
+TEST_F(TuningDbTest, TheNearestTunedShapeNeverCrossesPrecisions) {
+  TuningDb db(db_path());
+  auto f32 = [](int64_t n) { return make_problem(DType::f32, Op::N, Op::N, 4096, n, 4096); };
+  const Problem call = computed(f32(256), Precision::tf32);
+  const Problem fewer_tokens = computed(f32(200), Precision::tf32);
+  const Problem three = computed(f32(240), Precision::tf32x3);
+  const Problem exact = f32(256);
+  for (const Problem& p : {fewer_tokens, three, exact}) seed_problem(db, h100(), p);
+
+  const auto like = db.bests_like(h100(), call);
+  ASSERT_EQ(like.size(), 1u) << "the rows of its precision";
+  EXPECT_EQ(like[0].problem, fewer_tokens);
+  EXPECT_TRUE(std::isinf(shape_distance(call, exact))) << "the same shape, computed otherwise";
+  EXPECT_TRUE(std::isinf(shape_distance(exact, call)));
+  EXPECT_TRUE(std::isinf(shape_distance(call, three)));
+  EXPECT_FALSE(std::isinf(shape_distance(call, fewer_tokens)));
+  // Even given every row, each call finds only the rows of its own precision.
+  const auto anything = [](const BestRecord&, const KernelConfig&) { return true; };
+  const auto all = db.list({});
+  ASSERT_EQ(all.size(), 3u);
+  const auto from_all = nearest_best(all, call, ArchInfo::from_cc(90), anything);
+  ASSERT_TRUE(from_all);
+  EXPECT_EQ(from_all->best.problem, fewer_tokens);
+  const auto exact_like = db.bests_like(h100(), f32(208));
+  ASSERT_EQ(exact_like.size(), 1u);
+  EXPECT_EQ(exact_like[0].problem, exact);
 }
 
 // Nor across epilogues: a fused problem borrows only a winner of its own epilogue (of a near

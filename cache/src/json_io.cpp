@@ -31,8 +31,11 @@ constexpr const char* kFormat = "gemmtune-db";
 // kernel with another error, so it must refuse these files. 6: a problem has "epilogue" ("none",
 // "bias,gelu", ... as Epilogue::name() writes it); without it, as in versions 1 to 5, it is none.
 // A build of version 5 would file a fused problem (bias, activation) as the plain one, whose
-// kernels compute another D, so it must refuse these files.
-constexpr int64_t kFormatVersion = 6;
+// kernels compute another D, so it must refuse these files. 7: a problem has "precision"
+// ("exact", "tf32" or "3xtf32"), last, where the tune queue's migration 10 puts it; without it,
+// as in versions 1 to 6, it is exact. A build of version 6 would file a tf32 problem as the
+// exact one, another kernel with another error, so it must refuse these files.
+constexpr int64_t kFormatVersion = 7;
 
 // Unknown values (-1 in the structs) are null in JSON.
 Json number_or_null(double value) {
@@ -61,7 +64,8 @@ Json problem_json(const Problem& p) {
           {"groups", p.groups},
           {"group_layout", std::string(to_string(p.group_layout))},
           {"accumulation", std::string(to_string(p.accumulation))},
-          {"epilogue", p.epilogue.name()}};
+          {"epilogue", p.epilogue.name()},
+          {"precision", std::string(to_string(p.precision))}};
 }
 
 Json candidate_json(const CandidateRecord& c) {
@@ -206,6 +210,16 @@ DeviceKey parse_device(const Field& f) {
   return d;
 }
 
+// A text member that may be absent (then `value` keeps its default), read by `parse`.
+template <class T>
+void read_if_present(const Field& parent, std::string_view key, T& value,
+                     T (*parse)(std::string_view)) {
+  if (const auto field = parent.find(key)) {
+    const std::string text = field->text();
+    field->checked([&] { value = parse(text); });
+  }
+}
+
 Problem parse_problem(const Field& f) {
   const std::string layout = f["layout"].text();
   if (layout != "nn" && layout != "nt" && layout != "tn" && layout != "tt")
@@ -234,21 +248,14 @@ Problem parse_problem(const Field& f) {
   p.groups = f.find("groups") ? f["groups"].integer(0) : 0;
   // Absent before format 4: every grouped problem was contiguous. validate() refuses masked
   // without groups or with N not a multiple of them.
-  if (const auto field = f.find("group_layout")) {
-    const std::string text = field->text();
-    field->checked([&] { p.group_layout = parse_group_layout(text); });
-  }
+  read_if_present(f, "group_layout", p.group_layout, parse_group_layout);
   // Absent before format 5: every problem was precise. validate() refuses fast other than of
   // float8 with tensor or row scaling.
-  if (const auto field = f.find("accumulation")) {
-    const std::string text = field->text();
-    field->checked([&] { p.accumulation = parse_accumulation(text); });
-  }
+  read_if_present(f, "accumulation", p.accumulation, parse_accumulation);
   // Absent before format 6: no problem had an epilogue. validate() refuses one with groups.
-  if (const auto field = f.find("epilogue")) {
-    const std::string text = field->text();
-    field->checked([&] { p.epilogue = parse_epilogue(text); });
-  }
+  read_if_present(f, "epilogue", p.epilogue, parse_epilogue);
+  // Absent before format 7: every problem was exact. validate() refuses another of other than f32.
+  read_if_present(f, "precision", p.precision, parse_precision);
   f.checked([&] { validate(p); });
   return p;
 }

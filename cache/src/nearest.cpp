@@ -9,6 +9,7 @@ double shape_distance(const Problem& a, const Problem& b) {
   constexpr double kFar = std::numeric_limits<double>::infinity();
   if (a.groups != b.groups || a.group_layout != b.group_layout) return kFar;
   if (a.accumulation != b.accumulation) return kFar;  // another kernel, another error
+  if (a.precision != b.precision) return kFar;        // the same
   if (a.epilogue != b.epilogue) return kFar;  // another store: a plain winner never fuses a bias
   // A grouped problem's M and K are its experts' (fixed by the model): only N, the tokens, moves.
   if (a.grouped() && (a.m != b.m || a.k != b.k)) return kFar;

@@ -68,8 +68,8 @@ constexpr KeyColumns kDeviceKey{"devices", "name, cc, sms, driver, nvrtc", 5};
 constexpr KeyColumns kProblemKey{"problems",
                                  "type_a, type_b, type_c, type_d, type_acc, scaling, layout, m, n, "
                                  "k, lda, ldb, ldc, align, reads_c, groups, group_layout, "
-                                 "accumulation, epilogue",
-                                 19};
+                                 "accumulation, epilogue, precision",
+                                 20};
 
 std::vector<sql::Value> key_of(const DeviceKey& d) {
   return {d.name, int64_t(d.cc), int64_t(d.sms), int64_t(d.driver), d.nvrtc};
@@ -94,7 +94,8 @@ std::vector<sql::Value> key_of(const Problem& p) {
           p.groups,
           std::string(to_string(p.group_layout)),
           std::string(to_string(p.accumulation)),
-          p.epilogue.name()};
+          p.epilogue.name(),
+          std::string(to_string(p.precision))};
 }
 
 std::string placeholders(int count) {
@@ -160,6 +161,7 @@ sql::Conditions matching(const DbFilter& f) {
               {std::string(to_string(*f.accumulation))});
   // Names are canonical (Epilogue::name()), so equal text is the same epilogue.
   if (f.epilogue) where.add("p.epilogue = ?", {f.epilogue->name()});
+  if (f.precision) where.add("p.precision = ?", {std::string(to_string(*f.precision))});
   return where;
 }
 
@@ -170,7 +172,7 @@ constexpr const char* kDeviceColumns = "d.name, d.cc, d.sms, d.driver, d.nvrtc";
 constexpr const char* kProblemColumns =
     "p.type_a, p.type_b, p.type_c, p.type_d, p.type_acc, p.scaling, p.layout, p.m, p.n, p.k, "
     "p.lda, p.ldb, p.ldc, p.align, p.reads_c, p.groups, p.group_layout, p.accumulation, "
-    "p.epilogue";
+    "p.epilogue, p.precision";
 constexpr const char* kCandidateColumns =
     "c.id, c.kernel_name, c.template_version, c.config, c.status, c.registers, c.spills, "
     "c.smem_bytes, c.compile_ms, c.median_ms, c.min_ms, c.max_ms, c.runs, c.tflops, "
@@ -180,7 +182,7 @@ constexpr const char* kCandidatesJoined =
 constexpr const char* kProblemOrder =
     "d.name, d.cc, d.sms, d.driver, d.nvrtc, p.type_a, p.type_b, p.type_c, p.type_d, p.type_acc, "
     "p.scaling, p.layout, p.m, p.n, p.k, p.lda, p.ldb, p.ldc, p.align, p.reads_c, p.groups, "
-    "p.group_layout, p.accumulation, p.epilogue";
+    "p.group_layout, p.accumulation, p.epilogue, p.precision";
 
 DeviceKey read_device(sql::Row& row) {
   DeviceKey d;
@@ -215,6 +217,7 @@ Problem read_problem(sql::Row& row) {
   p.group_layout = parse_group_layout(row.text());
   p.accumulation = parse_accumulation(row.text());
   p.epilogue = parse_epilogue(row.text());
+  p.precision = parse_precision(row.text());
   return p;
 }
 

@@ -214,6 +214,8 @@ std::vector<BestRecord> TuningDb::bests_like(const DeviceKey& device, const Prob
     same_kind.accumulation = like.accumulation;
   // Nor a fused problem a plain one's, nor the reverse: the store is another kernel.
   same_kind.epilogue = like.epilogue;
+  // Nor a tf32 problem an exact one's: another kernel, another error.
+  same_kind.precision = like.precision;
   return rows::fastest_current(
       rows::select_bests(db_, sql::Conditions()
                                   .add(rows::device_is(device))

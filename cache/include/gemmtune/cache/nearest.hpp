@@ -21,8 +21,8 @@ inline constexpr double kOtherBetaFactor = 1.25;
 
 // Sum of |log| size ratios, plus log(kOtherBetaFactor) when one reads C and the other does not;
 // infinite when any dimension differs by more than kNearestShapeCutoff, when the groups or their
-// layouts differ, when the accumulations or the epilogues differ, and between grouped problems of
-// other M or K (only their N may differ).
+// layouts differ, when the accumulations, precisions or epilogues differ, and between grouped
+// problems of other M or K (only their N may differ).
 double shape_distance(const Problem& a, const Problem& b);
 
 struct NearestBest {
@@ -30,9 +30,9 @@ struct NearestBest {
   KernelConfig config;  // its winner made for the call's problem (with_derived_params)
 };
 
-// Of `like` (the bests of the problem's types, scaling, accumulation, epilogue, layout, groups and
-// group layout on this GPU, as TuningDb::bests_like returns them), the one of the nearest shape
-// whose winner, made for `problem`, `usable` accepts; none when no shape is near.
+// Of `like` (the bests of the problem's types, scaling, accumulation, epilogue, precision, layout,
+// groups and group layout on this GPU, as TuningDb::bests_like returns them), the one of the
+// nearest shape whose winner, made for `problem`, `usable` accepts; none when no shape is near.
 std::optional<NearestBest> nearest_best(
     const std::vector<BestRecord>& like, const Problem& problem, const ArchInfo& arch,
     const std::function<bool(const BestRecord& tuned, const KernelConfig& adapted)>& usable);

@@ -123,6 +123,8 @@ struct DbFilter {
   std::optional<Accumulation> accumulation;
   // Problems of this epilogue (none: those the store applies nothing to beyond alpha and beta).
   std::optional<Epilogue> epilogue;
+  // Problems computed so (exact: every problem but f32 ones on tensor cores).
+  std::optional<Precision> precision;
 };
 
 struct DbStats {
@@ -179,7 +181,7 @@ Problem problem_from_json(std::string_view json);
 // (WAL journal, a busy timeout, and every write in its own BEGIN IMMEDIATE transaction).
 class TuningDb {
  public:
-  static constexpr int kSchemaVersion = 9;  // migrations are numbered 1..kSchemaVersion
+  static constexpr int kSchemaVersion = 10;  // migrations are numbered 1..kSchemaVersion
   enum class Mode { read_write, read_only };
 
   // Opens (creating the file and its folder in read_write mode) and migrates to
@@ -212,8 +214,8 @@ class TuningDb {
   // (siblings), the most recently tuned first. rank_bests_for() over the problem's rows there.
   std::vector<TieredBest> bests_for(const DeviceKey& device, const Problem& problem) const;
   // Current bests of the device for every shape with the types, scaling, accumulation, epilogue,
-  // layout, groups and group layout of `like`, of problems that read C and of those that do not
-  // (for the nearest-shape fallback).
+  // precision, layout, groups and group layout of `like`, of problems that read C and of those that
+  // do not (for the nearest-shape fallback).
   std::vector<BestRecord> bests_like(const DeviceKey& device, const Problem& like) const;
 
   // Best rows (current and stale, flagged) matching the filter, by device then shape.
