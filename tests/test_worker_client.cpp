@@ -33,7 +33,11 @@ TEST(WorkerProtocol, AProblemCrossesWhole) {
                    Op::N, 4096, 64, 7168);
   fast.scaling = Scaling::row;
   fast.accumulation = Accumulation::fast;
-  for (const Problem& p : {grouped, fast})
+  Problem tf32 = make_problem(DataType::f32, Op::N, Op::T, 2048, 1024, 512);
+  tf32.precision = Precision::tf32;
+  Problem tf32x3 = tf32;
+  tf32x3.precision = Precision::tf32x3;
+  for (const Problem& p : {grouped, fast, tf32, tf32x3})
     EXPECT_EQ(problem_from_json(nlohmann::json::parse(to_json(p).dump())), p) << p.describe();
 }
 

@@ -17,7 +17,8 @@ nlohmann::json to_json(const Problem& p) {
           {"groups", p.groups},
           {"group_layout", std::string(to_string(p.group_layout))},
           {"accumulation", std::string(to_string(p.accumulation))},
-          {"epilogue", p.epilogue.name()}};
+          {"epilogue", p.epilogue.name()},
+          {"precision", std::string(to_string(p.precision))}};
 }
 
 Problem problem_from_json(const nlohmann::json& j) {
@@ -39,6 +40,7 @@ Problem problem_from_json(const nlohmann::json& j) {
   p.group_layout = parse_group_layout(j.value("group_layout", std::string("contiguous")));
   p.accumulation = parse_accumulation(j.value("accumulation", std::string("precise")));
   p.epilogue = parse_epilogue(j.value("epilogue", std::string("none")));
+  p.precision = parse_precision(j.value("precision", std::string("exact")));
   return p;
 }
 
