@@ -788,7 +788,7 @@ TEST_F(GemmDbCli, TheAccumFilterKeepsPreciseProblemsAndIsChecked) {
   ASSERT_EQ(removed.exit_code, 0) << removed.err;
   EXPECT_TRUE(contains(removed.out, "deleted 1 tuned problem")) << removed.out;
   const Outcome usage = gemm_db({"delete"});
-  EXPECT_TRUE(contains(usage.err, "--scaling, --accum, --layout")) << usage.err;
+  EXPECT_TRUE(contains(usage.err, "--scaling, --accum, --precision, --layout")) << usage.err;
 }
 
 // A float8 problem of fast accumulation is a problem of its own beside the precise one of the
@@ -911,6 +911,59 @@ TEST_F(GemmDbCli, FusedProblemsAreShownApartAndFilteredByEpilogue) {
   EXPECT_EQ(Json::parse(gemm_db({"list", "--json"}).out).size(), 2u) << "the plain ones stay";
   const Outcome usage = gemm_db({"delete"});
   EXPECT_TRUE(contains(usage.err, "--group-layout, --epilogue, --beta")) << usage.err;
+}
+
+// An f32 problem computed with tf32 is a problem of its own beside the exact one of the same
+// shape: shown "f32 precision=tf32" as describe() says it, and chosen by --precision (exact: every
+// other problem, f16's too). The database keys the precision (schema version 10), so export and
+// delete take --precision there, whatever else they match.
+TEST_F(GemmDbCli, Tf32ProblemsAreShownApartAndFilteredByPrecision) {
+  Problem tf32 = f32_2048;
+  tf32.precision = Precision::tf32;
+  {
+    TuningDb db(db_path());
+    const CandidateRecord c = candidate(tf32, "gemm_tf32", CandidateStatus::ok, 0.4);
+    db.record(kH100, tf32, c);
+    db.set_best(kH100, tf32, c.kernel_name, c.template_version, 0.5, true);
+  }
+  const Outcome text = gemm_db({"list"});
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_TRUE(contains(text.out, "  f32 precision=tf32  nn  ")) << text.out;
+  const Json tf32_rows = Json::parse(gemm_db({"list", "--precision", "TF32", "--json"}).out);
+  ASSERT_EQ(tf32_rows.size(), 1u);
+  EXPECT_EQ(tf32_rows[0]["winner"]["kernel_name"], "gemm_tf32");
+  EXPECT_EQ(tf32_rows[0]["problem"]["precision"], "tf32");
+  EXPECT_EQ(Json::parse(gemm_db({"list", "--precision", "exact", "--json"}).out).size(), 2u);
+  EXPECT_TRUE(Json::parse(gemm_db({"list", "--precision", "3xtf32", "--json"}).out).empty());
+
+  const Outcome shown =
+      gemm_db({"show", "--m", "2048", "--n", "2048", "--k", "2048", "--precision", "tf32"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_TRUE(contains(shown.out,
+                       "f32 nn 2048x2048x2048 lda=2048 ldb=2048 ldc=2048 align=16 "
+                       "precision=tf32\n"))
+      << shown.out;
+  EXPECT_TRUE(contains(shown.out, "gemm_tf32"));
+  EXPECT_FALSE(contains(shown.out, "gemm_simt_fast_2048x2048x2048")) << shown.out;
+  EXPECT_TRUE(contains(gemm_db({"stats"}).out, "f32 precision=tf32 1"));
+  const Outcome used = gemm_db({"list", "--for-gpu", "H100", "--precision", "tf32"});
+  ASSERT_EQ(used.exit_code, 0) << used.err;
+  EXPECT_TRUE(contains(used.out, "f32 precision=tf32")) << used.out;
+  EXPECT_FALSE(contains(used.out, "gemm_simt_fast_2048x2048x2048")) << used.out;
+
+  const Json exported = Json::parse(gemm_db({"export", "--precision", "tf32"}).out);
+  ASSERT_EQ(exported["entries"].size(), 1u);
+  EXPECT_EQ(exported["entries"][0]["problem"]["precision"], "tf32") << exported.dump();
+  EXPECT_EQ(Json::parse(gemm_db({"export", "--precision", "exact"}).out)["entries"].size(), 2u);
+  const std::string before = export_all();
+  expect_usage_errors({{{"list", "--precision", "fp16"},
+                        "unknown precision 'fp16' (expected exact, tf32 or 3xtf32)"},
+                       {{"delete", "--precision", "tf16"}, "unknown precision 'tf16'"}});
+  EXPECT_EQ(export_all(), before) << "a refused delete deletes nothing";
+  const Outcome removed = gemm_db({"delete", "--precision", "tf32"});
+  ASSERT_EQ(removed.exit_code, 0) << removed.err;
+  EXPECT_TRUE(contains(removed.out, "deleted 1 tuned problem")) << removed.out;
+  EXPECT_EQ(Json::parse(gemm_db({"list", "--json"}).out).size(), 2u) << "the exact ones stay";
 }
 
 // An export of format 1 names one "dtype" per problem and config and has no groups, group
@@ -1081,8 +1134,8 @@ TEST(ShapesFile, ALineNamesItsTypesPositionallyOrWithTypesEquals) {
       {"64 64 64 bf16 tn nt", "unexpected 'nt'"},
       {"64 64 64 types=bf16 tn nt", "unexpected 'nt'"},
       {"64 64 64 dtype=bf16",
-       "unknown field 'dtype' (types, dtype_b, out, scaling, accum, groups, group_layout, "
-       "epilogue, lda, ldb, ldc, beta)"},
+       "unknown field 'dtype' (types, dtype_b, out, scaling, accum, precision, groups, "
+       "group_layout, epilogue, lda, ldb, ldc, beta)"},
   };
   for (const auto& [line, says] : bad) {
     try {

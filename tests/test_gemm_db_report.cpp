@@ -297,6 +297,21 @@ TEST_F(GemmDbReport, FastAccumulationProblemsShowTheirAccumulation) {
   EXPECT_TRUE(contains(run.output, "2 GPUs, 14 problems")) << run.output;
 }
 
+// An f32 problem computed with tf32 is labelled "precision=tf32" after its types, as describe()
+// says it, and chosen by --precision (the demo's problems are all exact).
+TEST_F(GemmDbReport, Tf32ProblemsShowTheirPrecision) {
+  Problem tf32 = make_problem(DType::f32, Op::N, Op::N, 4096, 512, 1024);
+  tf32.precision = Precision::tf32;
+  store_tuned(tf32, "gemm_tf32_4096", 0.02, 0.025);
+  expect_one_problem_labelled("--precision tf32", "f32 nn 4096x512x1024 precision=tf32");
+  EXPECT_TRUE(contains(read_text(page()), "gemm_tf32_4096"));
+  auto run = report("--precision exact");
+  EXPECT_TRUE(contains(run.output, "2 GPUs, 14 problems")) << run.output;
+  EXPECT_FALSE(contains(read_text(page()), "precision=tf32")) << "the tf32 one is left out";
+  run = report("--precision 3xtf32");
+  EXPECT_TRUE(contains(run.output, "0 GPUs, 0 problems")) << run.output;
+}
+
 // A problem whose store applies an epilogue is labelled "epilogue=bias,gelu" after its shape, as
 // describe() says it, and chosen by --epilogue (the demo's problems have none).
 TEST_F(GemmDbReport, FusedProblemsShowTheirEpilogue) {

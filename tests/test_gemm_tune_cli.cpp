@@ -346,9 +346,8 @@ TEST(ShapesFile, Float8LinesTakeDtypeBOutAndScaling) {
       {"64 64 64 e4m3 out=", "out= has no value"},
       {"64 64 64 e4m3*e4m3->bf16 out=f16", "names the type of every operand"},
       {"64 64 64 e4m3 scale=row",
-       "unknown field 'scale' (types, dtype_b, out, scaling, accum, groups, group_layout, "
-       "epilogue, lda, "
-       "ldb, ldc, beta)"},
+       "unknown field 'scale' (types, dtype_b, out, scaling, accum, precision, groups, "
+       "group_layout, epilogue, lda, ldb, ldc, beta)"},
   };
   for (const auto& [line, says] : bad)
     expect_refused([&] { cli::parse_shape_line(line); }, line, {says});
@@ -403,8 +402,8 @@ TEST(ShapesFile, AccumLinesChooseTheAccumulationOfFloat8) {
            {"64 64 64 e4m3 accum=", "'64 64 64 e4m3 accum=': accum= has no value"},
            {"64 64 64 e4m3 accum=fast accum=fast", "accum= is given twice"},
            {"64 64 64 e4m3 accumulation=fast",
-            "unknown field 'accumulation' (types, dtype_b, out, scaling, accum, groups, "
-            "group_layout, epilogue, lda, ldb, ldc, beta)"}})
+            "unknown field 'accumulation' (types, dtype_b, out, scaling, accum, precision, "
+            "groups, group_layout, epilogue, lda, ldb, ldc, beta)"}})
     expect_refused([&] { cli::parse_shape_line(line); }, line, {says});
 
   test::TempDir dir;
@@ -428,6 +427,51 @@ TEST(ShapesFile, AccumLinesChooseTheAccumulationOfFloat8) {
   EXPECT_FALSE(cli::problem_of_line(lines[3], command_line, "nn", 0.0f).fast_accumulation());
   expect_refused([&] { cli::problem_of_line(lines[3], fast_any, "nn", 0.0f); }, "--accum fast",
                  {"shapes.txt:5: '64 64 64 bf16 tn': fast accumulation is for float8"});
+}
+
+// precision= on a line, else --precision (TypeArgs::precision), chooses how an f32 product is
+// computed: exact by default. --precision is of the file's f32 lines (a line naming other types has
+// one way), a line's own precision= of its own. A bad value is refused with the line; a
+// precision of other types than f32, with validate()'s message after the file and line.
+TEST(ShapesFile, PrecisionLinesChooseHowF32IsComputed) {
+  const cli::TypeArgs command_line{};
+  auto problem_of = [](const std::string& line, const cli::TypeArgs& args) {
+    return cli::problem_of_line(cli::parse_shape_line(line), args, "nn", 0.0f);
+  };
+  const Problem tf32 = problem_of("256 128 64 f32 precision=tf32", command_line);
+  EXPECT_EQ(tf32.precision, Precision::tf32);
+  EXPECT_EQ(tf32.describe(), "f32 nn 256x128x64 lda=256 ldb=64 ldc=256 align=16 precision=tf32");
+  EXPECT_EQ(problem_of("256 128 64 f32 precision=3XTF32", command_line).precision,
+            Precision::tf32x3);
+  const Problem exact = problem_of("256 128 64 f32", command_line);
+  EXPECT_EQ(exact.precision, Precision::exact);
+  EXPECT_NE(tf32, exact);
+  EXPECT_EQ(problem_of("256 128 64 f32 precision=exact", command_line), exact);
+
+  cli::TypeArgs tf32_args{"f32"};
+  tf32_args.precision = "tf32";
+  EXPECT_EQ(problem_of("256 128 64", tf32_args), tf32);
+  EXPECT_EQ(problem_of("256 128 64 f32 precision=exact", tf32_args), exact);
+  EXPECT_EQ(problem_of("256 128 64 bf16", tf32_args).precision, Precision::exact);
+  EXPECT_EQ(problem_of("256 128 64 e4m3 tn", tf32_args).precision, Precision::exact);
+
+  for (const auto& [line, says] : std::vector<std::pair<std::string, std::string>>{
+           {"64 64 64 f32 precision=fp32",
+            "'64 64 64 f32 precision=fp32': unknown precision 'fp32' (expected exact, tf32 or "
+            "3xtf32)"},
+           {"64 64 64 f32 precision=", "'64 64 64 f32 precision=': precision= has no value"},
+           {"64 64 64 precision=tf32 precision=tf32", "precision= is given twice"}})
+    expect_refused([&] { cli::parse_shape_line(line); }, line, {says});
+
+  test::TempDir dir;
+  std::ofstream(dir / "shapes.txt") << "64 64 64 f32 precision=3xtf32\n"
+                                       "64 64 64 bf16 tn precision=tf32\n";
+  const auto lines = cli::read_shapes_file((dir / "shapes.txt").string());
+  ASSERT_EQ(lines.size(), 2u);
+  EXPECT_EQ(cli::problem_of_line(lines[0], command_line, "nn", 0.0f).precision, Precision::tf32x3);
+  expect_refused([&] { cli::problem_of_line(lines[1], command_line, "nn", 0.0f); }, "bf16 tf32",
+                 {"shapes.txt:2: '64 64 64 bf16 tn precision=tf32': precision tf32 is for f32 "
+                  "operands, accumulator and output, not bf16"});
 }
 
 // The suite of issue 33 (shared/bench/fp8-shapes.txt, beside the checkout): every line parses.
@@ -515,16 +559,39 @@ TEST(GemmTuneCli, AccumFastMakesTheFastProblem) {
     EXPECT_NE(help.output.find(words), std::string::npos) << words << " not in --help";
 }
 
+TEST(GemmTuneCli, PrecisionMakesTheProblemOfTensorCores) {
+  const std::string f32 = "f32 nn 256x128x64 lda=256 ldb=64 ldc=256 align=16";
+  expect_dry_run_of("--m 256 --n 128 --k 64 --precision tf32", f32 + " precision=tf32",
+                    "no kernel family supports f32");
+  expect_dry_run_of("--m 256 --n 128 --k 64 --precision 3xTF32", f32 + " precision=3xtf32",
+                    "no kernel family supports f32");
+  expect_dry_run_of("--m 256 --n 128 --k 64 --precision exact", f32,
+                    "no kernel family supports f32");
+  expect_usage_error("--m 64 --n 64 --k 64 --dtype bf16 --precision tf32",
+                     "precision tf32 is for f32 operands, accumulator and output, not bf16");
+  expect_usage_error("--m 64 --n 64 --k 64 --precision fp16",
+                     "unknown precision 'fp16' (expected exact, tf32 or 3xtf32)");
+  const auto help = run_command(tool("gemm-tune") + " --help");
+  for (const char* words : {"--precision", "precision=", "FAST_TF32"})
+    EXPECT_NE(help.output.find(words), std::string::npos) << words << " not in --help";
+}
+
+// gemm-bench refuses `args` before it needs a GPU, as bad usage: exit code 2, "gemm-bench:
+// error: " and `says`.
+void expect_bench_usage_error(const std::string& args, const std::string& says) {
+  const auto r = run_command(tool("gemm-bench") + " " + args);
+  EXPECT_EQ(r.signal, 0) << args;
+  EXPECT_EQ(r.exit_code, 2) << args << ": " << r.output;
+  EXPECT_NE(r.output.find("gemm-bench: error: "), std::string::npos) << args << ": " << r.output;
+  EXPECT_NE(r.output.find(says), std::string::npos) << args << ": " << r.output;
+}
+
 TEST(GemmBenchCli, Float8OptionsAreCheckedBeforeTheGpu) {
   for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
            {"--m 64 --n 64 --k 64 --dtype e4m3 --out e4m3", "output type 'e4m3'"},
            {"--m 64 --n 64 --k 64 --dtype e4m3 --scaling sideways", "unknown scaling 'sideways'"},
            {"--m 64 --n 64 --k 64 --dtype f16 --scaling tensor", "scaling tensor is for float8"}}) {
-    const auto r = run_command(tool("gemm-bench") + " " + args);
-    EXPECT_EQ(r.signal, 0) << args;
-    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.output;
-    EXPECT_NE(r.output.find("gemm-bench: error: "), std::string::npos) << args << ": " << r.output;
-    EXPECT_NE(r.output.find(says), std::string::npos) << args << ": " << r.output;
+    expect_bench_usage_error(args, says);
   }
   const auto help = run_command(tool("gemm-bench") + " --help");
   for (const char* option : {"--dtype-b", "--out", "--scaling"})
@@ -549,6 +616,18 @@ TEST(GemmBenchCli, AccumIsCheckedBeforeTheGpu) {
   const std::string help = run_command(tool("gemm-bench") + " --help").output;
   EXPECT_NE(help.find("--accum"), std::string::npos);
   EXPECT_NE(help.find("accum="), std::string::npos) << "the shapes file's key";
+}
+
+TEST(GemmBenchCli, PrecisionIsCheckedBeforeTheGpu) {
+  for (const auto& [args, says] : std::vector<std::pair<std::string, std::string>>{
+           {"--m 64 --n 64 --k 64 --precision tf16", "unknown precision 'tf16'"},
+           {"--m 64 --n 64 --k 64 --dtype f16 --precision tf32",
+            "precision tf32 is for f32 operands, accumulator and output, not f16"}}) {
+    expect_bench_usage_error(args, says);
+  }
+  const std::string help = run_command(tool("gemm-bench") + " --help").output;
+  EXPECT_NE(help.find("--precision"), std::string::npos);
+  EXPECT_NE(help.find("precision="), std::string::npos) << "the shapes file's key";
 }
 
 TEST(GemmBenchCli, BadInput) {
@@ -722,11 +801,7 @@ TEST(GemmBenchCli, GroupsAreCheckedBeforeTheGpu) {
            {"--m 64 --n 64 --k 64 --groups x", "groups 'x' is not a number"},
            {"--m 64 --n 64 --k 64 --group-layout masked", "the masked group layout needs groups"},
            {"--m 64 --n 64 --k 64 --groups 8 --group-layout x", "unknown group layout 'x'"}}) {
-    const auto r = run_command(tool("gemm-bench") + " " + args);
-    EXPECT_EQ(r.signal, 0) << args;
-    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.output;
-    EXPECT_NE(r.output.find("gemm-bench: error: "), std::string::npos) << args << ": " << r.output;
-    EXPECT_NE(r.output.find(says), std::string::npos) << args << ": " << r.output;
+    expect_bench_usage_error(args, says);
   }
   const std::string help = run_command(tool("gemm-bench") + " --help").output;
   EXPECT_NE(help.find("--groups"), std::string::npos);

@@ -162,6 +162,7 @@ void add_type_options(CLI::App& app, TypeArgs& args) {
   app.add_option("--out", args.out, kOutHelp);
   app.add_option("--scaling", args.scaling, kScalingHelp);
   app.add_option("--accum", args.accum, kAccumHelp);
+  app.add_option("--precision", args.precision, kPrecisionHelp);
   app.add_option("--epilogue", args.epilogue, kEpilogueHelp);
   app.add_option("--groups", args.groups,
                  fmt::format("Groups of a grouped GEMM (mixture of experts: G matrices of A share "
@@ -237,7 +238,8 @@ ShapeLine parse_shape_line(const std::string& raw) {
   if (!(shape >> s.m >> s.n >> s.k) || (shape >> rest))
     GT_THROW(Errc::invalid_argument,
              "'{}' is not a shape (expected 'M N K' or 'MxNxK', then optional types, layout, "
-             "types=, accum=, groups=, group_layout=, epilogue=, lda=, ldb=, ldc=, beta=)",
+             "types=, accum=, precision=, groups=, group_layout=, epilogue=, lda=, ldb=, ldc=, "
+             "beta=)",
              raw);
   std::vector<std::string> positional;  // the types, then the layout
   bool types_key = false;
@@ -262,14 +264,16 @@ ShapeLine parse_shape_line(const std::string& raw) {
       types_key = true;
       s.dtype = text;
     } else if (key == "dtype_b" || key == "out" || key == "scaling" || key == "accum" ||
-               key == "groups" || key == "group_layout" || key == "epilogue") {
-      std::string& field = key == "dtype_b"    ? s.dtype_b
-                           : key == "out"      ? s.out
-                           : key == "scaling"  ? s.scaling
-                           : key == "accum"    ? s.accum
-                           : key == "groups"   ? s.groups
-                           : key == "epilogue" ? s.epilogue
-                                               : s.group_layout;
+               key == "precision" || key == "groups" || key == "group_layout" ||
+               key == "epilogue") {
+      std::string& field = key == "dtype_b"     ? s.dtype_b
+                           : key == "out"       ? s.out
+                           : key == "scaling"   ? s.scaling
+                           : key == "accum"     ? s.accum
+                           : key == "precision" ? s.precision
+                           : key == "groups"    ? s.groups
+                           : key == "epilogue"  ? s.epilogue
+                                                : s.group_layout;
       GT_REQUIRE(field.empty(), Errc::invalid_argument, "'{}': {}= is given twice", raw, key);
       GT_REQUIRE(!text.empty(), Errc::invalid_argument, "'{}': {}= has no value", raw, key);
       field = text;
@@ -283,7 +287,7 @@ ShapeLine parse_shape_line(const std::string& raw) {
       s.ldc = parse_integer(raw, text);
     else
       GT_THROW(Errc::invalid_argument,
-               "'{}': unknown field '{}' (types, dtype_b, out, scaling, accum, groups, "
+               "'{}': unknown field '{}' (types, dtype_b, out, scaling, accum, precision, groups, "
                "group_layout, epilogue, lda, ldb, ldc, beta)",
                raw, key);
   }
@@ -302,6 +306,7 @@ ShapeLine parse_shape_line(const std::string& raw) {
     if (!s.out.empty()) output_type(s.out);
     if (!s.scaling.empty()) scaling_of(s.scaling);
     if (!s.accum.empty()) parse_accumulation(s.accum);
+    if (!s.precision.empty()) parse_precision(s.precision);
     if (!s.epilogue.empty()) parse_epilogue(s.epilogue);
     if (!s.groups.empty()) groups_of(s.groups);
     if (!s.group_layout.empty()) parse_group_layout(s.group_layout);
@@ -351,6 +356,8 @@ Problem make_cli_problem(const TypeArgs& types, const std::string& layout, int64
   p.scaling = t.scaling;
   // validate() below refuses fast accumulation other than of float8 with tensor or row scaling.
   p.accumulation = types.accum.empty() ? Accumulation::precise : parse_accumulation(types.accum);
+  // validate() below refuses a precision other than exact of other types than f32.
+  p.precision = types.precision.empty() ? Precision::exact : parse_precision(types.precision);
   p.groups = groups;
   p.group_layout = group_layout;
   p.epilogue = parse_epilogue(types.epilogue);
@@ -379,6 +386,7 @@ Problem problem_of_line(const ShapeLine& line, const TypeArgs& types, const std:
   if (!line.out.empty()) t.out = line.out;
   if (!line.scaling.empty()) t.scaling = line.scaling;
   if (!line.accum.empty()) t.accum = line.accum;
+  if (!line.precision.empty()) t.precision = line.precision;
   if (!line.epilogue.empty()) t.epilogue = line.epilogue;
   if (!line.groups.empty()) t.groups = line.groups;
   if (!line.group_layout.empty()) t.group_layout = line.group_layout;
@@ -386,6 +394,10 @@ Problem problem_of_line(const ShapeLine& line, const TypeArgs& types, const std:
     // A line of one GEMM among the command line's masked groups: it has no group layout.
     if (line.group_layout.empty() && !line.groups.empty() && groups_of(line.groups) == 0)
       t.group_layout.clear();
+    // The command line's precision is of f32 lines: a line naming other types has the one way.
+    if (line.precision.empty() && !line.dtype.empty() && !t.precision.empty() &&
+        problem_types(t).types != DataTypes::uniform(DataType::f32))
+      t.precision.clear();
     return make_cli_problem(t, line.layout.empty() ? layout : line.layout, line.m, line.n, line.k,
                             line.lda, line.ldb, line.ldc, line.beta.value_or(beta));
   } catch (const Error& e) {

@@ -84,17 +84,16 @@ std::string escape(std::string_view text) {
 
 // "bf16 tn 4096x8x4096" or "f16*bf16->f32 nn 4096x8x4096", with the leading dimensions that are
 // not tight, the scaling where there is one (and "accum=fast" where it is fast, as describe()
-// says), the groups where it is grouped (and "masked" for that layout), the epilogue where
-// there is one ("epilogue=bias,gelu") and " beta!=0" when it reads C.
+// says), the precision where it is not exact ("precision=tf32"), the groups where it is grouped
+// (and "masked" for that layout), the epilogue where there is one ("epilogue=bias,gelu") and "
+// beta!=0" when it reads C.
 std::string problem_label(const Problem& p) {
   std::string label = fmt::format("{} {} {}", p.types.name(), p.layout(), p.shape());
   const Problem tight = make_problem(p.types, p.op_a, p.op_b, p.m, p.n, p.k);
   if (p.lda != tight.lda) label += fmt::format(" lda={}", p.lda);
   if (p.ldb != tight.ldb) label += fmt::format(" ldb={}", p.ldb);
   if (p.ldc != tight.ldc) label += fmt::format(" ldc={}", p.ldc);
-  if (p.scaling != Scaling::none) label += fmt::format(" scaling={}", to_string(p.scaling));
-  if (p.fast_accumulation()) label += " accum=fast";
-  label += groups_text(p) + epilogue_text(p);
+  label += computing_text(p) + groups_text(p) + epilogue_text(p);
   return label + p.beta_mark();
 }
 

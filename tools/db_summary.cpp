@@ -9,9 +9,14 @@
 namespace gemmtune::cli {
 
 std::string types_text(const Problem& p) {
-  std::string text = p.types.name();
+  return p.types.name() + computing_text(p);
+}
+
+std::string computing_text(const Problem& p) {
+  std::string text;
   if (p.scaling != Scaling::none) text += fmt::format(" scaling={}", to_string(p.scaling));
   if (p.fast_accumulation()) text += " accum=fast";
+  if (p.precision != Precision::exact) text += fmt::format(" precision={}", to_string(p.precision));
   return text;
 }
 

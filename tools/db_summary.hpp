@@ -21,9 +21,13 @@ struct ProblemFilter {
 };
 
 // A problem's data types as gemm-db shows them: "bf16", "f16*bf16->f32", followed by the scaling
-// where it is not none ("e4m3*e4m3->bf16 scaling=tensor") and the accumulation where it is fast,
-// as describe() does ("e4m3*e4m3->bf16 scaling=tensor accum=fast").
+// where it is not none ("e4m3*e4m3->bf16 scaling=tensor"), the accumulation where it is fast and
+// the precision where it is not exact, as describe() does ("e4m3*e4m3->bf16 scaling=tensor
+// accum=fast", "f32 precision=tf32").
 std::string types_text(const Problem& p);
+// Its scaling, accumulation and precision as types_text() shows them after the types: "" for
+// none, precise and exact, else " scaling=row accum=fast", " precision=tf32".
+std::string computing_text(const Problem& p);
 // Its groups as gemm-db shows them after the shape, as describe() does: "" for one GEMM,
 // " groups=G", " groups=G masked" for the masked group layout.
 std::string groups_text(const Problem& p);

@@ -65,7 +65,8 @@ void print_json(const Json& json) {
 // Options
 
 struct FilterArgs {
-  std::string device, types, dtype, scaling, accum, layout, groups, group_layout, epilogue;
+  std::string device, types, dtype, scaling, accum, precision, layout, groups, group_layout,
+      epilogue;
   int64_t m = 0, n = 0, k = 0, lda = 0, ldb = 0, ldc = 0;  // 0: not given
   std::optional<double> beta;                              // only whether it is 0 counts
 };
@@ -114,6 +115,9 @@ void add_filter_options(CLI::App& sub, FilterArgs& args) {
   sub.add_option("--accum", args.accum,
                  "Only problems of this accumulation of float8 products, as gemm-tune's --accum: "
                  "precise or fast");
+  sub.add_option("--precision", args.precision,
+                 "Only problems computed so, as gemm-tune's --precision: exact (also every "
+                 "problem that is not f32), tf32 or 3xtf32");
   sub.add_option("--layout", args.layout, "op(A) op(B): nn, nt, tn or tt");
   sub.add_option("--m", args.m, "M")->check(kPositive);
   sub.add_option("--n", args.n,
@@ -163,6 +167,8 @@ ProblemFilter to_filter(const FilterArgs& args) {
   if (filter.accumulation == Accumulation::fast) f.accumulation = Accumulation::fast;
   // Every problem has an epilogue in the database's key (none included): it filters there.
   if (!args.epilogue.empty()) f.epilogue = parse_epilogue(args.epilogue);
+  // So has a precision (exact included).
+  if (!args.precision.empty()) f.precision = parse_precision(args.precision);
   if (!args.layout.empty()) {
     std::string layout = args.layout;
     std::transform(layout.begin(), layout.end(), layout.begin(),
@@ -190,8 +196,8 @@ ProblemFilter to_filter(const FilterArgs& args) {
 bool is_empty(const ProblemFilter& filter) {
   const DbFilter& f = filter.db;
   return !f.device && !f.types && !f.layout && !f.m && !f.n && !f.k && !f.lda && !f.ldb && !f.ldc &&
-         !f.reads_c && !f.groups && !f.group_layout && !f.epilogue && !filter.scaling &&
-         !filter.accumulation;
+         !f.reads_c && !f.groups && !f.group_layout && !f.epilogue && !f.precision &&
+         !filter.scaling && !filter.accumulation;
 }
 
 template <class Rows, class ProblemOf>
@@ -348,7 +354,7 @@ bool listed_before(const Problem& a, const Problem& b) {
   auto key = [](const Problem& p) {
     return std::make_tuple(p.types.name(), std::string(to_string(p.scaling)), p.layout(), p.m, p.n,
                            p.k, p.lda, p.ldb, p.ldc, p.align, p.reads_c, p.groups, p.group_layout,
-                           p.accumulation, p.epilogue.name());
+                           p.accumulation, p.epilogue.name(), p.precision);
   };
   return key(a) < key(b);
 }
@@ -735,8 +741,8 @@ int show_stats(const Options& opts) {
 int delete_problems(const Options& opts) {
   const ProblemFilter filter = to_filter(opts.filter);
   GT_REQUIRE(opts.all || !is_empty(filter), Errc::invalid_argument,
-             "delete needs a filter (--device, --types, --scaling, --accum, --layout, --m, --n, "
-             "--k, --groups, --group-layout, --epilogue, --beta) or --all");
+             "delete needs a filter (--device, --types, --scaling, --accum, --precision, --layout, "
+             "--m, --n, --k, --groups, --group-layout, --epilogue, --beta) or --all");
   GT_REQUIRE(!opts.all || is_empty(filter), Errc::invalid_argument,
              "delete takes filters or --all, not both");
   const auto db = open_existing(opts.db);
