@@ -11,6 +11,7 @@
 
 #include "cli_common.hpp"
 #include "gemmtune/gemmtune.h"
+#include "gemmtune/gemmtune.hpp"
 #include "support.hpp"
 
 namespace {
@@ -83,6 +84,12 @@ const std::vector<Attribute>& attributes() {
        GEMMTUNE_GATE_NONE,
        {GEMMTUNE_GATE_NONE, GEMMTUNE_GATE_HALVES, GEMMTUNE_GATE_INTERLEAVED},
        {-1, 3, 100}},
+      {GEMMTUNE_MATMUL_DESC_PRECISION,
+       "GEMMTUNE_MATMUL_DESC_PRECISION",
+       GEMMTUNE_PRECISION_DEFAULT,
+       {GEMMTUNE_PRECISION_DEFAULT, GEMMTUNE_PRECISION_EXACT, GEMMTUNE_PRECISION_TF32,
+        GEMMTUNE_PRECISION_TF32X3},
+       {-2, 3, 100}},
   };
   return all;
 }
@@ -165,7 +172,8 @@ TEST(CApiMatmulDesc, EveryAttributeRoundTripsAndLeavesTheOthersAlone) {
                                     GEMMTUNE_ACCUMULATION_FAST,
                                     GEMMTUNE_BIAS_N,
                                     GEMMTUNE_ACTIVATION_GELU_TANH,
-                                    GEMMTUNE_GATE_INTERLEAVED};
+                                    GEMMTUNE_GATE_INTERLEAVED,
+                                    GEMMTUNE_PRECISION_TF32X3};
   for (size_t i = 0; i < attributes().size(); ++i)
     ASSERT_EQ(d.set(attributes()[i].attr, values[i]), GEMMTUNE_SUCCESS) << last_error();
   EXPECT_EQ(d.all(), values);
@@ -229,13 +237,17 @@ TEST(CApiMatmulDesc, UnknownValuesAreRefusedByNameAndChangeNothing) {
   expect_invalid(d.set(GEMMTUNE_MATMUL_DESC_GATE, 3),
                  {"GEMMTUNE_MATMUL_DESC_GATE: unknown gate 3", "GEMMTUNE_GATE_NONE (0)",
                   "GEMMTUNE_GATE_HALVES (1)", "GEMMTUNE_GATE_INTERLEAVED (2)"});
+  expect_invalid(d.set(GEMMTUNE_MATMUL_DESC_PRECISION, 3),
+                 {"GEMMTUNE_MATMUL_DESC_PRECISION: unknown precision 3",
+                  "GEMMTUNE_PRECISION_DEFAULT (-1)", "GEMMTUNE_PRECISION_EXACT (0)",
+                  "GEMMTUNE_PRECISION_TF32 (1)", "GEMMTUNE_PRECISION_TF32X3 (2)"});
 }
 
 TEST(CApiMatmulDesc, UnknownAttributesAreRefused) {
   Desc d;
   int32_t value = 0;
   size_t written = 0;
-  for (int attr : {-1, 19, 100}) {
+  for (int attr : {-1, 20, 100}) {
     const auto a = static_cast<gemmtune_matmul_attribute>(attr);
     expect_invalid(gemmtune_matmul_desc_set_attribute(d, a, &value, sizeof value),
                    {"unknown matmul descriptor attribute " + std::to_string(attr)});
@@ -250,9 +262,9 @@ TEST(CApiMatmulDesc, UnknownAttributesAreRefused) {
 TEST(CApiMatmulDesc, UnknownAttributesNameTheKnownRange) {
   Desc d;
   int32_t value = 0;
-  expect_invalid(gemmtune_matmul_desc_set_attribute(d, static_cast<gemmtune_matmul_attribute>(19),
+  expect_invalid(gemmtune_matmul_desc_set_attribute(d, static_cast<gemmtune_matmul_attribute>(20),
                                                     &value, sizeof value),
-                 {"GEMMTUNE_MATMUL_DESC_A_TYPE (0) to GEMMTUNE_MATMUL_DESC_GATE (18)"});
+                 {"GEMMTUNE_MATMUL_DESC_A_TYPE (0) to GEMMTUNE_MATMUL_DESC_PRECISION (19)"});
 }
 
 TEST(CApiMatmulDesc, GroupsAreBoundedByKMaxGroups) {
@@ -459,6 +471,24 @@ TEST(CApiMatmulDesc, TheAccumulationIsAnInt32ApartFromTheTypesAndTheScaling) {
   EXPECT_EQ(d.get(GEMMTUNE_MATMUL_DESC_ACCUMULATION), GEMMTUNE_ACCUMULATION_PRECISE);
   EXPECT_EQ(d.get(GEMMTUNE_MATMUL_DESC_SCALING), GEMMTUNE_SCALING_BLOCK);
   EXPECT_EQ(d.get(GEMMTUNE_MATMUL_DESC_A_TYPE), GEMMTUNE_E4M3);
+}
+
+// The precision: an int32_t set in any order with the types (the call checks the problem),
+// which it leaves alone; GEMMTUNE_PRECISION_DEFAULT, the library's, until set and when set again.
+TEST(CApiMatmulDesc, ThePrecisionIsAnInt32ApartFromTheTypes) {
+  Desc d;
+  EXPECT_EQ(d.get(GEMMTUNE_MATMUL_DESC_PRECISION), GEMMTUNE_PRECISION_DEFAULT);
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_PRECISION, GEMMTUNE_PRECISION_TF32), GEMMTUNE_SUCCESS)
+      << last_error();
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_A_TYPE, GEMMTUNE_BF16), GEMMTUNE_SUCCESS);  // not judged
+  EXPECT_EQ(d.get(GEMMTUNE_MATMUL_DESC_PRECISION), GEMMTUNE_PRECISION_TF32);
+  const std::vector<int32_t> before = d.all();
+  expect_invalid(d.set(GEMMTUNE_MATMUL_DESC_PRECISION, -2),
+                 {"GEMMTUNE_MATMUL_DESC_PRECISION: unknown precision -2"});
+  EXPECT_EQ(d.all(), before);
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_PRECISION, GEMMTUNE_PRECISION_DEFAULT), GEMMTUNE_SUCCESS);
+  EXPECT_EQ(d.get(GEMMTUNE_MATMUL_DESC_PRECISION), GEMMTUNE_PRECISION_DEFAULT);
+  EXPECT_EQ(d.get(GEMMTUNE_MATMUL_DESC_A_TYPE), GEMMTUNE_BF16);
 }
 
 // The bias and D pointers: a const void* and a void*, NULL by default, apart from each other and
@@ -824,6 +854,42 @@ TEST(CApiMatmul, FastAccumulationIsCheckedBeforeItNeedsAGpu) {
       << last_error();
 }
 
+// A descriptor of every operand of `type`.
+void set_uniform(Desc& d, int32_t type) {
+  for (auto attr : {GEMMTUNE_MATMUL_DESC_A_TYPE, GEMMTUNE_MATMUL_DESC_B_TYPE,
+                    GEMMTUNE_MATMUL_DESC_C_TYPE, GEMMTUNE_MATMUL_DESC_D_TYPE})
+    ASSERT_EQ(d.set(attr, type), GEMMTUNE_SUCCESS);
+}
+
+// A precision other than exact is f32's (validate()): said of other types before a GPU is
+// needed, by the call, select and record alike.
+TEST(CApiMatmul, APrecisionOfOtherTypesThanF32IsCheckedBeforeItNeedsAGpu) {
+  const float one = 1.0f, zero = 0.0f;
+  Desc bf16;
+  set_uniform(bf16, GEMMTUNE_BF16);
+  ASSERT_EQ(bf16.set(GEMMTUNE_MATMUL_DESC_PRECISION, GEMMTUNE_PRECISION_TF32), GEMMTUNE_SUCCESS);
+  const std::vector<std::string> message{
+      "precision tf32 is for f32 operands, accumulator and output, not bf16"};
+  expect_invalid(gemmtune_matmul(0, bf16, 64, 48, 32, &one, kA, 64, kB, 32, &zero, kC, 64, nullptr),
+                 message);
+  const char* json = nullptr;
+  expect_invalid(gemmtune_matmul_select(0, bf16, 64, 48, 32, kA, 64, kB, 32, 0.0f, kC, 64, &json),
+                 message);
+  EXPECT_EQ(json, nullptr);
+  gemmtune::test::TempDir dir;
+  const std::string path = (dir / "shapes.txt").string();
+  expect_invalid(
+      gemmtune_matmul_record_problem(path.c_str(), bf16, 64, 48, 32, 64, 32, 0.0f, 64, nullptr),
+      message);
+  EXPECT_FALSE(std::filesystem::exists(path));
+  // Exact is every type's.
+  ASSERT_EQ(bf16.set(GEMMTUNE_MATMUL_DESC_PRECISION, GEMMTUNE_PRECISION_EXACT), GEMMTUNE_SUCCESS);
+  EXPECT_EQ(
+      gemmtune_matmul_record_problem(path.c_str(), bf16, 64, 48, 32, 64, 32, 0.0f, 64, nullptr),
+      GEMMTUNE_SUCCESS)
+      << last_error();
+}
+
 // A bf16 descriptor with op(A) = T (nn.Linear's y^T = W x^T) and the epilogue `bias`, `act`.
 void set_epilogue(Desc& d, int32_t bias, int32_t act) {
   for (auto attr : {GEMMTUNE_MATMUL_DESC_A_TYPE, GEMMTUNE_MATMUL_DESC_B_TYPE,
@@ -1149,6 +1215,83 @@ TEST(CApiMatmul, AFastProblemIsRecordedWithItsAccumulation) {
                                      "2112 64 7168 e4m3*e4m3->bf16 tn scaling=row accum=fast",
                                      "2112 64 7168 e4m3*e4m3->bf16 tn scaling=row",
                                  }));
+}
+
+// An environment variable set for the length of a test, then unset.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) { ::setenv(name, value, 1); }
+  ~ScopedEnv() { ::unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  void set(const char* value) const { ::setenv(name_, value, 1); }
+
+ private:
+  const char* name_;
+};
+
+// The call's problem carries the precision: an f32 one computed on tensor cores is recorded
+// with it (GEMMTUNE_RECORD's line), apart from the exact problem of the same sizes.
+TEST(CApiMatmul, AnF32ProblemIsRecordedWithItsPrecision) {
+  gemmtune::test::TempDir dir;
+  const std::string path = (dir / "shapes.txt").string();
+  for (int32_t precision :
+       {GEMMTUNE_PRECISION_TF32, GEMMTUNE_PRECISION_TF32X3, GEMMTUNE_PRECISION_EXACT}) {
+    Desc d;
+    ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_PRECISION, precision), GEMMTUNE_SUCCESS);
+    int appended = -1;
+    ASSERT_EQ(
+        gemmtune_matmul_record_problem(path.c_str(), d, 64, 48, 32, 64, 32, 0.0f, 64, &appended),
+        GEMMTUNE_SUCCESS)
+        << last_error();
+    EXPECT_EQ(appended, 1) << "a line of its own";
+  }
+  EXPECT_EQ(problem_lines(path),
+            (std::vector<std::string>{"64 48 32 f32 nn precision=tf32",
+                                      "64 48 32 f32 nn precision=3xtf32", "64 48 32 f32 nn"}));
+}
+
+// GEMMTUNE_F32_PRECISION (else Options::f32_precision, which comes first) is the precision of f32
+// calls whose descriptor sets none: one that sets it, and other types, are not its. A bad value is
+// refused naming the variable.
+TEST(CApiMatmul, GemmtuneF32PrecisionIsTheDefaultOfF32CallsThatSetNone) {
+  const ScopedEnv env("GEMMTUNE_F32_PRECISION", "tf32");
+  gemmtune::test::TempDir dir;
+  const std::string path = (dir / "shapes.txt").string();
+  Desc f32, exact, bf16;
+  ASSERT_EQ(exact.set(GEMMTUNE_MATMUL_DESC_PRECISION, GEMMTUNE_PRECISION_EXACT), GEMMTUNE_SUCCESS);
+  set_uniform(bf16, GEMMTUNE_BF16);
+  for (const Desc* d : {&f32, &exact, &bf16})
+    ASSERT_EQ(
+        gemmtune_matmul_record_problem(path.c_str(), *d, 64, 48, 32, 64, 32, 0.0f, 64, nullptr),
+        GEMMTUNE_SUCCESS)
+        << last_error();
+  int appended = -1;
+  ASSERT_EQ(gemmtune_record_problem(path.c_str(), GEMMTUNE_F32, GEMMTUNE_OP_N, GEMMTUNE_OP_N, 64,
+                                    48, 32, 64, 32, 0.0f, 64, &appended),
+            GEMMTUNE_SUCCESS);
+  EXPECT_EQ(appended, 0) << "the one-type call is the default's too";
+  EXPECT_EQ(problem_lines(path), (std::vector<std::string>{"64 48 32 f32 nn precision=tf32",
+                                                           "64 48 32 f32 nn", "64 48 32 bf16 nn"}));
+  EXPECT_EQ(gemmtune::Library().f32_precision(), gemmtune::Precision::tf32);
+  EXPECT_EQ(gemmtune::Library({.f32_precision = "3xTF32"}).f32_precision(),
+            gemmtune::Precision::tf32x3);
+
+  env.set("high");
+  expect_invalid(
+      gemmtune_matmul_record_problem(path.c_str(), f32, 64, 48, 32, 64, 32, 0.0f, 64, nullptr),
+      {"GEMMTUNE_F32_PRECISION=high: expected exact, tf32 or 3xtf32"});
+  for (const auto& [options, says] :
+       {std::pair{gemmtune::Options{}, "GEMMTUNE_F32_PRECISION=high"},
+        std::pair{gemmtune::Options{.f32_precision = "fp16"}, "Options::f32_precision=fp16"}}) {
+    try {
+      gemmtune::Library library(options);
+      ADD_FAILURE() << "made a library with " << says;
+    } catch (const gemmtune::Error& e) {
+      EXPECT_EQ(e.code(), gemmtune::Errc::invalid_argument);
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  }
 }
 
 // What gemmtune_matmul_record_problem (and so GEMMTUNE_RECORD) writes of a float8 problem,

@@ -176,6 +176,30 @@ TEST(ShapeRecorder, AFusedProblemSaysItsEpilogue) {
   expect_recorded_apart({gelu, plain, relu, silu});
 }
 
+// An f32 problem computed with tf32 or 3xtf32 says "precision=" (exact, the default, writes
+// nothing, so the lines of earlier files stand for what they did): a line apart from the exact
+// problem of the same sizes, read back as the same problem.
+TEST(ShapeRecorder, AnF32ProblemOnTensorCoresSaysItsPrecision) {
+  Problem tf32 = problem(DType::f32, "nt", 4096, 512, 1024);
+  tf32.precision = Precision::tf32;
+  EXPECT_EQ(shape_line(tf32), "4096 512 1024 f32 nt precision=tf32");
+  Problem three = tf32;
+  three.precision = Precision::tf32x3;
+  three.epilogue = parse_epilogue("bias");
+  three.reads_c = true;
+  EXPECT_EQ(shape_line(three), "4096 512 1024 f32 nt precision=3xtf32 epilogue=bias beta=1");
+  const Problem exact = problem(DType::f32, "nt", 4096, 512, 1024);
+  EXPECT_EQ(shape_line(exact), "4096 512 1024 f32 nt");
+  for (const Problem& p : {tf32, three}) {
+    EXPECT_EQ(read_back(shape_line(p)), p) << shape_line(p);
+    EXPECT_EQ(read_back(shape_line(p)).describe(), p.describe()) << shape_line(p);
+  }
+  Problem three_plain = three;
+  three_plain.epilogue = Epilogue{};
+  three_plain.reads_c = false;
+  expect_recorded_apart({tf32, exact, three_plain});
+}
+
 // A grouped problem's line says N as gemm-tune --groups takes it, the mean columns of a group,
 // and reads back as the same problem.
 TEST(ShapeRecorder, AGroupedProblemWritesItsGroupsAndTheMeanN) {

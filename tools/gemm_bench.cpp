@@ -148,6 +148,7 @@ double baseline_error(const gt::Cublas& cublas, const gt::Verifier& verifier, CU
 gt::MatmulDesc desc_of(const gt::Problem& p, const gt::GemmOperands& o) {
   gt::MatmulDesc desc{p.types, p.scaling, p.op_a, p.op_b};
   desc.accumulation = p.accumulation;
+  desc.precision = p.precision;
   desc.scale_a = reinterpret_cast<const float*>(o.scale_a);
   desc.scale_b = reinterpret_cast<const float*>(o.scale_b);
   desc.groups = p.groups;

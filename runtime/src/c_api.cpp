@@ -76,6 +76,9 @@ static_assert(GEMMTUNE_GROUP_LAYOUT_CONTIGUOUS == int(gemmtune::GroupLayout::con
               GEMMTUNE_GROUP_LAYOUT_MASKED == int(gemmtune::GroupLayout::masked));
 static_assert(GEMMTUNE_ACCUMULATION_PRECISE == int(gemmtune::Accumulation::precise) &&
               GEMMTUNE_ACCUMULATION_FAST == int(gemmtune::Accumulation::fast));
+static_assert(GEMMTUNE_PRECISION_EXACT == int(gemmtune::Precision::exact) &&
+              GEMMTUNE_PRECISION_TF32 == int(gemmtune::Precision::tf32) &&
+              GEMMTUNE_PRECISION_TF32X3 == int(gemmtune::Precision::tf32x3));
 static_assert(GEMMTUNE_BIAS_NONE == int(gemmtune::Bias::none) &&
               GEMMTUNE_BIAS_M == int(gemmtune::Bias::m) &&
               GEMMTUNE_BIAS_N == int(gemmtune::Bias::n));
@@ -104,10 +107,11 @@ void check_enums(gemmtune_dtype dtype, gemmtune_op op_a, gemmtune_op op_b) {
 }
 
 // The problem of a call, checked before anything touches a GPU: bad arguments are reported as
-// such on any machine.
+// such on any machine. f32_default: the precision of an f32 call whose descriptor sets none.
 gemmtune::Problem checked_problem(const gemmtune::MatmulDesc& desc, int64_t m, int64_t n, int64_t k,
                                   const void* a, int64_t lda, const void* b, int64_t ldb,
-                                  float beta, const void* c, int64_t ldc) {
+                                  float beta, const void* c, int64_t ldc,
+                                  gemmtune::Precision f32_default) {
   gemmtune::Problem p;
   p.types = desc.types;
   p.scaling = desc.scaling;
@@ -121,6 +125,7 @@ gemmtune::Problem checked_problem(const gemmtune::MatmulDesc& desc, int64_t m, i
   p.groups = desc.groups;
   p.group_layout = desc.group_layout;
   p.accumulation = desc.accumulation;
+  p.precision = gemmtune::precision_of(desc, f32_default);
   p.epilogue = desc.epilogue;
   // A gated epilogue is named by its activation (swiglu, geglu, ...): identity has no name.
   GT_REQUIRE(!p.epilogue.gated() || p.epilogue.activation != gemmtune::Activation::identity,
@@ -134,7 +139,7 @@ gemmtune::Problem checked_problem(const gemmtune::MatmulDesc& desc, int64_t m, i
 gemmtune::Problem checked_problem(gemmtune_dtype dtype, gemmtune_op op_a, gemmtune_op op_b,
                                   int64_t m, int64_t n, int64_t k, const void* a, int64_t lda,
                                   const void* b, int64_t ldb, float beta, const void* c,
-                                  int64_t ldc) {
+                                  int64_t ldc, gemmtune::Precision f32_default) {
   check_enums(dtype, op_a, op_b);
   GT_REQUIRE(dtype != GEMMTUNE_E4M3 && dtype != GEMMTUNE_E5M2, gemmtune::Errc::invalid_argument,
              "{} operands take scales and a bf16, f16 or f32 output, which the one-dtype "
@@ -144,7 +149,13 @@ gemmtune::Problem checked_problem(gemmtune_dtype dtype, gemmtune_op op_a, gemmtu
   const gemmtune::MatmulDesc desc{
       gemmtune::DataTypes::uniform(static_cast<gemmtune::DataType>(dtype)), gemmtune::Scaling::none,
       static_cast<gemmtune::Op>(op_a), static_cast<gemmtune::Op>(op_b)};
-  return checked_problem(desc, m, n, k, a, lda, b, ldb, beta, c, ldc);
+  return checked_problem(desc, m, n, k, a, lda, b, ldb, beta, c, ldc, f32_default);
+}
+
+// The precision of f32 calls whose descriptor sets none where no library is at hand (a recorded
+// problem): the default library's setting, GEMMTUNE_F32_PRECISION.
+gemmtune::Precision recorded_f32_precision() {
+  return gemmtune::f32_precision_of(gemmtune::Options{});
 }
 
 // A call's beta (gemmtune_gemm checks it with alpha, where the library runs it).
@@ -197,6 +208,8 @@ const char* attribute_name(int attr) {
       return "GEMMTUNE_MATMUL_DESC_D_POINTER";
     case GEMMTUNE_MATMUL_DESC_GATE:
       return "GEMMTUNE_MATMUL_DESC_GATE";
+    case GEMMTUNE_MATMUL_DESC_PRECISION:
+      return "GEMMTUNE_MATMUL_DESC_PRECISION";
   }
   return nullptr;
 }
@@ -219,7 +232,7 @@ const char* known_attribute(int attr) {
   const char* name = attribute_name(attr);
   GT_REQUIRE(name != nullptr, gemmtune::Errc::invalid_argument,
              "unknown matmul descriptor attribute {} (expected GEMMTUNE_MATMUL_DESC_A_TYPE (0) to "
-             "GEMMTUNE_MATMUL_DESC_GATE (18))",
+             "GEMMTUNE_MATMUL_DESC_PRECISION (19))",
              attr);
   return name;
 }
@@ -253,6 +266,10 @@ constexpr EnumRange kEnumRanges[] = {
      "gelu_tanh, silu"},
     {GEMMTUNE_MATMUL_DESC_GATE, "gate", GEMMTUNE_GATE_NONE, GEMMTUNE_GATE_INTERLEAVED,
      "GEMMTUNE_GATE_NONE (0), GEMMTUNE_GATE_HALVES (1) or GEMMTUNE_GATE_INTERLEAVED (2)"},
+    {GEMMTUNE_MATMUL_DESC_PRECISION, "precision", GEMMTUNE_PRECISION_DEFAULT,
+     GEMMTUNE_PRECISION_TF32X3,
+     "GEMMTUNE_PRECISION_DEFAULT (-1), GEMMTUNE_PRECISION_EXACT (0), GEMMTUNE_PRECISION_TF32 (1) "
+     "or GEMMTUNE_PRECISION_TF32X3 (2)"},
 };
 
 // Whether `value` is valid for `attr`; else Error(invalid_argument) naming both.
@@ -374,6 +391,8 @@ int32_t get_value(const gemmtune::MatmulDesc& d, int attr) {
       return int32_t(d.epilogue.activation);
     case GEMMTUNE_MATMUL_DESC_GATE:
       return int32_t(d.epilogue.gate);
+    case GEMMTUNE_MATMUL_DESC_PRECISION:
+      return d.precision ? int32_t(*d.precision) : GEMMTUNE_PRECISION_DEFAULT;
   }
   GT_THROW(gemmtune::Errc::internal, "attribute {} has no field", attr);
 }
@@ -423,6 +442,11 @@ void set_value(gemmtune::MatmulDesc& d, int attr, int32_t value) {
       return;
     case GEMMTUNE_MATMUL_DESC_GATE:
       d.epilogue.gate = static_cast<gemmtune::Gate>(value);
+      return;
+    case GEMMTUNE_MATMUL_DESC_PRECISION:
+      d.precision = value == GEMMTUNE_PRECISION_DEFAULT
+                        ? std::nullopt
+                        : std::optional(static_cast<gemmtune::Precision>(value));
       return;
   }
   GT_THROW(gemmtune::Errc::internal, "attribute {} has no field", attr);
@@ -523,7 +547,8 @@ gemmtune_status gemmtune_gemm_on_device(int device, gemmtune_dtype dtype, gemmtu
                                         int64_t ldb, float beta, void* c, int64_t ldc,
                                         void* stream) {
   return guarded([&] {
-    checked_problem(dtype, op_a, op_b, m, n, k, a, lda, b, ldb, beta, c, ldc);
+    checked_problem(dtype, op_a, op_b, m, n, k, a, lda, b, ldb, beta, c, ldc,
+                    gemmtune::default_library().f32_precision());
     gemmtune::DeviceScope scope(device);
     gemmtune::gemm(static_cast<gemmtune::DType>(dtype), static_cast<gemmtune::Op>(op_a),
                    static_cast<gemmtune::Op>(op_b), m, n, k, alpha, a, lda, b, ldb, beta, c, ldc,
@@ -539,10 +564,11 @@ gemmtune_status gemmtune_select(int device, gemmtune_dtype dtype, gemmtune_op op
     GT_REQUIRE(selection != nullptr, gemmtune::Errc::invalid_argument,
                "selection_json is a null pointer");
     require_finite(beta);
-    const gemmtune::Problem p =
-        checked_problem(dtype, op_a, op_b, m, n, k, a, lda, b, ldb, beta, c, ldc);
+    gemmtune::Library& library = gemmtune::default_library();
+    const gemmtune::Problem p = checked_problem(dtype, op_a, op_b, m, n, k, a, lda, b, ldb, beta, c,
+                                                ldc, library.f32_precision());
     gemmtune::DeviceScope scope(device);
-    last_selection = selection_json(gemmtune::default_library().select(p));
+    last_selection = selection_json(library.select(p));
     *selection = last_selection.c_str();
   });
 }
@@ -555,8 +581,8 @@ gemmtune_status gemmtune_record_problem(const char* path, gemmtune_dtype dtype, 
     GT_REQUIRE(path != nullptr && *path != '\0', gemmtune::Errc::invalid_argument,
                "the shapes file path is empty");
     require_finite(beta);
-    const gemmtune::Problem p =
-        checked_problem(dtype, op_a, op_b, m, n, k, nullptr, lda, nullptr, ldb, beta, nullptr, ldc);
+    const gemmtune::Problem p = checked_problem(dtype, op_a, op_b, m, n, k, nullptr, lda, nullptr,
+                                                ldb, beta, nullptr, ldc, recorded_f32_precision());
     const bool wrote = gemmtune::record_shape(path, p);
     if (appended) *appended = wrote ? 1 : 0;
   });
@@ -629,7 +655,9 @@ gemmtune_status gemmtune_matmul(int device, gemmtune_matmul_desc desc, int64_t m
     const gemmtune::MatmulDesc& d = desc_of(desc);
     const float alpha_value = scalar(alpha, "alpha");
     const float beta_value = scalar(beta, "beta");
-    const gemmtune::Problem p = checked_problem(d, m, n, k, a, lda, b, ldb, beta_value, c, ldc);
+    gemmtune::Library& library = gemmtune::default_library();
+    const gemmtune::Problem p =
+        checked_problem(d, m, n, k, a, lda, b, ldb, beta_value, c, ldc, library.f32_precision());
     GT_REQUIRE(a != nullptr, gemmtune::Errc::invalid_argument, "A is a null pointer");
     GT_REQUIRE(b != nullptr, gemmtune::Errc::invalid_argument, "B is a null pointer");
     require_c(d, c, beta_value);
@@ -637,8 +665,8 @@ gemmtune_status gemmtune_matmul(int device, gemmtune_matmul_desc desc, int64_t m
     require_bias(p, d);
     require_group_ends(p, d);
     gemmtune::DeviceScope scope(device);
-    gemmtune::default_library().matmul(d, m, n, k, alpha_value, a, lda, b, ldb, beta_value, c, ldc,
-                                       static_cast<gemmtune::Stream>(stream));
+    library.matmul(d, m, n, k, alpha_value, a, lda, b, ldb, beta_value, c, ldc,
+                   static_cast<gemmtune::Stream>(stream));
   });
 }
 
@@ -651,9 +679,11 @@ gemmtune_status gemmtune_matmul_select(int device, gemmtune_matmul_desc desc, in
     GT_REQUIRE(selection != nullptr, gemmtune::Errc::invalid_argument,
                "selection_json is a null pointer");
     require_finite(beta);
-    const gemmtune::Problem p = checked_problem(d, m, n, k, a, lda, b, ldb, beta, c, ldc);
+    gemmtune::Library& library = gemmtune::default_library();
+    const gemmtune::Problem p =
+        checked_problem(d, m, n, k, a, lda, b, ldb, beta, c, ldc, library.f32_precision());
     gemmtune::DeviceScope scope(device);
-    last_selection = selection_json(gemmtune::default_library().select(p));
+    last_selection = selection_json(library.select(p));
     *selection = last_selection.c_str();
   });
 }
@@ -667,8 +697,8 @@ gemmtune_status gemmtune_matmul_record_problem(const char* path, gemmtune_matmul
     GT_REQUIRE(path != nullptr && *path != '\0', gemmtune::Errc::invalid_argument,
                "the shapes file path is empty");
     require_finite(beta);
-    const gemmtune::Problem p =
-        checked_problem(d, m, n, k, nullptr, lda, nullptr, ldb, beta, nullptr, ldc);
+    const gemmtune::Problem p = checked_problem(d, m, n, k, nullptr, lda, nullptr, ldb, beta,
+                                                nullptr, ldc, recorded_f32_precision());
     const bool wrote = gemmtune::record_shape(path, p);
     if (appended) *appended = wrote ? 1 : 0;
   });

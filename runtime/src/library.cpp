@@ -148,6 +148,7 @@ double predicted_us(const KernelConfig& config, const Problem& p, const ArchInfo
 struct Library::Impl {
   Options options;
   std::vector<std::string> only_families;  // empty: every family
+  const Precision f32_precision;           // of f32 calls whose descriptor sets none
   Compiler compiler;
   std::mutex devices_mutex;  // held to find a context's state, never across work
   std::map<CUcontext, std::unique_ptr<DeviceState>> devices;
@@ -162,6 +163,7 @@ struct Library::Impl {
   explicit Impl(Options o)
       : options(std::move(o)),
         only_families(family_filter(options)),
+        f32_precision(f32_precision_of(options)),
         compiler(
             true,
             options.cache_dir.empty()
@@ -337,6 +339,7 @@ void Library::matmul(const MatmulDesc& desc, int64_t m, int64_t n, int64_t k, fl
   p.groups = desc.groups;
   p.group_layout = desc.group_layout;
   p.accumulation = desc.accumulation;
+  p.precision = precision_of(desc, impl_->f32_precision);
   p.epilogue = desc.epilogue;
   validate(p);
   GT_REQUIRE(a != nullptr, Errc::invalid_argument, "A is a null pointer");
@@ -369,6 +372,10 @@ Selection Library::select(const Problem& problem) {
   return impl_->choice_for(problem, nullptr, false).first->selection;
 }
 
+Precision Library::f32_precision() const {
+  return impl_->f32_precision;
+}
+
 void Library::reload() {
   {
     std::lock_guard lock(impl_->devices_mutex);
@@ -376,6 +383,23 @@ void Library::reload() {
   }
   std::lock_guard lock(impl_->db_mutex);
   if (impl_->dbs) impl_->dbs->reset();
+}
+
+Precision f32_precision_of(const Options& options) {
+  const bool given = !options.f32_precision.empty();
+  const std::string setting =
+      given ? options.f32_precision : env_var("GEMMTUNE_F32_PRECISION").value_or("exact");
+  try {
+    return parse_precision(setting);
+  } catch (const Error&) {
+    GT_THROW(Errc::invalid_argument, "{}={}: expected exact, tf32 or 3xtf32",
+             given ? "Options::f32_precision" : "GEMMTUNE_F32_PRECISION", setting);
+  }
+}
+
+Precision precision_of(const MatmulDesc& desc, Precision f32_default) {
+  if (desc.precision) return *desc.precision;
+  return desc.types == DataTypes::uniform(DataType::f32) ? f32_default : Precision::exact;
 }
 
 Library& default_library() {

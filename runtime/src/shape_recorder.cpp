@@ -80,6 +80,8 @@ std::string shape_line(const Problem& p) {
   // Fast accumulation is another problem (tuned and stored apart); precise, the default, is not
   // written, so the lines of earlier files stand for what they did.
   if (p.fast_accumulation()) line += fmt::format(" accum={}", to_string(p.accumulation));
+  // So is an f32 product on tensor cores; exact, the default, is not written, as for accum=.
+  if (p.precision != Precision::exact) line += fmt::format(" precision={}", to_string(p.precision));
   if (p.grouped()) line += fmt::format(" groups={}", p.groups);
   if (p.masked()) line += fmt::format(" group_layout={}", to_string(p.group_layout));
   // A fused store is another problem; none, the default, is not written, as for accum=.

@@ -64,6 +64,22 @@ typedef enum gemmtune_accumulation {
    * 128-deep K block's sum, which is a promotion already); a call of another problem is refused. */
   GEMMTUNE_ACCUMULATION_FAST = 1
 } gemmtune_accumulation;
+/* How an f32 product is computed (GEMMTUNE_MATMUL_DESC_PRECISION): f32 A, B, C, D and
+ * accumulator only; other types have one way, exact. Each is a different problem, tuned and
+ * stored apart. */
+typedef enum gemmtune_precision {
+  /* The library's default (the descriptor's own until set): GEMMTUNE_F32_PRECISION (exact, tf32
+   * or 3xtf32) for f32 calls, else exact. */
+  GEMMTUNE_PRECISION_DEFAULT = -1,
+  /* f32 fused multiply-adds on CUDA cores: SGEMM's accuracy (torch's "highest"). */
+  GEMMTUNE_PRECISION_EXACT = 0,
+  /* Tensor cores reading each operand with a 10-bit mantissa, summed in f32 (cuBLAS's
+   * CUBLAS_COMPUTE_32F_FAST_TF32, torch's "high"): an error near 2^-10 of the products. */
+  GEMMTUNE_PRECISION_TF32 = 1,
+  /* Three tf32 products of each operand's tf32 part and rest ("3xtf32"): the exact path's
+   * accuracy on tensor cores. */
+  GEMMTUNE_PRECISION_TF32X3 = 2
+} gemmtune_precision;
 /* The bias of an epilogue (GEMMTUNE_MATMUL_DESC_BIAS): a vector of D's type in device memory
  * (GEMMTUNE_MATMUL_DESC_BIAS_POINTER), added to every value before the activation, in f32. */
 typedef enum gemmtune_bias {
@@ -182,6 +198,11 @@ gemmtune_status gemmtune_record_problem(const char* path, gemmtune_dtype dtype, 
  *   gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_ACCUMULATION, &fast,
  *                                      sizeof fast);
  *
+ * f32 operands may be computed on tensor cores, with tf32 (or three tf32 products):
+ *
+ *   int32_t tf32 = GEMMTUNE_PRECISION_TF32;
+ *   gemmtune_matmul_desc_set_attribute(desc, GEMMTUNE_MATMUL_DESC_PRECISION, &tf32, sizeof tf32);
+ *
  * An epilogue: a bias along M (an nn.Linear's out_features, of D's type, in device memory)
  * and an activation, applied by the kernel's store:
  *
@@ -292,11 +313,17 @@ typedef enum gemmtune_matmul_attribute {
   GEMMTUNE_MATMUL_DESC_D_POINTER = 17,
   /* gemmtune_gate of the epilogue; default GEMMTUNE_GATE_NONE. Gated: m is op(A)'s rows (gate and
    * up, even), D has m / 2 rows, beta must be 0. A kernel of its own, as the activation. */
-  GEMMTUNE_MATMUL_DESC_GATE = 18
+  GEMMTUNE_MATMUL_DESC_GATE = 18,
+  /* gemmtune_precision of an f32 product; default GEMMTUNE_PRECISION_DEFAULT (the library's,
+   * GEMMTUNE_F32_PRECISION, for f32 calls; exact for others), which setting it back restores.
+   * It may be set in any order with the types: a call checks the problem, and refuses a precision
+   * other than exact for types other than f32 (GEMMTUNE_ERROR_INVALID_ARGUMENT). */
+  GEMMTUNE_MATMUL_DESC_PRECISION = 19
 } gemmtune_matmul_attribute;
 
 /* A new descriptor with the defaults: f32 everywhere, no scaling and no scales, precise
- * accumulation, N and N, no groups (contiguous when there are), no epilogue, D written over C. */
+ * accumulation, the library's precision, N and N, no groups (contiguous when there are), no
+ * epilogue, D written over C. */
 gemmtune_status gemmtune_matmul_desc_create(gemmtune_matmul_desc* desc);
 /* Frees the descriptor. NULL is accepted and does nothing (as free(NULL)). */
 gemmtune_status gemmtune_matmul_desc_destroy(gemmtune_matmul_desc desc);
@@ -351,7 +378,9 @@ gemmtune_status gemmtune_matmul_select(int device, gemmtune_matmul_desc desc, in
  * a grouped problem, with N the mean columns of a group as gemm-tune --groups takes it
  * ("1536 256 2048 bf16 tn groups=128" for n = 32768; rounded up where G does not divide n;
  * a masked problem's line adds "group_layout=masked", with N the capacity). Fast accumulation
- * follows the scaling ("... tn scaling=row accum=fast"); precise writes nothing. None of the
+ * follows the scaling ("... tn scaling=row accum=fast"); precise writes nothing. A precision
+ * other than exact follows ("4096 4096 4096 f32 nn precision=tf32"), the descriptor's, else
+ * GEMMTUNE_F32_PRECISION's for f32. None of the
  * scale pointers, the group ends, the bias pointer and the D pointer is needed. */
 gemmtune_status gemmtune_matmul_record_problem(const char* path, gemmtune_matmul_desc desc,
                                                int64_t m, int64_t n, int64_t k, int64_t lda,

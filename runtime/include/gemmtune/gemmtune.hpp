@@ -12,6 +12,7 @@
 // cache) on first use and kept in memory. A damaged database is reported once (log) and ignored.
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "gemmtune/error.hpp"
@@ -51,7 +52,8 @@ struct Selection {
 
 // What a GEMM computes beyond its sizes, described once and used for many calls, in the manner
 // of cuBLASLt's matmul descriptor: each operand's type, the scaling and its scales, op(A) and
-// op(B), the groups of a grouped GEMM, how a float8 product accumulates, and the epilogue.
+// op(B), the groups of a grouped GEMM, how a float8 product accumulates, how an f32 product is
+// computed, and the epilogue.
 struct MatmulDesc {
   DataTypes types;  // default: f32 everywhere (A, B, C = D, accumulator), as the C descriptor
   Scaling scaling = Scaling::none;
@@ -73,6 +75,11 @@ struct MatmulDesc {
   // Accumulation). A call of another problem with fast is refused (validate()). Last, so that
   // {types, scaling, op_a, op_b} still initializes the others.
   Accumulation accumulation = Accumulation::precise;
+  // How an f32 product is computed (gemmtune/types.hpp, Precision): exact, tf32 or 3xtf32. Unset:
+  // the library's default for f32 operands, accumulator and output (Options::f32_precision),
+  // exact for other types. Set, it is the call's: other than exact with types other than f32, a
+  // call is refused (validate()).
+  std::optional<Precision> precision;
   // What the store applies (gemmtune/types.hpp, Epilogue): a bias, then an activation. With a
   // bias, a device pointer to its M (or N) values of D's type, read when the kernel runs.
   Epilogue epilogue;
@@ -99,7 +106,18 @@ struct Options {
   std::string tune;
   std::string tune_budget;  // "now": a problem's budget (30s, 2m, 40); empty: $GEMMTUNE_TUNE_BUDGET
   double refresh_s = 0;     // background: seconds between looks for results; 0: $GEMMTUNE_REFRESH_S
+  // How f32 calls whose descriptor sets no precision are computed: exact, tf32 or 3xtf32 (as
+  // cuBLAS's CUBLAS_TF32_TENSOR_OP_MATH makes SGEMM tf32); empty: $GEMMTUNE_F32_PRECISION, else
+  // exact.
+  std::string f32_precision;
 };
+
+// Options::f32_precision, else $GEMMTUNE_F32_PRECISION, else exact. Throws Error(invalid_argument)
+// naming the bad value and where it came from.
+Precision f32_precision_of(const Options& options);
+// The precision of a call of `desc`: its own where set; else `f32_default` for f32 operands,
+// accumulator and output, exact for other types (they have one way of being computed).
+Precision precision_of(const MatmulDesc& desc, Precision f32_default);
 
 // A library instance: its own database connection, kernel cache and loaded kernels.
 // Thread-safe. Most programs use the process-wide instance through gemmtune::gemm().
@@ -127,6 +145,8 @@ class Library {
 
   // The kernel a call with this problem would use, and why.
   Selection select(const Problem& problem);
+  // The precision of f32 calls whose descriptor sets none (f32_precision_of its options).
+  Precision f32_precision() const;
   // Forgets what was looked up, so that a database updated since is read again.
   void reload();
 

@@ -9,7 +9,8 @@
 namespace gemmtune {
 
 // "11008 8 4096 bf16 tn", then the scaling where there is one ("scaling=block": float8) and
-// "accum=fast" after it where a float8 problem accumulates fast (precise writes nothing), the
+// "accum=fast" after it where a float8 problem accumulates fast (precise writes nothing),
+// "precision=tf32" (or 3xtf32) where an f32 problem is computed so (exact writes nothing), the
 // groups where it is grouped ("1536 256 2048 bf16 tn groups=128": N is then the mean columns of a
 // group, N / G rounded up; "... groups=128 group_layout=masked": N is a group's capacity, N / G),
 // the epilogue where there is one ("epilogue=bias,gelu"; none writes nothing), lda=, ldb=, ldc=
