@@ -9,10 +9,11 @@ from typing import NamedTuple
 
 from . import _library
 from ._library import (OPS, Error, InvalidType, bias_descriptor, check, descriptor,
-                       epilogue_name, grouped_descriptor, library, scalar, scaled_descriptor,
-                       type_name)
+                       epilogue_name, grouped_descriptor, library, library_f32_precision, scalar,
+                       scaled_descriptor, type_name)
 from ._operands import View, is_torch_tensor, view_of
-from ._plan import DataTypes, Plan, check_shapes, plan_matmul, shape_text
+from ._plan import (DataTypes, Plan, call_precision, check_shapes, descriptor_precision,
+                    plan_matmul, shape_text)
 from ._scaled import FLOAT8, plan_scaled_mm
 
 
@@ -212,7 +213,9 @@ class _Operands(NamedTuple):
     types: DataTypes  # of the call's a, b and out (the plan's are the GEMM's)
 
 
-def _operands(a, b, out, stream=None, need_gpu=True, names=("a", "b", "out"), out_dtype=None):
+def _operands(a, b, out, stream=None, need_gpu=True, names=("a", "b", "out"), out_dtype=None,
+              precision=None, backend=None):
+    """precision: the call's (None: its backend's default for f32 calls, call_precision)."""
     va, vb = view_of(a, names[0], stream), view_of(b, names[1], stream)
     vc = view_of(out, names[2], stream) if out is not None else None
     types = _types(va, vb, vc, out_dtype, names)
@@ -220,20 +223,23 @@ def _operands(a, b, out, stream=None, need_gpu=True, names=("a", "b", "out"), ou
     if vc is None:
         views, names = views[:2], names[:2]
     device = _one_gpu(views, names) if need_gpu else -1
+    # The backend is asked only for f32 calls' default: the others never look.
+    precision = call_precision(
+        types, precision, lambda: (backend or _backend_of(a, b)).default_precision())
     plan = _plan(types, va.shape, va.strides, vb.shape, vb.strides,
-                 vc.shape if vc else None, vc.strides if vc else None)
+                 vc.shape if vc else None, vc.strides if vc else None, precision)
     return _Operands(va, vb, vc, plan, device, types)
 
 
 @functools.lru_cache(maxsize=1024)
-def _plan(types, a_shape, a_strides, b_shape, b_strides, c_shape, c_strides):
+def _plan(types, a_shape, a_strides, b_shape, b_strides, c_shape, c_strides, precision):
     """check_shapes and plan_matmul, remembered: pure functions of the operands' types, shapes
-    and strides, which a model repeats call after call (errors are raised, never remembered).
-    None: an empty product (M, N or K is 0)."""
+    and strides and the precision, which a model repeats call after call (errors are raised,
+    never remembered). None: an empty product (M, N or K is 0)."""
     m, n, k = check_shapes(a_shape, b_shape, c_shape)
     if min(m, n, k) < 1:
         return None
-    return plan_matmul(types, a_shape, a_strides, b_shape, b_strides, c_strides)
+    return plan_matmul(types, a_shape, a_strides, b_shape, b_strides, c_strides, precision)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -262,12 +268,13 @@ def _gemm(plan: Plan, a: View, b: View, c: View, alpha, beta, stream, device,
 
 
 def _call_descriptor(plan, epilogue):
-    """The descriptor of a call: the one kept for its types, layout and epilogue, or with a bias
-    (a View) this thread's, its bias pointer set for the call."""
-    name = epilogue.name(plan)
+    """The descriptor of a call: the one kept for its types, layout, epilogue and precision, or
+    with a bias (a View) this thread's, its bias pointer set for the call."""
+    name, layout = epilogue.name(plan), plan.problem.layout
+    precision = descriptor_precision(plan.types, plan.problem.precision)
     if epilogue.bias is None:
-        return descriptor(plan.types, plan.problem.layout, epilogue=name)
-    desc = bias_descriptor(plan.types, plan.problem.layout, name)
+        return descriptor(plan.types, layout, epilogue=name, precision=precision)
+    desc = bias_descriptor(plan.types, layout, name, precision)
     desc.set_bias(epilogue.bias.ptr)
     return desc
 
@@ -279,7 +286,8 @@ def _check_scalars(alpha, beta, out):
         raise Error("beta != 0 reads C: pass C as out=")
 
 
-def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, stream=None, out_dtype=None):
+def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, stream=None, out_dtype=None,
+           precision=None):
     """out = alpha * (a @ b) + beta * out, for 2-D a (m x k) and b (k x n) on one GPU, with
     torch's row-major semantics. Transposed views are read in place (their strides become the
     GEMM's op and leading dimension); a matrix needs a unit stride in one dimension.
@@ -293,20 +301,28 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, stream=None, out_dtype=None):
     is float32, float16 or bfloat16, else bfloat16 (result_dtype). With out, the result has
     out's dtype. stream: an int handle, a torch.cuda.Stream or a CuPy stream; by default the current
     torch stream of the tensors' device, else the stream the array interface names, else the
-    default stream. Raises gemmtune.Error."""
+    default stream. precision: how f32 operands and result are multiplied: 'exact' (f32 on
+    CUDA cores), 'tf32' (tensor cores, 10-bit mantissas) or '3xtf32' (three tf32 products,
+    exact's accuracy); other dtypes are exact. None: for torch tensors, torch's
+    torch.get_float32_matmul_precision() ('highest': exact; 'high' and 'medium': tf32), read at
+    each call; for other arrays, $GEMMTUNE_F32_PRECISION, else exact. Each precision is its own
+    problem, tuned apart. Raises gemmtune.Error."""
     if is_torch_tensor(a) or is_torch_tensor(b) or is_torch_tensor(out):
-        return torch_api.matmul(a, b, out, alpha, beta, stream, out_dtype)
-    return run_matmul(a, b, out, alpha, beta, stream, _ArrayBackend, out_dtype=out_dtype)
+        return torch_api.matmul(a, b, out, alpha, beta, stream, out_dtype, precision)
+    return run_matmul(a, b, out, alpha, beta, stream, _ArrayBackend, out_dtype=out_dtype,
+                      precision=precision)
 
 
 def run_matmul(a, b, out, alpha, beta, stream, backend, like=None, names=("a", "b", "out"),
-               out_dtype=None, epilogue=NO_EPILOGUE):
+               out_dtype=None, epilogue=NO_EPILOGUE, precision=None):
     """matmul for any operands (objects or Views); backend makes results like `like` (default:
-    a) and names the default stream; names are the operands' names in error messages. epilogue:
-    an Epilogue whose bias (a vector of the result's dtype, contiguous) is on the operands' GPU."""
+    a), names the default stream and the default precision; names are the operands' names in
+    error messages. epilogue: an Epilogue whose bias (a vector of the result's dtype,
+    contiguous) is on the operands' GPU."""
     _check_scalars(alpha, beta, out)
     stream = _stream_handle(stream)
-    ops = _operands(a, b, out, stream, names=names, out_dtype=out_dtype)
+    ops = _operands(a, b, out, stream, names=names, out_dtype=out_dtype, precision=precision,
+                    backend=backend)
     bias = epilogue.bias
     if bias is not None:  # its address, and on the operands' GPU
         epilogue = epilogue._replace(bias=view_of(bias, "bias", stream))
@@ -351,6 +367,9 @@ def _cupy_dtype(array, view, dtype):
 
 class _ArrayBackend:
     """CuPy arrays and other array-interface objects."""
+
+    # f32 calls' precision where none is given: the library's (GEMMTUNE_F32_PRECISION).
+    default_precision = staticmethod(library_f32_precision)
 
     @staticmethod
     def allocate(array, view, m, n, dtype):
@@ -429,19 +448,20 @@ def _linear_operands(x, w, bias, backend):
             vw.dtype)
 
 
-def run_linear(x, w, bias, stream, backend, out_dtype=None, activation="identity"):
+def run_linear(x, w, bias, stream, backend, out_dtype=None, activation="identity",
+               precision=None):
     """linear with the activation's library name; the bias and the activation go to the
     kernel's epilogue (the bias converted to the result's dtype where it is not)."""
     x_rows, wt, shape, x_dtype, w_dtype = _linear_operands(x, w, bias, backend)
     if bias is not None:
         bias = backend.bias_vector(bias, result_dtype(x_dtype, w_dtype, out_dtype))
     y = run_matmul(x_rows, wt, None, 1.0, 0.0, stream, backend, like=x, names=("x", "w", "out"),
-                   out_dtype=out_dtype, epilogue=Epilogue(bias, activation))
+                   out_dtype=out_dtype, epilogue=Epilogue(bias, activation), precision=precision)
     return y.reshape(shape)
 
 
 def linear(x, w, bias=None, *, activation=None, approximate="none", stream=None,
-           out_dtype=None):
+           out_dtype=None, precision=None):
     """act(x @ w.T + bias), as torch.nn.functional.linear followed by the activation: x is
     (..., in), w is (out, in), bias (out,) or None; the result is (..., out). The GEMM is 'tn'
     with M = out, N = the number of rows of x, K = in; the bias (along M) and the activation
@@ -450,14 +470,14 @@ def linear(x, w, bias=None, *, activation=None, approximate="none", stream=None,
     activation: None, 'relu', 'gelu', 'gelu_tanh' or 'silu', or torch.nn.ReLU(), GELU(),
     SiLU(), F.relu, F.gelu, F.silu; approximate='tanh' (F.gelu's) makes 'gelu' GELU's tanh
     form. x and w may differ in dtype; the result's is out_dtype, by default as matmul's with x
-    as a (result_dtype). Raises gemmtune.Error."""
+    as a (result_dtype). precision: of f32 calls, as matmul's. Raises gemmtune.Error."""
     if activation is None and approximate == "none":  # the usual call: nothing to look up
         activation = "identity"
     else:
         activation = activation_name(activation, approximate)
     if is_torch_tensor(x) or is_torch_tensor(w):
-        return torch_api.linear(x, w, bias, stream, out_dtype, activation)
-    return run_linear(x, w, bias, stream, _ArrayBackend, out_dtype, activation)
+        return torch_api.linear(x, w, bias, stream, out_dtype, activation, precision)
+    return run_linear(x, w, bias, stream, _ArrayBackend, out_dtype, activation, precision)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -481,7 +501,7 @@ def check_gated_shapes(x_shape, w_shape, bias_shape=None):
                     "the gate's and the up projection's")
 
 
-def _gated_operands(x, w, bias, stream, backend, out_dtype, need_gpu=True):
+def _gated_operands(x, w, bias, stream, backend, out_dtype, need_gpu=True, precision=None):
     """(the checked operands of x @ w.T, the result's shape (..., I))."""
     names = ("x", "w_gate_up", "out")
     vx, vw = view_of(x, names[0]), view_of(w, names[1])
@@ -489,7 +509,7 @@ def _gated_operands(x, w, bias, stream, backend, out_dtype, need_gpu=True):
                        None if bias is None else view_of(bias, "bias").shape)
     wt = vw._replace(shape=vw.shape[::-1], strides=vw.strides[::-1])
     ops = _operands(backend.rows(x, vx), wt, None, stream, names=names, out_dtype=out_dtype,
-                    need_gpu=need_gpu)
+                    need_gpu=need_gpu, precision=precision, backend=backend)
     return ops, tuple(vx.shape[:-1]) + (vw.shape[0] // 2,)
 
 
@@ -501,11 +521,11 @@ def gated_plan(plan, epilogue):
 
 
 def run_gated_linear(x, w, bias, stream, backend, out_dtype=None, activation="silu",
-                     layout="halves"):
+                     layout="halves", precision=None):
     """gated_linear with the activation's library name: one GEMM, x @ w.T with the gated
     epilogue (the bias, of the result's dtype, to gate and up before the product)."""
     stream = _stream_handle(stream)
-    ops, shape = _gated_operands(x, w, bias, stream, backend, out_dtype)
+    ops, shape = _gated_operands(x, w, bias, stream, backend, out_dtype, precision=precision)
     epilogue = Epilogue(None, activation, layout)
     if bias is not None:
         bias = backend.bias_vector(bias, ops.types.d)
@@ -526,7 +546,7 @@ def run_gated_linear(x, w, bias, stream, backend, out_dtype=None, activation="si
 
 
 def gated_linear(x, w_gate_up, bias=None, *, activation="silu", layout="halves", stream=None,
-                 out_dtype=None):
+                 out_dtype=None, precision=None):
     """act(x @ w_gate.T + b_gate) * (x @ w_up.T + b_up), a gated MLP's first projection
     (SwiGLU with 'silu', GeGLU with 'gelu' or 'gelu_tanh', ReGLU with 'relu') in one GEMM: x is
     (..., in), w_gate_up (2I, in) holds both weights, bias (2I,) both biases or None; the result
@@ -537,26 +557,29 @@ def gated_linear(x, w_gate_up, bias=None, *, activation="silu", layout="halves",
     gate and up values are never stored. activation: also 'swiglu', 'geglu', 'geglu_tanh',
     'reglu', or torch.nn.SiLU(), GELU(), ReLU(), F.silu, F.gelu, F.relu. Kernels: Hopper
     (wgmma_sm90); elsewhere the library refuses the problem (Error 'unsupported'). x and
-    w_gate_up may differ in dtype; the result's is out_dtype, by default as linear's. No
-    autograd. Raises gemmtune.Error."""
+    w_gate_up may differ in dtype; the result's is out_dtype, by default as linear's.
+    precision: of f32 calls, as matmul's. No autograd. Raises gemmtune.Error."""
     activation = gated_activation_name(activation, layout)
     if is_torch_tensor(x) or is_torch_tensor(w_gate_up):
-        return torch_api.gated_linear(x, w_gate_up, bias, stream, out_dtype, activation, layout)
+        return torch_api.gated_linear(x, w_gate_up, bias, stream, out_dtype, activation, layout,
+                                      precision)
     return run_gated_linear(x, w_gate_up, bias, stream, _ArrayBackend, out_dtype, activation,
-                            layout)
+                            layout, precision)
 
 
 # ---------------------------------------------------------------------------------------------
 # Which kernel, which problem
 
 
-def problem(a, b, out=None, *, beta=0.0, out_dtype=None):
+def problem(a, b, out=None, *, beta=0.0, out_dtype=None, precision=None):
     """The column-major GEMM problem gemmtune runs for matmul(a, b, out, beta=beta,
-    out_dtype=out_dtype): what gemm-tune tunes (beta only counts for whether it is 0). Needs no
-    GPU (torch tensors on any device, even 'meta', will do). It describes the call; the library
-    checks the problem where it is used (a call, select, record), and refuses float8 operands
-    without scales, which matmul and linear cannot pass (problem_scaled_mm gives scaled_mm's)."""
-    ops = _operands(a, b, out, need_gpu=False, out_dtype=out_dtype)
+    out_dtype=out_dtype, precision=precision): what gemm-tune tunes (beta only counts for whether
+    it is 0), its precision the call's (torch's setting or GEMMTUNE_F32_PRECISION's, as matmul
+    takes them, now). Needs no GPU (torch tensors on any device, even 'meta', will do). It
+    describes the call; the library checks the problem where it is used (a call, select, record),
+    and refuses float8 operands without scales, which matmul and linear cannot pass
+    (problem_scaled_mm gives scaled_mm's)."""
+    ops = _operands(a, b, out, need_gpu=False, out_dtype=out_dtype, precision=precision)
     return _problem_of(ops, beta)
 
 
@@ -567,20 +590,23 @@ def _problem_of(ops, beta, epilogue=NO_EPILOGUE):
     return ops.plan.problem._replace(reads_c=beta != 0, epilogue=epilogue.name(ops.plan))
 
 
-def problem_linear(x, w, bias=None, *, activation=None, approximate="none", out_dtype=None):
+def problem_linear(x, w, bias=None, *, activation=None, approximate="none", out_dtype=None,
+                   precision=None):
     """The column-major GEMM problem gemmtune runs for linear(x, w, bias, activation=...,
     approximate=...): 'tn' with M = out_features, its epilogue the bias along M and the
     activation ('bias,gelu'); C is not read. Needs no GPU."""
     epilogue = Epilogue(bias, activation_name(activation, approximate))
-    x_rows, wt = _linear_operands(x, w, bias, _backend_of(x, w))[:2]
-    return _problem_of(_operands(x_rows, wt, None, need_gpu=False, out_dtype=out_dtype), 0.0,
-                       epilogue)
+    backend = _backend_of(x, w)
+    x_rows, wt = _linear_operands(x, w, bias, backend)[:2]
+    ops = _operands(x_rows, wt, None, need_gpu=False, out_dtype=out_dtype, precision=precision,
+                    backend=backend)
+    return _problem_of(ops, 0.0, epilogue)
 
 
-def select(a, b, out=None, *, beta=0.0, out_dtype=None):
-    """Which kernel matmul(a, b, out, beta=beta, out_dtype=out_dtype) uses on its GPU, and why
-    (a Selection). Loads or compiles that kernel, as the call would."""
-    return _select_operands(_operands(a, b, out, out_dtype=out_dtype), beta)
+def select(a, b, out=None, *, beta=0.0, out_dtype=None, precision=None):
+    """Which kernel matmul(a, b, out, beta=beta, out_dtype=out_dtype, precision=precision)
+    uses on its GPU, and why (a Selection). Loads or compiles that kernel, as the call would."""
+    return _select_operands(_operands(a, b, out, out_dtype=out_dtype, precision=precision), beta)
 
 
 def _select_operands(ops, beta, epilogue=NO_EPILOGUE):
@@ -589,7 +615,8 @@ def _select_operands(ops, beta, epilogue=NO_EPILOGUE):
         raise Error("an empty product runs no kernel")
     p = ops.plan.problem
     first, second = (ops.b, ops.a) if ops.plan.swap else (ops.a, ops.b)
-    desc = descriptor(ops.plan.types, p.layout, epilogue=epilogue.name(ops.plan))
+    desc = descriptor(ops.plan.types, p.layout, epilogue=epilogue.name(ops.plan),
+                      precision=descriptor_precision(ops.plan.types, p.precision))
     try:
         return _select(ops.device, desc, p, first.ptr, second.ptr, beta,
                        ops.c.ptr if ops.c else None)
@@ -607,26 +634,29 @@ def _select(device, desc, p, a_ptr, b_ptr, beta, c_ptr):
                      fields["note"], fields["device"])
 
 
-def select_linear(x, w, bias=None, *, activation=None, approximate="none", out_dtype=None):
+def select_linear(x, w, bias=None, *, activation=None, approximate="none", out_dtype=None,
+                  precision=None):
     """Which kernel linear(x, w, bias, activation=..., approximate=...) uses on its GPU, and
     why (a Selection): the kernel's name ends with its epilogue ('_bias_gelu')."""
     epilogue = Epilogue(bias, activation_name(activation, approximate))
-    x_rows, wt = _linear_operands(x, w, bias, _backend_of(x, w))[:2]
-    ops = _operands(x_rows, wt, None, names=("x", "w", "out"), out_dtype=out_dtype)
+    backend = _backend_of(x, w)
+    x_rows, wt = _linear_operands(x, w, bias, backend)[:2]
+    ops = _operands(x_rows, wt, None, names=("x", "w", "out"), out_dtype=out_dtype,
+                    precision=precision, backend=backend)
     if bias is not None:  # on the operands' GPU, as the call needs it
         _one_gpu((ops.a, view_of(bias, "bias")), ("x", "bias"))
     return _select_operands(ops, 0.0, epilogue)
 
 
 def problem_gated_linear(x, w_gate_up, bias=None, *, activation="silu", layout="halves",
-                         out_dtype=None):
+                         out_dtype=None, precision=None):
     """The column-major GEMM problem gemmtune runs for gated_linear(x, w_gate_up, bias,
     activation=..., layout=...): 'tn' with M = 2I (w_gate_up's rows), N = the rows of x, K = in,
     ldc = I (D has M / 2 rows), its epilogue the gated one ('swiglu', 'bias,geglu,interleaved');
     C is not read. Needs no GPU."""
     epilogue = Epilogue(bias, gated_activation_name(activation, layout), layout)
     ops, _ = _gated_operands(x, w_gate_up, bias, None, _backend_of(x, w_gate_up), out_dtype,
-                             need_gpu=False)
+                             need_gpu=False, precision=precision)
     if ops.plan is None:
         raise Error(f"x has {ops.a.shape[0]} rows of {ops.a.shape[1]} features and w_gate_up "
                     f"{ops.b.shape[1]} rows: gemmtune needs M, N and K >= 1")
@@ -634,18 +664,20 @@ def problem_gated_linear(x, w_gate_up, bias=None, *, activation="silu", layout="
 
 
 def select_gated_linear(x, w_gate_up, bias=None, *, activation="silu", layout="halves",
-                        out_dtype=None):
+                        out_dtype=None, precision=None):
     """Which kernel gated_linear(x, w_gate_up, bias, activation=..., layout=...) uses on its
     GPU, and why (a Selection): the kernel's name ends with its epilogue ('_swiglu')."""
     epilogue = Epilogue(bias, gated_activation_name(activation, layout), layout)
-    ops, _ = _gated_operands(x, w_gate_up, bias, None, _backend_of(x, w_gate_up), out_dtype)
+    ops, _ = _gated_operands(x, w_gate_up, bias, None, _backend_of(x, w_gate_up), out_dtype,
+                             precision=precision)
     if bias is not None:  # on the operands' GPU, as the call needs it
         _one_gpu((ops.a, view_of(bias, "bias")), ("x", "bias"))
     if ops.plan is None:
         raise Error("an empty product runs no kernel")
     plan = gated_plan(ops.plan, epilogue)
     p = plan.problem
-    desc = descriptor(plan.types, p.layout, epilogue=p.epilogue)
+    desc = descriptor(plan.types, p.layout, epilogue=p.epilogue,
+                      precision=descriptor_precision(plan.types, p.precision))
     return _select(ops.device, desc, p, ops.b.ptr, ops.a.ptr, 0.0, None)
 
 
@@ -668,10 +700,11 @@ def record(problem, path=None):
         raise Error(f"record: {problem} is not a gemmtune problem (layout '{layout}')")
     try:
         # The library knows the types' names and writes the line: the descriptor carries the
-        # scaling, accumulation and epilogue.
+        # scaling, accumulation, epilogue and precision.
+        precision = descriptor_precision(problem.types, getattr(problem, "precision", "exact"))
         desc = descriptor(problem.types, layout, getattr(problem, "scaling", "none"),
                           getattr(problem, "accumulation", "precise"),
-                          getattr(problem, "epilogue", "none"))
+                          getattr(problem, "epilogue", "none"), precision)
     except Error as e:
         raise Error(f"record: {e}", e.code) from None
     appended = ctypes.c_int(0)

@@ -34,6 +34,10 @@ GROUP_LAYOUTS = {"contiguous": 0, "masked": 1}
 # gemmtune_accumulation: whether a float8 product promotes its partial sums into f32 ('precise')
 # or lets wgmma accumulate the whole K ('fast': torch's use_fast_accum; tensor and row scaling).
 ACCUMULATIONS = {"precise": 0, "fast": 1}
+# gemmtune_precision: how an f32 product is computed: 'exact' (f32 fused multiply-adds), 'tf32'
+# (tensor cores, 10-bit mantissas) or '3xtf32' (three tf32 products: exact's accuracy). A
+# descriptor that sets none takes the library's (GEMMTUNE_F32_PRECISION) for f32 calls.
+PRECISIONS = {"exact": 0, "tf32": 1, "3xtf32": 2}
 # gemmtune_bias: none, or a vector of D's type along M (one per row of D) or along N.
 BIASES = {"none": 0, "m": 1, "n": 2}
 # gemmtune_activation, applied by the store after the bias (torch.nn.functional's formulas).
@@ -51,7 +55,7 @@ _GATED_ACTIVATIONS = {name: activation for activation, name in _GATED_NAMES.item
 # GEMM (an int32), their column end offsets or counts (a `const int32_t*`), which of the two
 # they are (a gemmtune_group_layout), the accumulation (a gemmtune_accumulation), the
 # epilogue's bias and activation (int32s), the bias vector (a `const void*`), D's own
-# buffer (a `void*`) and the epilogue's gate (an int32).
+# buffer (a `void*`), the epilogue's gate (an int32) and the precision (a gemmtune_precision).
 _TYPE_ATTRIBUTES = (0, 1, 2, 3, 4)
 _OP_ATTRIBUTES = (6, 7)
 SCALING_ATTRIBUTE = 5
@@ -60,6 +64,7 @@ GROUPS_ATTRIBUTE, GROUP_ENDS_POINTER, GROUP_LAYOUT_ATTRIBUTE = 10, 11, 12
 ACCUMULATION_ATTRIBUTE = 13
 BIAS_ATTRIBUTE, ACTIVATION_ATTRIBUTE, BIAS_POINTER, D_POINTER = 14, 15, 16, 17
 GATE_ATTRIBUTE = 18
+PRECISION_ATTRIBUTE = 19
 _POINTER_SIZE = ctypes.sizeof(ctypes.c_void_p)  # what a pointer attribute's value takes
 
 
@@ -316,18 +321,41 @@ def is_gated(name):
 
 
 # ---------------------------------------------------------------------------------------------
+# Precisions
+
+
+def checked_precision(precision):
+    """precision ('exact', 'tf32', '3xtf32', any case) as the library names it; Error for
+    others."""
+    name = precision.lower() if isinstance(precision, str) else precision
+    if name not in PRECISIONS:
+        raise Error(f"unknown precision {precision!r} (expected exact, tf32 or 3xtf32)")
+    return name
+
+
+def library_f32_precision():
+    """The library's precision of f32 calls that set none: $GEMMTUNE_F32_PRECISION, else
+    'exact'. Error naming the variable for a bad value, as the library's."""
+    setting = os.environ.get("GEMMTUNE_F32_PRECISION") or "exact"
+    if setting.lower() not in PRECISIONS:
+        raise Error(f"GEMMTUNE_F32_PRECISION={setting}: expected exact, tf32 or 3xtf32")
+    return setting.lower()
+
+
+# ---------------------------------------------------------------------------------------------
 # Matmul descriptors
 
 
 class MatmulDesc:
-    """A gemmtune_matmul_desc with the types, ops, scaling, group layout, accumulation and
-    epilogue of a problem; destroyed with this object. Those never change once it is made; the
-    scale pointers of a scaled descriptor do (set_scales), the groups of a grouped one
-    (set_groups) and the bias of one with a bias (set_bias), so such a descriptor belongs to one
-    thread (scaled_descriptor, grouped_descriptor, bias_descriptor)."""
+    """A gemmtune_matmul_desc with the types, ops, scaling, group layout, accumulation,
+    epilogue and precision (None: the library's) of a problem; destroyed with this object.
+    Those never change once it is made; the scale pointers of a scaled descriptor do
+    (set_scales), the groups of a grouped one (set_groups) and the bias of one with a bias
+    (set_bias), so such a descriptor belongs to one thread (scaled_descriptor,
+    grouped_descriptor, bias_descriptor)."""
 
     def __init__(self, types, layout, scaling="none", group_layout="contiguous",
-                 accumulation="precise", epilogue="none"):
+                 accumulation="precise", epilogue="none", precision=None):
         lib = library()
         if scaling not in SCALINGS:
             raise Error(f"unknown scaling '{scaling}' (expected none, tensor, row or block)")
@@ -353,6 +381,9 @@ class MatmulDesc:
         if gate != "none":
             values.append(GATES[gate])
             attributes += (GATE_ATTRIBUTE,)
+        if precision is not None:  # exact too: else the library's default would be the call's
+            values.append(PRECISIONS[checked_precision(precision)])
+            attributes += (PRECISION_ATTRIBUTE,)
         handle = ctypes.c_void_p()
         check(lib.gemmtune_matmul_desc_create(ctypes.byref(handle)))
         self._lib, self.handle = lib, handle.value
@@ -419,35 +450,37 @@ class MatmulDesc:
             self._lib.gemmtune_matmul_desc_destroy(handle)
 
 
-def descriptor(types, layout, scaling="none", accumulation="precise", epilogue="none"):
+def descriptor(types, layout, scaling="none", accumulation="precise", epilogue="none",
+               precision=None):
     """The descriptor of a problem's types (A, B, C, D, accumulator names), layout ('tn'),
-    scaling, accumulation and epilogue ('bias,gelu'), made once and kept: the calls pass its
-    handle. Without scale or bias pointers: for calls of unscaled problems without a bias,
-    select and record."""
-    return _kept_descriptor(types, layout, scaling, accumulation, epilogue)
+    scaling, accumulation, epilogue ('bias,gelu') and precision ('tf32'; None: the library's),
+    made once and kept: the calls pass its handle. Without scale or bias pointers: for calls of
+    unscaled problems without a bias, select and record."""
+    return _kept_descriptor(types, layout, scaling, accumulation, epilogue, precision)
 
 
 @functools.lru_cache(maxsize=None)  # keyed by valid types and layouts only: a few at most
-def _kept_descriptor(types, layout, scaling, accumulation, epilogue):
+def _kept_descriptor(types, layout, scaling, accumulation, epilogue, precision):
     # Positional arguments only: one key for a descriptor however descriptor() was called.
-    return MatmulDesc(types, layout, scaling, accumulation=accumulation, epilogue=epilogue)
+    return MatmulDesc(types, layout, scaling, accumulation=accumulation, epilogue=epilogue,
+                      precision=precision)
 
 
 _thread = threading.local()
 
 
 def _thread_descriptor(key, group_layout="contiguous", accumulation="precise",
-                       epilogue="none"):
+                       epilogue="none", precision=None):
     """This thread's descriptor of key = (types, layout, scaling, kind, ...), made on first use;
     the key tells apart every descriptor that differs (its group layout, its accumulation, its
-    epilogue)."""
+    epilogue, its precision)."""
     descriptors = getattr(_thread, "descriptors", None)
     if descriptors is None:
         descriptors = _thread.descriptors = {}
     desc = descriptors.get(key)
     if desc is None:
         desc = descriptors[key] = MatmulDesc(key[0], key[1], key[2], group_layout, accumulation,
-                                             epilogue)
+                                             epilogue, precision)
     return desc
 
 
@@ -459,12 +492,12 @@ def scaled_descriptor(types, layout, scaling, accumulation="precise"):
                               accumulation=accumulation)
 
 
-def bias_descriptor(types, layout, epilogue):
-    """A descriptor of this thread for calls with an epilogue that has a bias ('bias,gelu'),
-    whose bias pointer each call sets (set_bias) just before it runs: no other thread sees it
-    change."""
-    return _thread_descriptor((tuple(types), layout, "none", "bias", epilogue),
-                              epilogue=epilogue)
+def bias_descriptor(types, layout, epilogue, precision=None):
+    """A descriptor of this thread for calls with an epilogue that has a bias ('bias,gelu') and
+    a precision (None: the library's), whose bias pointer each call sets (set_bias) just before
+    it runs: no other thread sees it change."""
+    return _thread_descriptor((tuple(types), layout, "none", "bias", epilogue, precision),
+                              epilogue=epilogue, precision=precision)
 
 
 def grouped_descriptor(types, layout, group_layout="contiguous"):

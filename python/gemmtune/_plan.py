@@ -8,7 +8,7 @@ anywhere.
 """
 from typing import NamedTuple, Optional, Tuple
 
-from ._library import Error, is_gated
+from ._library import Error, checked_precision, is_gated
 
 
 class DataTypes(NamedTuple):
@@ -91,6 +91,9 @@ class Problem(NamedTuple):
     # one ('swiglu', 'geglu', 'geglu_tanh', 'reglu', then 'interleaved' for that layout), whose
     # D has M / 2 rows (gemmtune/types.hpp, Epilogue). Part of the problem, tuned and stored apart.
     epilogue: str = "none"
+    # How an f32 product is computed: 'exact' (every other problem too), 'tf32' or '3xtf32' (tensor
+    # cores; gemmtune/types.hpp, Precision). Part of the problem, tuned and stored apart.
+    precision: str = "exact"
 
     @property
     def output_rows(self):
@@ -104,13 +107,14 @@ class Problem(NamedTuple):
 
     def shape_line(self):
         """The problem as a line of gemm-tune's shapes file, as GEMMTUNE_RECORD writes it:
-        the scaling where there is one, accum=fast where it accumulates fast, the epilogue where
-        there is one, leading dimensions only where they are not tight, then beta=1 if it reads
-        C."""
+        the scaling where there is one, accum=fast where it accumulates fast, the precision where
+        it is not exact, the epilogue where there is one, leading dimensions only where they are
+        not tight, then beta=1 if it reads C."""
         tight = (self.m if self.layout[0] == "n" else self.k,
                  self.k if self.layout[1] == "n" else self.n, self.output_rows)
         extra = "" if self.scaling == "none" else f" scaling={self.scaling}"
         extra += "" if self.accumulation == "precise" else f" accum={self.accumulation}"
+        extra += "" if self.precision == "exact" else f" precision={self.precision}"
         extra += "" if self.epilogue == "none" else f" epilogue={self.epilogue}"
         extra += "".join(f" {name}={ld}" for name, ld, tight_ld in
                          zip(("lda", "ldb", "ldc"), (self.lda, self.ldb, self.ldc), tight)
@@ -175,9 +179,11 @@ def check_shapes(a_shape, b_shape, c_shape: Optional[Tuple[int, ...]]):
     return m, n, k
 
 
-def plan_matmul(types, a_shape, a_strides, b_shape, b_strides, c_strides=None):
+def plan_matmul(types, a_shape, a_strides, b_shape, b_strides, c_strides=None,
+                precision="exact"):
     """The GEMM for row-major C = A @ B (all sizes >= 1). types: the DataTypes of the call's
-    operands (a, b, out), or one type's name for all. c_strides None: a new row-major C."""
+    operands (a, b, out), or one type's name for all. c_strides None: a new row-major C.
+    precision: the problem's (call_precision)."""
     if isinstance(types, str):
         types = DataTypes.uniform(types)
     m, n, k = check_shapes(a_shape, b_shape, None)
@@ -189,7 +195,33 @@ def plan_matmul(types, a_shape, a_strides, b_shape, b_strides, c_strides=None):
         return "n" if rows == c_rows else "t"
     if c_rows:  # C^T = B^T A^T: b is the GEMM's A, with its type
         types = types.swapped()
-        problem = Problem(types.name, op(b_rows) + op(a_rows), n, m, k, ldb, lda, ldc)
+        problem = Problem(types.name, op(b_rows) + op(a_rows), n, m, k, ldb, lda, ldc,
+                          precision=precision)
     else:
-        problem = Problem(types.name, op(a_rows) + op(b_rows), m, n, k, lda, ldb, ldc)
+        problem = Problem(types.name, op(a_rows) + op(b_rows), m, n, k, lda, ldb, ldc,
+                          precision=precision)
     return Plan(problem, c_rows, types)
+
+
+# torch.get_float32_matmul_precision()'s settings as gemmtune's precisions: 'highest' is f32's
+# own (exact); 'high' allows tf32; 'medium' allows bf16 products too, which gemmtune has no f32
+# kernels of: tf32, its nearest.
+TORCH_PRECISIONS = {"highest": "exact", "high": "tf32", "medium": "tf32"}
+_F32 = DataTypes.uniform("f32")
+
+
+def call_precision(types, precision, default):
+    """The precision of a call of these types (a DataTypes): `precision` where given (any
+    case; the library refuses one other than exact of other types than f32); else, of f32
+    operands and result, default() (torch's setting for torch tensors, else the library's,
+    GEMMTUNE_F32_PRECISION); else 'exact', other types' one way."""
+    if precision is not None:
+        return checked_precision(precision)
+    return default() if types == _F32 else "exact"
+
+
+def descriptor_precision(types, precision):
+    """The precision a descriptor of a problem of these types sets: none (the library's one way)
+    for exact of other types than f32, whose descriptors stay as they were; else the problem's
+    (the library refuses one other than exact of other types)."""
+    return None if precision == "exact" and types != _F32 else precision

@@ -19,7 +19,8 @@ from ._grouped import plan_bmm, plan_grouped_mm, plan_grouped_mm_masked
 from ._library import (_ONE_ADDRESS, _ZERO_ADDRESS, Error, InvalidType, bias_descriptor, check,
                        beside_library, descriptor, library, matmul_function, scalar)
 from ._operands import SUPPORTED, View
-from ._plan import DataTypes, plan_matmul
+from ._plan import (TORCH_PRECISIONS, DataTypes, call_precision, descriptor_precision,
+                    plan_matmul)
 from ._scaled import Tensor, plan_scaled_mm
 
 # torch's dtypes by gemmtune's names; the float8 ones where this torch has them (>= 2.1).
@@ -69,6 +70,12 @@ current_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or _stream
 
 
 class TorchBackend:
+    @staticmethod
+    def default_precision():
+        """f32 calls' precision where none is given: torch.get_float32_matmul_precision()'s
+        (TORCH_PRECISIONS), read at each call as torch's own matmul does."""
+        return TORCH_PRECISIONS[torch.get_float32_matmul_precision()]
+
     @staticmethod
     def allocate(like, view, m, n, dtype):
         return torch.empty((m, n), dtype=torch_dtype(dtype), device=like.device)
@@ -153,24 +160,27 @@ def _through_operator(*tensors):
     return needs_grad
 
 
-def matmul(a, b, out, alpha, beta, stream, out_dtype=None):
+# The operators take no precision: theirs is torch's setting, read when they run.
+def matmul(a, b, out, alpha, beta, stream, out_dtype=None, precision=None):
     if (out is None and out_dtype is None and alpha == 1 and beta == 0 and stream is None
-            and _through_operator(a, b)):
+            and precision is None and _through_operator(a, b)):
         return torch.ops.gemmtune.mm(a, b)
-    return _matmul(a, b, out, alpha, beta, stream, out_dtype)
+    return _matmul(a, b, out, alpha, beta, stream, out_dtype, precision)
 
 
-def linear(x, w, bias, stream, out_dtype=None, activation="identity"):
-    if stream is None and out_dtype is None and _through_operator(x, w, bias):
+def linear(x, w, bias, stream, out_dtype=None, activation="identity", precision=None):
+    if stream is None and out_dtype is None and precision is None and _through_operator(x, w, bias):
         return torch.ops.gemmtune.linear(x, w, bias, activation)
-    return _linear(x, w, bias, stream, out_dtype, activation)
+    return _linear(x, w, bias, stream, out_dtype, activation, precision)
 
 
-def gated_linear(x, w, bias, stream, out_dtype=None, activation="silu", layout="halves"):
+def gated_linear(x, w, bias, stream, out_dtype=None, activation="silu", layout="halves",
+                 precision=None):
     # No autograd formula: the operator only where torch.compile traces the call.
-    if stream is None and out_dtype is None and OPERATORS and _is_compiling():
+    if (stream is None and out_dtype is None and precision is None and OPERATORS
+            and _is_compiling()):
         return torch.ops.gemmtune.gated_linear(x, w, bias, activation, layout)
-    return _gated_linear(x, w, bias, stream, out_dtype, activation, layout)
+    return _gated_linear(x, w, bias, stream, out_dtype, activation, layout, precision)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -212,14 +222,15 @@ def _remember(key, plan, like, shape, dtype, epilogue="none"):
     planned.call = matmul_function()
     planned.ctypes_call = library().gemmtune_matmul  # for alpha or beta not 1 or 0
     planned.device, planned.torch_device = like.get_device(), like.device
-    # One per types, layout and epilogue, made once and kept; with a bias, each thread's own
-    # (bias_descriptor(*planned.bias_descriptor)) serves the calls.
-    planned.descriptor = descriptor(plan.types, p.layout, epilogue=epilogue)
+    # One per types, layout, epilogue and precision, made once and kept; with a bias, each
+    # thread's own (bias_descriptor(*planned.bias_descriptor)) serves the calls.
+    precision = descriptor_precision(plan.types, p.precision)
+    planned.descriptor = descriptor(plan.types, p.layout, epilogue=epilogue, precision=precision)
     planned.handle = planned.descriptor.handle
     planned.m, planned.n, planned.k = p.m, p.n, p.k
     planned.lda, planned.ldb, planned.ldc, planned.swap = p.lda, p.ldb, p.ldc, plan.swap
     planned.shape, planned.dtype = tuple(shape), dtype
-    planned.bias_descriptor = (plan.types, p.layout, epilogue)
+    planned.bias_descriptor = (plan.types, p.layout, epilogue, precision)
     _keep(key, planned)
 
 
@@ -247,29 +258,41 @@ def _tensor_key(t):
     return t.dtype, t.shape, t.stride(), t.device
 
 
-def _matmul_key(a, b, out, out_dtype):
+_F32 = torch.float32
+
+
+def _precision_key(x, precision):
+    """What a call's precision depends on: the one given, else, where x is f32, torch's
+    setting (read at each call: after torch.set_float32_matmul_precision the call is another
+    problem); None for other dtypes, whose precision their types decide."""
+    if precision is None and x.dtype is _F32:
+        return torch.get_float32_matmul_precision()
+    return precision
+
+
+def _matmul_key(a, b, out, out_dtype, precision=None):
     """What the checks and the plan of matmul depend on: each tensor's dtype, shape, strides and
-    device, out_dtype. None for operands without them (arrays, sparse tensors) or an out_dtype
-    that is no key: the general path's."""
+    device, out_dtype, the precision (_precision_key). None for operands without them (arrays,
+    sparse tensors) or an out_dtype or precision that is no key: the general path's."""
     try:
-        if out_dtype is not None:
-            hash(out_dtype)
+        computed = _precision_key(a, precision)
+        hash((out_dtype, computed))
         return ("mm", a.dtype, a.shape, a.stride(), a.device, b.dtype, b.shape, b.stride(),
-                b.device, None if out is None else _tensor_key(out), out_dtype)
+                b.device, None if out is None else _tensor_key(out), out_dtype, computed)
     except Exception:  # noqa: BLE001  (whatever it was, the general path raises it again)
         return None
 
 
-def _linear_key(x, w, bias, out_dtype, activation, layout=None):
+def _linear_key(x, w, bias, out_dtype, activation, layout=None, precision=None):
     """What the checks and the plan of linear (gated_linear: with its layout) depend on: x's,
-    w's and the bias's dtypes, shapes, strides and devices, out_dtype, the activation. None
-    where _matmul_key's is."""
+    w's and the bias's dtypes, shapes, strides and devices, out_dtype, the activation, the
+    precision (_precision_key). None where _matmul_key's is."""
     try:
-        if out_dtype is not None:
-            hash(out_dtype)
+        computed = _precision_key(x, precision)
+        hash((out_dtype, computed))
         return ("linear", x.dtype, x.shape, x.stride(), x.device, w.dtype, w.shape, w.stride(),
                 w.device, None if bias is None else _tensor_key(bias), out_dtype, activation,
-                layout)
+                layout, computed)
     except Exception:  # noqa: BLE001
         return None
 
@@ -280,14 +303,21 @@ def _types_of(a, b, result):
     return DataTypes(_DTYPES[a.dtype], _DTYPES[b.dtype], c, c)
 
 
-def _matmul(a, b, out, alpha, beta, stream, out_dtype=None):
+def _plan_of(types, precision, *layout):
+    """plan_matmul of a call that ran (layout: its shapes and strides), of the precision it ran
+    with (call_precision: torch's setting where none was given)."""
+    return plan_matmul(types, *layout,
+                       precision=call_precision(types, precision, TorchBackend.default_precision))
+
+
+def _matmul(a, b, out, alpha, beta, stream, out_dtype=None, precision=None):
     if alpha != 1 or beta != 0:  # the general path's first checks (1 and 0 pass): its errors
         _check_scalars(alpha, beta, out)
-    key = _matmul_key(a, b, out, out_dtype)
+    key = _matmul_key(a, b, out, out_dtype, precision)
     planned = _PLANS.get(key)
     if planned is not None and planned is not _REFUSED:
         return _run_matmul(planned, a, b, out, alpha, beta, stream)
-    return _plan_matmul(key, a, b, out, alpha, beta, stream, out_dtype)
+    return _plan_matmul(key, a, b, out, alpha, beta, stream, out_dtype, precision)
 
 
 def _run_matmul(planned, a, b, out, alpha, beta, stream):
@@ -298,32 +328,34 @@ def _run_matmul(planned, a, b, out, alpha, beta, stream):
     return out
 
 
-def _plan_matmul(key, a, b, out, alpha, beta, stream, out_dtype=None):
+def _plan_matmul(key, a, b, out, alpha, beta, stream, out_dtype=None, precision=None):
     """The general path of matmul, which checks everything and raises the errors; its plan kept
     for the calls with its key."""
-    result = run_matmul(a, b, out, alpha, beta, stream, TorchBackend, out_dtype=out_dtype)
+    result = run_matmul(a, b, out, alpha, beta, stream, TorchBackend, out_dtype=out_dtype,
+                        precision=precision)
     if key is not None and min(*a.shape, b.shape[1]) >= 1:
-        plan = plan_matmul(_types_of(a, b, result), tuple(a.shape), tuple(a.stride()),
-                           tuple(b.shape), tuple(b.stride()),
-                           None if out is None else tuple(out.stride()))
+        plan = _plan_of(_types_of(a, b, result), precision, tuple(a.shape), tuple(a.stride()),
+                        tuple(b.shape), tuple(b.stride()),
+                        None if out is None else tuple(out.stride()))
         _remember(key, plan, a, (a.shape[0], b.shape[1]), result.dtype)
     return result
 
 
-def _linear(x, w, bias, stream, out_dtype=None, activation="identity"):
-    key = _linear_key(x, w, bias, out_dtype, activation)
+def _linear(x, w, bias, stream, out_dtype=None, activation="identity", precision=None):
+    key = _linear_key(x, w, bias, out_dtype, activation, None, precision)
     planned = _PLANS.get(key)
     if planned is not None and planned is not _REFUSED:
         return _run_linear(planned, x, w, bias, stream)
-    return _plan_linear(key, x, w, bias, stream, out_dtype, activation)
+    return _plan_linear(key, x, w, bias, stream, out_dtype, activation, None, precision)
 
 
-def _gated_linear(x, w, bias, stream, out_dtype=None, activation="silu", layout="halves"):
-    key = _linear_key(x, w, bias, out_dtype, activation, layout)
+def _gated_linear(x, w, bias, stream, out_dtype=None, activation="silu", layout="halves",
+                  precision=None):
+    key = _linear_key(x, w, bias, out_dtype, activation, layout, precision)
     planned = _PLANS.get(key)
     if planned is not None and planned is not _REFUSED:
         return _run_linear(planned, x, w, bias, stream)
-    return _plan_linear(key, x, w, bias, stream, out_dtype, activation, layout)
+    return _plan_linear(key, x, w, bias, stream, out_dtype, activation, layout, precision)
 
 
 def _run_linear(planned, x, w, bias, stream):
@@ -340,19 +372,21 @@ def _run_linear(planned, x, w, bias, stream):
     return y
 
 
-def _plan_linear(key, x, w, bias, stream, out_dtype=None, activation="identity", layout=None):
+def _plan_linear(key, x, w, bias, stream, out_dtype=None, activation="identity", layout=None,
+                 precision=None):
     """The general path of linear (gated_linear, given its layout), which checks everything and
     raises the errors; its plan kept for the calls with its key."""
     if layout is None:
-        y = run_linear(x, w, bias, stream, TorchBackend, out_dtype, activation)
+        y = run_linear(x, w, bias, stream, TorchBackend, out_dtype, activation, precision)
     else:
-        y = run_gated_linear(x, w, bias, stream, TorchBackend, out_dtype, activation, layout)
+        y = run_gated_linear(x, w, bias, stream, TorchBackend, out_dtype, activation, layout,
+                             precision)
     if key is not None:
-        _learn_linear(key, x, w, bias, y, activation, layout or "none")
+        _learn_linear(key, x, w, bias, y, activation, layout or "none", precision)
     return y
 
 
-def _learn_linear(key, x, w, bias, y, activation="identity", gate="none"):
+def _learn_linear(key, x, w, bias, y, activation="identity", gate="none", precision=None):
     """After a general call of linear (or gated linear, gate 'halves' or 'interleaved')
     succeeded: its plan, for the calls after it. x's rows are the view x.reshape makes (its
     strides, as the general path reads them); where reshape copies, every call must, so there is
@@ -364,8 +398,8 @@ def _learn_linear(key, x, w, bias, y, activation="identity", gate="none"):
     x_rows = x.reshape(-1, features)
     if x_rows.shape[0] < 1 or x_rows.data_ptr() != x.data_ptr():
         return
-    plan = plan_matmul(_types_of(x, w, y), tuple(x_rows.shape), tuple(x_rows.stride()),
-                       tuple(w.shape)[::-1], tuple(w.stride())[::-1])
+    plan = _plan_of(_types_of(x, w, y), precision, tuple(x_rows.shape), tuple(x_rows.stride()),
+                    tuple(w.shape)[::-1], tuple(w.stride())[::-1])
     epilogue = Epilogue(bias, activation, gate)
     if gate != "none":  # D of M / 2 rows
         plan = gated_plan(plan, epilogue)

@@ -10,7 +10,7 @@
 
 #include <map>
 #include <optional>
-#include <utility>
+#include <tuple>
 
 #include "gemmtune/gemmtune.h"
 
@@ -37,11 +37,21 @@ void set(gemmtune_matmul_desc desc, gemmtune_matmul_attribute attribute, int32_t
   check(gemmtune_matmul_desc_set_attribute(desc, attribute, &value, sizeof value));
 }
 
+// A call's precision as the Python package takes it: f32's is torch's
+// torch.get_float32_matmul_precision() ('highest': exact; 'high', 'medium': tf32), read at each
+// call as torch's own matmul does; other types have one.
+int32_t precision_of(int32_t type) {
+  if (type != GEMMTUNE_TYPE_F32) return GEMMTUNE_PRECISION_EXACT;
+  return at::globalContext().float32MatmulPrecision() == at::Float32MatmulPrecision::HIGHEST
+             ? GEMMTUNE_PRECISION_EXACT
+             : GEMMTUNE_PRECISION_TF32;
+}
+
 // This thread's descriptor of y^T = W x^T ('tn': op(A) = W^T of the weight as stored) for a
-// type, with or without a bias along M; a call sets only its bias pointer.
-gemmtune_matmul_desc descriptor(int32_t type, bool bias) {
-  thread_local std::map<std::pair<int32_t, bool>, gemmtune_matmul_desc> made;
-  gemmtune_matmul_desc& desc = made[{type, bias}];
+// type, with or without a bias along M, of a precision; a call sets only its bias pointer.
+gemmtune_matmul_desc descriptor(int32_t type, bool bias, int32_t precision) {
+  thread_local std::map<std::tuple<int32_t, bool, int32_t>, gemmtune_matmul_desc> made;
+  gemmtune_matmul_desc& desc = made[{type, bias, precision}];
   if (desc) return desc;
   check(gemmtune_matmul_desc_create(&desc));
   for (auto operand : {GEMMTUNE_MATMUL_DESC_A_TYPE, GEMMTUNE_MATMUL_DESC_B_TYPE,
@@ -50,6 +60,7 @@ gemmtune_matmul_desc descriptor(int32_t type, bool bias) {
   set(desc, GEMMTUNE_MATMUL_DESC_OP_A, GEMMTUNE_OP_T);
   set(desc, GEMMTUNE_MATMUL_DESC_OP_B, GEMMTUNE_OP_N);
   if (bias) set(desc, GEMMTUNE_MATMUL_DESC_BIAS, GEMMTUNE_BIAS_M);
+  set(desc, GEMMTUNE_MATMUL_DESC_PRECISION, precision);
   return desc;
 }
 
@@ -80,7 +91,8 @@ at::Tensor linear_cuda(const at::Tensor& x, const at::Tensor& w,
   if (rows.size(0) == 0 || out == 0) return y.view(result_shape(x, w));
   if (in == 0) return (bias ? y.copy_(bias->expand_as(y)) : y.zero_()).view(result_shape(x, w));
   const c10::cuda::CUDAGuard guard(x.device());
-  const gemmtune_matmul_desc desc = descriptor(type_code(x.scalar_type()), bias.has_value());
+  const int32_t type = type_code(x.scalar_type());
+  const gemmtune_matmul_desc desc = descriptor(type, bias.has_value(), precision_of(type));
   at::Tensor bias_vector;
   if (bias) {
     bias_vector = bias->contiguous();

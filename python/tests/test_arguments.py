@@ -122,7 +122,7 @@ def test_linear_is_tn_with_batch_dimensions_flattened():
     x = FakeCudaArray((2, 3, 4096))  # 6 tokens
     w = FakeCudaArray((11008, 4096))
     assert tuple(gemmtune.problem_linear(x, w)) == ("f16", "tn", 11008, 6, 4096, 4096, 4096, 11008,
-                                                    False, "none", "precise", "none")
+                                                    False, "none", "precise", "none", "exact")
     # With a bias, the kernel's store adds it (the epilogue 'bias', along M): C is not read, and
     # the problem is another for the tuner.
     with_bias = gemmtune.problem_linear(x, w, FakeCudaArray((11008,)))
@@ -146,7 +146,7 @@ def test_linear_flattens_only_what_flattens_without_a_copy():
     # x[:, ::2, :]: rows 2 apart throughout, which one leading dimension describes.
     x = FakeCudaArray((2, 3, 64), strides=(6 * 64 * 2, 2 * 64 * 2, 2))
     assert tuple(gemmtune.problem_linear(x, FakeCudaArray((32, 64)))) == (
-        "f16", "tn", 32, 6, 64, 64, 128, 32, False, "none", "precise", "none")
+        "f16", "tn", 32, 6, 64, 64, 128, 32, False, "none", "precise", "none", "exact")
 
 
 @no_gpu_only
@@ -155,7 +155,7 @@ def test_dlpack_operands_bf16_with_offsets_and_strides():
     a = FakeDLPack((64, 32), code=4, bits=16, strides=(1, 64), byte_offset=128)
     b = FakeDLPack((32, 48), code=4, bits=16)
     assert tuple(gemmtune.problem(a, b)) == ("bf16", "nt", 48, 64, 32, 48, 64, 48, False, "none",
-                                             "precise", "none")
+                                             "precise", "none", "exact")
     with pytest.raises(gemmtune.Error, match="^no GPU: "):
         gemmtune.matmul(a, b, out=FakeDLPack((64, 48), code=4, bits=16), stream=7)
     # The producer is told which stream the call runs on (DLPack's 1: the legacy default).

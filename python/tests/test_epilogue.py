@@ -95,7 +95,7 @@ def test_linear_with_a_bias_reads_no_c_and_has_the_bias_along_m():
     x, w, bias = FakeCudaArray(X), FakeCudaArray(W), FakeCudaArray(BIAS)
     p = gemmtune.problem_linear(x, w, bias)
     assert tuple(p) == ("f16", "tn", 11008, 6, 4096, 4096, 4096, 11008, False, "none", "precise",
-                        "bias")
+                        "bias", "exact")
     assert p.shape_line() == "11008 6 4096 f16 tn epilogue=bias"
     p = gemmtune.problem_linear(x, w, bias, activation="gelu", approximate="tanh")
     assert (p.epilogue, p.reads_c) == ("bias,gelu_tanh", False)

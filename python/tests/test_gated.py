@@ -65,7 +65,7 @@ def test_the_gated_problem_has_m_2i_and_d_of_i_rows():
     x, w, bias = FakeCudaArray(X), FakeCudaArray(W), FakeCudaArray(BIAS)
     p = gemmtune.problem_gated_linear(x, w)
     assert tuple(p) == ("f16", "tn", 22016, 6, 4096, 4096, 4096, 11008, False, "none", "precise",
-                        "swiglu")
+                        "swiglu", "exact")
     assert p.output_rows == 11008
     assert p.shape_line() == "22016 6 4096 f16 tn epilogue=swiglu"  # ldc = I is tight
     p = gemmtune.problem_gated_linear(x, w, bias, activation="gelu", layout="interleaved")

@@ -77,7 +77,7 @@ def test_linear_is_tn_with_out_features_as_m():
     # y = x @ w.T, x: 8 tokens x 4096, w: 11008 x 4096 (out x in): llm-shapes.txt's convention.
     plan = plan_matmul("bf16", (8, 4096), (4096, 1), (4096, 11008), (1, 4096))
     assert tuple(plan.problem) == ("bf16", "tn", 11008, 8, 4096, 4096, 4096, 11008, False, "none",
-                                   "precise", "none")
+                                   "precise", "none", "exact")
     assert plan.problem.shape_line() == "11008 8 4096 bf16 tn"
     assert plan.problem._replace(reads_c=True).shape_line() == "11008 8 4096 bf16 tn beta=1"
 
@@ -119,7 +119,7 @@ def test_the_types_swap_with_the_operands_of_a_row_major_call():
     assert plan.swap
     assert plan.types == DataTypes("f32", "f16", "f16", "f16")
     assert tuple(plan.problem) == ("f32*f16->f16", "tn", 11008, 8, 4096, 4096, 4096, 11008,
-                                   False, "none", "precise", "none")
+                                   False, "none", "precise", "none", "exact")
     assert plan.problem.shape_line() == "11008 8 4096 f32*f16->f16 tn"
     assert plan.problem.types == plan.types
     # Into a column-major out nothing swaps: the GEMM's A is x.

@@ -73,7 +73,7 @@ def test_operands_of_different_dtypes_make_one_problem_with_the_types_swapped():
     # Row-major x @ w.T is the column-major w . x: A is w, of w's type.
     p = problem(F16, BF16)
     assert tuple(p) == ("bf16*f16->f16", "tn", 32, 8, 64, 64, 64, 32, False, "none", "precise",
-                        "none")
+                        "none", "exact")
     assert p.types == DataTypes("bf16", "f16", "f16", "f16")
     assert problem(E5M2, E4M3).dtype == "e4m3*e5m2->bf16"
     assert problem(F16, F32).dtype == "f32*f16->f16"
