@@ -1893,7 +1893,8 @@ TEST_F(TuningDbTest, ImportAcceptsOnlyConfigsThisBuildCanRun) {
          e["candidates"][1]["config"]["types"] = "f32";
          e["candidates"][1]["template_version"] = template_version(find_family("wgmma_sm90"));
        },
-       "entries[1].candidates[1].config: the wgmma family computes f16 and bf16"},
+       "entries[1].candidates[1].config: precision exact: the wgmma family computes f32 on tensor "
+       "cores"},
   };
   expect_each_refused(db, valid, 1, cases);
 

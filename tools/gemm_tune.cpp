@@ -301,7 +301,7 @@ json tune_json(const gt::TuneReport& r, const std::vector<gt::CandidateRecord>& 
   if (!r.error.empty()) j["error"] = r.error;
   if (r.best) {
     j["best"] = candidate_json(*r.best);
-    j["peak_fraction"] = r.best->tflops / r.device.peak_tflops(r.problem.types);
+    j["peak_fraction"] = r.best->tflops / r.device.peak_tflops(r.problem);
     j["ratio_to_cublas"] =
         r.baseline_ms > 0 ? json(r.baseline_ms / r.best->median_ms) : json(nullptr);
   }
@@ -311,7 +311,7 @@ json tune_json(const gt::TuneReport& r, const std::vector<gt::CandidateRecord>& 
 }
 
 void print_tune(const gt::TuneReport& r, const std::vector<gt::CandidateRecord>& top) {
-  const double peak = r.device.peak_tflops(r.problem.types);
+  const double peak = r.device.peak_tflops(r.problem);
   std::cout << fmt::format("{} on GPU {}, {} ({}, {} SMs)\n", r.problem.describe(),
                            r.device.ordinal, r.device.name, r.device.arch.name(),
                            r.device.arch.sms);

@@ -75,6 +75,18 @@ double ArchInfo::tf32_flops_per_clock_per_sm() const {
   return flops_per_clock_per_sm(DataTypes::uniform(DataType::bf16)) / 2;
 }
 
+double ArchInfo::flops_per_clock_per_sm(const Problem& p) const {
+  switch (p.precision) {
+    case Precision::exact:
+      break;
+    case Precision::tf32:
+      return tf32_flops_per_clock_per_sm();
+    case Precision::tf32x3:
+      return tf32_flops_per_clock_per_sm() / 3;
+  }
+  return flops_per_clock_per_sm(p.types);
+}
+
 ArchInfo ArchInfo::from_cc(int cc) {
   for (const char* known : {"sm_80", "sm_86", "sm_89", "sm_90a"}) {
     const ArchInfo a = from_name(known);

@@ -19,8 +19,8 @@ int attribute(CUdevice dev, CUdevice_attribute attr) {
 
 }  // namespace
 
-double DeviceInfo::peak_tflops(const DataTypes& types) const {
-  return arch.flops_per_clock_per_sm(types) * arch.sms * sm_clock_khz * 1e3 / 1e12;
+double DeviceInfo::peak_tflops(const Problem& problem) const {
+  return arch.flops_per_clock_per_sm(problem) * arch.sms * sm_clock_khz * 1e3 / 1e12;
 }
 
 std::string nvrtc_version() {

@@ -19,8 +19,8 @@ class WorkList {
     // Longest first keeps GPUs busy to the end; work is estimated as FLOPs over the peak rate.
     if (longest_first)
       std::stable_sort(order_.begin(), order_.end(), [&](size_t a, size_t b) {
-        return problems[a].flops() / arch.flops_per_clock_per_sm(problems[a].types) >
-               problems[b].flops() / arch.flops_per_clock_per_sm(problems[b].types);
+        return problems[a].flops() / arch.flops_per_clock_per_sm(problems[a]) >
+               problems[b].flops() / arch.flops_per_clock_per_sm(problems[b]);
       });
   }
   std::optional<size_t> take() {

@@ -367,6 +367,12 @@ std::vector<Rule<P>> rules() {
          return c.ws == 1 && c.ksub == 1 && c.promote >= 1 && c.promote <= 4 &&
                 (c.overlap == 0 || c.promote == 1);
        }},
+      {"products_of_precision",
+       "f32: one tf32 product over K (precision tf32), three (3xtf32); others none of their own",
+       {&P::products},
+       [](const Config& c, const Problem& p, const ArchInfo&) {
+         return c.products == products_of(p);
+       }},
       {"block_scales_per_tile",
        "block scales: problem n on the 64-row blocks, a tile's m within one or two 128-blocks "
        "(wgmma N at most 128 + gcd(N, 128))",

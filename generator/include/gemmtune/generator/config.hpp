@@ -30,6 +30,9 @@ struct ArchInfo {
   double flops_per_clock_per_sm(const DataTypes& types) const;
   // The same of f32 operands read as tf32 by the tensor cores: half the 16-bit rate.
   double tf32_flops_per_clock_per_sm() const;
+  // The rate of a problem as its precision computes it: its types', or for f32 on tensor cores
+  // tf32's (a third of it for 3xTF32, whose three products make one).
+  double flops_per_clock_per_sm(const Problem& problem) const;
   // Typical figures of a named architecture; throws Error(invalid_argument) for unknown names.
   static ArchInfo from_name(std::string_view name);
   // The target the runtime compiles for on a GPU of compute capability `cc` (sm_90a on Hopper),

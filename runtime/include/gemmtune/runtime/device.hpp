@@ -21,11 +21,11 @@ struct DeviceInfo {
   int64_t memory_bytes = 0;
   int sm_clock_khz = 0;  // the clock the driver reports (boost)
 
-  // Datasheet-style peaks from SM count and clock: f32 on CUDA cores, f16/bf16 dense on
-  // tensor cores. For "% of peak" columns; measured ceilings: docs/PERF.md, 'The best Hopper
-  // kernels run at about 70% of the bf16 peak' and 'mma.sync on the H100 peaks at two thirds of
-  // the wgmma rate'.
-  double peak_tflops(const DataTypes& types) const;
+  // Datasheet-style peaks from SM count and clock: f32 on CUDA cores (tf32 and 3xTF32's on tensor
+  // cores: ArchInfo::flops_per_clock_per_sm), f16/bf16 dense on tensor cores. For "% of peak"
+  // columns; measured ceilings: docs/PERF.md, 'The best Hopper kernels run at about 70% of the bf16
+  // peak' and 'mma.sync on the H100 peaks at two thirds of the wgmma rate'.
+  double peak_tflops(const Problem& problem) const;
 };
 
 // "13.0": the NVRTC this process loaded.
