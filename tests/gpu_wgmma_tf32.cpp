@@ -151,15 +151,20 @@ TEST_F(WgmmaTf32, EveryScheduleLayoutAndOddShapeInBothPrecisions) {
 }
 
 // A kernel that computes one tf32 product where 3xTF32 takes three fails 3xTF32's tolerance (the
-// exact path's): the small products carry the bits tf32 drops.
+// exact path's): the small products carry the bits tf32 drops. In layout tn (the low parts
+// derived) and nn (A's copies transposed too).
 TEST_F(WgmmaTf32, OneProductFailsThreeProductsTolerance) {
-  const Problem p = f32_problem(Precision::tf32x3, 384, 320, 1024);
-  const Verifier verifier(*checker_, p, 1.0f, 0.0f, 5, stream_->get());
-  const ReadyKernel one = prepare_kernel(compiler_, config_of(kPoints[1], p, 1), p, device_.arch);
-  const Verdict v = check(one, verifier);
-  EXPECT_FALSE(v.ok) << "a tf32 kernel passed 3xTF32's tolerance, largest error " << v.max_error;
-  const ReadyKernel three = prepare_kernel(compiler_, config_of(kPoints[1], p, 3), p, device_.arch);
-  EXPECT_TRUE(check(three, verifier).ok);
+  for (const char* layout : {"tn", "nn"}) {
+    const Problem p = f32_problem(Precision::tf32x3, 384, 320, 1024, 0, layout);
+    const Verifier verifier(*checker_, p, 1.0f, 0.0f, 5, stream_->get());
+    const ReadyKernel one = prepare_kernel(compiler_, config_of(kPoints[1], p, 1), p, device_.arch);
+    const Verdict v = check(one, verifier);
+    EXPECT_FALSE(v.ok) << layout << ": a tf32 kernel passed 3xTF32's tolerance, largest error "
+                       << v.max_error;
+    const ReadyKernel three =
+        prepare_kernel(compiler_, config_of(kPoints[1], p, 3), p, device_.arch);
+    EXPECT_TRUE(check(three, verifier).ok) << layout;
+  }
 }
 
 // The library serves an f32 problem of each precision with the family's default (tf32 and 3xTF32
