@@ -40,32 +40,29 @@ const Point kPoints[] = {
     {"multistage", 128, 128, 4, 2, 11, 0, 0, 0, 1, 0, 1, 1, 0},
 };
 
-KernelConfig config_of(const Point& pt, const Problem& p, int64_t products) {
-  return KernelConfig{"wgmma_sm90",
-                      p.types,
-                      p.scaling,
-                      p.op_a,
-                      p.op_b,
-                      {{"BM", pt.bm},
-                       {"BN", pt.bn},
-                       {"SWAP", pt.swap},
-                       {"STAGES", pt.stages},
-                       {"WG", pt.wg},
-                       {"WS", pt.ws},
-                       {"CLUSTER", pt.cluster},
-                       {"RASTER", p.m >= p.n ? 0 : 1},
-                       {"GROUP", 8},
-                       {"EPILOGUE", pt.epilogue},
-                       {"SCHEDULE", pt.schedule},
-                       {"SPLITS", pt.splits},
-                       {"CLUSTER_K", pt.cluster_k},
-                       {"PINGPONG", pt.pingpong},
-                       {"OCCUPANCY", 1},
-                       {"KSUB", pt.ksub},
-                       {"READS_C", 1},
-                       {"PROMOTE", 0},
-                       {"OVERLAP", 0},
-                       {"PRODUCTS", products}}};
+// The family's default for the problem with the point's parameters over it (and the code that
+// reads C, one CTA an SM).
+KernelConfig config_of(const Point& pt, const Problem& p, int64_t products, const ArchInfo& arch) {
+  KernelConfig c = find_family("wgmma_sm90").default_config(p, arch);
+  const std::pair<const char*, int64_t> params[] = {{"BM", pt.bm},
+                                                    {"BN", pt.bn},
+                                                    {"SWAP", pt.swap},
+                                                    {"STAGES", pt.stages},
+                                                    {"WG", pt.wg},
+                                                    {"WS", pt.ws},
+                                                    {"CLUSTER", pt.cluster},
+                                                    {"EPILOGUE", pt.epilogue},
+                                                    {"SCHEDULE", pt.schedule},
+                                                    {"SPLITS", pt.splits},
+                                                    {"CLUSTER_K", pt.cluster_k},
+                                                    {"PINGPONG", pt.pingpong},
+                                                    {"KSUB", pt.ksub},
+                                                    {"PRODUCTS", products},
+                                                    {"READS_C", 1},
+                                                    {"OCCUPANCY", 1},
+                                                    {"GROUP", 8}};
+  for (const auto& [name, value] : params) c.params[name] = value;
+  return c;
 }
 
 Problem f32_problem(Precision precision, int64_t m, int64_t n, int64_t k, int64_t extra_ld = 0,
@@ -128,7 +125,7 @@ TEST_F(WgmmaTf32, EveryScheduleLayoutAndOddShapeInBothPrecisions) {
             const Verifier verifier(*checker_, p, alpha, beta, 5, stream_->get());
             for (const Point& pt : kPoints) {
               if (!checked_in(pt, layout)) continue;
-              const KernelConfig config = config_of(pt, p, products_of(precision));
+              const KernelConfig config = config_of(pt, p, products_of(precision), device_.arch);
               const ReadyKernel k = prepare_kernel(compiler_, config, p, device_.arch);
               ASSERT_GT(k.loaded->occupancy(k.plan), 0) << k.compiled.name;
               const Verdict v = check(k, verifier);
@@ -157,12 +154,13 @@ TEST_F(WgmmaTf32, OneProductFailsThreeProductsTolerance) {
   for (const char* layout : {"tn", "nn"}) {
     const Problem p = f32_problem(Precision::tf32x3, 384, 320, 1024, 0, layout);
     const Verifier verifier(*checker_, p, 1.0f, 0.0f, 5, stream_->get());
-    const ReadyKernel one = prepare_kernel(compiler_, config_of(kPoints[1], p, 1), p, device_.arch);
+    const ReadyKernel one =
+        prepare_kernel(compiler_, config_of(kPoints[1], p, 1, device_.arch), p, device_.arch);
     const Verdict v = check(one, verifier);
     EXPECT_FALSE(v.ok) << layout << ": a tf32 kernel passed 3xTF32's tolerance, largest error "
                        << v.max_error;
     const ReadyKernel three =
-        prepare_kernel(compiler_, config_of(kPoints[1], p, 3), p, device_.arch);
+        prepare_kernel(compiler_, config_of(kPoints[1], p, 3, device_.arch), p, device_.arch);
     EXPECT_TRUE(check(three, verifier).ok) << layout;
   }
 }
