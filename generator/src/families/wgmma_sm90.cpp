@@ -230,12 +230,13 @@ Workspace workspace_of(const Config& c, const Units& u) {
 // (runtime/src/launcher.cpp): another kernel, which reads and writes the operand once, a launch
 // and a wait (docs/PERF.md, 'Unaligned operands are packed: about 3 us plus their bytes').
 constexpr double kPackingLaunchUs = 3.0;
-double packing_us(const Problem& p, const ArchInfo& a) {
-  auto bytes = [&](int64_t ld, int64_t rows, int64_t cols, DataType type) {
-    return tma_ld_aligned(ld, type) ? 0.0 : double(rows * cols * element_bytes(type));
+// An operand read from a transposed copy (deriving_us) is not packed.
+double packing_us(const Config& c, const Problem& p, const ArchInfo& a) {
+  auto bytes = [&](bool copied, int64_t ld, int64_t rows, int64_t cols, DataType type) {
+    return copied || tma_ld_aligned(ld, type) ? 0.0 : double(rows * cols * element_bytes(type));
   };
-  const double packed = bytes(p.lda, p.rows_a(), p.cols_a(), p.types.a) +
-                        bytes(p.ldb, p.rows_b(), p.cols_b(), p.types.b);
+  const double packed = bytes(a_transposed(c), p.lda, p.rows_a(), p.cols_a(), p.types.a) +
+                        bytes(b_transposed(c), p.ldb, p.rows_b(), p.cols_b(), p.types.b);
   return packed > 0 ? kPackingLaunchUs + 2 * packed / (a.dram_gb_per_s * 1e3) : 0.0;
 }
 
@@ -1008,7 +1009,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
       w.tile_overhead_us += kClusterKEpilogues * epilogue;
     else if (w.k_splits > 1 || w.balanced)
       w.tile_overhead_us += kWorkspaceEpilogues * epilogue;
-    w.setup_us = packing_us(p, a) + deriving_us(c, p, a);
+    w.setup_us = packing_us(c, p, a) + deriving_us(c, p, a);
     if (is_tf32(c)) w.flops_per_clock = a.tf32_flops_per_clock_per_sm() / double(c.products);
     return w;
   }
