@@ -142,11 +142,9 @@ TEST_P(GemvCorrectness, ShapesLayoutsLeadingDimensionsSplitsAndBeta) {
   for (const auto& s : shapes) {
     for (int64_t extra_ld :
          {0, 3}) {  // 3: odd leading dimensions (a strided x where ld is its stride)
-      Problem p = make_problem(dtype, parse_op(layout[0]), parse_op(layout[1]), s[0], s[1], s[2]);
-      p.lda += extra_ld;
-      p.ldb += extra_ld;
-      p.ldc += extra_ld;
-      p.align = alignment_class(p.types, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
+      const Problem p = test::with_longer_lds(
+          make_problem(dtype, parse_op(layout[0]), parse_op(layout[1]), s[0], s[1], s[2]),
+          extra_ld);
       for (int side : sides_of(p)) {
         for (const Point& pt : kPoints) {
           const ReadyKernel& k = kernel(config_of(pt, p, side), p);

@@ -70,11 +70,8 @@ TEST_P(SimtCorrectness, OddShapesLayoutsLeadingDimensionsAndBeta) {
       {1, 1, 1}, {17, 33, 65}, {1000, 1, 999}, {257, 255, 513}, {128, 128, 128}};
   for (const auto& s : shapes) {
     for (int64_t extra_ld : {0, 5, 8}) {
-      Problem p = make_problem(DType::f32, op_a, op_b, s[0], s[1], s[2]);
-      p.lda += extra_ld;
-      p.ldb += extra_ld;
-      p.ldc += extra_ld;
-      p.align = alignment_class(p.types, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
+      const Problem p =
+          test::with_longer_lds(make_problem(DType::f32, op_a, op_b, s[0], s[1], s[2]), extra_ld);
       for (const auto& config : reduced_space(p, device_.arch)) {
         const ReadyKernel k = prepare_kernel(compiler_, config, p, device_.arch);
         for (auto [alpha, beta] : {std::pair{1.5f, 0.0f}, std::pair{-0.5f, 2.0f}}) {

@@ -108,11 +108,9 @@ TEST_P(WgmmaCorrectness, OddShapesBetaAndLeadingDimensions) {
   int checked = 0;
   for (const auto& s : shapes) {
     for (int64_t extra_ld : {0, 3}) {  // 3: odd leading dimensions, packed before TMA
-      Problem p = make_problem(dtype, parse_op(layout[0]), parse_op(layout[1]), s[0], s[1], s[2]);
-      p.lda += extra_ld;
-      p.ldb += extra_ld;
-      p.ldc += extra_ld;
-      p.align = alignment_class(p.types, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
+      const Problem p = test::with_longer_lds(
+          make_problem(dtype, parse_op(layout[0]), parse_op(layout[1]), s[0], s[1], s[2]),
+          extra_ld);
       for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, std::pair{0.5f, -1.5f}}) {
         const Verifier verifier(*checker_, p, alpha, beta, 5, stream_->get());
         for (const Point& pt : kPoints) {

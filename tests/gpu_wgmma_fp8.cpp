@@ -83,11 +83,7 @@ Problem fp8_problem(DataTypes types, Scaling scaling, int64_t m, int64_t n, int6
                     int64_t extra_ld = 0) {
   Problem p = make_problem(types, Op::T, Op::N, m, n, k);
   p.scaling = scaling;
-  p.lda += extra_ld;
-  p.ldb += extra_ld;
-  p.ldc += extra_ld;
-  p.align = alignment_class(p.types, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
-  return p;
+  return test::with_longer_lds(p, extra_ld);
 }
 
 const DataTypes kE4m3Bf16{DataType::e4m3, DataType::e4m3, DataType::bf16, DataType::bf16};

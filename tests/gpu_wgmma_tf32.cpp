@@ -69,11 +69,7 @@ Problem f32_problem(Precision precision, int64_t m, int64_t n, int64_t k, int64_
                     const char* layout = "tn") {
   Problem p = make_problem(DataType::f32, parse_op(layout[0]), parse_op(layout[1]), m, n, k);
   p.precision = precision;
-  p.lda += extra_ld;
-  p.ldb += extra_ld;
-  p.ldc += extra_ld;
-  p.align = alignment_class(p.types, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
-  return p;
+  return test::with_longer_lds(p, extra_ld);
 }
 
 int64_t products_of(Precision precision) {

@@ -17,6 +17,16 @@ namespace gemmtune::test {
 
 // The first rule a configuration breaks, by name: "" when it is a valid point of the family's
 // space for the problem, else why_invalid()'s reason when that is not a broken rule.
+// The problem with `extra` more elements of leading dimension for A, B and C, and the alignment
+// class that leaves (an odd extra: no TMA in place, packed or stored from registers).
+inline Problem with_longer_lds(Problem p, int64_t extra) {
+  p.lda += extra;
+  p.ldb += extra;
+  p.ldc += extra;
+  p.align = alignment_class(p.types, nullptr, nullptr, nullptr, p.lda, p.ldb, p.ldc);
+  return p;
+}
+
 inline std::string broken_rule(const Family& f, const KernelConfig& c, const Problem& p,
                                const ArchInfo& arch) {
   const std::string why = f.why_invalid(c, p, arch);
