@@ -132,6 +132,14 @@ DerivedShape derived_shape(const Problem& p, const TensorMapPlan& m) {
   return {rows, cols, derived_ld(rows)};
 }
 
+// Where the call's operands hold the derived copy a map reads.
+template <class Ops>
+auto& derived_pointer(Ops& ops, const TensorMapPlan& m) {
+  const bool low = is_low_part(m.derived);
+  if (m.operand == Operand::a) return low ? ops.a_low : ops.a_derived;
+  return low ? ops.b_low : ops.b_derived;
+}
+
 }  // namespace
 
 GemmCore core_of(const LaunchPlan& plan, const Problem& p, const GemmOperands& ops) {
@@ -307,7 +315,7 @@ void Launcher::derive(const LaunchPlan& plan, Operands& o, CUstream stream) {
     const int64_t blocks = transpose ? (rows + 31) / 32 * ((cols + 31) / 32) : (cols + 7) / 8;
     launch_raw(deriver_->function(), uint32_t(std::clamp<int64_t>(blocks, 1, 8 * 65535)), 256,
                params, stream);
-    (is_a ? (low ? o.ops.a_low : o.ops.a_derived) : (low ? o.ops.b_low : o.ops.b_derived)) = dst;
+    derived_pointer(o.ops, m) = dst;
   }
 }
 
@@ -342,8 +350,7 @@ void Launcher::launch(const LoadedKernel& kernel, uint32_t resident, const Launc
 // A map over a copy the launch derived (derive()), as derived_shape() lays it out.
 void Launcher::set_derived_map(std::byte* args, const TensorMapPlan& m, const Problem& p,
                                const GemmOperands& ops) {
-  const bool a = m.operand == Operand::a, low = is_low_part(m.derived);
-  const CUdeviceptr ptr = a ? (low ? ops.a_low : ops.a_derived) : (low ? ops.b_low : ops.b_derived);
+  const CUdeviceptr ptr = derived_pointer(ops, m);
   GT_REQUIRE(ptr != 0, Errc::internal, "a map over a derived copy the launch did not make ({})",
              p.describe());
   const DerivedShape shape = derived_shape(p, m);
