@@ -125,19 +125,28 @@ bool packable(Operand operand) {
 struct DerivedShape {
   int64_t rows, cols, ld;
 };
-DerivedShape derived_shape(const Problem& p, const TensorMapPlan& m) {
-  const bool a = m.operand == Operand::a;
+DerivedShape derived_shape(const Problem& p, const DerivedOperand& d) {
+  const bool a = d.operand == Operand::a;
   int64_t rows = a ? p.rows_a() : p.rows_b(), cols = a ? p.cols_a() : p.cols_b();
-  if (is_transposed(m.derived)) std::swap(rows, cols);
+  if (is_transposed(d.derived)) std::swap(rows, cols);
   return {rows, cols, derived_ld(rows)};
 }
 
-// Where the call's operands hold the derived copy a map reads.
+// Where the call's operands hold a derived copy.
 template <class Ops>
-auto& derived_pointer(Ops& ops, const TensorMapPlan& m) {
-  const bool low = is_low_part(m.derived);
-  if (m.operand == Operand::a) return low ? ops.a_low : ops.a_derived;
+auto& derived_pointer(Ops& ops, const DerivedOperand& d) {
+  const bool low = is_low_part(d.derived);
+  if (d.operand == Operand::a) return low ? ops.a_low : ops.a_derived;
   return low ? ops.b_low : ops.b_derived;
+}
+
+// Every copy the plan's kernel reads in place of A or B: through its maps, then through its core.
+std::vector<DerivedOperand> derived_copies(const LaunchPlan& plan) {
+  std::vector<DerivedOperand> copies;
+  for (const TensorMapPlan& m : plan.maps)
+    if (m.derived != Derived::none) copies.push_back({m.operand, m.derived});
+  copies.insert(copies.end(), plan.derived_operands.begin(), plan.derived_operands.end());
+  return copies;
 }
 
 }  // namespace
@@ -298,24 +307,24 @@ void Launcher::pack_unaligned(const LaunchPlan& plan, Operands& o, CUstream stre
 void Launcher::derive(const LaunchPlan& plan, Operands& o, CUstream stream) {
   const Problem& p = o.problem;
   packer();
-  for (const TensorMapPlan& m : plan.maps) {
-    if (m.derived == Derived::none) continue;
-    const bool is_a = m.operand == Operand::a, low = is_low_part(m.derived);
-    GT_REQUIRE(packable(m.operand) && m.type == DataType::f32 && !p.grouped(), Errc::internal,
-               "a derived copy of operand {} ({})", int(m.operand), p.describe());
+  for (const DerivedOperand& d : derived_copies(plan)) {
+    const bool is_a = d.operand == Operand::a, low = is_low_part(d.derived);
+    GT_REQUIRE(packable(d.operand) && d.derived != Derived::none &&
+                   (is_a ? p.types.a : p.types.b) == DataType::f32 && !p.grouped(),
+               Errc::internal, "a derived copy of operand {} ({})", int(d.operand), p.describe());
     const int64_t rows = is_a ? p.rows_a() : p.rows_b(), cols = is_a ? p.cols_a() : p.cols_b();
-    const DerivedShape shape = derived_shape(p, m);
-    const int slot = 2 + 2 * int(m.operand) + (low ? 1 : 0);
+    const DerivedShape shape = derived_shape(p, d);
+    const int slot = 2 + 2 * int(d.operand) + (low ? 1 : 0);
     const CUdeviceptr dst =
         packed_.at_least(stream, slot, uint64_t(shape.ld * shape.cols * 4), false);
-    unsigned long long s = is_a ? o.ops.a : o.ops.b, d = dst;
+    unsigned long long s = is_a ? o.ops.a : o.ops.b, dst_ptr = dst;
     long long src_ld = is_a ? p.lda : p.ldb, r = rows, c = cols, dst_ld = shape.ld;
-    int transpose = is_transposed(m.derived) ? 1 : 0, low_part = low ? 1 : 0;
-    void* params[] = {&s, &src_ld, &r, &c, &d, &dst_ld, &transpose, &low_part};
+    int transpose = is_transposed(d.derived) ? 1 : 0, low_part = low ? 1 : 0;
+    void* params[] = {&s, &src_ld, &r, &c, &dst_ptr, &dst_ld, &transpose, &low_part};
     const int64_t blocks = transpose ? (rows + 31) / 32 * ((cols + 31) / 32) : (cols + 7) / 8;
     launch_raw(deriver_->function(), uint32_t(std::clamp<int64_t>(blocks, 1, 8 * 65535)), 256,
                params, stream);
-    derived_pointer(o.ops, m) = dst;
+    derived_pointer(o.ops, d) = dst;
   }
 }
 
@@ -335,9 +344,7 @@ void Launcher::launch(const LoadedKernel& kernel, uint32_t resident, const Launc
            !tma_aligned(m.operand == Operand::a ? operands.a : operands.b,
                         m.operand == Operand::a ? problem.lda : problem.ldb, m.type);
   });
-  const bool derives = std::any_of(plan.maps.begin(), plan.maps.end(), [](const TensorMapPlan& m) {
-    return m.derived != Derived::none;
-  });
+  const bool derives = !derived_copies(plan).empty();
   std::unique_lock<std::mutex> packing(packing_, std::defer_lock);
   if (packs || derives) packing.lock();
   if (packs) pack_unaligned(plan, o, stream);
@@ -350,14 +357,28 @@ void Launcher::launch(const LoadedKernel& kernel, uint32_t resident, const Launc
 // A map over a copy the launch derived (derive()), as derived_shape() lays it out.
 void Launcher::set_derived_map(std::byte* args, const TensorMapPlan& m, const Problem& p,
                                const GemmOperands& ops) {
-  const CUdeviceptr ptr = derived_pointer(ops, m);
+  const DerivedOperand copy{m.operand, m.derived};
+  const CUdeviceptr ptr = derived_pointer(ops, copy);
   GT_REQUIRE(ptr != 0, Errc::internal, "a map over a derived copy the launch did not make ({})",
              p.describe());
-  const DerivedShape shape = derived_shape(p, m);
+  const DerivedShape shape = derived_shape(p, copy);
   const MapKey key{ptr,        shape.rows, shape.cols, shape.ld,
                    m.box_rows, m.box_cols, m.type,     m.swizzle};
   const GemmTensorMap map = tensor_map(key);
   std::memcpy(args + m.offset, &map, sizeof(map));
+}
+
+// The core's pointer and leading dimension of an operand the kernel reads from its derived copy.
+void Launcher::read_derived(GemmCore& core, const DerivedOperand& d, const Problem& p,
+                            const GemmOperands& ops) {
+  const CUdeviceptr ptr = derived_pointer(ops, d);
+  GT_REQUIRE(ptr != 0, Errc::internal, "a kernel reads a derived copy the launch did not make ({})",
+             p.describe());
+  const int64_t ld = derived_shape(p, d).ld;
+  if (d.operand == Operand::a)
+    core.a = ptr, core.lda = ld;
+  else
+    core.b = ptr, core.ldb = ld;
 }
 
 void Launcher::fill_arguments(std::byte* args, const LaunchPlan& plan, const Problem& p,
@@ -400,6 +421,7 @@ void Launcher::fill_arguments(std::byte* args, const LaunchPlan& plan, const Pro
     std::memcpy(args + m.offset, &map, sizeof(map));
     core.flags |= m.made_flag;
   }
+  for (const DerivedOperand& d : plan.derived_operands) read_derived(core, d, p, ops);
   std::memcpy(args + plan.args.core, &core, sizeof(core));
   for (const ArgsBlock& block : plan.blocks)
     std::memcpy(args + block.offset, block.bytes.data(), block.bytes.size());

@@ -1,8 +1,8 @@
 #pragma once
 // Launches any family's kernel from its launch plan: the argument struct the plan lays out (the
 // core, the tensor maps it names, made through the Driver API and cached, the family's blocks),
-// an aligned copy of any operand a required map cannot read in place, the copies the plan's maps
-// derive from an operand, the persistent grid.
+// an aligned copy of any operand a required map cannot read in place, the copies the plan derives
+// from an operand (read through its maps or its core), the persistent grid.
 #include <array>
 #include <map>
 #include <memory>
@@ -46,6 +46,8 @@ class Launcher {
   void derive(const LaunchPlan& plan, Operands& o, CUstream stream);
   void set_derived_map(std::byte* args, const TensorMapPlan& m, const Problem& p,
                        const GemmOperands& ops);
+  static void read_derived(GemmCore& core, const DerivedOperand& d, const Problem& p,
+                           const GemmOperands& ops);
   CUdeviceptr pack(Operand operand, CUdeviceptr src, int64_t rows, int64_t cols, int64_t ld,
                    int64_t packed_ld, int element_bytes, CUstream stream);
 

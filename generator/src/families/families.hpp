@@ -43,6 +43,19 @@ inline int64_t group_table_of(const Problem& p) {
   return p.grouped() ? slots : 0;
 }
 
+// The tf32 products an f32 problem's kernel sums over K: one (tf32), three (3xTF32); 1 else.
+inline int64_t products_of(const Problem& p) {
+  return p.precision == Precision::tf32x3 ? 3 : 1;
+}
+
+// The launch makes a copy of an operand first (packed, or derived: runtime/src/launcher.cpp): a
+// kernel of its own, which reads and writes the bytes once, a launch and a wait (docs/PERF.md,
+// 'Unaligned operands are packed: about 3 us plus their bytes').
+constexpr double kCopyLaunchUs = 3.0;
+inline double copies_us(int launches, double bytes, const ArchInfo& a) {
+  return launches * kCopyLaunchUs + 2 * bytes / (a.dram_gb_per_s * 1e3);
+}
+
 // The tiling of a launch of tiles_m x tiles_n tiles in raster groups of `group` along M, for the
 // families that pass a GemmTiling.
 inline GemmTiling tiling_of(int64_t tiles_m, int64_t tiles_n, int group) {

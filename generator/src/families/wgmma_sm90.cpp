@@ -120,10 +120,6 @@ bool is_fp8(const Config& c) {
 bool is_tf32(const Config& c) {
   return c.types.a == DataType::f32;
 }
-// The tf32 products an f32 problem's kernel sums over K: one (tf32), three (3xTF32); 1 else.
-int64_t products_of(const Problem& p) {
-  return p.precision == Precision::tf32x3 ? 3 : 1;
-}
 // Float8 keeps one partial sum beside each accumulator, or two with OVERLAP (promotion.cuh):
 // `sets` of them (the accumulators too) fit 192 registers, 96 with three consumer warpgroups,
 // leaving the consumer's 240 (160) enough for the rest.
@@ -227,17 +223,15 @@ Workspace workspace_of(const Config& c, const Units& u) {
 }
 
 // The launch packs an operand whose columns do not start on 16 bytes into an aligned copy first
-// (runtime/src/launcher.cpp): another kernel, which reads and writes the operand once, a launch
-// and a wait (docs/PERF.md, 'Unaligned operands are packed: about 3 us plus their bytes').
-constexpr double kPackingLaunchUs = 3.0;
-// An operand read from a transposed copy (deriving_us) is not packed.
+// (copies_us, one launch for both). An operand read from a transposed copy (deriving_us) is not
+// packed.
 double packing_us(const Config& c, const Problem& p, const ArchInfo& a) {
   auto bytes = [&](bool copied, int64_t ld, int64_t rows, int64_t cols, DataType type) {
     return copied || tma_ld_aligned(ld, type) ? 0.0 : double(rows * cols * element_bytes(type));
   };
   const double packed = bytes(a_transposed(c), p.lda, p.rows_a(), p.cols_a(), p.types.a) +
                         bytes(b_transposed(c), p.ldb, p.rows_b(), p.cols_b(), p.types.b);
-  return packed > 0 ? kPackingLaunchUs + 2 * packed / (a.dram_gb_per_s * 1e3) : 0.0;
+  return packed > 0 ? copies_us(1, packed, a) : 0.0;
 }
 
 // The copies the launch derives first (TensorMapPlan::derived): 3xTF32's low parts of A and B, and
@@ -250,7 +244,7 @@ double deriving_us(const Config& c, const Problem& p, const ArchInfo& a) {
        {std::pair{a_transposed(c), a_bytes}, std::pair{b_transposed(c), b_bytes},
         std::pair{c.products == 3, a_bytes}, std::pair{c.products == 3, b_bytes}})
     if (copied) bytes += size, ++copies;
-  return copies * kPackingLaunchUs + 2 * bytes / (a.dram_gb_per_s * 1e3);
+  return copies_us(copies, bytes, a);
 }
 
 // Tile sizes worth trying along a dimension of size d: the usual ones, the non-powers of two

@@ -65,6 +65,14 @@ struct TensorMapPlan {
   Derived derived = Derived::none;
 };
 
+// A copy derived from A or B that a kernel without tensor maps reads in place of the operand,
+// through GemmCore's pointer and leading dimension of it (a and lda, or b and ldb): mma_sm80's
+// tf32 kernels read an f32 operand stored along M or N from its transposed copy.
+struct DerivedOperand {
+  Operand operand = Operand::a;
+  Derived derived = Derived::none;
+};
+
 // Where the parts of a family's argument struct lie (offsetof, on the host, over the same
 // definition the kernel compiles), by name; the generated unit checks the struct's size.
 struct ArgsLayout {
@@ -118,6 +126,7 @@ struct LaunchPlan {
   // 0 only.
   bool reads_c = true;
   std::vector<TensorMapPlan> maps;
+  std::vector<DerivedOperand> derived_operands;  // read through GemmCore, not a map
   ArgsLayout args;
   std::vector<ArgsBlock> blocks;  // the family's own arguments
 

@@ -55,8 +55,9 @@ struct GemmOperands {
   CUdeviceptr scale_a = 0, scale_b = 0;
   // A grouped problem's G int32 end offsets of its groups' columns (Problem::groups).
   CUdeviceptr group_ends = 0;
-  // The copies derived from A and B (TensorMapPlan::derived), which the launch makes: the
-  // operands as their maps read them (transposed) and their low parts; each of derived_ld().
+  // The copies derived from A and B (TensorMapPlan::derived, LaunchPlan::derived_operands), which
+  // the launch makes: the operands as the kernel reads them (transposed) and their low parts; each
+  // of derived_ld().
   CUdeviceptr a_derived = 0, b_derived = 0, a_low = 0, b_low = 0;
 };
 
