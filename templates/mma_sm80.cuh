@@ -1,8 +1,16 @@
-// Ampere-style tensor-core GEMM for bf16 and f16 (f32 accumulation), sm_80 and later:
+// Ampere-style tensor-core GEMM for bf16 and f16 (f32 accumulation), and f32 read as tf32, sm_80
+// and later:
 //
 //   global --cp.async (16 B, zero-filling at the edges)--> STAGES-deep ring of shared tiles
 //          --ldmatrix.x4 (.trans for operands stored MN-contiguous)--> register fragments
 //          --mma.sync.m16n8k16--> f32 accumulators --> C (alpha, beta) in the input type.
+//
+// f32 (DTYPE 0) moves as pairs of 16-bit values: an f32 operand stored along K is a 16-bit one
+// of twice the K, and ldmatrix leaves the fragments of mma.sync.m16n8k8.tf32 where it leaves
+// m16n8k16's (ptx/mma.cuh). Both operands are read along K (ldmatrix.trans would split the
+// values): the launch derives a transposed copy of one stored along M or N. Each value is
+// rounded to tf32 in registers; PRODUCTS = 3 (3xTF32) also takes its small part, the remainder
+// rounded, and sums three products, small by big, big by small, big by big.
 //
 // Block tile BM x BN x BK, warp tiles WM x WN. Shared tiles keep the operand's storage order
 // (16-byte chunks cannot be transposed on the way), with chunks XOR-swizzled by row so that
@@ -197,20 +205,26 @@ struct Operand {
 // Cfg provides: BM, BN, BK (block tile), WM, WN (warp tile), STAGES (2-5), GROUP (tiles per
 // raster group along M; a grouped problem's column tiles per raster group), VEC (8, 4, 2, 1),
 // SPLITS (parts of K), GROUP_TABLE (a grouped problem's groups the table holds; 0: one GEMM),
-// A_T, B_T (bools), DTYPE (1 f16, 2 bf16).
+// A_T, B_T (bools: A stored along K, B along N), DTYPE (0 f32 as tf32, 1 f16, 2 bf16), PRODUCTS
+// (f32: tf32 products, 1 or 3; 1 else).
 template <class Cfg>
 struct Kernel {
   static constexpr int BM = Cfg::BM, BN = Cfg::BN, BK = Cfg::BK, WM = Cfg::WM, WN = Cfg::WN;
   static constexpr int STAGES = Cfg::STAGES;
   static constexpr int WARPS_M = BM / WM, WARPS_N = BN / WN;
   static constexpr int THREADS = 32 * WARPS_M * WARPS_N;
-  static constexpr int KK = BK / 16;  // mma k-steps per stage
-  static constexpr int FN = WN / 16;  // 16-row mma fragments along N per warp (from B)
+  static constexpr bool TF32 = Cfg::DTYPE == GEMMTUNE_TYPE_F32;
+  static constexpr int PRODUCTS = Cfg::PRODUCTS;
+  // 16-bit halves a value moves as: the copies and fragments count K in them.
+  static constexpr int HALVES = TF32 ? 2 : 1;
+  static constexpr int BK_HALVES = BK * HALVES;
+  static constexpr int KK = BK_HALVES / 16;  // mma k-steps per stage
+  static constexpr int FN = WN / 16;         // 16-row mma fragments along N per warp (from B)
   static constexpr int FM =
       WM / 16;  // ldmatrix.x4 along M per warp (from A): two 8-column fragments each
   // A is K-major when transposed; B when not.
-  using OpA = Operand<BM, BK, Cfg::A_T, THREADS, Cfg::VEC, WM>;
-  using OpB = Operand<BN, BK, !Cfg::B_T, THREADS, Cfg::VEC, WN>;
+  using OpA = Operand<BM, BK_HALVES, Cfg::A_T, THREADS, Cfg::VEC, WM>;
+  using OpB = Operand<BN, BK_HALVES, !Cfg::B_T, THREADS, Cfg::VEC, WN>;
   static constexpr int STAGE_BYTES = OpA::BYTES + OpB::BYTES;
   static constexpr int SPLITS = Cfg::SPLITS;
   // A grouped problem's table of the groups' column tiles, in the stages until the main loop.
@@ -222,7 +236,10 @@ struct Kernel {
   static constexpr int SMEM_BYTES = RING_BYTES + (SPLITS > 1 ? 16 : 0);
 
   static_assert(BM % WM == 0 && BN % WN == 0, "warp tiles divide the block tile");
-  static_assert(WM % 16 == 0 && WN % 16 == 0 && BK % 32 == 0, "warp tiles of 16s, BK of 32s");
+  static_assert(WM % 16 == 0 && WN % 16 == 0 && BK_HALVES % 32 == 0,
+                "warp tiles of 16s, BK of 64 bytes");
+  static_assert(!TF32 || (Cfg::A_T && !Cfg::B_T), "f32 operands are read along K");
+  static_assert(PRODUCTS == 1 || (TF32 && PRODUCTS == 3), "3 products for f32 (3xTF32) alone");
   static_assert(KK % 2 == 0, "fragments alternate between two register sets per k-step");
   static_assert(STAGES >= 2 && STAGES <= 5, "2 to 5 stages");
   static_assert(SPLITS >= 1, "at least one part of K");
@@ -253,8 +270,8 @@ struct Kernel {
     GEMMTUNE_DEVICE_INLINE Mainloop(const Mma80Args& args_, u32 smem_, int m0_, int n0_,
                                     int k_begin, u64 a = 0, int n_end_ = 0)
         : args(args_),
-          copy_a(GROUPED ? a : args_.core.a, args_.core.lda, m0_, k_begin * BK),
-          copy_b(args_.core.b, args_.core.ldb, n0_, k_begin * BK),
+          copy_a(GROUPED ? a : args_.core.a, args_.core.lda * HALVES, m0_, k_begin * BK_HALVES),
+          copy_b(args_.core.b, args_.core.ldb * HALVES, n0_, k_begin * BK_HALVES),
           read_a(int(threadIdx.x % 32), warp_m()),
           read_b(int(threadIdx.x % 32), warp_n()),
           smem(smem_),
@@ -269,19 +286,16 @@ struct Kernel {
     // commits a group, so that the number of groups in flight says which stages have landed.
     GEMMTUNE_DEVICE_INLINE void fill(int kt, int k_end, int stage) {
       if (kt < k_end) {
-        const int k0 = kt * BK;
+        const int k0 = kt * BK_HALVES, k = args.core.k * HALVES;  // in halves
+        const long long lda = args.core.lda * HALVES, ldb = args.core.ldb * HALVES;
         const u32 tile = smem + u32(stage * STAGE_BYTES);
         // Inside M, N and K: no guards (only edge blocks and the last k-tile need them).
-        if (m0 + BM <= args.core.m && n0 + BN <= n_size() && k0 + BK <= args.core.k) {
-          copy_a.template copy<false>(tile, m0, k0, args.core.a, args.core.lda, args.core.m,
-                                      args.core.k);
-          copy_b.template copy<false>(tile + OpA::BYTES, n0, k0, args.core.b, args.core.ldb,
-                                      n_size(), args.core.k);
+        if (m0 + BM <= args.core.m && n0 + BN <= n_size() && k0 + BK_HALVES <= k) {
+          copy_a.template copy<false>(tile, m0, k0, args.core.a, lda, args.core.m, k);
+          copy_b.template copy<false>(tile + OpA::BYTES, n0, k0, args.core.b, ldb, n_size(), k);
         } else {
-          copy_a.template copy<true>(tile, m0, k0, args.core.a, args.core.lda, args.core.m,
-                                     args.core.k);
-          copy_b.template copy<true>(tile + OpA::BYTES, n0, k0, args.core.b, args.core.ldb,
-                                     n_size(), args.core.k);
+          copy_a.template copy<true>(tile, m0, k0, args.core.a, lda, args.core.m, k);
+          copy_b.template copy<true>(tile + OpA::BYTES, n0, k0, args.core.b, ldb, n_size(), k);
         }
       }
       ptx::cp_async_commit();
@@ -304,13 +318,58 @@ struct Kernel {
     return int(threadIdx.x / 32) / WARPS_M * WN;
   }
 
-  GEMMTUNE_DEVICE_INLINE static void multiply(Acc& acc, const Fragments& f) {
+  // acc[i][j] += fragment i of op(B)^T by 8-column fragment j of op(A)^T (its two registers of
+  // the ldmatrix that read two).
+  template <class Mma>
+  GEMMTUNE_DEVICE_INLINE static void products(Acc& acc, const Fragments& n_side,
+                                              const Fragments& m_side, Mma mma) {
 #pragma unroll
     for (int i = 0; i < FN; ++i)
 #pragma unroll
       for (int j = 0; j < 2 * FM; ++j)
-        ptx::mma_16816<Cfg::DTYPE>(acc[i][j], f.n[i], f.m[j / 2][2 * (j % 2)],
-                                   f.m[j / 2][2 * (j % 2) + 1]);
+        mma(acc[i][j], n_side.n[i], m_side.m[j / 2][2 * (j % 2)], m_side.m[j / 2][2 * (j % 2) + 1]);
+  }
+
+  // op(out's register, the same register of `in`) for every register of the fragments: the
+  // element-wise splits of tf32.
+  template <class Op>
+  GEMMTUNE_DEVICE_INLINE static void each_register(Fragments& out, const Fragments& in, Op op) {
+#pragma unroll
+    for (int i = 0; i < FN; ++i)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) op(out.n[i][e], in.n[i][e]);
+#pragma unroll
+    for (int j = 0; j < FM; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) op(out.m[j][e], in.m[j][e]);
+  }
+
+  // f32 as tf32: each value rounded (big), and with 3xTF32 the rounded remainder (small) too.
+  // The small products go first: they are the smaller part of each sum.
+  GEMMTUNE_DEVICE_INLINE static void multiply_tf32(Acc& acc, const Fragments& f) {
+    const auto mma = [](float(&d)[4], const u32(&a)[4], u32 b0, u32 b1) {
+      ptx::mma_1688_tf32(d, a, b0, b1);
+    };
+    Fragments big;
+    each_register(big, f, [](u32& x, u32 value) { x = ptx::to_tf32(value); });
+    if constexpr (PRODUCTS == 3) {
+      Fragments small = f;
+      each_register(small, big, [](u32& x, u32 rounded) {
+        x = ptx::to_tf32(__float_as_uint(__uint_as_float(x) - __uint_as_float(rounded)));
+      });
+      products(acc, small, big, mma);
+      products(acc, big, small, mma);
+    }
+    products(acc, big, big, mma);
+  }
+
+  GEMMTUNE_DEVICE_INLINE static void multiply(Acc& acc, const Fragments& f) {
+    if constexpr (TF32)
+      multiply_tf32(acc, f);
+    else
+      products(acc, f, f, [](float(&d)[4], const u32(&a)[4], u32 b0, u32 b1) {
+        ptx::mma_16816<Cfg::DTYPE>(d, a, b0, b1);
+      });
   }
 
   // Accumulates k-tiles [k_begin, k_end) into acc. STAGES-1 tiles are in flight ahead of the
@@ -353,8 +412,9 @@ struct Kernel {
   GEMMTUNE_DEVICE_INLINE static void store(const Mma80Args& args, int m0, int n0, const Acc& acc,
                                            int n_end = 0) {
     using Epi = EpilogueOp<Cfg>;
-    const u16* C = reinterpret_cast<const u16*>(args.core.c);
-    u16* D = reinterpret_cast<u16*>(args.core.d);
+    using Elem = typename Output<Cfg::DTYPE>::Elem;
+    const Elem* C = reinterpret_cast<const Elem*>(args.core.c);
+    Elem* D = reinterpret_cast<Elem*>(args.core.d);
     const int lane = int(threadIdx.x % 32);
     const int m_first = m0 + 2 * (lane % 4);
 #pragma unroll
@@ -507,7 +567,7 @@ struct GemmtuneMma80Default {
   static constexpr int BM = 128, BN = 128, BK = 32, WM = 64, WN = 64, STAGES = 4, GROUP = 8,
                        VEC = 8, SPLITS = 1, GROUP_TABLE = 0;
   static constexpr bool A_T = true, B_T = false;
-  static constexpr int DTYPE = 2;
+  static constexpr int DTYPE = 2, PRODUCTS = 1;
 };
 extern "C" __global__ void __launch_bounds__(
     gemmtune::mma_sm80::Kernel<GemmtuneMma80Default>::THREADS, 1)

@@ -338,6 +338,36 @@ TEST_F(CompileFamilies, WgmmaTf32CompilesWithoutSpills) {
       }
 }
 
+// mma_sm80's tf32 and 3xTF32: the defaults of each shape class, for sm_80 and sm_90a, in layout tn
+// (both operands read in place) and nt (both from transposed copies the launch derives and the
+// kernel reads through its core), compile without spills; PRODUCTS follows the precision.
+TEST_F(CompileFamilies, MmaSm80Tf32CompilesWithoutSpills) {
+  const Family& family = find_family("mma_sm80");
+  const Compiler compiler(false);
+  const int64_t shapes[][3] = {{8192, 8192, 8192}, {6144, 24, 4096}, {500, 300, 700}};
+  for (const char* arch_name : {"sm_80", "sm_90a"}) {
+    const ArchInfo arch = ArchInfo::from_name(arch_name);
+    for (const Precision precision : {Precision::tf32, Precision::tf32x3})
+      for (const auto& s : shapes)
+        for (const bool copies : {false, true}) {
+          Problem p = make_problem(DataType::f32, copies ? Op::N : Op::T, copies ? Op::T : Op::N,
+                                   s[0], s[1], s[2]);
+          p.precision = precision;
+          const KernelConfig c = family.default_config(p, arch);
+          const std::string name = family.kernel_name(c);
+          EXPECT_EQ(c.at("PRODUCTS"), precision == Precision::tf32x3 ? 3 : 1) << name;
+          EXPECT_EQ(family.broken_rules(c, p, arch), std::vector<std::string>{}) << name;
+          const LaunchPlan plan = family.plan(c, p, arch);
+          EXPECT_EQ(plan.derived_operands.size(), copies ? 2u : 0u) << name;
+          for (const DerivedOperand& d : plan.derived_operands)
+            EXPECT_EQ(d.derived, Derived::transposed) << name;
+          const CompiledKernel k = compiler.compile(emit_source(family, c, arch), arch);
+          EXPECT_EQ(k.report.spills(), 0) << k.name << " (" << k.report.registers << " registers)";
+          EXPECT_EQ(k.report.stack_frame, 0) << k.name;
+        }
+  }
+}
+
 // A problem that does not read C compiles without the code that reads it (READS_C = 0): for both
 // epilogues (TMA stores, which load C by TMA first; stores from registers, which read C ahead),
 // without spills and markedly smaller than the same kernel with that code (NVRTC cannot show
@@ -541,7 +571,11 @@ TEST_F(CompileFamilies, MmaCeilingBenchmarkCompiles) {
       compiler.compile(make_source("gemmtune_mma_ceiling", "#include \"mma_ceiling.cuh\"\n"),
                        ArchInfo::from_name("sm_80"));
   EXPECT_FALSE(k.cubin.empty());
-  EXPECT_EQ(parse_ptxas_report(k.log, "gemmtune_mma_ceiling_bf16").spills(), 0);
+  for (const char* name : {"gemmtune_mma_ceiling_bf16", "gemmtune_mma_ceiling_tf32"}) {
+    const PtxasReport r = parse_ptxas_report(k.log, name);
+    EXPECT_GT(r.registers, 0) << name << ": no ptxas report";
+    EXPECT_EQ(r.spills(), 0) << name;
+  }
 }
 
 TEST_F(CompileFamilies, ReadCeilingBenchmarkCompilesWithoutLocalMemory) {

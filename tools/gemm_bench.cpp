@@ -254,8 +254,8 @@ void measure_overhead(gt::Library& lib, const gt::Checker& checker, CUstream str
         library_us, bare_us, library_us - bare_us);
 }
 
-// The issue rate of mma.sync.m16n8k16 from registers (templates/mma_ceiling.cuh): the ceiling
-// of the mma_sm80 family on this GPU, whatever feeds it.
+// The issue rate of mma.sync.m16n8k16 (m16n8k8 for tf32) from registers
+// (templates/mma_ceiling.cuh): the ceiling of the mma_sm80 family on this GPU, whatever feeds it.
 void measure_mma_ceiling(const gt::DeviceInfo& dev, const gt::Timer& timer, CUstream stream,
                          bool as_json) {
   const gt::Compiler compiler(false);
@@ -266,14 +266,15 @@ void measure_mma_ceiling(const gt::DeviceInfo& dev, const gt::Timer& timer, CUst
   int iterations = 20000;
   const gt::DeviceBuffer sink(size_t(blocks) * threads * sizeof(float));
   CUdeviceptr out = sink.ptr();
-  const double flops = double(blocks) * (threads / 32) * iterations * 8 * (2.0 * 16 * 8 * 16);
+  const double mmas = double(blocks) * (threads / 32) * iterations * 8;
   gt::TimingSettings settings;
   settings.flush_l2 = false;
   json j = {{"device", dev.name},
             {"arch", dev.arch.name()},
-            {"instruction", "mma.sync.aligned.m16n8k16 f32 accumulate"}};
+            {"instruction", "mma.sync.aligned.m16n8k16 f32 accumulate (tf32: m16n8k8)"}};
   std::string text;
-  for (const char* dtype : {"bf16", "f16"}) {
+  for (const char* dtype : {"bf16", "f16", "tf32"}) {
+    const double flops = mmas * 2.0 * 16 * 8 * (std::string(dtype) == "tf32" ? 8 : 16);
     const gt::LoadedKernel kernel(compiled, std::string("gemmtune_mma_ceiling_") + dtype, 0);
     void* params[] = {&iterations, &out};
     const gt::Timing t = timer.time(
@@ -289,8 +290,9 @@ void measure_mma_ceiling(const gt::DeviceInfo& dev, const gt::Timer& timer, CUst
     std::cout << j.dump(2) << "\n";
   else
     std::cout << fmt::format(
-        "mma.sync.m16n8k16 from registers (f32 accumulation) on {} ({}, {} SMs):\n{}", dev.name,
-        dev.arch.name(), dev.arch.sms, text);
+        "mma.sync.m16n8k16 (tf32: m16n8k8) from registers (f32 accumulation) on {} ({}, {} "
+        "SMs):\n{}",
+        dev.name, dev.arch.name(), dev.arch.sms, text);
 }
 
 // The fastest plain read of `bytes` (templates/read_ceiling.cuh) over a few launch shapes, timed

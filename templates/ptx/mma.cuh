@@ -1,5 +1,6 @@
 // mma.sync (tensor cores of sm_80 and later; on sm_90 at about half the rate of wgmma): one warp
-// multiplies a 16x16 fragment by a 16x8 fragment into a 16x8 tile of f32 accumulators.
+// multiplies a 16x16 fragment by a 16x8 fragment (16-bit values; 16x8 by 8x8 of tf32) into a 16x8
+// tile of f32 accumulators.
 #pragma once
 #include "common.cuh"
 
@@ -25,6 +26,25 @@ GEMMTUNE_DEVICE_INLINE void mma_16816(float (&d)[4], const u32 (&a)[4], u32 b0, 
         "{%0, %1, %2, %3};"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// d += a * b for tf32 inputs (m16n8k8): a is four 8x4 blocks (rows 0-7 and 8-15 of k 0-3, then
+// of k 4-7), b two (k 0-3, k 4-7); lane t holds row t/4, column t%4 of each block. These are the
+// registers ldmatrix leaves for f32 values stored along K and read as pairs of 16-bit values: an
+// 8x8 block of those is 8 rows of 4 values, lane t receiving value t%4 of row t/4.
+GEMMTUNE_DEVICE_INLINE void mma_1688_tf32(float (&d)[4], const u32 (&a)[4], u32 b0, u32 b1) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// The f32 value x rounded to tf32 (10 bits of mantissa, to nearest, ties away from zero), as the
+// bits of an f32 whose low 13 mantissa bits are zero.
+GEMMTUNE_DEVICE_INLINE u32 to_tf32(u32 x) {
+  u32 r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "r"(x));
+  return r;
 }
 
 }  // namespace ptx

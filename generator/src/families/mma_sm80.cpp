@@ -1,6 +1,6 @@
 // The Ampere tensor-core family (templates/mma_sm80.cuh): bf16/f16 with f32 accumulation through
 // cp.async, ldmatrix and mma.sync, for sm_80 and later (on sm_90 beside wgmma_sm90); grouped
-// problems too (mixture-of-experts layers).
+// problems too (mixture-of-experts layers); f32 of precision tf32 or 3xtf32 on tf32 mma.sync.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -21,6 +21,7 @@ struct Mma80Params {
   int64_t vec = 8;                 // values per global copy, from the alignment
   int64_t splits = 1;              // parts of K
   int64_t group_table = 0;         // groups in the table (from G; 0: one GEMM)
+  int64_t products = 1;            // f32: tf32 products over K, 1 or 3 (from the precision)
 
   using P = Mma80Params;
   static constexpr std::array fields = {
@@ -34,6 +35,7 @@ struct Mma80Params {
       ParamField<P>{"VEC", &P::vec},
       ParamField<P>{"SPLITS", &P::splits},
       ParamField<P>{"GROUP_TABLE", &P::group_table, false, false, true},
+      ParamField<P>{"PRODUCTS", &P::products, false, false, true},
   };
 };
 using P = Mma80Params;
@@ -46,11 +48,34 @@ int64_t threads_of(const Config& c) {
   return 32 * warps_of(c);
 }
 
-// Mirrors mma_sm80::Kernel::SMEM_BYTES: STAGES tiles of A and B, 16-bit values, no padding (or a
-// grouped problem's table of the groups, which they hold before the main loop, where larger), and
-// with split-K a word that says which part arrived last.
+// f32 is read as tf32, along K alone (ldmatrix moves 16-bit values): an operand stored along M or
+// N comes from a transposed copy the launch derives (LaunchPlan::derived_operands).
+bool is_tf32(const Config& c) {
+  return c.types.a == DataType::f32;
+}
+bool a_transposed(const Config& c) {
+  return is_tf32(c) && c.op_a == Op::N;
+}
+bool b_transposed(const Config& c) {
+  return is_tf32(c) && c.op_b == Op::T;
+}
+bool a_kmajor(const Config& c) {
+  return c.a_t() || a_transposed(c);
+}
+bool b_kmajor(const Config& c) {
+  return !c.b_t() || b_transposed(c);
+}
+// K in 16-bit halves, as the copies and fragments count it (f32 moves as two).
+int64_t bk_halves(const Config& c) {
+  return c.bk * element_bytes(c.types.a) / 2;
+}
+
+// Mirrors mma_sm80::Kernel::SMEM_BYTES: STAGES tiles of A and B, no padding (or a grouped
+// problem's table of the groups, which they hold before the main loop, where larger), and with
+// split-K a word that says which part arrived last.
 int64_t smem_bytes_of(const Config& c) {
-  return std::max(c.stages * (c.bm + c.bn) * c.bk * 2, 4 * c.group_table) + (c.splits > 1 ? 16 : 0);
+  return std::max(c.stages * (c.bm + c.bn) * bk_halves(c) * 2, 4 * c.group_table) +
+         (c.splits > 1 ? 16 : 0);
 }
 
 // Output tiles of bm x bn: a grouped problem's as G groups of n / G columns (the cost model's).
@@ -90,17 +115,17 @@ int64_t register_estimate(const Config& c) {
          (c.splits > 1 ? kSplitKRegisters : 0);
 }
 
-// 16-byte chunks of one operand's stage in the order they are copied: every thread copies whole
-// chunks and as many as the others (Operand::ROW_STEP, PER_THREAD).
+// 16-byte chunks of one operand's stage (bk in halves) in the order they are copied: every thread
+// copies whole chunks and as many as the others (Operand::ROW_STEP, PER_THREAD).
 bool copies_divide_evenly(int64_t mn, int64_t bk, bool k_major, int64_t threads) {
   const int64_t rows = k_major ? mn : bk, chunks = (k_major ? bk : mn) / 8;
   return threads >= chunks && threads % chunks == 0 && rows % (threads / chunks) == 0;
 }
 
-// Values per global copy: 8 (16-byte cp.async) when the problem is 16-byte aligned, else the
-// widest its alignment allows (1: plain loads). A grouped problem with op(B) = T stores a group's
-// columns contiguous from its first, which may be any column: B's copies start at any element,
-// so plain loads.
+// 16-bit values per global copy: 8 (16-byte cp.async) when the problem is 16-byte aligned, else
+// the widest its alignment allows (1: plain loads; an f32 problem's are at least 4-byte aligned). A
+// grouped problem with op(B) = T stores a group's columns contiguous from its first, which may be
+// any column: B's copies start at any element, so plain loads.
 int64_t widest_vector(const Problem& p) {
   if (p.grouped() && p.op_b == Op::T) return 1;
   return std::clamp<int64_t>(p.align / 2, 1, 8);
@@ -123,6 +148,25 @@ constexpr double kShallowerPipeline = 0.85;  // less
 // before its first loads: one more round trip of latency a tile (an estimate, not measured).
 constexpr double kGroupTableUs = 1.0;
 
+// The transposed copies the launch derives first, each read and written once.
+double deriving_us(const Config& c, const Problem& p, const ArchInfo& a) {
+  const double a_bytes = 4.0 * double(p.m * p.k), b_bytes = 4.0 * double(p.k * p.n);
+  const int copies = int(a_transposed(c)) + int(b_transposed(c));
+  return copies == 0
+             ? 0.0
+             : copies_us(copies, (a_transposed(c) ? a_bytes : 0) + (b_transposed(c) ? b_bytes : 0),
+                         a);
+}
+
+// f32 problems: tf32 on tensor cores when the caller opted in (the exact path is simt's).
+std::string tf32_unsupported_reason(const Problem& p) {
+  if (p.precision == Precision::exact)
+    return "precision exact: the mma_sm80 family computes f32 on tensor cores (precision tf32 or "
+           "3xtf32), which keep fewer bits of each product";
+  if (p.grouped()) return "tf32: no grouped problems yet";
+  return {};
+}
+
 using Members = std::vector<int64_t P::*>;
 const Members kWarps = {&P::bm, &P::bn, &P::wm, &P::wn};
 
@@ -135,8 +179,13 @@ class MmaSm80Family final : public FamilyOf<P> {
   bool takes_epilogues() const override { return true; }
 
   std::string unsupported_reason(const Problem& problem, const ArchInfo& arch) const override {
-    if (!one_type_of(problem, {DataType::f16, DataType::bf16}))
-      return "the mma_sm80 family computes f16 and bf16, every operand of one type";
+    if (one_type_of(problem, {DataType::f32})) {
+      const std::string why = tf32_unsupported_reason(problem);
+      if (!why.empty()) return why;
+    } else if (!one_type_of(problem, {DataType::f16, DataType::bf16})) {
+      return "the mma_sm80 family computes f16 and bf16, every operand of one type, and f32 as "
+             "tf32";
+    }
     if (arch.cc < 80) return "the mma_sm80 family needs sm_80 or newer (cp.async, bf16 mma.sync)";
     return {};
   }
@@ -145,7 +194,9 @@ class MmaSm80Family final : public FamilyOf<P> {
     Space<P> s;
     s.set(&P::bm, {64, 128, 256});
     s.set(&P::bn, {32, 64, 128, 256});  // 32: few columns, as in decoding
-    s.set(&P::bk, {32, 64});
+    // 64 or 128 bytes of K a row: 16 or 32 f32 values.
+    s.set(&P::bk, problem.types.a == DataType::f32 ? std::vector<int64_t>{16, 32}
+                                                   : std::vector<int64_t>{32, 64});
     s.set(&P::wm, {32, 64});
     s.set(&P::wn, {32, 64});
     s.set(&P::stages, {4, 3, 5, 2});  // refinement: 4 first
@@ -155,6 +206,7 @@ class MmaSm80Family final : public FamilyOf<P> {
     s.set(&P::splits, few_tiles(problem, arch) ? std::vector<int64_t>{1, 2, 3, 4, 6, 8}
                                                : std::vector<int64_t>{1});
     s.set(&P::group_table, {group_table_of(problem)});
+    s.set(&P::products, {products_of(problem)});
     s.rules = {
         {"warps_tile_block", "warp tiles divide the block tile: BM % WM == 0, BN % WN == 0", kWarps,
          [](const Config& c, const Problem&, const ArchInfo&) {
@@ -169,8 +221,14 @@ class MmaSm80Family final : public FamilyOf<P> {
          kWarps + Members{&P::bk},
          [](const Config& c, const Problem&, const ArchInfo&) {
            const int64_t t = threads_of(c);
-           return copies_divide_evenly(c.bm, c.bk, c.a_t(), t) &&
-                  copies_divide_evenly(c.bn, c.bk, !c.b_t(), t);
+           return copies_divide_evenly(c.bm, bk_halves(c), a_kmajor(c), t) &&
+                  copies_divide_evenly(c.bn, bk_halves(c), b_kmajor(c), t);
+         }},
+        {"products_of_precision",
+         "f32: one tf32 product over K (precision tf32), three (3xtf32); others one",
+         {&P::products},
+         [](const Config& c, const Problem& p, const ArchInfo&) {
+           return c.products == products_of(p);
          }},
         {"grouped_whole_k",
          "a grouped problem's tiles are known on the device alone: no split-K, whose partial sums "
@@ -196,7 +254,7 @@ class MmaSm80Family final : public FamilyOf<P> {
          kWarps + Members{&P::bk, &P::vec},
          [](const Config& c, const Problem&, const ArchInfo&) {
            if (c.vec > 1) return true;
-           return threads_of(c) > 0 && (c.bm + c.bn) * c.bk / 8 / threads_of(c) <= 8;
+           return threads_of(c) > 0 && (c.bm + c.bn) * bk_halves(c) / 8 / threads_of(c) <= 8;
          }},
         {"smem_fits",
          "the stages fit the shared memory of a block",
@@ -241,8 +299,11 @@ class MmaSm80Family final : public FamilyOf<P> {
   Config default_of(const Problem& p, const ArchInfo& arch) const override {
     Config c = Config::of(p);
     c.group = 8, c.vec = widest_vector(p), c.splits = 1, c.group_table = group_table_of(p);
+    c.products = products_of(p);
+    // bk: K of a 16-bit tile; f32 takes as many bytes (half the values).
     auto tile = [&](int64_t bm, int64_t bn, int64_t bk, int64_t wm, int64_t wn, int64_t stages) {
-      c.bm = bm, c.bn = bn, c.bk = bk, c.wm = wm, c.wn = wn, c.stages = stages;
+      c.bm = bm, c.bn = bn, c.bk = bk * 2 / element_bytes(p.types.a), c.wm = wm, c.wn = wn,
+      c.stages = stages;
     };
     if (group_columns(p) <= 32)  // with plain loads BK 32 keeps the copies in registers small
       tile(128, 32, widest_vector(p) > 1 ? 64 : 32, 32, 32, 3);
@@ -262,20 +323,20 @@ class MmaSm80Family final : public FamilyOf<P> {
   std::string name_of(const Config& c) const override {
     const std::string splits = c.splits > 1 ? fmt::format("_splitk{}", c.splits) : "";
     const std::string groups = c.group_table ? fmt::format("_groups{}", c.group_table) : "";
-    return fmt::format("gemm_mma80_{}_{}{}_{}x{}x{}_w{}x{}_s{}_g{}_v{}{}{}", c.types.token(),
-                       to_char(c.op_a), to_char(c.op_b), c.bm, c.bn, c.bk, c.wm, c.wn, c.stages,
-                       c.group, c.vec, splits, groups);
+    const std::string tf32 = !is_tf32(c) ? "" : c.products == 3 ? "_3xtf32" : "_tf32";
+    return fmt::format("gemm_mma80_{}{}_{}{}_{}x{}x{}_w{}x{}_s{}_g{}_v{}{}{}", c.types.token(),
+                       tf32, to_char(c.op_a), to_char(c.op_b), c.bm, c.bn, c.bk, c.wm, c.wn,
+                       c.stages, c.group, c.vec, splits, groups);
   }
 
   // __launch_bounds__(THREADS, 1): without the 1, ptxas for sm_90 spills a register or two to
   // reach an occupancy of its own choosing (e.g. 96 registers and 8 bytes of spills).
   UnitSource unit_of(const Config& c, const ArchInfo&) const override {
-    return {"mma_sm80.cuh",
-            "",
-            "gemmtune::mma_sm80::Kernel",
+    return {"mma_sm80.cuh", "", "gemmtune::mma_sm80::Kernel",
+            // A_T: A stored along K, B_T: B not (the operands as the kernel reads them).
             fmt::format("  static constexpr bool A_T = {}, B_T = {};\n"
                         "  static constexpr int DTYPE = {};\n",
-                        c.a_t(), c.b_t(), int(c.types.a)),
+                        a_kmajor(c), !b_kmajor(c), int(c.types.a)),
             smem_static_assert("K::SMEM_BYTES", smem_bytes_of(c)) +
                 threads_static_assert(threads_of(c)),
             "K::THREADS, 1",
@@ -314,6 +375,8 @@ class MmaSm80Family final : public FamilyOf<P> {
     g.smem_bytes = uint32_t(smem_bytes_of(c));
     g.args = args_layout();
     g.blocks.push_back(ArgsBlock::of(g.args.offset_of("tiling"), tiling));
+    if (a_transposed(c)) g.derived_operands.push_back({Operand::a, Derived::transposed});
+    if (b_transposed(c)) g.derived_operands.push_back({Operand::b, Derived::transposed});
     return g;
   }
 
@@ -336,6 +399,8 @@ class MmaSm80Family final : public FamilyOf<P> {
     w.efficiency = (a.cc >= 90 ? kHopperPeakFraction : kAmperePeakFraction) *
                    std::sqrt(warp_intensity) * pipeline;
     w.bytes_in_flight = double(smem_bytes_of(c));
+    if (is_tf32(c)) w.flops_per_clock = a.tf32_flops_per_clock_per_sm() / double(c.products);
+    w.setup_us = deriving_us(c, p, a);
     const Units u = units_of(c, p);
     w.k_splits = u.parts;
     w.workspace_bytes = 2.0 * double(workspace_bytes_of(c, u));
