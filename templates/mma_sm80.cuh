@@ -284,21 +284,25 @@ struct Kernel {
 
     // Starts the copies of k-tile kt (if it exists; k-tiles come in order) into `stage`; always
     // commits a group, so that the number of groups in flight says which stages have landed.
+    // GUARD: the tile may cross an edge of the operands; without, it lies inside them
+    // (kt < guard_from()).
+    template <bool GUARD>
     GEMMTUNE_DEVICE_INLINE void fill(int kt, int k_end, int stage) {
       if (kt < k_end) {
         const int k0 = kt * BK_HALVES, k = args.core.k * HALVES;  // in halves
         const long long lda = args.core.lda * HALVES, ldb = args.core.ldb * HALVES;
         const u32 tile = smem + u32(stage * STAGE_BYTES);
-        // Inside M, N and K: no guards (only edge blocks and the last k-tile need them).
-        if (m0 + BM <= args.core.m && n0 + BN <= n_size() && k0 + BK_HALVES <= k) {
-          copy_a.template copy<false>(tile, m0, k0, args.core.a, lda, args.core.m, k);
-          copy_b.template copy<false>(tile + OpA::BYTES, n0, k0, args.core.b, ldb, n_size(), k);
-        } else {
-          copy_a.template copy<true>(tile, m0, k0, args.core.a, lda, args.core.m, k);
-          copy_b.template copy<true>(tile + OpA::BYTES, n0, k0, args.core.b, ldb, n_size(), k);
-        }
+        copy_a.template copy<GUARD>(tile, m0, k0, args.core.a, lda, args.core.m, k);
+        copy_b.template copy<GUARD>(tile + OpA::BYTES, n0, k0, args.core.b, ldb, n_size(), k);
       }
       ptx::cp_async_commit();
+    }
+
+    // The first k-tile that may cross an edge of the operands: 0 in a block at the edge of M or
+    // N, else the first past the whole k-tiles of K.
+    GEMMTUNE_DEVICE_INLINE int guard_from() const {
+      const bool inside = m0 + BM <= args.core.m && n0 + BN <= n_size();
+      return inside ? args.core.k / BK : 0;
     }
 
     GEMMTUNE_DEVICE_INLINE void read(Fragments& f, int stage, int kk) const {
@@ -372,34 +376,54 @@ struct Kernel {
       });
   }
 
-  // Accumulates k-tiles [k_begin, k_end) into acc. STAGES-1 tiles are in flight ahead of the
-  // one being multiplied; fragments of the next k-step are read while the current one is
-  // multiplied, and the barrier that hands over a stage sits before the last k-step's mma.
+  // Multiplies k-tile kt, whose fragments of its first k-step are in frag[0], and starts the
+  // copies of tile kt + STAGES - 1 (GUARD: with the checks of a tile that may cross an edge).
+  // Fragments of the next k-step are read while the current one is multiplied, and the barrier
+  // that hands over a stage sits before the last k-step's mma.
+  template <bool GUARD>
+  GEMMTUNE_DEVICE_INLINE static void multiply_tile(Mainloop& ml, int kt, int k_end, int& read_stage,
+                                                   Fragments (&frag)[2], Acc& acc) {
+#pragma unroll
+    for (int kk = 0; kk < KK; ++kk) {
+      if (kk == KK - 1) {
+        // Tile kt+1 has landed (for this thread; the barrier makes it so for all), and every
+        // warp has read its last fragments of tile kt-1, whose stage is refilled below.
+        read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
+        ptx::cp_async_wait<STAGES - 2>();
+        __syncthreads();
+      }
+      // Copies first, then the next fragments: their addresses and the fragments are not live
+      // at once (64x64 warp tiles: 225 registers instead of 242, and no spills on sm_90).
+      if (kk == 0)
+        ml.template fill<GUARD>(kt + STAGES - 1, k_end,
+                                read_stage == 0 ? STAGES - 1 : read_stage - 1);
+      ml.read(frag[(kk + 1) % 2], read_stage, (kk + 1) % KK);
+      multiply(acc, frag[kk % 2]);
+    }
+  }
+
+  // Accumulates k-tiles [k_begin, k_end) into acc, STAGES-1 tiles in flight ahead of the one
+  // being multiplied. The tiles inside the operands are copied in a loop of their own, without
+  // edge checks: in one loop the compiler predicates both kinds of copy, and every k-tile issued
+  // both (docs/PERF.md, 'mma_sm80 copies without edge checks where it can').
   GEMMTUNE_DEVICE_INLINE static void accumulate(Mainloop& ml, int k_begin, int k_end, Acc& acc) {
+    const int guard_from = ml.guard_from();
 #pragma unroll 1  // one copy of the fill code: it runs once per block
-    for (int s = 0; s < STAGES - 1; ++s) ml.fill(k_begin + s, k_end, s);
+    for (int s = 0; s < STAGES - 1; ++s) {
+      if (k_begin + s < guard_from)
+        ml.template fill<false>(k_begin + s, k_end, s);
+      else
+        ml.template fill<true>(k_begin + s, k_end, s);
+    }
     ptx::cp_async_wait<STAGES - 2>();
     __syncthreads();
     Fragments frag[2];
     int read_stage = 0;  // the stage of tile kt; tile kt + STAGES - 1 goes to the one before it
     ml.read(frag[0], read_stage, 0);
-    for (int kt = k_begin; kt < k_end; ++kt) {
-#pragma unroll
-      for (int kk = 0; kk < KK; ++kk) {
-        if (kk == KK - 1) {
-          // Tile kt+1 has landed (for this thread; the barrier makes it so for all), and every
-          // warp has read its last fragments of tile kt-1, whose stage is refilled below.
-          read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
-          ptx::cp_async_wait<STAGES - 2>();
-          __syncthreads();
-        }
-        // Copies first, then the next fragments: their addresses and the fragments are not live
-        // at once (64x64 warp tiles: 225 registers instead of 242, and no spills on sm_90).
-        if (kk == 0) ml.fill(kt + STAGES - 1, k_end, read_stage == 0 ? STAGES - 1 : read_stage - 1);
-        ml.read(frag[(kk + 1) % 2], read_stage, (kk + 1) % KK);
-        multiply(acc, frag[kk % 2]);
-      }
-    }
+    int kt = k_begin;
+    for (; kt < k_end && kt + STAGES - 1 < guard_from; ++kt)
+      multiply_tile<false>(ml, kt, k_end, read_stage, frag, acc);
+    for (; kt < k_end; ++kt) multiply_tile<true>(ml, kt, k_end, read_stage, frag, acc);
     ptx::cp_async_wait<0>();  // only empty groups are left; none may outlive the block
   }
 
