@@ -405,7 +405,7 @@ struct Kernel {
   // Accumulates k-tiles [k_begin, k_end) into acc, STAGES-1 tiles in flight ahead of the one
   // being multiplied. The tiles inside the operands are copied in a loop of their own, without
   // edge checks: in one loop the compiler predicates both kinds of copy, and every k-tile issued
-  // both (docs/PERF.md, 'mma_sm80 copies without edge checks where it can').
+  // both (docs/PERF.md, 'Tiles inside the operands are copied without edge checks').
   GEMMTUNE_DEVICE_INLINE static void accumulate(Mainloop& ml, int k_begin, int k_end, Acc& acc) {
     const int guard_from = ml.guard_from();
 #pragma unroll 1  // one copy of the fill code: it runs once per block

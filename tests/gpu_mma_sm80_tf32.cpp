@@ -34,9 +34,8 @@ const Point kPoints[] = {
 KernelConfig config_of(const Point& pt, const Problem& p, int64_t products, const ArchInfo& arch) {
   KernelConfig c = find_family("mma_sm80").default_config(p, arch);
   const std::pair<const char*, int64_t> params[] = {
-      {"BM", pt.bm},         {"BN", pt.bn},         {"BK", pt.bk},
-      {"WM", pt.wm},         {"WN", pt.wn},         {"STAGES", pt.stages},
-      {"SPLITS", pt.splits}, {"PRODUCTS", products}};
+      {"BM", pt.bm}, {"BN", pt.bn},         {"BK", pt.bk},         {"WM", pt.wm},
+      {"WN", pt.wn}, {"STAGES", pt.stages}, {"SPLITS", pt.splits}, {"PRODUCTS", products}};
   for (const auto& [name, value] : params) c.params[name] = value;
   return c;
 }
