@@ -111,6 +111,35 @@ TEST(Problem, PrecisionNamesParseBackAndArePartOfTheIdentityOfF32Problems) {
             std::string::npos);
 }
 
+// Which family serves an f32 problem of each precision, by architecture: exact is simt's
+// everywhere; tf32 goes to the tensor cores (wgmma on sm_90a, mma.sync from sm_80); 3xtf32 too,
+// except on sm_86 and sm_89, whose CUDA cores outrun three tf32 products (mma_sm80 says so).
+TEST(Problem, EachPrecisionOfF32GoesToTheFamilyThatComputesItFastest) {
+  auto first = [](Precision precision, const char* arch) {
+    Problem p = square(512);
+    p.precision = precision;
+    return std::string(families_for(p, ArchInfo::from_name(arch)).at(0)->name());
+  };
+  for (const char* arch : {"sm_80", "sm_86", "sm_89", "sm_90a"})
+    EXPECT_EQ(first(Precision::exact, arch), "simt") << arch;
+  EXPECT_EQ(first(Precision::tf32, "sm_90a"), "wgmma_sm90");
+  EXPECT_EQ(first(Precision::tf32x3, "sm_90a"), "wgmma_sm90");
+  for (const char* arch : {"sm_80", "sm_86", "sm_89", "sm_90"})
+    EXPECT_EQ(first(Precision::tf32, arch), "mma_sm80") << arch;
+  EXPECT_EQ(first(Precision::tf32x3, "sm_80"), "mma_sm80");
+  EXPECT_EQ(first(Precision::tf32x3, "sm_90"), "mma_sm80");
+  for (const char* arch : {"sm_86", "sm_89"}) {
+    EXPECT_EQ(first(Precision::tf32x3, arch), "simt") << arch;
+    Problem p = square(512);
+    p.precision = Precision::tf32x3;
+    EXPECT_NE(find_family("mma_sm80")
+                  .unsupported_reason(p, ArchInfo::from_name(arch))
+                  .find("run slower than f32 on its CUDA cores"),
+              std::string::npos)
+        << arch;
+  }
+}
+
 TEST(Problem, EpilogueNamesParseBackAndArePartOfTheIdentity) {
   for (const char* text : {"none", "bias", "bias_n", "relu", "gelu", "gelu_tanh", "silu",
                            "bias,gelu", "bias_n,silu", "bias,relu", "bias,gelu_tanh"})

@@ -158,12 +158,20 @@ double deriving_us(const Config& c, const Problem& p, const ArchInfo& a) {
                          a);
 }
 
-// f32 problems: tf32 on tensor cores when the caller opted in (the exact path is simt's).
-std::string tf32_unsupported_reason(const Problem& p) {
+// f32 problems: tf32 on tensor cores when the caller opted in (the exact path is simt's). Three
+// tf32 products on sm_86 and sm_89 run at two thirds of the CUDA cores' f32 rate (their tensor
+// cores do half of sm_80's work a clock, their CUDA cores twice): simt serves 3xtf32 there.
+std::string tf32_unsupported_reason(const Problem& p, const ArchInfo& arch) {
   if (p.precision == Precision::exact)
     return "precision exact: the mma_sm80 family computes f32 on tensor cores (precision tf32 or "
            "3xtf32), which keep fewer bits of each product";
   if (p.grouped()) return "tf32: no grouped problems yet";
+  const double simt = arch.flops_per_clock_per_sm(DataTypes::uniform(DataType::f32));
+  if (arch.flops_per_clock_per_sm(p) < simt)
+    return fmt::format(
+        "precision 3xtf32 on {}: three tf32 products on its tensor cores ({:g} FLOP a clock an SM) "
+        "run slower than f32 on its CUDA cores ({:g}), whose exact kernels serve it",
+        arch.name(), arch.flops_per_clock_per_sm(p), simt);
   return {};
 }
 
@@ -180,7 +188,7 @@ class MmaSm80Family final : public FamilyOf<P> {
 
   std::string unsupported_reason(const Problem& problem, const ArchInfo& arch) const override {
     if (one_type_of(problem, {DataType::f32})) {
-      const std::string why = tf32_unsupported_reason(problem);
+      const std::string why = tf32_unsupported_reason(problem, arch);
       if (!why.empty()) return why;
     } else if (!one_type_of(problem, {DataType::f16, DataType::bf16})) {
       return "the mma_sm80 family computes f16 and bf16, every operand of one type, and f32 as "
