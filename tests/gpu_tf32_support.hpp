@@ -72,8 +72,7 @@ class Tf32Test : public GpuTest {
             for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, std::pair{0.5f, -1.5f}}) {
               const Verifier verifier(*checker_, p, alpha, beta, 5, stream_->get());
               for (size_t i = 0; i < what.size(); ++i) {
-                const std::optional<KernelConfig> config =
-                    config_at(i, p, products_of(precision));
+                const std::optional<KernelConfig> config = config_at(i, p, products_of(precision));
                 if (!config) continue;
                 const ReadyKernel k = prepare_kernel(compiler_, *config, p, device_.arch);
                 EXPECT_GT(k.loaded->occupancy(k.plan), 0) << k.compiled.name;

@@ -558,8 +558,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 100));
   app.add_flag("--overhead", a.overhead,
                "Measure the library's per-call overhead over a bare launch");
-  app.add_flag("--mma-ceiling", a.mma_ceiling,
-               "Measure the mma.sync.m16n8k16 rate from registers (the mma_sm80 ceiling)");
+  app.add_flag(
+      "--mma-ceiling", a.mma_ceiling,
+      "Measure the mma.sync rate from registers, bf16, f16 and tf32 (the mma_sm80 ceiling)");
   app.add_flag("--read-ceiling", a.read_ceiling,
                "For the memory-bound shapes: time a plain read of their bytes against cuBLAS (the "
                "most a kernel could gain)");
