@@ -71,8 +71,11 @@ struct SwizzledTile {
 
 // One operand as the kernel sees it: its MN side (M for A, N for B) and K. K_MAJOR: stored with
 // K contiguous, so shared rows run along MN with K in chunks; otherwise rows run along K with MN
-// in chunks, and fragments are read with ldmatrix.trans.
-template <int MN, int BK, bool K_MAJOR, int THREADS, int VEC, int WARP_MN>
+// in chunks, and fragments are read with ldmatrix.trans. GATE_HALVES: A of a gated problem whose
+// gate and up rows are op(A)'s two halves, taken in turns: tile row r of the block tile at mn0
+// is op(A)'s row mn0 / 2 + r / 2 of the gate half (r even) or of the up half (r odd), so that the
+// tile's rows alternate as an interleaved problem's do in op(A) itself.
+template <int MN, int BK, bool K_MAJOR, int THREADS, int VEC, int WARP_MN, bool GATE_HALVES = false>
 struct Operand {
   static constexpr int ROWS = K_MAJOR ? MN : BK;
   static constexpr int CHUNKS = (K_MAJOR ? BK : MN) / 8;
@@ -85,6 +88,10 @@ struct Operand {
                 "every thread copies whole chunks, as many as the others");
   static_assert(VEC == 8 || VEC == 4 || VEC == 2 || VEC == 1,
                 "8, 4, 2 or 1 values per global copy");
+  static_assert(!GATE_HALVES || (K_MAJOR && ROW_STEP % 2 == 0),
+                "gate and up rows in turns: rows stored along K, a thread's rows of one kind");
+  // Stored rows between a thread's rows: a thread's rows are all gate or all up rows.
+  static constexpr int STORED_ROW_STEP = GATE_HALVES ? ROW_STEP / 2 : ROW_STEP;
 
   // ---- global -> shared -------------------------------------------------------------------
 
@@ -106,12 +113,20 @@ struct Operand {
       return (K_MAJOR ? k0 : mn0) + int(threadIdx.x) % CHUNKS * 8;
     }
 
-    GEMMTUNE_DEVICE_INLINE Copier(u64 operand, long long ld, int mn0, int k0) {
+    // The stored row of this thread's first: its tile row's (GATE_HALVES: the up half's rows
+    // begin at stored row `up_half`).
+    GEMMTUNE_DEVICE_INLINE static int stored_row_of(int mn0, int k0, int up_half) {
+      if constexpr (!GATE_HALVES) return strided_of(mn0, k0);
+      const int row = int(threadIdx.x) / CHUNKS;
+      return (row % 2 ? up_half : 0) + (mn0 + row) / 2;
+    }
+
+    GEMMTUNE_DEVICE_INLINE Copier(u64 operand, long long ld, int mn0, int k0, int up_half = 0) {
       const int row = int(threadIdx.x) / CHUNKS, chunk = int(threadIdx.x) % CHUNKS;
 #pragma unroll
       for (int p = 0; p < PHASES; ++p) dst[p] = Tile::offset(row + p * ROW_STEP, chunk);
-      next = reinterpret_cast<const u16*>(operand) + (long long)strided_of(mn0, k0) * ld +
-             contiguous_of(mn0, k0);
+      next = reinterpret_cast<const u16*>(operand) +
+             (long long)stored_row_of(mn0, k0, up_half) * ld + contiguous_of(mn0, k0);
     }
 
     // Copies the k-tile of the block tile at (mn0, k0) (the one after the last copied) into the
@@ -125,7 +140,7 @@ struct Operand {
       const int valid_contiguous = (K_MAJOR ? k_size : mn_size) - contiguous_of(mn0, k0);
       const u16* origin =
           reinterpret_cast<const u16*>(operand);  // read nowhere: a valid address for empty copies
-      const long long row_step = ROW_STEP * ld;
+      const long long row_step = STORED_ROW_STEP * ld;
       const u16* src = next;
 #pragma unroll
       for (int i = 0; i < PER_THREAD; ++i) {
@@ -222,8 +237,11 @@ struct Kernel {
   static constexpr int FN = WN / 16;         // 16-row mma fragments along N per warp (from B)
   static constexpr int FM =
       WM / 16;  // ldmatrix.x4 along M per warp (from A): two 8-column fragments each
+  // A gated problem (SwiGLU, GeGLU): the A tile's even rows are gate rows, its odd rows up rows,
+  // so that each accumulator pair holds both of one output (store_gated).
+  static constexpr bool GATED = Cfg::GATE != GATE_NONE;
   // A is K-major when transposed; B when not.
-  using OpA = Operand<BM, BK_HALVES, Cfg::A_T, THREADS, Cfg::VEC, WM>;
+  using OpA = Operand<BM, BK_HALVES, Cfg::A_T, THREADS, Cfg::VEC, WM, Cfg::GATE == GATE_HALVES>;
   using OpB = Operand<BN, BK_HALVES, !Cfg::B_T, THREADS, Cfg::VEC, WN>;
   static constexpr int STAGE_BYTES = OpA::BYTES + OpB::BYTES;
   static constexpr int SPLITS = Cfg::SPLITS;
@@ -240,6 +258,8 @@ struct Kernel {
                 "warp tiles of 16s, BK of 64 bytes");
   static_assert(!TF32 || (Cfg::A_T && !Cfg::B_T), "f32 operands are read along K");
   static_assert(PRODUCTS == 1 || (TF32 && PRODUCTS == 3), "3 products for f32 (3xTF32) alone");
+  static_assert(!GATED || (Cfg::A_T && !GROUPED && !TF32),
+                "gated: 16-bit A stored along K, one GEMM");
   static_assert(KK % 2 == 0, "fragments alternate between two register sets per k-step");
   static_assert(STAGES >= 2 && STAGES <= 5, "2 to 5 stages");
   static_assert(SPLITS >= 1, "at least one part of K");
@@ -270,7 +290,8 @@ struct Kernel {
     GEMMTUNE_DEVICE_INLINE Mainloop(const Mma80Args& args_, u32 smem_, int m0_, int n0_,
                                     int k_begin, u64 a = 0, int n_end_ = 0)
         : args(args_),
-          copy_a(GROUPED ? a : args_.core.a, args_.core.lda * HALVES, m0_, k_begin * BK_HALVES),
+          copy_a(GROUPED ? a : args_.core.a, args_.core.lda * HALVES, m0_, k_begin * BK_HALVES,
+                 args_.core.m / 2),
           copy_b(args_.core.b, args_.core.ldb * HALVES, n0_, k_begin * BK_HALVES),
           read_a(int(threadIdx.x % 32), warp_m()),
           read_b(int(threadIdx.x % 32), warp_n()),
@@ -435,6 +456,7 @@ struct Kernel {
   // D = act(alpha * acc + beta * C + bias) (epilogue_op.cuh).
   GEMMTUNE_DEVICE_INLINE static void store(const Mma80Args& args, int m0, int n0, const Acc& acc,
                                            int n_end = 0) {
+    if constexpr (GATED) return store_gated(args, m0, n0, acc);
     using Epi = EpilogueOp<Cfg>;
     using Elem = typename Output<Cfg::DTYPE>::Elem;
     const Elem* C = reinterpret_cast<const Elem*>(args.core.c);
@@ -462,6 +484,33 @@ struct Kernel {
             [](int) { return false; });
       }
     }
+  }
+
+  // A gated problem's D = act(gate) * up (epilogue_op.cuh), D with half of op(A)'s rows: the pair
+  // of rows m, m + 1 of acc[i][j] holds gate and up of D's row m / 2 (m is even). A gated problem
+  // reads no C (validate()).
+  GEMMTUNE_DEVICE_INLINE static void store_gated(const Mma80Args& args, int m0, int n0,
+                                                 const Acc& acc) {
+    using O = Output<Cfg::DTYPE>;
+    typename O::Elem* D = reinterpret_cast<typename O::Elem*>(args.core.d);
+    const int lane = int(threadIdx.x % 32);
+    const int rows = args.core.m / 2, first_row = (m0 + 2 * (lane % 4)) / 2;
+    const float alpha = args.core.alpha;
+#pragma unroll
+    for (int i = 0; i < FN; ++i)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int n = n0 + 16 * i + 8 * h + lane / 4;
+        if (n >= args.core.n) continue;
+        typename O::Elem* column = D + (long long)n * args.core.ldc;
+#pragma unroll
+        for (int j = 0; j < 2 * FM; ++j) {
+          const int row = first_row + 4 * j;
+          if (row < rows)
+            column[row] = O::from_f32(EpilogueOp<Cfg>::template gated<Cfg::DTYPE>(
+                args.core, alpha * acc[i][j][2 * h], alpha * acc[i][j][2 * h + 1], row, n));
+        }
+      }
   }
 
   // ---- split-K: reducing a tile computed in parts -------------------------------------------

@@ -62,38 +62,43 @@ TEST_F(Epilogues, EveryFamilyAppliesEveryEpilogue) {
   }
 }
 
-// Gated epilogues on wgmma_sm90: decode (SWAP) and prefill tiles, both layouts, ragged D rows
-// (M / 2 not a multiple of 64), the bias along M and N, through the library's default and a
-// sample of the family's space (every candidate as the tuner checks it).
+// Gated epilogues on wgmma_sm90 and mma_sm80: decode (wgmma's SWAP) and prefill tiles, both
+// layouts, ragged D rows (M / 2 not a multiple of 64), the bias along M and N, through the
+// library's default and a sample of the family's space (every candidate as the tuner checks it).
 TEST_F(Epilogues, GatedEpiloguesMultiplyTheActivatedGateByUp) {
   if (IsSkipped()) return;
-  Library lib = library_for("wgmma_sm90");
-  const Family& wgmma = find_family("wgmma_sm90");
   const char* const gated[] = {"swiglu", "bias,geglu", "swiglu,interleaved", "bias_n,reglu",
                                "bias,geglu_tanh,interleaved"};
-  for (const auto& [m, n, k] : {std::tuple{22016, 8, 512},
-                                {300, 70, 200},
-                                {4096, 520, 384},
-                                {2000, 1, 300},
-                                {1000, 300, 700}})
-    for (const char* e : gated) {
-      Problem p = with_epilogue(make_problem(DType::bf16, Op::T, Op::N, m, n, k), e);
-      p.ldc = p.output_rows() + 3;
-      if (!why_unsupported(wgmma, p, device_.arch).empty()) continue;
-      const Verdict v = check_library(lib, p, 1.25f, 0.0f);
-      EXPECT_TRUE(v.ok) << p.describe() << ": " << v.message;
+  for (const std::string name : {"wgmma_sm90", "mma_sm80"}) {
+    Library lib = library_for(name);
+    const Family& family = find_family(name);
+    for (const auto& [m, n, k] : {std::tuple{22016, 8, 512},
+                                  {300, 70, 200},
+                                  {4096, 520, 384},
+                                  {2000, 1, 300},
+                                  {1000, 300, 700}})
+      for (const char* e : gated) {
+        Problem p = with_epilogue(make_problem(DType::bf16, Op::T, Op::N, m, n, k), e);
+        p.ldc = p.output_rows() + 3;
+        if (!why_unsupported(family, p, device_.arch).empty()) continue;
+        const Verdict v = check_library(lib, p, 1.25f, 0.0f);
+        EXPECT_TRUE(v.ok) << name << " " << p.describe() << ": " << v.message;
+      }
+    // A sample of the space: the tuner's candidates, each checked as the tuner would.
+    for (const char* e : {"bias,swiglu,interleaved", "bias,swiglu"}) {
+      Problem p = with_epilogue(make_problem(DType::f16, Op::T, Op::N, 1000, 300, 700), e);
+      p.ldc = p.output_rows();
+      if (!why_unsupported(family, p, device_.arch).empty()) continue;
+      const Pruning space = family.prune(p, device_.arch);
+      ASSERT_FALSE(space.valid.empty()) << name;
+      for (size_t i = 0; i < space.valid.size();
+           i += std::max<size_t>(1, space.valid.size() / 12)) {
+        const KernelConfig& c = space.valid[i];
+        const ReadyKernel k = prepare_kernel(compiler_, c, p, device_.arch);
+        const Verdict v = check(k, p, 1.0f, 0.0f);
+        EXPECT_TRUE(v.ok) << family.kernel_name(c) << " " << e << ": " << v.message;
+      }
     }
-  // A sample of the space: the tuner's candidates, each checked as the tuner would.
-  Problem p = with_epilogue(make_problem(DType::f16, Op::T, Op::N, 1000, 300, 700),
-                            "bias,swiglu,interleaved");
-  p.ldc = p.output_rows();
-  const Pruning space = wgmma.prune(p, device_.arch);
-  ASSERT_FALSE(space.valid.empty());
-  for (size_t i = 0; i < space.valid.size(); i += std::max<size_t>(1, space.valid.size() / 12)) {
-    const KernelConfig& c = space.valid[i];
-    const ReadyKernel k = prepare_kernel(compiler_, c, p, device_.arch);
-    const Verdict v = check(k, p, 1.0f, 0.0f);
-    EXPECT_TRUE(v.ok) << wgmma.kernel_name(c) << ": " << v.message;
   }
 }
 

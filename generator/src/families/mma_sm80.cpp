@@ -165,7 +165,7 @@ std::string tf32_unsupported_reason(const Problem& p, const ArchInfo& arch) {
   if (p.precision == Precision::exact)
     return "precision exact: the mma_sm80 family computes f32 on tensor cores (precision tf32 or "
            "3xtf32), which keep fewer bits of each product";
-  if (p.grouped()) return "tf32: no grouped problems yet";
+  if (p.grouped() || p.epilogue.gated()) return "tf32: no grouped problems or gated epilogues yet";
   const double simt = arch.flops_per_clock_per_sm(DataTypes::uniform(DataType::f32));
   if (arch.flops_per_clock_per_sm(p) < simt)
     return fmt::format(
@@ -185,6 +185,8 @@ class MmaSm80Family final : public FamilyOf<P> {
   // Grouped problems: templates/group_table.cuh, run_groups in templates/mma_sm80.cuh.
   bool takes_groups() const override { return true; }
   bool takes_epilogues() const override { return true; }
+  // Gated epilogues: A's gate and up rows in turns in a tile (Operand's GATE_HALVES), store_gated.
+  bool takes_gated() const override { return true; }
 
   std::string unsupported_reason(const Problem& problem, const ArchInfo& arch) const override {
     if (one_type_of(problem, {DataType::f32})) {
@@ -195,6 +197,12 @@ class MmaSm80Family final : public FamilyOf<P> {
              "tf32";
     }
     if (arch.cc < 80) return "the mma_sm80 family needs sm_80 or newer (cp.async, bf16 mma.sync)";
+    if (problem.epilogue.gated() && problem.op_a != Op::T)
+      return fmt::format(
+          "epilogue {}: a gated epilogue needs the weights stored along K (op(A) = T, layout t_: "
+          "an "
+          "nn.Linear's), whose gate and up rows the copies take in turns",
+          problem.epilogue.name());
     return {};
   }
 
