@@ -556,7 +556,8 @@ def gated_linear(x, w_gate_up, bias=None, *, activation="silu", layout="halves",
     store writes act(gate) * up of each pair, in f32, rounded once into the result (ldc = I): the
     gate and up values are never stored. activation: also 'swiglu', 'geglu', 'geglu_tanh',
     'reglu', or torch.nn.SiLU(), GELU(), ReLU(), F.silu, F.gelu, F.relu. Kernels: Hopper
-    (wgmma_sm90); elsewhere the library refuses the problem (Error 'unsupported'). x and
+    (wgmma_sm90), sm_80 and later (mma_sm80, bf16 and f16); elsewhere the library refuses the
+    problem (Error 'unsupported'). x and
     w_gate_up may differ in dtype; the result's is out_dtype, by default as linear's.
     precision: of f32 calls, as matmul's. No autograd. Raises gemmtune.Error."""
     activation = gated_activation_name(activation, layout)

@@ -1,15 +1,17 @@
-"""On the GPU (marked gpu; skipped without torch, CUDA or a Hopper GPU, the one with gated
-kernels): gated_linear against torch's F.linear, then act(g) * u of its two parts (halves:
-chunk(2, -1); interleaved: the even and odd features), bf16 and f16, decode (1, 8, 16 rows) and
-prefill (512 rows) at in = 4096, I = 2048, with and without a bias, both layouts, every
-activation; the planned path; K = 0; the custom operator under torch.compile."""
+"""On the GPU (marked gpu; skipped without torch, CUDA or a GPU of sm_80 or later, those with
+gated kernels: wgmma_sm90's on Hopper, mma_sm80's elsewhere): gated_linear against torch's
+F.linear, then act(g) * u of its two parts (halves: chunk(2, -1); interleaved: the even and odd
+features), bf16 and f16, decode (1, 8, 16 rows) and prefill (512 rows) at in = 4096, I = 2048,
+with and without a bias, both layouts, every activation; the planned path; K = 0; the custom
+operator under torch.compile."""
 import pytest
 
 torch = pytest.importorskip("torch")
 if not torch.cuda.is_available():
     pytest.skip("no CUDA GPU visible to torch", allow_module_level=True)
-if torch.cuda.get_device_capability() < (9, 0):
-    pytest.skip("gated kernels are wgmma_sm90's (Hopper)", allow_module_level=True)
+if torch.cuda.get_device_capability() < (8, 0):
+    pytest.skip("gated kernels are wgmma_sm90's and mma_sm80's (sm_80 or later)",
+                allow_module_level=True)
 
 import torch.nn.functional as F  # noqa: E402
 
@@ -88,8 +90,8 @@ def test_a_bias_of_another_dtype_and_out_dtype():
     w, _ = weights(torch.bfloat16, False)
     bias = rand(2 * INTER, dtype=torch.float32)  # converted to the result's dtype
     close(gemmtune.gated_linear(x, w, bias), reference(x, w, bias.bfloat16()), torch.bfloat16)
-    # Only wgmma_sm90 has gated kernels, each operand of one type: an f32 result of bf16 inputs
-    # is refused, saying so, rather than computed some other way.
+    # The gated kernels (wgmma_sm90, mma_sm80) take each operand of one type: an f32 result of
+    # bf16 inputs is refused, saying so, rather than computed some other way.
     with pytest.raises(gemmtune.Error, match="no kernel family supports"):
         gemmtune.gated_linear(x, w, out_dtype=torch.float32)
 
@@ -98,7 +100,8 @@ def test_the_selection_names_the_gated_epilogue():
     x = rand(8, IN, dtype=torch.bfloat16)
     w, bias = weights(torch.bfloat16, True)
     s = gemmtune.select_gated_linear(x, w, bias, layout="interleaved")
-    assert s.family == "wgmma_sm90"
+    hopper = torch.cuda.get_device_capability() >= (9, 0)
+    assert s.family == ("wgmma_sm90" if hopper else "mma_sm80")
     p = gemmtune.problem_gated_linear(x, w, bias, layout="interleaved")
     assert (p.m, p.n, p.k, p.ldc, p.epilogue) == (2 * INTER, 8, IN, INTER,
                                                   "bias,swiglu,interleaved")
