@@ -318,17 +318,28 @@ TEST(Problem, GatedEpiloguesHalveDAndReadNoC) {
   narrow.ldc = 11007;
   EXPECT_NE(error_of([&] { validate(narrow); }, Errc::invalid_argument).find("M / 2, gated"),
             std::string::npos);
-  // Only wgmma_sm90 has gated kernels, and only with the weights stored along K.
+  // wgmma_sm90 and mma_sm80 have gated kernels (wgmma first on Hopper, mma_sm80 from sm_80 on),
+  // only with the weights stored along K; gemv and simt have none.
   const ArchInfo h100 = ArchInfo::from_name("sm_90a");
   const std::vector<const Family*> families = families_for(p, h100);
-  ASSERT_EQ(families.size(), 1u);
+  ASSERT_EQ(families.size(), 2u);
   EXPECT_EQ(families[0]->name(), "wgmma_sm90");
-  EXPECT_NE(why_unsupported(find_family("mma_sm80"), p, h100).find("no gated kernels"),
+  EXPECT_EQ(families[1]->name(), "mma_sm80");
+  EXPECT_EQ(families_for(p, ArchInfo::from_name("sm_86")).at(0)->name(), "mma_sm80");
+  EXPECT_NE(why_unsupported(find_family("gemv"), p, h100).find("no gated kernels"),
             std::string::npos);
   Problem nn = make_problem(DType::bf16, Op::N, Op::N, 2048, 16, 4096);
   nn.epilogue = p.epilogue;
   nn.ldc = 1024;
-  EXPECT_NE(why_unsupported(*families[0], nn, h100).find("stored along K"), std::string::npos);
+  for (const Family* f : families)
+    EXPECT_NE(why_unsupported(*f, nn, h100).find("stored along K"), std::string::npos) << f->name();
+  Problem f32 = make_problem(DType::f32, Op::T, Op::N, 2048, 16, 4096);
+  f32.epilogue = p.epilogue;
+  f32.ldc = 1024;
+  f32.precision = Precision::tf32;
+  EXPECT_NE(
+      why_unsupported(find_family("mma_sm80"), f32, h100).find("no grouped problems or gated"),
+      std::string::npos);
 }
 
 // Every gated default pairs gate and up rows as the store expects, on decode and prefill shapes.
