@@ -4,6 +4,7 @@
 // shapes (the largest errors printed beside cuBLAS's: its TF32 path, and SGEMM), a one-product
 // kernel caught by 3xTF32's tolerance, the defaults of every class, and their speed in turns.
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <functional>
 #include <memory>

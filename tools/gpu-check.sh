@@ -39,7 +39,7 @@ sanitize() {
   echo "$2 ($1):"
   grep -E "ERROR SUMMARY|RACECHECK SUMMARY|PASSED|FAILED|SKIPPED" "$log" | tail -n 3
 }
-echo "== compute-sanitizer (memcheck, racecheck) on small shapes of the wgmma, mma_sm80 and gemv kernels, and grouped ones"
+echo "== compute-sanitizer (memcheck, racecheck) on small shapes of the wgmma, mma_sm80 and gemv kernels, grouped and tf32 ones"
 for tool in memcheck racecheck; do
   sanitize "$tool" gpu_wgmma_correctness '*WgmmaSanitizer*'
   sanitize "$tool" gpu_mma_sm80_correctness '*Mma80Sanitizer*'
@@ -48,6 +48,9 @@ for tool in memcheck racecheck; do
 done
 sanitize memcheck gpu_wgmma_grouped '*AGraph*:*Skewed*'
 sanitize memcheck gpu_mma_sm80_grouped '*AGraph*:*Skewed*'
+# tf32 and 3xTF32 in tn and nn: the launch's derived copies (transposed, low parts) and the kernels
+sanitize memcheck gpu_wgmma_tf32 '*OneProduct*'
+sanitize memcheck gpu_mma_sm80_tf32 '*OneProduct*'
 
 echo "== gemm-bench, small suite"
 if ! "$build/bin/gemm-bench" --suite small --csv "$out/bench-small.csv" 2>"$out/bench-small.err" \
