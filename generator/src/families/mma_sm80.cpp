@@ -151,11 +151,8 @@ constexpr double kGroupTableUs = 1.0;
 // The transposed copies the launch derives first, each read and written once.
 double deriving_us(const Config& c, const Problem& p, const ArchInfo& a) {
   const double a_bytes = 4.0 * double(p.m * p.k), b_bytes = 4.0 * double(p.k * p.n);
-  const int copies = int(a_transposed(c)) + int(b_transposed(c));
-  return copies == 0
-             ? 0.0
-             : copies_us(copies, (a_transposed(c) ? a_bytes : 0) + (b_transposed(c) ? b_bytes : 0),
-                         a);
+  const double bytes = (a_transposed(c) ? a_bytes : 0) + (b_transposed(c) ? b_bytes : 0);
+  return copies_us(int(a_transposed(c)) + int(b_transposed(c)), bytes, a);
 }
 
 // f32 problems: tf32 on tensor cores when the caller opted in (the exact path is simt's). Three
@@ -199,9 +196,8 @@ class MmaSm80Family final : public FamilyOf<P> {
     if (arch.cc < 80) return "the mma_sm80 family needs sm_80 or newer (cp.async, bf16 mma.sync)";
     if (problem.epilogue.gated() && problem.op_a != Op::T)
       return fmt::format(
-          "epilogue {}: a gated epilogue needs the weights stored along K (op(A) = T, layout t_: "
-          "an "
-          "nn.Linear's), whose gate and up rows the copies take in turns",
+          "epilogue {}: a gated epilogue needs the weights stored along K (op(A) = T, layout "
+          "t_: an nn.Linear's), whose gate and up rows the copies take in turns",
           problem.epilogue.name());
     return {};
   }
