@@ -108,6 +108,13 @@ class GemmDbCli : public ::testing::Test {
   fs::path db_path() const { return dir_.path() / "tuning.db"; }
   fs::path file(const std::string& name) const { return dir_.path() / name; }
 
+  // Stores candidate c of p as its complete best on the H100, cuBLAS at cublas_ms.
+  void store_best(const Problem& p, const CandidateRecord& c, double cublas_ms) const {
+    TuningDb db(db_path());
+    db.record(kH100, p, c);
+    db.set_best(kH100, p, c.kernel_name, c.template_version, cublas_ms, true);
+  }
+
   // Runs gemm-db on the test database; stdout and stderr kept apart.
   Outcome gemm_db(const std::vector<std::string>& args, const fs::path& db = {}) const {
     const fs::path err = dir_.path() / "stderr.txt";
@@ -447,11 +454,7 @@ TEST_F(GemmDbCli, ListNamesAFamilyThisBuildLacks) {
   CandidateRecord c = candidate(p, "gemm_from_elsewhere", CandidateStatus::ok, 0.5);
   c.config.family = "family_from_elsewhere";
   c.template_version = "0123456789abcdef";
-  {
-    TuningDb db(db_path());
-    db.record(kH100, p, c);
-    db.set_best(kH100, p, c.kernel_name, c.template_version, -1, true);
-  }
+  store_best(p, c, -1);
   const Json rows = Json::parse(gemm_db({"list", "--json", "--m", "96"}).out);
   ASSERT_EQ(rows.size(), 1u) << rows.dump();
   EXPECT_EQ(rows[0]["state"], "not in this build") << rows.dump();
@@ -863,12 +866,7 @@ TEST_F(GemmDbCli, FastAccumulationProblemsAreShownApartAndFilteredByAccum) {
 TEST_F(GemmDbCli, FusedProblemsAreShownApartAndFilteredByEpilogue) {
   Problem gelu = f32_2048;
   gelu.epilogue = parse_epilogue("bias,gelu");
-  {
-    TuningDb db(db_path());
-    const CandidateRecord c = candidate(gelu, "gemm_simt_bias_gelu", CandidateStatus::ok, 2.2);
-    db.record(kH100, gelu, c);
-    db.set_best(kH100, gelu, c.kernel_name, c.template_version, 2.5, true);
-  }
+  store_best(gelu, candidate(gelu, "gemm_simt_bias_gelu", CandidateStatus::ok, 2.2), 2.5);
   const Outcome text = gemm_db({"list"});
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_TRUE(contains(text.out, "  2048x2048x2048 epilogue=bias,gelu  ")) << text.out;
@@ -920,12 +918,7 @@ TEST_F(GemmDbCli, FusedProblemsAreShownApartAndFilteredByEpilogue) {
 TEST_F(GemmDbCli, Tf32ProblemsAreShownApartAndFilteredByPrecision) {
   Problem tf32 = f32_2048;
   tf32.precision = Precision::tf32;
-  {
-    TuningDb db(db_path());
-    const CandidateRecord c = candidate(tf32, "gemm_tf32", CandidateStatus::ok, 0.4);
-    db.record(kH100, tf32, c);
-    db.set_best(kH100, tf32, c.kernel_name, c.template_version, 0.5, true);
-  }
+  store_best(tf32, candidate(tf32, "gemm_tf32", CandidateStatus::ok, 0.4), 0.5);
   const Outcome text = gemm_db({"list"});
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_TRUE(contains(text.out, "  f32 precision=tf32  nn  ")) << text.out;
