@@ -55,6 +55,17 @@ const Point kPoints[] = {
      0, 1, 0, 1, 0, 1, 4},
 };
 
+// TMA stores of wgmma N no multiple of 64, whose last chunk overlaps the one before: kernels for
+// beta = 0 alone (the family's rule tma_store_layout).
+const Point kOverlappingChunks[] = {
+    {"TMA stores, wgmma N 144: chunks of 64, 64 and the last 64 from column 80", 144, 128, 5, 2, 1,
+     11, 1},
+    {"TMA stores, wgmma N 80, one warpgroup of two 64-row blocks, cluster along N", 80, 128, 6, 1,
+     1, 12, 1},
+    {"TMA stores through 1 buffer for 3 chunks, wgmma N 176, three warpgroups, stream-K", 176, 192,
+     4, 3, 1, 11, 1, 0, 2},
+};
+
 // wgmma N must come in 64-column chunks when its operand is stored along M or N (the family's
 // constraint mn_major_in_chunks): such layouts get the nearest multiple of 64.
 KernelConfig config_of(const Point& pt, const Problem& p, bool reads_c = true) {
@@ -149,6 +160,20 @@ TEST_P(WgmmaCorrectness, PingPongTurnsOverManyTiles) {
   }
 }
 
+// TMA stores whose last chunk overlaps the one before, tile after tile: a CTA's next tile reuses
+// the buffers its last chunks left from.
+TEST_P(WgmmaCorrectness, OverlappingChunksOverManyTiles) {
+  const auto [dtype_name, layout] = GetParam();
+  const Problem p = make_problem(parse_data_type(dtype_name), parse_op(layout[0]),
+                                 parse_op(layout[1]), 2000, 1300, 1000);
+  const Verifier verifier(*checker_, p, 1.0f, 0.0f, 5, stream_->get());
+  for (const Point& pt : kOverlappingChunks) {
+    const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p, false), p, device_.arch);
+    const Verdict v = check(k, verifier);
+    EXPECT_TRUE(v.ok) << k.compiled.name << " (" << pt.what << "): " << v.message;
+  }
+}
+
 // Kernels built for beta = 0 alone (READS_C = 0, what a problem that does not read C is tuned
 // with): right on NaN-filled C on odd shapes and on a problem large enough that its points are
 // sampled (with every element of a smaller one checked); refused with beta != 0, by the launch
@@ -173,8 +198,15 @@ TEST_P(WgmmaBetaZero, KernelsWithoutCodeThatReadsC) {
                         << v.message;
       ++checked;
     }
+    for (const Point& pt : kOverlappingChunks) {
+      const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p, false), p, device_.arch);
+      const Verdict v = check(k, verifier);
+      EXPECT_TRUE(v.ok) << k.compiled.name << " (" << pt.what << ") on " << p.describe() << ": "
+                        << v.message;
+      ++checked;
+    }
   }
-  EXPECT_EQ(checked, 5 * 11);
+  EXPECT_EQ(checked, 5 * (11 + int(std::size(kOverlappingChunks))));
   const Problem p = make_problem(parse_data_type(dtype_name), parse_op(layout[0]),
                                  parse_op(layout[1]), 300, 200, 100);
   const ReadyKernel k = prepare_kernel(compiler_, config_of(kPoints[0], p, false), p, device_.arch);
@@ -213,8 +245,10 @@ TEST_P(WgmmaSanitizer, SmallShapePerSchedule) {
       EXPECT_TRUE(with_c.ok) << k.compiled.name << " with beta = 0.5: " << with_c.message;
     }
   }
-  // Built for beta = 0 alone: the TMA-store and register-store paths without C's loads.
-  for (const Point& pt : {kPoints[0], kPoints[1]}) {
+  // Built for beta = 0 alone: the TMA-store and register-store paths without C's loads, and TMA
+  // stores whose last chunk overlaps the one before.
+  for (const Point& pt : {kPoints[0], kPoints[1], kOverlappingChunks[0], kOverlappingChunks[1],
+                          kOverlappingChunks[2]}) {
     const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p, false), p, device_.arch);
     const Verdict v = check(k, p, 1.0f, 0.0f);
     EXPECT_TRUE(v.ok) << k.compiled.name << ": " << v.message;

@@ -397,6 +397,46 @@ KernelConfig with(KernelConfig c, std::initializer_list<std::pair<const char*, i
   return c;
 }
 
+// TMA stores of wgmma N no multiple of 64 (144, 80, 176: the mid-size tiles sized to the SM
+// count), whose last chunk overlaps the one before: valid with beta = 0 and compiled without
+// spills, with and without a bias along M (loaded a chunk's columns at a time); refused where the
+// kernel reads C.
+TEST_F(CompileFamilies, WgmmaTmaStoresWithAnOverlappingLastChunk) {
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  const Family& family = find_family("wgmma_sm90");
+  std::vector<KernelConfig> configs;
+  for (const bool bias : {false, true}) {
+    Problem p = make_problem(DType::bf16, Op::T, Op::N, 2304, 1024, 4096);
+    if (bias) p.epilogue.bias = Bias::m;
+    struct Tile {
+      int64_t bm, bn, wg;
+    };
+    for (const Tile t : {Tile{144, 128, 2}, Tile{80, 128, 1}, Tile{176, 192, 3}}) {
+      const KernelConfig c = with(family.default_config(p, arch), {{"BM", t.bm},
+                                                                   {"BN", t.bn},
+                                                                   {"WG", t.wg},
+                                                                   {"SWAP", 0},
+                                                                   {"STAGES", 4},
+                                                                   {"EPILOGUE", 1},
+                                                                   {"CLUSTER", 11},
+                                                                   {"CLUSTER_K", 1},
+                                                                   {"SCHEDULE", 0},
+                                                                   {"SPLITS", 1},
+                                                                   {"PINGPONG", 0},
+                                                                   {"READS_C", 0}});
+      EXPECT_EQ(family.why_invalid(c, p, arch), "") << family.kernel_name(c);
+      configs.push_back(c);
+      Problem reading = p;
+      reading.reads_c = true;
+      const std::vector<std::string> broken =
+          family.broken_rules(with(c, {{"READS_C", 1}}), reading, arch);
+      EXPECT_NE(std::find(broken.begin(), broken.end(), "tma_store_layout"), broken.end())
+          << family.kernel_name(c);
+    }
+  }
+  expect_compile_without_spills(family, configs, arch);
+}
+
 // The valid points of a problem whose clusters split K in `ctas`.
 std::vector<KernelConfig> cluster_splits(const Family& family, const Problem& p,
                                          const ArchInfo& arch, int64_t ctas) {

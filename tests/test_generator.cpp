@@ -1173,6 +1173,14 @@ TEST(Families, WgmmaFloat8WithAnF32OutputFitsSharedMemory) {
         EXPECT_LE(int64_t(g.smem_bytes), hopper.smem_per_block) << name;
         KernelConfig twin = c;
         twin.types = bf16.types;
+        const int64_t cols = c.params.at("BM");  // kernel columns: m (float8 tiles do not swap)
+        if (reads_c && c.params.at("EPILOGUE") == 1 && cols % 64 != 0) {
+          EXPECT_EQ(cols % 32, 0) << name;
+          EXPECT_EQ(wgmma.broken_rules(twin, bf16, hopper),
+                    std::vector<std::string>{"tma_store_layout"})
+              << name;
+          continue;
+        }
         EXPECT_EQ(why_unusable(twin, bf16, hopper), "") << name;
         EXPECT_GE(g.smem_bytes, wgmma.plan(twin, bf16, hopper).smem_bytes) << name;
         more_buffers += g.smem_bytes > wgmma.plan(twin, bf16, hopper).smem_bytes;

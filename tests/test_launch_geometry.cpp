@@ -211,11 +211,12 @@ TEST(LaunchArgs, BetaIsRefusedOnAKernelBuiltForBetaZero) {
 // The nearest tuned shape serves a call through its winner with the derived parameters made for
 // the call (the library's nearest-shape path): a winner tuned with beta = 0 for m >= n becomes
 // valid for a call with beta != 0 and m < n (READS_C and RASTER follow the call); what either
-// space searches stays as tuned.
+// space searches stays as tuned. A winner whose last TMA-store chunk overlaps the one before
+// cannot read C: it stays unusable for such a call (the nearest-shape path passes it over).
 TEST(DerivedParams, AWinnerIsRemadeForTheCallsProblem) {
   const Family& f = find_family("wgmma_sm90");
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
-  const Problem tuned = make_problem(DType::bf16, Op::T, Op::N, 4096, 3500, 4096);
+  const Problem tuned = make_problem(DType::bf16, Op::T, Op::N, 4096, 4096, 4096);
   Problem call = make_problem(DType::bf16, Op::T, Op::N, 3800, 4096, 4096);
   call.reads_c = true;
   const KernelConfig winner = f.default_config(tuned, arch);
@@ -229,6 +230,12 @@ TEST(DerivedParams, AWinnerIsRemadeForTheCallsProblem) {
   rest.params["READS_C"] = winner.at("READS_C");
   rest.params["RASTER"] = winner.at("RASTER");
   EXPECT_EQ(rest.params, winner.params) << "only the derived parameters change";
+  KernelConfig overlapping = winner;
+  overlapping.params["BM"] = 144;
+  ASSERT_EQ(why_unusable(overlapping, tuned, arch), "") << f.kernel_name(overlapping);
+  EXPECT_NE(why_unusable(with_derived_params(overlapping, tuned, call, arch), call, arch)
+                .find("tma_store_layout"),
+            std::string::npos);
   // SPLITS is searched where the tiles are few (1024^2) and pinned to 1 where they are not
   // (2048^2): a split winner stays split, and so unusable there, rather than made into another
   // kernel.

@@ -95,8 +95,17 @@ GEMMTUNE_HOST_DEVICE constexpr int c_chunk_cols(const Shape& s) {
 GEMMTUNE_HOST_DEVICE constexpr int c_chunk_bytes(const Shape& s) {
   return 64 * blocks_per_warpgroup(s) * ROW_BYTES;
 }
+// A tile whose kernel columns are no multiple of a chunk (wgmma N 144 = 64 + 64 + 16) has one more
+// chunk, the last, which ends where the tile does and overlaps the one before: the overlap is
+// stored twice with the same values (so C, which a chunk would read after the one before had
+// stored D over it, is not read there: layout_c_chunks in the family's rules).
 GEMMTUNE_HOST_DEVICE constexpr int c_chunks(const Shape& s) {
-  return tile_cols(s) / c_chunk_cols(s);
+  return (tile_cols(s) + c_chunk_cols(s) - 1) / c_chunk_cols(s);
+}
+// The first kernel column of chunk `chunk`.
+GEMMTUNE_HOST_DEVICE constexpr int c_chunk_col(const Shape& s, int chunk) {
+  return chunk * c_chunk_cols(s) + c_chunk_cols(s) <= tile_cols(s) ? chunk * c_chunk_cols(s)
+                                                                   : tile_cols(s) - c_chunk_cols(s);
 }
 // The chunk buffers the kernel has: none where it stores from registers.
 GEMMTUNE_HOST_DEVICE constexpr int c_buffers_in_use(const Shape& s) {

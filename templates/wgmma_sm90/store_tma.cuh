@@ -49,7 +49,7 @@ struct TmaStore : Traits<Cfg> {
     u64* bar = &s.c_loaded[consumer * C_BUFFERS + buffer];
     ptx::mbarrier_arrive_expect_tx(bar, C_CHUNK_BYTES);  // a box partly outside C counts in full
     ptx::tma_load_2d(s.c + (consumer * C_BUFFERS + buffer) * C_CHUNK_BYTES, &args.map_c, bar,
-                     t.col0 + chunk * C_CHUNK_COLS, t.row0 + Tiles::rows_of(consumer) * 64 * MW);
+                     t.col0 + T::c_chunk_col(chunk), t.row0 + Tiles::rows_of(consumer) * 64 * MW);
   }
 
   // C's first C_BUFFERS chunks, once the previous tile's stores have read every buffer.
@@ -78,13 +78,13 @@ struct TmaStore : Traits<Cfg> {
       for (int r = 0; r < ROW_WG; ++r)
 #pragma unroll 1
         for (int chunk = 0; chunk < C_CHUNKS; ++chunk)
-          ptx::tma_prefetch_2d(&args.map_c, t.col0 + chunk * C_CHUNK_COLS, t.row0 + r * 64 * MW);
+          ptx::tma_prefetch_2d(&args.map_c, t.col0 + T::c_chunk_col(chunk), t.row0 + r * 64 * MW);
     } else {
 #pragma unroll
       for (int r = 0; r < ROW_WG; ++r)
 #pragma unroll
         for (int chunk = 0; chunk < C_CHUNKS; ++chunk)
-          ptx::tma_prefetch_2d(&args.map_c, t.col0 + chunk * C_CHUNK_COLS, t.row0 + r * 64 * MW);
+          ptx::tma_prefetch_2d(&args.map_c, t.col0 + T::c_chunk_col(chunk), t.row0 + r * 64 * MW);
     }
   }
 
@@ -187,7 +187,7 @@ struct TmaStore : Traits<Cfg> {
           const int row = mb * 64 + 16 * (lane / 32) + row8 + 8 * h;
           const int unit = (2 * g + (lane % 4) / 2) ^ row8;
           const u32 address = ptx::smem_u32(buffer + row * 128 + unit * 16 + 8 * (lane % 2));
-          const int i = 4 * (4 * chunk + g) + 2 * h;  // this thread's accumulator pair
+          const int i = 4 * (T::c_chunk_col(chunk) / 8 + g) + 2 * h;  // this thread's pair
           const float alpha = args.core.alpha;
           float v0 = bias.add(alpha, acc[mb][i], mb, h, g, 0),
                 v1 = bias.add(alpha, acc[mb][i + 1], mb, h, g, 1);
@@ -231,7 +231,7 @@ struct TmaStore : Traits<Cfg> {
     for (int chunk = 0; chunk < C_CHUNKS; ++chunk) {
       const int buffer = chunk % C_BUFFERS;
       // A chunk's column pairs: 4 of f32 (32 columns), 8 of 16-bit values (64).
-      bias.template load_columns<F32_OUT ? 4 : 8>(args, c0, (F32_OUT ? 4 : 8) * chunk);
+      bias.template load_columns<F32_OUT ? 4 : 8>(args, c0, T::c_chunk_col(chunk) / 8);
       if constexpr (READ_C) {
         ptx::mbarrier_wait(&s.c_loaded[consumer * C_BUFFERS + buffer], (c_phases >> buffer) & 1);
         c_phases ^= 1u << buffer;
@@ -260,7 +260,8 @@ struct TmaStore : Traits<Cfg> {
             if constexpr (READ_C) ptx::ldmatrix_x4<false>(old, address);
 #pragma unroll
             for (int b = 0; b < 4; ++b) {
-              const int j = 8 * chunk + u + b / 2;  // this thread's accumulator pair 4j + 2 (b % 2)
+              // This thread's accumulator pair 4j + 2 (b % 2).
+              const int j = T::c_chunk_col(chunk) / 8 + u + b / 2;
               const int i = 2 * (2 * j + b % 2);
               const float alpha = args.core.alpha;
               float v0 = bias.add(alpha, acc[mb][i], mb, b % 2, u + b / 2, 0),
@@ -282,7 +283,7 @@ struct TmaStore : Traits<Cfg> {
 #pragma unroll
           for (int c = RING ? chunk : 0; c <= chunk; ++c)
             ptx::tma_store_2d(&args.map_d, staging + (c % C_BUFFERS) * C_CHUNK_BYTES,
-                              t.col0 + c * C_CHUNK_COLS, n0);
+                              t.col0 + T::c_chunk_col(c), n0);
           ptx::bulk_commit();
           if (READ_C && chunk + C_BUFFERS < C_CHUNKS) {
             ptx::bulk_wait_read<0>();

@@ -130,6 +130,9 @@ struct Traits {
   static constexpr int C_CHUNK_COLS = c_chunk_cols(SHAPE);
   static constexpr int C_CHUNK_BYTES = c_chunk_bytes(SHAPE);
   static constexpr int C_CHUNKS = c_chunks(SHAPE);
+  GEMMTUNE_DEVICE_INLINE static constexpr int c_chunk_col(int chunk) {
+    return wgmma_sm90::c_chunk_col(SHAPE, chunk);
+  }
   static constexpr int C_BUFFERS = c_buffers_in_use(SHAPE);
   static constexpr int C_BYTES = c_bytes(SHAPE);
   static constexpr int C_BARRIERS = c_barriers(SHAPE);
@@ -174,7 +177,10 @@ struct Traits {
                 "ping-pong takes turns between two consumer warpgroups");
   static_assert(TN % 8 == 0 && TN >= 8 && TN <= 256, "wgmma N is a multiple of 8 up to 256");
   static_assert(Q_KMAJOR || TN % 64 == 0, "an MN-major Q comes in 64-column chunks");
-  static_assert(!TMA_STORE || (!SWAP && TN % 64 == 0), "TMA stores write 64 m-values per row");
+  static_assert(!TMA_STORE || (!SWAP && TN % 8 == 0 && TN >= C_CHUNK_COLS),
+                "TMA stores write chunks of m-values, the last one ending with the tile");
+  static_assert(!TMA_STORE || !READS_C || TN % C_CHUNK_COLS == 0,
+                "C comes in chunks that do not overlap");
   static_assert(!TMA_STORE || (C_BUFFERS >= 1 && C_BUFFERS <= C_CHUNKS),
                 "one to C_CHUNKS chunk buffers");
   // (The f16 and bf16 wgmma take DTYPE as their operands' type.)

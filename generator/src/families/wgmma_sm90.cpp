@@ -247,16 +247,38 @@ double deriving_us(const Config& c, const Problem& p, const ArchInfo& a) {
   return copies_us(copies, bytes, a);
 }
 
+// The width of `tiles` even tiles over a side: the narrowest multiple of 16 (whole swizzle atoms
+// in either half of a multicast tile) that covers it.
+int64_t even_width(int64_t side, int64_t tiles) {
+  return round_up(ceil_div(side, tiles), 16);
+}
+// Whether a tile width covers its side in as many even tiles as it takes: 144 for 2304 (16
+// tiles), 176 for 1408 (8). Such widths size the tiles to the SM count where the usual ones
+// leave a round part empty (docs/PERF.md, 'Mid-size shapes need tiles sized to the SM count').
+bool even_split(int64_t side, int64_t width) {
+  return even_width(side, ceil_div(side, width)) == width;
+}
+
 // Tile sizes worth trying along a dimension of size d: the usual ones, the non-powers of two
-// that cut wave quantization, d itself rounded to 8 when it fits one tile (skinny problems), and
-// where the problem is bound by latency every narrower multiple of 8 (the default there narrows
-// wgmma N to whatever multiple of 8 fills about half the SMs: bf16 tn 500x300x700 takes 40).
+// that cut wave quantization, the widths that split d evenly from 64 to 256, d itself rounded to
+// 8 when it fits one tile (skinny problems), and where the problem is bound by latency every
+// narrower multiple of 8 (the default there narrows wgmma N to whatever multiple of 8 fills
+// about half the SMs: bf16 tn 500x300x700 takes 40).
 std::vector<int64_t> tile_values(int64_t d, bool narrow) {
   std::vector<int64_t> v = {64, 96, 128, 160, 192, 224, 256};
   if (narrow) v.insert(v.begin(), {8, 16, 24, 32, 40, 48, 56});
-  if (d <= 256 && std::find(v.begin(), v.end(), round_up(d, 8)) == v.end())
-    v.push_back(round_up(d, 8));
+  const auto add = [&v](int64_t w) {
+    if (std::find(v.begin(), v.end(), w) == v.end()) v.push_back(w);
+  };
+  for (int64_t t = ceil_div(d, 256); even_width(d, t) >= 64; ++t) add(even_width(d, t));
+  if (d <= 256) add(round_up(d, 8));
   return v;
+}
+
+// What wgmma N does to a consumer's rate: a narrower N reads more shared memory per FLOP
+// ((64 + N) / 64N).
+double wgmma_n_rate(double n) {
+  return std::sqrt(1.25 * n / (64 + n));
 }
 
 // Eight waves of 128 x 128 tiles or more: where the raster group decides L2 reuse.
@@ -411,13 +433,13 @@ std::vector<Rule<P>> rules() {
          return tile_rows(c) <= rows_needed(c, p) && tile_cols(c) <= cols_needed(c, p);
        }},
       {"ragged_tiles_for_ragged_sides",
-       "wgmma N off the powers of two only where the side is no multiple of 64, or under 64 "
-       "where the problem is bound by latency",
+       "wgmma N off the powers of two only where the side is no multiple of 64, where it splits "
+       "the side evenly, or under 64 where the problem is bound by latency",
        kTile,
        [](const Config& c, const Problem& p, const ArchInfo& a) {
          const int64_t cols = tile_cols(c), side = c.swap ? group_columns(p) : p.m;
          const bool usual = cols == 64 || cols == 128 || cols == 256 || cols == 192;
-         return usual || cols == round_up(side, 8) || side % 64 != 0 ||
+         return usual || cols == round_up(side, 8) || side % 64 != 0 || even_split(side, cols) ||
                 (cols < 64 && latency_bound(p, a));
        }},
       {"small_tiles_for_few_tiles",
@@ -446,12 +468,14 @@ std::vector<Rule<P>> rules() {
        [](const Config& c, const Problem& p, const ArchInfo& a) {
          return cluster_size(c) == 1 || 2 * tiles_of(p, c.bm, c.bn) >= a.sms;
        }},
+      // A CTA of one round has no next tile to load during its epilogue: the whole ring fills
+      // its main loop (cuBLAS runs 144x128 tiles of bf16 tn 2304x1024x4096 six stages deep).
       {"deep_pipelines_stream",
-       "more than 5 stages only to stream a skinny problem's operand (SWAP) or where the tiles "
-       "leave SMs idle",
-       {&P::stages, &P::swap},
+       "more than 5 stages only to stream a skinny problem's operand (SWAP), where the tiles "
+       "leave SMs idle, or where they take one round",
+       {&P::stages, &P::swap, &P::bm, &P::bn},
        [](const Config& c, const Problem& p, const ArchInfo& a) {
-         return c.stages <= 5 || c.swap || few_tiles(p, a);
+         return c.stages <= 5 || c.swap || few_tiles(p, a) || tiles_of(p, c.bm, c.bn) <= a.sms;
        }},
       {"smem_fits", "the stages fit the shared memory of a block", kSmem,
        [](const Config& c, const Problem&, const ArchInfo& a) {
@@ -524,10 +548,16 @@ std::vector<Rule<P>> rules() {
        [](const Config& c, const Problem&, const ArchInfo&) {
          return c.group >= 1 && c.group <= 64;
        }},
-      {"tma_store_layout", "TMA stores: warp-specialized, m on wgmma's N, in 64-column chunks",
-       kTile + Members{&P::tma_store, &P::ws},
+      // layout.h, c_chunks: a last chunk that overlaps the one before stores D over C's values
+      // that it would then read.
+      {"tma_store_layout",
+       "TMA stores: warp-specialized, m on wgmma's N, at least a 128-byte chunk of it, in whole "
+       "chunks where C is read",
+       kTile + Members{&P::tma_store, &P::ws, &P::reads_c},
        [](const Config& c, const Problem&, const ArchInfo&) {
-         return c.tma_store == 0 || (c.ws == 1 && !c.swap && tile_cols(c) % 64 == 0);
+         const int64_t chunk = wgmma_sm90::c_chunk_cols(sides_of(c));
+         return c.tma_store == 0 || (c.ws == 1 && !c.swap && tile_cols(c) >= chunk &&
+                                     (c.reads_c == 0 || tile_cols(c) % chunk == 0));
        }},
       // A consumer whose rows a group ends inside stores from registers (TmaStore::stays_in_group);
       // with beta != 0 the producer would load C for its TMA stores all the same.
@@ -679,8 +709,8 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     // A refinement lists first the values to measure a structure with where the model ties:
     // here the deepest pipeline that fits, up to 8, where the tiles are few or skinny (their
     // winners on the H100 ran 5 to 8 stages deep), else 4.
-    s.set(&P::stages,
-          skinny || few ? std::vector<int64_t>{8, 6, 5, 4, 12, 3} : std::vector<int64_t>{4, 3, 5});
+    s.set(&P::stages, skinny || few ? std::vector<int64_t>{8, 6, 5, 4, 12, 3}
+                                    : std::vector<int64_t>{4, 3, 5, 6});
     s.set(&P::cluster, {11, 21, 12});
     s.set(&P::raster, {raster_of(p)});  // derived: along the longer side first
     // How many tile rows run together and share operand rows in L2: it matters where many
@@ -984,7 +1014,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     w.ctas_per_sm = c.ws ? int(c.occupancy)
                          : ctas_per_sm(a, threads, smem_bytes_of(c, a), accumulators(c) + 40);
     const double n = double(tile_cols(c));
-    w.efficiency = kPeakFraction * std::sqrt(1.25 * n / (64 + n)) * kByWarpgroups[c.wg] *
+    w.efficiency = kPeakFraction * wgmma_n_rate(n) * kByWarpgroups[c.wg] *
                    (c.ws ? 1.0 : kMultistage) * (cluster_size(c) == 1 ? 1.0 : kClustered) /
                    (w.balanced ? kStreamKSlowdown : 1.0);
     if (shares_b(c)) w.l2_traffic = (w.tile_m + 0.5 * w.tile_n) / double(w.tile_m + w.tile_n);
