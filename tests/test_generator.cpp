@@ -1144,13 +1144,49 @@ TEST(Families, WgmmaDefaultStreamsANarrowSideWhereTilesAreFew) {
             "gemm_wgmma_bf16_nn_128x128x64_s6_wg1_c1x1_ws_rm_splitk2_tmastore");
 }
 
+// Mid-size problems whose usual tiles leave a round part empty take tiles sized to the SM count
+// where A is stored along K: m split evenly on wgmma N, 128 rows of n, TMA stores (the last chunk
+// overlapping the one before), as deep as fits, a cluster along M with long K (the tuned winners
+// on the H100 were these tiles, cuBLAS's own: 80x128, 176x128, 144x128). With beta != 0 such a tile
+// stores from registers; with A stored along M (wgmma N in 64-column chunks) the default is
+// unchanged.
+TEST(Families, WgmmaDefaultFitsMidSizeTilesToTheSmCount) {
+  const ArchInfo hopper = ArchInfo::from_name("sm_90a");
+  const Family& wgmma = find_family("wgmma_sm90");
+  const std::pair<Problem, const char*> cases[] = {
+      {make_problem(DType::bf16, Op::T, Op::N, 640, 2048, 5120),
+       "gemm_wgmma_bf16_tn_80x128x64_s8_wg2_c2x1_ws_rn_tmastore"},
+      {make_problem(DType::bf16, Op::T, Op::N, 1408, 4096, 2048),
+       "gemm_wgmma_bf16_tn_176x128x64_s5_wg2_c1x1_ws_rn_tmastore"},
+      {make_problem(DType::bf16, Op::T, Op::N, 2304, 1024, 4096),
+       "gemm_wgmma_bf16_tn_144x128x64_s6_wg2_c1x1_ws_rm_tmastore"},
+  };
+  for (const auto& [p, name] : cases) {
+    const KernelConfig c = wgmma.default_config(p, hopper);
+    EXPECT_EQ(wgmma.kernel_name(c), name);
+    EXPECT_EQ(why_unusable(c, p, hopper), "") << name;
+    Problem reading = p;
+    reading.reads_c = true;
+    const KernelConfig r = wgmma.default_config(reading, hopper);
+    EXPECT_EQ(r.at("BM"), c.at("BM")) << wgmma.kernel_name(r);
+    EXPECT_EQ(r.at("EPILOGUE"), 0) << wgmma.kernel_name(r);
+    EXPECT_EQ(why_unusable(r, reading, hopper), "") << wgmma.kernel_name(r);
+  }
+  Problem nn = cases[2].first;
+  nn.op_a = Op::N;
+  nn.lda = nn.m;
+  EXPECT_EQ(wgmma.default_config(nn, hopper).at("BM") % 64, 0);
+}
+
 // Float8 with an f32 output (D = C = f32) is served: in every scaling mode, reading C or not,
 // its space is nonempty and every point fits a block's shared memory; a TMA store stages chunks
 // of 32 f32 columns (a 128-byte swizzled row) as large as bf16's 64, so an f32 point differs
 // from its bf16 twin only in how many it stages (no fewer where they fit): it is a point of the
-// bf16 space, and a bf16 point missing here is one the shared-memory rules prune. C's map has
-// boxes of 32 f32. The cost model's epilogue writes 4 bytes a value: no bf16 point costs more.
-// Bf16 operands with an f32 output stay refused.
+// bf16 space (but where it reads C into a tile whose width is a multiple of 32 and not of 64: the
+// twin's last 64-column chunk would overlap the one before, tma_store_layout), and a bf16 point
+// missing here is one the shared-memory rules prune. C's map has boxes of 32 f32. The cost model's
+// epilogue writes 4 bytes a value: no bf16 point costs more. Bf16 operands with an f32 output stay
+// refused.
 TEST(Families, WgmmaFloat8WithAnF32OutputFitsSharedMemory) {
   const ArchInfo hopper = ArchInfo::from_name("sm_90a");
   const Family& wgmma = find_family("wgmma_sm90");

@@ -75,9 +75,10 @@ TEST(WgmmaGeometry, StreamKTakesEveryResidentCtaAndAWorkspace) {
 }
 
 // Where 256x128 tiles waste a tenth of the rounds, the default takes the tiling whose rounds cost
-// least; stream-K only where the last round would be nearly empty and K long. Each case is a
-// shape measured on the H100, with what the default chose before (docs/PERF.md, 'A partial last
-// wave: the default costs rounds times tile area').
+// least, among them m split evenly on wgmma N where A is stored along K; stream-K only where the
+// last round would be nearly empty and K long. Each case is a shape measured on the H100, with
+// what the default chose before (docs/PERF.md, 'A partial last wave: the default costs rounds
+// times tile area', and 'Mid-size shapes need tiles sized to the SM count').
 TEST(WgmmaGeometry, DefaultsTakeTheTilingWhoseRoundsCostLeast) {
   const Family& f = find_family("wgmma_sm90");
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
@@ -92,14 +93,15 @@ TEST(WgmmaGeometry, DefaultsTakeTheTilingWhoseRoundsCostLeast) {
     return make_problem(DType::bf16, Op::N, Op::N, m, n, k);
   };
   const Case cases[] = {
-      {nn(2500, 3500, 4500), 128, 192, 3, 0},   // 380 tiles in 3 rounds: 2.53x (192x128: 2.51x)
-      {tn(1000, 3000, 5000), 128, 192, 3, 0},   // 128 of 132 SMs
-      {tn(3584, 4096, 4096), 128, 192, 3, 0},   // a round fewer: 0.97x (256x128 stream-K: 0.87x)
-      {tn(2048, 1536, 1024), 128, 192, 3, 0},   // one wave, 128 tiles: 0.97x (stream-K: 0.48x)
-      {tn(3072, 3584, 8192), 256, 128, 2, 0},   // the rounds' areas tie: 0.92x (stream-K: 0.66x)
-      {tn(9216, 1024, 8192), 192, 128, 2, 0},   // long K, a round fewer: 0.97x (256x128: 0.79x)
-      {tn(5120, 2560, 4096), 256, 128, 2, 2},   // last round 3% full: stream-K 0.94x (0.87-0.89x)
-      {tn(10240, 2560, 1024), 256, 128, 2, 0},  // last round 6% full but K short: 0.95x (0.82x)
+      {nn(2500, 3500, 4500), 128, 192, 3, 0},  // 380 tiles in 3 rounds: 2.53x (192x128: 2.51x)
+      {tn(1000, 3000, 5000), 128, 192, 3, 0},  // 128 of 132 SMs
+      // m split evenly (tiles sized to the SM count), against the earlier defaults' figures:
+      {tn(3584, 4096, 4096), 224, 128, 2, 0},   // 512 tiles: 1.06x (128x192: 0.97x)
+      {tn(2048, 1536, 1024), 192, 128, 2, 0},   // one round of 132 tiles: 0.97x (128x192: 0.97x)
+      {tn(3072, 3584, 8192), 224, 128, 2, 0},   // 1.02x (256x128: 0.92x, stream-K: 0.66x)
+      {tn(9216, 1024, 8192), 192, 128, 2, 0},   // long K, a round fewer: 1.02x (256x128: 0.79x)
+      {tn(5120, 2560, 4096), 160, 128, 2, 0},   // 640 tiles, 97% of 5 rounds: 1.05x (0.94x)
+      {tn(10240, 2560, 1024), 224, 128, 2, 0},  // 1.02x (256x128: 0.95x)
       {tn(11008, 4096, 4096), 256, 128, 2, 0},  // 95% of the rounds
       {nn(8192, 8192, 8192), 256, 128, 2, 0},
   };

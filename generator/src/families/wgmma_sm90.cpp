@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "families.hpp"
 #include "gemmtune/generator/util.hpp"
@@ -469,7 +470,7 @@ std::vector<Rule<P>> rules() {
          return cluster_size(c) == 1 || 2 * tiles_of(p, c.bm, c.bn) >= a.sms;
        }},
       // A CTA of one round has no next tile to load during its epilogue: the whole ring fills
-      // its main loop (cuBLAS runs 144x128 tiles of bf16 tn 2304x1024x4096 six stages deep).
+      // its main loop (docs/PERF.md, 'Mid-size shapes need tiles sized to the SM count').
       {"deep_pipelines_stream",
        "more than 5 stages only to stream a skinny problem's operand (SWAP), where the tiles "
        "leave SMs idle, or where they take one round",
@@ -814,6 +815,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     c.schedule = schedule::DATA_PARALLEL, c.splits = 1, c.cluster_k = 1, c.pingpong = 0;
     c.occupancy = 1, c.ksub = 1, c.reads_c = p.reads_c ? 1 : 0;
     bool split_where_few = true, one_wave_tma_store = false;
+    const bool short_side = p.m < 512 || group_columns(p) < 256;
     if (skinny_n(p) || skinny_m(p)) {
       split_where_few = make_skinny(c, p, arch);
     } else if (p.flops() < 1e9) {
@@ -826,12 +828,17 @@ class WgmmaSm90Family final : public FamilyOf<P> {
       // one consumer warpgroup, six stages, split-K').
       c.bm = 128, c.wg = 1, c.stages = 6;
       one_wave_tma_store = true;
-    } else if (tiles_of(p, 256, 128) < arch.sms && p.k <= 4096) {
-      // One wave of 256x128 tiles: four stages, TMA stores, unless another tiling's rounds cost
-      // less.
+      // Unless m splits evenly into tiles that fill nine tenths of the SMs or more, in one round.
+      const int64_t width = best_fitted(c, p, arch).width;
+      const int64_t tiles = width > 0 ? tiles_of(p, width, 128) : 0;
+      if (10 * tiles >= 9 * arch.sms && tiles <= arch.sms) c = fitted(c, width, p, arch);
+    } else if (tiles_of(p, 256, 128) < arch.sms && (p.k <= 4096 || !short_side)) {
+      // One wave of 256x128 tiles: four stages, TMA stores (with long K too: bf16 tn
+      // 5120x640x5120 ran 9% faster so than storing from registers), unless another tiling's
+      // rounds cost less.
       make_filling(c, p, arch);
       one_wave_tma_store = true;
-    } else if (p.m < 512 || group_columns(p) < 256) {
+    } else if (short_side) {
       c.bm = 128, c.cluster = 11, c.stages = 4;
     } else if (make_filling(c, p, arch)) {
       one_wave_tma_store = c.tma_store == 1;
@@ -1154,16 +1161,52 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     const double tall_cost = rounds_cost(tall, p, arch, kTallTileCost);
     const double wide_cost =
         rounds_cost(wide, p, arch, kWideTileCost + kWideEpilogueK / double(p.k));
-    const double best = std::min({whole_cost, tall_cost, wide_cost});
-    const double streamed = double(big.super_tiles) / double(big.workers) * 256 * 128 *
-                            cluster_ctas(whole) * kStreamedTileCost;
+    const Fitted fit = best_fitted(c, p, arch);
+    const double best = std::min({whole_cost, tall_cost, wide_cost, fit.cost});
+    const double streamed =
+        double(big.super_tiles) / double(big.workers) * 256 * 128 * kStreamedTileCost;
     if (streams_k_well(big) && streamed < best) {
       c.schedule = schedule::STREAM_K;
       return false;
     }
     if (whole_cost == best) return false;
-    c = wide_cost < tall_cost ? wide : tall;
+    if (fit.cost == best)
+      c = fitted(c, fit.width, p, arch);
+    else
+      c = wide_cost < tall_cost ? wide : tall;
     return true;
+  }
+
+  // Mid-size tiles sized to the SM count: m split evenly on wgmma N (a multiple of 16 from 64 to
+  // 256, even_width: 144 for m = 2304), 128 rows of n on two consumer warpgroups, a cluster along
+  // M where clusters pay, TMA stores (the last chunk overlapping the one before: beta = 0), the
+  // deepest pipeline that fits, up to eight stages where the tiles take one round (docs/PERF.md,
+  // 'Mid-size shapes need tiles sized to the SM count').
+  static Config fitted(Config c, int64_t width, const Problem& p, const ArchInfo& arch) {
+    c.bm = width, c.bn = 128, c.swap = 0, c.wg = 2, c.cluster = 21, c.tma_store = 1;
+    c = with_paying_cluster(c, p, arch);
+    c.stages = tiles_of(p, width, 128) <= arch.sms ? 8 : 5;
+    if (p.reads_c && width % 64 != 0) c.tma_store = 0;
+    return c;
+  }
+
+  // The even split of m whose rounds cost least (their area, dearer as wgmma N narrows), and
+  // that cost; none where A is stored along M (wgmma N then comes in 64-column chunks), and for
+  // grouped and gated problems, whose tiles follow their own rules.
+  struct Fitted {
+    int64_t width = 0;
+    double cost = std::numeric_limits<double>::infinity();
+  };
+  static Fitted best_fitted(const Config& c, const Problem& p, const ArchInfo& arch) {
+    Fitted best;
+    if (!a_kmajor(c) || p.grouped() || p.epilogue.gated()) return best;
+    for (int64_t t = ceil_div(p.m, 256); even_width(p.m, t) >= 64; ++t) {
+      const int64_t width = even_width(p.m, t);
+      const double cost = rounds_cost(fitted(c, width, p, arch), p, arch,
+                                      wgmma_n_rate(256) / wgmma_n_rate(double(width)));
+      if (cost < best.cost) best = {width, cost};
+    }
+    return best;
   }
 
   // 128x192 tiles: three consumer warpgroups, five stages, TMA stores, a cluster along M;
@@ -1178,21 +1221,28 @@ class WgmmaSm90Family final : public FamilyOf<P> {
   }
 
   // The rounds of a configuration's work units (its cluster as the default keeps it: an odd
-  // count of tiles along the cluster pays a round's share) times their area, `dearer` for a
-  // tile that computes the same area slower.
+  // count of tiles along the cluster pays a round's share) times a tile's area, what each SM
+  // computes in a round, `dearer` for a tile that computes the same area slower.
   static double rounds_cost(const Config& c, const Problem& p, const ArchInfo& arch,
                             double dearer) {
     const Config t = with_paying_cluster(c, p, arch);
     const Units u = units_of(t, p, arch);
-    return double(ceil_div(u.super_tiles, u.workers) * t.bm * t.bn * cluster_ctas(t)) * dearer;
+    return double(ceil_div(u.super_tiles, u.workers) * t.bm * t.bn) * dearer;
   }
 
   // Clusters pay with several waves of tiles, or with half a wave and long K (multicast halves
   // what the L2 delivers per k-block).
+  // A cluster of two goes along the side with an even count of tiles where the other's is odd
+  // (the last pair along an odd count leaves one CTA idle: bf16 tn 5120x640x5120's 20x5 tiles of
+  // 256x128 ran 5% faster in clusters along M).
   static Config with_paying_cluster(Config c, const Problem& p, const ArchInfo& arch) {
     const int64_t tiles = tiles_of(p, c.bm, c.bn);
     const bool long_k_wave = p.k > 4096 && 2 * tiles >= arch.sms;
     if (tiles < 2 * arch.sms && !long_k_wave) c.cluster = 11;
+    const bool m_even = ceil_div(p.m, c.bm) % 2 == 0;
+    const bool n_even = ceil_div(group_columns(p), c.bn) % 2 == 0;
+    if (cluster_m(c) == 2 && !m_even && n_even) c.cluster = 12;
+    if (cluster_n(c) == 2 && !n_even && m_even) c.cluster = 21;
     return c;
   }
 
