@@ -1176,6 +1176,13 @@ TEST(Families, WgmmaDefaultFitsMidSizeTilesToTheSmCount) {
   nn.op_a = Op::N;
   nn.lda = nn.m;
   EXPECT_EQ(wgmma.default_config(nn, hopper).at("BM") % 64, 0);
+  // The space offers the widths that split m = 2304 evenly (144: 16 tiles) and not those that do
+  // not (208: 12 tiles of 192 would do).
+  std::set<int64_t> widths;
+  for (const KernelConfig& c : wgmma.prune(cases[2].first, hopper).valid)
+    if (c.at("SWAP") == 0) widths.insert(c.at("BM"));
+  EXPECT_EQ(widths.count(144), 1u);
+  EXPECT_EQ(widths.count(208), 0u);
 }
 
 // Float8 with an f32 output (D = C = f32) is served: in every scaling mode, reading C or not,
