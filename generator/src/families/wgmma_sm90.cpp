@@ -271,7 +271,10 @@ std::vector<int64_t> tile_values(int64_t d, bool narrow) {
   const auto add = [&v](int64_t w) {
     if (std::find(v.begin(), v.end(), w) == v.end()) v.push_back(w);
   };
-  for (int64_t t = ceil_div(d, 256); even_width(d, t) >= 64; ++t) add(even_width(d, t));
+  // The fewest tiles of at most w cover d evenly at even_width(d, ceil(d / w)) <= w: every even
+  // width comes from one w, in 16 steps (not one per tile count: d may be 2^30).
+  for (int64_t w = 256; w >= 64; w -= 16)
+    if (even_width(d, ceil_div(d, w)) >= 64) add(even_width(d, ceil_div(d, w)));
   if (d <= 256) add(round_up(d, 8));
   return v;
 }
