@@ -98,7 +98,7 @@ GEMMTUNE_HOST_DEVICE constexpr int c_chunk_bytes(const Shape& s) {
 // A tile whose kernel columns are no multiple of a chunk (wgmma N 144 = 64 + 64 + 16) has one more
 // chunk, the last, which ends where the tile does and overlaps the one before: the overlap is
 // stored twice with the same values (so C, which a chunk would read after the one before had
-// stored D over it, is not read there: layout_c_chunks in the family's rules).
+// stored D over it, is not read there: the family's rule tma_store_layout).
 GEMMTUNE_HOST_DEVICE constexpr int c_chunks(const Shape& s) {
   return (tile_cols(s) + c_chunk_cols(s) - 1) / c_chunk_cols(s);
 }

@@ -177,7 +177,7 @@ struct Traits {
                 "ping-pong takes turns between two consumer warpgroups");
   static_assert(TN % 8 == 0 && TN >= 8 && TN <= 256, "wgmma N is a multiple of 8 up to 256");
   static_assert(Q_KMAJOR || TN % 64 == 0, "an MN-major Q comes in 64-column chunks");
-  static_assert(!TMA_STORE || (!SWAP && TN % 8 == 0 && TN >= C_CHUNK_COLS),
+  static_assert(!TMA_STORE || (!SWAP && TN >= C_CHUNK_COLS),
                 "TMA stores write chunks of m-values, the last one ending with the tile");
   static_assert(!TMA_STORE || !READS_C || TN % C_CHUNK_COLS == 0,
                 "C comes in chunks that do not overlap");

@@ -259,6 +259,17 @@ int64_t even_width(int64_t side, int64_t tiles) {
 bool even_split(int64_t side, int64_t width) {
   return even_width(side, ceil_div(side, width)) == width;
 }
+// Every even width of a side from 64 to 256, widest first. The fewest tiles of at most w cover
+// the side evenly at even_width(side, ceil(side / w)) <= w, so each comes from one w in 16-steps
+// (not one per tile count: a side may be 2^30).
+std::vector<int64_t> even_widths(int64_t side) {
+  std::vector<int64_t> out;
+  for (int64_t w = 256; w >= 64; w -= 16) {
+    const int64_t width = even_width(side, ceil_div(side, w));
+    if (width >= 64 && (out.empty() || out.back() != width)) out.push_back(width);
+  }
+  return out;
+}
 
 // Tile sizes worth trying along a dimension of size d: the usual ones, the non-powers of two
 // that cut wave quantization, the widths that split d evenly from 64 to 256, d itself rounded to
@@ -271,10 +282,7 @@ std::vector<int64_t> tile_values(int64_t d, bool narrow) {
   const auto add = [&v](int64_t w) {
     if (std::find(v.begin(), v.end(), w) == v.end()) v.push_back(w);
   };
-  // The fewest tiles of at most w cover d evenly at even_width(d, ceil(d / w)) <= w: every even
-  // width comes from one w, in 16 steps (not one per tile count: d may be 2^30).
-  for (int64_t w = 256; w >= 64; w -= 16)
-    if (even_width(d, ceil_div(d, w)) >= 64) add(even_width(d, ceil_div(d, w)));
+  for (const int64_t w : even_widths(d)) add(w);
   if (d <= 256) add(round_up(d, 8));
   return v;
 }
@@ -837,8 +845,8 @@ class WgmmaSm90Family final : public FamilyOf<P> {
       if (10 * tiles >= 9 * arch.sms && tiles <= arch.sms) c = fitted(c, width, p, arch);
     } else if (tiles_of(p, 256, 128) < arch.sms && (p.k <= 4096 || !short_side)) {
       // One wave of 256x128 tiles: four stages, TMA stores (with long K too: bf16 tn
-      // 5120x640x5120 ran 9% faster so than storing from registers), unless another tiling's
-      // rounds cost less.
+      // 5120x640x5120 ran 9% faster than with register stores), unless another tiling's rounds
+      // cost less.
       make_filling(c, p, arch);
       one_wave_tma_store = true;
     } else if (short_side) {
@@ -1203,8 +1211,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
   static Fitted best_fitted(const Config& c, const Problem& p, const ArchInfo& arch) {
     Fitted best;
     if (!a_kmajor(c) || p.grouped() || p.epilogue.gated()) return best;
-    for (int64_t t = ceil_div(p.m, 256); even_width(p.m, t) >= 64; ++t) {
-      const int64_t width = even_width(p.m, t);
+    for (const int64_t width : even_widths(p.m)) {
       const double cost = rounds_cost(fitted(c, width, p, arch), p, arch,
                                       wgmma_n_rate(256) / wgmma_n_rate(double(width)));
       if (cost < best.cost) best = {width, cost};
@@ -1234,10 +1241,9 @@ class WgmmaSm90Family final : public FamilyOf<P> {
   }
 
   // Clusters pay with several waves of tiles, or with half a wave and long K (multicast halves
-  // what the L2 delivers per k-block).
-  // A cluster of two goes along the side with an even count of tiles where the other's is odd
-  // (the last pair along an odd count leaves one CTA idle: bf16 tn 5120x640x5120's 20x5 tiles of
-  // 256x128 ran 5% faster in clusters along M).
+  // what the L2 delivers per k-block). A cluster of two goes along the side with an even count of
+  // tiles where the other's is odd (the last pair along an odd count leaves one CTA idle: bf16 tn
+  // 5120x640x5120's 20x5 tiles of 256x128 ran 5% faster in clusters along M).
   static Config with_paying_cluster(Config c, const Problem& p, const ArchInfo& arch) {
     const int64_t tiles = tiles_of(p, c.bm, c.bn);
     const bool long_k_wave = p.k > 4096 && 2 * tiles >= arch.sms;
