@@ -9,6 +9,7 @@
 // an f32 output (D = C = f32), every element checked. And the defaults' speed on the fp8 suite's
 // shapes, printed for the record (the bench compares with cuBLASLt).
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -281,6 +282,36 @@ TEST_F(WgmmaFp8, ScalesReadFromTheWrongBlockAreCaught) {
   }
 }
 
+// Block scales where a tile spans two 128-blocks of columns: wgmma N 160 starts a tile at
+// offsets 0, 32, 64 and 96 of a block, 192 at 0 and 64 (each split compiled in), 144 at the
+// eight multiples of 16 (the split read at run time). m = 2112 puts tiles at every offset; n
+// and K end mid-tile and mid-block; beta != 0 reads C.
+TEST_F(WgmmaFp8, BlockScalesSplitAtEveryOffset) {
+  const Point split[] = {
+      {"wgmma N 160, TMA stores (chunks that overlap: beta = 0 alone)", 160, 128, 4, 2, 11, 1, 0, 0,
+       1, 0, 1, 1, 0, 0},
+      {"wgmma N 192, TMA stores, a cluster along M", 192, 128, 4, 2, 21, 1},
+      {"wgmma N 160, register stores, split-K in 2", 160, 128, 4, 2, 11, 0, 0, 1, 2},
+      {"wgmma N 144, register stores", 144, 128, 4, 2, 11, 0},
+  };
+  int checked = 0;
+  for (const auto& s : {std::array<int64_t, 3>{2112, 200, 1000}, {1000, 130, 520}}) {
+    const Problem p = fp8_problem(kE4m3Bf16, Scaling::block, s[0], s[1], s[2]);
+    for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, std::pair{0.5f, -1.5f}}) {
+      const Verifier verifier(*checker_, p, alpha, beta, 11, stream_->get());
+      for (const Point& pt : split) {
+        if (beta != 0 && !pt.reads_c) continue;
+        const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
+        const Verdict v = check(k, verifier);
+        EXPECT_TRUE(v.ok) << k.compiled.name << " (" << pt.what << ") on " << p.describe()
+                          << " beta=" << beta << ": " << v.message;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 14);
+}
+
 // The defaults on the fp8 suite's shapes: TFLOP/s, L2 flushed between runs.
 TEST_F(WgmmaFp8, DefaultsOnTheSuite) {
   const int64_t rows[][4] = {{2112, 64, 7168, 3},   {2112, 4096, 7168, 3}, {24576, 4096, 1536, 3},
@@ -313,6 +344,8 @@ TEST_F(WgmmaFp8, OneTileInEveryMode) {
   settings.min_runs = 10;
   settings.min_total_ms = 50;
   const Point tiles[] = {{"128x128, cluster along N, TMA stores", 128, 128, 5, 2, 12, 1},
+                         {"128x128, two partial sums", 128, 128, 5, 2, 12, 1, 0, 0, 1, 0, 1, 1, 1},
+                         {"160x128, TMA stores", 160, 128, 4, 2, 11, 1, 0, 0, 1, 0, 1, 1, 0, 0},
                          {"192x128, TMA stores", 192, 128, 4, 2, 11, 1}};
   for (const Point& pt : tiles)
     for (Scaling scaling : {Scaling::tensor, Scaling::row, Scaling::block}) {

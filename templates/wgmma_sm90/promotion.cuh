@@ -57,7 +57,6 @@ struct Promotion : Traits<Cfg> {
   struct BlockScales {
     float row[MW][2];
     float col[COL_BLOCKS];
-    int boundary;  // the first tile column of the second block (a multiple of 8)
   };
   // Where they are read: worked out for the tile's first k-block, then moved a k-block on by a
   // stride (worked out anew for every k-block, the addresses cost ~40 instructions a k-block per
@@ -66,7 +65,6 @@ struct Promotion : Traits<Cfg> {
     const float* row[MW][2];
     const float* col[COL_BLOCKS];
     int row_stride, col_stride;  // the scales of a k-block: n of B's, ceil(m / 128) of A's
-    int boundary;
   };
   GEMMTUNE_DEVICE_INLINE static ScaleCursor scale_cursor(const WgmmaArgs& args, Tile t,
                                                          int consumer, int kb) {
@@ -83,7 +81,6 @@ struct Promotion : Traits<Cfg> {
     for (int b = 0; b < COL_BLOCKS; ++b)
       c.col[b] = sa + min(t.col0 / 128 + b, a_blocks - 1) + (long long)kb * a_blocks;
     c.row_stride = n, c.col_stride = a_blocks;
-    c.boundary = 128 - t.col0 % 128;
     return c;
   }
   GEMMTUNE_DEVICE_INLINE static BlockScales load(const ScaleCursor& c) {
@@ -94,7 +91,6 @@ struct Promotion : Traits<Cfg> {
       for (int h = 0; h < 2; ++h) s.row[mb][h] = __ldg(c.row[mb][h]);
 #pragma unroll
     for (int b = 0; b < COL_BLOCKS; ++b) s.col[b] = __ldg(c.col[b]);
-    s.boundary = c.boundary;
     return s;
   }
   // On to the next k-block where there is one (else it stays, and is read again unused).
@@ -123,17 +119,15 @@ struct Promotion : Traits<Cfg> {
     return next;
   }
 
-  // Whether accumulator i lies in the tile's second 128-block of columns: its 8-column group
-  // (whose columns all lie in one block) starts at or past the boundary.
-  GEMMTUNE_DEVICE_INLINE static bool in_second_block(int i, const BlockScales& s) {
-    return COL_BLOCKS == 2 && 8 * (i / 4) >= s.boundary;
-  }
-
   // acc += part, scaled by the k-block's scales with block scaling: one product of a row's and a
-  // column block's scale per row, then a fused multiply-add per accumulator.
+  // column block's scale per row, then a fused multiply-add per accumulator. The tile's first
+  // FIRST (or `first`, with FIRST -1) 8-column groups lie in its first 128-block of columns, the
+  // others in the second. FIRST is compiled in where it can be (consume_split_at): a select per
+  // accumulator costs the loop a third more instructions.
+  template <int FIRST>
   GEMMTUNE_DEVICE_INLINE static void promote(float (&acc)[MW][TN / 2],
-                                             const float (&part)[MW][TN / 2],
-                                             const BlockScales& s) {
+                                             const float (&part)[MW][TN / 2], const BlockScales& s,
+                                             int first) {
     float f[MW][2][COL_BLOCKS];
 #pragma unroll
     for (int mb = 0; mb < MW; ++mb)
@@ -147,8 +141,8 @@ struct Promotion : Traits<Cfg> {
       for (int i = 0; i < TN / 2; ++i) {
         if constexpr (SCALING == BLOCK) {
           const float* fh = f[mb][half_of(i)];
-          acc[mb][i] =
-              fmaf(part[mb][i], in_second_block(i, s) ? fh[COL_BLOCKS - 1] : fh[0], acc[mb][i]);
+          const bool in_first = i / 4 < (FIRST >= 0 ? FIRST : first);
+          acc[mb][i] = fmaf(part[mb][i], in_first ? fh[0] : fh[COL_BLOCKS - 1], acc[mb][i]);
         } else
           acc[mb][i] += part[mb][i];
       }
@@ -194,14 +188,47 @@ struct Promotion : Traits<Cfg> {
 
   // ---- the loops ----------------------------------------------------------------------------
 
-  // The tile's k-blocks ks, as Mainloop::consume, each stage into `part`; every PROMOTE k-blocks
-  // (and at the last) the groups drain and `part` is added into acc. Returns the stage still to
-  // release (-1: none; after a promotion every stage is released).
+  // The tile's k-blocks ks into acc, as Mainloop::consume. Returns the stage still to release
+  // (-1: none; after a promotion every stage is released).
   GEMMTUNE_DEVICE_INLINE static int consume(const WgmmaArgs& args, const Smem& s, Tile t, KRange ks,
                                             int consumer, Ring<STAGES>& ring,
                                             float (&acc)[MW][TN / 2]) {
-    if constexpr (PROMOTE == 0) return consume_fast(args, s, t, ks, consumer, ring, acc);
-    if constexpr (OVERLAP) return consume_overlapped(args, s, t, ks, consumer, ring, acc);
+    if constexpr (PROMOTE == 0)
+      return consume_fast(args, s, t, ks, consumer, ring, acc);
+    else
+      return consume_split_at<0>(args, s, t, ks, consumer, ring, acc);
+  }
+
+  // The promoting loops for the tile's first FIRST 8-column groups in its first 128-block of
+  // columns (block scales). The tile starts in a 128-block at a multiple of GCD: each of the 128
+  // / GCD cases is compiled, and the one at t.col0 runs (J: the case tried). Past four cases
+  // NVRTC's time grows by more than the selects cost (wgmma N 144: 0.43 s -> 1.22 s): FIRST -1,
+  // the split `first` is read at run time.
+  static constexpr bool COMPILED_SPLITS = COL_BLOCKS == 2 && 128 / GCD <= 4;
+  template <int J>
+  GEMMTUNE_DEVICE_INLINE static int consume_split_at(const WgmmaArgs& args, const Smem& s, Tile t,
+                                                     KRange ks, int consumer, Ring<STAGES>& ring,
+                                                     float (&acc)[MW][TN / 2]) {
+    constexpr int BOUNDARY = 128 - J * GCD;  // the tile's first column of the second block
+    constexpr int FIRST = !COMPILED_SPLITS ? -1 : (BOUNDARY < TN ? BOUNDARY : TN) / 8;
+    constexpr bool LAST = SCALING != BLOCK || !COMPILED_SPLITS || J + 1 == 128 / GCD;
+    if (LAST || t.col0 % 128 == J * GCD) {
+      const int first = min(128 - t.col0 % 128, TN) / 8;
+      if constexpr (OVERLAP)
+        return consume_overlapped<FIRST>(args, s, t, ks, consumer, ring, acc, first);
+      else
+        return consume_promoted<FIRST>(args, s, t, ks, consumer, ring, acc, first);
+    }
+    if constexpr (!LAST) return consume_split_at<J + 1>(args, s, t, ks, consumer, ring, acc);
+    return -1;
+  }
+
+  // Each stage into `part`; every PROMOTE k-blocks (and at the last) the groups drain and `part`
+  // is added into acc.
+  template <int FIRST>
+  GEMMTUNE_DEVICE_INLINE static int consume_promoted(const WgmmaArgs& args, const Smem& s, Tile t,
+                                                     KRange ks, int consumer, Ring<STAGES>& ring,
+                                                     float (&acc)[MW][TN / 2], int first) {
     float part[MW][TN / 2];
     Mainloop::zero(acc);
     int previous = -1;
@@ -223,7 +250,7 @@ struct Promotion : Traits<Cfg> {
         if (previous >= 0) Mainloop::release(s, previous);
         Mainloop::release(s, ring.stage);
         previous = -1;
-        promote(acc, part, scales);
+        promote<FIRST>(acc, part, scales, first);
       } else {
         Mainloop::template drain<1>(part);
         if (previous >= 0) Mainloop::release(s, previous);
@@ -262,10 +289,11 @@ struct Promotion : Traits<Cfg> {
   struct ScaleQueue {
     BlockScales older, newer;  // kb - 1's, kb's
   };
+  template <int FIRST>
   GEMMTUNE_DEVICE_INLINE static void overlapped_step(
       const Smem& s, const typename Mainloop::Descriptors& d, int kb, KRange ks, Ring<STAGES>& ring,
       ScaleCursor& cursor, ScaleQueue& q, float (&acc)[MW][TN / 2], float (&into)[MW][TN / 2],
-      float (&from)[MW][TN / 2]) {
+      float (&from)[MW][TN / 2], int first) {
     // ptxas places the adds among the wgmma of the step: scales loaded two k-blocks ahead are
     // there by then (one ahead made the wgmma wait for them).
     BlockScales ahead{};
@@ -273,7 +301,7 @@ struct Promotion : Traits<Cfg> {
     ptx::mbarrier_wait(&s.full[ring.stage], ring.phase);
     __syncwarp();
     Mainloop::issue(d, ring.stage, true, into);
-    if (kb != ks.begin) promote(acc, from, q.older);
+    if (kb != ks.begin) promote<FIRST>(acc, from, q.older, first);
     Mainloop::template drain<0>(into);
     Mainloop::release(s, ring.stage);
     q.older = q.newer;
@@ -284,9 +312,10 @@ struct Promotion : Traits<Cfg> {
   // The loop with OVERLAP: k-blocks in pairs, so that each partial sum keeps its registers, the
   // odd one out first, so that the last k-block is always `odd`'s. (ptxas serialized the wgmma of
   // a loop whose pair's second step was conditional.)
+  template <int FIRST>
   GEMMTUNE_DEVICE_INLINE static int consume_overlapped(const WgmmaArgs& args, const Smem& s, Tile t,
                                                        KRange ks, int consumer, Ring<STAGES>& ring,
-                                                       float (&acc)[MW][TN / 2]) {
+                                                       float (&acc)[MW][TN / 2], int first) {
     float even[MW][TN / 2], odd[MW][TN / 2];
     Mainloop::zero(acc);
     const typename Mainloop::Descriptors d = Mainloop::descriptors(s, consumer);
@@ -296,14 +325,15 @@ struct Promotion : Traits<Cfg> {
       if (ks.begin < ks.end) q.newer = first_scales(args, t, consumer, ks, cursor);
     int kb = ks.begin;
     if ((ks.end - ks.begin) % 2 == 1) {
-      overlapped_step(s, d, kb, ks, ring, cursor, q, acc, odd, even);
+      overlapped_step<FIRST>(s, d, kb, ks, ring, cursor, q, acc, odd, even, first);
       ++kb;
     }
     for (; kb < ks.end; kb += 2) {
-      overlapped_step(s, d, kb, ks, ring, cursor, q, acc, even, odd);
-      overlapped_step(s, d, kb + 1, ks, ring, cursor, q, acc, odd, even);
+      overlapped_step<FIRST>(s, d, kb, ks, ring, cursor, q, acc, even, odd, first);
+      overlapped_step<FIRST>(s, d, kb + 1, ks, ring, cursor, q, acc, odd, even, first);
     }
-    if (ks.begin < ks.end) promote(acc, odd, q.older);  // the last k-block's partial sum
+    if (ks.begin < ks.end)
+      promote<FIRST>(acc, odd, q.older, first);  // the last k-block's partial sum
     if constexpr (SCALING == TENSOR || SCALING == ROW) apply_output_scales(args, t, consumer, acc);
     return -1;
   }
