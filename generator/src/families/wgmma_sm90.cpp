@@ -868,6 +868,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
 
   // Float8: tiles of 128 tokens (problem n, two consumer warpgroups) by 128 of m, multicast in
   // clusters along n where the tiles fill the GPU, TMA stores, promotion every k-block; with
+  // block scales 160 or 192 of m where they leave fewer idle SMs (block_scaled_width); with
   // tensor and row scales, which need no 128-aligned column blocks, 192 of m four stages deep
   // without a cluster (the tuned winner of every large tensor and row problem of the fp8 suite,
   // docs/PERF.md, 'Float8: where it stands'); 64-token tiles where 128 would leave SMs idle; the
@@ -893,7 +894,10 @@ class WgmmaSm90Family final : public FamilyOf<P> {
       return with_overlap(repaired(with_fitting_stages(for_gated(c, p), arch), p, arch));
     } else if (tiles_of(p, 128, 128) < arch.sms) {
       c.bn = 64, c.wg = 1;
-    } else if (p.scaling != Scaling::block && tiles_of(p, 192, 128) >= arch.sms) {
+    } else if (p.scaling == Scaling::block) {
+      c.bm = block_scaled_width(p, arch);
+      if (c.bm > 128) c.stages = 4, c.cluster = 11;
+    } else if (tiles_of(p, 192, 128) >= arch.sms) {
       c.bm = 192, c.stages = 4, c.cluster = 11;
       // Fast accumulation keeps no partial sums: 256x128 tiles fit, as bf16's, and win where
       // their last round leaves fewer SMs idle (docs/PERF.md, 'Fast float8 tiles: the fuller last
@@ -906,6 +910,21 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     if (tiles_of(p, c.bm, c.bn) <= arch.sms) c.tma_store = c.swap ? 0 : c.tma_store;
     c = with_schedule(c, p, arch);
     return with_overlap(repaired(with_fitting_stages(for_gated(c, p), arch), p, arch));
+  }
+
+  // Block-scaled tiles of 128 tokens: 128, 160 or 192 of m, whichever takes the fewest rounds
+  // times its width, 192 counted 3% faster (fewer bytes a product through the shared memory).
+  // The tuned winners of the fp8 suite's six large block rows (docs/PERF.md, 'Block-scaled
+  // tiles past 128 columns').
+  static int64_t block_scaled_width(const Problem& p, const ArchInfo& arch) {
+    int64_t best = 128;
+    double best_cost = 0;
+    for (int64_t bm : {128, 160, 192}) {
+      const double cost =
+          double(ceil_div(tiles_of(p, bm, 128), arch.sms) * bm) * (bm == 192 ? 0.97 : 1.0);
+      if (bm == 128 || cost < best_cost) best = bm, best_cost = cost;
+    }
+    return best;
   }
 
   // The share of the SMs the last round of bm x 128 tiles keeps busy.
