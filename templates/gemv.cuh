@@ -17,6 +17,9 @@
 // W is streamed (no L1 allocation, first out of L2), ROWS * UNROLL loads per lane in flight.
 // Any M, N, K >= 1, any ld >= rows; VEC-wide loads need the problem aligned to VEC elements;
 // beta == 0 never reads C. fp32 accumulation for every dtype.
+// Gated epilogues (SwiGLU, GeGLU; dot with N == 1 only): the block's rows come in pairs, the gate
+// row of an output then its up row (epilogue_op.cuh's gate_row_of, up_row_of), and the store
+// writes act(gate) * up into D's row of the pair.
 #pragma once
 #include "common.cuh"
 #include "epilogue_op.cuh"
@@ -143,10 +146,14 @@ struct Kernel {
   // Dynamic shared memory: the staged x chunk (dot) or the warps' sums (axpy). Mirrored by the
   // family's smem_bytes_of().
   static constexpr int AXPY_SMEM_BYTES = DOT ? 0 : WARPS * BLOCK_ROWS * 4;
+  static constexpr int GATE = Cfg::GATE;
+  static constexpr bool GATED = GATE != GATE_NONE;
 
   static_assert(VB == 2 || VB == 4 || VB == 8 || VB == 16, "loads of 2, 4, 8 or 16 bytes");
   static_assert(THREADS % 32 == 0 && THREADS <= 1024, "whole warps");
   static_assert(XCHUNK % (32 * VEC) == 0, "staged chunks hold whole warp steps");
+  static_assert(!GATED || (DOT && SIDE == 0 && BLOCK_ROWS % 2 == 0),
+                "gated: N == 1, weights along K, a block's rows in gate and up pairs");
 
   // The matrix-vector view of the problem (top of the file). W(r, k) is at
   // w + (DOT ? r * ldw + k : k * ldw + r) * ES; x(k) at x + k * incx * ES; y(r) at y + r * incy *
@@ -199,7 +206,7 @@ struct Kernel {
 #pragma unroll
     for (int i = 0; i < ROWS; ++i) {
       const long long r = row0 + i < v.rows ? row0 + i : v.rows - 1;
-      w_row[i] = v.w + r * v.ldw * ES;
+      w_row[i] = v.w + stored_row(r, v.rows) * v.ldw * ES;
     }
     float acc[ROWS];
 #pragma unroll
@@ -225,6 +232,17 @@ struct Kernel {
       for (int i = 0; i < ROWS; ++i) sums[warp * ROWS + i] = acc[i];
     __syncthreads();
     store_rows(args, v, row_first, [&](int j) { return sums[j]; });
+  }
+
+  // The row of W that block row r reads: r itself, or gated, of output r / 2 its gate row (r
+  // even) or its up row.
+  GEMMTUNE_DEVICE_INLINE static long long stored_row(long long r, long long rows) {
+    if constexpr (GATED) {
+      const int i = int(r / 2);
+      return r % 2 == 0 ? gate_row_of(GATE, i) : up_row_of(GATE, i, int(rows));
+    } else {
+      return r;
+    }
   }
 
   // x(kc .. kc + len) into shared memory, as stored (one element per thread and step).
@@ -395,8 +413,7 @@ struct Kernel {
                                                 long long row_first, SumOf sum_of) {
     const int count = int(v.rows - row_first < BLOCK_ROWS ? v.rows - row_first : BLOCK_ROWS);
     if (gridDim.y == 1) {
-      for (int j = threadIdx.x; j < count; j += THREADS)
-        write_output(args, v, row_first + j, sum_of(j));
+      write_block(args, v, row_first, count, sum_of);
       return;
     }
     if (args.workspace == 0 || args.counters == 0)
@@ -412,13 +429,35 @@ struct Kernel {
     __syncthreads();
     if (arrived != gridDim.y - 1) return;
     __threadfence();
-    for (int j = threadIdx.x; j < count; j += THREADS) {
-      float* p = partials + row_first + j;
+    write_block(args, v, row_first, count, [&](int j) {
+      const float* p = partials + row_first + j;
       float total = load_l2(p);
       for (unsigned s = 1; s < gridDim.y; ++s) total += load_l2(p + s * v.rows);
-      write_output(args, v, row_first + j, total);
-    }
+      return total;
+    });
     if (threadIdx.x == 0) atomicExch(counter, 0u);
+  }
+
+  // The outputs of the block's `count` rows from row_first, sum_of(j) being row j's sum: one an
+  // output, or gated, one a pair of rows (count and row_first are even).
+  template <class SumOf>
+  GEMMTUNE_DEVICE_INLINE static void write_block(const GemmCore& args, const View& v,
+                                                 long long row_first, int count, SumOf sum_of) {
+    if constexpr (GATED) {
+      for (int j = threadIdx.x; j < count / 2; j += THREADS)
+        write_gated(args, v, row_first / 2 + j, sum_of(2 * j), sum_of(2 * j + 1));
+    } else {
+      for (int j = threadIdx.x; j < count; j += THREADS)
+        write_output(args, v, row_first + j, sum_of(j));
+    }
+  }
+
+  // D's row i of a gated problem: act(alpha gate + bias) * (alpha up + bias) (beta is 0).
+  GEMMTUNE_DEVICE_INLINE static void write_gated(const GemmCore& args, const View& v, long long i,
+                                                 float gate, float up) {
+    const float out =
+        EpilogueOp<Cfg>::template gated<DTYPE>(args, args.alpha * gate, args.alpha * up, int(i), 0);
+    store_from_f32(v.y + i * v.incy * ES, 0, DTYPE, out);
   }
 
   // y(r) = act(alpha * sum + beta * C + bias) (epilogue_op.cuh); output r is row m = r of D, or

@@ -81,12 +81,15 @@ inline std::vector<Problem> sample_problems(const std::vector<std::string>& layo
     }
   }
   // Epilogues: a bias and an activation on a large problem and a decode one; gated ones (SwiGLU,
-  // GeGLU) where the weights are stored along K, their two layouts, decode and prefill.
+  // GeGLU) where the weights are stored along K, their two layouts, decode (one token: gemv's)
+  // and prefill.
   if (std::find(layouts.begin(), layouts.end(), "tn") != layouts.end()) {
     const std::tuple<int64_t, int64_t, int64_t, const char*> fused[] = {
         {4096, 4096, 4096, "bias,gelu"},
         {6144, 24, 4096, "bias_n,silu"},
         {22016, 8, 4096, "swiglu"},
+        {22016, 1, 4096, "bias,swiglu"},
+        {1000, 1, 700, "geglu_tanh,interleaved"},
         {4096, 2048, 4096, "bias,geglu,interleaved"},
         {1000, 300, 700, "swiglu,interleaved"}};
     for (const auto& [m, n, k, epilogue] : fused) {

@@ -62,20 +62,22 @@ TEST_F(Epilogues, EveryFamilyAppliesEveryEpilogue) {
   }
 }
 
-// Gated epilogues on wgmma_sm90 and mma_sm80: decode (wgmma's SWAP) and prefill tiles, both
-// layouts, ragged D rows (M / 2 not a multiple of 64), the bias along M and N, through the
-// library's default and a sample of the family's space (every candidate as the tuner checks it).
+// Gated epilogues on wgmma_sm90, mma_sm80 and gemv (one token): decode (wgmma's SWAP) and
+// prefill tiles, both layouts, ragged D rows (M / 2 not a multiple of 64), the bias along M and
+// N, through the library's default and a sample of the family's space (every candidate as the
+// tuner checks it; gemv's on one token, split K among them).
 TEST_F(Epilogues, GatedEpiloguesMultiplyTheActivatedGateByUp) {
   if (IsSkipped()) return;
   const char* const gated[] = {"swiglu", "bias,geglu", "swiglu,interleaved", "bias_n,reglu",
                                "bias,geglu_tanh,interleaved"};
-  for (const std::string name : {"wgmma_sm90", "mma_sm80"}) {
+  for (const std::string name : {"wgmma_sm90", "mma_sm80", "gemv"}) {
     Library lib = library_for(name);
     const Family& family = find_family(name);
     for (const auto& [m, n, k] : {std::tuple{22016, 8, 512},
                                   {300, 70, 200},
                                   {4096, 520, 384},
                                   {2000, 1, 300},
+                                  {22016, 1, 4096},
                                   {1000, 300, 700}})
       for (const char* e : gated) {
         Problem p = with_epilogue(make_problem(DType::bf16, Op::T, Op::N, m, n, k), e);
@@ -86,7 +88,8 @@ TEST_F(Epilogues, GatedEpiloguesMultiplyTheActivatedGateByUp) {
       }
     // A sample of the space: the tuner's candidates, each checked as the tuner would.
     for (const char* e : {"bias,swiglu,interleaved", "bias,swiglu"}) {
-      Problem p = with_epilogue(make_problem(DType::f16, Op::T, Op::N, 1000, 300, 700), e);
+      const int64_t n = name == "gemv" ? 1 : 300;
+      Problem p = with_epilogue(make_problem(DType::f16, Op::T, Op::N, 1000, n, 700), e);
       p.ldc = p.output_rows();
       if (!why_unsupported(family, p, device_.arch).empty()) continue;
       const Pruning space = family.prune(p, device_.arch);

@@ -319,14 +319,24 @@ TEST(Problem, GatedEpiloguesHalveDAndReadNoC) {
   EXPECT_NE(error_of([&] { validate(narrow); }, Errc::invalid_argument).find("M / 2, gated"),
             std::string::npos);
   // wgmma_sm90 and mma_sm80 have gated kernels (wgmma first on Hopper, mma_sm80 from sm_80 on),
-  // only with the weights stored along K; gemv and simt have none.
+  // gemv too with N == 1, only with the weights stored along K; simt has none.
   const ArchInfo h100 = ArchInfo::from_name("sm_90a");
   const std::vector<const Family*> families = families_for(p, h100);
   ASSERT_EQ(families.size(), 2u);
   EXPECT_EQ(families[0]->name(), "wgmma_sm90");
   EXPECT_EQ(families[1]->name(), "mma_sm80");
   EXPECT_EQ(families_for(p, ArchInfo::from_name("sm_86")).at(0)->name(), "mma_sm80");
-  EXPECT_NE(why_unsupported(find_family("gemv"), p, h100).find("no gated kernels"),
+  EXPECT_NE(why_unsupported(find_family("gemv"), p, h100).find("N and M are both > 1"),
+            std::string::npos);
+  EXPECT_NE(why_unsupported(find_family("simt"), p, h100).find("no gated kernels"),
+            std::string::npos);
+  Problem decode = p;
+  decode.n = 1;
+  EXPECT_EQ(why_unsupported(find_family("gemv"), decode, h100), "");
+  Problem decode_nn = decode;
+  decode_nn.op_a = Op::N;
+  decode_nn.lda = decode.m;
+  EXPECT_NE(why_unsupported(find_family("gemv"), decode_nn, h100).find("stored along K"),
             std::string::npos);
   Problem nn = make_problem(DType::bf16, Op::N, Op::N, 2048, 16, 4096);
   nn.epilogue = p.epilogue;

@@ -126,9 +126,16 @@ class GemvFamily final : public FamilyOf<P> {
   std::string_view name() const override { return "gemv"; }
   int rank() const override { return 10; }
   bool takes_epilogues() const override { return true; }
+  // Gated epilogues with N == 1: a block's rows in gate and up pairs (gemv.cuh, write_gated).
+  bool takes_gated() const override { return true; }
 
   std::string unsupported_reason(const Problem& problem, const ArchInfo& arch) const override {
     if (problem.m > 1 && problem.n > 1) return "N and M are both > 1";
+    if (problem.epilogue.gated() && (problem.n != 1 || problem.op_a != Op::T))
+      return fmt::format(
+          "epilogue {}: a gated GEMV needs N == 1 and the weights stored along K (op(A) = T, "
+          "layout t_: an nn.Linear's)",
+          problem.epilogue.name());
     if (!one_type_of(problem, {DataType::f32, DataType::f16, DataType::bf16}))
       return "the gemv family computes f32, f16 and bf16, every operand of one type";
     if (arch.cc < 80) return "the gemv family needs sm_80 or newer (L2 cache policies)";
