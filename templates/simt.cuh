@@ -46,7 +46,9 @@ GEMMTUNE_DEVICE_INLINE void store_vec(float* p, const float (&src)[VEC]) {
 // Copies the BK x MN tile of one operand from global memory into shared memory laid out
 // [BK][MN + PAD] (MN contiguous), whatever the operand's storage order. K_CONTIG: the operand
 // is stored with K contiguous (A transposed, or B not transposed), so the copy transposes.
-template <int MN, int BK, int PAD, int VEC, int THREADS, bool K_CONTIG>
+// GATE (A of a gated problem, K_CONTIG): tile rows alternate gate and up rows, row t reading
+// op(A)'s gate row of output t / 2 (t even) or its up row (epilogue_op.cuh).
+template <int MN, int BK, int PAD, int VEC, int THREADS, bool K_CONTIG, int GATE = GATE_NONE>
 struct TileLoader {
   static constexpr int CONTIG = K_CONTIG ? BK : MN;  // extent along the stored-contiguous dim
   static constexpr int STRIDED = K_CONTIG ? MN : BK;
@@ -56,6 +58,14 @@ struct TileLoader {
   static constexpr bool EXACT = VECS % THREADS == 0;
   static constexpr int LD_SMEM = MN + PAD;
   static_assert(CONTIG % VEC == 0, "the contiguous tile extent must be a multiple of VEC");
+  static_assert(GATE == GATE_NONE || K_CONTIG, "gate and up rows are stored along K");
+
+  GEMMTUNE_DEVICE_INLINE static int stored_row(int t, int rows) {
+    if constexpr (GATE == GATE_NONE)
+      return t;
+    else
+      return t % 2 == 0 ? gate_row_of(GATE, t / 2) : up_row_of(GATE, t / 2, rows);
+  }
 
   float reg[PER_THREAD][VEC];
 
@@ -72,7 +82,9 @@ struct TileLoader {
       const int s = v / VECS_PER_LINE;
       const int contig_pos = (K_CONTIG ? k0 : mn0) + c;
       const int strided_pos = (K_CONTIG ? mn0 : k0) + s;
-      const float* p = src + (long long)strided_pos * ld + contig_pos;
+      const int stored_pos =
+          K_CONTIG && strided_pos < mn_size ? stored_row(strided_pos, mn_size) : strided_pos;
+      const float* p = src + (long long)stored_pos * ld + contig_pos;
       if (!GUARD) {
         load_vec<VEC>(reg[i], p);
         continue;
@@ -126,7 +138,9 @@ struct Kernel {
   // Transposing copies write columns: pad rows so that they spread over banks.
   static constexpr int PAD_A = A_T ? 4 : 0;
   static constexpr int PAD_B = B_T ? 0 : 4;
-  using LoaderA = TileLoader<BM, BK, PAD_A, VEC, THREADS, A_T>;
+  static constexpr int GATE = Cfg::GATE;
+  static_assert(GATE == GATE_NONE || A_T, "gated: the weights stored along K");
+  using LoaderA = TileLoader<BM, BK, PAD_A, VEC, THREADS, A_T, GATE>;
   using LoaderB = TileLoader<BN, BK, PAD_B, VEC, THREADS, !B_T>;
   static constexpr int SMEM_A = BK * (BM + PAD_A);
   static constexpr int SMEM_B = BK * (BN + PAD_B);
@@ -232,6 +246,7 @@ struct Kernel {
   // D = act(alpha * acc + beta * C + bias) (epilogue_op.cuh).
   GEMMTUNE_DEVICE_INLINE static void write_c(const SimtArgs& args, int row, int col,
                                              const float (&acc)[TM][TN]) {
+    if constexpr (GATE != GATE_NONE) return write_gated(args, row, col, acc);
     using Epi = EpilogueOp<Cfg>;
     const float* C = reinterpret_cast<const float*>(args.core.c);
     float* D = reinterpret_cast<float*>(args.core.d);
@@ -271,6 +286,29 @@ struct Kernel {
           }
         }
       }
+    }
+  }
+
+  // A gated problem's D (M / 2 rows, C never read): rows m and m + 1 of a thread's run (m even)
+  // hold gate and up of D's row m / 2 (the loader's order).
+  GEMMTUNE_DEVICE_INLINE static void write_gated(const SimtArgs& args, int row, int col,
+                                                 const float (&acc)[TM][TN]) {
+    float* D = reinterpret_cast<float*>(args.core.d);
+    const float alpha = args.core.alpha;
+#pragma unroll
+    for (int j = 0; j < TN; ++j) {
+      const int n = col + (j / 4) * TY * 4 + (j % 4);
+      if (n >= args.core.n) continue;
+#pragma unroll
+      for (int i = 0; i < TM / 4; ++i)
+#pragma unroll
+        for (int r = 0; r < 4; r += 2) {
+          const int m = row + i * TX * 4 + r;
+          if (m >= args.core.m) break;
+          D[(long long)n * args.core.ldc + m / 2] =
+              EpilogueOp<Cfg>::template gated<GEMMTUNE_TYPE_F32>(
+                  args.core, alpha * acc[4 * i + r][j], alpha * acc[4 * i + r + 1][j], m / 2, n);
+        }
     }
   }
 };

@@ -98,6 +98,14 @@ inline std::vector<Problem> sample_problems(const std::vector<std::string>& layo
       p.ldc = p.output_rows();
       out.push_back(p);
     }
+    // f32 gated (simt's, and gemv's with one token).
+    for (const auto& [m, n, k, epilogue] : {std::tuple{1000, 300, 700, "bias,swiglu"},
+                                            std::tuple{4096, 1, 4096, "geglu,interleaved"}}) {
+      Problem p = make_problem(DataType::f32, Op::T, Op::N, m, n, k);
+      p.epilogue = parse_epilogue(epilogue);
+      p.ldc = p.output_rows();
+      out.push_back(p);
+    }
   }
   // Grouped (mixture-of-experts layers): decode, prefill, and a layout of torch._grouped_mm's.
   const std::tuple<DataType, const char*, int64_t, int64_t, int64_t, int64_t> grouped[] = {

@@ -62,15 +62,16 @@ TEST_F(Epilogues, EveryFamilyAppliesEveryEpilogue) {
   }
 }
 
-// Gated epilogues on wgmma_sm90, mma_sm80 and gemv (one token): decode (wgmma's SWAP) and
-// prefill tiles, both layouts, ragged D rows (M / 2 not a multiple of 64), the bias along M and
-// N, through the library's default and a sample of the family's space (every candidate as the
-// tuner checks it; gemv's on one token, split K among them).
+// Gated epilogues on wgmma_sm90, mma_sm80, gemv (one token) and simt (f32): decode (wgmma's
+// SWAP) and prefill tiles, both layouts, ragged D rows (M / 2 not a multiple of 64), the bias
+// along M and N, through the library's default and a sample of the family's space (every
+// candidate as the tuner checks it; gemv's on one token, split K among them).
 TEST_F(Epilogues, GatedEpiloguesMultiplyTheActivatedGateByUp) {
   if (IsSkipped()) return;
   const char* const gated[] = {"swiglu", "bias,geglu", "swiglu,interleaved", "bias_n,reglu",
                                "bias,geglu_tanh,interleaved"};
-  for (const std::string name : {"wgmma_sm90", "mma_sm80", "gemv"}) {
+  for (const std::string name : {"wgmma_sm90", "mma_sm80", "gemv", "simt"}) {
+    const DType type = name == "simt" ? DType::f32 : DType::bf16;
     Library lib = library_for(name);
     const Family& family = find_family(name);
     for (const auto& [m, n, k] : {std::tuple{22016, 8, 512},
@@ -80,7 +81,7 @@ TEST_F(Epilogues, GatedEpiloguesMultiplyTheActivatedGateByUp) {
                                   {22016, 1, 4096},
                                   {1000, 300, 700}})
       for (const char* e : gated) {
-        Problem p = with_epilogue(make_problem(DType::bf16, Op::T, Op::N, m, n, k), e);
+        Problem p = with_epilogue(make_problem(type, Op::T, Op::N, m, n, k), e);
         p.ldc = p.output_rows() + 3;
         if (!why_unsupported(family, p, device_.arch).empty()) continue;
         const Verdict v = check_library(lib, p, 1.25f, 0.0f);
@@ -89,7 +90,8 @@ TEST_F(Epilogues, GatedEpiloguesMultiplyTheActivatedGateByUp) {
     // A sample of the space: the tuner's candidates, each checked as the tuner would.
     for (const char* e : {"bias,swiglu,interleaved", "bias,swiglu"}) {
       const int64_t n = name == "gemv" ? 1 : 300;
-      Problem p = with_epilogue(make_problem(DType::f16, Op::T, Op::N, 1000, n, 700), e);
+      Problem p = with_epilogue(
+          make_problem(name == "simt" ? DType::f32 : DType::f16, Op::T, Op::N, 1000, n, 700), e);
       p.ldc = p.output_rows();
       if (!why_unsupported(family, p, device_.arch).empty()) continue;
       const Pruning space = family.prune(p, device_.arch);

@@ -319,7 +319,7 @@ TEST(Problem, GatedEpiloguesHalveDAndReadNoC) {
   EXPECT_NE(error_of([&] { validate(narrow); }, Errc::invalid_argument).find("M / 2, gated"),
             std::string::npos);
   // wgmma_sm90 and mma_sm80 have gated kernels (wgmma first on Hopper, mma_sm80 from sm_80 on),
-  // gemv too with N == 1, only with the weights stored along K; simt has none.
+  // gemv too with N == 1 and simt for f32, only with the weights stored along K.
   const ArchInfo h100 = ArchInfo::from_name("sm_90a");
   const std::vector<const Family*> families = families_for(p, h100);
   ASSERT_EQ(families.size(), 2u);
@@ -328,7 +328,13 @@ TEST(Problem, GatedEpiloguesHalveDAndReadNoC) {
   EXPECT_EQ(families_for(p, ArchInfo::from_name("sm_86")).at(0)->name(), "mma_sm80");
   EXPECT_NE(why_unsupported(find_family("gemv"), p, h100).find("N and M are both > 1"),
             std::string::npos);
-  EXPECT_NE(why_unsupported(find_family("simt"), p, h100).find("no gated kernels"),
+  Problem exact = p;
+  exact.types = DataTypes::uniform(DataType::f32);
+  EXPECT_EQ(why_unsupported(find_family("simt"), exact, h100), "");
+  Problem exact_nn = exact;
+  exact_nn.op_a = Op::N;
+  exact_nn.lda = exact.m;
+  EXPECT_NE(why_unsupported(find_family("simt"), exact_nn, h100).find("stored along K"),
             std::string::npos);
   Problem decode = p;
   decode.n = 1;

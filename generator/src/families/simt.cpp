@@ -73,11 +73,18 @@ class SimtFamily final : public FamilyOf<P> {
   std::string_view name() const override { return "simt"; }
   int rank() const override { return 40; }
   bool takes_epilogues() const override { return true; }
+  // Gated epilogues: A's gate and up rows in turns in a tile (TileLoader's GATE), write_gated.
+  bool takes_gated() const override { return true; }
 
   std::string unsupported_reason(const Problem& problem, const ArchInfo& arch) const override {
     if (!one_type_of(problem, {DataType::f32}))
       return "the SIMT family computes f32 only, every operand f32";
     if (arch.cc < 70) return "the SIMT family needs sm_70 or newer";
+    if (problem.epilogue.gated() && problem.op_a != Op::T)
+      return fmt::format(
+          "epilogue {}: a gated epilogue needs the weights stored along K (op(A) = T, layout "
+          "t_: an nn.Linear's), whose gate and up rows the copies take in turns",
+          problem.epilogue.name());
     return {};
   }
 
