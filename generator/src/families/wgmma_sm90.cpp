@@ -868,11 +868,11 @@ class WgmmaSm90Family final : public FamilyOf<P> {
 
   // Float8: tiles of 128 tokens (problem n, two consumer warpgroups) by 128 of m, multicast in
   // clusters along n where the tiles fill the GPU, TMA stores, promotion every k-block; with
-  // block scales 160 or 192 of m where they leave fewer idle SMs (block_scaled_width); with
-  // tensor and row scales, which need no 128-aligned column blocks, 192 of m four stages deep
-  // without a cluster (the tuned winner of every large tensor and row problem of the fp8 suite,
-  // docs/PERF.md, 'Float8: where it stands'); 64-token tiles where 128 would leave SMs idle; the
-  // skinny side on wgmma's N for decode; two partial sums taking turns where they fit.
+  // block scales 160 or 192 of m where they leave fewer idle SMs (fewest_rounds_width); with
+  // tensor and row scales, which need no 128-aligned column blocks, 176 or 192 of m four stages
+  // deep without a cluster (the tuned winner of every large tensor and row problem of the fp8
+  // suite, docs/PERF.md, 'Float8: where it stands'); 64-token tiles where 128 would leave SMs idle;
+  // the skinny side on wgmma's N for decode; two partial sums taking turns where they fit.
   Config fp8_default(const Problem& p, const ArchInfo& arch) const {
     Config c = Config::of(p);
     c.bm = 128, c.bn = 128, c.swap = 0, c.stages = 5, c.wg = 2, c.ws = 1, c.cluster = 12;
@@ -895,10 +895,15 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     } else if (tiles_of(p, 128, 128) < arch.sms) {
       c.bn = 64, c.wg = 1;
     } else if (p.scaling == Scaling::block) {
-      c.bm = block_scaled_width(p, arch);
+      c.bm = p.reads_c ? fewest_rounds_width(p, arch, {128, 192})
+                       : fewest_rounds_width(p, arch, {128, 160, 192});
       if (c.bm > 128) c.stages = 4, c.cluster = 11;
     } else if (tiles_of(p, 192, 128) >= arch.sms) {
-      c.bm = 192, c.stages = 4, c.cluster = 11;
+      // Fast accumulation (192, or 256 below) and C read (whose TMA stores take whole 64-column
+      // chunks, as for 160 above) keep 192: 176 was measured without either.
+      const bool plain = !p.fast_accumulation() && !p.reads_c;
+      c.bm = plain ? fewest_rounds_width(p, arch, {176, 192}) : 192;
+      c.stages = 4, c.cluster = 11;
       // Fast accumulation keeps no partial sums: 256x128 tiles fit, as bf16's, and win where
       // their last round leaves fewer SMs idle (docs/PERF.md, 'Fast float8 tiles: the fuller last
       // round').
@@ -912,17 +917,18 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     return with_overlap(repaired(with_fitting_stages(for_gated(c, p), arch), p, arch));
   }
 
-  // Block-scaled tiles of 128 tokens: 128, 160 or 192 of m, whichever takes the fewest rounds
+  // Float8 tiles of 128 tokens: of the widths (of m) given, the one that takes the fewest rounds
   // times its width, 192 counted 3% faster (fewer bytes a product through the shared memory).
-  // The tuned winners of the fp8 suite's six large block rows (docs/PERF.md, 'Block-scaled
-  // tiles past 128 columns').
-  static int64_t block_scaled_width(const Problem& p, const ArchInfo& arch) {
-    int64_t best = 128;
+  // The tuned winners of the fp8 suite's large rows: block-scaled 128, 160 and 192 (docs/PERF.md,
+  // 'Block-scaled tiles past 128 columns'), tensor- and row-scaled 176 and 192.
+  static int64_t fewest_rounds_width(const Problem& p, const ArchInfo& arch,
+                                     std::initializer_list<int64_t> widths) {
+    int64_t best = 0;
     double best_cost = 0;
-    for (int64_t bm : {128, 160, 192}) {
+    for (int64_t bm : widths) {
       const double cost =
           double(ceil_div(tiles_of(p, bm, 128), arch.sms) * bm) * (bm == 192 ? 0.97 : 1.0);
-      if (bm == 128 || cost < best_cost) best = bm, best_cost = cost;
+      if (best == 0 || cost < best_cost) best = bm, best_cost = cost;
     }
     return best;
   }
