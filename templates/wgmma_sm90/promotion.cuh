@@ -123,7 +123,7 @@ struct Promotion : Traits<Cfg> {
   // column block's scale per row, then a fused multiply-add per accumulator. The tile's first
   // FIRST (or `first`, with FIRST -1) 8-column groups lie in its first 128-block of columns, the
   // others in the second. FIRST is compiled in where it can be (consume_split_at): a select per
-  // accumulator costs the loop a third more instructions.
+  // accumulator pair cost the loop about 30% more instructions (48 at wgmma N 192).
   template <int FIRST>
   GEMMTUNE_DEVICE_INLINE static void promote(float (&acc)[MW][TN / 2],
                                              const float (&part)[MW][TN / 2], const BlockScales& s,
@@ -201,9 +201,9 @@ struct Promotion : Traits<Cfg> {
 
   // The promoting loops for the tile's first FIRST 8-column groups in its first 128-block of
   // columns (block scales). The tile starts in a 128-block at a multiple of GCD: each of the 128
-  // / GCD cases is compiled, and the one at t.col0 runs (J: the case tried). Past four cases
-  // NVRTC's time grows by more than the selects cost (wgmma N 144: 0.43 s -> 1.22 s): FIRST -1,
-  // the split `first` is read at run time.
+  // / GCD cases is compiled, and the one at t.col0 runs (J: the case tried). Past four cases the
+  // compile time grows too far (wgmma N 144, eight cases: NVRTC 0.43 s -> 1.22 s): FIRST -1, the
+  // split `first` is read at run time.
   static constexpr bool COMPILED_SPLITS = COL_BLOCKS == 2 && 128 / GCD <= 4;
   template <int J>
   GEMMTUNE_DEVICE_INLINE static int consume_split_at(const WgmmaArgs& args, const Smem& s, Tile t,
