@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -301,6 +302,54 @@ TEST_F(CompileFamilies, WgmmaFloat8OverlapKeepsWgmmaAsynchronous) {
     const CompiledKernel k = compiler.compile(emit_source(family, c, arch), arch);
     EXPECT_EQ(k.report.spills(), 0) << k.name << " (" << k.report.registers << " registers)";
     EXPECT_EQ(k.log.find("serialized"), std::string::npos) << k.name << ":\n" << k.log;
+  }
+}
+
+// SASS instructions of one opcode in a cubin's kernel code: the opcode field is bits 0-11 of each
+// 128-bit instruction (sm_90, as tools/sass_census.py reads it; calibrated on one-instruction
+// kernels built by nvcc 13.0: FSEL 0x208, FFMA 0x223).
+int count_opcode(const std::string& cubin, unsigned opcode) {
+  auto read = [&](size_t at, auto value) {
+    std::memcpy(&value, cubin.data() + at, sizeof(value));
+    return value;
+  };
+  const auto shoff = read(0x28, uint64_t{});
+  const auto shentsize = read(0x3A, uint16_t{}), shnum = read(0x3C, uint16_t{});
+  const auto names = read(shoff + read(0x3E, uint16_t{}) * size_t(shentsize) + 24, uint64_t{});
+  int count = 0;
+  for (size_t i = 0; i < shnum; ++i) {
+    const size_t header = shoff + i * shentsize;
+    const std::string name = cubin.c_str() + names + read(header, uint32_t{});
+    if (name.rfind(".text.", 0) != 0) continue;
+    const auto offset = read(header + 24, uint64_t{}), size = read(header + 32, uint64_t{});
+    for (uint64_t at = offset; at + 16 <= offset + size; at += 16)
+      count += (read(at, uint64_t{}) & 0xfff) == opcode;
+  }
+  return count;
+}
+
+// Block scales where a tile spans two 128-blocks of columns: wgmma N 192 and 160 compile one loop
+// per offset of the tile in its block, so that no accumulator's scale is chosen by a select
+// (FSEL; 48 of them at N 192 before, docs/PERF.md, 'Block-scaled tiles past 128 columns'); N 144,
+// with eight offsets, keeps the selects, which shows the count would see them.
+TEST_F(CompileFamilies, WgmmaBlockScalesSplitWithoutSelects) {
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  const Family& family = find_family("wgmma_sm90");
+  const Compiler compiler(false);
+  const Problem p = fp8_problem(7168, 4096, 16384, Scaling::block);
+  for (const int64_t bm : {192, 160, 144}) {
+    KernelConfig c = family.default_config(p, arch);
+    c.params["BM"] = bm, c.params["STAGES"] = 4, c.params["OVERLAP"] = 0;
+    c.params["CLUSTER"] = 11;
+    EXPECT_EQ(family.broken_rules(c, p, arch), std::vector<std::string>{}) << family.kernel_name(c);
+    const CompiledKernel k = compiler.compile(emit_source(family, c, arch), arch);
+    const int selects = count_opcode(k.cubin, 0x208), fmas = count_opcode(k.cubin, 0x223);
+    std::printf("%s: %d FSEL, %d FFMA\n", k.name.c_str(), selects, fmas);
+    EXPECT_GE(fmas, bm / 2) << k.name << ": the promotion's FFMA (opcode 0x223) not found";
+    if (bm == 144)
+      EXPECT_GE(selects, bm / 4) << k.name;
+    else
+      EXPECT_EQ(selects, 0) << k.name;
   }
 }
 
