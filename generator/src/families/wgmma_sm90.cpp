@@ -895,14 +895,14 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     } else if (tiles_of(p, 128, 128) < arch.sms) {
       c.bn = 64, c.wg = 1;
     } else if (p.scaling == Scaling::block) {
-      c.bm = p.reads_c ? fewest_rounds_width(p, arch, {128, 192})
-                       : fewest_rounds_width(p, arch, {128, 160, 192});
+      c.bm = p.reads_c ? fewest_rounds_width(c, p, arch, {128, 192})
+                       : fewest_rounds_width(c, p, arch, {128, 160, 192});
       if (c.bm > 128) c.stages = 4, c.cluster = 11;
     } else if (tiles_of(p, 192, 128) >= arch.sms) {
       // Fast accumulation (192, or 256 below) and C read (whose TMA stores take whole 64-column
       // chunks, as for 160 above) keep 192: 176 was measured without either.
       const bool plain = !p.fast_accumulation() && !p.reads_c;
-      c.bm = plain ? fewest_rounds_width(p, arch, {176, 192}) : 192;
+      c.bm = plain ? fewest_rounds_width(c, p, arch, {176, 192}) : 192;
       c.stages = 4, c.cluster = 11;
       // Fast accumulation keeps no partial sums: 256x128 tiles fit, as bf16's, and win where
       // their last round leaves fewer SMs idle (docs/PERF.md, 'Fast float8 tiles: the fuller last
@@ -917,17 +917,18 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     return with_overlap(repaired(with_fitting_stages(for_gated(c, p), arch), p, arch));
   }
 
-  // Float8 tiles of 128 tokens: of the widths (of m) given, the one that takes the fewest rounds
-  // times its width, 192 counted 3% faster (fewer bytes a product through the shared memory).
-  // The tuned winners of the fp8 suite's large rows: block-scaled 128, 160 and 192 (docs/PERF.md,
-  // 'Block-scaled tiles past 128 columns'), tensor- and row-scaled 176 and 192.
-  static int64_t fewest_rounds_width(const Problem& p, const ArchInfo& arch,
+  // Float8 tiles of 128 tokens: of the widths (of m) given, the one whose rounds cost least
+  // (rounds_cost: rounds times tile area), 192 counted 3% cheaper (fewer bytes a product through
+  // the shared memory). The tuned winners of the fp8 suite's large rows: block-scaled 128, 160
+  // and 192 (docs/PERF.md, 'Block-scaled tiles past 128 columns'), tensor- and row-scaled 176 and
+  // 192.
+  static int64_t fewest_rounds_width(Config c, const Problem& p, const ArchInfo& arch,
                                      std::initializer_list<int64_t> widths) {
     int64_t best = 0;
     double best_cost = 0;
     for (int64_t bm : widths) {
-      const double cost =
-          double(ceil_div(tiles_of(p, bm, 128), arch.sms) * bm) * (bm == 192 ? 0.97 : 1.0);
+      c.bm = bm;
+      const double cost = rounds_cost(c, p, arch, bm == 192 ? 0.97 : 1.0);
       if (best == 0 || cost < best_cost) best = bm, best_cost = cost;
     }
     return best;
