@@ -1,6 +1,7 @@
 // The ABI of the verification kernels (testing.cuh): shared by host C++ and NVRTC.
 #pragma once
 #include "host_device.h"
+#include "scale_layout.h"
 
 // One GEMM as the reference sees it. Points (row, col) of D are listed, or implicit
 // (rows == 0: point i is (i % out_rows, i / out_rows), every element).
@@ -19,7 +20,8 @@ struct CheckArgs {
   float alpha, beta;
   float tolerance;
   // Scaling (gemmtune::Scaling: 0 none, 1 tensor, 2 row, 3 block) and the fp32 scales of A and B
-  // in scale_shape_a/b's layouts; a_blocks: ceil(m / 128), the rows of A's block scales.
+  // in scale_shape_a/b's layouts (a grouped problem's A: scale_layout.h); a_blocks: ceil(m / 128),
+  // the rows of A's block scales.
   unsigned long long scale_a, scale_b;
   int scaling;
   int a_blocks;

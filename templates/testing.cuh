@@ -65,16 +65,18 @@ struct Sum {
 };
 GEMMTUNE_DEVICE_INLINE Sum sum_of(const CheckArgs& args, long long r, long long c, int group) {
   const long long a0 = (long long)group * (args.op_a == 0 ? args.k : args.m);
+  const float* scales_a = reinterpret_cast<const float*>(args.scale_a) +
+                          group * gemmtune_scales_a_per_group(args.scaling, args.m, args.k);
   double sum = 0.0, squares = 0.0;
   for (long long k = 0; k < args.k; ++k) {
     const double a = args.op_a == 0 ? element(args.a, r, a0 + k, args.lda, args.type_a)
                                     : element(args.a, k, a0 + r, args.lda, args.type_a);
     const double b = args.op_b == 0 ? element(args.b, k, c, args.ldb, args.type_b)
                                     : element(args.b, c, k, args.ldb, args.type_b);
-    const double product = a * b *
-                           gemmtune_product_scale(reinterpret_cast<const float*>(args.scale_a),
-                                                  reinterpret_cast<const float*>(args.scale_b),
-                                                  args.scaling, r, c, k, args.n, args.a_blocks);
+    const double product =
+        a * b *
+        gemmtune_product_scale(scales_a, reinterpret_cast<const float*>(args.scale_b), args.scaling,
+                               r, c, k, args.n, args.a_blocks);
     sum += product;
     squares += product * product;
   }

@@ -107,14 +107,19 @@ inline std::vector<Problem> sample_problems(const std::vector<std::string>& layo
       out.push_back(p);
     }
   }
-  // Grouped (mixture-of-experts layers): decode, prefill, and a layout of torch._grouped_mm's.
-  const std::tuple<DataType, const char*, int64_t, int64_t, int64_t, int64_t> grouped[] = {
-      {DataType::bf16, "tn", 1536, 8, 2048, 128},
-      {DataType::bf16, "tn", 4096, 512, 7168, 32},
-      {DataType::f16, "nn", 1000, 200, 520, 8}};
-  for (const auto& [type, layout, m, mean, k, groups] : grouped) {
+  // Grouped (mixture-of-experts layers): decode, prefill, and a layout of torch._grouped_mm's;
+  // float8 experts, block-scaled (DeepSeek-V3's prefill) and row-scaled decode.
+  const DataTypes fp8{DataType::e4m3, DataType::e4m3, DataType::bf16, DataType::bf16};
+  const std::tuple<DataTypes, Scaling, const char*, int64_t, int64_t, int64_t, int64_t> grouped[] =
+      {{DataTypes::uniform(DataType::bf16), Scaling::none, "tn", 1536, 8, 2048, 128},
+       {DataTypes::uniform(DataType::bf16), Scaling::none, "tn", 4096, 512, 7168, 32},
+       {DataTypes::uniform(DataType::f16), Scaling::none, "nn", 1000, 200, 520, 8},
+       {fp8, Scaling::block, "tn", 4096, 512, 7168, 32},
+       {fp8, Scaling::row, "tn", 1536, 8, 2048, 128}};
+  for (const auto& [types, scaling, layout, m, mean, k, groups] : grouped) {
     if (std::find(layouts.begin(), layouts.end(), layout) == layouts.end()) continue;
-    Problem p = make_problem(type, parse_op(layout[0]), parse_op(layout[1]), m, mean * groups, k);
+    Problem p = make_problem(types, parse_op(layout[0]), parse_op(layout[1]), m, mean * groups, k);
+    p.scaling = scaling;
     p.groups = groups;
     out.push_back(p);
   }

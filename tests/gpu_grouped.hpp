@@ -73,8 +73,10 @@ class GroupedGpuTest : public GpuTest {
   }
 
   // check_points on decode (a few tokens an expert), prefill, odd sizes, one group and more groups
-  // than tokens, in the type and layout, `most` points each. Returns the kernel runs checked.
-  int check_every_shape(DataType type, const std::string& layout, size_t most) {
+  // than tokens, each problem made by `make` (M, mean columns, K, G), `most` points each. Returns
+  // the kernel runs checked.
+  using MakeProblem = std::function<Problem(int64_t, int64_t, int64_t, int64_t)>;
+  int check_every_shape(const MakeProblem& make, size_t most, const std::string& what) {
     struct Shape {
       int64_t m, mean, k, groups;
     };
@@ -86,11 +88,17 @@ class GroupedGpuTest : public GpuTest {
     int checked = 0;
     double worst = 0;
     for (const Shape& s : shapes)
-      checked += check_points(grouped_problem(type, layout.c_str(), s.m, s.mean, s.k, s.groups),
-                              most, worst);
-    std::printf("grouped %s %s: %d kernel runs checked, largest normalized error %.3g\n",
-                std::string(to_string(type)).c_str(), layout.c_str(), checked, worst);
+      checked += check_points(make(s.m, s.mean, s.k, s.groups), most, worst);
+    std::printf("grouped %s: %d kernel runs checked, largest normalized error %.3g\n", what.c_str(),
+                checked, worst);
     return checked;
+  }
+  // The same in the type and layout.
+  int check_every_shape(DataType type, const std::string& layout, size_t most) {
+    auto make = [&](int64_t m, int64_t mean, int64_t k, int64_t groups) {
+      return grouped_problem(type, layout.c_str(), m, mean, k, groups);
+    };
+    return check_every_shape(make, most, std::string(to_string(type)) + " " + layout);
   }
 
   // check_points on masked problems (DeepGEMM's layout: G slots of a capacity, each with a

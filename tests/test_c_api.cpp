@@ -1035,14 +1035,16 @@ TEST(CApiMatmul, AGroupedCallWithoutItsGroupEndsIsRefusedBeforeItNeedsAGpu) {
       {"128 groups need their column end offsets",
        "GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER is not set",
        "a device pointer to 128 int32 offsets"});
-  // The problem's own rules come first: groups with a scaling are not defined yet.
+  // Grouped float8: the scales of A are the groups' one after another (32 x 56 blocks each).
   Desc scaled;
   set_float8(scaled, GEMMTUNE_E4M3, GEMMTUNE_SCALING_BLOCK);
   ASSERT_EQ(scaled.set(GEMMTUNE_MATMUL_DESC_GROUPS, 32), GEMMTUNE_SUCCESS);
   ASSERT_EQ(set_ends(scaled, kEnds), GEMMTUNE_SUCCESS);
   expect_invalid(gemmtune_matmul(0, scaled, 4096, 512, 7168, &one, kA, 7168, kB, 7168, &zero, kC,
                                  4096, nullptr),
-                 {"groups=32", "grouped problems with scaling are not supported yet"});
+                 {"scaling block needs the scales of A",
+                  "a device pointer to 32 x 1792 fp32 "
+                  "scales: the 32 groups' 32 x 56 one after another)"});
 }
 
 // A masked descriptor: `groups` groups of counts.

@@ -687,8 +687,8 @@ TEST(ShapesFile, AGroupedLineGivesTheMeanColumnsOfAGroup) {
     expect_refused([&] { cli::parse_shape_line(line); }, line, {says});
   expect_refused([&] { problem_of("64 1073741824 64 groups=2", command_line); }, "too many",
                  {"2 groups of 1073741824 columns make N = 2 x 1073741824, above the largest N"});
-  expect_refused([&] { problem_of("64 64 64 e4m3 groups=8", command_line); }, "fp8",
-                 {"grouped problems with scaling are not supported yet"});
+  expect_refused([&] { problem_of("64 64 64 bf16 groups=8 epilogue=bias", command_line); },
+                 "epilogue", {"grouped problems with an epilogue are not supported yet"});
 }
 
 // The MoE suite (shared/bench/moe-shapes.txt, beside the checkout): every line parses, and each
@@ -699,16 +699,15 @@ TEST(ShapesFile, TheMoeSuiteParses) {
     if (std::filesystem::exists(std::string(GEMMTUNE_SOURCE_DIR) + where))
       suite = std::string(GEMMTUNE_SOURCE_DIR) + where;
   if (suite.empty()) GTEST_SKIP() << "no shared/bench/moe-shapes.txt beside the checkout";
-  int unscaled = 0;
+  int scaled = 0;
   for (const auto& line : cli::read_shapes_file(suite.string())) {
     ASSERT_FALSE(line.groups.empty()) << line.text;
-    if (!line.scaling.empty()) continue;  // grouped float8: a problem once validate() takes it
     const Problem p = cli::problem_of_line(line, cli::TypeArgs{}, "nn", 0.0f);
     EXPECT_EQ(p.n, p.groups * line.n) << line.text;
     EXPECT_EQ(p.layout(), "tn") << line.text;
-    ++unscaled;
+    scaled += p.scaling != Scaling::none;
   }
-  EXPECT_GT(unscaled, 0);
+  EXPECT_GT(scaled, 0);  // grouped float8 experts (DeepSeek-V3's)
 }
 
 TEST(GemmTuneCli, GroupsMakeTheGroupedProblemOfTheMeanN) {
@@ -721,8 +720,16 @@ TEST(GemmTuneCli, GroupsMakeTheGroupedProblemOfTheMeanN) {
                      "groups must be 0 (one GEMM) or 1 to 4096 (got 5000)");
   expect_usage_error("--m 64 --n 64 --k 64 --groups many", "groups 'many' is not a number");
   expect_usage_error("--m 64 --n 1073741824 --k 64 --groups 2", "above the largest N");
-  expect_usage_error("--m 64 --n 64 --k 64 --dtype e4m3 --groups 8",
-                     "grouped problems with scaling are not supported yet");
+  // Grouped float8 experts (DeepSeek-V3's decode): candidates, not a refusal.
+  test::TempDir dir;
+  const auto fp8 =
+      run_command("GEMMTUNE_CACHE_DIR=" + dir.path().string() + " " + tool("gemm-tune") +
+                  " --m 4096 --n 8 --k 7168 --dtype e4m3 --layout tn --scaling block "
+                  "--groups 32 --dry-run --list --arch sm_90a --json");
+  ASSERT_EQ(fp8.exit_code, 0) << fp8.output;
+  EXPECT_EQ(nlohmann::json::parse(fp8.output).at("problem"),
+            "e4m3*e4m3->bf16 tn 4096x256x7168 lda=7168 ldb=7168 ldc=4096 align=16 scaling=block "
+            "groups=32");
   const auto help = run_command(tool("gemm-tune") + " --help");
   for (const char* words : {"--groups", "groups=", "mean columns"})
     EXPECT_NE(help.output.find(words), std::string::npos) << words << " not in --help";

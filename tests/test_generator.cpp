@@ -12,6 +12,7 @@
 #include "gemmtune/tuner/checker.hpp"
 #include "gemmtune/tuner/tuner.hpp"
 #include "raster.h"
+#include "scale_layout.h"
 #include "support.hpp"
 
 namespace gemmtune {
@@ -79,6 +80,33 @@ TEST(Problem, FastAccumulationIsForTensorOrRowScaledFloat8) {
   dense.accumulation = Accumulation::fast;
   error_of([&] { validate(dense); }, Errc::invalid_argument);
   error_of([] { parse_accumulation("quick"); }, Errc::invalid_argument);
+}
+
+// A grouped float8 problem (an MoE layer's experts) holds its groups' scales of A one after
+// another, each group's in one GEMM's layout, as the kernels and the verifier read them
+// (scale_layout.h); B's scales cover all the columns, as one GEMM's.
+TEST(Problem, GroupedScalesOfAAreTheGroupsOneAfterAnother) {
+  for (Scaling scaling : {Scaling::tensor, Scaling::row, Scaling::block}) {
+    Problem one = make_problem(DataTypes{DType::e4m3, DType::e4m3, DType::bf16, DType::bf16}, Op::T,
+                               Op::N, 4000, 300, 7000);
+    one.scaling = scaling;
+    Problem grouped = one;
+    grouped.groups = 32;
+    grouped.n = 32 * 300;
+    grouped.ldb = grouped.k;
+    validate(grouped);
+    const ScaleShape a = scale_shape_a(grouped), b = scale_shape_b(grouped);
+    EXPECT_EQ(a.rows, scale_shape_a(one).rows) << to_string(scaling);
+    EXPECT_EQ(a.cols, 32 * scale_shape_a(one).cols) << to_string(scaling);
+    EXPECT_EQ(a.count() / 32, gemmtune_scales_a_per_group(int(scaling), grouped.m, grouped.k))
+        << to_string(scaling);
+    EXPECT_EQ(b.count(), scale_shape_b(grouped).count());
+    EXPECT_EQ(b.rows * b.cols, scaling == Scaling::tensor ? 1
+                               : scaling == Scaling::row  ? grouped.n
+                                                          : grouped.n * 55);
+  }
+  EXPECT_EQ(gemmtune_scales_a_per_group(3, 4000, 7000), 32 * 55);
+  EXPECT_EQ(gemmtune_scales_a_per_group(0, 4000, 7000), 0);
 }
 
 // tf32 and 3xtf32 are how an f32 problem is computed: each is another problem, shown by
@@ -627,6 +655,7 @@ TEST(Templates, IncludesAreFoundTransitively) {
                                       "ptx/wgmma_fp8.cuh",
                                       "ptx/wgmma_tf32.cuh",
                                       "raster.h",
+                                      "scale_layout.h",
                                       "schedule.h",
                                       "store_pairs.cuh",
                                       "wgmma_sm90.cuh",

@@ -270,7 +270,9 @@ ScaleShape scale_shape(Scaling scaling, int64_t rows, int64_t block_rows, int64_
 }  // namespace
 
 ScaleShape scale_shape_a(const Problem& p) {
-  return scale_shape(p.scaling, p.m, blocks_of(p.m), p.k);  // 128 x 128 blocks of op(A)
+  ScaleShape s = scale_shape(p.scaling, p.m, blocks_of(p.m), p.k);  // 128 x 128 blocks of op(A)
+  s.cols *= p.group_count();  // a grouped problem's groups one after another
+  return s;
 }
 
 ScaleShape scale_shape_b(const Problem& p) {
@@ -475,8 +477,6 @@ void validate(const Problem& p) {
              "a masked group layout needs groups");
   GT_REQUIRE(!p.masked() || p.n % p.groups == 0, Errc::invalid_argument,
              "masked: N ({}) must be the {} groups' capacity times G", p.n, p.groups);
-  GT_REQUIRE(!p.grouped() || p.scaling == Scaling::none, Errc::invalid_argument,
-             "{}: grouped problems with scaling are not supported yet", p.describe());
   GT_REQUIRE(!p.grouped() || p.epilogue.none(), Errc::invalid_argument,
              "{}: grouped problems with an epilogue are not supported yet", p.describe());
   for (const auto& [name, rows, cols, ld, type] :

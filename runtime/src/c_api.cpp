@@ -460,8 +460,12 @@ void require_scales(const gemmtune::Problem& p, const gemmtune::MatmulDesc& d) {
         std::tuple{'B', "GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER", d.scale_b, scale_shape_b(p)}})
     GT_REQUIRE(pointer != nullptr, gemmtune::Errc::invalid_argument,
                "scaling {} needs the scales of {}: {} is not set (a device pointer to {} x {} "
-               "fp32 scales)",
-               gemmtune::to_string(p.scaling), operand, attr, shape.rows, shape.cols);
+               "fp32 scales{})",
+               gemmtune::to_string(p.scaling), operand, attr, shape.rows, shape.cols,
+               p.grouped() && operand == 'A'
+                   ? fmt::format(": the {} groups' {} x {} one after another", p.groups, shape.rows,
+                                 shape.cols / p.groups)
+                   : "");
 }
 
 // A grouped call has its group ends (counts when masked); the message names the attribute and

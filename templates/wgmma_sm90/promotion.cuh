@@ -11,6 +11,7 @@
 // the f32 accumulators, as bf16 tiles do, and the scales follow.
 #pragma once
 #include "ptx/mbarrier.cuh"
+#include "scale_layout.h"
 #include "wgmma_sm90/mainloop.cuh"
 
 namespace gemmtune {
@@ -50,6 +51,12 @@ struct Promotion : Traits<Cfg> {
   }
   GEMMTUNE_DEVICE_INLINE static int half_of(int i) { return (i / 2) % 2; }
 
+  // The scales of A of the tile's group (scale_layout.h); one GEMM's group is 0.
+  GEMMTUNE_DEVICE_INLINE static const float* scales_a_of(const WgmmaArgs& args, Tile t) {
+    return reinterpret_cast<const float*>(args.core.scale_a) +
+           t.group * gemmtune_scales_a_per_group(SCALING, args.core.m, args.core.k);
+  }
+
   // ---- block scales, per k-block ----------------------------------------------------------
 
   // The products' scales of a k-block for this thread's rows (problem n: B's 1x128 scales) and
@@ -68,7 +75,7 @@ struct Promotion : Traits<Cfg> {
   };
   GEMMTUNE_DEVICE_INLINE static ScaleCursor scale_cursor(const WgmmaArgs& args, Tile t,
                                                          int consumer, int kb) {
-    const float* sa = reinterpret_cast<const float*>(args.core.scale_a);
+    const float* sa = scales_a_of(args, t);
     const float* sb = reinterpret_cast<const float*>(args.core.scale_b);
     const int n = args.core.n, a_blocks = (args.core.m + 127) / 128;
     ScaleCursor c;
@@ -154,7 +161,7 @@ struct Promotion : Traits<Cfg> {
   // m, B's of its column n, whichever the tile's rows and columns are).
   GEMMTUNE_DEVICE_INLINE static void apply_output_scales(const WgmmaArgs& args, Tile t,
                                                          int consumer, float (&acc)[MW][TN / 2]) {
-    const float* sa = reinterpret_cast<const float*>(args.core.scale_a);
+    const float* sa = scales_a_of(args, t);
     const float* sb = reinterpret_cast<const float*>(args.core.scale_b);
     if constexpr (SCALING == TENSOR) {
       const float f = __ldg(sa) * __ldg(sb);

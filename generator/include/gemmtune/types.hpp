@@ -213,7 +213,9 @@ struct Problem {
 // value for `tensor`): row scaling has M scales of A and N of B; block scaling ceil(M/128) x
 // ceil(K/128) of A (the 128-row blocks contiguous) and N x ceil(K/128) of B (the N columns
 // contiguous for each 128-deep K block, the layout a kernel reads a tile's scales of in one
-// sweep). Zero by zero when the problem has no scaling.
+// sweep). A grouped problem's A holds G matrices, and its scales of A G such matrices, group g's
+// (cols / G columns) after g - 1's (templates/scale_layout.h); B's scales span all N columns.
+// Zero by zero when the problem has no scaling.
 struct ScaleShape {
   int64_t rows = 0, cols = 0;
   int64_t count() const { return rows * cols; }

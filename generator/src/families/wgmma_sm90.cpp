@@ -494,13 +494,18 @@ std::vector<Rule<P>> rules() {
          return smem_bytes_of(c, a) <= a.smem_per_block;
        }},
       // Two CTAs of three consumer warpgroups would have 64 registers a thread: ptxas spills.
+      // Two of two have 80: float8's 32 accumulators with their partial sums spilled 16-848 bytes
+      // (grouped decode, wgmma N 64); with one, 128 held 12 with two partial sums unspilled.
       {"two_ctas_fit",
-       "two CTAs per SM: persistent, at most two consumer warpgroups, small accumulators, both in "
-       "shared memory",
-       kSmem + Members{&P::occupancy},
+       "two CTAs per SM: persistent, at most two consumer warpgroups, small accumulators (with "
+       "float8's partial sums: 32 registers of them with two consumer warpgroups, 64 with one), "
+       "both in shared memory",
+       kSmem + Members{&P::occupancy, &P::promote, &P::overlap},
        [](const Config& c, const Problem&, const ArchInfo& a) {
          if (c.occupancy == 1) return true;
+         const int64_t sums = is_fp8(c) && c.promote > 0 ? (c.overlap ? 3 : 2) : 1;
          return c.occupancy == 2 && c.ws == 1 && c.wg <= 2 && accumulators(c) <= 32 &&
+                accumulators(c) * sums <= (c.wg == 1 ? 64 : 32) &&
                 2 * (smem_bytes_of(c, a) + 1024) <= a.smem_per_sm;
        }},
       {"clusters_need_ws",
@@ -880,10 +885,14 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     c.schedule = schedule::DATA_PARALLEL, c.splits = 1, c.cluster_k = 1, c.pingpong = 0;
     c.occupancy = 1, c.ksub = 1, c.reads_c = p.reads_c ? 1 : 0;
     c.promote = p.fast_accumulation() ? 0 : 1;
-    if (p.n <= 64 && p.scaling != Scaling::block) {
-      c.swap = 1, c.bn = round_up(p.n, 8), c.wg = 1, c.tma_store = 0, c.stages = 8;
+    const int64_t n = group_columns(p);  // a grouped problem's mean tokens a group
+    if (n <= 64 && p.scaling != Scaling::block) {
+      c.swap = 1, c.bn = round_up(n, 8), c.wg = 1, c.tma_store = 0, c.stages = 8;
       c.bm = 64;
-    } else if (p.n <= 128 && tiles_of(p, 128, 128) < arch.sms &&
+    } else if (n <= 64 && p.grouped()) {
+      // A few tokens an expert: one 64-row block of them a tile, the weights streamed.
+      c.bn = 64, c.wg = 1, c.stages = 8, c.tma_store = 0;
+    } else if (n <= 128 && !p.grouped() && tiles_of(p, 128, 128) < arch.sms &&
                6 * tiles_of(p, 128, 128) >= arch.sms) {
       // Few tiles of at most 128 tokens, whose pairs fill a third of the SMs: all the tokens a
       // tile, a cluster of two splitting each tile's k-blocks, eight stages, register stores (the
@@ -914,7 +923,8 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     c = with_paying_cluster(c, p, arch);
     if (tiles_of(p, c.bm, c.bn) <= arch.sms) c.tma_store = c.swap ? 0 : c.tma_store;
     c = with_schedule(c, p, arch);
-    return with_overlap(repaired(with_fitting_stages(for_gated(c, p), arch), p, arch));
+    return with_overlap(
+        repaired(with_fitting_stages(for_groups(for_gated(c, p), p), arch), p, arch));
   }
 
   // Float8 tiles of 128 tokens: of the widths (of m) given, the one whose rounds cost least
