@@ -254,6 +254,37 @@ TEST_F(CublasLtFp8, TnE4m3MatchesTheReferenceInEveryScalingOrSaysWhyNot) {
                              ran[s] ? fmt::format("{:.3g}", worst[s]) : "-");
 }
 
+// Grouped float8 (cuBLAS has none: a cublasLtMatmul per non-empty group) is right against the
+// fp64 reference of each group, each scaling, both betas, on the uniform routing of float8
+// experts (four tokens at a time, routing_granule); groups of any size (the ragged routing) are run
+// or refused as unsupported with cuBLASLt's reason, never a crash.
+TEST_F(CublasLtFp8, GroupedIsACallPerGroupRightForEachGroup) {
+  for (Scaling scaling : {Scaling::tensor, Scaling::row, Scaling::block})
+    for (float beta : {0.0f, 0.5f}) {
+      Problem p = make_problem(fp8_to(DataType::bf16), Op::T, Op::N, 384, 8 * 64, 512);
+      p.groups = 8;
+      p.scaling = scaling;
+      p.reads_c = beta != 0.0f;
+      const Verifier verifier(*checker_, p, 1.0f, beta, 21, stream_->get());
+      auto run = [&](const Problem& q, GemmOperands ops, CUstream s) {
+        cublas_->prepare(q, ops, s);  // the routing read again: each case has its own
+        cublas_->gemm(q, ops, s);
+      };
+      const Verdict v = verifier.verify_problem(run, stream_->get());
+      EXPECT_TRUE(v.ok) << p.describe() << " beta=" << beta << ": " << v.message;
+      std::cout << "  grouped  " << p.describe() << " beta=" << beta << ": " << v.points
+                << " points, max normalized error " << v.max_error << "\n";
+      ProblemData ragged(p, *checker_, 5, stream_->get(), Routing::ragged);
+      try {
+        run(p, ragged.operands(1.0f, beta), stream_->get());
+        stream_->synchronize();
+      } catch (const Error& e) {
+        EXPECT_EQ(e.code(), Errc::unsupported) << e.what();
+        std::cout << "  refused  a ragged routing: " << e.what() << "\n";
+      }
+    }
+}
+
 // What the documentation rules out is refused before cuBLASLt is asked, with the reason; and a
 // scaled problem without its scales is a caller's mistake.
 TEST_F(CublasLtFp8, RefusesWhatCublasLtCannotRunWithTheReason) {

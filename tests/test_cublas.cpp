@@ -169,10 +169,18 @@ TEST(Cublas, RefusesGroupedProblemsOutsideCublasGemmGroupedBatchedExsRules) {
   EXPECT_TRUE(
       refused_for(grouped(DataTypes{DataType::f16, DataType::bf16, DataType::f32, DataType::f32}),
                   f, "cublasGemmGroupedBatchedEx has no f16*bf16->f32 GEMM"));
-  // Float8 is cuBLASLt's, which has no grouped GEMM here: refused as grouped, not as float8.
+  // Float8 is cuBLASLt's, which has no grouped GEMM: a call per group, float8's rules (block
+  // scaling's N rule is a group's, checked once the routing is read).
   Problem e4m3 = grouped(fp8(DataType::e4m3, DataType::e4m3, DataType::bf16));
   e4m3.scaling = Scaling::tensor;
-  EXPECT_TRUE(refused_for(e4m3, f, "cublasGemmGroupedBatchedEx has no e4m3"));
+  EXPECT_EQ(cublas_why_unsupported(e4m3, f), "");
+  e4m3.scaling = Scaling::block;
+  e4m3.n = 8 * 37;  // the groups' columns: 37 a group on average
+  EXPECT_EQ(cublas_why_unsupported(e4m3, f), "");
+  e4m3.m = 2047;
+  EXPECT_TRUE(refused_for(e4m3, f, "cuBLASLt's block scaling needs M and N multiples of 4"));
+  EXPECT_TRUE(refused_for(grouped(fp8(DataType::e5m2, DataType::e5m2, DataType::bf16)), f,
+                          "cuBLASLt has no e5m2*e5m2 GEMM"));
   // Its arrays are int: a leading dimension past 2^31 - 1 is refused even with cublasGemmEx_64.
   Problem wide = grouped(DataTypes::uniform(DataType::bf16), Op::N, Op::N);
   wide.k = 2;

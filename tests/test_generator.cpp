@@ -968,6 +968,33 @@ TEST(Mma80, GroupedProblemsSpaceAndDefaults) {
 // every column tile of every group at every M tile exactly once, and nothing else, whatever the
 // routing (uniform, skewed, ragged, everything in the last group, every group empty, the last
 // ending before N) and the tile width.
+// Float8 experts are routed four tokens at a time (uniform and skewed; the padded layout the
+// cuBLASLt baseline takes), 16-bit ones token by token; the ragged routing keeps any ends.
+TEST(Routings, Float8ExpertsTakeTokensFourAtATime) {
+  Problem fp8 = make_problem(DataTypes{DType::e4m3, DType::e4m3, DType::bf16, DType::bf16}, Op::T,
+                             Op::N, 4096, 32 * 8, 7168);
+  fp8.groups = 32;
+  fp8.scaling = Scaling::block;
+  EXPECT_EQ(routing_granule(fp8), 4);
+  for (Routing r : {Routing::uniform, Routing::skewed}) {
+    const std::vector<int32_t> ends = group_ends_of(fp8, r, 3);
+    EXPECT_EQ(ends.back(), fp8.n);
+    for (size_t g = 0; g < ends.size(); ++g) EXPECT_EQ(ends[g] % 4, 0) << g;
+  }
+  EXPECT_GE(group_ends_of(fp8, Routing::skewed, 3)[0], 80);  // ten times the mean, in granules
+  const std::vector<int32_t> ragged = group_ends_of(fp8, Routing::ragged, 3);
+  EXPECT_TRUE(std::any_of(ragged.begin(), ragged.end(), [](int32_t e) { return e % 4 != 0; }));
+  Problem odd = fp8;
+  odd.n = 32 * 8 + 2;
+  EXPECT_EQ(routing_granule(odd), 1);
+  Problem bf16 = fp8;
+  bf16.types = DataTypes::uniform(DType::bf16);
+  bf16.scaling = Scaling::none;
+  EXPECT_EQ(routing_granule(bf16), 1);
+  const std::vector<int32_t> tokens = group_ends_of(bf16, Routing::uniform, 3);
+  EXPECT_TRUE(std::any_of(tokens.begin(), tokens.end(), [](int32_t e) { return e % 4 != 0; }));
+}
+
 TEST(Mma80, AGroupedLaunchCoversEveryTileOfAnyRouting) {
   const Family& f = find_family("mma_sm80");
   const ArchInfo arch = ArchInfo::from_name("sm_80");

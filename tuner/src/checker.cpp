@@ -217,14 +217,21 @@ std::vector<int32_t> group_counts_of(const Problem& p, Routing routing, uint64_t
 
 }  // namespace
 
+int64_t routing_granule(const Problem& p) {
+  const bool fp8 = element_bytes(p.types.a) == 1;
+  return fp8 && p.n % 4 == 0 ? 4 : 1;
+}
+
 std::vector<int32_t> group_ends_of(const Problem& p, Routing routing, uint64_t seed) {
   if (p.masked()) return group_counts_of(p, routing, seed);
   const int64_t groups = p.group_count();
   std::mt19937_64 rng(seed);
   std::vector<int64_t> sizes(static_cast<size_t>(groups), 0);
+  const int64_t granule = routing_granule(p);
   int64_t routed = 0;
   if (routing == Routing::skewed && groups > 1) {
-    sizes[0] = std::min(p.n, 10 * ((p.n + groups - 1) / groups));
+    const int64_t ten_means = 10 * ((p.n + groups - 1) / groups);
+    sizes[0] = std::min(p.n, (ten_means + granule - 1) / granule * granule);
     routed = sizes[0];
   }
   if (routing == Routing::ragged) {
@@ -237,7 +244,7 @@ std::vector<int32_t> group_ends_of(const Problem& p, Routing routing, uint64_t s
   }
   const int64_t first = routing == Routing::skewed && groups > 1 ? 1 : 0;
   std::uniform_int_distribution<int64_t> group(first, groups - 1);
-  for (int64_t t = routed; t < p.n; ++t) ++sizes[size_t(group(rng))];
+  for (int64_t t = routed; t < p.n; t += granule) sizes[size_t(group(rng))] += granule;
   std::vector<int32_t> ends(static_cast<size_t>(groups));
   int64_t end = 0;
   for (size_t g = 0; g < sizes.size(); ++g) ends[g] = int32_t(end += sizes[g]);

@@ -162,6 +162,25 @@ struct Plan {
   DeviceBuffer pointers;  // count() pointers of A, then of B, then of C
 };
 
+// A grouped float8 problem made ready for a loop of cublasLtMatmul, one call per non-empty group:
+// cuBLAS has no grouped float8 GEMM (cublasGemmGroupedBatchedEx takes no scales), and a framework
+// without one loops so. Each group's problem (n: its columns), operands and cuBLASLt plan, for the
+// problem and the caller's pointers; each group's scales copied where cuBLASLt reads them: A's
+// aligned, B's columns of the group (ours span all N columns, ld N).
+struct Fp8Loop {
+  bool serves(const Problem& p, const GemmOperands& o) const {
+    return problem == p && a == o.a && b == o.b && c == o.c && ends == o.group_ends &&
+           scale_a == o.scale_a && scale_b == o.scale_b;
+  }
+
+  Problem problem;
+  CUdeviceptr a = 0, b = 0, c = 0, ends = 0, scale_a = 0, scale_b = 0;  // the caller's
+  std::vector<Problem> problems;
+  std::vector<GemmOperands> operands;
+  std::vector<std::unique_ptr<lt::Plan>> plans;
+  DeviceBuffer scales;  // each group's scales of A (tensor, row) and of B (row, block)
+};
+
 }  // namespace grouped
 
 namespace {
@@ -309,7 +328,8 @@ std::string lt_why_unsupported(const Problem& p, const CublasFeatures& f) {
         "cuBLASLt {} has no {} scaling (outer-vector and 128-block scales came in "
         "cuBLAS 12.9){}",
         version_text(f.lt_version), to_string(p.scaling), none);
-  if (p.scaling == Scaling::block && (p.m % 4 != 0 || p.n % 4 != 0))
+  // A grouped problem's columns are checked per group, once its routing is read (Fp8Loop).
+  if (p.scaling == Scaling::block && (p.m % 4 != 0 || (!p.grouped() && p.n % 4 != 0)))
     return fmt::format("cuBLASLt's block scaling needs M and N multiples of 4, not {}{}", p.shape(),
                        none);
   return {};
@@ -334,6 +354,7 @@ std::string grouped_why_unsupported(const Problem& p, const CublasFeatures& f) {
 }  // namespace
 
 std::string cublas_why_unsupported(const Problem& p, const CublasFeatures& f) {
+  if (p.grouped() && is_fp8(p.types.a)) return lt_why_unsupported(p, f);  // a call per group
   if (p.grouped()) return grouped_why_unsupported(p, f);
   if (is_fp8(p.types.a) || is_fp8(p.types.b)) return lt_why_unsupported(p, f);
   if (!gemm_ex_types(p.types) || p.scaling != Scaling::none)
@@ -449,6 +470,7 @@ struct Cublas::Impl {
   std::list<std::unique_ptr<lt::Plan>> plans;               // the most recently used first
   DeviceBuffer workspace;                                   // cuBLASLt's, made with the first plan
   std::list<std::unique_ptr<grouped::Plan>> grouped_plans;  // the most recently used first
+  std::list<std::unique_ptr<grouped::Fp8Loop>> fp8_loops;   // the most recently used first
   std::unique_ptr<LoadedKernel> pass_kernel;                // testing.cuh's, on first use
   std::unique_ptr<LoadedKernel> gated_kernel;               // testing.cuh's, on first use
   DeviceBuffer scratch;  // a gated problem's M x N GEMM, grown as needed
@@ -508,6 +530,12 @@ struct Cublas::Impl {
   void use_stream(CUstream stream);
   // cublasGemmGroupedBatchedEx over the prepared groups; the caller holds the mutex.
   void grouped_gemm(const Problem& p, const GemmOperands& o, CUstream stream);
+  // A grouped float8 problem: its ends read, each group's cuBLASLt plan made; then the loop.
+  grouped::Fp8Loop& fp8_loop(const Problem& p, const GemmOperands& o, CUstream stream,
+                             bool refresh);
+  std::unique_ptr<grouped::Fp8Loop> make_fp8_loop(const Problem& p, const GemmOperands& o,
+                                                  CUstream stream);
+  void fp8_loop_gemm(const Problem& p, const GemmOperands& o, CUstream stream);
 };
 
 void Cublas::Impl::load_lt() {
@@ -843,6 +871,112 @@ void Cublas::Impl::epilogue_pass(const Problem& p, const GemmOperands& o, CUstre
   GT_CU(cuLaunchKernelEx(&cfg, pass().function(), params, nullptr));
 }
 
+namespace {
+
+// The columns of each group of a grouped problem, from its ends (or counts) read to the host
+// after the stream's work; throws Error(invalid_argument) for ends that decrease or pass N.
+std::vector<ColumnRange> read_group_columns(const Problem& p, const GemmOperands& o,
+                                            CUstream stream) {
+  GT_REQUIRE(o.group_ends != 0, Errc::invalid_argument,
+             "{} is grouped but the group ends are a null pointer", p.describe());
+  std::vector<int32_t> ends(size_t(p.groups));
+  GT_CU(cuStreamSynchronize(stream));  // the ends as the stream's work leaves them
+  GT_CU(cuMemcpyDtoH(ends.data(), o.group_ends, ends.size() * sizeof(int32_t)));
+  std::vector<ColumnRange> columns;
+  for (int64_t g = 0; g < p.groups; ++g) {
+    const ColumnRange r = group_columns(p, ends.data(), g);
+    GT_REQUIRE(r.end >= r.begin && r.end <= (p.masked() ? r.begin + p.group_capacity() : p.n),
+               Errc::invalid_argument,
+               "{}: group {} ends at column {}, before its start ({}) or past its last",
+               p.describe(), g, r.end, r.begin);
+    columns.push_back(r);
+  }
+  return columns;
+}
+
+// Group g's problem of one GEMM: its columns, no groups.
+Problem group_problem(const Problem& p, int64_t columns) {
+  Problem one = p;
+  one.groups = 0;
+  one.group_layout = GroupLayout::contiguous;
+  one.n = columns;
+  return one;
+}
+
+}  // namespace
+
+grouped::Fp8Loop& Cublas::Impl::fp8_loop(const Problem& p, const GemmOperands& o, CUstream stream,
+                                         bool refresh) {
+  return use_plan(fp8_loops, kMaxGroupedPlans, p, o, refresh,
+                  [&] { return make_fp8_loop(p, o, stream); });
+}
+
+std::unique_ptr<grouped::Fp8Loop> Cublas::Impl::make_fp8_loop(const Problem& p,
+                                                              const GemmOperands& o,
+                                                              CUstream stream) {
+  GT_REQUIRE(o.scale_a != 0 && o.scale_b != 0, Errc::invalid_argument,
+             "{}: the cuBLASLt baseline needs the scales of A and B", p.describe());
+  const std::vector<ColumnRange> columns = read_group_columns(p, o, stream);
+  auto q = std::make_unique<grouped::Fp8Loop>();
+  q->problem = p;
+  q->a = o.a, q->b = o.b, q->c = o.c, q->ends = o.group_ends;
+  q->scale_a = o.scale_a, q->scale_b = o.scale_b;
+  // A group's scales in cuBLASLt's reach, each at a 256-byte aligned offset (it refuses a scale
+  // pointer 4 bytes into ours): A's, tensor or row (block scales are converted by make_plan), then
+  // B's columns of the group in each of `rows` rows (one, or a row per K block).
+  const int64_t a_count = p.scaling == Scaling::block ? 0 : scale_shape_a(p).count() / p.groups;
+  const int64_t rows = p.scaling == Scaling::tensor ? 0 : scale_shape_b(p).cols;
+  auto aligned = [](int64_t floats) { return (size_t(floats) * sizeof(float) + 255) / 256 * 256; };
+  std::vector<size_t> offsets;
+  size_t bytes = 0;
+  for (const ColumnRange& r : columns) {
+    offsets.push_back(bytes);
+    bytes += aligned(a_count) + aligned(rows * (r.end - r.begin));
+  }
+  if (bytes > 0) q->scales = DeviceBuffer(bytes);
+  const int64_t a_per_group = scale_shape_a(p).count() / p.groups;
+  for (int64_t g = 0; g < p.groups; ++g) {
+    const auto [start, end] = columns[size_t(g)];
+    if (end == start) continue;
+    const Problem one = group_problem(p, end - start);
+    const std::string why = lt_why_unsupported(one, features);
+    GT_REQUIRE(why.empty(), Errc::unsupported, "group {} of {} ({} columns): {}", g, p.describe(),
+               end - start, why);
+    GemmOperands ops = o;
+    const std::array<CUdeviceptr, 3> ptrs = group_pointers(p, o, g, start);
+    ops.a = ptrs[0], ops.b = ptrs[1], ops.c = ptrs[2], ops.group_ends = 0;
+    ops.scale_a = o.scale_a + CUdeviceptr(g * a_per_group * int64_t(sizeof(float)));
+    const CUdeviceptr a_to = q->scales.ptr() + offsets[size_t(g)];
+    if (a_count > 0) {
+      GT_CU(cuMemcpyDtoDAsync(a_to, ops.scale_a, size_t(a_count) * sizeof(float), stream));
+      ops.scale_a = a_to;
+    }
+    if (rows > 0) {
+      const CUdeviceptr to = a_to + aligned(a_count);
+      const size_t row_bytes = size_t(end - start) * sizeof(float);
+      for (int64_t r = 0; r < rows; ++r)
+        GT_CU(cuMemcpyDtoDAsync(to + CUdeviceptr(r) * row_bytes,
+                                o.scale_b + CUdeviceptr((r * p.n + start) * int64_t(sizeof(float))),
+                                row_bytes, stream));
+      ops.scale_b = to;
+    }
+    q->plans.push_back(make_plan(one, ops, stream));
+    q->problems.push_back(one);
+    q->operands.push_back(ops);
+  }
+  GT_CU(cuStreamSynchronize(stream));
+  return q;
+}
+
+void Cublas::Impl::fp8_loop_gemm(const Problem& p, const GemmOperands& o, CUstream stream) {
+  const grouped::Fp8Loop& q = fp8_loop(p, o, stream, /*refresh=*/false);
+  for (size_t i = 0; i < q.plans.size(); ++i) {
+    GemmOperands ops = q.operands[i];
+    ops.alpha = o.alpha, ops.beta = o.beta;
+    lt_matmul(*q.plans[i], q.problems[i], ops, stream);
+  }
+}
+
 grouped::Plan& Cublas::Impl::grouped_plan(const Problem& p, const GemmOperands& o, CUstream stream,
                                           bool refresh) {
   return use_plan(grouped_plans, kMaxGroupedPlans, p, o, refresh,
@@ -852,11 +986,7 @@ grouped::Plan& Cublas::Impl::grouped_plan(const Problem& p, const GemmOperands& 
 std::unique_ptr<grouped::Plan> Cublas::Impl::make_grouped_plan(const Problem& p,
                                                                const GemmOperands& o,
                                                                CUstream stream) {
-  GT_REQUIRE(o.group_ends != 0, Errc::invalid_argument,
-             "{} is grouped but the group ends are a null pointer", p.describe());
-  std::vector<int32_t> ends(size_t(p.groups));
-  GT_CU(cuStreamSynchronize(stream));  // the ends as the stream's work leaves them
-  GT_CU(cuMemcpyDtoH(ends.data(), o.group_ends, ends.size() * sizeof(int32_t)));
+  const std::vector<ColumnRange> columns = read_group_columns(p, o, stream);
   auto q = std::make_unique<grouped::Plan>();
   q->problem = p;
   q->a = o.a;
@@ -866,11 +996,7 @@ std::unique_ptr<grouped::Plan> Cublas::Impl::make_grouped_plan(const Problem& p,
   const int64_t align = grouped_alignment(p);
   std::array<std::vector<CUdeviceptr>, 3> pointers;  // of A, B and C
   for (int64_t g = 0; g < p.groups; ++g) {
-    const auto [start, end] = group_columns(p, ends.data(), g);
-    GT_REQUIRE(end >= start && end <= (p.masked() ? start + p.group_capacity() : p.n),
-               Errc::invalid_argument,
-               "{}: group {} ends at column {}, before its start ({}) or past its last",
-               p.describe(), g, end, start);
+    const auto [start, end] = columns[size_t(g)];
     if (end == start) continue;  // no columns: no GEMM (cuBLAS would take it, for nothing)
     const std::array<CUdeviceptr, 3> ptrs = group_pointers(p, o, g, start);
     for (int i = 0; i < 3; ++i) {
@@ -996,6 +1122,10 @@ EpiloguePath Cublas::prepare(const Problem& p, const GemmOperands& o, CUstream s
   GT_REQUIRE(why.empty(), Errc::unsupported, "{}", why);
   require_bias(p, o);
   const std::lock_guard<std::mutex> lock(impl_->mutex);
+  if (p.grouped() && is_fp8(p.types.a)) {
+    impl_->fp8_loop(p, o, stream, /*refresh=*/true);
+    return EpiloguePath::none;
+  }
   if (p.grouped()) {
     impl_->grouped_plan(p, o, stream, /*refresh=*/true);
     return EpiloguePath::none;
@@ -1015,6 +1145,10 @@ void Cublas::gemm(const Problem& p, const GemmOperands& o, CUstream stream) cons
   GT_REQUIRE(why.empty(), Errc::unsupported, "{}", why);
   require_bias(p, o);
   const std::lock_guard<std::mutex> lock(impl_->mutex);
+  if (p.grouped() && is_fp8(p.types.a)) {
+    impl_->fp8_loop_gemm(p, o, stream);
+    return;
+  }
   if (p.grouped()) {
     impl_->grouped_gemm(p, o, stream);
     return;

@@ -61,8 +61,13 @@ class Checker {
 // in one: `uniform`, each token routed to a random group (a real router's balanced case);
 // `skewed`, group 0 gets ten times the mean and the rest share the others; `ragged`, the groups
 // end at random columns (cuts of the n columns at G - 1 random points), with empty groups and
-// ends in the middle of tiles.
+// ends in the middle of tiles. Float8 experts route tokens four at a time (uniform and skewed;
+// routing_granule), as padded to the multiples of 4 that their baseline, a cuBLASLt call per
+// group, takes with block scales (it refuses a group of 495 tokens).
 enum class Routing { uniform, skewed, ragged };
+// The tokens a uniform or skewed routing sends at a time: 4 for float8 with N a multiple of 4,
+// else 1.
+int64_t routing_granule(const Problem& problem);
 // The G int32 end offsets of a routing of the problem's n columns (end[G-1] = n); a masked
 // problem's G counts (each at most its capacity; half the columns routed, ragged any count).
 std::vector<int32_t> group_ends_of(const Problem& problem, Routing routing, uint64_t seed);

@@ -35,6 +35,9 @@ struct CublasFeatures {
 //   float8: cublasLtMatmul, A and B e4m3 or e5m2 but not both e5m2, C = D in f32, f16 or bf16,
 //     f32 accumulation, "tn" (A transposed, B not), 16-byte alignment; row and block scaling
 //     need cuBLASLt 12.9, block scaling M and N multiples of 4.
+//   grouped float8: cuBLAS has no grouped float8 GEMM, so a cublasLtMatmul per non-empty group,
+//     as a framework without one loops; float8's rules, with block scaling each group's columns a
+//     multiple of 4 (checked by prepare(), which reads the routing).
 std::string cublas_why_unsupported(const Problem& problem, const CublasFeatures& features);
 
 // Block scaling's scales of A, ours (scale_shape_a: ceil(M/128) x ceil(K/128), column-major,
@@ -113,7 +116,10 @@ class Cublas {
   // ends pointer (the last 8 such sets). gemm() then launches cublasGemmGroupedBatchedEx alone,
   // with the sizes read here: call prepare() again when the routing (the ends) changed in place.
   // With f16 and bf16 every group's A, B and C must be aligned as cuBLAS documents (16 bytes
-  // when K * element size is a multiple of 16, else 4 when it is a multiple of 4).
+  // when K * element size is a multiple of 16, else 4 when it is a multiple of 4). A grouped
+  // float8 problem: the same reading of the ends, then a cuBLASLt plan per non-empty group (its
+  // scales of A, and its columns of B's scales copied to a buffer this instance keeps); gemm()
+  // launches one cublasLtMatmul per group.
   // Throws Error(unsupported) when !supports(problem), cuBLASLt has no algorithm for it (with
   // cuBLASLt's reason) or a group's matrix is misaligned for cuBLAS, Error(invalid_argument) for
   // a scaled problem without its scales, a bias without its vector, or a grouped one without its
