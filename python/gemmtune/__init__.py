@@ -9,6 +9,7 @@ arrays (CuPy, anything with __cuda_array_interface__ or DLPack).
     gemmtune.select_linear(x, w)           # which kernel, and why: tuned ... fallback
     y = gemmtune.scaled_mm(x8, w8.t(), sx, sw)   # float8, as torch._scaled_mm (bf16 result)
     y = gemmtune.grouped_mm(x, w, offs)    # experts: as torch._grouped_mm, x (T, K), w (G, K, N)
+    y = gemmtune.scaled_grouped_mm(x8, w8, sx, sw, offs)  # float8 experts (block, row, tensor)
     y = gemmtune.grouped_mm_masked(x, w, counts)  # decode: x (G, cap, K), counts[g] rows each
     c = gemmtune.bmm(a, b)                 # as torch.bmm, on the same grouped kernels
     handle = gemmtune.patch(model)         # model's nn.Linear layers through gemmtune; .undo()
@@ -20,6 +21,7 @@ GEMMTUNE_RECORD=shapes.txt lists every problem served without a tuned kernel;
 at $GEMMTUNE_LIBRARY, inside this package (pip install), beside it, in the source tree's
 build/lib, or on the loader's path. With PyTorch (>= 2.4) there are torch.ops.gemmtune.mm,
 torch.ops.gemmtune.linear, torch.ops.gemmtune.gated_linear, torch.ops.gemmtune.scaled_mm,
+torch.ops.gemmtune.scaled_grouped_mm,
 torch.ops.gemmtune.grouped_mm, torch.ops.gemmtune.grouped_mm_masked and torch.ops.gemmtune.bmm
 too, which torch.compile (and, for mm and linear, autograd) understand; gemmtune.patch's calls
 go through torch.ops.gemmtune.linear_or_torch and .mm_or_torch.
@@ -33,8 +35,8 @@ from ._plan import DataTypes, Problem
 __all__ = ["DataTypes", "Error", "Problem", "Selection", "bmm", "gated_linear", "grouped_mm",
            "grouped_mm_masked", "library_path", "linear", "matmul", "patch", "patched", "problem",
            "problem_gated_linear", "problem_linear", "problem_scaled_mm", "record", "result_dtype",
-           "scaled_mm", "select", "select_gated_linear", "select_linear", "select_scaled_mm",
-           "torch_operators", "cpp_linear_operator"]
+           "scaled_grouped_mm", "scaled_mm", "select", "select_gated_linear", "select_linear",
+           "select_scaled_mm", "torch_operators", "cpp_linear_operator"]
 
 try:
     import torch as _torch_module  # noqa: F401
@@ -49,6 +51,7 @@ if _torch_module is not None:
     _api.torch_api = _torch
     torch_operators = _torch.OPERATORS
     scaled_mm = _torch.scaled_mm
+    scaled_grouped_mm = _torch.scaled_grouped_mm
     grouped_mm = _torch.grouped_mm
     grouped_mm_masked = _torch.grouped_mm_masked
     bmm = _torch.bmm
@@ -57,4 +60,5 @@ if _torch_module is not None:
     cpp_linear_operator = _torch.cpp_linear_operator
 else:
     # Each says it needs torch.
-    from ._api import bmm, grouped_mm, grouped_mm_masked, patch, patched, scaled_mm
+    from ._api import (bmm, grouped_mm, grouped_mm_masked, patch, patched, scaled_grouped_mm,
+                       scaled_mm)

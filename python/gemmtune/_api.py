@@ -10,7 +10,7 @@ from typing import NamedTuple
 from . import _library
 from ._library import (OPS, Error, InvalidType, bias_descriptor, check, descriptor,
                        epilogue_name, grouped_descriptor, library, library_f32_precision, scalar,
-                       scaled_descriptor, type_name)
+                       scaled_descriptor, scaled_grouped_descriptor, type_name)
 from ._operands import View, is_torch_tensor, view_of
 from ._plan import (DataTypes, Plan, call_precision, check_shapes, descriptor_precision,
                     plan_matmul, shape_text)
@@ -817,6 +817,26 @@ def run_grouped(plan, a, b, ends, out, stream):
     check(library().gemmtune_matmul(
         plan.device, desc.handle, p.m, p.n, p.k, scalar(1.0), a, p.lda, b, p.ldb, scalar(0.0),
         out, p.ldc, stream))
+
+
+def run_scaled_grouped(plan, x, w, scales, ends, out, stream):
+    """The library call of a planned scaled_grouped_mm (plan_scaled_grouped_mm): x, w, ends and
+    out are addresses, scales the addresses of the call's scale tensors ({'scale_x': ...,
+    'scale_w': ...}), each laid out as the plan says. The GEMM's A is w, its B x."""
+    p = plan.problem
+    desc = scaled_grouped_descriptor(plan.types, p.layout, plan.scaling, p.accumulation)
+    desc.set_scales(scales[plan.scale_a.argument], scales[plan.scale_b.argument])
+    desc.set_groups(plan.groups, ends)
+    check(library().gemmtune_matmul(
+        plan.device, desc.handle, p.m, p.n, p.k, scalar(1.0), w, p.lda, x, p.ldb, scalar(0.0),
+        out, p.ldc, stream))
+
+
+def scaled_grouped_mm(x, w, scale_x, scale_w, offs, out_dtype="bf16", use_fast_accum=False,
+                      out=None):
+    """Float8 experts through gemmtune: needs PyTorch (gemmtune._torch.scaled_grouped_mm is this
+    function where torch is importable)."""
+    raise InvalidType("scaled_grouped_mm takes torch tensors, and torch is not importable here")
 
 
 def grouped_mm(x, w, offs, out_dtype=None, out=None):

@@ -492,6 +492,14 @@ def scaled_descriptor(types, layout, scaling, accumulation="precise"):
                               accumulation=accumulation)
 
 
+def scaled_grouped_descriptor(types, layout, scaling, accumulation="precise"):
+    """A descriptor of this thread for grouped float8 calls (contiguous groups), whose scale
+    pointers, groups and group ends each call sets (set_scales, set_groups) just before it
+    runs."""
+    return _thread_descriptor((tuple(types), layout, scaling, "scaled_grouped", accumulation),
+                              accumulation=accumulation)
+
+
 def bias_descriptor(types, layout, epilogue, precision=None):
     """A descriptor of this thread for calls with an epilogue that has a bias ('bias,gelu') and
     a precision (None: the library's), whose bias pointer each call sets (set_bias) just before

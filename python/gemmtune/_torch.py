@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from . import _operands
 from ._api import (Epilogue, _check_scalars, _stream_handle, gated_plan, result_dtype,
                    run_gated_linear, run_grouped, run_linear, run_matmul, run_scaled,
-                   scaled_out_dtype)
+                   run_scaled_grouped, scaled_out_dtype)
 from ._grouped import plan_bmm, plan_grouped_mm, plan_grouped_mm_masked
 from ._library import (_ONE_ADDRESS, _ZERO_ADDRESS, Error, InvalidType, bias_descriptor, check,
                        beside_library, descriptor, library, matmul_function, scalar)
@@ -22,6 +22,7 @@ from ._operands import SUPPORTED, View
 from ._plan import (TORCH_PRECISIONS, DataTypes, call_precision, descriptor_precision,
                     plan_matmul)
 from ._scaled import Tensor, plan_scaled_mm
+from ._scaled_grouped import plan_scaled_grouped_mm
 
 # torch's dtypes by gemmtune's names; the float8 ones where this torch has them (>= 2.1).
 _DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
@@ -607,6 +608,65 @@ def scaled_mm(a, b, scale_a, scale_b, out_dtype=torch.bfloat16, bias=None, use_f
 
 
 # ---------------------------------------------------------------------------------------------
+# Float8 experts: scaled_grouped_mm
+
+_SCALED_GROUPED_NAMES = ("x", "w", "scale_x", "scale_w", "offs", "out")
+
+
+def _scaled_grouped_mm(x, w, scale_x, scale_w, offs, out_dtype, use_fast_accum, out):
+    tensors = (x, w, scale_x, scale_w, offs, out)
+    _torch_tensors("scaled_grouped_mm", zip(_SCALED_GROUPED_NAMES, tensors))
+    plan = _plan_scaled_grouped_mm(*[None if t is None else _described(t) for t in tensors[:5]],
+                                   scaled_out_dtype(out_dtype),
+                                   None if out is None else _described(out),
+                                   use_fast_accum=bool(use_fast_accum))
+    if out is None:  # rows past offs[-1] are in no group: never written
+        out = torch.empty(plan.shape, dtype=torch_dtype(plan.types.d), device=x.device)
+    if plan.problem is None:
+        if out.numel():  # K = 0: the groups' rows are sums over nothing (no host sync for offs)
+            rows = torch.arange(out.shape[0], device=out.device) < offs[-1]
+            out.masked_fill_(rows.unsqueeze(1), 0)
+        return out
+    scales = {"scale_x": scale_x, "scale_w": scale_w}
+    for source in (plan.scale_a, plan.scale_b):
+        scales[source.argument] = _laid_out(scales[source.argument], source)
+    stream = current_stream(plan.device)
+    # The copies live in `scales` until the call has queued the kernel (as scaled_mm's).
+    run_scaled_grouped(plan, x.data_ptr(), w.data_ptr(),
+                       {k: t.data_ptr() for k, t in scales.items()}, offs.data_ptr(),
+                       out.data_ptr(), stream)
+    return out
+
+
+def scaled_grouped_mm(x, w, scale_x, scale_w, offs, out_dtype=torch.bfloat16,
+                      use_fast_accum=False, out=None):
+    """Float8 experts (DeepSeek-V3's MoE layers) with gemmtune's grouped float8 kernels: rows
+    offs[g-1]..offs[g] of the (T, N) result are (scales) * x[those rows] @ w[g], summed in f32
+    (promoted; use_fast_accum as scaled_mm's) and rounded once to out_dtype (bfloat16, float16 or
+    float32). torch._scaled_grouped_mm's 2-D x 3-D call, with its rowwise scales and the
+    library's per-tensor and blockwise ones.
+
+    x: (T, K) float8 tokens, sorted by expert, row-major. w: (G, K, N) float8, each w[g]
+    column-major (w = W.transpose(1, 2) of a contiguous (G, N, K) weight W, nn.Linear's layout).
+    offs: (G,) int32 end rows of the groups on the GPU (read by the kernel: a captured graph
+    replays whatever routing is written there). The scales are float32 on x's GPU:
+      per-tensor: scale_x one element, scale_w (G,): one for each expert;
+      rowwise:    scale_x (T,), scale_w (G, N);
+      blockwise:  scale_x (T, ceil(K/128)), one per 1x128 block of a token, outer-dim-major
+                  (stride (1, T)); scale_w (G, ceil(K/128), ceil(N/128)), one per 128x128 block
+                  of each w[g], contiguous. Scales in other layouts are copied first.
+    Rows past offs[-1] are not written. Hopper (sm_90a) only (Error 'unsupported' elsewhere).
+    The library runs the column-major grouped problem D (N x T) = w[g]^T x^T, 'tn', with the
+    groups' scales of A one after another. Bad arguments raise ValueError and TypeError naming the
+    argument. No autograd. With torch >= 2.4 this is torch.ops.gemmtune.scaled_grouped_mm under
+    torch.compile (out= takes the eager path)."""
+    if out is None and OPERATORS and isinstance(out_dtype, torch.dtype) and _is_compiling():
+        return torch.ops.gemmtune.scaled_grouped_mm(x, w, scale_x, scale_w, offs, out_dtype,
+                                                    bool(use_fast_accum))
+    return _scaled_grouped_mm(x, w, scale_x, scale_w, offs, out_dtype, use_fast_accum, out)
+
+
+# ---------------------------------------------------------------------------------------------
 # Grouped GEMMs: grouped_mm (torch._grouped_mm's 2-D x 3-D call), grouped_mm_masked and bmm
 
 
@@ -622,6 +682,7 @@ def _described(t):
 _plan_grouped_mm = functools.lru_cache(maxsize=1024)(plan_grouped_mm)
 _plan_bmm = functools.lru_cache(maxsize=1024)(plan_bmm)
 _plan_grouped_mm_masked = functools.lru_cache(maxsize=1024)(plan_grouped_mm_masked)
+_plan_scaled_grouped_mm = functools.lru_cache(maxsize=1024)(plan_scaled_grouped_mm)
 
 
 def _torch_tensors(call, named):
@@ -948,6 +1009,23 @@ def _register():
         torch._check(a.shape[1] == b.shape[0],
                      lambda: "gemmtune.scaled_mm: a's columns != b's rows")
         return a.new_empty((a.shape[0], b.shape[1]), dtype=out_dtype)
+
+    @torch.library.custom_op("gemmtune::scaled_grouped_mm", mutates_args=())
+    def scaled_grouped_mm_op(x: torch.Tensor, w: torch.Tensor, scale_x: torch.Tensor,
+                             scale_w: torch.Tensor, offs: torch.Tensor, out_dtype: torch.dtype,
+                             use_fast_accum: bool = False) -> torch.Tensor:
+        return _scaled_grouped_mm(x, w, scale_x, scale_w, offs, out_dtype, use_fast_accum, None)
+
+    @scaled_grouped_mm_op.register_fake
+    def _(x, w, scale_x, scale_w, offs, out_dtype, use_fast_accum=False):
+        torch._check(x.dim() == 2 and w.dim() == 3,
+                     lambda: "gemmtune.scaled_grouped_mm takes a 2-D x (T, K) and a 3-D w "
+                             "(G, K, N)")
+        torch._check(x.shape[1] == w.shape[1],
+                     lambda: "gemmtune.scaled_grouped_mm: x's columns != w's K")
+        torch._check(offs.dim() == 1 and offs.shape[0] == w.shape[0],
+                     lambda: "gemmtune.scaled_grouped_mm: offs must be (G,), one end per group")
+        return x.new_empty((x.shape[0], w.shape[2]), dtype=out_dtype)
 
     @torch.library.custom_op("gemmtune::grouped_mm", mutates_args=())
     def grouped_mm_op(x: torch.Tensor, w: torch.Tensor, offs: torch.Tensor,
