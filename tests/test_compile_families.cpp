@@ -308,7 +308,9 @@ TEST_F(CompileFamilies, WgmmaFloat8OverlapKeepsWgmmaAsynchronous) {
 // SASS instructions of one opcode in a cubin's kernel code: the opcode field is bits 0-11 of each
 // 128-bit instruction (sm_90, as tools/sass_census.py reads it; calibrated on one-instruction
 // kernels built by nvcc 13.0: FSEL 0x208, FFMA 0x223).
-int count_opcode(const std::string& cubin, unsigned opcode) {
+// SASS instructions (their low and high 64 bits) that `pick` takes, in a cubin's kernel code.
+template <class Pick>
+int count_instructions(const std::string& cubin, Pick pick) {
   auto read = [&](size_t at, auto value) {
     std::memcpy(&value, cubin.data() + at, sizeof(value));
     return value;
@@ -323,9 +325,50 @@ int count_opcode(const std::string& cubin, unsigned opcode) {
     if (name.rfind(".text.", 0) != 0) continue;
     const auto offset = read(header + 24, uint64_t{}), size = read(header + 32, uint64_t{});
     for (uint64_t at = offset; at + 16 <= offset + size; at += 16)
-      count += (read(at, uint64_t{}) & 0xfff) == opcode;
+      count += pick(read(at, uint64_t{}), read(at + 8, uint64_t{}));
   }
   return count;
+}
+
+int count_opcode(const std::string& cubin, unsigned opcode) {
+  return count_instructions(cubin, [&](uint64_t low, uint64_t) { return (low & 0xfff) == opcode; });
+}
+
+// MUFU (opcode 0x308) of one function, bits 10-13 of the high word (calibrated as above): EX2 2,
+// RCP 4, TANH 9.
+enum Mufu : unsigned { kEx2 = 2, kRcp = 4, kTanh = 9 };
+int count_mufu(const std::string& cubin, Mufu function) {
+  return count_instructions(cubin, [&](uint64_t low, uint64_t high) {
+    return (low & 0xfff) == 0x308 && ((high >> 10) & 0xf) == function;
+  });
+}
+
+// GELU's tanh form and SiLU cost 16-bit outputs one MUFU.TANH an element (the MUFU pipe bounds
+// these epilogues), f32 ones an EX2 and an RCP (tanh.approx's 2^-11 is above f32's tolerance).
+TEST_F(CompileFamilies, SixteenBitActivationsTakeOneMufuAnElement) {
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  const Compiler compiler(false);
+  for (const char* epilogue : {"bias,gelu_tanh", "silu"})
+    for (const DataType type : {DataType::bf16, DataType::f32}) {
+      Problem p = make_problem(type, Op::T, Op::N, 4096, 4096, 4096);
+      p.epilogue = parse_epilogue(epilogue);
+      const Family& family = find_family(type == DataType::f32 ? "simt" : "wgmma_sm90");
+      KernelConfig c = family.default_config(p, arch);
+      const CompiledKernel k = compiler.compile(emit_source(family, c, arch), arch);
+      c.epilogue = Epilogue{};  // the same kernel without: its own RCP (a division elsewhere)
+      const CompiledKernel plain = compiler.compile(emit_source(family, c, arch), arch);
+      const int tanh = count_mufu(k.cubin, kTanh), ex2 = count_mufu(k.cubin, kEx2),
+                rcp = count_mufu(k.cubin, kRcp) - count_mufu(plain.cubin, kRcp);
+      std::printf("%s: %d MUFU.TANH, %d MUFU.EX2, %d more MUFU.RCP\n", k.name.c_str(), tanh, ex2,
+                  rcp);
+      if (type == DataType::f32) {
+        EXPECT_EQ(tanh, 0) << k.name;
+        EXPECT_GT(ex2, 0) << k.name;
+      } else {
+        EXPECT_GT(tanh, 0) << k.name;
+        EXPECT_EQ(ex2 + rcp, 0) << k.name;
+      }
+    }
 }
 
 // Block scales where a tile spans two 128-blocks of columns: wgmma N 192 and 160 compile one loop
