@@ -76,8 +76,8 @@ struct EpilogueOp {
   static constexpr int BIAS = Cfg::BIAS, ACTIVATION = Cfg::ACTIVATION, GATE = Cfg::GATE;
   // GELU's tanh form and SiLU through one tanh.approx (one MUFU operation, relative error about
   // 2^-11: below a 16-bit output's rounding) where D is 16-bit, else through an exp and a
-  // division (two, a few ulp). The MUFU pipe (16 a clock an SM) bounds these epilogues: two
-  // operations an element cost a 256x128 tile 4096 cycles, 6% of its main loop at K = 4096.
+  // division (two, a few ulp): the MUFU pipe bounds these epilogues (docs/PERF.md, 'An activation
+  // costs a MUFU an element').
   static constexpr bool ONE_MUFU = OutputType<Cfg>::value != GEMMTUNE_TYPE_F32;
 
   // v plus the bias of output element (m, n) (of D's type OUT: data_types.h's codes). The store
