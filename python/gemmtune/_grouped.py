@@ -146,13 +146,9 @@ def _plan(x, w, groups, ldc, types, shape, device, copy_x=False, masked=False):
     return GroupedPlan(problem, groups, types, copy_x, copy_w, shape, device, masked=masked)
 
 
-def plan_grouped_mm(x, w, offs, out_dtype=None, out=None, need_gpu=True):
-    """The library's grouped problem for grouped_mm(x, w, offs, out_dtype, out): a GroupedPlan.
-    Operands are Tensors (or Views); dtypes gemmtune's names ('bf16'), or other dtypes' own
-    ('int32', 'float64'); out_dtype a type's name or None. Raises InvalidValue (a ValueError)
-    for shapes, layouts and devices, and InvalidType (a TypeError) for dtypes, each naming the
-    argument and what it must be. offs's values (nondecreasing, at most T) live on the GPU and
-    are not checked. need_gpu: check that every tensor is on one GPU."""
+def experts_shape(x, w):
+    """(T, K, G, N) of tokens x (T, K) and experts' weights w (G, K, N); InvalidValue for other
+    shapes."""
     if len(x.shape) != 2:
         raise InvalidValue(f"x must be a 2-D (T, K) matrix of tokens, got shape "
                            f"{_shape(x.shape)}")
@@ -161,6 +157,17 @@ def plan_grouped_mm(x, w, offs, out_dtype=None, out=None, need_gpu=True):
         raise InvalidValue(f"w must be (G, K, N) = (G, {K}, N): G weight matrices for x of shape "
                            f"{_shape(x.shape)}, got shape {_shape(w.shape)}")
     G, _, N = w.shape
+    return T, K, G, N
+
+
+def plan_grouped_mm(x, w, offs, out_dtype=None, out=None, need_gpu=True):
+    """The library's grouped problem for grouped_mm(x, w, offs, out_dtype, out): a GroupedPlan.
+    Operands are Tensors (or Views); dtypes gemmtune's names ('bf16'), or other dtypes' own
+    ('int32', 'float64'); out_dtype a type's name or None. Raises InvalidValue (a ValueError)
+    for shapes, layouts and devices, and InvalidType (a TypeError) for dtypes, each naming the
+    argument and what it must be. offs's values (nondecreasing, at most T) live on the GPU and
+    are not checked. need_gpu: check that every tensor is on one GPU."""
+    T, K, G, N = experts_shape(x, w)
     result = _check_group_values("grouped_mm", x, w, offs, G, out_dtype, out)
     ldc = N
     if out is not None:

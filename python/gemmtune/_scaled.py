@@ -168,6 +168,41 @@ def _scale_sources(scaling, M, N, K, scale_a, scale_b):
             ScaleSource("scale_a", M, kb, "outer-dim-major", not b_ok))
 
 
+def check_float8_types(call, operands, scales, out_dtype, others):
+    """The dtypes of a float8 call: its two operands float8, out_dtype one it writes, its scales
+    float32. operands and scales: (name, Tensor) pairs; others: where other dtypes go."""
+    for name, t in operands:
+        if t.dtype not in FLOAT8:
+            raise InvalidType(f"{name} has dtype {torch_name(t.dtype)}: {call} multiplies float8 "
+                              f"{operands[0][0]} and {operands[1][0]} (float8_e4m3fn or "
+                              f"float8_e5m2; {others})")
+    if out_dtype not in OUTPUTS:
+        raise InvalidType(f"out_dtype is {torch_name(out_dtype)}: {call} writes bfloat16, "
+                          "float16 or float32")
+    for name, t in scales:
+        if t.dtype != "f32":
+            raise InvalidType(f"{name} has dtype {torch_name(t.dtype)}: scales are float32")
+
+
+def out_ldc(out, rows, cols, out_dtype):
+    """The leading dimension of the row-major result: out's (its shape, dtype and layout checked),
+    else its columns. rows and cols: (name, extent)."""
+    (r, R), (c, C) = rows, cols
+    if out is None:
+        return C
+    if tuple(out.shape) != (R, C):
+        raise InvalidValue(f"out must be ({r}, {c}) = ({R}, {C}), got shape {_shape(out.shape)}")
+    if out.dtype != out_dtype:
+        raise InvalidType(f"out has dtype {torch_name(out.dtype)} but out_dtype is "
+                          f"{torch_name(out_dtype)}: pass out_dtype={torch_name(out.dtype)} too "
+                          "(the result is written into out, in its dtype)")
+    ldc = _leading(R, C, *out.strides)
+    if ldc is None:
+        raise InvalidValue(f"out must be row-major: ({R}, {C}) with stride 1 along {c}, got "
+                           f"strides {_shape(out.strides)}")
+    return ldc
+
+
 def accumulation_of(scaling, use_fast_accum):
     """The problem's accumulation for torch's use_fast_accum: 'fast' for tensor and row scaling,
     'precise' for blockwise (its block scales promote each K block's sum already) and without
@@ -192,17 +227,9 @@ def plan_scaled_mm(a, b, scale_a, scale_b, out_dtype, bias=None, out=None, need_
         raise InvalidValue(f"b must be (K, N) = ({K}, N) for a of shape {_shape(a.shape)}, got "
                            f"shape {_shape(b.shape)}")
     N = b.shape[1]
-    for name, t in (("a", a), ("b", b)):
-        if t.dtype not in FLOAT8:
-            raise InvalidType(f"{name} has dtype {torch_name(t.dtype)}: scaled_mm multiplies "
-                              "float8 a and b (float8_e4m3fn or float8_e5m2; gemmtune.matmul "
-                              "takes the others)")
-    if out_dtype not in OUTPUTS:
-        raise InvalidType(f"out_dtype is {torch_name(out_dtype)}: scaled_mm writes bfloat16, "
-                          "float16 or float32")
-    for name, t in (("scale_a", scale_a), ("scale_b", scale_b)):
-        if t.dtype != "f32":
-            raise InvalidType(f"{name} has dtype {torch_name(t.dtype)}: scales are float32")
+    check_float8_types("scaled_mm", (("a", a), ("b", b)),
+                       (("scale_a", scale_a), ("scale_b", scale_b)), out_dtype,
+                       "gemmtune.matmul takes the others")
     lda = _leading(M, K, *a.strides)
     if lda is None:
         raise InvalidValue(f"a must be row-major: {_shape((M, K))} with stride 1 along K, got "
@@ -222,18 +249,7 @@ def plan_scaled_mm(a, b, scale_a, scale_b, out_dtype, bias=None, out=None, need_
         if bias.dtype != out_dtype:
             raise InvalidType(f"bias has dtype {torch_name(bias.dtype)}: it must be out_dtype's, "
                               f"{torch_name(out_dtype)}")
-    ldc = N
-    if out is not None:
-        if tuple(out.shape) != (M, N):
-            raise InvalidValue(f"out must be (M, N) = ({M}, {N}), got shape {_shape(out.shape)}")
-        if out.dtype != out_dtype:
-            raise InvalidType(f"out has dtype {torch_name(out.dtype)} but out_dtype is "
-                              f"{torch_name(out_dtype)}: pass out_dtype={torch_name(out.dtype)} "
-                              "too (the result is written into out, in its dtype)")
-        ldc = _leading(M, N, *out.strides)
-        if ldc is None:
-            raise InvalidValue(f"out must be row-major: ({M}, {N}) with stride 1 along N, got "
-                               f"strides {_shape(out.strides)}")
+    ldc = out_ldc(out, ("M", M), ("N", N), out_dtype)
     named = [("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b), ("bias", bias),
              ("out", out)]
     device = _check_devices([(n, t) for n, t in named if t is not None]) if need_gpu else -1

@@ -23,8 +23,9 @@ from typing import NamedTuple, Optional, Tuple
 
 from ._library import InvalidType, InvalidValue
 from ._plan import DataTypes, Problem
-from ._scaled import (BLOCK, FLOAT8, OUTPUTS, ScaleSource, _check_devices, _leading, _numel,
-                      _shape, accumulation_of, ceil_div, torch_name)
+from ._grouped import experts_shape
+from ._scaled import (BLOCK, ScaleSource, _check_devices, _leading, _numel, _shape,
+                      accumulation_of, ceil_div, check_float8_types, out_ldc, torch_name)
 
 CALL = "scaled_grouped_mm"
 
@@ -82,17 +83,8 @@ def _scale_sources(scaling, T, N, K, G, scale_x, scale_w):
 
 
 def _check_types(x, w, scale_x, scale_w, offs, out_dtype):
-    for name, t in (("x", x), ("w", w)):
-        if t.dtype not in FLOAT8:
-            raise InvalidType(f"{name} has dtype {torch_name(t.dtype)}: {CALL} multiplies float8 "
-                              "x and w (float8_e4m3fn or float8_e5m2; gemmtune.grouped_mm takes "
-                              "bfloat16 and float16)")
-    if out_dtype not in OUTPUTS:
-        raise InvalidType(f"out_dtype is {torch_name(out_dtype)}: {CALL} writes bfloat16, "
-                          "float16 or float32")
-    for name, t in (("scale_x", scale_x), ("scale_w", scale_w)):
-        if t.dtype != "f32":
-            raise InvalidType(f"{name} has dtype {torch_name(t.dtype)}: scales are float32")
+    check_float8_types(CALL, (("x", x), ("w", w)), (("scale_x", scale_x), ("scale_w", scale_w)),
+                       out_dtype, "gemmtune.grouped_mm takes bfloat16 and float16")
     if offs.dtype != "int32":
         raise InvalidType(f"offs has dtype {torch_name(offs.dtype)}: the group ends are int32 "
                           "(as torch._scaled_grouped_mm's)")
@@ -122,29 +114,12 @@ def plan_scaled_grouped_mm(x, w, scale_x, scale_w, offs, out_dtype, out=None, ne
     Raises InvalidValue (a ValueError) for shapes, layouts and devices, and InvalidType (a
     TypeError) for dtypes, each naming the argument and what it must be. offs's values live on
     the GPU and are not checked."""
-    if len(x.shape) != 2:
-        raise InvalidValue(f"x must be a 2-D (T, K) matrix of tokens, got shape "
-                           f"{_shape(x.shape)}")
-    T, K = x.shape
-    if len(w.shape) != 3 or w.shape[1] != K:
-        raise InvalidValue(f"w must be (G, K, N) = (G, {K}, N): G weight matrices for x of shape "
-                           f"{_shape(x.shape)}, got shape {_shape(w.shape)}")
-    G, _, N = w.shape
+    T, K, G, N = experts_shape(x, w)
     if tuple(offs.shape) != (G,):
         raise InvalidValue(f"offs must be (G,) = ({G},): the end row of each group of x, got "
                            f"shape {_shape(offs.shape)}")
     _check_types(x, w, scale_x, scale_w, offs, out_dtype)
-    ldc = N
-    if out is not None:
-        if tuple(out.shape) != (T, N):
-            raise InvalidValue(f"out must be (T, N) = ({T}, {N}), got shape {_shape(out.shape)}")
-        if out.dtype != out_dtype:
-            raise InvalidType(f"out has dtype {torch_name(out.dtype)} but out_dtype is "
-                              f"{torch_name(out_dtype)}: pass out_dtype={torch_name(out.dtype)}")
-        ldc = _leading(T, N, *out.strides)
-        if ldc is None:
-            raise InvalidValue(f"out must be row-major: ({T}, {N}) with stride 1 along N, got "
-                               f"strides {_shape(out.strides)}")
+    ldc = out_ldc(out, ("T", T), ("N", N), out_dtype)
     scaling = _scaling(T, N, K, G, scale_x, scale_w)
     named = [("x", x), ("w", w), ("scale_x", scale_x), ("scale_w", scale_w), ("offs", offs),
              ("out", out)]
