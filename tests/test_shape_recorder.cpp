@@ -222,6 +222,18 @@ TEST(ShapeRecorder, AGroupedProblemWritesItsGroupsAndTheMeanN) {
   Problem other_groups = moe;
   other_groups.groups = 64;
   expect_recorded_apart({moe, problem(DType::bf16, "tn", 1536, 32768, 2048), other_groups});
+
+  // Float8 experts (scaled_grouped_mm's): the scaling and the groups, read back the same; each
+  // scaling a line of its own.
+  Problem experts = make_problem(DataTypes{DType::e4m3, DType::e4m3, DType::bf16, DType::bf16},
+                                 Op::T, Op::N, 4096, 32 * 512, 7168);
+  experts.groups = 32;
+  experts.scaling = Scaling::block;
+  EXPECT_EQ(shape_line(experts), "4096 512 7168 e4m3*e4m3->bf16 tn scaling=block groups=32");
+  EXPECT_EQ(read_back(shape_line(experts)), experts);
+  Problem rowwise = experts;
+  rowwise.scaling = Scaling::row;
+  expect_recorded_apart({experts, rowwise});
 }
 
 // N that G does not divide cannot be said as a mean: the line rounds it up, to the nearest problem
