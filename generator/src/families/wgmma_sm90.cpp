@@ -495,7 +495,7 @@ std::vector<Rule<P>> rules() {
        }},
       // Two CTAs of three consumer warpgroups would have 64 registers a thread: ptxas spills.
       // Two of two have 80: float8's 32 accumulators with their partial sums spilled 16-848 bytes
-      // (grouped decode, wgmma N 64); with one, 128 held 12 with two partial sums unspilled.
+      // (grouped decode, wgmma N 64); two of one have 128, where 12 with two partial sums fit.
       {"two_ctas_fit",
        "two CTAs per SM: persistent, at most two consumer warpgroups, small accumulators (with "
        "float8's partial sums: 32 registers of them with two consumer warpgroups, 64 with one), "
@@ -877,7 +877,8 @@ class WgmmaSm90Family final : public FamilyOf<P> {
   // tensor and row scales, which need no 128-aligned column blocks, 176 or 192 of m four stages
   // deep without a cluster (the tuned winner of every large tensor and row problem of the fp8
   // suite, docs/PERF.md, 'Float8: where it stands'); 64-token tiles where 128 would leave SMs idle;
-  // the skinny side on wgmma's N for decode; two partial sums taking turns where they fit.
+  // the skinny side on wgmma's N for decode; two partial sums taking turns where they fit. A
+  // grouped problem (float8 experts) decides by a group's mean tokens, under the grouped rules.
   Config fp8_default(const Problem& p, const ArchInfo& arch) const {
     Config c = Config::of(p);
     c.bm = 128, c.bn = 128, c.swap = 0, c.stages = 5, c.wg = 2, c.ws = 1, c.cluster = 12;
