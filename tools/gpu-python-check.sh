@@ -40,7 +40,7 @@ run_tests() {
   if grep -qE "SKIPPED .*test_gpu_torch.py:[0-9]+: (could not import|no CUDA)" "$out/pytest.log"; then
     fail "pytest (CPU and GPU tests)" "the GPU tests were skipped: no torch or no CUDA ($last)"
   elif [ "$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1)" = 9.0 ] \
-      && grep -qE "SKIPPED .*test_gpu_scaled.py:[0-9]+: (could not import|torch .* has no float8)" \
+      && grep -qE "SKIPPED .*(test_gpu_scaled.py|conftest.py):[0-9]+: (could not import|torch .* has no float8)" \
         "$out/pytest.log"; then
     fail "pytest (CPU and GPU tests)" "the float8 GPU tests were skipped on Hopper ($last)"
   elif [ $rc -eq 0 ]; then

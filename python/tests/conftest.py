@@ -27,6 +27,20 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs a CUDA GPU and PyTorch (the GPU machine)")
 
 
+def hopper_float8_torch():
+    """torch, for a test module of the float8 kernels on a Hopper GPU (called at its top, before
+    its other imports); else skips the module, saying why."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA GPU visible to torch", allow_module_level=True)
+    if not hasattr(torch, "float8_e4m3fn"):
+        pytest.skip(f"torch {torch.__version__} has no float8 dtypes", allow_module_level=True)
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("the float8 kernels are Hopper's (sm_90a)", allow_module_level=True)
+    torch.backends.cuda.matmul.allow_tf32 = False  # references in full f32
+    return torch
+
+
 def gpu_visible():
     """Whether the CUDA driver sees a GPU here. The no-GPU tests pass fake addresses: on a GPU
     the library would launch kernels on them, so those tests run only where there is none."""

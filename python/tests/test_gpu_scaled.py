@@ -10,19 +10,14 @@ import sys
 
 import pytest
 
-torch = pytest.importorskip("torch")
-if not torch.cuda.is_available():
-    pytest.skip("no CUDA GPU visible to torch", allow_module_level=True)
-if not hasattr(torch, "float8_e4m3fn"):
-    pytest.skip(f"torch {torch.__version__} has no float8 dtypes", allow_module_level=True)
-if torch.cuda.get_device_capability() != (9, 0):
-    pytest.skip("the float8 kernels are Hopper's (sm_90a)", allow_module_level=True)
+from conftest import hopper_float8_torch  # noqa: E402
+
+torch = hopper_float8_torch()
 
 import gemmtune  # noqa: E402
 from conftest import PACKAGE_ENV  # noqa: E402
 
 pytestmark = pytest.mark.gpu
-torch.backends.cuda.matmul.allow_tf32 = False  # the reference in full f32
 
 E4M3, E5M2 = torch.float8_e4m3fn, torch.float8_e5m2
 SHAPES = [(64, 2112, 7168), (300, 256, 640), (64, 256, 7168), (300, 2112, 640)]  # M, N, K
