@@ -905,6 +905,45 @@ Problem group_problem(const Problem& p, int64_t columns) {
 
 }  // namespace
 
+// A group's scales where cuBLASLt reads them, at a 256-byte aligned place (it refuses a scale
+// pointer 4 bytes into ours): A's tensor or row scales (block scales are converted by make_plan),
+// then B's columns of the group in each of `rows` rows (one, or a row per K block).
+struct GroupScales {
+  explicit GroupScales(const Problem& p)
+      : problem(p),
+        a_per_group(scale_shape_a(p).count() / p.groups),
+        a_count(p.scaling == Scaling::block ? 0 : a_per_group),
+        rows(p.scaling == Scaling::tensor ? 0 : scale_shape_b(p).cols) {}
+
+  static size_t aligned(int64_t floats) {
+    return (size_t(floats) * sizeof(float) + 255) / 256 * 256;
+  }
+  size_t bytes(ColumnRange r) const { return aligned(a_count) + aligned(rows * (r.end - r.begin)); }
+
+  // Group g's scales from the caller's (o) into `to`, and ops pointed at them (A's left in place
+  // for block scaling).
+  void copy(const GemmOperands& o, int64_t g, ColumnRange r, CUdeviceptr to, GemmOperands& ops,
+            CUstream stream) const {
+    ops.scale_a = o.scale_a + CUdeviceptr(g * a_per_group * int64_t(sizeof(float)));
+    if (a_count > 0) {
+      GT_CU(cuMemcpyDtoDAsync(to, ops.scale_a, size_t(a_count) * sizeof(float), stream));
+      ops.scale_a = to;
+    }
+    if (rows == 0) return;
+    const CUdeviceptr b_to = to + aligned(a_count);
+    const size_t row_bytes = size_t(r.end - r.begin) * sizeof(float);
+    for (int64_t row = 0; row < rows; ++row)
+      GT_CU(cuMemcpyDtoDAsync(
+          b_to + CUdeviceptr(row) * row_bytes,
+          o.scale_b + CUdeviceptr((row * problem.n + r.begin) * int64_t(sizeof(float))), row_bytes,
+          stream));
+    ops.scale_b = b_to;
+  }
+
+  const Problem& problem;
+  const int64_t a_per_group, a_count, rows;
+};
+
 grouped::Fp8Loop& Cublas::Impl::fp8_loop(const Problem& p, const GemmOperands& o, CUstream stream,
                                          bool refresh) {
   return use_plan(fp8_loops, kMaxGroupedPlans, p, o, refresh,
@@ -921,45 +960,25 @@ std::unique_ptr<grouped::Fp8Loop> Cublas::Impl::make_fp8_loop(const Problem& p,
   q->problem = p;
   q->a = o.a, q->b = o.b, q->c = o.c, q->ends = o.group_ends;
   q->scale_a = o.scale_a, q->scale_b = o.scale_b;
-  // A group's scales in cuBLASLt's reach, each at a 256-byte aligned offset (it refuses a scale
-  // pointer 4 bytes into ours): A's, tensor or row (block scales are converted by make_plan), then
-  // B's columns of the group in each of `rows` rows (one, or a row per K block).
-  const int64_t a_count = p.scaling == Scaling::block ? 0 : scale_shape_a(p).count() / p.groups;
-  const int64_t rows = p.scaling == Scaling::tensor ? 0 : scale_shape_b(p).cols;
-  auto aligned = [](int64_t floats) { return (size_t(floats) * sizeof(float) + 255) / 256 * 256; };
+  const GroupScales layout(p);
   std::vector<size_t> offsets;
   size_t bytes = 0;
   for (const ColumnRange& r : columns) {
     offsets.push_back(bytes);
-    bytes += aligned(a_count) + aligned(rows * (r.end - r.begin));
+    bytes += layout.bytes(r);
   }
   if (bytes > 0) q->scales = DeviceBuffer(bytes);
-  const int64_t a_per_group = scale_shape_a(p).count() / p.groups;
   for (int64_t g = 0; g < p.groups; ++g) {
-    const auto [start, end] = columns[size_t(g)];
-    if (end == start) continue;
-    const Problem one = group_problem(p, end - start);
+    const ColumnRange r = columns[size_t(g)];
+    if (r.end == r.begin) continue;
+    const Problem one = group_problem(p, r.end - r.begin);
     const std::string why = lt_why_unsupported(one, features);
     GT_REQUIRE(why.empty(), Errc::unsupported, "group {} of {} ({} columns): {}", g, p.describe(),
-               end - start, why);
+               r.end - r.begin, why);
     GemmOperands ops = o;
-    const std::array<CUdeviceptr, 3> ptrs = group_pointers(p, o, g, start);
+    const std::array<CUdeviceptr, 3> ptrs = group_pointers(p, o, g, r.begin);
     ops.a = ptrs[0], ops.b = ptrs[1], ops.c = ptrs[2], ops.group_ends = 0;
-    ops.scale_a = o.scale_a + CUdeviceptr(g * a_per_group * int64_t(sizeof(float)));
-    const CUdeviceptr a_to = q->scales.ptr() + offsets[size_t(g)];
-    if (a_count > 0) {
-      GT_CU(cuMemcpyDtoDAsync(a_to, ops.scale_a, size_t(a_count) * sizeof(float), stream));
-      ops.scale_a = a_to;
-    }
-    if (rows > 0) {
-      const CUdeviceptr to = a_to + aligned(a_count);
-      const size_t row_bytes = size_t(end - start) * sizeof(float);
-      for (int64_t r = 0; r < rows; ++r)
-        GT_CU(cuMemcpyDtoDAsync(to + CUdeviceptr(r) * row_bytes,
-                                o.scale_b + CUdeviceptr((r * p.n + start) * int64_t(sizeof(float))),
-                                row_bytes, stream));
-      ops.scale_b = to;
-    }
+    layout.copy(o, g, r, q->scales.ptr() + offsets[size_t(g)], ops, stream);
     q->plans.push_back(make_plan(one, ops, stream));
     q->problems.push_back(one);
     q->operands.push_back(ops);
