@@ -174,6 +174,39 @@ TEST_P(WgmmaCorrectness, OverlappingChunksOverManyTiles) {
   }
 }
 
+// TMA stores with a bias along M, which each consumer stages in shared memory as its tile's main
+// loop begins (store_tma.cuh, StagedBias): every TMA-store point (wgmma N 128 and 256, one or two
+// values a thread; two 64-row blocks a warpgroup; ping-pong, a copy per consumer; stream-K's parts
+// that load it and run no epilogue) with beta 0 and 0.5, and the overlapping last chunks (wgmma N
+// 144, 80, 176) with beta 0; M no multiple of the tiles (zeros past M), several tiles a CTA (the
+// copy rewritten tile after tile).
+TEST_P(WgmmaCorrectness, TmaStoresAddAStagedBias) {
+  const auto [dtype_name, layout] = GetParam();
+  int checked = 0;
+  for (const char* epilogue : {"bias", "bias,gelu_tanh"}) {
+    Problem p = make_problem(parse_data_type(dtype_name), parse_op(layout[0]), parse_op(layout[1]),
+                             2000, 1300, 1000);
+    p.epilogue = parse_epilogue(epilogue);
+    for (const float beta : {0.0f, 0.5f}) {
+      const Verifier verifier(*checker_, p, 0.75f, beta, 5, stream_->get());
+      std::vector<KernelConfig> configs;
+      for (const Point& pt : kPoints)
+        if (pt.epilogue == 1) configs.push_back(config_of(pt, p, beta != 0.0f));
+      if (beta == 0.0f)
+        for (const Point& pt : kOverlappingChunks) configs.push_back(config_of(pt, p, false));
+      for (KernelConfig& c : configs) {
+        c.epilogue = p.epilogue;
+        const ReadyKernel k = prepare_kernel(compiler_, c, p, device_.arch);
+        const Verdict v = check(k, verifier);
+        EXPECT_TRUE(v.ok) << k.compiled.name << " on " << p.describe() << " beta=" << beta << ": "
+                          << v.message;
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 2 * (2 * 6 + int(std::size(kOverlappingChunks))));
+}
+
 // Kernels built for beta = 0 alone (READS_C = 0, what a problem that does not read C is tuned
 // with): right on NaN-filled C on odd shapes and on a problem large enough that its points are
 // sampled (with every element of a smaller one checked); refused with beta != 0, by the launch
@@ -252,6 +285,18 @@ TEST_P(WgmmaSanitizer, SmallShapePerSchedule) {
     const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p, false), p, device_.arch);
     const Verdict v = check(k, p, 1.0f, 0.0f);
     EXPECT_TRUE(v.ok) << k.compiled.name << ": " << v.message;
+  }
+  // A bias along M staged in shared memory for the TMA stores, over more tiles than CTAs (the
+  // copy is rewritten while the other consumer may still read its own).
+  Problem biased = make_problem(p.types, p.op_a, p.op_b, 2000, 1300, 64);
+  biased.epilogue = parse_epilogue("bias,gelu_tanh");
+  for (const Point& pt :
+       {kPoints[0], kPoints[2], kPoints[12], kPoints[15], kOverlappingChunks[0]}) {
+    KernelConfig c = config_of(pt, biased, false);
+    c.epilogue = biased.epilogue;
+    const ReadyKernel k = prepare_kernel(compiler_, c, biased, device_.arch);
+    const Verdict v = check(k, biased, 1.0f, 0.0f);
+    EXPECT_TRUE(v.ok) << k.compiled.name << " on " << biased.describe() << ": " << v.message;
   }
   // Odd leading dimensions: the operands are packed (vector loads near the buffers' ends).
   p.lda += 1;

@@ -92,6 +92,25 @@ TEST_F(WgmmaTf32, EveryScheduleLayoutAndOddShapeInBothPrecisions) {
   for (const int count : checked) EXPECT_EQ(count, 4 * 2 * 2 * (int(points.size()) + 3 * 4));
 }
 
+// An f32 output's TMA stores with a bias along M, which each consumer stages in shared memory
+// (store_tma.cuh, StagedBias): 32-column chunks, ping-pong and stream-K, more tiles than CTAs,
+// M no multiple of the tiles, beta 0 and 0.5.
+TEST_F(WgmmaTf32, TmaStoresAddAStagedBias) {
+  Problem p = test::f32_problem(Precision::tf32, 2000, 1300, 256, 0, "tn");
+  p.epilogue = parse_epilogue("bias,gelu_tanh");
+  for (const float beta : {0.0f, 0.5f}) {
+    const Verifier verifier(*checker_, p, 0.75f, beta, 5, stream_->get());
+    for (const Point& pt : {kPoints[0], kPoints[6], kPoints[7]}) {
+      KernelConfig c = config_of(pt, p, 1, device_.arch);
+      c.epilogue = p.epilogue;
+      const ReadyKernel k = prepare_kernel(compiler_, c, p, device_.arch);
+      const Verdict v = check(k, verifier);
+      EXPECT_TRUE(v.ok) << k.compiled.name << " (" << pt.what << ") beta=" << beta << ": "
+                        << v.message;
+    }
+  }
+}
+
 TEST_F(WgmmaTf32, OneProductFailsThreeProductsTolerance) {
   expect_one_product_fails([&](const Problem& p, int64_t products) {
     return config_of(kPoints[1], p, products, device_.arch);

@@ -36,10 +36,14 @@ struct Epilogue : Traits<Cfg> {
     return !stores_by_tma(args) && T::beta_of(args) != 0.0f;
   }
 
+  // What the epilogue loads as the tile's main loop begins: TMA stores' bias along M.
+  using Ahead = typename TmaStore::StagedBias;
+
   // c_early: C's first chunks were asked for during the tile's main loop (TmaStore::fetch_c).
   GEMMTUNE_DEVICE_INLINE static void store(const WgmmaArgs& args, const Smem& s, Tile t,
                                            int consumer, const float (&acc)[MW][TN / 2],
-                                           u32& c_phases, bool c_early, int kpart = 0) {
+                                           const Ahead& ahead, u32& c_phases, bool c_early,
+                                           int kpart = 0) {
     if constexpr (T::GATED) {
       GatedStore::store(args, t, consumer, acc);  // no C, no TMA stores (the family's rules)
     } else {
@@ -47,8 +51,9 @@ struct Epilogue : Traits<Cfg> {
         if (stores_by_tma(args) && TmaStore::stays_in_group(args, t, consumer)) {
           if constexpr (READS_C)
             if (args.core.beta != 0.0f)
-              return TmaStore::template store<true>(args, s, t, consumer, acc, c_phases, c_early);
-          return TmaStore::template store<false>(args, s, t, consumer, acc, c_phases, false);
+              return TmaStore::template store<true>(args, s, t, consumer, acc, ahead, c_phases,
+                                                    c_early);
+          return TmaStore::template store<false>(args, s, t, consumer, acc, ahead, c_phases, false);
         }
       }
       RegisterStore::store(args, t, consumer, acc, kpart);

@@ -30,9 +30,10 @@ struct Shape {
   bool SWAP, WS;
   int EPILOGUE, C_BUFFERS, CLUSTER_K, KSUB;
   bool PINGPONG;
-  int IN_BYTES;     // bytes of an element of A and B: 2 (f16, bf16) or 1 (e4m3, e5m2)
-  int OUT_BYTES;    // bytes of an element of C and D: 2 (f16, bf16) or 4 (f32, float8 only)
-  int GROUP_TABLE;  // a grouped problem's groups the table holds (groups.cuh), else 0
+  int IN_BYTES;      // bytes of an element of A and B: 2 (f16, bf16) or 1 (e4m3, e5m2)
+  int OUT_BYTES;     // bytes of an element of C and D: 2 (f16, bf16) or 4 (f32, float8 only)
+  int GROUP_TABLE;   // a grouped problem's groups the table holds (groups.cuh), else 0
+  bool STAGED_BIAS;  // TMA stores with a bias along M (kernel columns): staged_bias_bytes
 };
 
 // wgmma computes 64-row blocks ("kernel rows", TM per tile) by N ("kernel columns", TN): with
@@ -142,18 +143,25 @@ GEMMTUNE_HOST_DEVICE constexpr int push_barriers(const Shape& s) {
   return s.CLUSTER_K > 1 ? 2 * s.WG : 0;
 }
 
+// TMA stores with a bias along M: each consumer's copy of its tile's TN values of the bias (D's
+// type), which its threads load as the main loop begins and write here as the epilogue begins,
+// so that a chunk reads its column pairs from shared memory (store_tma.cuh, StagedBias).
+GEMMTUNE_HOST_DEVICE constexpr int staged_bias_bytes(const Shape& s) {
+  return s.STAGED_BIAS ? (s.WG * tile_cols(s) * s.OUT_BYTES + 15) / 16 * 16 : 0;
+}
+
 // A grouped problem's table: each group's end in tiles along N, then the raster's two divisors.
 GEMMTUNE_HOST_DEVICE constexpr int group_table_bytes(const Shape& s) {
   return s.GROUP_TABLE > 0 ? 4 * s.GROUP_TABLE + 32 : 0;
 }
 
-// Stages, staged C, pushed sums, alignment slack, full and empty barriers (and the pushes' and
-// staged C's), then the fixup flags (a word per consumer), the schedule (kept in shared memory:
-// registers are for the accumulators) and the group table.
+// Stages, staged C, pushed sums, the staged bias, alignment slack, full and empty barriers (and the
+// pushes' and staged C's), then the fixup flags (a word per consumer), the schedule (kept in shared
+// memory: registers are for the accumulators) and the group table.
 GEMMTUNE_HOST_DEVICE constexpr int smem_bytes(const Shape& s) {
-  return s.STAGES * stage_bytes(s) + c_bytes(s) + push_bytes(s) + 1024 + 2 * s.STAGES * 8 +
-         push_barriers(s) * 8 + c_barriers(s) * 8 + 16 + int(sizeof(schedule::Work)) +
-         group_table_bytes(s);
+  return s.STAGES * stage_bytes(s) + c_bytes(s) + push_bytes(s) + staged_bias_bytes(s) + 1024 +
+         2 * s.STAGES * 8 + push_barriers(s) * 8 + c_barriers(s) * 8 + 16 +
+         int(sizeof(schedule::Work)) + group_table_bytes(s);
 }
 
 // The C chunk buffers of a configuration with TMA stores (EPILOGUE 1; 0 without): as many of its

@@ -41,6 +41,8 @@ struct Multistage : Traits<Cfg> {
     const int consumer = threadIdx.x / 128;
     if (Epilogue::loads_c_by_threads(args)) RegisterStore::prefetch_c_lines(args, t, consumer);
     float acc[MW][TN / 2];
+    typename Epilogue::Ahead ahead;
+    ahead.load(args, t);
     const typename Mainloop::Descriptors d = Mainloop::descriptors(s, consumer);
     for (int kb = 0; kb < k_blocks; ++kb) {
       const int stage = kb % STAGES;
@@ -60,7 +62,7 @@ struct Multistage : Traits<Cfg> {
     }
     Mainloop::template drain<0>(acc);
     u32 c_phases = 0;
-    Epilogue::store(args, s, t, consumer, acc, c_phases, false);
+    Epilogue::store(args, s, t, consumer, acc, ahead, c_phases, false);
     Epilogue::finish_stores(args);
   }
 };

@@ -135,13 +135,50 @@ struct TmaStore : Traits<Cfg> {
     return t.n_end >= args.core.n || n0 + 64 * MW <= t.n_end;
   }
 
-  // The bias of a thread's values, loaded ahead of their stores (EpilogueOp::bias_pair): along N,
-  // of its rows (kernel rows are n: TMA stores do not swap), once a tile; along M, of a chunk's
-  // column pairs (m), as the chunk begins, before it waits for its buffer.
+  // A bias along M (kernel columns) in the consumer's copy in shared memory (layout.h,
+  // staged_bias_bytes): each thread loads its share of the tile's TN values as the tile's main
+  // loop begins (`load`), and writes it there as the epilogue begins (`stage`). Loaded as each
+  // chunk began, every chunk waited a memory latency, 2-5% of a prefill GEMM (docs/PERF.md, 'A
+  // bias loaded in the epilogue waits a memory latency a chunk').
+  struct StagedBias {
+    using Out = typename Output<Cfg::DTYPE>::Elem;
+    static constexpr int COUNT = T::STAGED_BIAS ? (TN + 127) / 128 : 0;
+    Out raw[COUNT > 0 ? COUNT : 1];
+
+    GEMMTUNE_DEVICE_INLINE static int index_of(int k) { return int(threadIdx.x % 128) + 128 * k; }
+
+    // Loads whose values nothing reads until `stage`: the main loop does not wait for them.
+    GEMMTUNE_DEVICE_INLINE void load(const WgmmaArgs& args, Tile t) {
+      const Out* bias = reinterpret_cast<const Out*>(args.core.bias);
+#pragma unroll
+      for (int k = 0; k < COUNT; ++k) {
+        raw[k] = Out(0);
+        const int column = t.col0 + index_of(k);
+        if (index_of(k) < TN && column < args.core.m) raw[k] = __ldg(bias + column);
+      }
+    }
+    // Every thread of the consumer reads the copy after the barrier that follows.
+    GEMMTUNE_DEVICE_INLINE void stage(const Smem& s, int consumer) const {
+      Out* copy = reinterpret_cast<Out*>(s.bias) + consumer * TN;
+#pragma unroll
+      for (int k = 0; k < COUNT; ++k)
+        if (index_of(k) < TN) copy[index_of(k)] = raw[k];
+    }
+  };
+
+  // The bias of a thread's values: along N, of its rows (kernel rows are n: TMA stores do not
+  // swap), once a tile, ahead of its stores (EpilogueOp::bias_pair); along M, a column pair (m)
+  // at a time from the staged copy, where its values are used (16 pairs a chunk in registers
+  // beside 128 accumulators spilled).
   struct Bias {
+    using O = Output<Cfg::DTYPE>;
     float2 rows[MW][2];
-    float2 columns[8];
-    GEMMTUNE_DEVICE_INLINE void load_rows(const WgmmaArgs& args, int r0) {
+    const typename O::Pair* copy;  // the staged copy's pair of the thread's first column
+
+    GEMMTUNE_DEVICE_INLINE Bias(const WgmmaArgs& args, const Smem& s, int consumer, int r0) {
+      copy = reinterpret_cast<const typename O::Pair*>(
+                 reinterpret_cast<const typename O::Elem*>(s.bias) + consumer * TN) +
+             threadIdx.x % 4;  // the thread's first column is 2 (lane % 4)
       if constexpr (Epi::BIAS == BIAS_N)
 #pragma unroll
         for (int mb = 0; mb < MW; ++mb)
@@ -149,18 +186,17 @@ struct TmaStore : Traits<Cfg> {
           for (int h = 0; h < 2; ++h)
             rows[mb][h] = Epi::template bias_pair<Cfg::DTYPE>(args.core, 0, r0 + mb * 64 + 8 * h);
     }
-    // Column pairs c0 + 8 (first + q), q < PAIRS.
-    template <int PAIRS>
-    GEMMTUNE_DEVICE_INLINE void load_columns(const WgmmaArgs& args, int c0, int first) {
-      if constexpr (Epi::BIAS == BIAS_M)
-#pragma unroll
-        for (int q = 0; q < PAIRS; ++q)
-          columns[q] = Epi::template bias_pair<Cfg::DTYPE>(args.core, c0 + 8 * (first + q), 0);
+    // Column pair 8j on from the thread's first (zeros past m, and without a bias along M).
+    GEMMTUNE_DEVICE_INLINE float2 columns(int j) const {
+      if constexpr (Epi::BIAS != BIAS_M) return make_float2(0.0f, 0.0f);
+      const typename O::Pair pair = copy[4 * j];
+      return make_float2(O::first(pair), O::second(pair));
     }
-    // alpha * a + the bias of row block (mb, h), column pair q, element e.
-    GEMMTUNE_DEVICE_INLINE float add(float alpha, float a, int mb, int h, int q, int e) const {
+    // alpha * a + the bias of row block (mb, h), of the column pair `column`, element e.
+    GEMMTUNE_DEVICE_INLINE float add(float alpha, float a, int mb, int h, float2 column,
+                                     int e) const {
       const float v = alpha * a;
-      if constexpr (Epi::BIAS == BIAS_M) return v + (e ? columns[q].y : columns[q].x);
+      if constexpr (Epi::BIAS == BIAS_M) return v + (e ? column.y : column.x);
       if constexpr (Epi::BIAS == BIAS_N) return v + rows[mb][h].x;
       return v;
     }
@@ -179,9 +215,10 @@ struct TmaStore : Traits<Cfg> {
     const int lane = threadIdx.x % 128;
     const int row8 = (lane % 32) / 4;  // the row's place in its 8-row swizzle atom
 #pragma unroll
-    for (int mb = 0; mb < MW; ++mb)
+    for (int g = 0; g < 4; ++g) {
+      const float2 column = bias.columns(T::c_chunk_col(chunk) / 8 + g);
 #pragma unroll
-      for (int g = 0; g < 4; ++g)
+      for (int mb = 0; mb < MW; ++mb)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int row = mb * 64 + 16 * (lane / 32) + row8 + 8 * h;
@@ -189,8 +226,8 @@ struct TmaStore : Traits<Cfg> {
           const u32 address = ptx::smem_u32(buffer + row * 128 + unit * 16 + 8 * (lane % 2));
           const int i = 4 * (T::c_chunk_col(chunk) / 8 + g) + 2 * h;  // this thread's pair
           const float alpha = args.core.alpha;
-          float v0 = bias.add(alpha, acc[mb][i], mb, h, g, 0),
-                v1 = bias.add(alpha, acc[mb][i + 1], mb, h, g, 1);
+          float v0 = bias.add(alpha, acc[mb][i], mb, h, column, 0),
+                v1 = bias.add(alpha, acc[mb][i + 1], mb, h, column, 1);
           if constexpr (READ_C) {
             const float2 old = ld_shared_f32x2(address);
             v0 = fmaf(args.core.beta, old.x, v0);
@@ -199,6 +236,7 @@ struct TmaStore : Traits<Cfg> {
           Epi::finish(v0, v1);
           st_shared_f32x2(address, v0, v1);
         }
+    }
   }
 
   // READ_C (beta != 0): each chunk of C first comes by TMA into the buffer it leaves from, once
@@ -209,7 +247,7 @@ struct TmaStore : Traits<Cfg> {
   template <bool READ_C>
   GEMMTUNE_DEVICE_INLINE static void store(const WgmmaArgs& args, const Smem& s, Tile t,
                                            int consumer, const float (&acc)[MW][TN / 2],
-                                           u32& c_phases, bool c_early) {
+                                           const StagedBias& staged, u32& c_phases, bool c_early) {
     constexpr bool RING = C_BUFFERS < C_CHUNKS;
     const int lane = threadIdx.x % 128;
     const bool issuer = lane == 0;
@@ -222,16 +260,15 @@ struct TmaStore : Traits<Cfg> {
     const int q = (lane % 32) / 8;
     const int lane_row = 16 * (lane / 32) + 8 * (q % 2) + lane % 8;
     const int n0 = t.row0 + Tiles::rows_of(consumer) * 64 * MW;
-    // The thread's first kernel row and column of its accumulators (store_registers.cuh).
-    const int r0 = n0 + 16 * (lane / 32) + (lane % 32) / 4, c0 = t.col0 + 2 * (lane % 4);
-    Bias bias;
-    bias.load_rows(args, r0);
+    // The thread's first kernel row of its accumulators (store_registers.cuh).
+    const int r0 = n0 + 16 * (lane / 32) + (lane % 32) / 4;
+    const Bias bias(args, s, consumer, r0);
+    staged.stage(s, consumer);  // read after the barrier before the first chunk's writes
     if (READ_C && !c_early) load_first_c_chunks(args, s, t, consumer);
+    if (READ_C && T::STAGED_BIAS) ptx::named_barrier(1 + consumer, 128);
 #pragma unroll
     for (int chunk = 0; chunk < C_CHUNKS; ++chunk) {
       const int buffer = chunk % C_BUFFERS;
-      // A chunk's column pairs: 4 of f32 (32 columns), 8 of 16-bit values (64).
-      bias.template load_columns<F32_OUT ? 4 : 8>(args, c0, T::c_chunk_col(chunk) / 8);
       if constexpr (READ_C) {
         ptx::mbarrier_wait(&s.c_loaded[consumer * C_BUFFERS + buffer], (c_phases >> buffer) & 1);
         c_phases ^= 1u << buffer;
@@ -249,10 +286,13 @@ struct TmaStore : Traits<Cfg> {
       if constexpr (F32_OUT) {
         write_f32_chunk<READ_C>(args, staging + buffer * C_CHUNK_BYTES, chunk, acc, bias);
       } else {
+        // Units u and u + 1 of every 64-row block, the bias of their two column pairs loaded once.
 #pragma unroll
-        for (int mb = 0; mb < MW; ++mb)
+        for (int u = 0; u < 8; u += 2) {
+          const int j0 = T::c_chunk_col(chunk) / 8 + u;  // the column pair of blocks 0 and 1
+          const float2 columns[2] = {bias.columns(j0), bias.columns(j0 + 1)};
 #pragma unroll
-          for (int u = 0; u < 8; u += 2) {
+          for (int mb = 0; mb < MW; ++mb) {
             const int unit = (u + q / 2) ^ (lane % 8);
             const u32 address = ptx::smem_u32(staging + buffer * C_CHUNK_BYTES +
                                               (mb * 64 + lane_row) * 128 + unit * 16);
@@ -261,11 +301,10 @@ struct TmaStore : Traits<Cfg> {
 #pragma unroll
             for (int b = 0; b < 4; ++b) {
               // This thread's accumulator pair 4j + 2 (b % 2).
-              const int j = T::c_chunk_col(chunk) / 8 + u + b / 2;
-              const int i = 2 * (2 * j + b % 2);
+              const int i = 2 * (2 * (j0 + b / 2) + b % 2);
               const float alpha = args.core.alpha;
-              float v0 = bias.add(alpha, acc[mb][i], mb, b % 2, u + b / 2, 0),
-                    v1 = bias.add(alpha, acc[mb][i + 1], mb, b % 2, u + b / 2, 1);
+              float v0 = bias.add(alpha, acc[mb][i], mb, b % 2, columns[b / 2], 0),
+                    v1 = bias.add(alpha, acc[mb][i + 1], mb, b % 2, columns[b / 2], 1);
               if constexpr (READ_C) {
                 v0 = fmaf(args.core.beta, H::to_f32(u16(old[b] & 0xffff)), v0);
                 v1 = fmaf(args.core.beta, H::to_f32(u16(old[b] >> 16)), v1);
@@ -275,6 +314,7 @@ struct TmaStore : Traits<Cfg> {
             }
             ptx::stmatrix_x4(address, r);
           }
+        }
       }
       if (RING || chunk == C_CHUNKS - 1) {
         ptx::fence_async_shared();

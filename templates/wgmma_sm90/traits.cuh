@@ -3,6 +3,7 @@
 // implements. Every part of the kernel (wgmma_sm90/*.cuh) derives from Traits<Cfg>.
 #pragma once
 #include "common.cuh"
+#include "epilogue_op.cuh"
 #include "ptx/wgmma.cuh"
 #include "ptx/wgmma_fp8.cuh"
 #include "ptx/wgmma_tf32.cuh"
@@ -51,6 +52,7 @@ GEMMTUNE_HOST_DEVICE constexpr Shape shape_of() {
                                                                                         : 2;
   s.OUT_BYTES = Cfg::DTYPE == GEMMTUNE_TYPE_F32 ? 4 : 2;
   s.GROUP_TABLE = Cfg::GROUP_TABLE;
+  s.STAGED_BIAS = Cfg::EPILOGUE == 1 && Cfg::BIAS == BIAS_M;
   return s;
 }
 
@@ -143,6 +145,8 @@ struct Traits {
   static constexpr int OWNERS = owners(SHAPE);
   static constexpr int PUSH_BYTES = push_bytes(SHAPE);
   static constexpr int PUSH_BARRIERS = push_barriers(SHAPE);
+  static constexpr bool STAGED_BIAS = SHAPE.STAGED_BIAS;
+  static constexpr int STAGED_BIAS_BYTES = staged_bias_bytes(SHAPE);
   static constexpr int SMEM_BYTES = smem_bytes(SHAPE);
   static constexpr int CTAS_PER_SM = Cfg::OCCUPANCY;
   // beta != 0, stores from registers: old values of C read ahead of their stores, a few at a

@@ -113,6 +113,7 @@ struct WarpSpecialized : Traits<Cfg> {
       // slower); two CTAs an SM have no two registers to spare through the main loop.
       constexpr bool KEEP_TILE = !TMA_STORE && CTAS_PER_SM == 1;
       Tile tile{};
+      typename Epilogue::Ahead ahead;  // loaded with the tile, read by its epilogue
       if constexpr (KEEP_TILE) {
         tile = Tiles::tile_at(args, s, schedule::segment(Tiles::work_in(s), worker, i).tile, rank);
         Tiles::keep_here(tile);
@@ -138,6 +139,7 @@ struct WarpSpecialized : Traits<Cfg> {
             KEEP_TILE ? tile
                       : Tiles::tile_at(args, s,
                                        schedule::segment(Tiles::work_in(s), worker, i).tile, rank);
+        ahead.load(args, loop_tile);
         previous = Math::consume(args, s, loop_tile, ks, consumer, ring, acc);
       }
       if (PINGPONG && i + 1 < count)
@@ -149,7 +151,7 @@ struct WarpSpecialized : Traits<Cfg> {
       if constexpr (CLUSTER_K > 1) ClusterK::exchange(s, kpart, consumer, i, i + 1 < count, acc);
       if (seg.parts == 1 || Parts::reduce(args, s, Tiles::work_in(s), seg, rank, consumer, acc))
         Epilogue::store(args, s, KEEP_TILE ? tile : Tiles::tile_at(args, s, seg.tile, rank),
-                        consumer, acc, c_phases, c_early, kpart);
+                        consumer, acc, ahead, c_phases, c_early, kpart);
     }
     Epilogue::finish_stores(args);
   }

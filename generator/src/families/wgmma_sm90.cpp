@@ -75,7 +75,8 @@ wgmma_sm90::Shape sides_of(const Config& c) {
           c.pingpong != 0,
           element_bytes(c.types.a),
           element_bytes(c.types.d),
-          int(c.group_table)};
+          int(c.group_table),
+          c.tma_store != 0 && c.epilogue.bias == Bias::m};
 }
 wgmma_sm90::Shape shape_of(const Config& c, const ArchInfo& arch) {
   wgmma_sm90::Shape s = sides_of(c);
@@ -578,16 +579,6 @@ std::vector<Rule<P>> rules() {
        }},
       // A consumer whose rows a group ends inside stores from registers (TmaStore::stays_in_group);
       // with beta != 0 the producer would load C for its TMA stores all the same.
-      // store_tma.cuh loads a chunk's 16 bias values along M ahead of its stores: beside 128
-      // accumulators of two 64-row blocks a thread they spilled (the compile test's rule edges).
-      {"bias_registers_fit",
-       "TMA stores with a bias along M: at most 120 accumulators where a consumer warpgroup has "
-       "two 64-row blocks",
-       kRows + Members{&P::tma_store},
-       [](const Config& c, const Problem& p, const ArchInfo&) {
-         return c.tma_store == 0 || p.epilogue.bias != Bias::m || blocks_per_warpgroup(c) != 2 ||
-                accumulators(c) <= 120;
-       }},
       // store_gated.cuh: each thread multiplies its own gate and up values.
       {"gated_gate_and_up_in_turn",
        "gated: a tile's rows of op(A) are 64 gate and 64 up rows in turn, a pair in each consumer "
