@@ -74,11 +74,12 @@ struct OutputType<Cfg, decltype(void(Cfg::DTYPE))> {
 template <class Cfg>
 struct EpilogueOp {
   static constexpr int BIAS = Cfg::BIAS, ACTIVATION = Cfg::ACTIVATION, GATE = Cfg::GATE;
-  // GELU's tanh form and SiLU through one tanh.approx (one MUFU operation, relative error about
-  // 2^-11: below a 16-bit output's rounding) where D is 16-bit, else through an exp and a
-  // division (two, a few ulp): the MUFU pipe bounds these epilogues (docs/PERF.md, 'An activation
-  // costs a MUFU an element').
-  static constexpr bool ONE_MUFU = OutputType<Cfg>::value != GEMMTUNE_TYPE_F32;
+  // Where D is 16-bit, activations take shorter forms whose errors lie under its rounding: GELU's
+  // tanh form and SiLU one tanh.approx (one MUFU operation, relative error about 2^-11) rather than
+  // an exp and a division (two, a few ulp); GELU an erfc of a fitted polynomial (gelu_erfc) rather
+  // than erff's 25 instructions. The MUFU pipe and the issue of these instructions bound such
+  // epilogues (docs/PERF.md, 'An activation costs a MUFU an element').
+  static constexpr bool SHORT_FORMS = OutputType<Cfg>::value != GEMMTUNE_TYPE_F32;
 
   // v plus the bias of output element (m, n) (of D's type OUT: data_types.h's codes). The store
   // skips elements outside D, so the bias read is bounded here too.
@@ -115,12 +116,14 @@ struct EpilogueOp {
     if constexpr (ACTIVATION == ACT_IDENTITY)
       return v;
     else if constexpr (ACTIVATION == ACT_SILU)
-      return ONE_MUFU ? half_one_plus_tanh(v, 0.5f * v) : sigmoid_times(v, v);
+      return SHORT_FORMS ? half_one_plus_tanh(v, 0.5f * v) : sigmoid_times(v, v);
     else if constexpr (ACTIVATION == ACT_GELU_TANH)
       // 0.5 (1 + tanh(z)) is sigmoid(2z): the tanh form in an exp and a division, a third of
       // tanhf's instructions at a few ulp.
-      return ONE_MUFU ? half_one_plus_tanh(v, 0.7978845608028654f * (v + 0.044715f * v * v * v))
-                      : sigmoid_times(v, 1.5957691216057308f * (v + 0.044715f * v * v * v));
+      return SHORT_FORMS ? half_one_plus_tanh(v, 0.7978845608028654f * (v + 0.044715f * v * v * v))
+                         : sigmoid_times(v, 1.5957691216057308f * (v + 0.044715f * v * v * v));
+    else if constexpr (ACTIVATION == ACT_GELU && SHORT_FORMS)
+      return gelu_erfc(v);  // (min.NaN, sm_80 on: where D is 16-bit)
     else
       return activate<float>(ACTIVATION, v);
   }
@@ -143,6 +146,29 @@ struct EpilogueOp {
   // output's rounding; a large -z makes the divisor infinite and the result -0, the limit.
   GEMMTUNE_DEVICE_INLINE static float sigmoid_times(float v, float z) {
     return __fdividef(v, 1.0f + __expf(-z));
+  }
+  // GELU, v Phi(v) = relu(v) - |v| erfc(z) / 2 with z = |v| / sqrt 2 (no cancellation in the
+  // negative tail), and erfc(z) = t exp(h(t) - z^2), t = 1 / (1 + z / 2), h a polynomial of degree
+  // 5 fitted on z in [0, 9.5]: relative error under 2e-5 (an f16 output rounds at 2.4e-4) in an
+  // RCP, an EX2 and 13 other instructions. In base 2, scaled: a = z sqrt(log2 e), and erfc's factor
+  // |v| / 2 = a / (2 K1) goes into h's constant. a stops at 9.5 sqrt(log2 e), where the EX2
+  // flushes to zero anyway, so that v = +inf gives inf (not inf * 0); min.NaN keeps a NaN.
+  GEMMTUNE_DEVICE_INLINE static float gelu_erfc(float v) {
+    constexpr float K1 = 0.849321783f;  // sqrt(log2 e / 2)
+    constexpr float K2 = 0.416277319f;  // 1 / (2 sqrt(log2 e))
+    constexpr float A_END = 11.4106627f;
+    float a;
+    asm("min.NaN.f32 %0, %1, %2;" : "=f"(a) : "f"(fabsf(v) * K1), "f"(A_END));
+    float t, e2;
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(t) : "f"(fmaf(a, K2, 1.0f)));
+    float h = 0.330079198f;
+    h = fmaf(h, t, -1.02315879f);
+    h = fmaf(h, t, 0.684561193f);
+    h = fmaf(h, t, 0.367079526f);
+    h = fmaf(h, t, 1.46868324f);
+    h = fmaf(h, t, -2.59161663f);
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(e2) : "f"(fmaf(-a, a, h)));
+    return fmaxf(v, 0.0f) - a * t * e2;
   }
   // v * 0.5 (1 + tanh(z)) = v * sigmoid(2z), in one tanh.approx.f32 (PTX ISA; sm_75 on).
   GEMMTUNE_DEVICE_INLINE static float half_one_plus_tanh(float v, float z) {

@@ -1,5 +1,7 @@
 // Epilogues (bias, activation) in every family's store, checked against the fp64 reference of
 // the same formula; D in a buffer of its own leaves C as it was.
+#include <cmath>
+#include <cstring>
 #include <tuple>
 
 #include "gemmtune/gemmtune.hpp"
@@ -103,6 +105,75 @@ TEST_F(Epilogues, GatedEpiloguesMultiplyTheActivatedGateByUp) {
         const Verdict v = check(k, p, 1.0f, 0.0f);
         EXPECT_TRUE(v.ok) << family.kernel_name(c) << " " << e << ": " << v.message;
       }
+    }
+  }
+}
+
+// A 16-bit value's float (f16: sign, 5-bit exponent, 10-bit fraction; bf16: f32's high half).
+double decode_16bit(uint16_t bits, DataType type) {
+  if (type == DataType::bf16) {
+    const uint32_t word = uint32_t(bits) << 16;
+    float f;
+    std::memcpy(&f, &word, 4);
+    return f;
+  }
+  const int exponent = (bits >> 10) & 31, fraction = bits & 1023;
+  const double magnitude =
+      exponent == 0 ? std::ldexp(fraction, -24) : std::ldexp(1024 + fraction, exponent - 25);
+  return bits & 0x8000 ? -magnitude : magnitude;
+}
+
+// GELU (erf) into a 16-bit D (EpilogueOp::gelu_erfc, a fitted erfc): every f16 and bf16 value of
+// magnitude up to 12 in A's column, K = 1 and B = 1, so that each pre-activation is the value
+// itself; each of D's values is within an ulp of its type of v Phi(v) (computed with erfc, exact
+// in the negative tail), through the wgmma, mma_sm80 and gemv stores. (The verifier's tolerance,
+// scaled to a GEMM's sums, would pass errors much larger than an ulp here.)
+TEST_F(Epilogues, SixteenBitGeluIsWithinAnUlpOfExact) {
+  if (IsSkipped()) return;
+  for (const DataType type : {DataType::f16, DataType::bf16}) {
+    std::vector<uint16_t> values;
+    for (uint32_t bits = 0; bits < 0x10000; ++bits) {
+      const double v = decode_16bit(uint16_t(bits), type);
+      if (std::isfinite(v) && std::fabs(v) <= 12.0) values.push_back(uint16_t(bits));
+    }
+    while (values.size() % 8) values.push_back(0);  // a whole number of 16-byte columns
+    const int64_t m = int64_t(values.size());
+    for (const std::string family : {"wgmma_sm90", "mma_sm80", "gemv"}) {
+      const int64_t n = family == "gemv" ? 1 : 192;
+      Problem p =
+          with_epilogue(make_problem(DataTypes::uniform(type), Op::N, Op::N, m, n, 1), "gelu");
+      p.ldb = 8;  // B's columns 16 bytes apart
+      if (!why_unsupported(find_family(family), p, device_.arch).empty()) continue;
+      Library lib = library_for(family);
+      DeviceBuffer a(size_t(m) * 2), b(size_t(p.ldb * n) * 2), d(size_t(m * n) * 2);
+      const uint16_t one = type == DataType::f16 ? 0x3c00 : 0x3f80;
+      const std::vector<uint16_t> ones(size_t(p.ldb * n), one);
+      GT_CU(cuMemcpyHtoDAsync(a.ptr(), values.data(), a.bytes(), stream_->get()));
+      GT_CU(cuMemcpyHtoDAsync(b.ptr(), ones.data(), b.bytes(), stream_->get()));
+      MatmulDesc desc{p.types, p.scaling, p.op_a, p.op_b};
+      desc.epilogue = p.epilogue;
+      lib.matmul(desc, m, n, 1, 1.0f, reinterpret_cast<const void*>(a.ptr()), m,
+                 reinterpret_cast<const void*>(b.ptr()), p.ldb, 0.0f,
+                 reinterpret_cast<void*>(d.ptr()), m, reinterpret_cast<Stream>(stream_->get()));
+      stream_->synchronize();
+      std::vector<uint16_t> out(size_t(m * n));
+      GT_CU(cuMemcpyDtoH(out.data(), d.ptr(), d.bytes()));
+      int wrong = 0;
+      for (int64_t j = 0; j < n; ++j)
+        for (int64_t i = 0; i < m; ++i) {
+          const double v = decode_16bit(values[size_t(i)], type);
+          const double exact = 0.5 * v * std::erfc(-v / std::sqrt(2.0));
+          const double got = decode_16bit(out[size_t(i + j * m)], type);
+          // An ulp of the type at `exact` (subnormal f16 spacing below 2^-14).
+          const int mantissa = type == DataType::f16 ? 10 : 7;
+          const int min_exponent = type == DataType::f16 ? -14 : -126;
+          const double ulp = std::ldexp(
+              1.0, std::max(std::ilogb(exact == 0 ? 1e-300 : exact), min_exponent) - mantissa);
+          if (std::fabs(got - exact) > ulp && wrong++ < 5)
+            ADD_FAILURE() << family << " " << p.describe() << ": gelu(" << v << ") = " << got
+                          << ", exactly " << exact;
+        }
+      EXPECT_EQ(wrong, 0) << family << " " << p.describe();
     }
   }
 }

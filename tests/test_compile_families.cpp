@@ -371,6 +371,34 @@ TEST_F(CompileFamilies, SixteenBitActivationsTakeOneMufuAnElement) {
     }
 }
 
+// GELU (erf) costs a 16-bit output an RCP and an EX2 an element (EpilogueOp::gelu_erfc) and fewer
+// than 12 instructions more than GELU's tanh form (erff took about 18 more); f32 keeps erff.
+TEST_F(CompileFamilies, SixteenBitGeluIsAnErfcOfAPolynomial) {
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  const Compiler compiler(false);
+  const Family& family = find_family("wgmma_sm90");
+  Problem p = make_problem(DataType::bf16, Op::T, Op::N, 4096, 4096, 4096);
+  std::map<std::string, std::string> cubins;
+  for (const char* epilogue : {"bias", "bias,gelu", "bias,gelu_tanh"}) {
+    p.epilogue = parse_epilogue(epilogue);
+    cubins[epilogue] =
+        compiler.compile(emit_source(family, family.default_config(p, arch), arch), arch).cubin;
+  }
+  const auto all = [](uint64_t, uint64_t) { return true; };
+  const int ex2 = count_mufu(cubins["bias,gelu"], kEx2),
+            rcp = count_mufu(cubins["bias,gelu"], kRcp) - count_mufu(cubins["bias"], kRcp);
+  const double more = double(count_instructions(cubins["bias,gelu"], all) -
+                             count_instructions(cubins["bias,gelu_tanh"], all)) /
+                      std::max(ex2, 1);
+  std::printf(
+      "bias,gelu: %d MUFU.EX2, %d more MUFU.RCP, %.1f instructions an element more than "
+      "bias,gelu_tanh\n",
+      ex2, rcp, more);
+  EXPECT_GT(ex2, 0);
+  EXPECT_EQ(rcp, ex2);
+  EXPECT_LT(more, 12.0);
+}
+
 // Block scales where a tile spans two 128-blocks of columns: wgmma N 192 and 160 compile one loop
 // per offset of the tile in its block, so that no accumulator's scale is chosen by a select
 // (FSEL; 48 of them at N 192 before, docs/PERF.md, 'Block-scaled tiles past 128 columns'); N 144,
