@@ -2,6 +2,7 @@
 // the same formula; D in a buffer of its own leaves C as it was.
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <tuple>
 
 #include "gemmtune/gemmtune.hpp"
@@ -123,59 +124,94 @@ double decode_16bit(uint16_t bits, DataType type) {
   return bits & 0x8000 ? -magnitude : magnitude;
 }
 
-// GELU (erf) into a 16-bit D (EpilogueOp::gelu_erfc, a fitted erfc): every f16 and bf16 value of
-// magnitude up to 12 in A's column, K = 1 and B = 1, so that each pre-activation is the value
-// itself; each of D's values is within an ulp of its type of v Phi(v) (computed with erfc, exact
-// in the negative tail), through the wgmma, mma_sm80 and gemv stores. (The verifier's tolerance,
-// scaled to a GEMM's sums, would pass errors much larger than an ulp here.)
-TEST_F(Epilogues, SixteenBitGeluIsWithinAnUlpOfExact) {
-  if (IsSkipped()) return;
-  for (const DataType type : {DataType::f16, DataType::bf16}) {
-    std::vector<uint16_t> values;
-    for (uint32_t bits = 0; bits < 0x10000; ++bits) {
-      const double v = decode_16bit(uint16_t(bits), type);
-      if (std::isfinite(v) && std::fabs(v) <= 12.0) values.push_back(uint16_t(bits));
-    }
-    while (values.size() % 8) values.push_back(0);  // a whole number of 16-byte columns
-    const int64_t m = int64_t(values.size());
-    for (const std::string family : {"wgmma_sm90", "mma_sm80", "gemv"}) {
-      const int64_t n = family == "gemv" ? 1 : 192;
-      Problem p =
-          with_epilogue(make_problem(DataTypes::uniform(type), Op::N, Op::N, m, n, 1), "gelu");
-      p.ldb = 8;  // B's columns 16 bytes apart
-      if (!why_unsupported(find_family(family), p, device_.arch).empty()) continue;
-      Library lib = library_for(family);
-      DeviceBuffer a(size_t(m) * 2), b(size_t(p.ldb * n) * 2), d(size_t(m * n) * 2);
-      const uint16_t one = type == DataType::f16 ? 0x3c00 : 0x3f80;
-      const std::vector<uint16_t> ones(size_t(p.ldb * n), one);
-      GT_CU(cuMemcpyHtoDAsync(a.ptr(), values.data(), a.bytes(), stream_->get()));
-      GT_CU(cuMemcpyHtoDAsync(b.ptr(), ones.data(), b.bytes(), stream_->get()));
-      MatmulDesc desc{p.types, p.scaling, p.op_a, p.op_b};
-      desc.epilogue = p.epilogue;
-      lib.matmul(desc, m, n, 1, 1.0f, reinterpret_cast<const void*>(a.ptr()), m,
-                 reinterpret_cast<const void*>(b.ptr()), p.ldb, 0.0f,
-                 reinterpret_cast<void*>(d.ptr()), m, reinterpret_cast<Stream>(stream_->get()));
-      stream_->synchronize();
-      std::vector<uint16_t> out(size_t(m * n));
-      GT_CU(cuMemcpyDtoH(out.data(), d.ptr(), d.bytes()));
-      int wrong = 0;
-      for (int64_t j = 0; j < n; ++j)
-        for (int64_t i = 0; i < m; ++i) {
-          const double v = decode_16bit(values[size_t(i)], type);
-          const double exact = 0.5 * v * std::erfc(-v / std::sqrt(2.0));
-          const double got = decode_16bit(out[size_t(i + j * m)], type);
-          // An ulp of the type at `exact` (subnormal f16 spacing below 2^-14).
-          const int mantissa = type == DataType::f16 ? 10 : 7;
-          const int min_exponent = type == DataType::f16 ? -14 : -126;
-          const double ulp = std::ldexp(
-              1.0, std::max(std::ilogb(exact == 0 ? 1e-300 : exact), min_exponent) - mantissa);
-          if (std::fabs(got - exact) > ulp && wrong++ < 5)
-            ADD_FAILURE() << family << " " << p.describe() << ": gelu(" << v << ") = " << got
-                          << ", exactly " << exact;
+// An activation's exact value, the forms free of cancellation in the negative tail: GELU's
+// v Phi(v) through erfc, GELU's tanh form and SiLU as v sigmoid(x) (0.5 (1 + tanh(z)) is
+// sigmoid(2z)).
+double exact_activation(const std::string& activation, double v) {
+  if (activation == "gelu") return 0.5 * v * std::erfc(-v / std::sqrt(2.0));
+  const double x = activation == "silu" ? v : 1.5957691216057308 * (v + 0.044715 * v * v * v);
+  return v / (1.0 + std::exp(-x));
+}
+
+// An ulp of a 16-bit type at x (subnormal spacing below the smallest normal).
+double ulp_of(double x, DataType type) {
+  const int mantissa = type == DataType::f16 ? 10 : 7;
+  const int min_exponent = type == DataType::f16 ? -14 : -126;
+  return std::ldexp(1.0, std::max(std::ilogb(x == 0 ? 1e-300 : x), min_exponent) - mantissa);
+}
+
+// Every f16 and bf16 value of magnitude up to 12 in A's column, K = 1 and B = 1, so that each
+// pre-activation is the value itself, through the stores of wgmma_sm90, mma_sm80 and gemv: each of
+// D's values is within `slack(v)` of its exact activation, past an ulp of its type. The largest
+// error is printed in ulps. (The verifier's tolerance, scaled to a GEMM's sums, is far looser.)
+class SixteenBitActivations : public Epilogues {
+ protected:
+  void expect_within(const std::string& activation, const std::function<double(double)>& slack) {
+    for (const DataType type : {DataType::f16, DataType::bf16})
+      for (const std::string family : {"wgmma_sm90", "mma_sm80", "gemv"}) {
+        std::vector<uint16_t> values;
+        for (uint32_t bits = 0; bits < 0x10000; ++bits) {
+          const double v = decode_16bit(uint16_t(bits), type);
+          if (std::isfinite(v) && std::fabs(v) <= 12.0) values.push_back(uint16_t(bits));
         }
-      EXPECT_EQ(wrong, 0) << family << " " << p.describe();
-    }
+        while (values.size() % 8) values.push_back(0);  // a whole number of 16-byte columns
+        const int64_t m = int64_t(values.size()), n = family == "gemv" ? 1 : 192;
+        Problem p = with_epilogue(make_problem(DataTypes::uniform(type), Op::N, Op::N, m, n, 1),
+                                  activation.c_str());
+        p.ldb = 8;  // B's columns 16 bytes apart
+        if (!why_unsupported(find_family(family), p, device_.arch).empty()) continue;
+        const std::vector<uint16_t> out = run_with_ones(family, p, values);
+        int wrong = 0;
+        double worst = 0;
+        for (size_t e = 0; e < out.size(); ++e) {
+          const double v = decode_16bit(values[e % size_t(m)], type);
+          const double exact = exact_activation(activation, v);
+          const double error = std::fabs(decode_16bit(out[e], type) - exact);
+          worst = std::max(worst, error / ulp_of(exact, type));
+          if (error > ulp_of(exact, type) + slack(v) && wrong++ < 5)
+            ADD_FAILURE() << family << " " << p.describe() << ": " << activation << "(" << v
+                          << ") = " << decode_16bit(out[e], type) << ", exactly " << exact;
+        }
+        EXPECT_EQ(wrong, 0) << family << " " << p.describe();
+        std::printf("%s %s %s: largest error %.3g ulp\n", family.c_str(),
+                    std::string(to_string(type)).c_str(), activation.c_str(), worst);
+      }
   }
+
+  // D = act(A B) for K = 1, B's values ones, by the family's default.
+  std::vector<uint16_t> run_with_ones(const std::string& family, const Problem& p,
+                                      const std::vector<uint16_t>& a_values) {
+    Library lib = library_for(family);
+    DeviceBuffer a(size_t(p.m) * 2), b(size_t(p.ldb * p.n) * 2), d(size_t(p.m * p.n) * 2);
+    const std::vector<uint16_t> ones(size_t(p.ldb * p.n),
+                                     p.types.a == DataType::f16 ? 0x3c00 : 0x3f80);
+    GT_CU(cuMemcpyHtoDAsync(a.ptr(), a_values.data(), a.bytes(), stream_->get()));
+    GT_CU(cuMemcpyHtoDAsync(b.ptr(), ones.data(), b.bytes(), stream_->get()));
+    MatmulDesc desc{p.types, p.scaling, p.op_a, p.op_b};
+    desc.epilogue = p.epilogue;
+    lib.matmul(desc, p.m, p.n, 1, 1.0f, reinterpret_cast<const void*>(a.ptr()), p.m,
+               reinterpret_cast<const void*>(b.ptr()), p.ldb, 0.0f,
+               reinterpret_cast<void*>(d.ptr()), p.m, reinterpret_cast<Stream>(stream_->get()));
+    stream_->synchronize();
+    std::vector<uint16_t> out(size_t(p.m * p.n));
+    GT_CU(cuMemcpyDtoH(out.data(), d.ptr(), d.bytes()));
+    return out;
+  }
+};
+
+// GELU (erf): an erfc of a fitted polynomial (EpilogueOp::gelu_erfc), within an ulp everywhere.
+TEST_F(SixteenBitActivations, GeluIsWithinAnUlpOfExact) {
+  if (IsSkipped()) return;
+  expect_within("gelu", [](double) { return 0.0; });
+}
+
+// GELU's tanh form and SiLU: v (1 + t) / 2 with one tanh.approx t (PTX: error about 2^-11), so
+// within about |v| 2^-12 past the ulp (checked with twice that): in the negative tail, where D is
+// small, many of D's ulps.
+TEST_F(SixteenBitActivations, TanhFormsAreWithinTheirTanhsError) {
+  if (IsSkipped()) return;
+  for (const char* activation : {"gelu_tanh", "silu"})
+    expect_within(activation, [](double v) { return std::ldexp(std::fabs(v), -11); });
 }
 
 // A residual add: D = alpha AB + C + bias into D's own buffer; C keeps its values.
