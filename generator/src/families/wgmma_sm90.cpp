@@ -583,12 +583,12 @@ std::vector<Rule<P>> rules() {
       {"gated_gate_and_up_in_turn",
        "gated: a tile's rows of op(A) are 64 gate and 64 up rows in turn, a pair in each consumer "
        "warpgroup (two 64-row blocks with SWAP, kernel columns in 128s without), stored from "
-       "registers, one CTA a tile",
+       "registers, one CTA a tile, op(A) loaded by each CTA itself (a cluster shares B alone)",
        kRows + Members{&P::tma_store, &P::cluster, &P::cluster_k},
        [](const Config& c, const Problem& p, const ArchInfo&) {
          if (!p.epilogue.gated()) return true;
          const bool paired = c.swap ? blocks_per_warpgroup(c) == 2 : tile_cols(c) % 128 == 0;
-         return paired && c.tma_store == 0 && c.cluster == 11 && c.cluster_k == 1;
+         return paired && c.tma_store == 0 && cluster_n(c) == 1 && c.cluster_k == 1;
        }},
       {"grouped_tma_stores_beta_zero",
        "a grouped problem stores by TMA only with beta = 0 (where a group ends inside a tile, "
@@ -754,10 +754,11 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     s.set(&P::cluster, {11, 21});
   }
 
-  // A gated problem's tiles store from registers, one CTA each (gated_gate_and_up_in_turn).
+  // A gated problem's tiles store from registers, one CTA each, op(A) loaded alone: mainloop.cuh's
+  // load_gated does not multicast (gated_gate_and_up_in_turn).
   static void narrow_to_gated(Space<P>& s) {
     s.set(&P::tma_store, {0});
-    s.set(&P::cluster, {11});
+    s.set(&P::cluster, {11, 21});
     s.set(&P::cluster_k, {1});
   }
 
@@ -765,7 +766,8 @@ class WgmmaSm90Family final : public FamilyOf<P> {
   // block (one consumer of 128 rows where SWAP had two of 64), or kernel columns in 128s.
   static Config for_gated(Config c, const Problem& p) {
     if (!p.epilogue.gated()) return c;
-    c.tma_store = 0, c.cluster = 11, c.cluster_k = 1;
+    c.tma_store = 0, c.cluster_k = 1;
+    if (cluster_n(c) == 2) c.cluster = 11;
     if (c.swap) {
       c.bm = std::max<int64_t>(128, round_up(c.bm, 128));
       c.wg = c.pingpong ? 2 : c.bm / 128;
