@@ -66,7 +66,7 @@ TEST_F(Epilogues, EveryFamilyAppliesEveryEpilogue) {
 }
 
 // Gated epilogues on wgmma_sm90, mma_sm80, gemv (one token) and simt (f32): decode (wgmma's
-// SWAP) and prefill tiles (on 1000x3000, a cluster that shares B), both layouts, ragged D rows
+// SWAP) and prefill tiles (1000x3000x5000: a cluster that shares B), both layouts, ragged D rows
 // (M / 2 not a multiple of 64), the bias along M and N, through the library's default and a
 // sample of the family's space (every candidate as the tuner checks it; gemv's on one token,
 // split K among them).
@@ -84,7 +84,7 @@ TEST_F(Epilogues, GatedEpiloguesMultiplyTheActivatedGateByUp) {
                                   {2000, 1, 300},
                                   {22016, 1, 4096},
                                   {1000, 300, 700},
-                                  {1000, 3000, 512}})
+                                  {1000, 3000, 5000}})
       for (const char* e : gated) {
         Problem p = with_epilogue(make_problem(type, Op::T, Op::N, m, n, k), e);
         p.ldc = p.output_rows() + 3;
