@@ -186,11 +186,15 @@ struct TmaStore : Traits<Cfg> {
           for (int h = 0; h < 2; ++h)
             rows[mb][h] = Epi::template bias_pair<Cfg::DTYPE>(args.core, 0, r0 + mb * 64 + 8 * h);
     }
-    // Column pair 8j on from the thread's first (zeros past m, and without a bias along M).
-    GEMMTUNE_DEVICE_INLINE float2 columns(int j) const {
-      if constexpr (Epi::BIAS != BIAS_M) return make_float2(0.0f, 0.0f);
-      const typename O::Pair pair = copy[4 * j];
-      return make_float2(O::first(pair), O::second(pair));
+    // The bias of column pair 8j on from the thread's first (zeros past m, and without a bias
+    // along M).
+    GEMMTUNE_DEVICE_INLINE float2 column_pair(int j) const {
+      if constexpr (Epi::BIAS == BIAS_M) {
+        const typename O::Pair pair = copy[4 * j];
+        return make_float2(O::first(pair), O::second(pair));
+      } else {
+        return make_float2(0.0f, 0.0f);
+      }
     }
     // alpha * a + the bias of row block (mb, h), of the column pair `column`, element e.
     GEMMTUNE_DEVICE_INLINE float add(float alpha, float a, int mb, int h, float2 column,
@@ -216,7 +220,7 @@ struct TmaStore : Traits<Cfg> {
     const int row8 = (lane % 32) / 4;  // the row's place in its 8-row swizzle atom
 #pragma unroll
     for (int g = 0; g < 4; ++g) {
-      const float2 column = bias.columns(T::c_chunk_col(chunk) / 8 + g);
+      const float2 column = bias.column_pair(T::c_chunk_col(chunk) / 8 + g);
 #pragma unroll
       for (int mb = 0; mb < MW; ++mb)
 #pragma unroll
@@ -290,7 +294,7 @@ struct TmaStore : Traits<Cfg> {
 #pragma unroll
         for (int u = 0; u < 8; u += 2) {
           const int j0 = T::c_chunk_col(chunk) / 8 + u;  // the column pair of blocks 0 and 1
-          const float2 columns[2] = {bias.columns(j0), bias.columns(j0 + 1)};
+          const float2 columns[2] = {bias.column_pair(j0), bias.column_pair(j0 + 1)};
 #pragma unroll
           for (int mb = 0; mb < MW; ++mb) {
             const int unit = (u + q / 2) ^ (lane % 8);
