@@ -37,7 +37,9 @@ TEST(WorkerProtocol, AProblemCrossesWhole) {
   tf32.precision = Precision::tf32;
   Problem tf32x3 = tf32;
   tf32x3.precision = Precision::tf32x3;
-  for (const Problem& p : {grouped, fast, tf32, tf32x3})
+  Problem fused = make_problem(DataType::bf16, Op::T, Op::N, 4096, 512, 4096);
+  fused.epilogue = parse_epilogue("bias,swiglu,interleaved");
+  for (const Problem& p : {grouped, fast, tf32, tf32x3, fused})
     EXPECT_EQ(problem_from_json(nlohmann::json::parse(to_json(p).dump())), p) << p.describe();
 }
 
