@@ -115,9 +115,48 @@ CUdeviceptr output_of(const GemmOperands& ops) {
   return ops.d != 0 ? ops.d : ops.c;
 }
 
-// A and B are packed where a required map cannot read them; C and D never are.
+// A, B and the scales are packed where a required map cannot read them; C and D never are.
 bool packable(Operand operand) {
-  return operand == Operand::a || operand == Operand::b;
+  return operand == Operand::a || operand == Operand::b || is_scales(operand);
+}
+
+// What a map reads: the operand's address in the call, its stored rows and columns and leading
+// dimension; the scales as one row (Operand), its leading dimension any multiple of 16 bytes.
+struct MapSource {
+  CUdeviceptr ptr;
+  int64_t rows, cols, ld;
+};
+MapSource map_source(Operand operand, const Problem& p, const GemmOperands& ops) {
+  switch (operand) {
+    case Operand::a:
+      return {ops.a, p.rows_a(), p.cols_a(), p.lda};
+    case Operand::b:
+      return {ops.b, p.rows_b(), p.cols_b(), p.ldb};
+    case Operand::c:
+      return {ops.c, p.output_rows(), p.n, p.ldc};
+    case Operand::d:
+      return {output_of(ops), p.output_rows(), p.n, p.ldc};
+    case Operand::scale_a:
+    case Operand::scale_b: {
+      const bool a = operand == Operand::scale_a;
+      const int64_t count = a ? scale_shape_a(p).count() : scale_shape_b(p).count();
+      return {a ? ops.scale_a : ops.scale_b, count, 1, (count + 3) / 4 * 4};
+    }
+  }
+  return {};
+}
+
+// Whether a required map's operand must be packed into an aligned copy first.
+bool needs_packing(const TensorMapPlan& m, const Problem& p, const GemmOperands& ops) {
+  if (m.made_flag != 0 || !packable(m.operand) || m.derived != Derived::none) return false;
+  const MapSource source = map_source(m.operand, p, ops);
+  return !tma_aligned(source.ptr, source.ld, m.type);
+}
+
+// The packing buffer of an operand: A's and B's slots 0 and 1 (derive's are 2-5), the scales' 6
+// and 7.
+int packing_slot(Operand operand) {
+  return is_scales(operand) ? 6 + int(operand) - int(Operand::scale_a) : int(operand);
 }
 
 // A derived copy of A or B as stored: the operand's rows and columns, or swapped when transposed;
@@ -270,8 +309,8 @@ const LoadedKernel& Launcher::packer() {
 CUdeviceptr Launcher::pack(Operand operand, CUdeviceptr src, int64_t rows, int64_t cols, int64_t ld,
                            int64_t packed_ld, int element_bytes, CUstream stream) {
   const LoadedKernel& kernel = packer();
-  const CUdeviceptr dst =
-      packed_.at_least(stream, int(operand), uint64_t(packed_ld * cols * element_bytes), false);
+  const CUdeviceptr dst = packed_.at_least(stream, packing_slot(operand),
+                                           uint64_t(packed_ld * cols * element_bytes), false);
   unsigned long long s = src, d = dst;
   long long src_ld = ld * element_bytes, dst_ld = packed_ld * element_bytes;
   long long row_bytes = rows * element_bytes, c = cols;  // 64-bit, as gemmtune_pack takes them
@@ -282,20 +321,26 @@ CUdeviceptr Launcher::pack(Operand operand, CUdeviceptr src, int64_t rows, int64
   return dst;
 }
 
-// A and B as required maps read them: an operand whose address or leading dimension is not
-// 16-byte aligned is packed into an aligned copy first.
+// A, B and the scales as required maps read them: an operand whose address or leading dimension
+// is not 16-byte aligned is packed into an aligned copy first.
 void Launcher::pack_unaligned(const LaunchPlan& plan, Operands& o, CUstream stream) {
   Problem& p = o.problem;
   for (const TensorMapPlan& m : plan.maps) {
-    if (m.made_flag != 0 || !packable(m.operand) || m.derived != Derived::none) continue;
+    if (!needs_packing(m, p, o.ops)) continue;
+    const int bytes = element_bytes(m.type);
+    if (is_scales(m.operand)) {  // one row: only its address moves
+      CUdeviceptr& ptr = m.operand == Operand::scale_a ? o.ops.scale_a : o.ops.scale_b;
+      const MapSource source = map_source(m.operand, p, o.ops);
+      ptr = pack(m.operand, ptr, source.rows, 1, source.rows, packed_ld(source.rows, bytes), bytes,
+                 stream);
+      continue;
+    }
     const bool is_a = m.operand == Operand::a;
     CUdeviceptr& ptr = is_a ? o.ops.a : o.ops.b;
     int64_t& ld = is_a ? p.lda : p.ldb;
-    if (tma_aligned(ptr, ld, m.type)) continue;
     // A grouped problem's A: its G matrices one after another, packed as one.
     const int64_t rows = is_a ? p.rows_a() : p.rows_b(),
                   cols = is_a ? p.cols_a_stored() : p.cols_b();
-    const int bytes = element_bytes(m.type);
     const int64_t packed = packed_ld(rows, bytes);
     ptr = pack(m.operand, ptr, rows, cols, ld, packed, bytes, stream);
     ld = packed;
@@ -340,9 +385,7 @@ void Launcher::launch(const LoadedKernel& kernel, uint32_t resident, const Launc
              plan.args.bytes, kMaxArgsBytes);
   Operands o{problem, operands};
   const bool packs = std::any_of(plan.maps.begin(), plan.maps.end(), [&](const TensorMapPlan& m) {
-    return m.made_flag == 0 && packable(m.operand) && m.derived == Derived::none &&
-           !tma_aligned(m.operand == Operand::a ? operands.a : operands.b,
-                        m.operand == Operand::a ? problem.lda : problem.ldb, m.type);
+    return needs_packing(m, problem, operands);
   });
   const bool derives = !derived_copies(plan).empty();
   std::unique_lock<std::mutex> packing(packing_, std::defer_lock);
@@ -390,18 +433,12 @@ void Launcher::fill_arguments(std::byte* args, const LaunchPlan& plan, const Pro
       set_derived_map(args, m, p, ops);
       continue;
     }
-    const bool a = m.operand == Operand::a, b = m.operand == Operand::b;
-    const CUdeviceptr ptr = a   ? ops.a
-                            : b ? ops.b
-                                : (m.operand == Operand::d ? output_of(ops) : ops.c);
-    const int64_t ld = a ? p.lda : b ? p.ldb : p.ldc;
+    const auto [ptr, rows, cols, ld] = map_source(m.operand, p, ops);
     // An optional map only where its operand is aligned (C and D for TMA stores); the required ones
     // were packed where they were not.
     if (m.made_flag != 0 && !tma_aligned(ptr, ld, m.type)) continue;
     GT_REQUIRE(tma_aligned(ptr, ld, m.type), Errc::internal,
                "a tensor map over an operand that is not 16-byte aligned ({})", p.describe());
-    const int64_t rows = a ? p.rows_a() : b ? p.rows_b() : p.output_rows();
-    const int64_t cols = a ? p.cols_a() : b ? p.cols_b() : p.n;
     MapKey key{ptr, rows, cols, ld, m.box_rows, m.box_cols, m.type, m.swizzle};
     if (m.per_group) {
       key.layers = p.groups;

@@ -15,7 +15,14 @@
 namespace gemmtune {
 
 // D: the output, where it has a buffer of its own (otherwise C's); its leading dimension is C's.
-enum class Operand { a = 0, b = 1, c = 2, d = 3 };
+// scale_a, scale_b: the fp32 scales of a scaled problem's A and B, which a map reads as one row of
+// all their values (scale_shape_a/b's count), whatever the sides of their layout: a box starts on
+// any multiple of four of them (TMA faults on a box that starts off 16 bytes) and reads zeros past
+// the last.
+enum class Operand { a = 0, b = 1, c = 2, d = 3, scale_a = 4, scale_b = 5 };
+inline bool is_scales(Operand operand) {
+  return operand == Operand::scale_a || operand == Operand::scale_b;
+}
 
 // The shared-memory swizzle a tensor map writes with (CUtensorMapSwizzle's modes).
 enum class Swizzle { none, b32, b64, b128 };
