@@ -4,7 +4,8 @@
 // so a partial last scale block), K = 1, leading dimensions TMA cannot read in place, both beta
 // paths, for each schedule (data-parallel, split-K, stream-K, ping-pong, clusters that multicast
 // or split K, the swapped decode orientation) and promotion interval, with one partial sum or two
-// taking turns (odd and even counts of k-blocks a tile or part). A kernel given scales
+// taking turns (odd and even counts of k-blocks a tile or part), block scales loaded in the loop
+// or with each stage. A kernel given scales
 // laid out one block (or one row) off is caught by the verifier. The same points and shapes with
 // an f32 output (D = C = f32), every element checked. And the defaults' speed on the fp8 suite's
 // shapes, printed for the record (the bench compares with cuBLASLt).
@@ -55,7 +56,8 @@ bool fits_mode(const Point& pt, Scaling scaling) {
   return scaling != Scaling::block || (pt.swap == 0 && pt.promote == 1);
 }
 
-KernelConfig config_of(const Point& pt, const Problem& p) {
+// staged: block scales come with each stage (STAGED_SCALES), else they are loaded in the loop.
+KernelConfig config_of(const Point& pt, const Problem& p, int64_t staged = 0) {
   return KernelConfig{"wgmma_sm90",
                       p.types,
                       p.scaling,
@@ -79,7 +81,8 @@ KernelConfig config_of(const Point& pt, const Problem& p) {
                        {"KSUB", 1},
                        {"READS_C", pt.reads_c},
                        {"PROMOTE", pt.promote},
-                       {"OVERLAP", pt.overlap}}};
+                       {"OVERLAP", pt.overlap},
+                       {"STAGED_SCALES", staged}}};
 }
 
 Problem fp8_problem(DataTypes types, Scaling scaling, int64_t m, int64_t n, int64_t k,
@@ -173,16 +176,19 @@ TEST_F(WgmmaFp8, EveryModeScheduleAndOddShape) {
           const Problem p = fp8_problem(types, scaling, s[0], s[1], s[2], extra_ld);
           for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, std::pair{0.5f, -1.5f}}) {
             const Verifier verifier(*checker_, p, alpha, beta, 5, stream_->get());
-            for (const Point& pt : kPoints) {
-              if (!fits_mode(pt, scaling) || (beta != 0 && !pt.reads_c)) continue;
-              const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
-              ASSERT_GT(k.loaded->occupancy(k.plan), 0) << k.compiled.name;
-              const Verdict v = check(k, verifier);
-              EXPECT_TRUE(v.ok) << k.compiled.name << " (" << pt.what << ") on " << p.describe()
-                                << " alpha=" << alpha << " beta=" << beta << ": " << v.message;
-              worst = std::max(worst, v.max_error);
-              ++checked;
-            }
+            for (const Point& pt : kPoints)
+              for (int64_t staged : {0, 1}) {
+                if (!fits_mode(pt, scaling) || (beta != 0 && !pt.reads_c)) continue;
+                if (staged && scaling != Scaling::block) continue;
+                const ReadyKernel k =
+                    prepare_kernel(compiler_, config_of(pt, p, staged), p, device_.arch);
+                ASSERT_GT(k.loaded->occupancy(k.plan), 0) << k.compiled.name;
+                const Verdict v = check(k, verifier);
+                EXPECT_TRUE(v.ok) << k.compiled.name << " (" << pt.what << ") on " << p.describe()
+                                  << " alpha=" << alpha << " beta=" << beta << ": " << v.message;
+                worst = std::max(worst, v.max_error);
+                ++checked;
+              }
           }
         }
   std::printf("float8: %d kernel runs checked, largest normalized error %.3g\n", checked, worst);
@@ -211,29 +217,32 @@ TEST_F(WgmmaFp8, F32OutputInEveryModeScheduleAndOddShape) {
           const Problem p = fp8_problem(types, scaling, s[0], s[1], s[2], extra_ld);
           for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, std::pair{0.5f, -1.5f}}) {
             const F32Case cs(*checker_, p, alpha, beta, 5, stream_->get());
-            for (const Point& pt : kPoints) {
-              if (!fits_mode(pt, scaling) || (beta != 0 && !pt.reads_c)) continue;
-              const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
-              ASSERT_GT(k.loaded->occupancy(k.plan), 0) << k.compiled.name;
-              cs.data.reset_c(*checker_, beta, stream_->get());
-              GemmOperands ops = cs.data.operands(alpha, beta);
-              workspaces_.provide(stream_->get(), k.plan, ops);
-              k.run(p, ops, stream_->get());
-              const Verdict v =
-                  checker_->compare(cs.args(f32_tolerance(pt.promote)), stream_->get());
-              const std::string what = k.compiled.name + " (" + pt.what + ") on " + p.describe() +
-                                       " alpha=" + std::to_string(alpha) +
-                                       " beta=" + std::to_string(beta);
-              EXPECT_TRUE(v.ok) << what << ": " << v.bad << " of " << v.points
-                                << " elements wrong, largest error " << v.max_error;
-              EXPECT_TRUE(f32_values_are_not_16_bit(cs.data)) << what;
-              over_verifier += checker_->compare(cs.args(tolerance(p)), stream_->get()).bad;
-              points += v.points;
-              worst = std::max(worst, v.max_error);
-              double& w = worst_of[size_t(&pt - kPoints)];
-              w = std::max(w, v.max_error);
-              ++checked;
-            }
+            for (const Point& pt : kPoints)
+              for (int64_t staged : {0, 1}) {
+                if (!fits_mode(pt, scaling) || (beta != 0 && !pt.reads_c)) continue;
+                if (staged && scaling != Scaling::block) continue;
+                const ReadyKernel k =
+                    prepare_kernel(compiler_, config_of(pt, p, staged), p, device_.arch);
+                ASSERT_GT(k.loaded->occupancy(k.plan), 0) << k.compiled.name;
+                cs.data.reset_c(*checker_, beta, stream_->get());
+                GemmOperands ops = cs.data.operands(alpha, beta);
+                workspaces_.provide(stream_->get(), k.plan, ops);
+                k.run(p, ops, stream_->get());
+                const Verdict v =
+                    checker_->compare(cs.args(f32_tolerance(pt.promote)), stream_->get());
+                const std::string what = k.compiled.name + " (" + pt.what + ") on " + p.describe() +
+                                         " alpha=" + std::to_string(alpha) +
+                                         " beta=" + std::to_string(beta);
+                EXPECT_TRUE(v.ok) << what << ": " << v.bad << " of " << v.points
+                                  << " elements wrong, largest error " << v.max_error;
+                EXPECT_TRUE(f32_values_are_not_16_bit(cs.data)) << what;
+                over_verifier += checker_->compare(cs.args(tolerance(p)), stream_->get()).bad;
+                points += v.points;
+                worst = std::max(worst, v.max_error);
+                double& w = worst_of[size_t(&pt - kPoints)];
+                w = std::max(w, v.max_error);
+                ++checked;
+              }
           }
         }
   for (size_t i = 0; i < worst_of.size(); ++i)
@@ -252,10 +261,12 @@ TEST_F(WgmmaFp8, F32OutputInEveryModeScheduleAndOddShape) {
 // (row scaling) off: the scales handed to the kernel are shifted copies of the ones the reference
 // used.
 TEST_F(WgmmaFp8, ScalesReadFromTheWrongBlockAreCaught) {
-  for (Scaling scaling : {Scaling::row, Scaling::block}) {
+  for (const auto [scaling, staged] :
+       {std::pair{Scaling::row, 0}, std::pair{Scaling::block, 0}, std::pair{Scaling::block, 1}}) {
     const Problem p = fp8_problem(kE4m3Bf16, scaling, 384, 256, 512);
     const Verifier verifier(*checker_, p, 1.0f, 0.0f, 9, stream_->get());
-    const ReadyKernel k = prepare_kernel(compiler_, config_of(kPoints[0], p), p, device_.arch);
+    const ReadyKernel k =
+        prepare_kernel(compiler_, config_of(kPoints[0], p, staged), p, device_.arch);
     ASSERT_TRUE(check(k, verifier).ok) << k.compiled.name;
     const ScaleShape shape = scale_shape_b(p);
     const int64_t shift = scaling == Scaling::block ? shape.rows : 1;  // a K block, or a row
@@ -284,8 +295,9 @@ TEST_F(WgmmaFp8, ScalesReadFromTheWrongBlockAreCaught) {
 
 // Block scales where a tile spans two 128-blocks of columns: wgmma N 160 starts a tile at
 // offsets 0, 32, 64 and 96 of a block, 192 at 0 and 64 (each split compiled in), 144 at the
-// eight multiples of 16 (the split read at run time). m = 2112 puts tiles at every offset; n
-// and K end mid-tile and mid-block; beta != 0 reads C.
+// eight multiples of 16 (the split read at run time), the scales loaded in the loop and with
+// each stage. m = 2112 puts tiles at every offset; n and K end mid-tile and mid-block; beta != 0
+// reads C.
 TEST_F(WgmmaFp8, BlockScalesSplitAtEveryOffset) {
   const Point split[] = {
       {"wgmma N 160, TMA stores (chunks that overlap: beta = 0 alone)", 160, 128, 4, 2, 11, 1, 0, 0,
@@ -299,17 +311,48 @@ TEST_F(WgmmaFp8, BlockScalesSplitAtEveryOffset) {
     const Problem p = fp8_problem(kE4m3Bf16, Scaling::block, s[0], s[1], s[2]);
     for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, std::pair{0.5f, -1.5f}}) {
       const Verifier verifier(*checker_, p, alpha, beta, 11, stream_->get());
-      for (const Point& pt : split) {
-        if (beta != 0 && !pt.reads_c) continue;
-        const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p), p, device_.arch);
-        const Verdict v = check(k, verifier);
-        EXPECT_TRUE(v.ok) << k.compiled.name << " (" << pt.what << ") on " << p.describe()
-                          << " beta=" << beta << ": " << v.message;
-        ++checked;
-      }
+      for (const Point& pt : split)
+        for (int64_t staged : {0, 1}) {
+          if (beta != 0 && !pt.reads_c) continue;
+          const ReadyKernel k =
+              prepare_kernel(compiler_, config_of(pt, p, staged), p, device_.arch);
+          const Verdict v = check(k, verifier);
+          EXPECT_TRUE(v.ok) << k.compiled.name << " (" << pt.what << ") on " << p.describe()
+                            << " beta=" << beta << ": " << v.message;
+          ++checked;
+        }
     }
   }
-  EXPECT_EQ(checked, 14);
+  EXPECT_EQ(checked, 28);
+}
+
+// Block scales that come into each stage by TMA (STAGED_SCALES), which reads from 16-byte aligned
+// addresses: scales given 4 bytes past one (a view into a larger tensor, say) are packed into an
+// aligned copy first, and the results are right. Tiles at every offset of a column block (wgmma N
+// 160), a cluster, two partial sums; n and the scales' counts no multiple of 4.
+TEST_F(WgmmaFp8, BlockScalesOffSixteenBytesArePacked) {
+  const Point points[] = {kPoints[0], kPoints[4], kPoints[12]};
+  const Problem p = fp8_problem(kE4m3Bf16, Scaling::block, 2112, 130, 1000);
+  const Verifier verifier(*checker_, p, 1.0f, 0.0f, 13, stream_->get());
+  DeviceBuffer a_scales(size_t(scale_shape_a(p).count() + 4) * sizeof(float));
+  DeviceBuffer b_scales(size_t(scale_shape_b(p).count() + 4) * sizeof(float));
+  for (const Point& pt : points) {
+    const ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p, 1), p, device_.arch);
+    const Verdict v = verifier.verify(
+        [&](const Problem& q, GemmOperands ops, CUstream s) {
+          const CUdeviceptr a = a_scales.ptr() + sizeof(float), b = b_scales.ptr() + sizeof(float);
+          GT_CU(cuMemcpyDtoDAsync(a, ops.scale_a, size_t(scale_shape_a(q).count()) * 4, s));
+          GT_CU(cuMemcpyDtoDAsync(b, ops.scale_b, size_t(scale_shape_b(q).count()) * 4, s));
+          ops.scale_a = a;
+          ops.scale_b = b;
+          const LaunchPlan g = k.family->plan(k.config, q, device_.arch);
+          workspaces_.provide(s, g, ops);
+          k.run(g, q, ops, s);
+        },
+        stream_->get(), true);
+    EXPECT_TRUE(v.ok) << k.compiled.name << " (" << pt.what
+                      << "), scales 4 bytes off 16: " << v.message;
+  }
 }
 
 // The defaults on the fp8 suite's shapes: TFLOP/s, L2 flushed between runs.

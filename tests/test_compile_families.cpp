@@ -208,16 +208,70 @@ TEST_F(CompileFamilies, WgmmaFloat8CompilesWithoutSpills) {
   widest.params["PROMOTE"] = 2;
   widest.params["OVERLAP"] = 0;
   configs.push_back(widest);
-  // Block scales over tiles that span two 128-blocks of A's scales (wgmma N 192 and 160).
-  for (const int64_t bm : {192, 160}) {
-    const Problem block = fp8_problem(7168, 4096, 16384, Scaling::block);
-    KernelConfig c = family.default_config(block, arch);
-    c.params["BM"] = bm;
-    c.params["OVERLAP"] = 0;  // one partial sum: two do not fit beside 80 or 96 accumulators
-    c.params["EPILOGUE"] = bm % 64 == 0 ? c.at("EPILOGUE") : 0;
-    configs.push_back(c);
-  }
+  // Block scales over tiles that span two 128-blocks of A's scales (wgmma N 192 and 160), loaded
+  // in the loop and with each stage.
+  for (const int64_t bm : {192, 160})
+    for (const int64_t staged : {0, 1}) {
+      const Problem block = fp8_problem(7168, 4096, 16384, Scaling::block);
+      KernelConfig c = family.default_config(block, arch);
+      c.params["BM"] = bm;
+      c.params["OVERLAP"] = 0;  // one partial sum: two do not fit beside 80 or 96 accumulators
+      c.params["EPILOGUE"] = bm % 64 == 0 ? c.at("EPILOGUE") : 0;
+      c.params["STAGED_SCALES"] = staged;
+      configs.push_back(c);
+    }
   expect_compile_without_spills(family, configs, arch);
+}
+
+// Block scales that come into each stage by TMA beside the operands (STAGED_SCALES): the plan
+// has maps over the scales of A (boxes of eight from a multiple of four, the tile's one or two
+// column blocks among them) and of B (the tile's rows and four more), f32 and unswizzled, each
+// required (unaligned scales are packed); block scales loaded in the loop, and tensor and row
+// scales, have none. The default stages them where a tile's start costs most: tiles of 64 rows,
+// one round of tiles, four k-blocks at most (docs/PERF.md, 'Block scales in the loop cost a
+// tenth').
+TEST(WgmmaFloat8, BlockScalesComeByTmaWithEachStage) {
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  const Family& family = find_family("wgmma_sm90");
+  struct Case {
+    int64_t m, n, k;
+    bool staged;
+  };
+  for (const Case& r :
+       {Case{7168, 4096, 16384, false}, Case{4096, 4096, 7168, false}, Case{2112, 64, 7168, true},
+        Case{4096, 128, 7168, true}, Case{32768, 4096, 512, true}, Case{24576, 64, 1536, true}}) {
+    const Problem block = fp8_problem(r.m, r.n, r.k, Scaling::block);
+    KernelConfig c = family.default_config(block, arch);
+    EXPECT_EQ(c.at("STAGED_SCALES"), r.staged ? 1 : 0) << block.describe();
+    for (const int64_t staged : {0, 1}) {
+      c.params["STAGED_SCALES"] = staged;
+      ASSERT_EQ(family.why_invalid(c, block, arch), "") << family.kernel_name(c);
+      const LaunchPlan g = family.plan(c, block, arch);
+      const TensorMapPlan* a = g.map(Operand::scale_a);
+      const TensorMapPlan* b = g.map(Operand::scale_b);
+      if (!staged) {
+        EXPECT_TRUE(a == nullptr && b == nullptr) << family.kernel_name(c);
+        continue;
+      }
+      ASSERT_TRUE(a != nullptr && b != nullptr) << family.kernel_name(c);
+      EXPECT_EQ(a->box_rows, 8u);
+      EXPECT_EQ(b->box_rows, uint32_t(c.at("BN") + 4));  // kernel rows (problem n, unswapped)
+      for (const TensorMapPlan* map : {a, b}) {
+        EXPECT_EQ(map->box_cols, 1u);
+        EXPECT_EQ(map->type, DataType::f32);
+        EXPECT_EQ(map->swizzle, Swizzle::none);
+        EXPECT_EQ(map->made_flag, 0u);
+      }
+    }
+  }
+  for (Scaling scaling : {Scaling::tensor, Scaling::row}) {
+    const Problem other = fp8_problem(2112, 64, 7168, scaling);
+    KernelConfig c = family.default_config(other, arch);
+    EXPECT_EQ(c.at("STAGED_SCALES"), 0);
+    EXPECT_EQ(family.plan(c, other, arch).map(Operand::scale_a), nullptr);
+    c.params["STAGED_SCALES"] = 1;
+    EXPECT_NE(family.why_invalid(c, other, arch), "");  // staged_scales_are_block_scales
+  }
 }
 
 // The family's defaults of the grouped sample problems (decode, prefill and an nn layout), and the

@@ -478,7 +478,8 @@ TEST(SearchSpace, PrunedCandidatesSayWhichConstraint) {
 }
 
 // A structure is the family and the values of the parameters that are not refinements: points
-// that differ only in stages, cluster, raster group or epilogue share it; another tile does not.
+// that differ only in stages, cluster, raster group, epilogue or where block scales come from
+// share it; another tile does not.
 TEST(SearchSpace, AStructureLeavesOutTheRefinements) {
   const Family& f = find_family("wgmma_sm90");
   const Problem p = make_problem(DType::bf16, Op::N, Op::N, 4096, 4096, 4096);
@@ -487,7 +488,7 @@ TEST(SearchSpace, AStructureLeavesOutTheRefinements) {
   for (const auto& param : f.space_summary(p, arch).params)
     if (param.refinement) refinements.insert(param.name);
   EXPECT_EQ(refinements, (std::set<std::string>{"STAGES", "CLUSTER", "GROUP", "EPILOGUE", "KSUB",
-                                                "PROMOTE", "OVERLAP"}));
+                                                "PROMOTE", "OVERLAP", "STAGED_SCALES"}));
   const KernelConfig c = f.default_config(p, arch);
   KernelConfig refined = c, other = c;
   refined.params["STAGES"] = c.at("STAGES") + 1;

@@ -1,6 +1,7 @@
 // What a wgmma_sm90 kernel takes: the tensor maps of A, B, C and D (the family's launch plan says
-// which it needs, with their boxes), the core, the tiling of its launch, and for 3xTF32 the maps
-// of A's and B's low parts (copies the launch derives first).
+// which it needs, with their boxes), the core, the tiling of its launch, for 3xTF32 the maps of
+// A's and B's low parts (copies the launch derives first), and with block scaling those of the
+// scales.
 #pragma once
 #include "kernel_args.h"
 
@@ -13,6 +14,8 @@ struct WgmmaArgs {
   GemmTiling tiling;
   GemmTensorMap map_a_low;  // 3xTF32: A - tf32(A), made by the launch (TensorMapPlan::derived)
   GemmTensorMap map_b_low;
+  GemmTensorMap map_scale_a;  // block scaling: the scales of A and B, each as one row
+  GemmTensorMap map_scale_b;
 };
 
 // The bits of GemmCore::flags that say map_c and map_d were made.

@@ -30,10 +30,11 @@ struct Shape {
   bool SWAP, WS;
   int EPILOGUE, C_BUFFERS, CLUSTER_K, KSUB;
   bool PINGPONG;
-  int IN_BYTES;      // bytes of an element of A and B: 2 (f16, bf16) or 1 (e4m3, e5m2)
-  int OUT_BYTES;     // bytes of an element of C and D: 2 (f16, bf16) or 4 (f32, float8 only)
-  int GROUP_TABLE;   // a grouped problem's groups the table holds (groups.cuh), else 0
-  bool STAGED_BIAS;  // TMA stores with a bias along M (kernel columns): staged_bias_bytes
+  int IN_BYTES;        // bytes of an element of A and B: 2 (f16, bf16) or 1 (e4m3, e5m2)
+  int OUT_BYTES;       // bytes of an element of C and D: 2 (f16, bf16) or 4 (f32, float8 only)
+  int GROUP_TABLE;     // a grouped problem's groups the table holds (groups.cuh), else 0
+  bool STAGED_BIAS;    // TMA stores with a bias along M (kernel columns): staged_bias_bytes
+  bool STAGED_SCALES;  // float8 block scales loaded with each stage: scale_stage_bytes
 };
 
 // wgmma computes 64-row blocks ("kernel rows", TM per tile) by N ("kernel columns", TN): with
@@ -150,18 +151,35 @@ GEMMTUNE_HOST_DEVICE constexpr int staged_bias_bytes(const Shape& s) {
   return s.STAGED_BIAS ? (s.WG * tile_cols(s) * s.OUT_BYTES + 15) / 16 * 16 : 0;
 }
 
+// Block scaling: every stage's scales, loaded by TMA with its operands in boxes that start on 16
+// bytes, up to three values before the first one needed: of B's (1x128 blocks), TM + 4 values
+// from the tile's first row's of the k-block; then, 128-byte aligned (TMA's destinations are), of
+// A's (128x128 blocks) eight from the tile's first block of columns.
+GEMMTUNE_HOST_DEVICE constexpr int scale_row_bytes(const Shape& s) {
+  return s.STAGED_SCALES ? 4 * (tile_rows(s) + 4) : 0;
+}
+GEMMTUNE_HOST_DEVICE constexpr int scale_cols_offset(const Shape& s) {
+  return (scale_row_bytes(s) + 127) / 128 * 128;
+}
+GEMMTUNE_HOST_DEVICE constexpr int scale_stage_bytes(const Shape& s) {
+  return s.STAGED_SCALES ? scale_cols_offset(s) + 128 : 0;
+}
+GEMMTUNE_HOST_DEVICE constexpr int scale_bytes_loaded(const Shape& s) {
+  return s.STAGED_SCALES ? scale_row_bytes(s) + 32 : 0;  // what a stage's two copies bring
+}
+
 // A grouped problem's table: each group's end in tiles along N, then the raster's two divisors.
 GEMMTUNE_HOST_DEVICE constexpr int group_table_bytes(const Shape& s) {
   return s.GROUP_TABLE > 0 ? 4 * s.GROUP_TABLE + 32 : 0;
 }
 
-// Stages, staged C, pushed sums, the staged bias, alignment slack, full and empty barriers (and the
-// pushes' and staged C's), then the fixup flags (a word per consumer), the schedule (kept in shared
-// memory: registers are for the accumulators) and the group table.
+// Stages, staged C, pushed sums, the stages' block scales, the staged bias, alignment slack, full
+// and empty barriers (and the pushes' and staged C's), then the fixup flags (a word per consumer),
+// the schedule (kept in shared memory: registers are for the accumulators) and the group table.
 GEMMTUNE_HOST_DEVICE constexpr int smem_bytes(const Shape& s) {
-  return s.STAGES * stage_bytes(s) + c_bytes(s) + push_bytes(s) + staged_bias_bytes(s) + 1024 +
-         2 * s.STAGES * 8 + push_barriers(s) * 8 + c_barriers(s) * 8 + 16 +
-         int(sizeof(schedule::Work)) + group_table_bytes(s);
+  return s.STAGES * stage_bytes(s) + c_bytes(s) + push_bytes(s) + s.STAGES * scale_stage_bytes(s) +
+         staged_bias_bytes(s) + 1024 + 2 * s.STAGES * 8 + push_barriers(s) * 8 + c_barriers(s) * 8 +
+         16 + int(sizeof(schedule::Work)) + group_table_bytes(s);
 }
 
 // The C chunk buffers of a configuration with TMA stores (EPILOGUE 1; 0 without): as many of its

@@ -133,11 +133,12 @@ struct Mainloop : Traits<Cfg> {
   }
 
   // With SWAP (skinny problems), P is op(A): read once, so it is loaded with an L2 evict-first
-  // hint and does not push the small, reused operand out of L2.
+  // hint and does not push the small, reused operand out of L2. The stage's bytes count its
+  // block scales, which the producer loads next (Promotion::load_scales).
   GEMMTUNE_DEVICE_INLINE static void load_stage(const WgmmaArgs& args, const Smem& s, int stage,
                                                 Tile t, int pass_kb, int rank, u64 policy) {
     u64* bar = &s.full[stage];
-    ptx::mbarrier_arrive_expect_tx(bar, STAGE_BYTES);
+    ptx::mbarrier_arrive_expect_tx(bar, STAGE_BYTES + T::SCALE_BYTES_LOADED);
     const PassMaps maps = pass_maps(args, pass_kb);
     const int kb = maps.kb;
     const GemmTensorMap* p_map = SWAP ? maps.a : maps.b;

@@ -3,8 +3,12 @@
 // accumulator that is then added into the f32 one; with block scaling, scaled by the k-block's
 // scales of A and B on the way. Tensor and row scales multiply the sum once the tile's k-blocks
 // are done, before the epilogue (or the partial sums of split-K and clusters, which add linearly).
-// Scales are read from global memory (GemmCore::scale_a/b, in gemmtune::scale_shape_a/b's
-// layouts), a k-block's before its stage is waited for, so that the loads overlap the wgmma.
+// Tensor and row scales are read from global memory (GemmCore::scale_a/b, in
+// gemmtune::scale_shape_a/b's layouts). Block scales are read from global memory a k-block ahead
+// (LoadedScales) or, with STAGED_SCALES, come into each stage with its operands by TMA and are
+// read from shared memory once the stage's wgmma are issued (StagedScales): the loads in the loop
+// cost 10-12%, the stage's copies less on tiles that start often and more on long ones
+// (docs/PERF.md, 'Block scales in the loop cost a tenth').
 // With OVERLAP (PROMOTE 1), two partial sums take turns: k-block kb's wgmma run while kb - 1's
 // partial sum is promoted, so that the tensor cores do not wait for the adds. PROMOTE 0 is fast
 // accumulation (gemmtune::Accumulation::fast, tensor and row scales): wgmma sums the whole K in
@@ -23,6 +27,8 @@ struct Promotion : Traits<Cfg> {
   using T::MW;
   using T::OVERLAP;
   using T::PROMOTE;
+  using T::SCALE_COLS_OFFSET;
+  using T::SCALE_STAGE_BYTES;
   using T::SCALING;
   using T::STAGES;
   using T::SWAP;
@@ -59,12 +65,16 @@ struct Promotion : Traits<Cfg> {
 
   // ---- block scales, per k-block ----------------------------------------------------------
 
-  // The products' scales of a k-block for this thread's rows (problem n: B's 1x128 scales) and
-  // the tile's one or two 128-blocks of columns (problem m: A's 128x128 scales).
+  // The products' scales of a k-block for this thread's rows (B's, problem n) and the tile's one
+  // or two 128-blocks of columns (A's, problem m). Rows and columns past the problem read other
+  // scales (or zeros): their results are not stored.
   struct BlockScales {
     float row[MW][2];
     float col[COL_BLOCKS];
   };
+
+  // ---- block scales from global memory, a k-block ahead ----------------------------------
+
   // Where they are read: worked out for the tile's first k-block, then moved a k-block on by a
   // stride (worked out anew for every k-block, the addresses cost ~40 instructions a k-block per
   // warp).
@@ -110,21 +120,105 @@ struct Promotion : Traits<Cfg> {
 #pragma unroll
     for (int b = 0; b < COL_BLOCKS; ++b) c.col[b] += col_step;
   }
-  // The scales of the tile's first k-block; the cursor then at its second (where there is one).
-  GEMMTUNE_DEVICE_INLINE static BlockScales first_scales(const WgmmaArgs& args, Tile t,
-                                                         int consumer, KRange ks,
-                                                         ScaleCursor& cursor) {
-    cursor = scale_cursor(args, t, consumer, ks.begin);
-    const BlockScales first = load(cursor);
-    advance(cursor, ks.begin + 1 < ks.end);
-    return first;
+  // A tile's scales k-block by k-block, in turns with its loop (StagedScales alike): `before`
+  // k-block kb's stage is waited for, `after_issue` its wgmma, `newer` (kb's) and `older` (kb -
+  // 1's) for the promotions, `rotate` at its end. Loaded: kb + 1's are loaded before kb's stage
+  // is waited for, so that the loads overlap a k-block's wgmma.
+  struct LoadedScales {
+    ScaleCursor cursor{};
+    BlockScales older_{}, newer_{}, ahead_{};
+    GEMMTUNE_DEVICE_INLINE LoadedScales(const WgmmaArgs& args, Tile t, int consumer, KRange ks) {
+      if (ks.begin < ks.end) {
+        cursor = scale_cursor(args, t, consumer, ks.begin);
+        newer_ = load(cursor);
+        advance(cursor, ks.begin + 1 < ks.end);
+      }
+    }
+    GEMMTUNE_DEVICE_INLINE void before(int kb, KRange ks) {
+      ahead_ = load(cursor);
+      advance(cursor, kb + 2 < ks.end);
+    }
+    GEMMTUNE_DEVICE_INLINE void after_issue(const Smem&, int, int) {}
+    GEMMTUNE_DEVICE_INLINE const BlockScales& newer() const { return newer_; }
+    GEMMTUNE_DEVICE_INLINE const BlockScales& older() const { return older_; }
+    GEMMTUNE_DEVICE_INLINE void rotate() {
+      older_ = newer_;
+      newer_ = ahead_;
+    }
+  };
+
+  // ---- block scales with the stage (STAGED_SCALES) ----------------------------------------
+
+  // The first of the scales a tile needs of k-block kb, as indices into the maps (each over all
+  // of an operand's scales as one row): of B's (problem n: one per row and k-block, k-block
+  // after k-block), its first row's; of A's (problem m: one per 128x128 block, its group's after
+  // the groups before), its first column block's.
+  struct ScaleStarts {
+    int b0, b_step, a0, a_step;
+    GEMMTUNE_DEVICE_INLINE int b(int kb) const { return b0 + kb * b_step; }
+    GEMMTUNE_DEVICE_INLINE int a(int kb) const { return a0 + kb * a_step; }
+  };
+  GEMMTUNE_DEVICE_INLINE static ScaleStarts scale_starts(const WgmmaArgs& args, Tile t) {
+    const int a_group = int(t.group * gemmtune_scales_a_per_group(BLOCK, args.core.m, args.core.k));
+    return {t.row0, args.core.n, a_group + t.col0 / 128, (args.core.m + 127) / 128};
   }
-  // The scales at the cursor (k-block kb + 1's, or the last's again), the cursor moved on.
-  GEMMTUNE_DEVICE_INLINE static BlockScales next_scales(ScaleCursor& cursor, int kb, KRange ks) {
-    const BlockScales next = load(cursor);
-    advance(cursor, kb + 2 < ks.end);
-    return next;
+
+  // The producer's copies of a stage's block scales (its bytes counted by Mainloop::load_stage),
+  // each box from a multiple of four values (16 bytes: TMA faults on a box that starts off them),
+  // up to three before the first needed.
+  GEMMTUNE_DEVICE_INLINE static void load_scales(const WgmmaArgs& args, const Smem& s, int stage,
+                                                 Tile t, int kb) {
+    u64* bar = &s.full[stage];
+    unsigned char* dst = s.scales + stage * SCALE_STAGE_BYTES;
+    const ScaleStarts starts = scale_starts(args, t);
+    ptx::tma_load_2d(dst, &args.map_scale_b, bar, starts.b(kb) & ~3, 0);
+    ptx::tma_load_2d(dst + SCALE_COLS_OFFSET, &args.map_scale_a, bar, starts.a(kb) & ~3, 0);
   }
+
+  // The k-block's scales from its stage's copies.
+  GEMMTUNE_DEVICE_INLINE static BlockScales stage_scales(const Smem& s, int stage, int consumer,
+                                                         const ScaleStarts& starts, int kb) {
+    const unsigned char* slot = s.scales + stage * SCALE_STAGE_BYTES;
+    const float* rows = reinterpret_cast<const float*>(slot) + (starts.b(kb) & 3);
+    const float* cols =
+        reinterpret_cast<const float*>(slot + SCALE_COLS_OFFSET) + (starts.a(kb) & 3);
+    BlockScales b;
+#pragma unroll
+    for (int mb = 0; mb < MW; ++mb)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) b.row[mb][h] = rows[row_in_tile(consumer, mb, h)];
+#pragma unroll
+    for (int c = 0; c < COL_BLOCKS; ++c) b.col[c] = cols[c];
+    return b;
+  }
+  // As LoadedScales: k-block kb's are read from its stage once its wgmma are issued.
+  struct StagedScales {
+    ScaleStarts starts;
+    int consumer;
+    BlockScales older_, newer_;
+    GEMMTUNE_DEVICE_INLINE StagedScales(const WgmmaArgs& args, Tile t, int consumer, KRange)
+        : starts(scale_starts(args, t)), consumer(consumer) {}
+    GEMMTUNE_DEVICE_INLINE void before(int, KRange) {}
+    GEMMTUNE_DEVICE_INLINE void after_issue(const Smem& s, int stage, int kb) {
+      newer_ = stage_scales(s, stage, consumer, starts, kb);
+    }
+    GEMMTUNE_DEVICE_INLINE const BlockScales& newer() const { return newer_; }
+    GEMMTUNE_DEVICE_INLINE const BlockScales& older() const { return older_; }
+    GEMMTUNE_DEVICE_INLINE void rotate() { older_ = newer_; }
+  };
+  // Tensor and row scales apply once per tile, after the loop.
+  struct NoScales {
+    BlockScales none;
+    GEMMTUNE_DEVICE_INLINE NoScales(const WgmmaArgs&, Tile, int, KRange) {}
+    GEMMTUNE_DEVICE_INLINE void before(int, KRange) {}
+    GEMMTUNE_DEVICE_INLINE void after_issue(const Smem&, int, int) {}
+    GEMMTUNE_DEVICE_INLINE const BlockScales& newer() const { return none; }
+    GEMMTUNE_DEVICE_INLINE const BlockScales& older() const { return none; }
+    GEMMTUNE_DEVICE_INLINE void rotate() {}
+  };
+  using Scales =
+      typename Select<SCALING != BLOCK, NoScales,
+                      typename Select<T::STAGED_SCALES, StagedScales, LoadedScales>::type>::type;
 
   // acc += part, scaled by the k-block's scales with block scaling: one product of a row's and a
   // column block's scale per row, then a fused multiply-add per accumulator. The tile's first
@@ -240,29 +334,26 @@ struct Promotion : Traits<Cfg> {
     Mainloop::zero(acc);
     int previous = -1;
     const typename Mainloop::Descriptors d = Mainloop::descriptors(s, consumer);
-    // Block scales are loaded a k-block ahead: the loads' latency hides under a stage's wgmma.
-    BlockScales next{};
-    ScaleCursor cursor{};
-    if constexpr (SCALING == BLOCK)
-      if (ks.begin < ks.end) next = first_scales(args, t, consumer, ks, cursor);
+    Scales feed(args, t, consumer, ks);
     for (int kb = ks.begin; kb < ks.end; ++kb) {
-      const BlockScales scales = next;
-      if constexpr (SCALING == BLOCK) next = next_scales(cursor, kb, ks);
       const int step = kb - ks.begin;
+      feed.before(kb, ks);
       ptx::mbarrier_wait(&s.full[ring.stage], ring.phase);
       __syncwarp();
       Mainloop::issue(d, ring.stage, step % PROMOTE == 0, part);
+      feed.after_issue(s, ring.stage, kb);
       if ((step + 1) % PROMOTE == 0 || kb + 1 == ks.end) {
         Mainloop::template drain<0>(part);
         if (previous >= 0) Mainloop::release(s, previous);
         Mainloop::release(s, ring.stage);
         previous = -1;
-        promote<FIRST>(acc, part, scales, first);
+        promote<FIRST>(acc, part, feed.newer(), first);
       } else {
         Mainloop::template drain<1>(part);
         if (previous >= 0) Mainloop::release(s, previous);
         previous = ring.stage;
       }
+      feed.rotate();
       ring.advance();
     }
     if constexpr (SCALING == TENSOR || SCALING == ROW) apply_output_scales(args, t, consumer, acc);
@@ -290,29 +381,26 @@ struct Promotion : Traits<Cfg> {
 
   // Without overlap both consumers of a tile promote at once, once their wgmma have drained: the
   // tensor cores wait through the adds, about a quarter of a k-block's wgmma time. Here k-block
-  // kb's wgmma go into one partial sum (`into`) while kb - 1's (`from`, complete) is promoted.
-  // Each step drains its own wgmma before the next: ptxas serializes every wgmma of a loop that
-  // reads accumulators while a wgmma is in flight across its back edge.
-  struct ScaleQueue {
-    BlockScales older, newer;  // kb - 1's, kb's
-  };
+  // kb's wgmma go into one partial sum (`into`) while kb - 1's (`from`, complete) is promoted,
+  // with its scales (`older`), read while its stage was held. Each step drains its own wgmma
+  // before the next: ptxas serializes every wgmma of a loop that reads accumulators while a wgmma
+  // is in flight across its back edge.
   template <int FIRST>
-  GEMMTUNE_DEVICE_INLINE static void overlapped_step(
-      const Smem& s, const typename Mainloop::Descriptors& d, int kb, KRange ks, Ring<STAGES>& ring,
-      ScaleCursor& cursor, ScaleQueue& q, float (&acc)[MW][TN / 2], float (&into)[MW][TN / 2],
-      float (&from)[MW][TN / 2], int first) {
-    // ptxas places the adds among the wgmma of the step: scales loaded two k-blocks ahead are
-    // there by then (one ahead made the wgmma wait for them).
-    BlockScales ahead{};
-    if constexpr (SCALING == BLOCK) ahead = next_scales(cursor, kb, ks);
+  GEMMTUNE_DEVICE_INLINE static void overlapped_step(const Smem& s,
+                                                     const typename Mainloop::Descriptors& d,
+                                                     int kb, KRange ks, Scales& feed,
+                                                     Ring<STAGES>& ring, float (&acc)[MW][TN / 2],
+                                                     float (&into)[MW][TN / 2],
+                                                     float (&from)[MW][TN / 2], int first) {
+    feed.before(kb, ks);
     ptx::mbarrier_wait(&s.full[ring.stage], ring.phase);
     __syncwarp();
     Mainloop::issue(d, ring.stage, true, into);
-    if (kb != ks.begin) promote<FIRST>(acc, from, q.older, first);
+    feed.after_issue(s, ring.stage, kb);
+    if (kb != ks.begin) promote<FIRST>(acc, from, feed.older(), first);
     Mainloop::template drain<0>(into);
     Mainloop::release(s, ring.stage);
-    q.older = q.newer;
-    q.newer = ahead;
+    feed.rotate();
     ring.advance();
   }
 
@@ -326,21 +414,18 @@ struct Promotion : Traits<Cfg> {
     float even[MW][TN / 2], odd[MW][TN / 2];
     Mainloop::zero(acc);
     const typename Mainloop::Descriptors d = Mainloop::descriptors(s, consumer);
-    ScaleQueue q{};
-    ScaleCursor cursor{};
-    if constexpr (SCALING == BLOCK)
-      if (ks.begin < ks.end) q.newer = first_scales(args, t, consumer, ks, cursor);
+    Scales feed(args, t, consumer, ks);
     int kb = ks.begin;
     if ((ks.end - ks.begin) % 2 == 1) {
-      overlapped_step<FIRST>(s, d, kb, ks, ring, cursor, q, acc, odd, even, first);
+      overlapped_step<FIRST>(s, d, kb, ks, feed, ring, acc, odd, even, first);
       ++kb;
     }
     for (; kb < ks.end; kb += 2) {
-      overlapped_step<FIRST>(s, d, kb, ks, ring, cursor, q, acc, even, odd, first);
-      overlapped_step<FIRST>(s, d, kb + 1, ks, ring, cursor, q, acc, odd, even, first);
+      overlapped_step<FIRST>(s, d, kb, ks, feed, ring, acc, even, odd, first);
+      overlapped_step<FIRST>(s, d, kb + 1, ks, feed, ring, acc, odd, even, first);
     }
     if (ks.begin < ks.end)
-      promote<FIRST>(acc, odd, q.older, first);  // the last k-block's partial sum
+      promote<FIRST>(acc, odd, feed.older(), first);  // the last k-block's partial sum
     if constexpr (SCALING == TENSOR || SCALING == ROW) apply_output_scales(args, t, consumer, acc);
     return -1;
   }

@@ -19,6 +19,7 @@ struct SharedMemory : Traits<Cfg> {
   using T::P_BYTES;
   using T::PUSH_BARRIERS;
   using T::PUSH_BYTES;
+  using T::SCALE_STAGE_BYTES;
   using T::STAGE_BYTES;
   using T::STAGED_BIAS_BYTES;
   using T::STAGES;
@@ -27,15 +28,16 @@ struct SharedMemory : Traits<Cfg> {
   unsigned char* p;  // STAGES tiles of P, then STAGES tiles of Q, then C, 1024-byte aligned
   unsigned char* q;
   unsigned char* c;
-  float4* push;         // CLUSTER_K: the other CTAs' partial sums of this one's column groups
-  unsigned char* bias;  // STAGED_BIAS: each consumer's tile's bias along M (layout.h)
-  u64* full;            // a stage's bytes have landed
-  u64* empty;           // every consumer (of every CTA of the cluster) is done with a stage
-  u64* pushed;          // CLUSTER_K, per consumer: the other CTAs' partial sums have landed
-  u64* added;           // CLUSTER_K, per consumer: every other CTA has read this one's
-  u64* c_loaded;        // per consumer and C buffer: a chunk of C has landed (beta != 0)
-  u64* c_free;          // per consumer: the last tile's stores have read its C buffers
-  int* fixup;           // per consumer: "this part is the tile's last" for its warpgroup
+  float4* push;           // CLUSTER_K: the other CTAs' partial sums of this one's column groups
+  unsigned char* scales;  // STAGED_SCALES: each stage's scales (layout.h, scale_stage_bytes)
+  unsigned char* bias;    // STAGED_BIAS: each consumer's tile's bias along M (layout.h)
+  u64* full;              // a stage's bytes have landed
+  u64* empty;             // every consumer (of every CTA of the cluster) is done with a stage
+  u64* pushed;            // CLUSTER_K, per consumer: the other CTAs' partial sums have landed
+  u64* added;             // CLUSTER_K, per consumer: every other CTA has read this one's
+  u64* c_loaded;          // per consumer and C buffer: a chunk of C has landed (beta != 0)
+  u64* c_free;            // per consumer: the last tile's stores have read its C buffers
+  int* fixup;             // per consumer: "this part is the tile's last" for its warpgroup
   schedule::Work* work;
   int* group_tiles;           // a grouped problem's: each group's end in tiles along N
   GemmDivisor* group_raster;  // and the divisor of its raster (groups.cuh)
@@ -48,7 +50,8 @@ struct SharedMemory : Traits<Cfg> {
     s.q = base + STAGES * P_BYTES;
     s.c = base + STAGES * STAGE_BYTES;
     s.push = reinterpret_cast<float4*>(s.c + C_BYTES);
-    s.bias = s.c + C_BYTES + PUSH_BYTES;
+    s.scales = s.c + C_BYTES + PUSH_BYTES;  // 1024-byte aligned: C's and the pushes' chunks are
+    s.bias = s.scales + STAGES * SCALE_STAGE_BYTES;
     s.full = reinterpret_cast<u64*>(s.bias + STAGED_BIAS_BYTES);
     s.empty = s.full + STAGES;
     s.pushed = s.empty + STAGES;

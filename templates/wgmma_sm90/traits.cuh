@@ -31,7 +31,8 @@ namespace wgmma_sm90 {
 // partial accumulator sums before it is added into the f32 one, promotion.cuh; 0 for f16 and bf16,
 // and for float8 with fast accumulation: wgmma sums the whole K), GROUP_TABLE (a grouped problem's
 // groups the kernel's table holds, groups.cuh; 0: one GEMM), PRODUCTS (f32 operands: 1, tf32; 3,
-// 3xTF32's three products over K, mainloop.cuh's passes). Cfg's values that decide sizes, for
+// 3xTF32's three products over K, mainloop.cuh's passes), STAGED_SCALES (bool: float8 block scales
+// come into each stage by TMA, promotion.cuh). Cfg's values that decide sizes, for
 // layout.h.
 template <class Cfg>
 GEMMTUNE_HOST_DEVICE constexpr Shape shape_of() {
@@ -53,6 +54,7 @@ GEMMTUNE_HOST_DEVICE constexpr Shape shape_of() {
   s.OUT_BYTES = Cfg::DTYPE == GEMMTUNE_TYPE_F32 ? 4 : 2;
   s.GROUP_TABLE = Cfg::GROUP_TABLE;
   s.STAGED_BIAS = Cfg::EPILOGUE == 1 && Cfg::BIAS == BIAS_M;
+  s.STAGED_SCALES = Cfg::SCALING == 3 && Cfg::STAGED_SCALES;  // gemmtune::Scaling::block
   return s;
 }
 
@@ -147,6 +149,11 @@ struct Traits {
   static constexpr int PUSH_BARRIERS = push_barriers(SHAPE);
   static constexpr bool STAGED_BIAS = SHAPE.STAGED_BIAS;
   static constexpr int STAGED_BIAS_BYTES = staged_bias_bytes(SHAPE);
+  // Block scales that come with each stage, into shared memory (layout.h, promotion.cuh).
+  static constexpr bool STAGED_SCALES = SHAPE.STAGED_SCALES;
+  static constexpr int SCALE_COLS_OFFSET = scale_cols_offset(SHAPE);
+  static constexpr int SCALE_STAGE_BYTES = scale_stage_bytes(SHAPE);
+  static constexpr int SCALE_BYTES_LOADED = scale_bytes_loaded(SHAPE);
   static constexpr int SMEM_BYTES = smem_bytes(SHAPE);
   static constexpr int CTAS_PER_SM = Cfg::OCCUPANCY;
   // beta != 0, stores from registers: old values of C read ahead of their stores, a few at a

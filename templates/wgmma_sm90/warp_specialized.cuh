@@ -65,6 +65,7 @@ struct WarpSpecialized : Traits<Cfg> {
       for (int kb = ks.begin; kb < ks.end; ++kb) {
         ptx::mbarrier_wait(&s.empty[ring.stage], ring.phase ^ 1);
         Mainloop::load_stage(args, s, ring.stage, t, kb, rank, policy);
+        if constexpr (T::STAGED_SCALES) Math::load_scales(args, s, ring.stage, t, kb);
         if (TMA_STORE && with_c && kb == c_kb) TmaStore::fetch_c(args, s, t, seg, i, free_phases);
         ring.advance();
       }

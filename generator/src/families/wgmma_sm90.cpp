@@ -24,7 +24,7 @@ struct WgmmaParams {
   int64_t wg = 1, ws = 1, pingpong = 0, occupancy = 1;
   int64_t schedule = schedule::DATA_PARALLEL, splits = 1, cluster_k = 1;
   int64_t stages = 4, cluster = 11, raster = 0, group = 8, tma_store = 0, ksub = 1, reads_c = 0;
-  int64_t promote = 0, overlap = 0, group_table = 0, products = 1;
+  int64_t promote = 0, overlap = 0, group_table = 0, products = 1, staged_scales = 0;
 
   using P = WgmmaParams;
   static constexpr std::array fields = {
@@ -53,6 +53,8 @@ struct WgmmaParams {
       ParamField<P>{"GROUP_TABLE", &P::group_table, false, false, true},
       // f32: tf32 products over K, 1 or 3 (3xTF32; derived from the problem's precision)
       ParamField<P>{"PRODUCTS", &P::products, false, false, true},
+      // float8 block scales: into each stage by TMA (1), or loaded a k-block ahead (0)
+      ParamField<P>{"STAGED_SCALES", &P::staged_scales, true, true, true},
   };
 };
 using P = WgmmaParams;
@@ -76,7 +78,8 @@ wgmma_sm90::Shape sides_of(const Config& c) {
           element_bytes(c.types.a),
           element_bytes(c.types.d),
           int(c.group_table),
-          c.tma_store != 0 && c.epilogue.bias == Bias::m};
+          c.tma_store != 0 && c.epilogue.bias == Bias::m,
+          c.scaling == Scaling::block && c.staged_scales != 0};
 }
 wgmma_sm90::Shape shape_of(const Config& c, const ArchInfo& arch) {
   wgmma_sm90::Shape s = sides_of(c);
@@ -403,14 +406,21 @@ std::vector<Rule<P>> rules() {
        [](const Config& c, const Problem& p, const ArchInfo&) {
          return c.products == products_of(p);
        }},
+      {"staged_scales_are_block_scales",
+       "scales come with each stage: block scales only",
+       {&P::staged_scales},
+       [](const Config& c, const Problem& p, const ArchInfo&) {
+         return !c.staged_scales || p.scaling == Scaling::block;
+       }},
       {"block_scales_per_tile",
        "block scales: problem n on the 64-row blocks, a tile's m within one or two 128-blocks "
-       "(wgmma N at most 128 + gcd(N, 128))",
+       "(wgmma N at most 128 + gcd(N, 128)), 192 rows at most (a TMA box of their scales holds "
+       "four more, 256 at most)",
        kTile,
        [](const Config& c, const Problem& p, const ArchInfo&) {
          if (p.scaling != Scaling::block) return true;
          const int64_t n = tile_cols(c), gcd = std::min<int64_t>(n & -n, 128);
-         return c.swap == 0 && n <= 128 + gcd;
+         return c.swap == 0 && n <= 128 + gcd && tile_rows(c) <= 192;
        }},
       // One consumer warpgroup gets no registers from the producer (255 a thread, the most
       // there is): 128 accumulators leave too few for stream-K's fixup, or split-K's with
@@ -736,6 +746,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     s.set(&P::overlap, {0});
     s.set(&P::group_table, {group_table_of(p)});
     s.set(&P::products, {products_of(p)});
+    s.set(&P::staged_scales, {0});
     if (element_bytes(p.types.a) == 1) narrow_to_fp8(s, p);
     if (p.grouped()) narrow_to_groups(s);
     if (p.epilogue.gated()) narrow_to_gated(s);
@@ -803,6 +814,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     s.set(&P::promote,
           p.scaling == Scaling::block ? std::vector<int64_t>{1} : std::vector<int64_t>{1, 2, 4});
     s.set(&P::overlap, {1, 0});
+    if (p.scaling == Scaling::block) s.set(&P::staged_scales, {0, 1});
   }
 
   // A configuration per shape class, from the winners of gemm-tune on the H100: decode and other
@@ -894,7 +906,10 @@ class WgmmaSm90Family final : public FamilyOf<P> {
       // through the workspace instead, docs/notebook/issue-33.md, runs 241 and 242).
       c.bn = round_up(p.n, 64), c.wg = c.bn / 64, c.stages = 8, c.cluster = 11, c.tma_store = 0;
       c.cluster_k = 2;
-      return with_overlap(repaired(with_fitting_stages(for_gated(c, p), arch), p, arch));
+      return with_staged_scales_if_valid(
+          with_overlap(repaired(
+              with_fitting_stages(with_staged_scales(for_gated(c, p), p, arch), arch), p, arch)),
+          p, arch);
     } else if (tiles_of(p, 128, 128) < arch.sms) {
       c.bn = 64, c.wg = 1;
     } else if (p.scaling == Scaling::block) {
@@ -917,8 +932,11 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     c = with_paying_cluster(c, p, arch);
     if (tiles_of(p, c.bm, c.bn) <= arch.sms) c.tma_store = c.swap ? 0 : c.tma_store;
     c = with_schedule(c, p, arch);
-    return with_overlap(
-        repaired(with_fitting_stages(for_groups(for_gated(c, p), p), arch), p, arch));
+    return with_staged_scales_if_valid(
+        with_overlap(repaired(
+            with_fitting_stages(with_staged_scales(for_groups(for_gated(c, p), p), p, arch), arch),
+            p, arch)),
+        p, arch);
   }
 
   // Float8 tiles of 128 tokens: of the widths (of m) given, the one whose rounds cost least
@@ -942,6 +960,27 @@ class WgmmaSm90Family final : public FamilyOf<P> {
   static double last_round_filled(const Problem& p, const ArchInfo& arch, int64_t bm) {
     const int64_t tiles = tiles_of(p, bm, 128);
     return double(tiles) / double(ceil_div(tiles, arch.sms) * arch.sms);
+  }
+
+  // Block scales come with each stage where a tile's start costs most: tiles of 64 rows, problems
+  // of one round of tiles, or four k-blocks at most; loaded in the loop on long tiles of many
+  // (docs/PERF.md, 'Block scales in the loop cost a tenth').
+  static bool staged_scales_pay(const Config& c, const Problem& p, const ArchInfo& arch) {
+    return p.scaling == Scaling::block &&
+           (tile_rows(c) <= 64 || tiles_of(p, c.bm, c.bn) <= arch.sms ||
+            ceil_div(p.k, int64_t(128)) <= 4);
+  }
+  // Set where it pays before the stages are fitted beside the copies; again on the repaired
+  // default (another point of the space), where they fit beside its stages.
+  static Config with_staged_scales(Config c, const Problem& p, const ArchInfo& arch) {
+    c.staged_scales = staged_scales_pay(c, p, arch) ? 1 : 0;
+    return c;
+  }
+  Config with_staged_scales_if_valid(Config c, const Problem& p, const ArchInfo& arch) const {
+    if (c.staged_scales || !staged_scales_pay(c, p, arch)) return c;
+    Config staged = c;
+    staged.staged_scales = 1;
+    return space(p, arch).first_violation(staged, p, arch) == nullptr ? staged : c;
   }
 
   // Two partial sums taking turns wherever their registers fit (promotion.cuh): 2-15% faster on
@@ -972,7 +1011,8 @@ class WgmmaSm90Family final : public FamilyOf<P> {
   static std::string fp8_suffix(const Config& c) {
     if (!is_fp8(c)) return "";
     if (c.promote == 0) return fmt::format("_{}_fast", to_string(c.scaling));
-    return fmt::format("_{}_p{}{}", to_string(c.scaling), c.promote, c.overlap ? "_overlap" : "");
+    return fmt::format("_{}_p{}{}{}", to_string(c.scaling), c.promote, c.overlap ? "_overlap" : "",
+                       c.staged_scales ? "_staged" : "");
   }
 
   UnitSource unit_of(const Config& c, const ArchInfo& arch) const override {
@@ -994,17 +1034,23 @@ class WgmmaSm90Family final : public FamilyOf<P> {
   }
 
   ArgsLayout args_layout() const override {
-    return {
-        "WgmmaArgs",
-        sizeof(WgmmaArgs),
-        offsetof(WgmmaArgs, core),
-        {GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_a), GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_b),
-         GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_c), GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_d),
-         GEMMTUNE_ARGS_MEMBER(WgmmaArgs, core), GEMMTUNE_ARGS_MEMBER(WgmmaArgs, tiling),
-         GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_a_low), GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_b_low)}};
+    return {"WgmmaArgs",
+            sizeof(WgmmaArgs),
+            offsetof(WgmmaArgs, core),
+            {GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_a), GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_b),
+             GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_c), GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_d),
+             GEMMTUNE_ARGS_MEMBER(WgmmaArgs, core), GEMMTUNE_ARGS_MEMBER(WgmmaArgs, tiling),
+             GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_a_low), GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_b_low),
+             GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_scale_a),
+             GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_scale_b)}};
   }
 
   LaunchPlan plan_of(const Config& c, const Problem& p, const ArchInfo& arch) const override {
+    // TMA coordinates of the block scales (load_scales) are 32-bit element offsets.
+    GT_REQUIRE(
+        c.scaling != Scaling::block ||
+            std::max(scale_shape_a(p).count(), scale_shape_b(p).count()) < (int64_t(1) << 31),
+        Errc::unsupported, "{}: more than 2^31 block scales of an operand", p.describe());
     LaunchPlan g;
     const Units u = units_of(c, p, arch);
     g.tiles_m = uint32_t(u.tiles_m);
@@ -1121,6 +1167,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
           low ? "map_b_low" : "map_b");
       g.maps.back().derived = derived(b_transposed(c), low);
     }
+    if (c.scaling == Scaling::block && c.staged_scales) add_scale_maps(g, c);
     if (c.tma_store) {
       for (const Operand operand : {Operand::c, Operand::d}) {
         const bool is_c = operand == Operand::c;
@@ -1133,6 +1180,23 @@ class WgmmaSm90Family final : public FamilyOf<P> {
         m.made_flag = is_c ? WGMMA_MAP_C_MADE : WGMMA_MAP_D_MADE;
         g.maps.push_back(m);
       }
+    }
+  }
+
+  // Block scales come into every stage beside its operands (promotion.cuh, load_scales), in boxes
+  // that start on 16 bytes (TMA faults on others) up to three values before the first needed:
+  // of B's, the tile's rows' of the stage's k-block and four more; of A's, eight values from its
+  // first 128-block of columns (a tile spans two at most).
+  static void add_scale_maps(LaunchPlan& g, const Config& c) {
+    for (const Operand operand : {Operand::scale_a, Operand::scale_b}) {
+      TensorMapPlan m;
+      m.operand = operand;
+      m.type = DataType::f32;
+      m.swizzle = Swizzle::none;
+      m.box_rows = operand == Operand::scale_a ? 8 : uint32_t(tile_rows(c) + 4);
+      m.box_cols = 1;
+      m.offset = g.args.offset_of(operand == Operand::scale_a ? "map_scale_a" : "map_scale_b");
+      g.maps.push_back(m);
     }
   }
 
@@ -1336,7 +1400,8 @@ class WgmmaSm90Family final : public FamilyOf<P> {
   // The deepest pipeline, up to the one set, whose stages fit a block's shared memory beside
   // what else the configuration keeps there (a cluster that splits K, its partial sums).
   static Config with_fitting_stages(Config c, const ArchInfo& arch) {
-    while (c.stages > 2 && smem_bytes_of(c, arch) > arch.smem_per_block) c.stages -= 1;
+    while (c.stages > 2 && smem_bytes_of(c, arch) > arch.smem_per_block)
+      c.stages = c.stages > 8 ? 8 : c.stages == 8 ? 6 : c.stages - 1;  // the space's depths
     return c;
   }
 
