@@ -56,6 +56,12 @@ bool fits_mode(const Point& pt, Scaling scaling) {
   return scaling != Scaling::block || (pt.swap == 0 && pt.promote == 1);
 }
 
+// Whether a point runs in a mode with beta, its block scales staged or not (block scales only).
+bool runs(const Point& pt, Scaling scaling, float beta, int64_t staged) {
+  return fits_mode(pt, scaling) && (beta == 0 || pt.reads_c) &&
+         (staged == 0 || scaling == Scaling::block);
+}
+
 // staged: block scales come with each stage (STAGED_SCALES), else they are loaded in the loop.
 KernelConfig config_of(const Point& pt, const Problem& p, int64_t staged = 0) {
   return KernelConfig{"wgmma_sm90",
@@ -162,6 +168,12 @@ class WgmmaFp8 : public test::GpuTest {
     if (!find_family("wgmma_sm90").unsupported_reason(probe, device_.arch).empty())
       GTEST_SKIP() << "the float8 kernels need sm_90a; this GPU is " << device_.arch.name();
   }
+  // The point's kernel for the problem, which must fit an SM.
+  ReadyKernel ready(const Point& pt, const Problem& p, int64_t staged) {
+    ReadyKernel k = prepare_kernel(compiler_, config_of(pt, p, staged), p, device_.arch);
+    EXPECT_GT(k.loaded->occupancy(k.plan), 0) << k.compiled.name;
+    return k;
+  }
 };
 
 TEST_F(WgmmaFp8, EveryModeScheduleAndOddShape) {
@@ -178,11 +190,8 @@ TEST_F(WgmmaFp8, EveryModeScheduleAndOddShape) {
             const Verifier verifier(*checker_, p, alpha, beta, 5, stream_->get());
             for (const Point& pt : kPoints)
               for (int64_t staged : {0, 1}) {
-                if (!fits_mode(pt, scaling) || (beta != 0 && !pt.reads_c)) continue;
-                if (staged && scaling != Scaling::block) continue;
-                const ReadyKernel k =
-                    prepare_kernel(compiler_, config_of(pt, p, staged), p, device_.arch);
-                ASSERT_GT(k.loaded->occupancy(k.plan), 0) << k.compiled.name;
+                if (!runs(pt, scaling, beta, staged)) continue;
+                const ReadyKernel k = ready(pt, p, staged);
                 const Verdict v = check(k, verifier);
                 EXPECT_TRUE(v.ok) << k.compiled.name << " (" << pt.what << ") on " << p.describe()
                                   << " alpha=" << alpha << " beta=" << beta << ": " << v.message;
@@ -219,11 +228,8 @@ TEST_F(WgmmaFp8, F32OutputInEveryModeScheduleAndOddShape) {
             const F32Case cs(*checker_, p, alpha, beta, 5, stream_->get());
             for (const Point& pt : kPoints)
               for (int64_t staged : {0, 1}) {
-                if (!fits_mode(pt, scaling) || (beta != 0 && !pt.reads_c)) continue;
-                if (staged && scaling != Scaling::block) continue;
-                const ReadyKernel k =
-                    prepare_kernel(compiler_, config_of(pt, p, staged), p, device_.arch);
-                ASSERT_GT(k.loaded->occupancy(k.plan), 0) << k.compiled.name;
+                if (!runs(pt, scaling, beta, staged)) continue;
+                const ReadyKernel k = ready(pt, p, staged);
                 cs.data.reset_c(*checker_, beta, stream_->get());
                 GemmOperands ops = cs.data.operands(alpha, beta);
                 workspaces_.provide(stream_->get(), k.plan, ops);
