@@ -906,10 +906,8 @@ class WgmmaSm90Family final : public FamilyOf<P> {
       // through the workspace instead, docs/notebook/issue-33.md, runs 241 and 242).
       c.bn = round_up(p.n, 64), c.wg = c.bn / 64, c.stages = 8, c.cluster = 11, c.tma_store = 0;
       c.cluster_k = 2;
-      return with_staged_scales_if_valid(
-          with_overlap(repaired(
-              with_fitting_stages(with_staged_scales(for_gated(c, p), p, arch), arch), p, arch)),
-          p, arch);
+      return with_staged_scales(
+          with_overlap(repaired(with_fitting_stages(for_gated(c, p), arch), p, arch)), p, arch);
     } else if (tiles_of(p, 128, 128) < arch.sms) {
       c.bn = 64, c.wg = 1;
     } else if (p.scaling == Scaling::block) {
@@ -932,10 +930,8 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     c = with_paying_cluster(c, p, arch);
     if (tiles_of(p, c.bm, c.bn) <= arch.sms) c.tma_store = c.swap ? 0 : c.tma_store;
     c = with_schedule(c, p, arch);
-    return with_staged_scales_if_valid(
-        with_overlap(repaired(
-            with_fitting_stages(with_staged_scales(for_groups(for_gated(c, p), p), p, arch), arch),
-            p, arch)),
+    return with_staged_scales(
+        with_overlap(repaired(with_fitting_stages(for_groups(for_gated(c, p), p), arch), p, arch)),
         p, arch);
   }
 
@@ -964,22 +960,16 @@ class WgmmaSm90Family final : public FamilyOf<P> {
 
   // Block scales come with each stage where a tile's start costs most: tiles of 64 rows, problems
   // of one round of tiles, or four k-blocks at most; loaded in the loop on long tiles of many
-  // (docs/PERF.md, 'Block scales in the loop cost a tenth').
-  static bool staged_scales_pay(const Config& c, const Problem& p, const ArchInfo& arch) {
-    return p.scaling == Scaling::block &&
-           (tile_rows(c) <= 64 || tiles_of(p, c.bm, c.bn) <= arch.sms ||
-            ceil_div(p.k, int64_t(128)) <= 4);
-  }
-  // Set where it pays before the stages are fitted beside the copies; again on the repaired
-  // default (another point of the space), where they fit beside its stages.
-  static Config with_staged_scales(Config c, const Problem& p, const ArchInfo& arch) {
-    c.staged_scales = staged_scales_pay(c, p, arch) ? 1 : 0;
-    return c;
-  }
-  Config with_staged_scales_if_valid(Config c, const Problem& p, const ArchInfo& arch) const {
-    if (c.staged_scales || !staged_scales_pay(c, p, arch)) return c;
+  // (docs/PERF.md, 'Block scales in the loop cost a tenth'). The stages are fitted again beside
+  // the copies; a default they do not fit keeps its loads. Grouped problems keep theirs: the
+  // rule was measured on one GEMM only.
+  Config with_staged_scales(Config c, const Problem& p, const ArchInfo& arch) const {
+    const bool pays = tile_rows(c) <= 64 || tiles_of(p, c.bm, c.bn) <= arch.sms ||
+                      ceil_div(p.k, int64_t(128)) <= 4;
+    if (p.scaling != Scaling::block || p.grouped() || !pays) return c;
     Config staged = c;
     staged.staged_scales = 1;
+    staged = with_fitting_stages(staged, arch);
     return space(p, arch).first_violation(staged, p, arch) == nullptr ? staged : c;
   }
 
