@@ -13,6 +13,7 @@
 #include "gemmtune/generator/util.hpp"
 #include "gemmtune/runtime/device.hpp"
 #include "gemmtune/runtime/driver.hpp"
+#include "gemmtune/runtime/workspace.hpp"
 #include "gemmtune/tuner/checker.hpp"
 #include "gemmtune/tuner/cublas.hpp"
 #include "gemmtune/tuner/timer.hpp"
@@ -24,7 +25,8 @@ namespace {
 
 struct Args {
   std::string suite = "default", shapes, layout = "nn", csv, db;
-  gt::cli::TypeArgs types;  // --dtype, --dtype-b, --out, --scaling, --accum, --groups, ...
+  std::vector<std::string> vary;  // --vary: parameter changes to the selection, as JSON objects
+  gt::cli::TypeArgs types;        // --dtype, --dtype-b, --out, --scaling, --accum, --groups, ...
   int64_t m = 0, n = 0, k = 0;
   bool json = false, overhead = false, mma_ceiling = false, read_ceiling = false;
   int device = 0;
@@ -211,6 +213,97 @@ Row bench_one(const Case& c, const Args& a, gt::Library& lib, const gt::Checker&
     row.cublas_ok = true;
   }
   return row;
+}
+
+// The library's selection for p with `change` (a JSON object of family parameters) applied.
+gt::KernelConfig varied(const gt::Selection& sel, const std::string& change) {
+  json config = json::parse(sel.config);
+  json patch;
+  try {
+    patch = json::parse(change);
+  } catch (const json::exception& e) {
+    GT_THROW(gt::Errc::invalid_argument, "--vary '{}' is not a JSON object: {}", change, e.what());
+  }
+  GT_REQUIRE(patch.is_object(), gt::Errc::invalid_argument,
+             "--vary '{}' is not a JSON object of parameters", change);
+  config["params"].merge_patch(patch);
+  return gt::KernelConfig::from_json(config.dump());
+}
+
+// --vary: the library's selection and each variant of it, verified, then timed in turns with
+// cuBLAS `repeat` times; a table of each one's median time and its ratios. A variant the family
+// refuses, or that computes a wrong result, gets its reason instead.
+void bench_variants(const Case& c, const Args& a, gt::Library& lib, const gt::Checker& checker,
+                    const gt::Timer& timer, const gt::Cublas* cublas, const gt::DeviceInfo& dev,
+                    CUstream stream) {
+  const gt::Problem& p = c.problem;
+  const gt::Verifier verifier(checker, p, a.alpha, c.beta, 42, stream);
+  const gt::Selection sel = lib.select(p);
+  gt::Workspaces workspaces;
+  std::vector<std::string> names = {"selection " + sel.kernel};
+  std::vector<gt::ReadyKernel> kernels;
+  std::vector<std::string> refused;
+  for (const std::string& change : a.vary) {
+    try {
+      const gt::KernelConfig config = varied(sel, change);
+      const std::string invalid = gt::find_family(config.family).why_invalid(config, p, dev.arch);
+      if (!invalid.empty()) {
+        refused.push_back(fmt::format("{}: {}", change, invalid));
+        continue;
+      }
+      gt::ReadyKernel k = gt::prepare_kernel(gt::Compiler(), config, p, dev.arch);
+      // The verifier's problems are other shapes: each runs with its own plan.
+      auto run = [&](const gt::Problem& q, const gt::GemmOperands& o, CUstream s) {
+        const gt::LaunchPlan plan = k.family->plan(k.config, q, dev.arch);
+        gt::GemmOperands ops = o;
+        workspaces.provide(s, plan, ops);
+        k.run(plan, q, ops, s);
+      };
+      const gt::Verdict v = verifier.verify(run, stream, k.plan.reads_c);
+      if (!v.ok) {
+        refused.push_back(fmt::format("{}: WRONG ({})", change, v.message));
+        continue;
+      }
+      names.push_back(change + " " + k.compiled.name);
+      kernels.push_back(std::move(k));
+    } catch (const gt::Error& e) {
+      if (e.code() == gt::Errc::cuda) throw;
+      refused.push_back(fmt::format("{}: {}", change, e.what()));
+    }
+  }
+  const gt::GemmOperands ops = verifier.data().operands(a.alpha, c.beta);
+  std::vector<gt::Timer::Launch> launches = {[&](CUstream s) {
+    lib.matmul(desc_of(p, ops), p.m, p.n, p.k, ops.alpha, reinterpret_cast<const void*>(ops.a),
+               p.lda, reinterpret_cast<const void*>(ops.b), p.ldb, ops.beta,
+               reinterpret_cast<void*>(ops.c), p.ldc, reinterpret_cast<gt::Stream>(s));
+  }};
+  for (const gt::ReadyKernel& k : kernels)
+    launches.push_back([&](CUstream s) {
+      gt::GemmOperands o = ops;
+      workspaces.provide(s, k.plan, o);
+      k.run(k.plan, p, o, s);
+    });
+  const bool baseline = baseline_ready(cublas, p, ops, stream).has_value();
+  if (baseline) launches.push_back([&](CUstream s) { cublas->gemm(p, ops, s); });
+  std::vector<std::vector<double>> ms(launches.size());
+  for (int r = 0; r < std::max(1, a.repeat); ++r) {
+    const std::vector<gt::Timing> t = timer.time_together(launches, stream, gt::TimingSettings{});
+    for (size_t i = 0; i < t.size(); ++i) ms[i].push_back(t[i].median_ms);
+  }
+  gt::cli::Table t({"kernel", "ms", "TFLOP/s", "vs selection", "vs cuBLAS"});
+  const double selection_ms = Row::median(ms[0]);
+  const double cublas_ms = baseline ? Row::median(ms.back()) : -1;
+  for (size_t i = 0; i < names.size(); ++i) {
+    const double m = Row::median(ms[i]);
+    t.add({names[i], gt::cli::format_ms(m), fmt::format("{:.1f}", tflops(p, m)),
+           fmt::format("{:.3f}x", selection_ms / m),
+           baseline ? fmt::format("{:.3f}x", cublas_ms / m) : "-"});
+  }
+  std::cout << p.describe() << ", variants of the selection (median of " << a.repeat
+            << " repeats, runs in turns"
+            << (baseline ? ", cuBLAS " + gt::cli::format_ms(cublas_ms) + " ms" : "") << "):\n"
+            << t.render("  ");
+  for (const std::string& why : refused) std::cout << "  not timed: " << why << "\n";
 }
 
 // Host time to enqueue one call through the library, minus a bare launch of the same kernel.
@@ -467,6 +560,10 @@ int run(const Args& a) {
   for (const Case& c : cases) {
     const gt::Problem& p = c.problem;
     std::cerr << "gemm-bench: " << p.describe() << "\n";
+    if (!a.vary.empty()) {
+      bench_variants(c, a, lib, checker, timer, cublas.get(), dev, stream.get());
+      continue;
+    }
     rows.push_back(bench_one(c, a, lib, checker, timer, cublas.get(), stream.get()));
     const Row& r = rows.back();
     std::vector<std::string> cells = {
@@ -484,6 +581,7 @@ int run(const Args& a) {
     if (epilogues) cells.push_back(r.cublas_ok ? std::string(gt::to_string(r.cublas_path)) : "-");
     t.add(cells);
   }
+  if (!a.vary.empty()) return 0;  // each shape printed its variants' table
   const auto [geomean, worst] = summary(rows);
   const auto wrong =
       std::count_if(rows.begin(), rows.end(), [](const Row& r) { return !r.wrong.empty(); });
@@ -569,6 +667,10 @@ int main(int argc, char** argv) {
   app.add_flag("--read-ceiling", a.read_ceiling,
                "For the memory-bound shapes: time a plain read of their bytes against cuBLAS (the "
                "most a kernel could gain)");
+  app.add_option("--vary", a.vary,
+                 "Also time the library's selection with these parameters changed, a JSON object "
+                 "each ('{\"STAGES\": 6}'; repeatable): each verified, then timed in turns with "
+                 "the selection and cuBLAS");
   app.add_flag("--json", a.json, "JSON on stdout");
   if (int rc = gt::cli::parse("gemm-bench", app, argc, argv); rc >= 0) return rc;
   return gt::cli::guarded_main("gemm-bench", [&] { return run(a); });
