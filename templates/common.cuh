@@ -15,6 +15,14 @@ typedef unsigned short u16;
 typedef unsigned int u32;
 typedef unsigned long long u64;
 
+// A value every lane of the warp holds, as lane 0's, so that ptxas knows it is uniform: what a
+// warp reads from shared memory or works out from threadIdx is per-thread to it, and a loop over
+// such values keeps its wgmma descriptors in per-thread registers (four R2UR a wgmma; docs/PERF.md,
+// 'Loop state read as uniform keeps descriptors uniform').
+GEMMTUNE_DEVICE_INLINE int warp_uniform(int v) {
+  return __shfl_sync(0xffffffffu, v, 0);
+}
+
 // 16-bit float conversions through PTX: NVRTC then needs no cuda_fp16.h / cuda_bf16.h.
 GEMMTUNE_DEVICE_INLINE float bf16_to_f32(u16 x) {
   return __uint_as_float(u32(x) << 16);

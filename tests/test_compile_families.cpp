@@ -482,6 +482,38 @@ TEST_F(CompileFamilies, WgmmaBlockScalesSplitWithoutSelects) {
   }
 }
 
+// The float8 consumers' loops read their bounds as warp-uniform (warp_specialized.cuh), so that
+// ptxas keeps their wgmma descriptors in uniform registers: a handful of R2UR (opcode 0x2ca,
+// calibrated as above) a kernel, where loop state read from shared memory took four a wgmma
+// (48-79 a kernel; docs/PERF.md, 'Loop state read as uniform keeps descriptors uniform'): the
+// block default of 4096x4096x7168, 128x128 with two partial sums, a tile that spans two 128-blocks
+// of scales (each offset its own loop) and the tensor default of 8192^3.
+TEST_F(CompileFamilies, WgmmaFloat8LoopsKeepDescriptorsUniform) {
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  const Family& family = find_family("wgmma_sm90");
+  const Compiler compiler(false);
+  const Problem block = fp8_problem(4096, 4096, 7168, Scaling::block);
+  KernelConfig square = family.default_config(block, arch);
+  square.params["BN"] = 128, square.params["STAGES"] = 5, square.params["OVERLAP"] = 1;
+  KernelConfig wide = square;
+  wide.params["BM"] = 160, wide.params["STAGES"] = 4, wide.params["OVERLAP"] = 0;
+  wide.params["CLUSTER"] = 11;
+  const Problem tensor = fp8_problem(8192, 8192, 8192, Scaling::tensor);
+  const std::vector<std::pair<KernelConfig, Problem>> kernels = {
+      {family.default_config(block, arch), block},
+      {square, block},
+      {wide, block},
+      {family.default_config(tensor, arch), tensor}};
+  for (const auto& [c, p] : kernels) {
+    EXPECT_EQ(family.broken_rules(c, p, arch), std::vector<std::string>{}) << family.kernel_name(c);
+    const CompiledKernel k = compiler.compile(emit_source(family, c, arch), arch);
+    const int r2ur = count_opcode(k.cubin, 0x2ca), wgmma = count_opcode(k.cubin, 0x9f3);
+    std::printf("%s: %d R2UR, %d QGMMA\n", k.name.c_str(), r2ur, wgmma);
+    EXPECT_GT(wgmma, 0) << k.name << ": no float8 wgmma (QGMMA, opcode 0x9f3) found";
+    EXPECT_LE(r2ur, 16) << k.name;
+  }
+}
+
 // f32 on tensor cores: the tf32 and 3xTF32 defaults of each shape class, in layout tn and nt (both
 // operands from transposed copies), compile without spills and with wgmma kept asynchronous
 // (ptxas says "serialized" otherwise); the plans map the derived copies: 3xTF32's low parts of A

@@ -313,7 +313,7 @@ struct Promotion : Traits<Cfg> {
     constexpr int BOUNDARY = 128 - J * GCD;  // the tile's first column of the second block
     constexpr int FIRST = !COMPILED_SPLITS ? -1 : (BOUNDARY < TN ? BOUNDARY : TN) / 8;
     constexpr bool LAST = SCALING != BLOCK || !COMPILED_SPLITS || J + 1 == 128 / GCD;
-    if (LAST || t.col0 % 128 == J * GCD) {
+    if (LAST || warp_uniform(t.col0 % 128) == J * GCD) {
       const int first = min(128 - t.col0 % 128, TN) / 8;
       if constexpr (OVERLAP)
         return consume_overlapped<FIRST>(args, s, t, ks, consumer, ring, acc, first);

@@ -29,6 +29,10 @@ struct Grid {
 struct KRange {
   int begin, end;
 };
+using gemmtune::warp_uniform;
+GEMMTUNE_DEVICE_INLINE KRange warp_uniform(KRange ks) {
+  return {warp_uniform(ks.begin), warp_uniform(ks.end)};
+}
 
 template <class Cfg>
 struct Tiles : Traits<Cfg> {

@@ -48,6 +48,19 @@ struct WarpSpecialized : Traits<Cfg> {
   using TmaStore = wgmma_sm90::TmaStore<Cfg>;
   using RegisterStore = wgmma_sm90::RegisterStore<Cfg>;
 
+  // The consumers' loops of float8 tiles run over warp-uniform bounds (common.cuh, warp_uniform),
+  // so that ptxas keeps their state and descriptors in uniform registers: those loops are bound by
+  // their instructions (docs/PERF.md, 'Loop state read as uniform keeps descriptors uniform').
+  // Grouped float8 decode ran 10% slower so, and 16-bit kernels were not measured: they are left
+  // as they were.
+  template <class V>
+  GEMMTUNE_DEVICE_INLINE static V loop_bound(V v) {
+    if constexpr (T::FP8 && !T::GROUPED)
+      return warp_uniform(v);
+    else
+      return v;
+  }
+
   GEMMTUNE_DEVICE_INLINE static void produce(const WgmmaArgs& args, const Smem& s, int worker,
                                              int rank, int kpart) {
     const u64 policy = SWAP ? ptx::l2_evict_first_policy() : 0;
@@ -91,7 +104,7 @@ struct WarpSpecialized : Traits<Cfg> {
     u32 c_phases = 0;
     // Counted once (unlike the producer, whose first load waits for its loop's condition): the
     // consumers wait for the first stage anyway, and a count is one register through the loop.
-    const int count = schedule::segments(Tiles::work_in(s), worker);
+    const int count = loop_bound(schedule::segments(Tiles::work_in(s), worker));
     // The other CTAs' barriers are made (SharedMemory::init) before this one first writes into
     // them (ClusterK::exchange). Waited for here, where the first stage is still on its way:
     // after the main loop the wait took ~180 cycles.
@@ -125,7 +138,8 @@ struct WarpSpecialized : Traits<Cfg> {
             args, KEEP_TILE ? tile : Tiles::tile_at(args, s, seg.tile, rank), consumer);
       }
       {
-        const KRange ks = Tiles::k_range(schedule::segment(Tiles::work_in(s), worker, i), kpart);
+        const KRange ks =
+            loop_bound(Tiles::k_range(schedule::segment(Tiles::work_in(s), worker, i), kpart));
         if (CLUSTER_K > 1 && ks.begin == ks.end)
           Mainloop::zero(acc);  // fewer k-blocks than CTAs: adds nothing
         // The producer loads C's first chunks once the buffers are free (fetch_c): a test in this
@@ -164,7 +178,7 @@ struct WarpSpecialized : Traits<Cfg> {
     const int worker = blockIdx.x / CLUSTER_CTAS;
     Tiles::prepare(args, s);
     Smem::init(s, ROW_WG * CLUSTER, Tiles::work_of(args, s, gridDim.x / CLUSTER_CTAS), kpart);
-    const int warpgroup = threadIdx.x / 128;
+    const int warpgroup = loop_bound(int(threadIdx.x / 128));
     if (warpgroup == 0) {
       if (REALLOCATE) ptx::setmaxnreg_dec<PRODUCER_REGS>();
       if (threadIdx.x == 0) produce(args, s, worker, rank, kpart);
