@@ -214,7 +214,7 @@ TEST_F(CompileFamilies, WgmmaFloat8CompilesWithoutSpills) {
     for (const int64_t staged : {0, 1}) {
       const Problem block = fp8_problem(7168, 4096, 16384, Scaling::block);
       KernelConfig c = family.default_config(block, arch);
-      c.params["BM"] = bm;
+      c.params["BM"] = bm, c.params["BN"] = 128, c.params["STAGES"] = 4, c.params["CLUSTER"] = 11;
       c.params["OVERLAP"] = 0;  // one partial sum: two do not fit beside 80 or 96 accumulators
       c.params["EPILOGUE"] = bm % 64 == 0 ? c.at("EPILOGUE") : 0;
       c.params["STAGED_SCALES"] = staged;
@@ -245,6 +245,11 @@ TEST(WgmmaFloat8, BlockScalesComeByTmaWithEachStage) {
     EXPECT_EQ(c.at("STAGED_SCALES"), r.staged ? 1 : 0) << block.describe();
     for (const int64_t staged : {0, 1}) {
       c.params["STAGED_SCALES"] = staged;
+      if (staged && c.at("BN") > 192) {  // 256 tokens in waves: no box holds their scales
+        EXPECT_EQ(family.broken_rules(c, block, arch),
+                  std::vector<std::string>{"block_scales_per_tile"});
+        continue;
+      }
       ASSERT_EQ(family.why_invalid(c, block, arch), "") << family.kernel_name(c);
       const LaunchPlan g = family.plan(c, block, arch);
       const TensorMapPlan* a = g.map(Operand::scale_a);
@@ -468,7 +473,7 @@ TEST_F(CompileFamilies, WgmmaBlockScalesSplitWithoutSelects) {
   const Problem p = fp8_problem(7168, 4096, 16384, Scaling::block);
   for (const int64_t bm : {192, 160, 144}) {
     KernelConfig c = family.default_config(p, arch);
-    c.params["BM"] = bm, c.params["STAGES"] = 4, c.params["OVERLAP"] = 0;
+    c.params["BM"] = bm, c.params["BN"] = 128, c.params["STAGES"] = 4, c.params["OVERLAP"] = 0;
     c.params["CLUSTER"] = 11;
     EXPECT_EQ(family.broken_rules(c, p, arch), std::vector<std::string>{}) << family.kernel_name(c);
     const CompiledKernel k = compiler.compile(emit_source(family, c, arch), arch);
@@ -512,6 +517,41 @@ TEST_F(CompileFamilies, WgmmaFloat8LoopsKeepDescriptorsUniform) {
     EXPECT_GT(wgmma, 0) << k.name << ": no float8 wgmma (QGMMA, opcode 0x9f3) found";
     EXPECT_LE(r2ur, 16) << k.name;
   }
+}
+
+// Float8 tiles of two 64-row blocks a consumer (256 tokens by 128 of m) promote them in waves
+// through one block's partial sum: 128 accumulators and 64 partial sums fit, and every k-block
+// promotes (no PROMOTE 2 or 4, no second partial sum); with block scales staged, 192 rows at most
+// (a TMA box of the tile's row scales holds four more, 256 at most). The default takes them for
+// long-K block-scaled rows whose rounds they fill (4096x4096x7168, 7168x4096x16384), not where
+// they would leave a round idle (2112x4096x7168) or K is short (24576x4096x1536).
+TEST(WgmmaFloat8, TilesOf256TokensPromoteInWaves) {
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  const Family& family = find_family("wgmma_sm90");
+  const Problem block = fp8_problem(4096, 4096, 7168, Scaling::block);
+  const KernelConfig waves = family.default_config(block, arch);
+  EXPECT_EQ(waves.at("BN"), 256);
+  EXPECT_EQ(waves.at("BM"), 128);
+  EXPECT_EQ(family.broken_rules(waves, block, arch), std::vector<std::string>{});
+  EXPECT_EQ(family.default_config(fp8_problem(7168, 4096, 16384, Scaling::block), arch).at("BN"),
+            256);
+  EXPECT_EQ(family.default_config(fp8_problem(2112, 4096, 7168, Scaling::block), arch).at("BN"),
+            128);
+  EXPECT_EQ(family.default_config(fp8_problem(24576, 4096, 1536, Scaling::block), arch).at("BN"),
+            128);
+  auto with = [&](std::map<std::string, int64_t> changes) {
+    KernelConfig c = waves;
+    for (const auto& [name, value] : changes) c.params[name] = value;
+    return family.broken_rules(c, block, arch);
+  };
+  const std::vector<std::string> waves_rule = {"waves_promote_every_k_block"};
+  const Problem tensor = fp8_problem(8192, 8192, 8192, Scaling::tensor);
+  KernelConfig every_four = family.default_config(tensor, arch);
+  every_four.params["BM"] = 128, every_four.params["BN"] = 256, every_four.params["STAGES"] = 3;
+  every_four.params["PROMOTE"] = 4, every_four.params["OVERLAP"] = 0;
+  EXPECT_EQ(family.broken_rules(every_four, tensor, arch), waves_rule);
+  EXPECT_EQ(with({{"STAGED_SCALES", 1}}), std::vector<std::string>{"block_scales_per_tile"});
+  EXPECT_NE(with({{"OVERLAP", 1}}), std::vector<std::string>{});
 }
 
 // f32 on tensor cores: the tf32 and 3xTF32 defaults of each shape class, in layout tn and nt (both

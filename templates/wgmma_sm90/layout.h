@@ -63,6 +63,16 @@ GEMMTUNE_HOST_DEVICE constexpr int blocks_per_warpgroup(const Shape& s) {
 GEMMTUNE_HOST_DEVICE constexpr int accumulators(const Shape& s) {
   return blocks_per_warpgroup(s) * tile_cols(s) / 2;
 }
+// Float8 promotion keeps partial sums beside the accumulators (promotion.cuh): one set of each,
+// or two partial sums with OVERLAP, fit 192 registers a consumer thread (96 with three
+// consumers). Two 64-row blocks a consumer that do not fit so take their blocks in waves through
+// one block's partial sum (WAVES), whose registers need count half the accumulators.
+GEMMTUNE_HOST_DEVICE constexpr int fp8_sum_registers(const Shape& s) {
+  return s.WG == 3 ? 96 : 192;
+}
+GEMMTUNE_HOST_DEVICE constexpr bool fp8_in_waves(const Shape& s) {
+  return blocks_per_warpgroup(s) == 2 && 2 * accumulators(s) > fp8_sum_registers(s);
+}
 // The consumer warpgroups, and with WS the producer's.
 GEMMTUNE_HOST_DEVICE constexpr int threads(const Shape& s) {
   return 128 * (s.WG + (s.WS ? 1 : 0));

@@ -186,6 +186,16 @@ struct Mainloop : Traits<Cfg> {
     return (kk % SLICES) * (KMAJOR ? 32 : 2048);
   }
 
+  // The descriptors of slice kk of a stage: of P's 64-row block mb, and of Q.
+  GEMMTUNE_DEVICE_INLINE static u64 p_slice(const Descriptors& d, int stage, int mb, int kk) {
+    return ptx::descriptor_plus(
+        d.p, stage * P_BYTES + (kk / SLICES) * P_SUB_BYTES + mb * 8192 + slice_bytes<P_KMAJOR>(kk));
+  }
+  GEMMTUNE_DEVICE_INLINE static u64 q_slice(const Descriptors& d, int stage, int kk) {
+    return ptx::descriptor_plus(
+        d.q, stage * Q_BYTES + (kk / SLICES) * Q_SUB_BYTES + slice_bytes<Q_KMAJOR>(kk));
+  }
+
   // Issues one stage: BK/MMA_K wgmma per 64-row block of this warpgroup, as one commit group.
   // first: the tile's first stage (its first wgmma overwrites the accumulators).
   GEMMTUNE_DEVICE_INLINE static void issue(const Descriptors& d, int stage, bool first,
@@ -197,15 +207,24 @@ struct Mainloop : Traits<Cfg> {
     for (int kk = 0; kk < KSUB * SLICES; ++kk)
 #pragma unroll
       for (int mb = 0; mb < MW; ++mb)
-        Mma::mma(acc[mb],
-                 ptx::descriptor_plus(d.p, stage * P_BYTES + (kk / SLICES) * P_SUB_BYTES +
-                                               mb * 8192 + slice_bytes<P_KMAJOR>(kk)),
-                 ptx::descriptor_plus(d.q, stage * Q_BYTES + (kk / SLICES) * Q_SUB_BYTES +
-                                               slice_bytes<Q_KMAJOR>(kk)),
+        Mma::mma(acc[mb], p_slice(d, stage, mb, kk), q_slice(d, stage, kk),
                  (first && kk == 0) ? 0 : 1);
     ptx::wgmma_commit();
 #pragma unroll
     for (int mb = 0; mb < MW; ++mb) fence_registers(acc[mb]);
+  }
+
+  // Issues one 64-row block's wgmma of a stage into acc, overwriting it, as one commit group
+  // (float8 promotion in waves, promotion.cuh).
+  GEMMTUNE_DEVICE_INLINE static void issue_block(const Descriptors& d, int stage, int mb,
+                                                 float (&acc)[TN / 2]) {
+    fence_registers(acc);
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < KSUB * SLICES; ++kk)
+      Mma::mma(acc, p_slice(d, stage, mb, kk), q_slice(d, stage, kk), kk == 0 ? 0 : 1);
+    ptx::wgmma_commit();
+    fence_registers(acc);
   }
 
   GEMMTUNE_DEVICE_INLINE static void zero(float (&acc)[MW][TN / 2]) {
@@ -221,6 +240,11 @@ struct Mainloop : Traits<Cfg> {
     ptx::wgmma_wait<PENDING>();
 #pragma unroll
     for (int mb = 0; mb < MW; ++mb) fence_registers(acc[mb]);
+  }
+  template <int PENDING>
+  GEMMTUNE_DEVICE_INLINE static void drain_block(float (&acc)[TN / 2]) {
+    ptx::wgmma_wait<PENDING>();
+    fence_registers(acc);
   }
 
   // The main loop over a tile's k-blocks ks: one stage's wgmma stay in flight while the next

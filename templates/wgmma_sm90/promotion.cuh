@@ -220,33 +220,37 @@ struct Promotion : Traits<Cfg> {
       typename Select<SCALING != BLOCK, NoScales,
                       typename Select<T::STAGED_SCALES, StagedScales, LoadedScales>::type>::type;
 
-  // acc += part, scaled by the k-block's scales with block scaling: one product of a row's and a
-  // column block's scale per row, then a fused multiply-add per accumulator. The tile's first
-  // FIRST (or `first`, with FIRST -1) 8-column groups lie in its first 128-block of columns, the
-  // others in the second. FIRST is compiled in where it can be (consume_split_at): a select per
-  // accumulator pair cost the loop about 30% more instructions (48 at wgmma N 192).
+  // acc += part for 64-row block mb, scaled by the k-block's scales with block scaling: one
+  // product of a row's and a column block's scale per row, then a fused multiply-add per
+  // accumulator. The tile's first FIRST (or `first`, with FIRST -1) 8-column groups lie in its
+  // first 128-block of columns, the others in the second. FIRST is compiled in where it can be
+  // (consume_split_at): a select per accumulator pair cost the loop about 30% more instructions
+  // (48 at wgmma N 192).
+  template <int FIRST>
+  GEMMTUNE_DEVICE_INLINE static void promote_block(float (&acc)[TN / 2],
+                                                   const float (&part)[TN / 2],
+                                                   const BlockScales& s, int mb, int first) {
+    float f[2][COL_BLOCKS];
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int b = 0; b < COL_BLOCKS; ++b) f[h][b] = s.row[mb][h] * s.col[b];
+#pragma unroll
+    for (int i = 0; i < TN / 2; ++i) {
+      if constexpr (SCALING == BLOCK) {
+        const float* fh = f[half_of(i)];
+        const bool in_first = i / 4 < (FIRST >= 0 ? FIRST : first);
+        acc[i] = fmaf(part[i], in_first ? fh[0] : fh[COL_BLOCKS - 1], acc[i]);
+      } else
+        acc[i] += part[i];
+    }
+  }
   template <int FIRST>
   GEMMTUNE_DEVICE_INLINE static void promote(float (&acc)[MW][TN / 2],
                                              const float (&part)[MW][TN / 2], const BlockScales& s,
                                              int first) {
-    float f[MW][2][COL_BLOCKS];
 #pragma unroll
-    for (int mb = 0; mb < MW; ++mb)
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-#pragma unroll
-        for (int b = 0; b < COL_BLOCKS; ++b) f[mb][h][b] = s.row[mb][h] * s.col[b];
-#pragma unroll
-    for (int mb = 0; mb < MW; ++mb)
-#pragma unroll
-      for (int i = 0; i < TN / 2; ++i) {
-        if constexpr (SCALING == BLOCK) {
-          const float* fh = f[mb][half_of(i)];
-          const bool in_first = i / 4 < (FIRST >= 0 ? FIRST : first);
-          acc[mb][i] = fmaf(part[mb][i], in_first ? fh[0] : fh[COL_BLOCKS - 1], acc[mb][i]);
-        } else
-          acc[mb][i] += part[mb][i];
-      }
+    for (int mb = 0; mb < MW; ++mb) promote_block<FIRST>(acc[mb], part[mb], s, mb, first);
   }
 
   // ---- tensor and row scales, once per tile -----------------------------------------------
@@ -315,7 +319,9 @@ struct Promotion : Traits<Cfg> {
     constexpr bool LAST = SCALING != BLOCK || !COMPILED_SPLITS || J + 1 == 128 / GCD;
     if (LAST || warp_uniform(t.col0 % 128) == J * GCD) {
       const int first = min(128 - t.col0 % 128, TN) / 8;
-      if constexpr (OVERLAP)
+      if constexpr (T::WAVES)
+        return consume_in_waves<FIRST>(args, s, t, ks, consumer, ring, acc, first);
+      else if constexpr (OVERLAP)
         return consume_overlapped<FIRST>(args, s, t, ks, consumer, ring, acc, first);
       else
         return consume_promoted<FIRST>(args, s, t, ks, consumer, ring, acc, first);
@@ -358,6 +364,37 @@ struct Promotion : Traits<Cfg> {
     }
     if constexpr (SCALING == TENSOR || SCALING == ROW) apply_output_scales(args, t, consumer, acc);
     return previous;
+  }
+
+  // Two 64-row blocks a consumer (WAVES): each k-block's wgmma go into one partial sum a block at
+  // a time, each promoted once it has drained, so that the partial sums of a 256-row tile take the
+  // registers of one block (DeepGEMM's waves) and the k-block's fixed costs (its stage, scales
+  // and turn) are paid once for both.
+  template <int FIRST>
+  GEMMTUNE_DEVICE_INLINE static int consume_in_waves(const WgmmaArgs& args, const Smem& s, Tile t,
+                                                     KRange ks, int consumer, Ring<STAGES>& ring,
+                                                     float (&acc)[MW][TN / 2], int first) {
+    float part[TN / 2];
+    Mainloop::zero(acc);
+    const typename Mainloop::Descriptors d = Mainloop::descriptors(s, consumer);
+    Scales feed(args, t, consumer, ks);
+    for (int kb = ks.begin; kb < ks.end; ++kb) {
+      feed.before(kb, ks);
+      ptx::mbarrier_wait(&s.full[ring.stage], ring.phase);
+      __syncwarp();
+#pragma unroll
+      for (int mb = 0; mb < MW; ++mb) {
+        Mainloop::issue_block(d, ring.stage, mb, part);
+        if (mb == 0) feed.after_issue(s, ring.stage, kb);
+        Mainloop::template drain_block<0>(part);
+        if (mb + 1 == MW) Mainloop::release(s, ring.stage);
+        promote_block<FIRST>(acc[mb], part, feed.newer(), mb, first);
+      }
+      feed.rotate();
+      ring.advance();
+    }
+    if constexpr (SCALING == TENSOR || SCALING == ROW) apply_output_scales(args, t, consumer, acc);
+    return -1;
   }
 
   // Fast accumulation: the plain main loop into one partial sum for all of K, then acc = the sum

@@ -171,6 +171,9 @@ struct Traits {
   static constexpr int SCALING = Cfg::SCALING;
   static constexpr int PROMOTE = Cfg::PROMOTE;
   static constexpr bool OVERLAP = Cfg::OVERLAP;
+  // Float8 tiles that promote two 64-row blocks a consumer whose partial sums do not fit beside
+  // the accumulators take them in waves through one block's (layout.h; promotion.cuh).
+  static constexpr bool WAVES = FP8 && PROMOTE >= 1 && fp8_in_waves(SHAPE);
   using Mma = typename Select<
       FP8, ptx::WgmmaFp8<TN, P_TYPE, Q_TYPE>,
       typename Select<TF32, ptx::WgmmaTf32<TN>,
@@ -215,6 +218,8 @@ struct Traits {
                 "fast accumulation (PROMOTE 0) is for tensor and row scales");
   static_assert(FP8 || (SCALING == 0 && PROMOTE == 0), "only float8 operands are scaled");
   static_assert(!OVERLAP || (FP8 && PROMOTE == 1), "two partial sums take turns every k-block");
+  static_assert(!WAVES || (PROMOTE == 1 && !OVERLAP),
+                "waves promote every k-block through one partial sum");
 
   // CLUSTER_K: the owners other than CTA `kpart`. Each tells it, round after round, that it has
   // read what this CTA pushed (its `added` barrier counts them); the lone owner of wgmma N 8

@@ -127,9 +127,14 @@ bool is_tf32(const Config& c) {
 }
 // Float8 keeps one partial sum beside each accumulator, or two with OVERLAP (promotion.cuh):
 // `sets` of them (the accumulators too) fit 192 registers, 96 with three consumer warpgroups,
-// leaving the consumer's 240 (160) enough for the rest.
+// leaving the consumer's 240 (160) enough for the rest. Two 64-row blocks a consumer that do not
+// fit so take them in waves through one block's partial sum (layout.h, fp8_in_waves).
+bool fp8_in_waves(const Config& c) {
+  return wgmma_sm90::fp8_in_waves(sides_of(c));
+}
 bool fp8_sums_fit(const Config& c, int64_t sets) {
-  return accumulators(c) * sets <= (c.wg == 3 ? 96 : 192);
+  const int64_t partial = fp8_in_waves(c) ? accumulators(c) / 2 : accumulators(c);
+  return accumulators(c) + (sets - 1) * partial <= wgmma_sm90::fp8_sum_registers(sides_of(c));
 }
 // P (the 64-row side) is op(A) when swapped, else op(B)^T; Q the other. K-major: stored along K,
 // or read from a copy stored so (tf32 wgmma reads K-major operands alone: the launch derives a
@@ -414,13 +419,21 @@ std::vector<Rule<P>> rules() {
        }},
       {"block_scales_per_tile",
        "block scales: problem n on the 64-row blocks, a tile's m within one or two 128-blocks "
-       "(wgmma N at most 128 + gcd(N, 128)), 192 rows at most (a TMA box of their scales holds "
-       "four more, 256 at most)",
-       kTile,
+       "(wgmma N at most 128 + gcd(N, 128)), 256 rows at most, 192 where they come with each "
+       "stage (a TMA box of their scales holds four more, 256 at most)",
+       kTile + Members{&P::staged_scales},
        [](const Config& c, const Problem& p, const ArchInfo&) {
          if (p.scaling != Scaling::block) return true;
          const int64_t n = tile_cols(c), gcd = std::min<int64_t>(n & -n, 128);
-         return c.swap == 0 && n <= 128 + gcd && tile_rows(c) <= 192;
+         return c.swap == 0 && n <= 128 + gcd && tile_rows(c) <= (c.staged_scales ? 192 : 256);
+       }},
+      {"waves_promote_every_k_block",
+       "float8 tiles of two 64-row blocks a consumer whose partial sums do not fit beside the "
+       "accumulators promote them in waves, every k-block, through one block's partial sum",
+       kRows + Members{&P::promote, &P::overlap},
+       [](const Config& c, const Problem&, const ArchInfo&) {
+         if (!is_fp8(c) || c.promote == 0 || !fp8_in_waves(c)) return true;
+         return c.promote == 1 && c.overlap == 0;
        }},
       // One consumer warpgroup gets no registers from the producer (255 a thread, the most
       // there is): 128 accumulators leave too few for stream-K's fixup, or split-K's with
@@ -914,6 +927,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
       c.bm = p.reads_c ? fewest_rounds_width(c, p, arch, {128, 192})
                        : fewest_rounds_width(c, p, arch, {128, 160, 192});
       if (c.bm > 128) c.stages = 4, c.cluster = 11;
+      c = in_waves_where_cheaper(c, p, arch);
     } else if (tiles_of(p, 192, 128) >= arch.sms) {
       // Fast accumulation (192, or 256 below) and C read (whose TMA stores take whole 64-column
       // chunks, as for 160 above) keep 192: 176 was measured without either.
@@ -950,6 +964,19 @@ class WgmmaSm90Family final : public FamilyOf<P> {
       if (best == 0 || cost < best_cost) best = bm, best_cost = cost;
     }
     return best;
+  }
+
+  // Block-scaled tiles of 256 tokens by 128 of m, two 64-row blocks a consumer promoted in waves
+  // (promotion.cuh), where K is long (32 k-blocks or more) and their rounds cost less, counted 5%
+  // cheaper than the 128-token widths: the k-block's fixed costs are paid once for two blocks
+  // (docs/PERF.md, 'Float8 tiles of 256 tokens promote in waves'). Measured on one GEMM with beta
+  // = 0 only.
+  static Config in_waves_where_cheaper(Config c, const Problem& p, const ArchInfo& arch) {
+    if (p.reads_c || p.grouped() || ceil_div(p.k, int64_t(128)) < 32) return c;
+    Config waves = c;
+    waves.bm = 128, waves.bn = 256, waves.stages = 3, waves.cluster = 12;
+    const double cost = rounds_cost(c, p, arch, c.bm == 192 ? 0.97 : 1.0);
+    return rounds_cost(waves, p, arch, 0.95) < cost ? waves : c;
   }
 
   // The share of the SMs the last round of bm x 128 tiles keeps busy.
