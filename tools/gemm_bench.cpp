@@ -165,6 +165,13 @@ gt::MatmulDesc desc_of(const gt::Problem& p, const gt::GemmOperands& o) {
   return desc;
 }
 
+// One call of the library on a problem's operands, as a program makes it.
+void library_call(gt::Library& lib, const gt::Problem& q, const gt::GemmOperands& o, CUstream s) {
+  lib.matmul(desc_of(q, o), q.m, q.n, q.k, o.alpha, reinterpret_cast<const void*>(o.a), q.lda,
+             reinterpret_cast<const void*>(o.b), q.ldb, o.beta, reinterpret_cast<void*>(o.c), q.ldc,
+             reinterpret_cast<gt::Stream>(s));
+}
+
 // Verifies the library's result, then times it and cuBLAS `repeat` times, their runs taken in
 // turns (Timer::time_together), so that every ratio comes from the same clocks and temperature.
 Row bench_one(const Case& c, const Args& a, gt::Library& lib, const gt::Checker& checker,
@@ -175,9 +182,7 @@ Row bench_one(const Case& c, const Args& a, gt::Library& lib, const gt::Checker&
   row.beta = c.beta;
   const gt::Verifier verifier(checker, p, a.alpha, c.beta, 42, stream);
   auto run = [&](const gt::Problem& q, const gt::GemmOperands& o, CUstream s) {
-    lib.matmul(desc_of(q, o), q.m, q.n, q.k, o.alpha, reinterpret_cast<const void*>(o.a), q.lda,
-               reinterpret_cast<const void*>(o.b), q.ldb, o.beta, reinterpret_cast<void*>(o.c),
-               q.ldc, reinterpret_cast<gt::Stream>(s));
+    library_call(lib, q, o, s);
   };
   const gt::Verdict v = verifier.verify(run, stream);
   row.max_error = v.max_error;
@@ -230,9 +235,50 @@ gt::KernelConfig varied(const gt::Selection& sel, const std::string& change) {
   return gt::KernelConfig::from_json(config.dump());
 }
 
-// --vary: the library's selection and each variant of it, verified, then timed in turns with
-// cuBLAS `repeat` times; a table of each one's median time and its ratios. A variant the family
-// refuses, or that computes a wrong result, gets its reason instead.
+// The variants of the selection that --vary asks for, each checked against the family's rules
+// and verified on the verifier's shapes (each run with its own plan); `refused` says why the
+// others are not.
+struct Variants {
+  std::vector<std::string> names;
+  std::vector<gt::ReadyKernel> kernels;
+  std::vector<std::string> refused;
+};
+Variants verified_variants(const Args& a, const gt::Selection& sel, const gt::Problem& p,
+                           const gt::Verifier& verifier, gt::Workspaces& workspaces,
+                           const gt::DeviceInfo& dev, CUstream stream) {
+  Variants v;
+  for (const std::string& change : a.vary) {
+    try {
+      const gt::KernelConfig config = varied(sel, change);
+      const std::string invalid = gt::find_family(config.family).why_invalid(config, p, dev.arch);
+      if (!invalid.empty()) {
+        v.refused.push_back(fmt::format("{}: {}", change, invalid));
+        continue;
+      }
+      gt::ReadyKernel k = gt::prepare_kernel(gt::Compiler(), config, p, dev.arch);
+      auto run = [&](const gt::Problem& q, const gt::GemmOperands& o, CUstream s) {
+        const gt::LaunchPlan plan = k.family->plan(k.config, q, dev.arch);
+        gt::GemmOperands ops = o;
+        workspaces.provide(s, plan, ops);
+        k.run(plan, q, ops, s);
+      };
+      const gt::Verdict verdict = verifier.verify(run, stream, k.plan.reads_c);
+      if (!verdict.ok) {
+        v.refused.push_back(fmt::format("{}: WRONG ({})", change, verdict.message));
+        continue;
+      }
+      v.names.push_back(change + " " + k.compiled.name);
+      v.kernels.push_back(std::move(k));
+    } catch (const gt::Error& e) {
+      if (e.code() == gt::Errc::cuda) throw;
+      v.refused.push_back(fmt::format("{}: {}", change, e.what()));
+    }
+  }
+  return v;
+}
+
+// --vary: the library's selection and each verified variant of it, timed in turns with cuBLAS
+// `repeat` times; a table of each one's median time and its ratios, then the variants refused.
 void bench_variants(const Case& c, const Args& a, gt::Library& lib, const gt::Checker& checker,
                     const gt::Timer& timer, const gt::Cublas* cublas, const gt::DeviceInfo& dev,
                     CUstream stream) {
@@ -240,44 +286,10 @@ void bench_variants(const Case& c, const Args& a, gt::Library& lib, const gt::Ch
   const gt::Verifier verifier(checker, p, a.alpha, c.beta, 42, stream);
   const gt::Selection sel = lib.select(p);
   gt::Workspaces workspaces;
-  std::vector<std::string> names = {"selection " + sel.kernel};
-  std::vector<gt::ReadyKernel> kernels;
-  std::vector<std::string> refused;
-  for (const std::string& change : a.vary) {
-    try {
-      const gt::KernelConfig config = varied(sel, change);
-      const std::string invalid = gt::find_family(config.family).why_invalid(config, p, dev.arch);
-      if (!invalid.empty()) {
-        refused.push_back(fmt::format("{}: {}", change, invalid));
-        continue;
-      }
-      gt::ReadyKernel k = gt::prepare_kernel(gt::Compiler(), config, p, dev.arch);
-      // The verifier's problems are other shapes: each runs with its own plan.
-      auto run = [&](const gt::Problem& q, const gt::GemmOperands& o, CUstream s) {
-        const gt::LaunchPlan plan = k.family->plan(k.config, q, dev.arch);
-        gt::GemmOperands ops = o;
-        workspaces.provide(s, plan, ops);
-        k.run(plan, q, ops, s);
-      };
-      const gt::Verdict v = verifier.verify(run, stream, k.plan.reads_c);
-      if (!v.ok) {
-        refused.push_back(fmt::format("{}: WRONG ({})", change, v.message));
-        continue;
-      }
-      names.push_back(change + " " + k.compiled.name);
-      kernels.push_back(std::move(k));
-    } catch (const gt::Error& e) {
-      if (e.code() == gt::Errc::cuda) throw;
-      refused.push_back(fmt::format("{}: {}", change, e.what()));
-    }
-  }
+  const Variants v = verified_variants(a, sel, p, verifier, workspaces, dev, stream);
   const gt::GemmOperands ops = verifier.data().operands(a.alpha, c.beta);
-  std::vector<gt::Timer::Launch> launches = {[&](CUstream s) {
-    lib.matmul(desc_of(p, ops), p.m, p.n, p.k, ops.alpha, reinterpret_cast<const void*>(ops.a),
-               p.lda, reinterpret_cast<const void*>(ops.b), p.ldb, ops.beta,
-               reinterpret_cast<void*>(ops.c), p.ldc, reinterpret_cast<gt::Stream>(s));
-  }};
-  for (const gt::ReadyKernel& k : kernels)
+  std::vector<gt::Timer::Launch> launches = {[&](CUstream s) { library_call(lib, p, ops, s); }};
+  for (const gt::ReadyKernel& k : v.kernels)
     launches.push_back([&](CUstream s) {
       gt::GemmOperands o = ops;
       workspaces.provide(s, k.plan, o);
@@ -290,6 +302,8 @@ void bench_variants(const Case& c, const Args& a, gt::Library& lib, const gt::Ch
     const std::vector<gt::Timing> t = timer.time_together(launches, stream, gt::TimingSettings{});
     for (size_t i = 0; i < t.size(); ++i) ms[i].push_back(t[i].median_ms);
   }
+  std::vector<std::string> names = {"selection " + sel.kernel};
+  names.insert(names.end(), v.names.begin(), v.names.end());
   gt::cli::Table t({"kernel", "ms", "TFLOP/s", "vs selection", "vs cuBLAS"});
   const double selection_ms = Row::median(ms[0]);
   const double cublas_ms = baseline ? Row::median(ms.back()) : -1;
@@ -303,7 +317,7 @@ void bench_variants(const Case& c, const Args& a, gt::Library& lib, const gt::Ch
             << " repeats, runs in turns"
             << (baseline ? ", cuBLAS " + gt::cli::format_ms(cublas_ms) + " ms" : "") << "):\n"
             << t.render("  ");
-  for (const std::string& why : refused) std::cout << "  not timed: " << why << "\n";
+  for (const std::string& why : v.refused) std::cout << "  not timed: " << why << "\n";
 }
 
 // Host time to enqueue one call through the library, minus a bare launch of the same kernel.
