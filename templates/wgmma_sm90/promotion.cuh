@@ -368,8 +368,8 @@ struct Promotion : Traits<Cfg> {
 
   // Two 64-row blocks a consumer (WAVES): each k-block's wgmma go into one partial sum a block at
   // a time, each promoted once it has drained, so that the partial sums of a 256-row tile take the
-  // registers of one block (DeepGEMM's waves) and the k-block's fixed costs (its stage, scales
-  // and turn) are paid once for both.
+  // registers of one block (DeepGEMM's waves) and the k-block's fixed costs (its stage wait,
+  // scales and release) are paid once for both.
   template <int FIRST>
   GEMMTUNE_DEVICE_INLINE static int consume_in_waves(const WgmmaArgs& args, const Smem& s, Tile t,
                                                      KRange ks, int consumer, Ring<STAGES>& ring,
