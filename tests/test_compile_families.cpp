@@ -487,13 +487,15 @@ TEST_F(CompileFamilies, WgmmaBlockScalesSplitWithoutSelects) {
   }
 }
 
-// The float8 consumers' loops read their bounds as warp-uniform (warp_specialized.cuh), so that
-// ptxas keeps their wgmma descriptors in uniform registers: a handful of R2UR (opcode 0x2ca,
-// calibrated as above) a kernel, where loop state read from shared memory took four a wgmma
-// (48-79 a kernel; docs/PERF.md, 'Loop state read as uniform keeps descriptors uniform'): the
-// block default of 4096x4096x7168, 128x128 with two partial sums, a tile that spans two 128-blocks
-// of scales (each offset its own loop) and the tensor default of 8192^3.
-TEST_F(CompileFamilies, WgmmaFloat8LoopsKeepDescriptorsUniform) {
+// The consumers' loops of one-GEMM kernels read their bounds as warp-uniform
+// (warp_specialized.cuh), so that ptxas keeps their wgmma descriptors in uniform registers: a
+// handful of R2UR (opcode 0x2ca, calibrated as above) a kernel, where loop state read from shared
+// memory took four a wgmma (48-79 a kernel; docs/PERF.md, 'Loop state read as uniform keeps
+// descriptors uniform'). Float8: the block default of 4096x4096x7168, 128x128 with two partial
+// sums, a tile that spans two 128-blocks of scales (each offset its own loop) and the tensor
+// default of 8192^3. 16 bits: the defaults of tn 640x2048x5120 (80x128, two consumers; 30 R2UR
+// before) and of decode 6144x32x4096 (a swapped tile; 52 before).
+TEST_F(CompileFamilies, WgmmaLoopsKeepDescriptorsUniform) {
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
   const Family& family = find_family("wgmma_sm90");
   const Compiler compiler(false);
@@ -504,18 +506,24 @@ TEST_F(CompileFamilies, WgmmaFloat8LoopsKeepDescriptorsUniform) {
   wide.params["BM"] = 160, wide.params["STAGES"] = 4, wide.params["OVERLAP"] = 0;
   wide.params["CLUSTER"] = 11;
   const Problem tensor = fp8_problem(8192, 8192, 8192, Scaling::tensor);
+  const Problem mid = make_problem(DType::bf16, Op::T, Op::N, 640, 2048, 5120);
+  const Problem decode = make_problem(DType::bf16, Op::T, Op::N, 6144, 32, 4096);
   const std::vector<std::pair<KernelConfig, Problem>> kernels = {
       {family.default_config(block, arch), block},
       {square, block},
       {wide, block},
-      {family.default_config(tensor, arch), tensor}};
+      {family.default_config(tensor, arch), tensor},
+      {family.default_config(mid, arch), mid},
+      {family.default_config(decode, arch), decode}};
   for (const auto& [c, p] : kernels) {
     EXPECT_EQ(family.broken_rules(c, p, arch), std::vector<std::string>{}) << family.kernel_name(c);
     const CompiledKernel k = compiler.compile(emit_source(family, c, arch), arch);
-    const int r2ur = count_opcode(k.cubin, 0x2ca), wgmma = count_opcode(k.cubin, 0x9f3);
-    std::printf("%s: %d R2UR, %d QGMMA\n", k.name.c_str(), r2ur, wgmma);
-    EXPECT_GT(wgmma, 0) << k.name << ": no float8 wgmma (QGMMA, opcode 0x9f3) found";
-    EXPECT_LE(r2ur, 16) << k.name;
+    // QGMMA (float8) is opcode 0x9f3, HGMMA (16 bits) 0x9f0: one wgmma a k16 (or k32) step.
+    const int r2ur = count_opcode(k.cubin, 0x2ca);
+    const int wgmma = count_opcode(k.cubin, p.types.a == DataType::e4m3 ? 0x9f3 : 0x9f0);
+    std::printf("%s: %d R2UR, %d wgmma\n", k.name.c_str(), r2ur, wgmma);
+    EXPECT_GT(wgmma, 0) << k.name << ": no wgmma of the operands' type found";
+    EXPECT_LE(r2ur, 18) << k.name;
   }
 }
 

@@ -48,14 +48,13 @@ struct WarpSpecialized : Traits<Cfg> {
   using TmaStore = wgmma_sm90::TmaStore<Cfg>;
   using RegisterStore = wgmma_sm90::RegisterStore<Cfg>;
 
-  // The consumers' loops of float8 tiles run over warp-uniform bounds (common.cuh, warp_uniform),
-  // so that ptxas keeps their state and descriptors in uniform registers: those loops are bound by
-  // their instructions (docs/PERF.md, 'Loop state read as uniform keeps descriptors uniform').
-  // Grouped float8 decode ran 10% slower so, and 16-bit kernels were not measured: they are left
-  // as they were.
+  // The consumers' loops of one-GEMM kernels run over warp-uniform bounds (common.cuh,
+  // warp_uniform), so that ptxas keeps their state and descriptors in uniform registers
+  // (docs/PERF.md, 'Loop state read as uniform keeps descriptors uniform'). Grouped float8 decode
+  // ran 10% slower so: grouped kernels are left as they were.
   template <class V>
   GEMMTUNE_DEVICE_INLINE static V loop_bound(V v) {
-    if constexpr (T::FP8 && !T::GROUPED)
+    if constexpr (!T::GROUPED)
       return warp_uniform(v);
     else
       return v;
