@@ -494,7 +494,9 @@ TEST_F(CompileFamilies, WgmmaBlockScalesSplitWithoutSelects) {
 // descriptors uniform'). Float8: the block default of 4096x4096x7168, 128x128 with two partial
 // sums, a tile that spans two 128-blocks of scales (each offset its own loop) and the tensor
 // default of 8192^3. 16 bits: the defaults of tn 640x2048x5120 (80x128, two consumers; 30 R2UR
-// before) and of decode 6144x32x4096 (a swapped tile; 52 before).
+// before) and of decode 6144x32x4096 (a swapped tile; 52 before); ping-pong, whose consumers skip
+// each other's stages: 128x64 on 2048x2048x2048 and a grouped default (Qwen3-MoE's decode
+// experts, 128 of 1536x8x2048; 46 before).
 TEST_F(CompileFamilies, WgmmaLoopsKeepDescriptorsUniform) {
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
   const Family& family = find_family("wgmma_sm90");
@@ -508,13 +510,22 @@ TEST_F(CompileFamilies, WgmmaLoopsKeepDescriptorsUniform) {
   const Problem tensor = fp8_problem(8192, 8192, 8192, Scaling::tensor);
   const Problem mid = make_problem(DType::bf16, Op::T, Op::N, 640, 2048, 5120);
   const Problem decode = make_problem(DType::bf16, Op::T, Op::N, 6144, 32, 4096);
+  const Problem dense = make_problem(DType::bf16, Op::T, Op::N, 2048, 2048, 2048);
+  const std::vector<KernelConfig> space = family.prune(dense, arch).valid;
+  const auto pingpong = std::find_if(space.begin(), space.end(),
+                                     [](const KernelConfig& c) { return c.at("PINGPONG") == 1; });
+  ASSERT_NE(pingpong, space.end());
+  Problem experts = make_problem(DType::bf16, Op::T, Op::N, 1536, 128 * 8, 2048);
+  experts.groups = 128;
   const std::vector<std::pair<KernelConfig, Problem>> kernels = {
       {family.default_config(block, arch), block},
       {square, block},
       {wide, block},
       {family.default_config(tensor, arch), tensor},
       {family.default_config(mid, arch), mid},
-      {family.default_config(decode, arch), decode}};
+      {family.default_config(decode, arch), decode},
+      {*pingpong, dense},
+      {family.default_config(experts, arch), experts}};
   for (const auto& [c, p] : kernels) {
     EXPECT_EQ(family.broken_rules(c, p, arch), std::vector<std::string>{}) << family.kernel_name(c);
     const CompiledKernel k = compiler.compile(emit_source(family, c, arch), arch);

@@ -48,16 +48,16 @@ struct WarpSpecialized : Traits<Cfg> {
   using TmaStore = wgmma_sm90::TmaStore<Cfg>;
   using RegisterStore = wgmma_sm90::RegisterStore<Cfg>;
 
-  // The consumers' loops of one-GEMM kernels run over warp-uniform bounds (common.cuh,
-  // warp_uniform), so that ptxas keeps their state and descriptors in uniform registers
-  // (docs/PERF.md, 'Loop state read as uniform keeps descriptors uniform'). Grouped float8 decode
-  // ran 10% slower so: grouped kernels are left as they were.
+  // The consumers' loops run over warp-uniform bounds (common.cuh, warp_uniform), so that ptxas
+  // keeps their state and descriptors in uniform registers (docs/PERF.md, 'Loop state read as
+  // uniform keeps descriptors uniform'); ping-pong's skipped stages too, or the ring's stage is
+  // per-thread. Grouped float8 experts ran 2-11% slower so: they keep their loops.
   template <class V>
   GEMMTUNE_DEVICE_INLINE static V loop_bound(V v) {
-    if constexpr (!T::GROUPED)
-      return warp_uniform(v);
-    else
+    if constexpr (T::GROUPED && T::FP8)
       return v;
+    else
+      return warp_uniform(v);
   }
 
   GEMMTUNE_DEVICE_INLINE static void produce(const WgmmaArgs& args, const Smem& s, int worker,
@@ -111,7 +111,8 @@ struct WarpSpecialized : Traits<Cfg> {
     for (int i = 0; i < count; ++i) {
       if (PINGPONG && i % 2 != consumer) {  // the other warpgroup's turn: skip its stages
         const schedule::Segment seg = schedule::segment(Tiles::work_in(s), worker, i);
-        for (int kb = seg.k_begin; kb < seg.k_end; ++kb) ring.advance();
+        const KRange skipped = loop_bound(KRange{seg.k_begin, seg.k_end});
+        for (int kb = skipped.begin; kb < skipped.end; ++kb) ring.advance();
         continue;
       }
       // Ping-pong: this main loop starts once the other warpgroup's has waited for all its
