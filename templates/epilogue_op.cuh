@@ -2,7 +2,8 @@
 // store and for the reference: D = act(alpha * acc + beta * C + bias), or gated, D's element i
 // act(gate_i) * up_i of op(A)'s gate and up rows. A generated unit's Config says which: BIAS
 // (Bias's values: 0 none, 1 along M, 2 along N), ACTIVATION (Activation's: 0 identity, 1 ReLU,
-// 2 GELU, 3 GELU's tanh form, 4 SiLU) and GATE (Gate's: 0 none, 1 halves, 2 interleaved).
+// 2 GELU, 3 GELU's tanh form, 4 SiLU), GATE (Gate's: 0 none, 1 halves, 2 interleaved) and AUX
+// (1: the pre-activation is stored too, in GemmCore::aux, laid out as D).
 #pragma once
 #include "common.cuh"
 
@@ -74,6 +75,7 @@ struct OutputType<Cfg, decltype(void(Cfg::DTYPE))> {
 template <class Cfg>
 struct EpilogueOp {
   static constexpr int BIAS = Cfg::BIAS, ACTIVATION = Cfg::ACTIVATION, GATE = Cfg::GATE;
+  static constexpr bool AUX = Cfg::AUX != 0;
   // Where D is 16-bit, activations take shorter forms whose errors lie under its rounding: GELU's
   // tanh form and SiLU one tanh.approx (one MUFU operation, relative error about 2^-11) rather than
   // an exp and a division (two, a few ulp); GELU an erfc of a fitted polynomial (gelu_erfc) rather
@@ -130,6 +132,23 @@ struct EpilogueOp {
   GEMMTUNE_DEVICE_INLINE static void finish(float& v0, float& v1) {
     v0 = finish(v0);
     v1 = finish(v1);
+  }
+  // The same for pair j of a store's accessor (store_pairs.cuh), which first keeps the
+  // pre-activation where the problem asks for it.
+  template <class At>
+  GEMMTUNE_DEVICE_INLINE static void finish(const At& at, int j, float& v0, float& v1) {
+    if constexpr (AUX) at.keep(j, v0, v1);
+    finish(v0, v1);
+  }
+
+  // Where the pre-activation of the element of D at `d` goes: the same place of the aux output,
+  // which is laid out as D; null without one.
+  template <class E>
+  GEMMTUNE_DEVICE_INLINE static E* aux_at(const GemmCore& core, const E* d) {
+    if constexpr (AUX)
+      return reinterpret_cast<E*>(core.aux) + (d - reinterpret_cast<const E*>(core.d));
+    else
+      return nullptr;
   }
 
   // D's element (i, n) of a gated problem from alpha times its gate and up sums: act(gate + its

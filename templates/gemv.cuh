@@ -470,6 +470,8 @@ struct Kernel {
                                               SIDE == 0 ? 0 : int(r));
     if (args.beta != 0.0f)
       out = fmaf(args.beta, load_as_f32(v.c + offset, 0, DTYPE), out);  // beta == 0: C may be NaN
+    if constexpr (Epi::AUX)  // the pre-activation, at D's place of the aux output
+      store_from_f32(Epi::aux_at(args, v.y) + offset, 0, DTYPE, out);
     store_from_f32(v.y + offset, 0, DTYPE, Epi::finish(out));
   }
 };
@@ -481,14 +483,14 @@ struct Kernel {
 // Defaults, so that `nvcc -arch=sm_90 -cubin -x cu gemv.cuh` builds and disassembles both
 // orientations offline: bf16 tn with N == 1 (dot) and bf16 nn with N == 1 (axpy, K split).
 struct GemmtuneGemvDotDefault {
-  static constexpr int BIAS = 0, ACTIVATION = 0, GATE = 0;  // no epilogue
+  static constexpr int BIAS = 0, ACTIVATION = 0, GATE = 0, AUX = 0;  // no epilogue
   static constexpr int DTYPE = 2, SIDE = 0, THREADS = 256, ROWS = 2, UNROLL = 4, KSPLIT = 1,
                        VEC = 8;
   static constexpr int XCHUNK = 8192;
   static constexpr bool A_T = true, B_T = false;
 };
 struct GemmtuneGemvAxpyDefault {
-  static constexpr int BIAS = 0, ACTIVATION = 0, GATE = 0;  // no epilogue
+  static constexpr int BIAS = 0, ACTIVATION = 0, GATE = 0, AUX = 0;  // no epilogue
   static constexpr int DTYPE = 2, SIDE = 0, THREADS = 256, ROWS = 1, UNROLL = 4, KSPLIT = 16,
                        VEC = 8;
   static constexpr int XCHUNK = 8192;

@@ -52,6 +52,9 @@ struct GemmCore {
   int group_capacity;
   // The epilogue's bias vector (gemmtune/types.hpp, Epilogue), M or N values of D's type, or 0.
   unsigned long long bias;
+  // The epilogue's second output, the pre-activation (Epilogue::aux), laid out as D: C's leading
+  // dimension, D's type; or 0.
+  unsigned long long aux;
 };
 
 // The tiling of a launch, for the families whose kernels map blocks or work units to output

@@ -477,11 +477,15 @@ struct Kernel {
           v1 = Epi::template add_bias<Cfg::DTYPE>(args.core.alpha * acc[i][j][2 * h + 1], args.core,
                                                   m + 1, n);
         };
-        const ColumnPairs<Cfg::DTYPE> at{C + offset, D + offset, m_first, args.core.m,
-                                         pairs_aligned<Cfg::DTYPE>(C + offset, D + offset)};
-        store_pairs<Cfg::DTYPE, 2 * FM, STORE_BATCH>(
-            at, args.core.beta, value, [](float& v0, float& v1) { Epi::finish(v0, v1); },
-            [](int) { return false; });
+        Elem* aux = Epi::aux_at(args.core, D + offset);
+        const ColumnPairs<Cfg::DTYPE> at{C + offset,
+                                         D + offset,
+                                         m_first,
+                                         args.core.m,
+                                         pairs_aligned<Cfg::DTYPE>(C + offset, D + offset, aux),
+                                         aux};
+        store_pairs<Cfg::DTYPE, 2 * FM, STORE_BATCH, Epi>(at, args.core.beta, value,
+                                                          [](int) { return false; });
       }
     }
   }
@@ -636,7 +640,7 @@ struct Kernel {
 // the template offline:
 //   nvcc -x cu -gencode=arch=compute_80,code=sm_80 -cubin -I templates templates/mma_sm80.cuh
 struct GemmtuneMma80Default {
-  static constexpr int BIAS = 0, ACTIVATION = 0, GATE = 0;  // no epilogue
+  static constexpr int BIAS = 0, ACTIVATION = 0, GATE = 0, AUX = 0;  // no epilogue
   static constexpr int BM = 128, BN = 128, BK = 32, WM = 64, WN = 64, STAGES = 4, GROUP = 8,
                        VEC = 8, SPLITS = 1, GROUP_TABLE = 0;
   static constexpr bool A_T = true, B_T = false;

@@ -267,14 +267,16 @@ struct Kernel {
         if (m + 4 <= args.core.m) {
 #pragma unroll
           for (int r = 0; r < 4; r += CVEC) {
-            float out[CVEC];
+            float out[CVEC], pre[CVEC];  // pre: the pre-activation (Epi::AUX)
             float old[CVEC];
             if (read_c) load_vec<CVEC>(old, C + offset + r);
 #pragma unroll
             for (int e = 0; e < CVEC; ++e) {
               const float v = value(acc[4 * i + r + e][j], m + r + e, n);
-              out[e] = Epi::finish(read_c ? fmaf(beta, old[e], v) : v);
+              pre[e] = read_c ? fmaf(beta, old[e], v) : v;
+              out[e] = Epi::finish(pre[e]);
             }
+            if constexpr (Epi::AUX) store_vec<CVEC>(Epi::aux_at(args.core, D + offset + r), pre);
             store_vec<CVEC>(D + offset + r, out);
           }
         } else {
@@ -282,7 +284,9 @@ struct Kernel {
           for (int r = 0; r < 4; ++r) {
             if (m + r >= args.core.m) break;
             const float v = value(acc[4 * i + r][j], m + r, n);
-            D[offset + r] = Epi::finish(read_c ? fmaf(beta, C[offset + r], v) : v);
+            const float pre_r = read_c ? fmaf(beta, C[offset + r], v) : v;
+            if constexpr (Epi::AUX) *Epi::aux_at(args.core, D + offset + r) = pre_r;
+            D[offset + r] = Epi::finish(pre_r);
           }
         }
       }
@@ -319,7 +323,7 @@ struct Kernel {
 #ifndef GEMMTUNE_GENERATED
 // Defaults, so that `nvcc -arch=sm_90 -cubin simt.cuh -x cu` builds and disassembles it offline.
 struct GemmtuneSimtDefault {
-  static constexpr int BIAS = 0, ACTIVATION = 0, GATE = 0;  // no epilogue
+  static constexpr int BIAS = 0, ACTIVATION = 0, GATE = 0, AUX = 0;  // no epilogue
   static constexpr int BM = 128, BN = 128, BK = 8, WM = 64, WN = 32, TM = 8, TN = 8;
   static constexpr int VEC = 4, STAGES = 2, GROUP = 8;
   static constexpr bool A_T = false, B_T = false;

@@ -55,8 +55,9 @@ GEMMTUNE_DEVICE_INLINE void add_scaled(typename Output<OUT>::Pair old, float bet
 }
 
 // Pair j of PAIRS at rows m0 + 8j of one column (a thread's pairs in mma fragments): C's old
-// values read from `in`, D's written to `out`, the rows at or below `rows` left alone (read as
-// zero). pairs: both columns start aligned for a pair access (with an odd ld, every other column
+// values read from `in`, D's written to `out`, the pre-activation kept in `aux` (the aux output
+// at D's place, or null: EpilogueOp::aux_at), the rows at or below `rows` left alone (read as
+// zero). pairs: the columns start aligned for a pair access (with an odd ld, every other column
 // does), so that both rows move in one access. m0 is even.
 template <int OUT>
 struct ColumnPairs {
@@ -66,39 +67,47 @@ struct ColumnPairs {
   Elem* out;
   int m0, rows;
   bool pairs;
+  Elem* aux = nullptr;
 
   GEMMTUNE_DEVICE_INLINE typename O::Pair read(int j) const {
     const int m = m0 + 8 * j;
     if (pairs && m + 1 < rows) return *reinterpret_cast<const typename O::Pair*>(in + m);
     return O::pair_of(m < rows ? in[m] : Elem(0), m + 1 < rows ? in[m + 1] : Elem(0));
   }
-  GEMMTUNE_DEVICE_INLINE void write(int j, float v0, float v1) const {
+  GEMMTUNE_DEVICE_INLINE void write(int j, float v0, float v1) const { put(out, j, v0, v1); }
+  GEMMTUNE_DEVICE_INLINE void keep(int j, float v0, float v1) const { put(aux, j, v0, v1); }
+
+ private:
+  GEMMTUNE_DEVICE_INLINE void put(Elem* to, int j, float v0, float v1) const {
     const int m = m0 + 8 * j;
     if (pairs && m + 1 < rows) {
-      *reinterpret_cast<typename O::Pair*>(out + m) = O::pack(v0, v1);
+      *reinterpret_cast<typename O::Pair*>(to + m) = O::pack(v0, v1);
     } else {
-      if (m < rows) out[m] = O::from_f32(v0);
-      if (m + 1 < rows) out[m + 1] = O::from_f32(v1);
+      if (m < rows) to[m] = O::from_f32(v0);
+      if (m + 1 < rows) to[m + 1] = O::from_f32(v1);
     }
   }
 };
 
-// Whether a column pair of C (`in`) and of D (`out`) can both move as one access each.
+// Whether a column pair of C (`in`), of D (`out`) and of the aux output (`aux`, or null) can
+// each move as one access.
 template <int OUT>
-GEMMTUNE_DEVICE_INLINE bool pairs_aligned(const void* in, const void* out) {
+GEMMTUNE_DEVICE_INLINE bool pairs_aligned(const void* in, const void* out,
+                                          const void* aux = nullptr) {
   constexpr u64 MASK = sizeof(typename Output<OUT>::Pair) - 1;
-  return ((reinterpret_cast<u64>(in) | reinterpret_cast<u64>(out)) & MASK) == 0;
+  return ((reinterpret_cast<u64>(in) | reinterpret_cast<u64>(out) | reinterpret_cast<u64>(aux)) &
+          MASK) == 0;
 }
 
 // D = finish(v + beta * C) for pairs j = 0 .. PAIRS-1 (beta == 0: C is not read, it may be
-// uninitialised), where `at` places them (read, write: as ColumnPairs), value(j, v0, v1) gives
-// their new values and finish(v0, v1) applies the epilogue's activation; pairs that skip(j) are
-// left alone. The old values of BATCH pairs are read before any of them is written, so that their
-// loads are in flight together (one after another, each waits for memory); with a BATCH of one,
-// each pair is read and written in turn, for threads short of registers.
-template <int OUT, int PAIRS, int BATCH, class At, class Value, class Finish, class Skip>
-GEMMTUNE_DEVICE_INLINE void store_pairs(const At& at, float beta, Value value, Finish finish,
-                                        Skip skip) {
+// uninitialised), where `at` places them (read, write, keep: as ColumnPairs), value(j, v0, v1)
+// gives their new values and Epi (EpilogueOp) keeps the pre-activation and applies the
+// activation; pairs that skip(j) are left alone. The old values of BATCH pairs are read before any
+// of them is written, so that their loads are in flight together (one after another, each waits for
+// memory); with a BATCH of one, each pair is read and written in turn, for threads short of
+// registers.
+template <int OUT, int PAIRS, int BATCH, class Epi, class At, class Value, class Skip>
+GEMMTUNE_DEVICE_INLINE void store_pairs(const At& at, float beta, Value value, Skip skip) {
   const bool read_c = beta != 0.0f;
 #pragma unroll
   for (int j0 = 0; j0 < PAIRS; j0 += BATCH) {
@@ -114,7 +123,7 @@ GEMMTUNE_DEVICE_INLINE void store_pairs(const At& at, float beta, Value value, F
       float v0, v1;
       value(j, v0, v1);
       if (read_c) add_scaled<OUT>(old[j - j0], beta, v0, v1);
-      finish(v0, v1);
+      Epi::finish(at, j, v0, v1);
       at.write(j, v0, v1);
     }
   }

@@ -182,11 +182,12 @@ extern "C" __global__ void gemmtune_count_nonfinite(unsigned long long p, long l
 
 // The elementwise pass a framework runs after a GEMM without a fused epilogue (the cuBLAS
 // baseline's, tuner/src/cublas.cpp): D = act(D + bias) in place, D m x n column-major of the
-// type, the bias of D's type along M or N, with epilogue_op.cuh's formulas on float. Rows run
-// along threadIdx.x (coalesced), columns along y.
+// type, the bias of D's type along M or N, with epilogue_op.cuh's formulas on float; where aux
+// is not 0, D + bias goes there too (the pre-activation a framework keeps for backward, laid out
+// as D). Rows run along threadIdx.x (coalesced), columns along y.
 extern "C" __global__ void gemmtune_epilogue_pass(unsigned long long d, long long ld, int m, int n,
                                                   int type, unsigned long long bias, int bias_kind,
-                                                  int activation) {
+                                                  int activation, unsigned long long aux) {
   const int r = blockIdx.x * blockDim.x + threadIdx.x;
   if (r >= m) return;
   void* out = reinterpret_cast<void*>(d);
@@ -197,6 +198,7 @@ extern "C" __global__ void gemmtune_epilogue_pass(unsigned long long d, long lon
     const long long at = r + c * ld;
     float v = gemmtune::load_as_f32(out, at, type) + row_bias;
     if (bias_kind == gemmtune::BIAS_N) v += gemmtune::load_as_f32(b, c, type);
+    if (aux) gemmtune::store_from_f32(reinterpret_cast<void*>(aux), at, type, v);
     gemmtune::store_from_f32(out, at, type, gemmtune::activate<float>(activation, v));
   }
 }

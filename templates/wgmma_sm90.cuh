@@ -94,7 +94,7 @@ struct Kernel : Traits<Cfg> {
 // Defaults (the known good point), so that nvcc can build and disassemble the template offline:
 //   nvcc -x cu -gencode=arch=compute_90a,code=sm_90a -cubin -I templates templates/wgmma_sm90.cuh
 struct GemmtuneWgmmaDefault {
-  static constexpr int BIAS = 0, ACTIVATION = 0, GATE = 0;  // no epilogue
+  static constexpr int BIAS = 0, ACTIVATION = 0, GATE = 0, AUX = 0;  // no epilogue
   static constexpr int BM = 256, BN = 128, STAGES = 4, WG = 2;
   static constexpr bool SWAP = false, WS = true;
   static constexpr int CLUSTER_M = 1, CLUSTER_N = 2, RASTER = 0, GROUP = 8, EPILOGUE = 1,

@@ -27,6 +27,23 @@ class Epilogues : public test::GpuTest {
     o.families = family;
     return Library(o);
   }
+  // Each epilogue on each (family, problem) the GPU's family serves, through the library's default,
+  // with beta 0 and 0.5.
+  void check_every_epilogue(const std::vector<std::tuple<std::string, Problem>>& cases,
+                            const std::vector<const char*>& epilogues) {
+    for (const auto& [family, plain] : cases) {
+      if (!why_unsupported(find_family(family), plain, device_.arch).empty()) continue;
+      Library lib = library_for(family);
+      for (const char* e : epilogues)
+        for (const float beta : {0.0f, 0.5f}) {
+          Problem p = plain;
+          p.epilogue = parse_epilogue(e);
+          p.reads_c = beta != 0.0f;
+          const Verdict v = check_library(lib, p, 1.25f, beta);
+          EXPECT_TRUE(v.ok) << family << " " << p.describe() << ": " << v.message;
+        }
+    }
+  }
   test::TempDir dir_;
 };
 
@@ -35,9 +52,9 @@ Problem with_epilogue(Problem p, const char* epilogue) {
   return p;
 }
 
-const char* const kEpilogues[] = {"bias",      "bias_n",          "relu",      "bias,gelu",
-                                  "gelu_tanh", "bias_n,silu",     "bias,relu", "silu",
-                                  "bias,silu", "bias_n,gelu_tanh"};
+const std::vector<const char*> kEpilogues = {
+    "bias",        "bias_n",    "relu", "bias,gelu", "gelu_tanh",
+    "bias_n,silu", "bias,relu", "silu", "bias,silu", "bias_n,gelu_tanh"};
 
 // Each family on problems it serves, odd sizes and its own paths: wgmma's TMA and register
 // stores and its swapped decode tiles, mma_sm80, gemv's two orientations, simt's f32.
@@ -52,17 +69,66 @@ TEST_F(Epilogues, EveryFamilyAppliesEveryEpilogue) {
       {"gemv", make_problem(DType::f16, Op::N, Op::N, 1, 700, 300)},
       {"simt", make_problem(DType::f32, Op::N, Op::N, 150, 130, 70)},
   };
-  for (const auto& [family, plain] : cases) {
-    if (!why_unsupported(find_family(family), plain, device_.arch).empty()) continue;
-    Library lib = library_for(family);
-    for (const char* e : kEpilogues)
-      for (const float beta : {0.0f, 0.5f}) {
-        Problem p = with_epilogue(plain, e);
-        p.reads_c = beta != 0.0f;
-        const Verdict v = check_library(lib, p, 1.25f, beta);
-        EXPECT_TRUE(v.ok) << family << " " << p.describe() << ": " << v.message;
-      }
+  check_every_epilogue(cases, kEpilogues);
+}
+
+// The pre-activation as a second output (aux) beside D in every family, both beta paths, odd
+// sizes and ld > rows (the verifier's smaller problem), through the default and a sample of the
+// space (wgmma's TMA stores with beta = 0, 16-bit and f32 D, and register stores); each output
+// checked against its own reference, and NaN-poisoned before the run.
+TEST_F(Epilogues, ThePreActivationOutputIsKeptBesideD) {
+  if (IsSkipped()) return;
+  const std::vector<std::tuple<std::string, Problem>> cases = {
+      {"wgmma_sm90", make_problem(DType::bf16, Op::T, Op::N, 1000, 520, 300)},
+      {"wgmma_sm90", make_problem(DType::bf16, Op::T, Op::N, 2048, 2048, 1024)},
+      {"wgmma_sm90", make_problem(parse_data_types("f16*f16->f32"), Op::T, Op::N, 1000, 520, 300)},
+      {"wgmma_sm90", make_problem(DType::f16, Op::N, Op::N, 4096, 16, 512)},
+      {"mma_sm80", make_problem(DType::bf16, Op::N, Op::T, 333, 190, 260)},
+      {"gemv", make_problem(DType::bf16, Op::T, Op::N, 1000, 1, 300)},
+      {"gemv", make_problem(DType::f16, Op::N, Op::N, 1, 700, 300)},
+      {"simt", make_problem(DType::f32, Op::N, Op::N, 150, 130, 70)},
+  };
+  check_every_epilogue(cases,
+                       {"bias,gelu,aux", "relu,aux", "bias_n,silu,aux", "bias,gelu_tanh,aux"});
+  for (const std::string name : {"wgmma_sm90", "mma_sm80"}) {
+    const Problem p =
+        with_epilogue(make_problem(DType::bf16, Op::T, Op::N, 1000, 300, 700), "bias,gelu,aux");
+    const Family& family = find_family(name);
+    if (!why_unsupported(family, p, device_.arch).empty()) continue;
+    const Pruning space = family.prune(p, device_.arch);
+    ASSERT_FALSE(space.valid.empty()) << name;
+    for (size_t i = 0; i < space.valid.size(); i += std::max<size_t>(1, space.valid.size() / 12)) {
+      const KernelConfig& c = space.valid[i];
+      const Verdict v = check(prepare_kernel(compiler_, c, p, device_.arch), p, 1.0f, 0.0f);
+      EXPECT_TRUE(v.ok) << family.kernel_name(c) << ": " << v.message;
+    }
   }
+}
+
+// A kernel that writes D alone (the plain epilogue's kernel run on an aux problem) leaves the
+// pre-activation output NaN: the verifier says so.
+TEST_F(Epilogues, AKernelThatSkipsThePreActivationIsCaught) {
+  if (IsSkipped()) return;
+  const Problem p =
+      with_epilogue(make_problem(DType::bf16, Op::T, Op::N, 1000, 520, 300), "bias,gelu,aux");
+  Problem without = p;
+  without.epilogue.aux = false;
+  const Family& family = find_family("wgmma_sm90");
+  if (!why_unsupported(family, p, device_.arch).empty()) return;
+  const ReadyKernel k = prepare_kernel(compiler_, family.default_config(without, device_.arch),
+                                       without, device_.arch);
+  const Verifier verifier(*checker_, p, 1.0f, 0.0f, 5, stream_->get());
+  const Verdict v = verifier.verify(
+      [&](const Problem& q, GemmOperands ops, CUstream s) {
+        Problem plain = q;
+        plain.epilogue.aux = false;
+        const LaunchPlan g = family.plan(k.config, plain, device_.arch);
+        workspaces_.provide(s, g, ops);
+        k.run(g, plain, ops, s);
+      },
+      stream_->get(), k.plan.reads_c);
+  EXPECT_FALSE(v.ok);
+  EXPECT_NE(v.message.find("pre-activation"), std::string::npos) << v.message;
 }
 
 // Gated epilogues on wgmma_sm90, mma_sm80, gemv (one token) and simt (f32): decode (wgmma's

@@ -86,6 +86,7 @@ class GpuTest : public ::testing::Test {
           MatmulDesc desc{q.types, q.scaling, q.op_a, q.op_b};
           desc.epilogue = q.epilogue;
           desc.bias = reinterpret_cast<const void*>(o.bias);
+          desc.aux = reinterpret_cast<void*>(o.aux);
           lib.matmul(desc, q.m, q.n, q.k, o.alpha, reinterpret_cast<const void*>(o.a), q.lda,
                      reinterpret_cast<const void*>(o.b), q.ldb, o.beta,
                      reinterpret_cast<void*>(o.c), q.ldc, reinterpret_cast<Stream>(s));

@@ -90,6 +90,7 @@ const std::vector<Attribute>& attributes() {
        {GEMMTUNE_PRECISION_DEFAULT, GEMMTUNE_PRECISION_EXACT, GEMMTUNE_PRECISION_TF32,
         GEMMTUNE_PRECISION_TF32X3},
        {-2, 3, 100}},
+      {GEMMTUNE_MATMUL_DESC_AUX, "GEMMTUNE_MATMUL_DESC_AUX", 0, {0, 1}, {-1, 2, 100}},
   };
   return all;
 }
@@ -173,7 +174,8 @@ TEST(CApiMatmulDesc, EveryAttributeRoundTripsAndLeavesTheOthersAlone) {
                                     GEMMTUNE_BIAS_N,
                                     GEMMTUNE_ACTIVATION_GELU_TANH,
                                     GEMMTUNE_GATE_INTERLEAVED,
-                                    GEMMTUNE_PRECISION_TF32X3};
+                                    GEMMTUNE_PRECISION_TF32X3,
+                                    1};
   for (size_t i = 0; i < attributes().size(); ++i)
     ASSERT_EQ(d.set(attributes()[i].attr, values[i]), GEMMTUNE_SUCCESS) << last_error();
   EXPECT_EQ(d.all(), values);
@@ -247,7 +249,7 @@ TEST(CApiMatmulDesc, UnknownAttributesAreRefused) {
   Desc d;
   int32_t value = 0;
   size_t written = 0;
-  for (int attr : {-1, 20, 100}) {
+  for (int attr : {-1, 22, 100}) {
     const auto a = static_cast<gemmtune_matmul_attribute>(attr);
     expect_invalid(gemmtune_matmul_desc_set_attribute(d, a, &value, sizeof value),
                    {"unknown matmul descriptor attribute " + std::to_string(attr)});
@@ -262,9 +264,9 @@ TEST(CApiMatmulDesc, UnknownAttributesAreRefused) {
 TEST(CApiMatmulDesc, UnknownAttributesNameTheKnownRange) {
   Desc d;
   int32_t value = 0;
-  expect_invalid(gemmtune_matmul_desc_set_attribute(d, static_cast<gemmtune_matmul_attribute>(20),
+  expect_invalid(gemmtune_matmul_desc_set_attribute(d, static_cast<gemmtune_matmul_attribute>(22),
                                                     &value, sizeof value),
-                 {"GEMMTUNE_MATMUL_DESC_A_TYPE (0) to GEMMTUNE_MATMUL_DESC_PRECISION (19)"});
+                 {"GEMMTUNE_MATMUL_DESC_A_TYPE (0) to GEMMTUNE_MATMUL_DESC_AUX_POINTER (21)"});
 }
 
 TEST(CApiMatmulDesc, GroupsAreBoundedByKMaxGroups) {
@@ -941,6 +943,42 @@ TEST(CApiMatmul, ABiasWithoutItsPointerIsRefusedBeforeItNeedsAGpu) {
       gemmtune_matmul_select(0, moe, 768, 64, 1024, kA, 1024, kB, 1024, 0.0f, kC, 768, &json),
       grouped);
   EXPECT_EQ(json, nullptr);
+}
+
+// The pre-activation output: an int32_t 0 or 1 and a pointer apart from the others; a call with
+// it needs its buffer (named with its shape and type), an activation, and no gate.
+TEST(CApiMatmul, APreActivationOutputIsCheckedBeforeItNeedsAGpu) {
+  const float one = 1.0f, zero = 0.0f;
+  void* const aux = reinterpret_cast<void*>(0x7f0000700000);
+  Desc d;
+  set_epilogue(d, GEMMTUNE_BIAS_M, GEMMTUNE_ACTIVATION_GELU);
+  ASSERT_EQ(set_address(d, GEMMTUNE_MATMUL_DESC_BIAS_POINTER, kBias), GEMMTUNE_SUCCESS);
+  EXPECT_EQ(d.get(GEMMTUNE_MATMUL_DESC_AUX), 0);
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_AUX, 1), GEMMTUNE_SUCCESS) << last_error();
+  EXPECT_EQ(d.get(GEMMTUNE_MATMUL_DESC_AUX), 1);
+  EXPECT_EQ(get_address(d, GEMMTUNE_MATMUL_DESC_AUX_POINTER), nullptr);
+  expect_invalid(
+      gemmtune_matmul(0, d, 768, 40, 1024, &one, kA, 1024, kB, 1024, &zero, kC, 768, nullptr),
+      {"epilogue bias,gelu,aux stores its pre-activation",
+       "GEMMTUNE_MATMUL_DESC_AUX_POINTER is not set", "768 x 40 values of D's type, bf16"});
+  ASSERT_EQ(set_address(d, GEMMTUNE_MATMUL_DESC_AUX_POINTER, aux), GEMMTUNE_SUCCESS);
+  EXPECT_EQ(get_address(d, GEMMTUNE_MATMUL_DESC_AUX_POINTER), aux);
+  EXPECT_EQ(get_address(d, GEMMTUNE_MATMUL_DESC_BIAS_POINTER), kBias);
+  // Without an activation, or gated, there is no pre-activation to keep.
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_ACTIVATION, GEMMTUNE_ACTIVATION_IDENTITY), GEMMTUNE_SUCCESS);
+  expect_invalid(
+      gemmtune_matmul(0, d, 768, 40, 1024, &one, kA, 1024, kB, 1024, &zero, kC, 768, nullptr),
+      {"aux (the pre-activation as a second output) is for an activation that is not gated"});
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_ACTIVATION, GEMMTUNE_ACTIVATION_SILU), GEMMTUNE_SUCCESS);
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_GATE, GEMMTUNE_GATE_HALVES), GEMMTUNE_SUCCESS);
+  expect_invalid(
+      gemmtune_matmul(0, d, 768, 40, 1024, &one, kA, 1024, kB, 1024, &zero, kC, 384, nullptr),
+      {"aux (the pre-activation as a second output) is for an activation that is not gated"});
+  ASSERT_EQ(d.set(GEMMTUNE_MATMUL_DESC_GATE, GEMMTUNE_GATE_NONE), GEMMTUNE_SUCCESS);
+  if (gemmtune::cu::available()) return;  // the call below would run on fake addresses
+  EXPECT_EQ(gemmtune_matmul(0, d, 768, 40, 1024, &one, kA, 1024, kB, 1024, &zero, kC, 768, nullptr),
+            GEMMTUNE_ERROR_NO_DEVICE)
+      << last_error();
 }
 
 // With D's own buffer, beta == 0 never reads C, which may then be NULL; beta != 0 needs it.

@@ -932,5 +932,56 @@ TEST_F(CompileFamilies, WgmmaStagedBiasCompilesWithoutSpills) {
   expect_compile_without_spills(family, configs, arch);
 }
 
+// A pre-activation output (aux) in every family's store: each family's default of problems with
+// bias,gelu,aux (wgmma's register stores, its swapped decode tiles, mma_sm80 on sm_80 and sm_90a,
+// gemv, simt) compiles without spills, and stores more than the same kernel without aux (STG,
+// opcode 0x986; calibrated as above on a one-store kernel).
+TEST_F(CompileFamilies, PreActivationOutputsCompileWithoutSpillsAndStoreTwice) {
+  struct Case {
+    const char* family;
+    const char* arch;
+    Problem problem;
+  };
+  const std::vector<Case> cases = {
+      {"wgmma_sm90", "sm_90a", make_problem(DType::bf16, Op::T, Op::N, 8192, 8192, 4096)},
+      {"wgmma_sm90", "sm_90a", make_problem(DType::bf16, Op::T, Op::N, 4096, 16, 4096)},
+      {"wgmma_sm90", "sm_90a", make_problem(DType::bf16, Op::T, Op::N, 2304, 1024, 4096)},
+      {"mma_sm80", "sm_80", make_problem(DType::bf16, Op::T, Op::N, 4096, 4096, 4096)},
+      {"mma_sm80", "sm_90a", make_problem(DType::f16, Op::N, Op::N, 1000, 520, 300)},
+      {"gemv", "sm_90a", make_problem(DType::bf16, Op::T, Op::N, 4096, 1, 4096)},
+      {"simt", "sm_90a", make_problem(DType::f32, Op::N, Op::N, 2048, 2048, 2048)},
+  };
+  const Compiler compiler(false);
+  for (const Case& c : cases) {
+    const ArchInfo arch = ArchInfo::from_name(c.arch);
+    const Family& family = find_family(c.family);
+    Problem p = c.problem;
+    p.epilogue = parse_epilogue("bias,gelu,aux");
+    KernelConfig config = family.default_config(p, arch);
+    EXPECT_EQ(family.why_invalid(config, p, arch), "") << family.kernel_name(config);
+    expect_compile_without_spills(family, {config}, arch);
+    const CompiledKernel kept = compiler.compile(emit_source(family, config, arch), arch);
+    config.epilogue.aux = false;
+    const CompiledKernel plain = compiler.compile(emit_source(family, config, arch), arch);
+    const int stores = count_opcode(kept.cubin, 0x986),
+              plain_stores = count_opcode(plain.cubin, 0x986);
+    std::printf("%s: %d STG, %d without aux\n", kept.name.c_str(), stores, plain_stores);
+    EXPECT_GT(stores, plain_stores) << kept.name;
+  }
+  // Its TMA stores take beta = 0 (aux_tma_stores_beta_zero pins EPILOGUE to 0 with beta != 0):
+  // the large default keeps them, each chunk's pre-activation through the same buffers.
+  const ArchInfo h100 = ArchInfo::from_name("sm_90a");
+  const Family& wgmma = find_family("wgmma_sm90");
+  Problem p = make_problem(DType::bf16, Op::T, Op::N, 8192, 8192, 4096);
+  p.epilogue = parse_epilogue("bias,gelu,aux");
+  KernelConfig tma = wgmma.default_config(p, h100);
+  EXPECT_EQ(tma.at("EPILOGUE"), 1) << wgmma.kernel_name(tma);
+  p.reads_c = true;
+  tma.params["READS_C"] = 1;
+  const std::string why = wgmma.why_invalid(tma, p, h100);
+  EXPECT_NE(why.find("EPILOGUE=1 is not among the values"), std::string::npos) << why;
+  EXPECT_EQ(wgmma.default_config(p, h100).at("EPILOGUE"), 0);
+}
+
 }  // namespace
 }  // namespace gemmtune

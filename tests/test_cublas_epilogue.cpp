@@ -55,6 +55,19 @@ TEST(CublasEpilogue, CuBlasLtHasNoErfGeluNoSiluAndNoBiasAlongN) {
     EXPECT_EQ(cublaslt_epilogue(parse_epilogue(e)), 0) << e;
 }
 
+// The pre-activation kept: cuBLASLt's GELU_AUX (160) and GELU_AUX_BIAS (164) store GELU's (tanh
+// form) input; its ReLU_AUX is a bit mask, not the value, so the others take the pass, which
+// writes the pre-activation beside D (testing.cuh's gemmtune_epilogue_pass).
+TEST(CublasEpilogue, APreActivationOutputIsCuBlasLtsGeluAuxOrThePass) {
+  EXPECT_EQ(cublaslt_epilogue(parse_epilogue("gelu_tanh,aux")), 160);
+  EXPECT_EQ(cublaslt_epilogue(parse_epilogue("bias,gelu_tanh,aux")), 164);
+  EXPECT_EQ(path_of("bias,gelu_tanh,aux", DataType::bf16), EpiloguePath::cublaslt);
+  for (const char* e : {"relu,aux", "bias,relu,aux", "bias,gelu,aux", "silu,aux"}) {
+    EXPECT_EQ(cublaslt_epilogue(parse_epilogue(e)), 0) << e;
+    EXPECT_EQ(path_of(e, DataType::bf16), EpiloguePath::pass) << e;
+  }
+}
+
 TEST(CublasEpilogue, CuBlasLtServesWhatItHasTheElementwisePassTheRest) {
   for (DataType type : {DataType::f32, DataType::f16, DataType::bf16}) {
     EXPECT_EQ(path_of("none", type), EpiloguePath::none);

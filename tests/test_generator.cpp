@@ -312,6 +312,34 @@ TEST(KernelConfig, JsonRoundTrip) {
 }
 
 // Gated epilogues (SwiGLU, GeGLU): named by their activation, D of half op(A)'s rows, no C.
+// aux (the pre-activation as a second output) is a part of its own, last in the name, for an
+// activation that is not gated; a kernel of its own.
+TEST(Problem, APreActivationOutputIsAnEpilogueOfItsOwn) {
+  for (const char* text : {"bias,gelu,aux", "relu,aux", "bias_n,silu,aux", "gelu_tanh,aux"})
+    EXPECT_EQ(parse_epilogue(text).name(), text);
+  EXPECT_EQ(parse_epilogue("aux,GELU,bias").name(), "bias,gelu,aux");
+  EXPECT_TRUE(parse_epilogue("bias,gelu,aux").aux);
+  EXPECT_FALSE(parse_epilogue("bias,gelu,aux").none());
+  for (const char* text : {"aux", "bias,aux", "swiglu,aux", "gelu,aux,aux"})
+    EXPECT_NE(error_of([&] { parse_epilogue(text); }, Errc::invalid_argument).find("aux"),
+              std::string::npos)
+        << text;
+  Problem p = make_problem(DType::bf16, Op::T, Op::N, 4096, 16, 4096);
+  p.epilogue = parse_epilogue("bias,gelu");
+  Problem kept = p;
+  kept.epilogue.aux = true;
+  validate(kept);
+  EXPECT_NE(p, kept);
+  EXPECT_NE(ProblemHash{}(p), ProblemHash{}(kept));
+  EXPECT_NE(kept.describe().find(" epilogue=bias,gelu,aux"), std::string::npos);
+  EXPECT_EQ(kept.operand_bytes() - p.operand_bytes(), 4096.0 * 16 * 2);  // a second D
+  // Set field by field (the C API's way), validate() holds the same rule.
+  Problem identity = kept;
+  identity.epilogue.activation = Activation::identity;
+  EXPECT_NE(error_of([&] { validate(identity); }, Errc::invalid_argument).find("aux"),
+            std::string::npos);
+}
+
 TEST(Problem, GatedEpiloguesHalveDAndReadNoC) {
   for (const char* text : {"swiglu", "geglu", "geglu_tanh", "reglu", "bias,swiglu",
                            "swiglu,interleaved", "bias_n,geglu,interleaved"})
@@ -420,8 +448,9 @@ TEST(KernelConfig, TheEpilogueIsStoredNamedEmittedAndMatched) {
     EXPECT_EQ(c.epilogue, p.epilogue) << f->name();
     EXPECT_EQ(KernelConfig::from_json(c.to_json()), c) << f->name();
     EXPECT_TRUE(f->kernel_name(c).ends_with("_bias_silu")) << f->kernel_name(c);
-    EXPECT_NE(f->emit(c, h100).find("static constexpr int BIAS = 1, ACTIVATION = 4, GATE = 0;"),
-              std::string::npos)
+    EXPECT_NE(
+        f->emit(c, h100).find("static constexpr int BIAS = 1, ACTIVATION = 4, GATE = 0, AUX = 0;"),
+        std::string::npos)
         << f->name();
     EXPECT_EQ(why_unusable(c, p, h100), "") << f->name();
     Problem plain = p;

@@ -1682,7 +1682,10 @@ TEST_F(TuningDbTest, ExportAndImportKeepTheEpilogueOfAProblem) {
        {Bad{"swish", 0,
             "entries[0].problem.epilogue: unknown epilogue part 'swish' (expected bias, bias_n, "
             "relu, gelu, gelu_tanh, silu, identity, or a gated swiglu, geglu, geglu_tanh, reglu "
-            "with interleaved, comma-separated)"},
+            "with interleaved, and aux, comma-separated)"},
+        Bad{"bias,aux", 0,
+            "entries[0].problem.epilogue: epilogue bias,aux: aux (the pre-activation as a second "
+            "output) is for an activation that is not gated"},
         Bad{1, 0, "entries[0].problem.epilogue: expected a string, got number"},
         Bad{"bias,bias_n", 0, "entries[0].problem.epilogue: epilogue: more than one bias"},
         Bad{"bias,gelu", 8, "grouped problems with an epilogue are not supported yet"},

@@ -57,7 +57,9 @@ inline constexpr const char* kPrecisionHelp =
 inline constexpr const char* kEpilogueHelp =
     "What the store applies, comma-separated: a bias (bias: one per row of D, an nn.Linear's "
     "output features; bias_n: one per column) and an activation (relu, gelu, gelu_tanh, silu): "
-    "D = act(alpha AB + beta C + bias); default: none";
+    "D = act(alpha AB + beta C + bias), or gated (swiglu, geglu, geglu_tanh, reglu, with "
+    "interleaved for that layout); aux also stores the pre-activation (alpha AB + beta C + bias) "
+    "as a second output, for an activation that is not gated; default: none";
 inline constexpr const char* kShapesHelp =
     "File of shapes, one per line: 'M N K [types] [layout] [types=] [dtype_b=] [out=] "
     "[scaling=] [accum=] [precision=] [groups=] [group_layout=] [epilogue=] [lda=] [ldb=] [ldc=] "

@@ -162,6 +162,7 @@ gt::MatmulDesc desc_of(const gt::Problem& p, const gt::GemmOperands& o) {
   desc.group_layout = p.group_layout;
   desc.epilogue = p.epilogue;
   desc.bias = reinterpret_cast<const void*>(o.bias);
+  desc.aux = reinterpret_cast<void*>(o.aux);
   return desc;
 }
 

@@ -129,9 +129,11 @@ void add_filter_options(CLI::App& sub, FilterArgs& args) {
                  "Only grouped problems of this many groups (0: only problems of one GEMM)");
   sub.add_option("--group-layout", args.group_layout,
                  "Only grouped problems of this group layout: contiguous or masked");
-  sub.add_option("--epilogue", args.epilogue,
-                 "Only problems of this epilogue, as gemm-tune's --epilogue: none, or a bias "
-                 "(bias, bias_n) and an activation (relu, gelu, gelu_tanh, silu), comma-separated");
+  sub.add_option(
+      "--epilogue", args.epilogue,
+      "Only problems of this epilogue, as gemm-tune's --epilogue: none, or a bias "
+      "(bias, bias_n) and an activation (relu, gelu, gelu_tanh, silu), gated (swiglu, ...) "
+      "and aux (the pre-activation kept), comma-separated");
   sub.add_option("--beta", args.beta,
                  "Only problems that read C (not 0: tuned with beta != 0) or that do not (0)");
 }

@@ -86,8 +86,8 @@ std::string args_static_assert(const ArgsLayout& args) {
 }  // namespace
 
 std::string epilogue_constants(const Epilogue& e) {
-  return fmt::format("  static constexpr int BIAS = {}, ACTIVATION = {}, GATE = {};\n", int(e.bias),
-                     int(e.activation), int(e.gate));
+  return fmt::format("  static constexpr int BIAS = {}, ACTIVATION = {}, GATE = {}, AUX = {};\n",
+                     int(e.bias), int(e.activation), int(e.gate), int(e.aux));
 }
 
 std::string epilogue_suffix(const Epilogue& e) {

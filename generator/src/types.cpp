@@ -191,6 +191,19 @@ std::string_view gated_name(Activation activation) {
 
 }  // namespace
 
+namespace {
+
+// A pre-activation output needs an activation before which to keep the value, and one value
+// (not a gate's and an up's).
+void check_aux(const Epilogue& e) {
+  GT_REQUIRE(!e.aux || (e.activation != Activation::identity && !e.gated()), Errc::invalid_argument,
+             "epilogue {}: aux (the pre-activation as a second output) is for an activation that "
+             "is not gated (relu, gelu, gelu_tanh, silu)",
+             e.name());
+}
+
+}  // namespace
+
 std::string Epilogue::name() const {
   if (none()) return "none";
   std::vector<std::string_view> parts;
@@ -200,6 +213,7 @@ std::string Epilogue::name() const {
   else if (activation != Activation::identity)
     parts.push_back(to_string(activation));
   if (gate == Gate::interleaved) parts.push_back("interleaved");
+  if (aux) parts.push_back("aux");
   return fmt::format("{}", fmt::join(parts, ","));
 }
 
@@ -228,6 +242,11 @@ Epilogue parse_epilogue(std::string_view text) {
       interleaved = true;
       continue;
     }
+    if (part == "aux") {
+      GT_REQUIRE(!e.aux, Errc::invalid_argument, "epilogue: aux twice");
+      e.aux = true;
+      continue;
+    }
     bool known = false;
     for (Activation a : {Activation::identity, Activation::relu, Activation::gelu,
                          Activation::gelu_tanh, Activation::silu})
@@ -236,13 +255,14 @@ Epilogue parse_epilogue(std::string_view text) {
       if (part == name) set_activation(a), e.gate = Gate::halves, known = true;
     GT_REQUIRE(known, Errc::invalid_argument,
                "unknown epilogue part '{}' (expected bias, bias_n, relu, gelu, gelu_tanh, silu, "
-               "identity, or a gated swiglu, geglu, geglu_tanh, reglu with interleaved, "
+               "identity, or a gated swiglu, geglu, geglu_tanh, reglu with interleaved, and aux, "
                "comma-separated)",
                part);
   }
   GT_REQUIRE(!interleaved || e.gated(), Errc::invalid_argument,
              "epilogue: interleaved is the layout of a gated one (swiglu, geglu, ...)");
   if (interleaved) e.gate = Gate::interleaved;
+  check_aux(e);
   return e;
 }
 
@@ -331,7 +351,8 @@ double Problem::operand_bytes() const {
   return double(m) * double(k) * double(group_count()) * element_bytes(types.a) +
          double(k) * double(n) * element_bytes(types.b) +
          double(output_rows()) * double(n) * (reads_c ? element_bytes(types.c) : 0) +
-         double(output_rows()) * double(n) * element_bytes(types.d) + bias_bytes();
+         double(output_rows()) * double(n) * element_bytes(types.d) * (epilogue.aux ? 2 : 1) +
+         bias_bytes();
 }
 
 double Problem::bias_bytes() const {
@@ -393,7 +414,9 @@ size_t ProblemHash::operator()(const Problem& p) const noexcept {
                     int64_t(p.accumulation),
                     int64_t(p.precision),
                     int64_t(p.epilogue.bias),
-                    int64_t(p.epilogue.activation)})
+                    int64_t(p.epilogue.activation),
+                    int64_t(p.epilogue.gate),
+                    int64_t(p.epilogue.aux)})
     h = h * 1000003u ^ size_t(v);
   return h;
 }
@@ -468,6 +491,7 @@ void validate(const Problem& p) {
              "epilogue {}: a gated epilogue takes an even M (gate and up rows; D has M / 2) and "
              "reads no C (beta = 0), got M = {}{}",
              p.epilogue.name(), p.m, p.reads_c ? " and beta != 0" : "");
+  check_aux(p.epilogue);
   GT_REQUIRE(p.ldc >= p.output_rows(), Errc::invalid_argument,
              "ldc ({}) must be at least D's rows ({}{})", p.ldc, p.output_rows(),
              p.epilogue.gated() ? ": M / 2, gated" : ": M");

@@ -210,17 +210,22 @@ const char* attribute_name(int attr) {
       return "GEMMTUNE_MATMUL_DESC_GATE";
     case GEMMTUNE_MATMUL_DESC_PRECISION:
       return "GEMMTUNE_MATMUL_DESC_PRECISION";
+    case GEMMTUNE_MATMUL_DESC_AUX:
+      return "GEMMTUNE_MATMUL_DESC_AUX";
+    case GEMMTUNE_MATMUL_DESC_AUX_POINTER:
+      return "GEMMTUNE_MATMUL_DESC_AUX_POINTER";
   }
   return nullptr;
 }
 
 // The scale pointers' values are a const float*, the group ends' a const int32_t*, the bias's
-// a const void*, D's a void*; every other attribute's an int32_t.
+// a const void*, D's and the pre-activation's a void*; every other attribute's an int32_t.
 bool is_pointer(int attr) {
   return attr == GEMMTUNE_MATMUL_DESC_SCALE_A_POINTER ||
          attr == GEMMTUNE_MATMUL_DESC_SCALE_B_POINTER ||
          attr == GEMMTUNE_MATMUL_DESC_GROUP_ENDS_POINTER ||
-         attr == GEMMTUNE_MATMUL_DESC_BIAS_POINTER || attr == GEMMTUNE_MATMUL_DESC_D_POINTER;
+         attr == GEMMTUNE_MATMUL_DESC_BIAS_POINTER || attr == GEMMTUNE_MATMUL_DESC_D_POINTER ||
+         attr == GEMMTUNE_MATMUL_DESC_AUX_POINTER;
 }
 
 size_t value_size(int attr) {
@@ -232,7 +237,7 @@ const char* known_attribute(int attr) {
   const char* name = attribute_name(attr);
   GT_REQUIRE(name != nullptr, gemmtune::Errc::invalid_argument,
              "unknown matmul descriptor attribute {} (expected GEMMTUNE_MATMUL_DESC_A_TYPE (0) to "
-             "GEMMTUNE_MATMUL_DESC_PRECISION (19))",
+             "GEMMTUNE_MATMUL_DESC_AUX_POINTER (21))",
              attr);
   return name;
 }
@@ -270,6 +275,7 @@ constexpr EnumRange kEnumRanges[] = {
      GEMMTUNE_PRECISION_TF32X3,
      "GEMMTUNE_PRECISION_DEFAULT (-1), GEMMTUNE_PRECISION_EXACT (0), GEMMTUNE_PRECISION_TF32 (1) "
      "or GEMMTUNE_PRECISION_TF32X3 (2)"},
+    {GEMMTUNE_MATMUL_DESC_AUX, "aux", 0, 1, "0 or 1"},
 };
 
 // Whether `value` is valid for `attr`; else Error(invalid_argument) naming both.
@@ -300,6 +306,7 @@ const char* value_kind(int attr) {
     case GEMMTUNE_MATMUL_DESC_BIAS_POINTER:
       return "a const void* (a device pointer)";
     case GEMMTUNE_MATMUL_DESC_D_POINTER:
+    case GEMMTUNE_MATMUL_DESC_AUX_POINTER:
       return "a void* (a device pointer)";
   }
   return is_pointer(attr) ? "a const float* (a device pointer)" : "an int32_t";
@@ -343,6 +350,9 @@ void set_pointer(gemmtune::MatmulDesc& d, int attr, const void* value) {
     case GEMMTUNE_MATMUL_DESC_D_POINTER:
       std::memcpy(&d.d, value, sizeof d.d);
       return;
+    case GEMMTUNE_MATMUL_DESC_AUX_POINTER:
+      std::memcpy(&d.aux, value, sizeof d.aux);
+      return;
   }
   std::memcpy(&d.scale_b, value, sizeof d.scale_b);
 }
@@ -357,6 +367,8 @@ const void* get_pointer(const gemmtune::MatmulDesc& d, int attr) {
       return d.bias;
     case GEMMTUNE_MATMUL_DESC_D_POINTER:
       return d.d;
+    case GEMMTUNE_MATMUL_DESC_AUX_POINTER:
+      return d.aux;
   }
   return d.scale_b;
 }
@@ -393,6 +405,8 @@ int32_t get_value(const gemmtune::MatmulDesc& d, int attr) {
       return int32_t(d.epilogue.gate);
     case GEMMTUNE_MATMUL_DESC_PRECISION:
       return d.precision ? int32_t(*d.precision) : GEMMTUNE_PRECISION_DEFAULT;
+    case GEMMTUNE_MATMUL_DESC_AUX:
+      return d.epilogue.aux ? 1 : 0;
   }
   GT_THROW(gemmtune::Errc::internal, "attribute {} has no field", attr);
 }
@@ -448,6 +462,9 @@ void set_value(gemmtune::MatmulDesc& d, int attr, int32_t value) {
                         ? std::nullopt
                         : std::optional(static_cast<gemmtune::Precision>(value));
       return;
+    case GEMMTUNE_MATMUL_DESC_AUX:
+      d.epilogue.aux = value != 0;
+      return;
   }
   GT_THROW(gemmtune::Errc::internal, "attribute {} has no field", attr);
 }
@@ -487,6 +504,14 @@ void require_bias(const gemmtune::Problem& p, const gemmtune::MatmulDesc& d) {
              "epilogue {} needs its bias: GEMMTUNE_MATMUL_DESC_BIAS_POINTER is not set (a device "
              "pointer to {} values of D's type, {})",
              p.epilogue.name(), along_m ? p.m : p.n, gemmtune::to_string(p.types.d));
+}
+
+// A call that keeps its pre-activation has that buffer; the message names the attribute.
+void require_aux(const gemmtune::Problem& p, const gemmtune::MatmulDesc& d) {
+  GT_REQUIRE(!p.epilogue.aux || d.aux != nullptr, gemmtune::Errc::invalid_argument,
+             "epilogue {} stores its pre-activation: GEMMTUNE_MATMUL_DESC_AUX_POINTER is not set "
+             "(a device pointer to {} x {} values of D's type, {}, laid out as D)",
+             p.epilogue.name(), p.m, p.n, gemmtune::to_string(p.types.d));
 }
 
 // C is read where beta != 0, and written where D has no buffer of its own.
@@ -667,6 +692,7 @@ gemmtune_status gemmtune_matmul(int device, gemmtune_matmul_desc desc, int64_t m
     require_c(d, c, beta_value);
     require_scales(p, d);
     require_bias(p, d);
+    require_aux(p, d);
     require_group_ends(p, d);
     gemmtune::DeviceScope scope(device);
     library.matmul(d, m, n, k, alpha_value, a, lda, b, ldb, beta_value, c, ldc,

@@ -136,6 +136,8 @@ MapSource map_source(Operand operand, const Problem& p, const GemmOperands& ops)
       return {ops.c, p.output_rows(), p.n, p.ldc};
     case Operand::d:
       return {output_of(ops), p.output_rows(), p.n, p.ldc};
+    case Operand::aux:
+      return {ops.aux, p.output_rows(), p.n, p.ldc};
     case Operand::scale_a:
     case Operand::scale_b: {
       const bool a = operand == Operand::scale_a;
@@ -202,6 +204,8 @@ GemmCore core_of(const LaunchPlan& plan, const Problem& p, const GemmOperands& o
              "{} is grouped but the group ends are a null pointer", p.describe());
   GT_REQUIRE(p.epilogue.bias == Bias::none || ops.bias != 0, Errc::invalid_argument,
              "{} adds a bias but the bias is a null pointer", p.describe());
+  GT_REQUIRE(!p.epilogue.aux || ops.aux != 0, Errc::invalid_argument,
+             "{} stores its pre-activation (aux) but that buffer is a null pointer", p.describe());
   GemmCore core{};
   core.a = ops.a;
   core.b = ops.b;
@@ -223,6 +227,7 @@ GemmCore core_of(const LaunchPlan& plan, const Problem& p, const GemmOperands& o
   core.groups = int(p.groups);
   core.group_capacity = int(p.group_capacity());
   core.bias = ops.bias;
+  core.aux = ops.aux;
   return core;
 }
 

@@ -347,6 +347,10 @@ void Library::matmul(const MatmulDesc& desc, int64_t m, int64_t n, int64_t k, fl
   GT_REQUIRE(c_read != nullptr, Errc::invalid_argument, "C is a null pointer");
   GT_REQUIRE(p.epilogue.bias == Bias::none || desc.bias != nullptr, Errc::invalid_argument,
              "epilogue {} needs its bias vector (bias)", p.epilogue.name());
+  GT_REQUIRE(!p.epilogue.aux || desc.aux != nullptr, Errc::invalid_argument,
+             "epilogue {} needs the pre-activation's buffer (aux)", p.epilogue.name());
+  GT_REQUIRE(reinterpret_cast<uintptr_t>(desc.aux) % 16 == 0, Errc::invalid_argument,
+             "the pre-activation's buffer (aux) must be 16-byte aligned (got {})", desc.aux);
   GT_REQUIRE(p.scaling == Scaling::none || (desc.scale_a != nullptr && desc.scale_b != nullptr),
              Errc::invalid_argument, "scaling {} needs the scales of A and B (scale_a and scale_b)",
              to_string(p.scaling));
@@ -360,6 +364,7 @@ void Library::matmul(const MatmulDesc& desc, int64_t m, int64_t n, int64_t k, fl
   GemmOperands ops{CUdeviceptr(a), CUdeviceptr(b), CUdeviceptr(c_read), alpha, beta};
   ops.d = CUdeviceptr(d);
   ops.bias = CUdeviceptr(desc.bias);
+  ops.aux = CUdeviceptr(p.epilogue.aux ? desc.aux : nullptr);
   ops.scale_a = CUdeviceptr(desc.scale_a);
   ops.scale_b = CUdeviceptr(desc.scale_b);
   ops.group_ends = CUdeviceptr(desc.group_ends);

@@ -16,8 +16,11 @@ struct WgmmaArgs {
   GemmTensorMap map_b_low;
   GemmTensorMap map_scale_a;  // block scaling: the scales of A and B, each as one row
   GemmTensorMap map_scale_b;
+  GemmTensorMap
+      map_aux;  // TMA stores' of the pre-activation output (Epilogue::aux): WGMMA_MAP_AUX_MADE
 };
 
 // The bits of GemmCore::flags that say map_c and map_d were made.
 #define WGMMA_MAP_C_MADE 1
 #define WGMMA_MAP_D_MADE 2
+#define WGMMA_MAP_AUX_MADE 4

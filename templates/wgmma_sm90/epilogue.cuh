@@ -22,11 +22,12 @@ struct Epilogue : Traits<Cfg> {
   using TmaStore = wgmma_sm90::TmaStore<Cfg>;
   using GatedStore = wgmma_sm90::GatedStore<Cfg>;
 
-  // D's map was made (D aligned), and C's where C is read.
+  // D's map was made (D aligned), C's where C is read, the pre-activation's where it is kept.
   GEMMTUNE_DEVICE_INLINE static bool stores_by_tma(const WgmmaArgs& args) {
     const unsigned made = args.core.flags;
     return TMA_STORE && (made & WGMMA_MAP_D_MADE) &&
-           ((made & WGMMA_MAP_C_MADE) || T::beta_of(args) == 0.0f);
+           ((made & WGMMA_MAP_C_MADE) || T::beta_of(args) == 0.0f) &&
+           (!EpilogueOp<Cfg>::AUX || (made & WGMMA_MAP_AUX_MADE));
   }
   // beta != 0: C is read, by TMA (TmaStore::store) or from registers (RegisterStore::store).
   GEMMTUNE_DEVICE_INLINE static bool loads_c_by_tma(const WgmmaArgs& args) {

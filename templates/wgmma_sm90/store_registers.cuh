@@ -83,6 +83,11 @@ struct RegisterStore : Traits<Cfg> {
       if (c < cols_end) *d_at(args, r, c) = O::from_f32(v0);
       if (c + 1 < cols_end) *d_at(args, r, c + 1) = O::from_f32(v1);
     }
+    GEMMTUNE_DEVICE_INLINE void keep(int j, float v0, float v1) const {
+      const int c = c0 + 8 * j;
+      if (c < cols_end) *Epi::aux_at(args.core, d_at(args, r, c)) = O::from_f32(v0);
+      if (c + 1 < cols_end) *Epi::aux_at(args.core, d_at(args, r, c + 1)) = O::from_f32(v1);
+    }
   };
 
   // Kernel row r's pairs from column c0 on (store_pairs.cuh's accessors): across two columns of
@@ -94,7 +99,9 @@ struct RegisterStore : Traits<Cfg> {
     } else {
       const Out* in = c_at(args, r, 0);
       Out* out = d_at(args, r, 0);
-      return ColumnPairs<Cfg::DTYPE>{in, out, c0, args.core.m, pairs_aligned<Cfg::DTYPE>(in, out)};
+      Out* aux = Epi::aux_at(args.core, out);
+      return ColumnPairs<Cfg::DTYPE>{
+          in, out, c0, args.core.m, pairs_aligned<Cfg::DTYPE>(in, out, aux), aux};
     }
   }
 
@@ -119,7 +126,6 @@ struct RegisterStore : Traits<Cfg> {
              (lane % 32) / 4 + 8 * h;
     };
     auto skip = [&](int j) { return CLUSTER_K > 1 && ClusterK::owner_of(j) != kpart; };
-    auto finish = [](float& v0, float& v1) { Epi::finish(v0, v1); };
     typename O::Pair old[ALL_AHEAD ? MW : 1][2][ALL_AHEAD ? TN / 8 : 1];
     if (ALL_AHEAD && beta != 0.0f) {
 #pragma unroll
@@ -153,11 +159,11 @@ struct RegisterStore : Traits<Cfg> {
             float v0, v1;
             value(j, v0, v1);
             if (beta != 0.0f) add_scaled<Cfg::DTYPE>(old[mb][h][j], beta, v0, v1);
-            finish(v0, v1);
+            Epi::finish(at, j, v0, v1);
             at.write(j, v0, v1);
           }
         } else {
-          store_pairs<Cfg::DTYPE, TN / 8, STORE_BATCH>(at, beta, value, finish, skip);
+          store_pairs<Cfg::DTYPE, TN / 8, STORE_BATCH, Epi>(at, beta, value, skip);
         }
       }
     }

@@ -1,6 +1,8 @@
 // The epilogue that stores a tile through shared memory and TMA stores (EPILOGUE 1, C aligned),
 // and, with beta != 0, C's loads by TMA into the same shared memory: by the producer during the
-// tile's main loop (fetch_c) or by the consumer itself (load_first_c_chunks).
+// tile's main loop (fetch_c) or by the consumer itself (load_first_c_chunks). A pre-activation
+// output (Epilogue::aux, beta = 0) goes out the same way, each chunk's pre-activation before its
+// D, through the same ring of buffers.
 #pragma once
 #include "epilogue_op.cuh"
 #include "ptx/ldmatrix.cuh"
@@ -207,12 +209,13 @@ struct TmaStore : Traits<Cfg> {
   };
 
   // An f32 chunk into its buffer (READ_C: each value first read back from where it goes, C's old
-  // value landed there by TMA). A chunk is 32 columns, four 8-column groups g of the accumulators;
-  // a thread writes its pair of each group's rows 16 (lane / 32) + (lane % 32) / 4 (+ 8) as 8
-  // bytes: unit 2g + (lane % 4) / 2 of the row's 128, at 8 (lane % 2) in it, the unit swizzled to
-  // unit ^ (row % 8) as TMA's 128-byte swizzle lays it out. A warp's 8 rows of 32 bytes an
-  // instruction spread over all the banks twice: two wavefronts, the least for 256 bytes.
-  template <bool READ_C>
+  // value landed there by TMA; PRE: the pre-activation, without the activation). A chunk is 32
+  // columns, four 8-column groups g of the accumulators; a thread writes its pair of each group's
+  // rows 16 (lane / 32) + (lane % 32) / 4 (+ 8) as 8 bytes: unit 2g + (lane % 4) / 2 of the row's
+  // 128, at 8 (lane % 2) in it, the unit swizzled to unit ^ (row % 8) as TMA's 128-byte swizzle
+  // lays it out. A warp's 8 rows of 32 bytes an instruction spread over all the banks twice: two
+  // wavefronts, the least for 256 bytes.
+  template <bool READ_C, bool PRE>
   GEMMTUNE_DEVICE_INLINE static void write_f32_chunk(const WgmmaArgs& args, unsigned char* buffer,
                                                      int chunk, const float (&acc)[MW][TN / 2],
                                                      const Bias& bias) {
@@ -237,7 +240,7 @@ struct TmaStore : Traits<Cfg> {
             v0 = fmaf(args.core.beta, old.x, v0);
             v1 = fmaf(args.core.beta, old.y, v1);
           }
-          Epi::finish(v0, v1);
+          if constexpr (!PRE) Epi::finish(v0, v1);
           st_shared_f32x2(address, v0, v1);
         }
     }
@@ -247,12 +250,17 @@ struct TmaStore : Traits<Cfg> {
   // the buffer's last store has read it (the first C_BUFFERS chunks together: by the producer
   // during the tile's main loop where c_early, else here); each thread reads its values back
   // with ldmatrix, the inverse of stmatrix (f32: write_f32_chunk's loads), from where it writes
-  // them. `c_phases` holds each buffer's barrier phase, bit by bit.
+  // them. `c_phases` holds each buffer's barrier phase, bit by bit. With a pre-activation output
+  // (beta = 0) each chunk is written twice, its pre-activation for map_aux, then D: the ring turns
+  // over WRITES buffers' worth.
   template <bool READ_C>
   GEMMTUNE_DEVICE_INLINE static void store(const WgmmaArgs& args, const Smem& s, Tile t,
                                            int consumer, const float (&acc)[MW][TN / 2],
                                            const StagedBias& staged, u32& c_phases, bool c_early) {
-    constexpr bool RING = C_BUFFERS < C_CHUNKS;
+    static_assert(!(Epi::AUX && READ_C), "a pre-activation output by TMA takes beta = 0");
+    constexpr int PASSES = Epi::AUX ? 2 : 1;  // a chunk's writes: its pre-activation, then D
+    constexpr int WRITES = C_CHUNKS * PASSES;
+    constexpr bool RING = C_BUFFERS < WRITES;
     const int lane = threadIdx.x % 128;
     const bool issuer = lane == 0;
     unsigned char* staging = s.c + consumer * C_BUFFERS * C_CHUNK_BYTES;
@@ -271,16 +279,17 @@ struct TmaStore : Traits<Cfg> {
     if (READ_C && !c_early) load_first_c_chunks(args, s, t, consumer);
     if (READ_C && T::STAGED_BIAS) ptx::named_barrier(1 + consumer, 128);
 #pragma unroll
-    for (int chunk = 0; chunk < C_CHUNKS; ++chunk) {
-      const int buffer = chunk % C_BUFFERS;
+    for (int w = 0; w < WRITES; ++w) {
+      const int chunk = w / PASSES, buffer = w % C_BUFFERS;
+      const bool pre = PASSES == 2 && w % 2 == 0;  // known once unrolled
       if constexpr (READ_C) {
         ptx::mbarrier_wait(&s.c_loaded[consumer * C_BUFFERS + buffer], (c_phases >> buffer) & 1);
         c_phases ^= 1u << buffer;
-      } else if (chunk == 0 || chunk >= C_BUFFERS) {
+      } else if (w == 0 || w >= C_BUFFERS) {
         // The buffer is free once the stores that read it are done reading: the previous tile's
-        // (all of them) before the first chunk, the one C_BUFFERS chunks back after that.
+        // (all of them) before the first write, the one C_BUFFERS writes back after that.
         if (issuer) {
-          if (chunk == 0)
+          if (w == 0)
             ptx::bulk_wait_read<0>();
           else
             ptx::bulk_wait_read<C_BUFFERS - 1>();
@@ -288,7 +297,10 @@ struct TmaStore : Traits<Cfg> {
         ptx::named_barrier(1 + consumer, 128);
       }
       if constexpr (F32_OUT) {
-        write_f32_chunk<READ_C>(args, staging + buffer * C_CHUNK_BYTES, chunk, acc, bias);
+        if (pre)
+          write_f32_chunk<READ_C, true>(args, staging + buffer * C_CHUNK_BYTES, chunk, acc, bias);
+        else
+          write_f32_chunk<READ_C, false>(args, staging + buffer * C_CHUNK_BYTES, chunk, acc, bias);
       } else {
         // Units u and u + 1 of every 64-row block, the bias of their two column pairs loaded once.
 #pragma unroll
@@ -313,21 +325,22 @@ struct TmaStore : Traits<Cfg> {
                 v0 = fmaf(args.core.beta, H::to_f32(u16(old[b] & 0xffff)), v0);
                 v1 = fmaf(args.core.beta, H::to_f32(u16(old[b] >> 16)), v1);
               }
-              Epi::finish(v0, v1);
+              if (!pre) Epi::finish(v0, v1);
               r[b] = H::pack(v0, v1);
             }
             ptx::stmatrix_x4(address, r);
           }
         }
       }
-      if (RING || chunk == C_CHUNKS - 1) {
+      if (RING || w == WRITES - 1) {
         ptx::fence_async_shared();
         ptx::named_barrier(1 + consumer, 128);
         if (issuer) {
 #pragma unroll
-          for (int c = RING ? chunk : 0; c <= chunk; ++c)
-            ptx::tma_store_2d(&args.map_d, staging + (c % C_BUFFERS) * C_CHUNK_BYTES,
-                              t.col0 + T::c_chunk_col(c), n0);
+          for (int c = RING ? w : 0; c <= w; ++c)
+            ptx::tma_store_2d(PASSES == 2 && c % 2 == 0 ? &args.map_aux : &args.map_d,
+                              staging + (c % C_BUFFERS) * C_CHUNK_BYTES,
+                              t.col0 + T::c_chunk_col(c / PASSES), n0);
           ptx::bulk_commit();
           if (READ_C && chunk + C_BUFFERS < C_CHUNKS) {
             ptx::bulk_wait_read<0>();

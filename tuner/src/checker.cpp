@@ -27,7 +27,7 @@ KernelSource testing_source() {
 
 }  // namespace
 
-CheckArgs check_args(const ProblemData& d, float alpha, float beta) {
+CheckArgs check_args(const ProblemData& d, float alpha, float beta, bool pre_activation) {
   const Problem& p = d.problem;
   CheckArgs a{};
   a.a = d.a.ptr();
@@ -60,6 +60,10 @@ CheckArgs check_args(const ProblemData& d, float alpha, float beta) {
   a.activation = int(p.epilogue.activation);
   a.gate = int(p.epilogue.gate);
   a.out_rows = int(p.output_rows());
+  if (pre_activation) {
+    a.out = d.aux.ptr();
+    a.activation = int(Activation::identity);
+  }
   return a;
 }
 
@@ -284,6 +288,7 @@ ProblemData::ProblemData(const Problem& p, const Checker& checker, uint64_t seed
     bias = DeviceBuffer(size_t(nbias * element_bytes(p.types.d)));
     checker.fill_normal(bias.ptr(), nbias, p.types.d, seed * 11 + 5, 1.0f, stream);
   }
+  if (p.epilogue.aux) aux = DeviceBuffer(size_t(nc * element_bytes(p.types.d)));
   route(routing, seed * 7 + 3, stream);
 }
 
@@ -303,6 +308,9 @@ void ProblemData::reset_c(const Checker& checker, float beta, CUstream stream) c
                    stream);
   else
     GT_CU(cuMemcpyDtoDAsync(c.ptr(), c_init.ptr(), c.bytes(), stream));
+  if (aux.bytes() > 0)
+    checker.poison(aux.ptr(), int64_t(aux.bytes()) / element_bytes(problem.types.d),
+                   problem.types.d, stream);
 }
 
 // One checked run: a problem, its data, alpha/beta and the reference at its points.
@@ -313,6 +321,7 @@ struct Verifier::Case {
   int points = 0;
   std::vector<int> sampled_rows, sampled_cols;  // kept until the Verifier's stream is synchronized
   DeviceBuffer rows, cols, ref, scale;
+  DeviceBuffer aux_ref, aux_scale;  // the pre-activation's reference (Epilogue::aux)
 
   Case(const Checker& checker, const Problem& p, float alpha_, float beta_, uint64_t seed,
        CUstream stream, Routing routing = Routing::uniform)
@@ -334,14 +343,20 @@ struct Verifier::Case {
     ref = DeviceBuffer(size_t(points) * sizeof(double));
     scale = DeviceBuffer(size_t(points) * sizeof(double));
     checker.reference(args(), stream);
+    if (p.epilogue.aux) {
+      aux_ref = DeviceBuffer(size_t(points) * sizeof(double));
+      aux_scale = DeviceBuffer(size_t(points) * sizeof(double));
+      checker.reference(args(true), stream);
+    }
   }
 
-  CheckArgs args() const {
-    CheckArgs a = check_args(data, alpha, beta);
+  // pre_activation: the check of the pre-activation output (Epilogue::aux).
+  CheckArgs args(bool pre_activation = false) const {
+    CheckArgs a = check_args(data, alpha, beta, pre_activation);
     a.rows = rows.ptr();
     a.cols = cols.ptr();
-    a.ref = ref.ptr();
-    a.scale = scale.ptr();
+    a.ref = pre_activation ? aux_ref.ptr() : ref.ptr();
+    a.scale = pre_activation ? aux_scale.ptr() : scale.ptr();
     a.points = points;
     return a;
   }
@@ -427,11 +442,29 @@ Verifier::Verifier(const Checker& checker, const Problem& problem, float alpha, 
 
 Verifier::~Verifier() = default;
 
+namespace {
+
+// D's check, then the pre-activation output's where the problem has one (its message says so).
+Verdict compare_outputs(const Checker& checker, const CheckArgs& d, const CheckArgs* aux,
+                        CUstream stream) {
+  Verdict v = checker.compare(d, stream);
+  if (!v.ok || aux == nullptr) return v;
+  Verdict pre = checker.compare(*aux, stream);
+  pre.max_error = std::max(pre.max_error, v.max_error);
+  pre.points += v.points;
+  if (!pre.ok) pre.message = "in the pre-activation output (aux)";
+  return pre;
+}
+
+}  // namespace
+
 Verdict Verifier::verify_problem(const RunFn& run, CUstream stream) const {
   const Case& cs = *cases_.front();
   cs.data.reset_c(checker_, cs.beta, stream);
   run(cs.data.problem, cs.data.operands(cs.alpha, cs.beta), stream);
-  return checker_.compare(cs.args(), stream);
+  const CheckArgs aux = cs.args(true);
+  return compare_outputs(checker_, cs.args(), cs.data.problem.epilogue.aux ? &aux : nullptr,
+                         stream);
 }
 
 const ProblemData& Verifier::data() const {
@@ -452,14 +485,16 @@ Verdict Verifier::verify(const RunFn& run, CUstream stream, bool kernel_reads_c)
     const Problem& p = cs->data.problem;
     cs->data.reset_c(checker_, cs->beta, stream);
     run(p, cs->data.operands(cs->alpha, cs->beta), stream);
-    Verdict v = checker_.compare(cs->args(), stream);
+    const CheckArgs aux = cs->args(true);
+    Verdict v = compare_outputs(checker_, cs->args(), p.epilogue.aux ? &aux : nullptr, stream);
     total.max_error = std::max(total.max_error, v.max_error);
     total.points += v.points;
     total.bad += v.bad;
     if (!v.ok) {
       total.ok = false;
-      total.message = fmt::format("{} of {} checked points wrong on {} (beta={}), max error {:.3g}",
-                                  v.bad, v.points, p.describe(), cs->beta, v.max_error);
+      total.message = fmt::format(
+          "{} of {} checked points wrong{} on {} (beta={}), max error {:.3g}", v.bad, v.points,
+          v.message.empty() ? "" : " " + v.message, p.describe(), cs->beta, v.max_error);
       return total;
     }
     if (!cs->all_points) {
@@ -474,6 +509,18 @@ Verdict Verifier::verify(const RunFn& run, CUstream stream, bool kernel_reads_c)
         total.message = fmt::format(
             "{} elements of C are NaN/Inf or unwritten on {}, where {} in no group should be",
             nonfinite, p.describe(), kept);
+        return total;
+      }
+      const int64_t aux_nonfinite =
+          p.epilogue.aux ? checker_.count_nonfinite(cs->data.aux.ptr(), p.ldc, p.output_rows(), p.n,
+                                                    p.types.d, stream)
+                         : 0;
+      if (aux_nonfinite != 0) {
+        total.ok = false;
+        total.bad += aux_nonfinite;
+        total.message = fmt::format(
+            "{} elements of the pre-activation output (aux) are NaN/Inf or unwritten on {}",
+            aux_nonfinite, p.describe());
         return total;
       }
     }

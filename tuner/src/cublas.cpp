@@ -55,11 +55,14 @@ constexpr int kDescFastAccum = 25;      // CUBLASLT_MATMUL_DESC_FAST_ACCUM (int8
 constexpr int kDescEpilogue = 7;        // CUBLASLT_MATMUL_DESC_EPILOGUE (uint32_t)
 constexpr int kDescBiasPointer = 8;     // CUBLASLT_MATMUL_DESC_BIAS_POINTER (const void*)
 constexpr int kDescBiasDataType = 26;   // CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE (int32_t)
+constexpr int kDescAuxPointer = 11;     // CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER (void*)
+constexpr int kDescAuxLd = 12;          // CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD (int64_t)
 // cublasLtEpilogue_t: its values combine (RELU_BIAS = RELU | BIAS, GELU_BIAS = GELU | BIAS)
-constexpr int32_t kEpilogueDefault = 1;  // CUBLASLT_EPILOGUE_DEFAULT
-constexpr int32_t kEpilogueRelu = 2;     // CUBLASLT_EPILOGUE_RELU
-constexpr int32_t kEpilogueBias = 4;     // CUBLASLT_EPILOGUE_BIAS
-constexpr int32_t kEpilogueGelu = 32;    // CUBLASLT_EPILOGUE_GELU
+constexpr int32_t kEpilogueDefault = 1;    // CUBLASLT_EPILOGUE_DEFAULT
+constexpr int32_t kEpilogueRelu = 2;       // CUBLASLT_EPILOGUE_RELU
+constexpr int32_t kEpilogueBias = 4;       // CUBLASLT_EPILOGUE_BIAS
+constexpr int32_t kEpilogueGelu = 32;      // CUBLASLT_EPILOGUE_GELU
+constexpr int32_t kEpilogueGeluAux = 160;  // CUBLASLT_EPILOGUE_GELU_AUX: GELU's input kept
 // cublasLtMatmulMatrixScale_t (SCALAR_32F = 0 is the default, left as it is for `tensor`)
 constexpr int32_t kScaleOuterVec32F = 3;     // CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F
 constexpr int32_t kScaleVec128_32F = 4;      // CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F
@@ -114,8 +117,8 @@ struct Plan {
 
   bool serves(const Problem& p, const GemmOperands& o) const {
     return problem == p && scale_a == o.scale_a && scale_b == o.scale_b && bias == bias_of(p, o) &&
-           align_a == address_alignment(o.a) && align_b == address_alignment(o.b) &&
-           align_c == address_alignment(o.c);
+           aux == (p.epilogue.aux ? o.aux : 0) && align_a == address_alignment(o.a) &&
+           align_b == address_alignment(o.b) && align_c == address_alignment(o.c);
   }
   // The bias pointer that matters: none without a bias, whatever the operands hold.
   static CUdeviceptr bias_of(const Problem& p, const GemmOperands& o) {
@@ -124,7 +127,7 @@ struct Plan {
 
   const Functions& f;
   Problem problem;
-  CUdeviceptr scale_a = 0, scale_b = 0, bias = 0;  // the caller's
+  CUdeviceptr scale_a = 0, scale_b = 0, bias = 0, aux = 0;  // the caller's
   uint32_t align_a = 0, align_b = 0, align_c = 0;
   // Why cuBLASLt has no algorithm with the problem's epilogue; "" when it has one. Such a plan
   // is kept too, so that the next call goes straight to the elementwise pass.
@@ -385,6 +388,8 @@ std::string_view to_string(EpiloguePath path) noexcept {
 int32_t cublaslt_epilogue(const Epilogue& e) {
   if (e.bias == Bias::n) return 0;  // cuBLASLt's bias runs along D's rows alone
   const int32_t bias = e.bias == Bias::m ? lt::kEpilogueBias : 0;
+  // Its pre-activation outputs: GELU's (tanh) input alone; ReLU's is a bit mask.
+  if (e.aux) return e.activation == Activation::gelu_tanh ? lt::kEpilogueGeluAux | bias : 0;
   switch (e.activation) {
     case Activation::identity:
       return bias ? bias : lt::kEpilogueDefault;
@@ -602,6 +607,7 @@ std::unique_ptr<lt::Plan> Cublas::Impl::make_plan(const Problem& p, const GemmOp
   q->scale_a = o.scale_a;
   q->scale_b = o.scale_b;
   q->bias = lt::Plan::bias_of(p, o);
+  q->aux = p.epilogue.aux ? o.aux : 0;
   q->align_a = lt::address_alignment(o.a);
   q->align_b = lt::address_alignment(o.b);
   q->align_c = lt::address_alignment(o.c);
@@ -672,6 +678,12 @@ void Cublas::Impl::set_scales(lt::Plan& q, const Problem& p, const GemmOperands&
 void Cublas::Impl::set_epilogue(lt::Plan& q, const Problem& p) {
   const uint32_t epilogue = uint32_t(cublaslt_epilogue(p.epilogue));
   must(set(q, lt::kDescEpilogue, epilogue), "cublasLtMatmulDescSetAttribute(EPILOGUE)");
+  if (p.epilogue.aux) {  // laid out as D (ldc), of D's type (cuBLASLt's default)
+    void* aux = reinterpret_cast<void*>(q.aux);
+    const int64_t aux_ld = p.ldc;
+    must(set(q, lt::kDescAuxPointer, aux), "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_POINTER)");
+    must(set(q, lt::kDescAuxLd, aux_ld), "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_LD)");
+  }
   if (p.epilogue.bias == Bias::none) return;
   const void* bias = reinterpret_cast<const void*>(q.bias);
   const int32_t bias_type = data_type(p.types.d);  // ours is D's type, as cuBLASLt's default
@@ -862,11 +874,11 @@ void Cublas::Impl::gated_pass(const Problem& p, const GemmOperands& o, bool bias
 }
 
 void Cublas::Impl::epilogue_pass(const Problem& p, const GemmOperands& o, CUstream stream) {
-  unsigned long long d = o.c, bias = o.bias;
+  unsigned long long d = o.c, bias = o.bias, aux = p.epilogue.aux ? o.aux : 0;
   long long ld = p.ldc;
   int m = int(p.m), n = int(p.n), type = int(p.types.d), bias_kind = int(p.epilogue.bias),
       activation = int(p.epilogue.activation);
-  void* params[] = {&d, &ld, &m, &n, &type, &bias, &bias_kind, &activation};
+  void* params[] = {&d, &ld, &m, &n, &type, &bias, &bias_kind, &activation, &aux};
   CUlaunchConfig cfg = pass_config(p.m, p.n, stream);
   GT_CU(cuLaunchKernelEx(&cfg, pass().function(), params, nullptr));
 }

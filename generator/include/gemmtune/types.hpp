@@ -81,6 +81,10 @@ Precision parse_precision(std::string_view text);          // the same, case-ins
 //               are op(A)'s two halves (`halves`, [gate; up] as Hugging Face stores them) or rows
 //               2i and 2i + 1 (`interleaved`). The bias (along M: op(A)'s rows) is added to both
 //               before; a gated problem reads no C.
+//   aux:        the pre-activation, alpha * op(A) op(B) + beta * C + bias rounded to D's type, as
+//               a second output ("aux", cuBLASLt's _AUX epilogues): what the backward pass of an
+//               activation reads. M x N values of D's type laid out as D (C's leading
+//               dimension); for an activation that is not the identity, and not gated.
 // Each is a different kernel, so the epilogue is part of a problem's identity.
 enum class Bias { none, m, n };
 enum class Activation { identity, relu, gelu, gelu_tanh, silu };
@@ -91,16 +95,19 @@ struct Epilogue {
   Bias bias = Bias::none;
   Activation activation = Activation::identity;
   Gate gate = Gate::none;
+  bool aux = false;
 
-  bool none() const { return bias == Bias::none && activation == Activation::identity && !gated(); }
+  bool none() const {
+    return bias == Bias::none && activation == Activation::identity && !gated() && !aux;
+  }
   bool gated() const { return gate != Gate::none; }
   // "none", else its parts joined by commas: "bias" (along M), "bias_n", then the activation
   // ("relu", "gelu", "gelu_tanh", "silu"), or for a gated one its name ("swiglu": SiLU, "geglu":
-  // GELU, "geglu_tanh", "reglu": ReLU) and "interleaved" for that layout: "bias,gelu",
-  // "swiglu,interleaved". parse_epilogue() reads it back.
+  // GELU, "geglu_tanh", "reglu": ReLU) and "interleaved" for that layout, and "aux" last:
+  // "bias,gelu", "swiglu,interleaved", "bias,gelu,aux". parse_epilogue() reads it back.
   std::string name() const;
   bool operator==(const Epilogue& o) const {
-    return bias == o.bias && activation == o.activation && gate == o.gate;
+    return bias == o.bias && activation == o.activation && gate == o.gate && aux == o.aux;
   }
   bool operator!=(const Epilogue& o) const { return !(*this == o); }
 };
@@ -184,8 +191,8 @@ struct Problem {
   int64_t rows_b() const { return op_b == Op::N ? k : n; }
   int64_t cols_b() const { return op_b == Op::N ? n : k; }
   double flops() const { return 2.0 * double(m) * double(n) * double(k); }
-  // Bytes of A (all groups'), B, C (when read), D and the bias once each, as stored tightly: the
-  // memory floor.
+  // Bytes of A (all groups'), B, C (when read), D (twice with a pre-activation output) and the
+  // bias once each, as stored tightly: the memory floor.
   double operand_bytes() const;
   // The bias vector's bytes (M or N values of D's type), 0 without one.
   double bias_bytes() const;

@@ -613,6 +613,14 @@ std::vector<Rule<P>> rules() {
          const bool paired = c.swap ? blocks_per_warpgroup(c) == 2 : tile_cols(c) % 128 == 0;
          return paired && c.tma_store == 0 && cluster_n(c) == 1 && c.cluster_k == 1;
        }},
+      // store_tma.cuh writes each chunk twice through its buffers, the pre-activation first; C's
+      // chunks would land in the buffers it overwrites.
+      {"aux_tma_stores_beta_zero",
+       "the pre-activation output (epilogue aux) is stored by TMA only with beta = 0",
+       {&P::tma_store, &P::reads_c},
+       [](const Config& c, const Problem& p, const ArchInfo&) {
+         return !p.epilogue.aux || c.tma_store == 0 || c.reads_c == 0;
+       }},
       {"grouped_tma_stores_beta_zero",
        "a grouped problem stores by TMA only with beta = 0 (where a group ends inside a tile, "
        "from registers)",
@@ -763,6 +771,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     if (element_bytes(p.types.a) == 1) narrow_to_fp8(s, p);
     if (p.grouped()) narrow_to_groups(s);
     if (p.epilogue.gated()) narrow_to_gated(s);
+    if (p.epilogue.aux && p.reads_c) s.set(&P::tma_store, {0});  // aux_tma_stores_beta_zero
     s.rules = rules();
     return s;
   }
@@ -788,7 +797,9 @@ class WgmmaSm90Family final : public FamilyOf<P> {
 
   // The default made for a gated problem: a consumer's rows of op(A) a gate block and an up
   // block (one consumer of 128 rows where SWAP had two of 64), or kernel columns in 128s.
+  // A pre-activation output with beta != 0 stores from registers too (aux_tma_stores_beta_zero).
   static Config for_gated(Config c, const Problem& p) {
+    if (p.epilogue.aux && p.reads_c) c.tma_store = 0;
     if (!p.epilogue.gated()) return c;
     c.tma_store = 0, c.cluster_k = 1;
     if (cluster_n(c) == 2) c.cluster = 11;
@@ -1051,15 +1062,16 @@ class WgmmaSm90Family final : public FamilyOf<P> {
   }
 
   ArgsLayout args_layout() const override {
-    return {"WgmmaArgs",
-            sizeof(WgmmaArgs),
-            offsetof(WgmmaArgs, core),
-            {GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_a), GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_b),
-             GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_c), GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_d),
-             GEMMTUNE_ARGS_MEMBER(WgmmaArgs, core), GEMMTUNE_ARGS_MEMBER(WgmmaArgs, tiling),
-             GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_a_low), GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_b_low),
-             GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_scale_a),
-             GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_scale_b)}};
+    return {
+        "WgmmaArgs",
+        sizeof(WgmmaArgs),
+        offsetof(WgmmaArgs, core),
+        {GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_a), GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_b),
+         GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_c), GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_d),
+         GEMMTUNE_ARGS_MEMBER(WgmmaArgs, core), GEMMTUNE_ARGS_MEMBER(WgmmaArgs, tiling),
+         GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_a_low), GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_b_low),
+         GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_scale_a), GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_scale_b),
+         GEMMTUNE_ARGS_MEMBER(WgmmaArgs, map_aux)}};
   }
 
   LaunchPlan plan_of(const Config& c, const Problem& p, const ArchInfo& arch) const override {
@@ -1186,15 +1198,19 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     }
     if (c.scaling == Scaling::block && c.staged_scales) add_scale_maps(g, c);
     if (c.tma_store) {
-      for (const Operand operand : {Operand::c, Operand::d}) {
-        const bool is_c = operand == Operand::c;
+      for (const Operand operand : {Operand::c, Operand::d, Operand::aux}) {
+        if (operand == Operand::aux && !c.epilogue.aux) break;
         TensorMapPlan m;
         m.operand = operand;
-        m.type = is_c ? c.types.c : c.types.d;
+        m.type = operand == Operand::c ? c.types.c : c.types.d;
         m.box_rows = uint32_t(wgmma_sm90::ROW_BYTES / element_bytes(m.type));  // a chunk's columns
         m.box_cols = uint32_t(64 * blocks_per_warpgroup(c));
-        m.offset = g.args.offset_of(is_c ? "map_c" : "map_d");
-        m.made_flag = is_c ? WGMMA_MAP_C_MADE : WGMMA_MAP_D_MADE;
+        m.offset = g.args.offset_of(operand == Operand::c   ? "map_c"
+                                    : operand == Operand::d ? "map_d"
+                                                            : "map_aux");
+        m.made_flag = operand == Operand::c   ? WGMMA_MAP_C_MADE
+                      : operand == Operand::d ? WGMMA_MAP_D_MADE
+                                              : WGMMA_MAP_AUX_MADE;
         g.maps.push_back(m);
       }
     }

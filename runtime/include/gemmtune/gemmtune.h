@@ -318,7 +318,16 @@ typedef enum gemmtune_matmul_attribute {
    * GEMMTUNE_F32_PRECISION, for f32 calls; exact for others), which setting it back restores.
    * It may be set in any order with the types: a call checks the problem, and refuses a precision
    * other than exact for types other than f32 (GEMMTUNE_ERROR_INVALID_ARGUMENT). */
-  GEMMTUNE_MATMUL_DESC_PRECISION = 19
+  GEMMTUNE_MATMUL_DESC_PRECISION = 19,
+  /* int32_t 0 or 1: the epilogue also stores its pre-activation, alpha * op(A) op(B) + beta * C
+   * + bias rounded to D's type, at GEMMTUNE_MATMUL_DESC_AUX_POINTER (cuBLASLt's _AUX epilogues:
+   * what an activation's backward pass reads); default 0. For an activation other than the
+   * identity, not gated. A kernel of its own, as the activation. */
+  GEMMTUNE_MATMUL_DESC_AUX = 20,
+  /* void*: the pre-activation's buffer in device memory, m x n values of D's type laid out as D
+   * (ldc), 16-byte aligned; default NULL. Needed by a call with GEMMTUNE_MATMUL_DESC_AUX 1,
+   * ignored by another. */
+  GEMMTUNE_MATMUL_DESC_AUX_POINTER = 21
 } gemmtune_matmul_attribute;
 
 /* A new descriptor with the defaults: f32 everywhere, no scaling and no scales, precise

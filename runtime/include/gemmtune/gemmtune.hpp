@@ -84,6 +84,9 @@ struct MatmulDesc {
   // bias, a device pointer to its M (or N) values of D's type, read when the kernel runs.
   Epilogue epilogue;
   const void* bias = nullptr;
+  // With epilogue.aux, where the pre-activation goes: M x N values of D's type laid out as D
+  // (ldc), 16-byte aligned, in device memory.
+  void* aux = nullptr;
   // D's own buffer, with C's leading dimension and type (a residual add that keeps its input);
   // null: D is written over C. With beta == 0, C is then never read and may be null.
   void* d = nullptr;

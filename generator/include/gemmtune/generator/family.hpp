@@ -132,7 +132,7 @@ std::string smem_static_assert(std::string_view expression, int64_t bytes);
 // The same for the threads of a block: the kernel's K::THREADS must be what the plan launches.
 std::string threads_static_assert(int64_t threads);
 // struct Config's lines of the problem's epilogue, the same in every family's unit:
-// "  static constexpr int BIAS = 1, ACTIVATION = 2, GATE = 0;" (the enumerators' values,
+// "  static constexpr int BIAS = 1, ACTIVATION = 2, GATE = 0, AUX = 0;" (the enumerators' values,
 // epilogue_op.cuh).
 std::string epilogue_constants(const Epilogue& epilogue);
 // What a kernel's name ends with for the epilogue: "" for none, else "_bias_gelu".

@@ -19,7 +19,8 @@ namespace gemmtune {
 // all their values (scale_shape_a/b's count), whatever the sides of their layout: a box starts on
 // any multiple of four of them (TMA faults on a box that starts off 16 bytes) and reads zeros past
 // the last.
-enum class Operand { a = 0, b = 1, c = 2, d = 3, scale_a = 4, scale_b = 5 };
+// aux: the epilogue's pre-activation output, laid out as D.
+enum class Operand { a = 0, b = 1, c = 2, d = 3, scale_a = 4, scale_b = 5, aux = 6 };
 inline bool is_scales(Operand operand) {
   return operand == Operand::scale_a || operand == Operand::scale_b;
 }

@@ -47,6 +47,8 @@ struct GemmOperands {
   CUdeviceptr d = 0;
   // The epilogue's bias vector (Problem::epilogue), of D's type.
   CUdeviceptr bias = 0;
+  // The epilogue's pre-activation output (Epilogue::aux), laid out as D.
+  CUdeviceptr aux = 0;
   // Scratch of at least LaunchPlan::workspace_bytes and zero counters of counter_bytes, when
   // the launch asks for them (Workspaces::provide keeps a pair per stream).
   CUdeviceptr workspace = 0;

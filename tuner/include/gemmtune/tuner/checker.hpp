@@ -74,13 +74,15 @@ std::vector<int32_t> group_ends_of(const Problem& problem, Routing routing, uint
 
 // One problem's operands on the GPU, with random normal contents, for a scaled problem its
 // random scales (Checker::fill_scales) in the layouts of scale_shape_a/b, for a grouped one the
-// group ends of a routing, and for an epilogue with a bias a random normal bias vector.
+// group ends of a routing, for an epilogue with a bias a random normal bias vector, and for one
+// that keeps its pre-activation (Epilogue::aux) that output's buffer, laid out as C.
 struct ProblemData {
   Problem problem;
   DeviceBuffer a, b, c, c_init;
   DeviceBuffer scale_a, scale_b;  // empty without scaling
   DeviceBuffer group_ends;        // empty unless grouped; counts when masked
   DeviceBuffer bias;              // empty without a bias (Problem::epilogue)
+  DeviceBuffer aux;               // empty without a pre-activation output
   std::vector<int32_t> host_group_ends;
   ProblemData(const Problem& p, const Checker& checker, uint64_t seed, CUstream stream,
               Routing routing = Routing::uniform);
@@ -88,7 +90,8 @@ struct ProblemData {
   int64_t grouped_columns() const;
   // Routes the columns anew (a grouped problem).
   void route(Routing routing, uint64_t seed, CUstream stream);
-  // Before each run under test: C = C_init (beta != 0) or NaN everywhere (beta == 0).
+  // Before each run under test: C = C_init (beta != 0) or NaN everywhere (beta == 0), and the
+  // pre-activation output NaN everywhere.
   void reset_c(const Checker& checker, float beta, CUstream stream) const;
   GemmOperands operands(float alpha, float beta) const {
     GemmOperands ops{a.ptr(), b.ptr(), c.ptr(), alpha, beta};
@@ -96,14 +99,16 @@ struct ProblemData {
     ops.scale_b = scale_b.ptr();
     ops.group_ends = group_ends.ptr();
     ops.bias = bias.ptr();
+    ops.aux = aux.ptr();
     return ops;
   }
 };
 
 // The arguments of the reference and the check for the problem's data, alpha and beta: operands,
 // sizes, types and tolerance; the points and their outputs (rows, cols, ref, scale, points) are
-// the caller's.
-CheckArgs check_args(const ProblemData& data, float alpha, float beta);
+// the caller's. pre_activation: those of the pre-activation output (Epilogue::aux) instead, the
+// same formula without the activation.
+CheckArgs check_args(const ProblemData& data, float alpha, float beta, bool pre_activation = false);
 
 // Checks a kernel on the problem being tuned (sampled points, edges included, and every
 // element for NaN) and, when the problem is large (in outputs, or in bytes), on every element of
