@@ -158,16 +158,18 @@ def _activation_of(activation):
 class Epilogue(NamedTuple):
     """What a call's store applies: a bias along the result's columns (an nn.Linear's output
     features) and an activation; gated ('halves', 'interleaved'): act(gate) * up of the
-    columns' two parts."""
+    columns' two parts; aux: where the pre-activation goes too (a View laid out as the result),
+    or None."""
     bias: object = None  # the bias (an array, a View), or None
     activation: str = "identity"
     gate: str = "none"
+    aux: object = None
 
     def name(self, plan):
         """Its name in the plan's problem: the result's columns are the GEMM's M where the plan
         swaps the operands (a row-major result), else its N."""
         along = "none" if self.bias is None else ("m" if plan.swap else "n")
-        return epilogue_name(along, self.activation, self.gate)
+        return epilogue_name(along, self.activation, self.gate, self.aux is not None)
 
 
 # A gated epilogue's activations by the names gated_linear takes (the gated forms' among them).
@@ -272,10 +274,13 @@ def _call_descriptor(plan, epilogue):
     with a bias (a View) this thread's, its bias pointer set for the call."""
     name, layout = epilogue.name(plan), plan.problem.layout
     precision = descriptor_precision(plan.types, plan.problem.precision)
-    if epilogue.bias is None:
+    if epilogue.bias is None and epilogue.aux is None:
         return descriptor(plan.types, layout, epilogue=name, precision=precision)
     desc = bias_descriptor(plan.types, layout, name, precision)
-    desc.set_bias(epilogue.bias.ptr)
+    if epilogue.bias is not None:
+        desc.set_bias(epilogue.bias.ptr)
+    if epilogue.aux is not None:
+        desc.set_aux(epilogue.aux.ptr)
     return desc
 
 
@@ -314,11 +319,12 @@ def matmul(a, b, out=None, *, alpha=1.0, beta=0.0, stream=None, out_dtype=None,
 
 
 def run_matmul(a, b, out, alpha, beta, stream, backend, like=None, names=("a", "b", "out"),
-               out_dtype=None, epilogue=NO_EPILOGUE, precision=None):
+               out_dtype=None, epilogue=NO_EPILOGUE, precision=None, keep_pre_activation=False):
     """matmul for any operands (objects or Views); backend makes results like `like` (default:
     a), names the default stream and the default precision; names are the operands' names in
     error messages. epilogue: an Epilogue whose bias (a vector of the result's dtype,
-    contiguous) is on the operands' GPU."""
+    contiguous) is on the operands' GPU. keep_pre_activation: (the result, its pre-activation)
+    instead, the second made as the first (out must be None)."""
     _check_scalars(alpha, beta, out)
     stream = _stream_handle(stream)
     ops = _operands(a, b, out, stream, names=names, out_dtype=out_dtype, precision=precision,
@@ -331,17 +337,25 @@ def run_matmul(a, b, out, alpha, beta, stream, backend, like=None, names=("a", "
     if out is None:
         out = backend.allocate(a if like is None else like, ops.a, m, n, ops.types.d)
         ops = ops._replace(c=view_of(out, "out", stream))
+    pre = None
+    if keep_pre_activation:
+        pre = backend.allocate(a if like is None else like, ops.a, m, n, ops.types.d)
+        epilogue = epilogue._replace(aux=view_of(pre, "pre_activation", stream))
+    done = out if pre is None else (out, pre)
     if m == 0 or n == 0:
-        return out
+        return done
     if k == 0:  # a sum over nothing: C = beta * C, then the epilogue
         out = backend.scale(out, beta)
+        if pre is not None:
+            pre = backend.finish(backend.scale(pre, 0.0), bias, "identity")
         if epilogue.bias is None and epilogue.activation == "identity":
-            return out
-        return backend.finish(out, bias, epilogue.activation)
+            return done
+        out = backend.finish(out, bias, epilogue.activation)
+        return out if pre is None else (out, pre)
     if stream is None:
         stream = backend.default_stream(ops)
     _gemm(ops.plan, ops.a, ops.b, ops.c, alpha, beta, stream, ops.device, epilogue)
-    return out
+    return done
 
 
 def _cupy_only(array):
@@ -449,19 +463,26 @@ def _linear_operands(x, w, bias, backend):
 
 
 def run_linear(x, w, bias, stream, backend, out_dtype=None, activation="identity",
-               precision=None):
+               precision=None, keep_pre_activation=False):
     """linear with the activation's library name; the bias and the activation go to the
-    kernel's epilogue (the bias converted to the result's dtype where it is not)."""
+    kernel's epilogue (the bias converted to the result's dtype where it is not).
+    keep_pre_activation: (the result, x @ w.T + bias), both stored by the one kernel."""
+    if keep_pre_activation and activation == "identity":
+        raise Error("return_pre_activation needs an activation (relu, gelu, gelu_tanh or silu): "
+                    "without one the pre-activation is the result")
     x_rows, wt, shape, x_dtype, w_dtype = _linear_operands(x, w, bias, backend)
     if bias is not None:
         bias = backend.bias_vector(bias, result_dtype(x_dtype, w_dtype, out_dtype))
     y = run_matmul(x_rows, wt, None, 1.0, 0.0, stream, backend, like=x, names=("x", "w", "out"),
-                   out_dtype=out_dtype, epilogue=Epilogue(bias, activation), precision=precision)
+                   out_dtype=out_dtype, epilogue=Epilogue(bias, activation), precision=precision,
+                   keep_pre_activation=keep_pre_activation)
+    if keep_pre_activation:
+        return y[0].reshape(shape), y[1].reshape(shape)
     return y.reshape(shape)
 
 
 def linear(x, w, bias=None, *, activation=None, approximate="none", stream=None,
-           out_dtype=None, precision=None):
+           out_dtype=None, precision=None, return_pre_activation=False):
     """act(x @ w.T + bias), as torch.nn.functional.linear followed by the activation: x is
     (..., in), w is (out, in), bias (out,) or None; the result is (..., out). The GEMM is 'tn'
     with M = out, N = the number of rows of x, K = in; the bias (along M) and the activation
@@ -470,14 +491,20 @@ def linear(x, w, bias=None, *, activation=None, approximate="none", stream=None,
     activation: None, 'relu', 'gelu', 'gelu_tanh' or 'silu', or torch.nn.ReLU(), GELU(),
     SiLU(), F.relu, F.gelu, F.silu; approximate='tanh' (F.gelu's) makes 'gelu' GELU's tanh
     form. x and w may differ in dtype; the result's is out_dtype, by default as matmul's with x
-    as a (result_dtype). precision: of f32 calls, as matmul's. Raises gemmtune.Error."""
+    as a (result_dtype). precision: of f32 calls, as matmul's. return_pre_activation: (the
+    result, x @ w.T + bias), the second as the kernel stores it beside the first (rounded to the
+    result's dtype; what the activation's backward reads), for an activation other than the
+    identity. Raises gemmtune.Error."""
     if activation is None and approximate == "none":  # the usual call: nothing to look up
         activation = "identity"
     else:
         activation = activation_name(activation, approximate)
     if is_torch_tensor(x) or is_torch_tensor(w):
+        if return_pre_activation:
+            return torch_api.linear_keeping(x, w, bias, stream, out_dtype, activation, precision)
         return torch_api.linear(x, w, bias, stream, out_dtype, activation, precision)
-    return run_linear(x, w, bias, stream, _ArrayBackend, out_dtype, activation, precision)
+    return run_linear(x, w, bias, stream, _ArrayBackend, out_dtype, activation, precision,
+                      return_pre_activation)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -55,7 +55,8 @@ _GATED_ACTIVATIONS = {name: activation for activation, name in _GATED_NAMES.item
 # GEMM (an int32), their column end offsets or counts (a `const int32_t*`), which of the two
 # they are (a gemmtune_group_layout), the accumulation (a gemmtune_accumulation), the
 # epilogue's bias and activation (int32s), the bias vector (a `const void*`), D's own
-# buffer (a `void*`), the epilogue's gate (an int32) and the precision (a gemmtune_precision).
+# buffer (a `void*`), the epilogue's gate (an int32), the precision (a gemmtune_precision), and
+# whether the pre-activation is kept (an int32) with its buffer (a `void*`).
 _TYPE_ATTRIBUTES = (0, 1, 2, 3, 4)
 _OP_ATTRIBUTES = (6, 7)
 SCALING_ATTRIBUTE = 5
@@ -65,6 +66,7 @@ ACCUMULATION_ATTRIBUTE = 13
 BIAS_ATTRIBUTE, ACTIVATION_ATTRIBUTE, BIAS_POINTER, D_POINTER = 14, 15, 16, 17
 GATE_ATTRIBUTE = 18
 PRECISION_ATTRIBUTE = 19
+AUX_ATTRIBUTE, AUX_POINTER = 20, 21
 _POINTER_SIZE = ctypes.sizeof(ctypes.c_void_p)  # what a pointer attribute's value takes
 
 
@@ -266,13 +268,15 @@ def type_name(name):
 # Epilogues: "none", or the parts of gemmtune::Epilogue::name(): "bias" (along M), "bias_n",
 # then an activation ("relu", "gelu", "gelu_tanh", "silu"), joined by commas: "bias,gelu"; a gated
 # one names its activation as the gated form ("swiglu", "geglu", "geglu_tanh", "reglu") and adds
-# "interleaved" for that layout: "bias,swiglu,interleaved".
+# "interleaved" for that layout: "bias,swiglu,interleaved"; "aux" last where the pre-activation is
+# kept as a second output: "bias,gelu,aux".
 
 
-def epilogue_name(bias="none", activation="identity", gate="none"):
+def epilogue_name(bias="none", activation="identity", gate="none", aux=False):
     """The name of an epilogue of a bias ('none', 'm', 'n'), an activation and a gate ('none',
-    'halves', 'interleaved'), as the library writes it: epilogue_name('m', 'gelu') ==
-    'bias,gelu', epilogue_name('none', 'silu', 'interleaved') == 'swiglu,interleaved'."""
+    'halves', 'interleaved'), with aux its pre-activation kept, as the library writes it:
+    epilogue_name('m', 'gelu') == 'bias,gelu', epilogue_name('none', 'silu', 'interleaved') ==
+    'swiglu,interleaved', epilogue_name('m', 'gelu', aux=True) == 'bias,gelu,aux'."""
     if bias not in BIASES:
         raise Error(f"unknown bias '{bias}' (expected none, m or n)")
     if activation not in ACTIVATIONS:
@@ -288,6 +292,11 @@ def epilogue_name(bias="none", activation="identity", gate="none"):
     elif activation != "identity":
         parts.append(activation)
     parts += ["interleaved"] if gate == "interleaved" else []
+    if aux:
+        if activation == "identity" or gate != "none":
+            raise Error("aux (the pre-activation as a second output) is for an activation that "
+                        f"is not gated, not {','.join(parts) or 'none'}")
+        parts.append("aux")
     return ",".join(parts) or "none"
 
 
@@ -295,7 +304,8 @@ def epilogue_name(bias="none", activation="identity", gate="none"):
 def parse_epilogue(name):
     """(bias, activation, gate) of an epilogue's name: parse_epilogue('bias,gelu') ==
     ('m', 'gelu', 'none'), parse_epilogue('swiglu,interleaved') == ('none', 'silu',
-    'interleaved'); 'none' and '' are ('none', 'identity', 'none')."""
+    'interleaved'); 'none' and '' are ('none', 'identity', 'none'). An 'aux' part (the
+    pre-activation kept: keeps_pre_activation) leaves the three as they are."""
     bias, activation, gate, interleaved = "none", "identity", "none", False
     for part in filter(None, name.split(",")):
         if part in ("bias", "bias_n") and bias == "none":
@@ -306,6 +316,8 @@ def parse_epilogue(name):
             activation, gate = _GATED_ACTIVATIONS[part], "halves"
         elif part == "interleaved" and not interleaved:
             interleaved = True
+        elif part == "aux":
+            pass  # keeps_pre_activation; the library checks it has an activation
         elif part != "none":
             raise Error(f"epilogue '{name}': unknown or repeated part '{part}' (expected bias or "
                         "bias_n, then relu, gelu, gelu_tanh or silu, or a gated swiglu, geglu, "
@@ -318,6 +330,11 @@ def parse_epilogue(name):
 def is_gated(name):
     """Whether an epilogue's name is of a gated one (D of M / 2 rows)."""
     return parse_epilogue(name)[2] != "none"
+
+
+def keeps_pre_activation(name):
+    """Whether an epilogue's name keeps its pre-activation as a second output ('aux')."""
+    return "aux" in name.split(",")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -381,6 +398,9 @@ class MatmulDesc:
         if gate != "none":
             values.append(GATES[gate])
             attributes += (GATE_ATTRIBUTE,)
+        if keeps_pre_activation(epilogue):
+            values.append(1)
+            attributes += (AUX_ATTRIBUTE,)
         if precision is not None:  # exact too: else the library's default would be the call's
             values.append(PRECISIONS[checked_precision(precision)])
             attributes += (PRECISION_ATTRIBUTE,)
@@ -422,6 +442,11 @@ class MatmulDesc:
     def set_d(self, address):
         """The device address of D's own buffer (an int; 0: D is written over C)."""
         self._set_pointer(D_POINTER, address)
+
+    def set_aux(self, address):
+        """The device address of the pre-activation's buffer (an int; laid out as D, 16-byte
+        aligned), written by the next call of an epilogue with aux."""
+        self._set_pointer(AUX_POINTER, address)
 
     def _set_pointer(self, attribute, address):
         pointer = ctypes.c_void_p(address)
@@ -501,9 +526,10 @@ def scaled_grouped_descriptor(types, layout, scaling, accumulation="precise"):
 
 
 def bias_descriptor(types, layout, epilogue, precision=None):
-    """A descriptor of this thread for calls with an epilogue that has a bias ('bias,gelu') and
-    a precision (None: the library's), whose bias pointer each call sets (set_bias) just before
-    it runs: no other thread sees it change."""
+    """A descriptor of this thread for calls with an epilogue that has a bias ('bias,gelu') or
+    keeps its pre-activation ('gelu,aux'), and a precision (None: the library's), whose bias and
+    aux pointers each call sets (set_bias, set_aux) just before it runs: no other thread sees
+    them change."""
     return _thread_descriptor((tuple(types), layout, "none", "bias", epilogue, precision),
                               epilogue=epilogue, precision=precision)
 

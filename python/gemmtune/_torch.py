@@ -6,7 +6,7 @@ and autograd formulas), torch.ops.gemmtune.gated_linear, .scaled_mm, .grouped_mm
 .grouped_mm_masked and .bmm (fake implementations; no autograd). Imported only where torch is."""
 import functools
 import math
-from typing import Optional
+from typing import Optional, Tuple
 
 import torch
 import torch.nn.functional as F
@@ -169,10 +169,31 @@ def matmul(a, b, out, alpha, beta, stream, out_dtype=None, precision=None):
     return _matmul(a, b, out, alpha, beta, stream, out_dtype, precision)
 
 
+# The activations whose backward reads the pre-activation (ReLU's reads the output).
+_KEPT_FOR_BACKWARD = ("gelu", "gelu_tanh", "silu")
+
+
+def _needs_grad(*tensors):
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+
+
 def linear(x, w, bias, stream, out_dtype=None, activation="identity", precision=None):
     if stream is None and out_dtype is None and precision is None and _through_operator(x, w, bias):
+        # Under autograd the kernel stores the pre-activation beside the result, for backward
+        # to read rather than recompute (one more GEMM).
+        if activation in _KEPT_FOR_BACKWARD and _needs_grad(x, w, bias):
+            return torch.ops.gemmtune.linear_keep(x, w, bias, activation)[0]
         return torch.ops.gemmtune.linear(x, w, bias, activation)
     return _linear(x, w, bias, stream, out_dtype, activation, precision)
+
+
+def linear_keeping(x, w, bias, stream, out_dtype=None, activation="identity", precision=None):
+    """(act(x @ w.T + bias), x @ w.T + bias) from one kernel (the general path's checks, no
+    planned fast path)."""
+    if stream is None and out_dtype is None and precision is None and _through_operator(x, w, bias):
+        return torch.ops.gemmtune.linear_keep(x, w, bias, activation)
+    return run_linear(x, w, bias, stream, TorchBackend, out_dtype, activation, precision,
+                      keep_pre_activation=True)
 
 
 def gated_linear(x, w, bias, stream, out_dtype=None, activation="silu", layout="halves",
@@ -934,6 +955,14 @@ def _register():
         ctx.save_for_backward(x, w, bias, output if activation == "relu" else None)
         ctx.has_bias, ctx.activation = bias is not None, activation
 
+    def activation_grad(activation, grad, z):
+        """The gradient of the pre-activation z from the output's, of GELU, its tanh form or
+        SiLU."""
+        if activation == "silu":
+            return torch.ops.aten.silu_backward(grad, z)
+        approximate = "tanh" if activation == "gelu_tanh" else "none"
+        return torch.ops.aten.gelu_backward(grad, z, approximate=approximate)
+
     def pre_activation_grad(ctx, grad):
         """The gradient of x @ w.T + bias from the output's."""
         x, w, bias, y = ctx.saved_tensors
@@ -941,17 +970,46 @@ def _register():
             return grad
         if ctx.activation == "relu":
             return grad.masked_fill(y <= 0, 0)
-        z = linear_op(x, w, bias, "identity")
-        if ctx.activation == "silu":
-            return torch.ops.aten.silu_backward(grad, z)
-        approximate = "tanh" if ctx.activation == "gelu_tanh" else "none"
-        return torch.ops.aten.gelu_backward(grad, z, approximate=approximate)
+        return activation_grad(ctx.activation, grad, linear_op(x, w, bias, "identity"))
 
     def linear_backward(ctx, grad):
         x, w = ctx.saved_tensors[:2]
         return (*linear_grads(ctx, pre_activation_grad(ctx, grad), x, w, mm), None)
 
     linear_op.register_autograd(linear_backward, setup_context=linear_context)
+
+    # The result and its pre-activation from one kernel (the epilogue's aux): what linear runs
+    # under autograd for GELU and SiLU, whose backward then reads the pre-activation kept.
+    @torch.library.custom_op("gemmtune::linear_keep", mutates_args=())
+    def linear_keep_op(x: torch.Tensor, w: torch.Tensor, bias: Optional[torch.Tensor] = None,
+                       activation: str = "gelu") -> Tuple[torch.Tensor, torch.Tensor]:
+        return run_linear(x, w, bias, None, TorchBackend, None, activation, None,
+                          keep_pre_activation=True)
+
+    @linear_keep_op.register_fake
+    def _(x, w, bias=None, activation="gelu"):
+        torch._check(activation in _ACTIVATIONS,
+                     lambda: f"gemmtune.linear_keep: the activation {activation!r} is not one "
+                             "of relu, gelu, gelu_tanh, silu")
+        y = linear_fake(x, w, bias, activation)
+        return y, torch.empty_like(y)
+
+    def linear_keep_context(ctx, inputs, output):
+        x, w, bias, activation = inputs
+        ctx.save_for_backward(x, w, output[1])
+        ctx.has_bias, ctx.activation = bias is not None, activation
+
+    def linear_keep_backward(ctx, grad, grad_pre):
+        x, w, z = ctx.saved_tensors
+        if ctx.activation == "relu":
+            pre = grad.masked_fill(z <= 0, 0)
+        else:
+            pre = activation_grad(ctx.activation, grad, z)
+        if grad_pre is not None:  # the pre-activation was used downstream too
+            pre = pre + grad_pre
+        return (*linear_grads(ctx, pre, x, w, mm), None)
+
+    linear_keep_op.register_autograd(linear_keep_backward, setup_context=linear_keep_context)
 
     # What a patched nn.Linear or F.linear runs (gemmtune.patch): gemmtune's linear, or torch's
     # F.linear where the library refuses the problem.

@@ -25,6 +25,8 @@ def test_the_epilogue_attributes_and_codes_are_gemmtune_hs():
     assert attributes["activation"] == _library.ACTIVATION_ATTRIBUTE
     assert attributes["bias_pointer"] == _library.BIAS_POINTER
     assert attributes["d_pointer"] == _library.D_POINTER
+    assert attributes["aux"] == _library.AUX_ATTRIBUTE
+    assert attributes["aux_pointer"] == _library.AUX_POINTER
     assert header_enum("GEMMTUNE_BIAS_") == _library.BIASES
     assert header_enum("GEMMTUNE_ACTIVATION_") == _library.ACTIVATIONS
 
@@ -173,6 +175,40 @@ def test_linear_passes_the_bias_to_the_epilogue_and_beta_0(monkeypatch):
     _api.run_linear(x, w, None, None, FakeBackend, activation="silu")
     handle = counting.matmuls[-1][1]
     assert handle == _library.descriptor(DataTypes.uniform("f16"), "tn", epilogue="silu").handle
+
+
+def test_the_pre_activation_is_a_second_output_of_the_same_call(monkeypatch):
+    assert _library.epilogue_name("m", "gelu", aux=True) == "bias,gelu,aux"
+    assert _library.parse_epilogue("bias,gelu,aux") == ("m", "gelu", "none")
+    assert _library.keeps_pre_activation("bias,gelu,aux")
+    assert not _library.keeps_pre_activation("bias,gelu")
+    with pytest.raises(gemmtune.Error, match="aux .* is for an activation that is not gated"):
+        _library.epilogue_name("m", "identity", aux=True)
+    counting = CountingLibrary(_library.library())
+    monkeypatch.setattr(_library, "_lib", counting)
+    addresses = iter((0x7F0000200000, 0x7F0000400000))
+
+    class TwoResults(FakeBackend):
+        allocate = staticmethod(lambda like, view, m, n, dtype: FakeResult(
+            (m, n), "<f2", ptr=next(addresses)))
+
+    x = FakeCudaArray((6, 64), "<f2", ptr=0x7F0000000000)
+    w = FakeCudaArray((32, 64), "<f2", ptr=0x7F0000100000)
+    bias = FakeCudaArray((32,), "<f2", ptr=0x7F0000300000)
+    y, z = _api.run_linear(x, w, bias, None, TwoResults, activation="gelu",
+                           keep_pre_activation=True)
+    assert (y.__cuda_array_interface__["data"][0], z.__cuda_array_interface__["data"][0]) == (
+        0x7F0000200000, 0x7F0000400000)
+    handle, c = counting.matmuls[-1][1], counting.matmuls[-1][11]
+    desc = _library.bias_descriptor(DataTypes.uniform("f16"), "tn", "bias,gelu,aux")
+    assert (handle, c) == (desc.handle, 0x7F0000200000)
+    assert desc.get(_library.AUX_ATTRIBUTE) == 1
+    assert desc.get_pointer(_library.AUX_POINTER) == 0x7F0000400000
+    assert desc.get_pointer(_library.BIAS_POINTER) == 0x7F0000300000
+    assert _library.descriptor(DataTypes.uniform("f16"), "tn", "none").get(
+        _library.AUX_ATTRIBUTE) == 0
+    with pytest.raises(gemmtune.Error, match="return_pre_activation needs an activation"):
+        _api.run_linear(x, w, bias, None, TwoResults, keep_pre_activation=True)
 
 
 def test_a_bias_the_kernel_cannot_read_is_converted_or_refused():

@@ -172,6 +172,46 @@ def test_autograd_through_each_activation(activation, with_bias):
         close(got, want, torch.float32)
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+@pytest.mark.parametrize("activation", ["relu", "gelu", "gelu_tanh", "silu"])
+def test_the_pre_activation_comes_back_beside_the_result(dtype, activation):
+    x, w, bias = rand(2, 37, 1000, dtype=dtype), rand(771, 1000, dtype=dtype), rand(771, dtype=dtype)
+    y, z = gemmtune.linear(x, w, bias, activation=activation, return_pre_activation=True)
+    assert y.shape == z.shape == (2, 37, 771) and y.dtype == z.dtype == dtype
+    assert y.data_ptr() != z.data_ptr()
+    close(z, reference(x, w, bias, None), dtype)
+    close(y, reference(x, w, bias, activation), dtype)
+    close(y, ACTIVATIONS[activation](z.float()), dtype)  # the same pre-activation
+    with pytest.raises(gemmtune.Error, match="return_pre_activation needs an activation"):
+        gemmtune.linear(x, w, bias, return_pre_activation=True)
+
+
+@pytest.mark.skipif(not gemmtune.torch_operators, reason="torch < 2.4: no torch.library.custom_op")
+def test_gradients_through_the_result_and_its_pre_activation():
+    x = rand(3, 50, 64, dtype=torch.float32, requires_grad=True)
+    w = rand(96, 64, dtype=torch.float32, requires_grad=True)
+    bias = rand(96, dtype=torch.float32, requires_grad=True)
+    y, z = gemmtune.linear(x, w, bias, activation="gelu", return_pre_activation=True)
+    grads = torch.autograd.grad(y.square().sum() + (z * 0.5).sum(), (x, w, bias))
+    z_ref = F.linear(x, w, bias)
+    wants = torch.autograd.grad(F.gelu(z_ref).square().sum() + (z_ref * 0.5).sum(), (x, w, bias))
+    for got, want in zip(grads, wants):
+        close(got, want, torch.float32)
+
+
+@pytest.mark.skipif(not gemmtune.torch_operators, reason="torch < 2.4: no torch.library.custom_op")
+def test_the_kept_pre_activation_under_torch_compile():
+    def layer(x, w, b):
+        y, z = gemmtune.linear(x, w, b, activation="silu", return_pre_activation=True)
+        return y + z
+
+    x, w, b = rand(65, 256, dtype=torch.bfloat16), rand(384, 256, dtype=torch.bfloat16), \
+        rand(384, dtype=torch.bfloat16)
+    z = F.linear(x.float(), w.float(), b.float())
+    close(torch.compile(layer, fullgraph=True, backend="aot_eager")(x, w, b), F.silu(z) + z,
+          torch.bfloat16)
+
+
 def test_cupy_operands_with_a_bias():
     cupy = pytest.importorskip("cupy")
     x = cupy.random.standard_normal((65, 128), dtype=cupy.float32)
