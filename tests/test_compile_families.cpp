@@ -933,9 +933,9 @@ TEST_F(CompileFamilies, WgmmaStagedBiasCompilesWithoutSpills) {
 }
 
 // A pre-activation output (aux) in every family's store: each family's default of problems with
-// bias,gelu,aux (wgmma's register stores, its swapped decode tiles, mma_sm80 on sm_80 and sm_90a,
-// gemv, simt) compiles without spills, and stores more than the same kernel without aux (STG,
-// opcode 0x986; calibrated as above on a one-store kernel).
+// bias,gelu,aux (wgmma's TMA stores of 16-bit and f32 D, float8 among them, its swapped decode
+// tiles, mma_sm80 on sm_80 and sm_90a, gemv, simt) compiles without spills, and stores more than
+// the same kernel without aux (STG, opcode 0x986, in the register-store paths every kernel has).
 TEST_F(CompileFamilies, PreActivationOutputsCompileWithoutSpillsAndStoreTwice) {
   struct Case {
     const char* family;
@@ -946,6 +946,8 @@ TEST_F(CompileFamilies, PreActivationOutputsCompileWithoutSpillsAndStoreTwice) {
       {"wgmma_sm90", "sm_90a", make_problem(DType::bf16, Op::T, Op::N, 8192, 8192, 4096)},
       {"wgmma_sm90", "sm_90a", make_problem(DType::bf16, Op::T, Op::N, 4096, 16, 4096)},
       {"wgmma_sm90", "sm_90a", make_problem(DType::bf16, Op::T, Op::N, 2304, 1024, 4096)},
+      {"wgmma_sm90", "sm_90a", fp8_problem(7168, 4096, 7168, Scaling::block)},
+      {"wgmma_sm90", "sm_90a", fp8_f32_problem(8192, 8192, 8192, Scaling::tensor)},
       {"mma_sm80", "sm_80", make_problem(DType::bf16, Op::T, Op::N, 4096, 4096, 4096)},
       {"mma_sm80", "sm_90a", make_problem(DType::f16, Op::N, Op::N, 1000, 520, 300)},
       {"gemv", "sm_90a", make_problem(DType::bf16, Op::T, Op::N, 4096, 1, 4096)},
