@@ -349,7 +349,8 @@ void Library::matmul(const MatmulDesc& desc, int64_t m, int64_t n, int64_t k, fl
              "epilogue {} needs its bias vector (bias)", p.epilogue.name());
   GT_REQUIRE(!p.epilogue.aux || desc.aux != nullptr, Errc::invalid_argument,
              "epilogue {} needs the pre-activation's buffer (aux)", p.epilogue.name());
-  GT_REQUIRE(reinterpret_cast<uintptr_t>(desc.aux) % 16 == 0, Errc::invalid_argument,
+  GT_REQUIRE(!p.epilogue.aux || reinterpret_cast<uintptr_t>(desc.aux) % 16 == 0,
+             Errc::invalid_argument,
              "the pre-activation's buffer (aux) must be 16-byte aligned (got {})", desc.aux);
   GT_REQUIRE(p.scaling == Scaling::none || (desc.scale_a != nullptr && desc.scale_b != nullptr),
              Errc::invalid_argument, "scaling {} needs the scales of A and B (scale_a and scale_b)",

@@ -361,6 +361,17 @@ struct Verifier::Case {
     return a;
   }
 
+  // D's check, then the pre-activation output's where the problem has one (its message says so).
+  Verdict compare(const Checker& checker, CUstream stream) const {
+    Verdict v = checker.compare(args(), stream);
+    if (!v.ok || !data.problem.epilogue.aux) return v;
+    Verdict pre = checker.compare(args(true), stream);
+    pre.max_error = std::max(pre.max_error, v.max_error);
+    pre.points += v.points;
+    if (!pre.ok) pre.message = "in the pre-activation output (aux)";
+    return pre;
+  }
+
   // Corners, the last rows and columns (tails), and random points.
   static void sample_points(const Problem& p, uint64_t seed, std::vector<int>& r,
                             std::vector<int>& c) {
@@ -442,29 +453,11 @@ Verifier::Verifier(const Checker& checker, const Problem& problem, float alpha, 
 
 Verifier::~Verifier() = default;
 
-namespace {
-
-// D's check, then the pre-activation output's where the problem has one (its message says so).
-Verdict compare_outputs(const Checker& checker, const CheckArgs& d, const CheckArgs* aux,
-                        CUstream stream) {
-  Verdict v = checker.compare(d, stream);
-  if (!v.ok || aux == nullptr) return v;
-  Verdict pre = checker.compare(*aux, stream);
-  pre.max_error = std::max(pre.max_error, v.max_error);
-  pre.points += v.points;
-  if (!pre.ok) pre.message = "in the pre-activation output (aux)";
-  return pre;
-}
-
-}  // namespace
-
 Verdict Verifier::verify_problem(const RunFn& run, CUstream stream) const {
   const Case& cs = *cases_.front();
   cs.data.reset_c(checker_, cs.beta, stream);
   run(cs.data.problem, cs.data.operands(cs.alpha, cs.beta), stream);
-  const CheckArgs aux = cs.args(true);
-  return compare_outputs(checker_, cs.args(), cs.data.problem.epilogue.aux ? &aux : nullptr,
-                         stream);
+  return cs.compare(checker_, stream);
 }
 
 const ProblemData& Verifier::data() const {
@@ -485,8 +478,7 @@ Verdict Verifier::verify(const RunFn& run, CUstream stream, bool kernel_reads_c)
     const Problem& p = cs->data.problem;
     cs->data.reset_c(checker_, cs->beta, stream);
     run(p, cs->data.operands(cs->alpha, cs->beta), stream);
-    const CheckArgs aux = cs->args(true);
-    Verdict v = compare_outputs(checker_, cs->args(), p.epilogue.aux ? &aux : nullptr, stream);
+    Verdict v = cs->compare(checker_, stream);
     total.max_error = std::max(total.max_error, v.max_error);
     total.points += v.points;
     total.bad += v.bad;

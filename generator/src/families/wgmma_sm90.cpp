@@ -795,10 +795,11 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     s.set(&P::cluster_k, {1});
   }
 
-  // The default made for a gated problem: a consumer's rows of op(A) a gate block and an up
-  // block (one consumer of 128 rows where SWAP had two of 64), or kernel columns in 128s.
-  // A pre-activation output with beta != 0 stores from registers too (aux_tma_stores_beta_zero).
-  static Config for_gated(Config c, const Problem& p) {
+  // The default made for the problem's epilogue: a pre-activation output with beta != 0 stores
+  // from registers (aux_tma_stores_beta_zero); a gated problem's consumer rows of op(A) are a gate
+  // block and an up block (one consumer of 128 rows where SWAP had two of 64), or kernel columns
+  // in 128s.
+  static Config for_epilogue(Config c, const Problem& p) {
     if (p.epilogue.aux && p.reads_c) c.tma_store = 0;
     if (!p.epilogue.gated()) return c;
     c.tma_store = 0, c.cluster_k = 1;
@@ -895,7 +896,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     c = with_paying_cluster(c, p, arch);
     if (tiles_of(p, c.bm, c.bn) <= arch.sms && !one_wave_tma_store) c.tma_store = 0;
     // A gated tile's geometry first: its 128-row blocks leave fewer tiles, which split-K spreads.
-    c = for_gated(c, p);
+    c = for_epilogue(c, p);
     if (split_where_few || p.epilogue.gated()) c = with_schedule(c, p, arch);
     return repaired(with_fitting_stages(for_groups(c, p), arch), p, arch);
   }
@@ -931,7 +932,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
       c.bn = round_up(p.n, 64), c.wg = c.bn / 64, c.stages = 8, c.cluster = 11, c.tma_store = 0;
       c.cluster_k = 2;
       return with_staged_scales(
-          with_overlap(repaired(with_fitting_stages(for_gated(c, p), arch), p, arch)), p, arch);
+          with_overlap(repaired(with_fitting_stages(for_epilogue(c, p), arch), p, arch)), p, arch);
     } else if (tiles_of(p, 128, 128) < arch.sms) {
       c.bn = 64, c.wg = 1;
     } else if (p.scaling == Scaling::block) {
@@ -956,7 +957,8 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     if (tiles_of(p, c.bm, c.bn) <= arch.sms) c.tma_store = c.swap ? 0 : c.tma_store;
     c = with_schedule(c, p, arch);
     return with_staged_scales(
-        with_overlap(repaired(with_fitting_stages(for_groups(for_gated(c, p), p), arch), p, arch)),
+        with_overlap(
+            repaired(with_fitting_stages(for_groups(for_epilogue(c, p), p), arch), p, arch)),
         p, arch);
   }
 
@@ -1198,19 +1200,22 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     }
     if (c.scaling == Scaling::block && c.staged_scales) add_scale_maps(g, c);
     if (c.tma_store) {
-      for (const Operand operand : {Operand::c, Operand::d, Operand::aux}) {
-        if (operand == Operand::aux && !c.epilogue.aux) break;
+      struct StoreMap {
+        Operand operand;
+        const char* member;
+        unsigned made_flag;
+      };
+      for (const StoreMap s : {StoreMap{Operand::c, "map_c", WGMMA_MAP_C_MADE},
+                               StoreMap{Operand::d, "map_d", WGMMA_MAP_D_MADE},
+                               StoreMap{Operand::aux, "map_aux", WGMMA_MAP_AUX_MADE}}) {
+        if (s.operand == Operand::aux && !c.epilogue.aux) continue;
         TensorMapPlan m;
-        m.operand = operand;
-        m.type = operand == Operand::c ? c.types.c : c.types.d;
+        m.operand = s.operand;
+        m.type = s.operand == Operand::c ? c.types.c : c.types.d;
         m.box_rows = uint32_t(wgmma_sm90::ROW_BYTES / element_bytes(m.type));  // a chunk's columns
         m.box_cols = uint32_t(64 * blocks_per_warpgroup(c));
-        m.offset = g.args.offset_of(operand == Operand::c   ? "map_c"
-                                    : operand == Operand::d ? "map_d"
-                                                            : "map_aux");
-        m.made_flag = operand == Operand::c   ? WGMMA_MAP_C_MADE
-                      : operand == Operand::d ? WGMMA_MAP_D_MADE
-                                              : WGMMA_MAP_AUX_MADE;
+        m.offset = g.args.offset_of(s.member);
+        m.made_flag = s.made_flag;
         g.maps.push_back(m);
       }
     }
