@@ -541,9 +541,10 @@ TEST_F(CompileFamilies, WgmmaLoopsKeepDescriptorsUniform) {
 // Float8 tiles of two 64-row blocks a consumer (256 tokens by 128 of m) promote them in waves
 // through one block's partial sum: 128 accumulators and 64 partial sums fit, and every k-block
 // promotes (no PROMOTE 2 or 4, no second partial sum); with block scales staged, 192 rows at most
-// (a TMA box of the tile's row scales holds four more, 256 at most). The default takes them for
-// long-K block-scaled rows whose rounds they fill (4096x4096x7168, 7168x4096x16384), not where
-// they would leave a round idle (2112x4096x7168) or K is short (24576x4096x1536).
+// (a TMA box of the tile's row scales holds four more, 256 at most). The default takes them, one
+// CTA each, for block-scaled rows of 12 k-blocks or more whose rounds they fill (4096x4096x7168,
+// 7168x4096x16384, 7168x4096x2048, 24576x4096x1536), not where they would leave a round idle
+// (2112x4096x7168) or K is short (32768x4096x512).
 TEST(WgmmaFloat8, TilesOf256TokensPromoteInWaves) {
   const ArchInfo arch = ArchInfo::from_name("sm_90a");
   const Family& family = find_family("wgmma_sm90");
@@ -552,11 +553,13 @@ TEST(WgmmaFloat8, TilesOf256TokensPromoteInWaves) {
   EXPECT_EQ(waves.at("BN"), 256);
   EXPECT_EQ(waves.at("BM"), 128);
   EXPECT_EQ(family.broken_rules(waves, block, arch), std::vector<std::string>{});
-  EXPECT_EQ(family.default_config(fp8_problem(7168, 4096, 16384, Scaling::block), arch).at("BN"),
-            256);
   EXPECT_EQ(family.default_config(fp8_problem(2112, 4096, 7168, Scaling::block), arch).at("BN"),
             128);
-  EXPECT_EQ(family.default_config(fp8_problem(24576, 4096, 1536, Scaling::block), arch).at("BN"),
+  EXPECT_EQ(waves.at("CLUSTER"), 11);
+  for (const auto& [m, k] : {std::pair<int64_t, int64_t>{7168, 16384}, {7168, 2048}, {24576, 1536}})
+    EXPECT_EQ(family.default_config(fp8_problem(m, 4096, k, Scaling::block), arch).at("BN"), 256)
+        << m << "x4096x" << k;
+  EXPECT_EQ(family.default_config(fp8_problem(32768, 4096, 512, Scaling::block), arch).at("BN"),
             128);
   auto with = [&](std::map<std::string, int64_t> changes) {
     KernelConfig c = waves;

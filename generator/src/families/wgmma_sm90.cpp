@@ -980,14 +980,14 @@ class WgmmaSm90Family final : public FamilyOf<P> {
   }
 
   // Block-scaled tiles of 256 tokens by 128 of m, two 64-row blocks a consumer promoted in waves
-  // (promotion.cuh), where K is long (32 k-blocks or more) and their rounds cost less, counted 5%
-  // cheaper than the 128-token widths: the k-block's fixed costs are paid once for two blocks
-  // (docs/PERF.md, 'Float8 tiles of 256 tokens promote in waves'). Measured on one GEMM with beta
-  // = 0 only.
+  // (promotion.cuh), one CTA each, where K has 12 k-blocks or more and their rounds cost less,
+  // counted 5% cheaper than the 128-token widths: the k-block's fixed costs are paid once for two
+  // blocks (docs/PERF.md, 'Float8 tiles of 256 tokens promote in waves'). Measured on one GEMM
+  // with beta = 0 only.
   static Config in_waves_where_cheaper(Config c, const Problem& p, const ArchInfo& arch) {
-    if (p.reads_c || p.grouped() || ceil_div(p.k, int64_t(128)) < 32) return c;
+    if (p.reads_c || p.grouped() || ceil_div(p.k, int64_t(128)) < 12) return c;
     Config waves = c;
-    waves.bm = 128, waves.bn = 256, waves.stages = 3, waves.cluster = 12;
+    waves.bm = 128, waves.bn = 256, waves.stages = 3, waves.cluster = 11;
     const double cost = rounds_cost(c, p, arch, c.bm == 192 ? 0.97 : 1.0);
     return rounds_cost(waves, p, arch, 0.95) < cost ? waves : c;
   }
