@@ -51,6 +51,22 @@ TEST(WgmmaGeometry, PersistentGridsCoverTheWork) {
   EXPECT_LE(g.smem_bytes, uint32_t(arch.smem_per_block));
 }
 
+// A grouped launch's units are the most tiles any routing could have (the real ones are known on
+// the device alone): balancing rounds over those took SMs from the real tiles (Qwen3's decode
+// layer, 1536x8x2048 G=128: 124 CTAs for 1536 tiles, 13 rounds where 132 take 12).
+TEST(WgmmaGeometry, GroupedLaunchesKeepEverySm) {
+  const Family& f = find_family("wgmma_sm90");
+  const ArchInfo arch = ArchInfo::from_name("sm_90a");
+  for (const int64_t tokens : {8, 256}) {
+    Problem p = make_problem(DType::bf16, Op::T, Op::N, 1536, tokens * 128, 2048);
+    p.groups = 128;
+    const LaunchPlan g = f.plan(f.default_config(p, arch), p, arch);
+    ASSERT_TRUE(g.persistent) << tokens;
+    EXPECT_EQ(g.work_units, 0u) << tokens;
+    EXPECT_EQ(persistent_grid(g, uint32_t(arch.sms)).grid[0], uint32_t(arch.sms)) << tokens;
+  }
+}
+
 TEST(WgmmaGeometry, StreamKTakesEveryResidentCtaAndAWorkspace) {
   const Family& f = find_family("wgmma_sm90");
   const ArchInfo arch = ArchInfo::from_name("sm_90a");

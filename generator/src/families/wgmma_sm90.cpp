@@ -1101,8 +1101,9 @@ class WgmmaSm90Family final : public FamilyOf<P> {
       const int64_t most = c.schedule == schedule::STREAM_K ? u.super_tiles * u.k_blocks : units;
       g.grid = {uint32_t(std::min(most, u.workers) * cluster), 1, 1};
       g.persistent = true;
-      // Stream-K: every resident CTA.
-      g.work_units = c.schedule == schedule::STREAM_K ? 0 : grid_extent(units);
+      // Stream-K: every resident CTA. A grouped launch too: its units are the most any routing
+      // could have, and rounds balanced over those would idle SMs that the real tiles need.
+      g.work_units = c.schedule == schedule::STREAM_K || c.group_table > 0 ? 0 : grid_extent(units);
     } else {
       g.grid = {grid_extent(u.tiles_m * u.tiles_n), 1, 1};
     }
