@@ -121,7 +121,8 @@ struct LaunchPlan {
   // Persistent kernels loop over `work_units` (tiles, or cluster-sized groups of tiles). The
   // runtime sizes their grid: no more CTAs than can be resident at once (clusters may not fit on
   // every SM), and no more than the fewest that finish in the same number of rounds (all
-  // resident CTAs when work_units is 0: stream-K spreads the work over every one).
+  // resident CTAs when work_units is 0: stream-K spreads the work over every one, and a grouped
+  // launch's tiles are counted on the device alone).
   bool persistent = false;
   uint32_t work_units = 0;
   // Scratch the kernel needs (split-K partial sums), passed as GemmCore::workspace; and counters
