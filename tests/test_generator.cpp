@@ -437,6 +437,35 @@ TEST(Families, WgmmaGatedDefaultsPairGateAndUpRows) {
     }
 }
 
+// A pre-activation output doubles the stores: where one round of 256x128 tiles would leave them
+// exposed and 128x128 tiles fill two rounds, the default takes 128x128; with short K, 128x128 in
+// ping-pong; without aux, where 128x128 tiles would leave a round part empty, and with longer K,
+// the tile stays.
+TEST(Families, WgmmaAuxDefaultsTakeASecondRoundOfTiles) {
+  const ArchInfo h100 = ArchInfo::from_name("sm_90a");
+  const Family& wgmma = find_family("wgmma_sm90");
+  auto name_of = [&](int64_t m, int64_t n, int64_t k, const char* epilogue) {
+    Problem p = make_problem(DType::bf16, Op::N, Op::N, m, n, k);
+    p.epilogue = parse_epilogue(epilogue);
+    const KernelConfig c = wgmma.default_config(p, h100);
+    EXPECT_EQ(why_unusable(c, p, h100), "") << p.describe();
+    return wgmma.kernel_name(c);
+  };
+  EXPECT_EQ(name_of(2048, 2048, 2048, "bias,gelu_tanh,aux"),
+            "gemm_wgmma_bf16_nn_128x128x64_s4_wg2_c1x1_ws_rm_tmastore_bias_gelu_tanh_aux");
+  EXPECT_EQ(name_of(2048, 2048, 2048, "bias,gelu_tanh"),
+            "gemm_wgmma_bf16_nn_256x128x64_s4_wg2_c1x1_ws_rm_tmastore_bias_gelu_tanh");
+  // 100 tiles of 256x128, 200 of 128x128: three quarters of two rounds.
+  EXPECT_NE(name_of(5120, 640, 5120, "bias,gelu_tanh,aux").find("_256x128x64_"), std::string::npos);
+  // K of 16 k-blocks: ping-pong; of 24, the large tile stays.
+  EXPECT_EQ(name_of(8192, 8192, 1024, "bias,gelu_tanh,aux"),
+            "gemm_wgmma_bf16_nn_128x128x64_s4_wg2_c1x1_pingpong_rm_tmastore_bias_gelu_tanh_aux");
+  EXPECT_EQ(name_of(8192, 8192, 1024, "bias,gelu_tanh"),
+            "gemm_wgmma_bf16_nn_256x128x64_s4_wg2_c1x2_ws_rm_tmastore_bias_gelu_tanh");
+  EXPECT_NE(name_of(8192, 8192, 1536, "bias,gelu_tanh,aux").find("_256x128x64_"),
+            std::string::npos);
+}
+
 // A configuration carries its problem's epilogue: stored, named, emitted and checked against the
 // problem it is used for.
 TEST(KernelConfig, TheEpilogueIsStoredNamedEmittedAndMatched) {

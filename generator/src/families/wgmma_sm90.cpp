@@ -891,6 +891,7 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     } else if (p.reads_c && p.k <= 2048) {
       make_large_reading_c(c, p, arch);
     }
+    if (p.epilogue.aux && !p.reads_c) hide_aux_stores(c, p, arch);
     // Register stores where a CTA has one tile, but where one wave of tiles measured faster
     // with TMA stores.
     c = with_paying_cluster(c, p, arch);
@@ -1354,6 +1355,21 @@ class WgmmaSm90Family final : public FamilyOf<P> {
 
   // 128x192 tiles: three consumer warpgroups, five stages, TMA stores, a cluster along M;
   // 192x128: two, four stages, register stores, a cluster along N.
+  // A pre-activation output doubles a tile's stores (docs/PERF.md, 'A pre-activation output
+  // wants its stores under a main loop'). One round of 256x128 tiles leaves them in the open:
+  // where 128x128 tiles fill two rounds nine tenths or more, they take its place, the second
+  // round's main loop under the first's stores. With 16 k-blocks or fewer every tile's stores
+  // weigh: 128x128 tiles in ping-pong, each consumer's stores under the other's main loop.
+  static void hide_aux_stores(Config& c, const Problem& p, const ArchInfo& arch) {
+    if (c.bm != 256 || c.bn != 128 || c.swap || c.wg != 2) return;
+    const int64_t tiles = tiles_of(p, 128, 128);
+    if (10 * tiles >= 18 * arch.sms && tiles <= 2 * arch.sms) {
+      c.bm = 128;
+    } else if (p.k <= 16 * 64 && tiles >= 2 * arch.sms) {
+      c.bm = 128, c.pingpong = 1, c.cluster = 11;
+    }
+  }
+
   static void set_tile(Config& c, int64_t bm, int64_t bn) {
     const bool tall = bn == 192;
     c.bm = bm, c.bn = bn;
