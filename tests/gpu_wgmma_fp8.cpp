@@ -50,6 +50,8 @@ const Point kPoints[] = {
     {"wgmma N 144, TMA stores, the last chunk overlapping the one before", 144, 128, 4, 2, 11, 1, 0,
      0, 1, 0, 1, 1, 0, 0},
     {"256 tokens in waves, TMA stores, cluster along N", 128, 256, 3, 2, 12, 1},
+    {"256 tokens in waves, one CTA, TMA stores (the large block-scaled default)", 128, 256, 3, 2,
+     11, 1},
     {"256 tokens in waves, register stores, split-K in 3", 128, 256, 3, 2, 11, 0, 0, 1, 3},
 };
 
