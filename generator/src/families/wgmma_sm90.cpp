@@ -1353,8 +1353,6 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     return best;
   }
 
-  // 128x192 tiles: three consumer warpgroups, five stages, TMA stores, a cluster along M;
-  // 192x128: two, four stages, register stores, a cluster along N.
   // A pre-activation output doubles a tile's stores (docs/PERF.md, 'A pre-activation output
   // wants its stores under a main loop'). One round of 256x128 tiles leaves them in the open:
   // where 128x128 tiles fill two rounds nine tenths or more, they take its place, the second
@@ -1370,6 +1368,8 @@ class WgmmaSm90Family final : public FamilyOf<P> {
     }
   }
 
+  // 128x192 tiles: three consumer warpgroups, five stages, TMA stores, a cluster along M;
+  // 192x128: two, four stages, register stores, a cluster along N.
   static void set_tile(Config& c, int64_t bm, int64_t bn) {
     const bool tall = bn == 192;
     c.bm = bm, c.bn = bn;
