@@ -296,14 +296,7 @@ TEST_F(CublasLtFp8, LibraryErrsWithinATenthOfCublasLtOnTheSameData) {
   options.db_path = (dir / "none.db").string();  // nothing tuned: the defaults
   options.cache_dir = (dir / "cache").string();
   Library lib(options);
-  auto ours = [&](const Problem& q, const GemmOperands& o, CUstream s) {
-    MatmulDesc desc{q.types, q.scaling, q.op_a, q.op_b};
-    desc.scale_a = reinterpret_cast<const float*>(o.scale_a);
-    desc.scale_b = reinterpret_cast<const float*>(o.scale_b);
-    lib.matmul(desc, q.m, q.n, q.k, o.alpha, reinterpret_cast<const void*>(o.a), q.lda,
-               reinterpret_cast<const void*>(o.b), q.ldb, o.beta, reinterpret_cast<void*>(o.c),
-               q.ldc, reinterpret_cast<Stream>(s));
-  };
+  const Verifier::RunFn ours = library_run(lib);
   auto theirs = [&](const Problem& q, const GemmOperands& o, CUstream s) {
     cublas_->gemm(q, o, s);
   };

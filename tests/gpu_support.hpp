@@ -76,22 +76,27 @@ class GpuTest : public ::testing::Test {
     return ::testing::AssertionSuccess();
   }
 
+  // One call of the library on a verifier's operands (scales, epilogue, bias and aux included).
+  static Verifier::RunFn library_run(Library& lib) {
+    return [&lib](const Problem& q, const GemmOperands& o, CUstream s) {
+      MatmulDesc desc{q.types, q.scaling, q.op_a, q.op_b};
+      desc.scale_a = reinterpret_cast<const float*>(o.scale_a);
+      desc.scale_b = reinterpret_cast<const float*>(o.scale_b);
+      desc.epilogue = q.epilogue;
+      desc.bias = reinterpret_cast<const void*>(o.bias);
+      desc.aux = reinterpret_cast<void*>(o.aux);
+      lib.matmul(desc, q.m, q.n, q.k, o.alpha, reinterpret_cast<const void*>(o.a), q.lda,
+                 reinterpret_cast<const void*>(o.b), q.ldb, o.beta, reinterpret_cast<void*>(o.c),
+                 q.ldc, reinterpret_cast<Stream>(s));
+    };
+  }
+
   // Runs the library on the problem (and on the verifier's smaller problems) and checks the
   // results like any candidate's.
   Verdict check_library(Library& lib, const Problem& p, float alpha = 1.0f, float beta = 0.0f,
                         uint64_t seed = 9) {
     const Verifier v(*checker_, p, alpha, beta, seed, stream_->get());
-    return v.verify(
-        [&](const Problem& q, const GemmOperands& o, CUstream s) {
-          MatmulDesc desc{q.types, q.scaling, q.op_a, q.op_b};
-          desc.epilogue = q.epilogue;
-          desc.bias = reinterpret_cast<const void*>(o.bias);
-          desc.aux = reinterpret_cast<void*>(o.aux);
-          lib.matmul(desc, q.m, q.n, q.k, o.alpha, reinterpret_cast<const void*>(o.a), q.lda,
-                     reinterpret_cast<const void*>(o.b), q.ldb, o.beta,
-                     reinterpret_cast<void*>(o.c), q.ldc, reinterpret_cast<Stream>(s));
-        },
-        stream_->get());
+    return v.verify(library_run(lib), stream_->get());
   }
 
   Compiler compiler_;

@@ -479,6 +479,7 @@ Verdict Verifier::verify(const RunFn& run, CUstream stream, bool kernel_reads_c)
     cs->data.reset_c(checker_, cs->beta, stream);
     run(p, cs->data.operands(cs->alpha, cs->beta), stream);
     Verdict v = cs->compare(checker_, stream);
+    if (cs == cases_.front()) total.problem_max_error = v.max_error;
     total.max_error = std::max(total.max_error, v.max_error);
     total.points += v.points;
     total.bad += v.bad;

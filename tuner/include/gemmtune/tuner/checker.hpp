@@ -20,6 +20,9 @@ struct Verdict {
   int64_t bad = 0;       // points out of tolerance or not finite
   int64_t points = 0;    // points checked
   std::string message;   // what failed, for people
+  // Of Verifier::verify: the largest at the problem's own points alone (its other cases add more
+  // points, so a larger maximum of the same rounding), as verify_problem measures a baseline.
+  double problem_max_error = 0;
 };
 
 // Tolerance on |out - ref| / (|ref| + scale): above the rounding of an honest kernel with f32
