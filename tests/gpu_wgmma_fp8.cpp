@@ -209,6 +209,29 @@ TEST_F(WgmmaFp8, EveryModeScheduleAndOddShape) {
   EXPECT_GT(checked, 300);
 }
 
+// The 256-token tiles that consume their accumulator in waves, every mode and both beta paths,
+// on a shape with a partial tile on each side and a partial k-block (300x300x520): small enough for
+// compute-sanitizer, which runs this test alone.
+TEST_F(WgmmaFp8, TilesInWavesOnAPartialShape) {
+  int checked = 0;
+  for (Scaling scaling : {Scaling::tensor, Scaling::row, Scaling::block}) {
+    const Problem p = fp8_problem(kE4m3Bf16, scaling, 300, 300, 520);
+    for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, std::pair{0.5f, -1.5f}}) {
+      const Verifier verifier(*checker_, p, alpha, beta, 9, stream_->get());
+      for (const Point& pt : kPoints)
+        for (int64_t staged : {0, 1}) {
+          if (pt.bn != 256 || !runs(pt, scaling, beta, staged)) continue;
+          const ReadyKernel k = ready(pt, p, staged);
+          const Verdict v = check(k, verifier);
+          EXPECT_TRUE(v.ok) << k.compiled.name << " on " << p.describe() << " beta=" << beta << ": "
+                            << v.message;
+          ++checked;
+        }
+    }
+  }
+  EXPECT_EQ(checked, 18);  // three points, three modes, two beta paths
+}
+
 // Float8 with an f32 output (D = C = f32): every point in every mode on the odd shapes, e4m3 and
 // e5m2 x e4m3, leading dimensions that leave C unaligned for TMA (its stores then come from
 // registers, every other column 8-byte aligned), beta == 0 with C full of NaN (an element not
@@ -272,7 +295,7 @@ TEST_F(WgmmaFp8, F32OutputInEveryModeScheduleAndOddShape) {
 // (row scaling) off: the scales handed to the kernel are shifted copies of the ones the reference
 // used.
 TEST_F(WgmmaFp8, ScalesReadFromTheWrongBlockAreCaught) {
-  for (const auto [scaling, staged] :
+  for (const auto& [scaling, staged] :
        {std::pair{Scaling::row, 0}, std::pair{Scaling::block, 0}, std::pair{Scaling::block, 1}}) {
     const Problem p = fp8_problem(kE4m3Bf16, scaling, 384, 256, 512);
     const Verifier verifier(*checker_, p, 1.0f, 0.0f, 9, stream_->get());
